@@ -1,0 +1,90 @@
+/* buf.c — growable byte buffer with a hard cap (see buf.h). */
+#include "common/buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void bl_buf_init(bl_buf *b, size_t cap_max)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->alloc = 0;
+    b->cap_max = cap_max ? cap_max : SIZE_MAX / 2;
+}
+
+void bl_buf_cleanup(bl_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = 0;
+    b->alloc = 0;
+}
+
+void bl_buf_reset(bl_buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+bl_err bl_buf_reserve(bl_buf *b, size_t extra)
+{
+    if (extra > b->cap_max || b->len > b->cap_max - extra)
+        return BL_ETOOBIG;
+    size_t need = b->len + extra + 1;
+    if (need <= b->alloc)
+        return BL_OK;
+    size_t n = b->alloc ? b->alloc : 256;
+    while (n < need)
+        n = n > SIZE_MAX / 2 ? need : n * 2;
+    char *p = realloc(b->data, n);
+    if (!p)
+        return BL_ENOMEM;
+    b->data = p;
+    b->alloc = n;
+    return BL_OK;
+}
+
+bl_err bl_buf_append(bl_buf *b, const void *p, size_t n)
+{
+    bl_err e = bl_buf_reserve(b, n);
+    if (e)
+        return e;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return BL_OK;
+}
+
+bl_err bl_buf_puts(bl_buf *b, const char *s)
+{
+    return bl_buf_append(b, s, strlen(s));
+}
+
+bl_err bl_buf_putc(bl_buf *b, char c)
+{
+    return bl_buf_append(b, &c, 1);
+}
+
+bl_err bl_buf_put_u64(bl_buf *b, uint64_t v)
+{
+    char tmp[24];
+    size_t i = sizeof tmp;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return bl_buf_append(b, tmp + i, sizeof tmp - i);
+}
+
+bl_err bl_buf_zero(bl_buf *b, size_t n)
+{
+    bl_err e = bl_buf_reserve(b, n);
+    if (e)
+        return e;
+    memset(b->data + b->len, 0, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return BL_OK;
+}

@@ -1,0 +1,276 @@
+/*
+ * mapping.c — one-line parser for ProGuard / R8 mapping files.
+ * The grammar and normalisation rules are in mapping.h.
+ * Hot path: called once per mapping line; no allocation, one pass.
+ */
+#include "symbol/mapping.h"
+
+#include <string.h>
+
+static int is_ws(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+static bl_span span(const char *p, const char *e)
+{
+    bl_span s = { p, (uint32_t)(e - p) };
+    return s;
+}
+
+/* Parses decimal digits at *pp (at least one). */
+static int parse_uint(const char **pp, const char *e, uint32_t *out)
+{
+    const char *p = *pp;
+    uint64_t v = 0;
+    if (p >= e || *p < '0' || *p > '9')
+        return 0;
+    while (p < e && *p >= '0' && *p <= '9') {
+        v = v * 10 + (uint64_t)(*p - '0');
+        if (v > BL_MAPPING_MAX_LINE)
+            return 0;
+        p++;
+    }
+    *pp = p;
+    *out = (uint32_t)v;
+    return 1;
+}
+
+static void normalise_range(uint32_t *a, uint32_t *b)
+{
+    if (*b == 0 && *a != 0) {
+        *b = *a;
+    } else if (*b < *a) {
+        uint32_t t = *a;
+        *a = *b;
+        *b = t;
+    }
+}
+
+/* Finds " -> " in [p, e); returns a pointer to the space or NULL. */
+static const char *find_arrow(const char *p, const char *e)
+{
+    while (p + 4 <= e) {
+        const char *q = memchr(p, '-', (size_t)(e - p));
+        if (!q)
+            return NULL;
+        if (q > p && q[-1] == ' ' && q + 2 < e && q[1] == '>' && q[2] == ' ')
+            return q - 1;
+        p = q + 1;
+    }
+    return NULL;
+}
+
+static int has_space(bl_span s)
+{
+    for (uint32_t i = 0; i < s.n; i++)
+        if (is_ws(s.p[i]))
+            return 1;
+    return 0;
+}
+
+static bl_err parse_comment(const char *p, const char *e, bl_mapping_line *out)
+{
+    p++; /* '#' */
+    while (p < e && is_ws(*p))
+        p++;
+    if (p < e && *p == '{') {
+        const char *t = e;
+        while (t > p && is_ws(t[-1]))
+            t--;
+        out->kind = BL_ML_META;
+        out->a = span(p, t);
+        return BL_OK;
+    }
+    /* header: key made of [a-z_] then ':' */
+    const char *k = p;
+    while (p < e && ((*p >= 'a' && *p <= 'z') || *p == '_'))
+        p++;
+    if (p > k && p < e && *p == ':') {
+        out->kind = BL_ML_HEADER;
+        out->a = span(k, p);
+        p++;
+        while (p < e && is_ws(*p))
+            p++;
+        const char *t = e;
+        while (t > p && is_ws(t[-1]))
+            t--;
+        out->b = span(p, t);
+        return BL_OK;
+    }
+    out->kind = BL_ML_COMMENT;
+    out->a = span(k, e);
+    return BL_OK;
+}
+
+static bl_err parse_member(const char *p, const char *e, bl_mapping_line *out,
+                           const char **why)
+{
+    const char *arrow = find_arrow(p, e);
+    if (!arrow) {
+        *why = "member line without ' -> '";
+        return BL_EFORMAT;
+    }
+    const char *o = arrow + 4;
+    while (o < e && is_ws(*o))
+        o++;
+    out->obf = span(o, e);
+    if (out->obf.n == 0 || has_space(out->obf)) {
+        *why = "bad obfuscated member name";
+        return BL_EFORMAT;
+    }
+    const char *le = arrow; /* left side end */
+
+    /* optional minified range "a:b:" */
+    if (p < le && *p >= '0' && *p <= '9') {
+        uint32_t a, b;
+        if (!parse_uint(&p, le, &a) || p >= le || *p != ':') {
+            *why = "bad minified line range";
+            return BL_EFORMAT;
+        }
+        p++;
+        if (p < le && *p >= '0' && *p <= '9') {
+            if (!parse_uint(&p, le, &b) || p >= le || *p != ':') {
+                *why = "bad minified line range";
+                return BL_EFORMAT;
+            }
+            p++;
+        } else {
+            b = a;
+        }
+        normalise_range(&a, &b);
+        out->has_min = 1;
+        out->min_start = a;
+        out->min_end = b;
+    }
+
+    /* type */
+    const char *t = p;
+    while (p < le && !is_ws(*p))
+        p++;
+    if (p == t || p >= le) {
+        *why = "member line without a type";
+        return BL_EFORMAT;
+    }
+    out->type = span(t, p);
+    while (p < le && is_ws(*p))
+        p++;
+
+    /* name up to '(' (method) or the end (field) */
+    const char *n = p;
+    while (p < le && *p != '(' && !is_ws(*p))
+        p++;
+    if (p == n) {
+        *why = "member line without a name";
+        return BL_EFORMAT;
+    }
+    const char *ne = p;
+    if (p < le && *p == '(') {
+        const char *ps = ++p;
+        const char *pe = memchr(ps, ')', (size_t)(le - ps));
+        if (!pe) {
+            *why = "method line without ')'";
+            return BL_EFORMAT;
+        }
+        out->params = span(ps, pe);
+        if (has_space(out->params)) {
+            *why = "space in parameter list";
+            return BL_EFORMAT;
+        }
+        p = pe + 1;
+        out->kind = BL_ML_METHOD;
+        if (p < le && *p == ':') {
+            uint32_t a, b;
+            p++;
+            if (!parse_uint(&p, le, &a)) {
+                *why = "bad original line";
+                return BL_EFORMAT;
+            }
+            if (p < le && *p == ':') {
+                p++;
+                if (!parse_uint(&p, le, &b)) {
+                    *why = "bad original line range";
+                    return BL_EFORMAT;
+                }
+                normalise_range(&a, &b);
+                out->orig_kind = BL_ORIG_RANGE;
+            } else {
+                b = a;
+                out->orig_kind = BL_ORIG_LINE;
+            }
+            out->orig_start = a;
+            out->orig_end = b;
+        }
+    } else {
+        if (out->has_min) {
+            *why = "field line with a line range";
+            return BL_EFORMAT;
+        }
+        out->kind = BL_ML_FIELD;
+    }
+    while (p < le && is_ws(*p))
+        p++;
+    if (p != le) {
+        *why = "unexpected text before ' -> '";
+        return BL_EFORMAT;
+    }
+    /* split "owner.name" at the last '.' */
+    const char *dot = NULL;
+    for (const char *q = n; q < ne; q++)
+        if (*q == '.')
+            dot = q;
+    if (dot) {
+        if (dot == n || dot + 1 == ne) {
+            *why = "bad qualified member name";
+            return BL_EFORMAT;
+        }
+        out->owner = span(n, dot);
+        out->name = span(dot + 1, ne);
+    } else {
+        out->name = span(n, ne);
+    }
+    return BL_OK;
+}
+
+bl_err bl_mapping_parse_line(const char *line, size_t len, bl_mapping_line *out,
+                             const char **why)
+{
+    const char *p = line, *e = line + len;
+    memset(out, 0, sizeof *out);
+    *why = NULL;
+    if (e > p && e[-1] == '\r')
+        e--;
+    while (e > p && is_ws(e[-1]))
+        e--;
+    while (p < e && is_ws(*p))
+        p++;
+    if (p == e) {
+        out->kind = BL_ML_BLANK;
+        return BL_OK;
+    }
+    if (*p == '#')
+        return parse_comment(p, e, out);
+    if (p != line)
+        return parse_member(p, e, out, why);
+
+    /* class line */
+    const char *arrow = find_arrow(p, e);
+    if (!arrow || e[-1] != ':') {
+        *why = "class line must be 'original -> obfuscated:'";
+        return BL_EFORMAT;
+    }
+    const char *o = arrow + 4;
+    const char *oe = e - 1;
+    while (o < oe && is_ws(*o))
+        o++;
+    while (oe > o && is_ws(oe[-1]))
+        oe--;
+    out->kind = BL_ML_CLASS;
+    out->a = span(p, arrow);
+    out->b = span(o, oe);
+    if (out->a.n == 0 || out->b.n == 0 || has_space(out->a) || has_space(out->b)) {
+        *why = "bad class name";
+        return BL_EFORMAT;
+    }
+    return BL_OK;
+}

@@ -1,0 +1,642 @@
+/*
+ * retrace.c — stack-trace retracing over a bl_mapindex (rules in retrace.h).
+ *
+ * Per frame: select candidate inline groups in the method bucket, expand
+ * each group into frames (innermost first), apply rewriteFrame / outline /
+ * synthesized rules, merge identical alternatives, then print.
+ * A retracer reuses its arrays between frames: no allocation once warm.
+ */
+#include "symbol/retrace.h"
+
+#include "symbol/mapping.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SPAN_EXPANSION 32 /* alternatives for an original span N:M */
+
+struct bl_retracer {
+    const bl_mapindex *mi;
+    bl_retrace_opts o;
+    bl_rframe *fr;       /* frames of all alternatives */
+    uint32_t *fr_file;   /* per frame: offset+1 into names, 0 = none */
+    uint32_t nfr, capfr;
+    uint32_t *alt;       /* alternative start offsets (n_alts + 1) */
+    uint32_t nalt, capalt;
+    bl_buf names;        /* inferred file names of this frame */
+    int64_t carry;       /* outline position for the next frame, -1 none */
+    int after_exc;       /* the next frame is the first under an exception */
+    char exc_obf[512], exc_orig[512];
+};
+
+bl_err bl_retracer_new(const bl_mapindex *mi, const bl_retrace_opts *opts, bl_retracer **out)
+{
+    bl_retracer *rt = calloc(1, sizeof *rt);
+    *out = NULL;
+    if (!rt)
+        return BL_ENOMEM;
+    rt->mi = mi;
+    if (opts)
+        rt->o = *opts;
+    bl_buf_init(&rt->names, 1 << 24);
+    rt->carry = -1;
+    *out = rt;
+    return BL_OK;
+}
+
+void bl_retracer_free(bl_retracer *rt)
+{
+    if (!rt)
+        return;
+    free(rt->fr);
+    free(rt->fr_file);
+    free(rt->alt);
+    bl_buf_cleanup(&rt->names);
+    free(rt);
+}
+
+void bl_retracer_reset(bl_retracer *rt)
+{
+    rt->carry = -1;
+    rt->after_exc = 0;
+}
+
+size_t bl_retrace_infer_file(const char *cls, size_t n, char *buf, size_t cap)
+{
+    size_t s = 0;
+    for (size_t i = 0; i < n; i++)
+        if (cls[i] == '.')
+            s = i + 1;
+    size_t e = s;
+    while (e < n && (cls[e] != '$' || e == s))
+        e++;
+    const char *ext = ".java";
+    if (e - s > 2 && cls[e - 2] == 'K' && cls[e - 1] == 't') {
+        e -= 2;
+        ext = ".kt";
+    }
+    size_t el = strlen(ext);
+    if (cap == 0)
+        return 0;
+    size_t len = e - s;
+    if (len + el + 1 > cap)
+        len = cap > el + 1 ? cap - el - 1 : 0;
+    memcpy(buf, cls + s, len);
+    memcpy(buf + len, ext, el < cap - len ? el : cap - len - 1);
+    size_t total = len + (el < cap - len ? el : cap - len - 1);
+    buf[total] = '\0';
+    return total;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static bl_err push_frame(bl_retracer *rt, const bl_rframe *f)
+{
+    if (rt->nfr == rt->capfr) {
+        uint32_t nc = rt->capfr ? rt->capfr * 2 : 64;
+        if (nc > (1u << 20))
+            return BL_ETOOBIG;
+        bl_rframe *a = realloc(rt->fr, nc * sizeof *a);
+        if (!a)
+            return BL_ENOMEM;
+        rt->fr = a;
+        uint32_t *b = realloc(rt->fr_file, nc * sizeof *b);
+        if (!b)
+            return BL_ENOMEM;
+        rt->fr_file = b;
+        rt->capfr = nc;
+    }
+    rt->fr_file[rt->nfr] = 0;
+    rt->fr[rt->nfr++] = *f;
+    return BL_OK;
+}
+
+static bl_err begin_alt(bl_retracer *rt)
+{
+    if (rt->nalt + 2 > rt->capalt) {
+        uint32_t nc = rt->capalt ? rt->capalt * 2 : 16;
+        uint32_t *a = realloc(rt->alt, nc * sizeof *a);
+        if (!a)
+            return BL_ENOMEM;
+        rt->alt = a;
+        rt->capalt = nc;
+    }
+    rt->alt[rt->nalt++] = rt->nfr;
+    return BL_OK;
+}
+
+/* Original line of entry m for minified line L (-1: none), see retrace.h. */
+static int64_t map_line(const bl_mi_method *m, int64_t L)
+{
+    unsigned kind = BL_MIM_ORIG_KIND(m->flags);
+    int matched = (m->flags & BL_MIM_HAS_MIN) && L >= 0 && (uint64_t)L >= m->min_start &&
+                  (uint64_t)L <= m->min_end;
+    if (kind == BL_ORIG_NONE)
+        return L > 0 ? L : -1;
+    if (kind == BL_ORIG_LINE || m->orig_start == m->orig_end)
+        return m->orig_start ? (int64_t)m->orig_start : -1;
+    if (m->orig_start == 0 && m->orig_end == 0)
+        return -1;
+    if (!matched)
+        return -1;
+    uint32_t ospan = m->orig_end - m->orig_start, mspan = m->min_end - m->min_start;
+    if (mspan == 0)
+        return -1; /* one minified line, several original ones: unknown */
+    int64_t v = (int64_t)m->orig_start + (L - (int64_t)m->min_start);
+    if (ospan != mspan && v > (int64_t)m->orig_end)
+        v = m->orig_end;
+    return v;
+}
+
+/* Looks up the class record for an original class name (source file and
+ * synthesized flag), caching the last answer. */
+static const bl_mi_class *orig_class(bl_retracer *rt, const char *cls, uint32_t n)
+{
+    return bl_mapindex_class_by_orig(rt->mi, cls, n);
+}
+
+static bl_err add_entry_frame(bl_retracer *rt, const bl_mi_method *m, int64_t line)
+{
+    bl_rframe f;
+    f.cls = bl_mapindex_str(rt->mi, m->orig_class);
+    f.cls_n = bl_mapindex_strlen(rt->mi, m->orig_class);
+    f.method = bl_mapindex_str(rt->mi, m->orig_name);
+    f.method_n = bl_mapindex_strlen(rt->mi, m->orig_name);
+    f.file = NULL;
+    f.file_n = 0;
+    f.line = line;
+    f.m = m;
+    return push_frame(rt, &f);
+}
+
+/* Group boundaries: [i, *end) starting at i. */
+static uint32_t group_end(const bl_mi_method *b, uint32_t n, uint32_t i)
+{
+    uint32_t j = i;
+    while (j + 1 < n && !(b[j].flags & BL_MIM_OUTER) && !(b[j + 1].flags & BL_MIM_GROUP_START))
+        j++;
+    return j + 1;
+}
+
+static int group_has_min_containing(const bl_mi_method *m, int64_t L)
+{
+    return (m->flags & BL_MIM_HAS_MIN) && L >= 0 && (uint64_t)L >= m->min_start &&
+           (uint64_t)L <= m->min_end;
+}
+
+/* Finds the call-site line for outline position `pos` in the groups of the
+ * bucket containing L. Returns -1 when none says. */
+static int64_t callsite_line(bl_retracer *rt, const bl_mi_method *b, uint32_t n, int64_t L,
+                             int64_t pos)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (!(b[i].flags & BL_MIM_CALLSITE) || !group_has_min_containing(&b[i], L))
+            continue;
+        uint64_t nw;
+        const uint32_t *x = bl_mapindex_extras(rt->mi, &b[i], &nw);
+        if (!x || nw < 1)
+            continue;
+        uint64_t np = x[0];
+        if (np > (nw - 1) / 2)
+            continue;
+        for (uint64_t k = 0; k < np; k++)
+            if ((int64_t)x[1 + 2 * k] == pos)
+                return x[2 + 2 * k];
+    }
+    return -1;
+}
+
+/* Number of inner frames to remove by rewriteFrame rules of group [s, e). */
+static uint32_t rewrite_remove(bl_retracer *rt, const bl_mi_method *b, uint32_t s, uint32_t e)
+{
+    uint32_t remove = 0;
+    for (uint32_t i = s; i < e; i++) {
+        if (!(b[i].flags & BL_MIM_REWRITE))
+            continue;
+        uint64_t nw;
+        const uint32_t *x = bl_mapindex_extras(rt->mi, &b[i], &nw);
+        if (!x || nw < 1 || x[0] > (nw - 1) / 2)
+            continue;
+        uint64_t k = 1 + 2 * (uint64_t)x[0]; /* the outline word */
+        if (k + 1 >= nw)
+            continue;
+        k++;
+        uint64_t nr = x[k++];
+        for (uint64_t r = 0; r < nr && k + 2 <= nw; r++, k += 2) {
+            const char *cls = bl_mapindex_str(rt->mi, x[k]);
+            if (x[k] && (!strcmp(cls, rt->exc_obf) || !strcmp(cls, rt->exc_orig)))
+                remove += x[k + 1];
+        }
+    }
+    return remove;
+}
+
+static int frame_synthesized(bl_retracer *rt, const bl_rframe *f)
+{
+    if (f->m && (f->m->flags & BL_MIM_SYNTH))
+        return 1;
+    const bl_mi_class *c = orig_class(rt, f->cls, f->cls_n);
+    return c && (c->flags & BL_MIC_SYNTH);
+}
+
+static int same_frame(const bl_rframe *a, const bl_rframe *b, int verbose)
+{
+    if (a->line != b->line || a->cls_n != b->cls_n || a->method_n != b->method_n ||
+        memcmp(a->cls, b->cls, a->cls_n) || memcmp(a->method, b->method, a->method_n))
+        return 0;
+    if (verbose && a->m && b->m && (a->m->params != b->m->params || a->m->ret != b->m->ret))
+        return 0;
+    return 1;
+}
+
+/* Ends the current alternative: applies rewriteFrame / synthesized rules,
+ * drops it when empty or equal to an earlier one. */
+static bl_err end_alt(bl_retracer *rt, uint32_t remove_inner, int is_outline)
+{
+    uint32_t s = rt->alt[rt->nalt - 1];
+    /* rewriteFrame: drop the innermost frames */
+    if (remove_inner) {
+        uint32_t n = rt->nfr - s;
+        uint32_t r = remove_inner < n ? remove_inner : n;
+        memmove(rt->fr + s, rt->fr + s + r, (n - r) * sizeof *rt->fr);
+        rt->nfr -= r;
+    }
+    /* outline: the outline method's own frame (outermost) goes */
+    if (is_outline && rt->nfr > s)
+        rt->nfr--;
+    /* synthesized frames go */
+    uint32_t w = s;
+    for (uint32_t i = s; i < rt->nfr; i++)
+        if (!frame_synthesized(rt, &rt->fr[i]))
+            rt->fr[w++] = rt->fr[i];
+    rt->nfr = w;
+    uint32_t n = rt->nfr - s;
+    int drop = n == 0;
+    for (uint32_t k = 0; k + 1 < rt->nalt && !drop; k++) {
+        uint32_t ks = rt->alt[k], kn = rt->alt[k + 1] - ks;
+        if (kn != n)
+            continue;
+        uint32_t i = 0;
+        while (i < n && same_frame(&rt->fr[ks + i], &rt->fr[s + i], rt->o.verbose))
+            i++;
+        drop = i == n;
+    }
+    if (drop) {
+        rt->nfr = s;
+        rt->nalt--;
+    }
+    return BL_OK;
+}
+
+static bl_err emit_group(bl_retracer *rt, const bl_mi_method *b, uint32_t s, uint32_t e,
+                         int64_t L, int outer_only, int no_line)
+{
+    bl_err err = begin_alt(rt);
+    if (err)
+        return err;
+    if (outer_only)
+        s = e - 1;
+    for (uint32_t i = s; i < e && !err; i++)
+        err = add_entry_frame(rt, &b[i], no_line ? -1 : map_line(&b[i], L));
+    if (err)
+        return err;
+    uint32_t rm = rt->after_exc ? rewrite_remove(rt, b, s, e) : 0;
+    int outline = (b[e - 1].flags & BL_MIM_OUTLINE) != 0;
+    if (outline)
+        rt->carry = L;
+    return end_alt(rt, rm, outline);
+}
+
+/* Resolves file names of all frames into rt->names and sets pointers. */
+static bl_err resolve_files(bl_retracer *rt)
+{
+    bl_buf_reset(&rt->names);
+    for (uint32_t i = 0; i < rt->nfr; i++) {
+        bl_rframe *f = &rt->fr[i];
+        const bl_mi_class *c = orig_class(rt, f->cls, f->cls_n);
+        if (c && c->source_file) {
+            f->file = bl_mapindex_str(rt->mi, c->source_file);
+            f->file_n = bl_mapindex_strlen(rt->mi, c->source_file);
+            continue;
+        }
+        char tmp[512];
+        size_t n = bl_retrace_infer_file(f->cls, f->cls_n, tmp, sizeof tmp);
+        rt->fr_file[i] = (uint32_t)rt->names.len + 1;
+        bl_err err = bl_buf_append(&rt->names, tmp, n + 1);
+        if (err)
+            return err;
+        f->file_n = (uint32_t)n;
+    }
+    for (uint32_t i = 0; i < rt->nfr; i++)
+        if (rt->fr_file[i])
+            rt->fr[i].file = rt->names.data + rt->fr_file[i] - 1;
+    return BL_OK;
+}
+
+bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
+                         size_t method_n, int64_t line, const bl_rframe **frames,
+                         const uint32_t **alt_start, uint32_t *n_alts, int *known_class)
+{
+    bl_err err = BL_OK;
+    rt->nfr = 0;
+    rt->nalt = 0;
+    int64_t carry = rt->carry;
+    rt->carry = -1;
+    *frames = NULL;
+    *alt_start = NULL;
+    *n_alts = 0;
+    *known_class = 0;
+    const bl_mi_class *c = bl_mapindex_class_by_obf(rt->mi, cls, cls_n);
+    if (!c) {
+        rt->after_exc = 0;
+        return BL_OK;
+    }
+    *known_class = 1;
+    const bl_mi_method *b;
+    uint32_t n = bl_mapindex_methods(rt->mi, c, method, method_n, &b);
+    int64_t L = line > 0 ? line : 0;
+    if (n && carry >= 0 && L > 0) {
+        int64_t nl = callsite_line(rt, b, n, L, carry);
+        if (nl >= 0)
+            L = nl;
+    }
+    int found = 0;
+    if (n) {
+        /* 1. groups whose minified range contains L (L == 0: range 0:0) */
+        for (uint32_t i = 0; i < n && !err;) {
+            uint32_t e = group_end(b, n, i);
+            if (group_has_min_containing(&b[i], L)) {
+                found = 1;
+                err = emit_group(rt, b, i, e, L, 0, 0);
+            }
+            i = e;
+        }
+        /* 2. entries without a minified range */
+        for (uint32_t i = 0; i < n && !found && !err; i++) {
+            if (b[i].flags & BL_MIM_HAS_MIN)
+                continue;
+            found = 1;
+            const bl_mi_method *m = &b[i];
+            if (L > 0 && BL_MIM_ORIG_KIND(m->flags) == BL_ORIG_RANGE &&
+                m->orig_end > m->orig_start && m->orig_start > 0) {
+                /* one alternative per original line of the span */
+                uint32_t last = m->orig_end;
+                if (last - m->orig_start >= MAX_SPAN_EXPANSION)
+                    last = m->orig_start + MAX_SPAN_EXPANSION - 1;
+                for (uint32_t k = m->orig_start; k <= last && !err; k++) {
+                    if ((err = begin_alt(rt)) || (err = add_entry_frame(rt, m, k)))
+                        break;
+                    err = end_alt(rt, 0, 0);
+                }
+            } else {
+                err = emit_group(rt, b, i, i + 1, L, 0, 0);
+            }
+        }
+        /* 3. no line: every distinct outermost method, without a line */
+        if (!found && L == 0) {
+            for (uint32_t i = 0; i < n && !err;) {
+                uint32_t e = group_end(b, n, i);
+                found = 1;
+                err = emit_group(rt, b, i, e, 0, 1, 1);
+                i = e;
+            }
+        }
+    }
+    if (!err && !found) {
+        /* class-only: original class, obfuscated method name, line kept */
+        bl_rframe f = { bl_mapindex_str(rt->mi, c->orig), bl_mapindex_strlen(rt->mi, c->orig),
+                        method, (uint32_t)method_n, NULL, 0, line > 0 ? line : -1, NULL };
+        if (!(err = begin_alt(rt)) && !(err = push_frame(rt, &f)))
+            err = end_alt(rt, 0, 0);
+    }
+    rt->after_exc = 0;
+    if (err)
+        return err;
+    if ((err = resolve_files(rt)))
+        return err;
+    rt->alt[rt->nalt] = rt->nfr;
+    *frames = rt->fr;
+    *alt_start = rt->alt;
+    *n_alts = rt->nalt;
+    return BL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Text                                                                      */
+
+static int is_cls_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '$' || c == '.' || c == '-' || (unsigned char)c >= 0x80;
+}
+
+static int starts(const char *p, const char *e, const char *lit)
+{
+    size_t n = strlen(lit);
+    return (size_t)(e - p) >= n && memcmp(p, lit, n) == 0;
+}
+
+static bl_err put_span(bl_buf *o, const char *p, size_t n)
+{
+    return bl_buf_append(o, p, n);
+}
+
+static bl_err print_frame(bl_retracer *rt, bl_buf *o, const char *ws, size_t ws_n, int alt,
+                          const char *prefix, size_t prefix_n, const bl_rframe *f,
+                          const char *loc, size_t loc_n, int native, const char *rest,
+                          size_t rest_n)
+{
+    bl_err err;
+    if ((err = put_span(o, ws, ws_n)))
+        return err;
+    if (alt && (err = bl_buf_puts(o, "<OR> ")))
+        return err;
+    if ((err = bl_buf_puts(o, "at ")) || (err = put_span(o, prefix, prefix_n)) ||
+        (err = put_span(o, f->cls, f->cls_n)) || (err = bl_buf_putc(o, '.')))
+        return err;
+    if (rt->o.verbose && f->m) {
+        const bl_mapindex *mi = rt->mi;
+        if ((err = bl_buf_puts(o, bl_mapindex_str(mi, f->m->ret))) ||
+            (err = bl_buf_putc(o, ' ')) || (err = put_span(o, f->method, f->method_n)) ||
+            (err = bl_buf_putc(o, '(')) ||
+            (err = bl_buf_puts(o, bl_mapindex_str(mi, f->m->params))) ||
+            (err = bl_buf_putc(o, ')')))
+            return err;
+    } else if ((err = put_span(o, f->method, f->method_n))) {
+        return err;
+    }
+    if ((err = bl_buf_putc(o, '(')))
+        return err;
+    if (native || !f->file) {
+        if ((err = put_span(o, loc, loc_n)))
+            return err;
+    } else {
+        if ((err = put_span(o, f->file, f->file_n)))
+            return err;
+        if (f->line >= 0 && ((err = bl_buf_putc(o, ':')) ||
+                             (err = bl_buf_put_u64(o, (uint64_t)f->line))))
+            return err;
+    }
+    if ((err = bl_buf_putc(o, ')')) || (err = put_span(o, rest, rest_n)) ||
+        (err = bl_buf_putc(o, '\n')))
+        return err;
+    return BL_OK;
+}
+
+/* Tries the line as a frame. Returns 1 when handled. */
+static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
+{
+    const char *p = line, *e = line + len;
+    while (p < e && (*p == ' ' || *p == '\t'))
+        p++;
+    const char *ws = line;
+    size_t ws_n = (size_t)(p - line);
+    if (!starts(p, e, "at "))
+        return 0;
+    p += 3;
+    while (p < e && *p == ' ')
+        p++;
+    const char *open = memchr(p, '(', (size_t)(e - p));
+    if (!open)
+        return 0;
+    const char *close = NULL;
+    for (const char *q = e; q > open; q--)
+        if (q[-1] == ')') {
+            close = q - 1;
+            break;
+        }
+    if (!close)
+        return 0;
+    /* [loader/]class.method */
+    const char *name = p;
+    for (const char *q = p; q < open; q++)
+        if (*q == '/')
+            name = q + 1;
+    const char *dot = NULL;
+    for (const char *q = name; q < open; q++) {
+        if (*q == '.')
+            dot = q;
+        else if (*q == ' ')
+            return 0;
+    }
+    if (!dot || dot == name || dot + 1 == open)
+        return 0;
+    const char *loc = open + 1;
+    size_t loc_n = (size_t)(close - loc);
+    int64_t lineno = -1;
+    int native = loc_n == 13 && memcmp(loc, "Native Method", 13) == 0;
+    const char *colon = NULL;
+    for (const char *q = close; q > loc; q--)
+        if (q[-1] == ':') {
+            colon = q - 1;
+            break;
+        }
+    if (colon && colon + 1 < close) {
+        int64_t v = 0;
+        const char *q = colon + 1;
+        while (q < close && *q >= '0' && *q <= '9' && v < (1ll << 40))
+            v = v * 10 + (*q++ - '0');
+        if (q == close)
+            lineno = v;
+    }
+    const bl_rframe *fr;
+    const uint32_t *alt;
+    uint32_t nalt;
+    int known;
+    *err = bl_retracer_frame(rt, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1),
+                             lineno, &fr, &alt, &nalt, &known);
+    if (*err)
+        return 1;
+    if (!known) {
+        *err = bl_buf_append(o, line, len);
+        if (!*err)
+            *err = bl_buf_putc(o, '\n');
+        return 1;
+    }
+    for (uint32_t a = 0; a < nalt && !*err; a++)
+        for (uint32_t i = alt[a]; i < alt[a + 1] && !*err; i++)
+            *err = print_frame(rt, o, ws, ws_n, a > 0 && i == alt[a], p, (size_t)(name - p),
+                               &fr[i], loc, loc_n, native, close + 1, (size_t)(e - close - 1));
+    return 1;
+}
+
+/* Exception line: retrace the class, remember it for rewriteFrame. */
+static int try_exception(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
+{
+    const char *p = line, *e = line + len;
+    while (p < e && (*p == ' ' || *p == '\t'))
+        p++;
+    if (starts(p, e, "Caused by: "))
+        p += 11;
+    else if (starts(p, e, "Suppressed: "))
+        p += 12;
+    else if (starts(p, e, "Exception in thread \"")) {
+        const char *q = memchr(p + 21, '"', (size_t)(e - p - 21));
+        if (!q || q + 1 >= e || q[1] != ' ')
+            return 0;
+        p = q + 2;
+    }
+    const char *c = p;
+    while (p < e && is_cls_char(*p))
+        p++;
+    if (p == c || (p < e && *p != ':') || c[0] == '.' || p[-1] == '.')
+        return 0;
+    size_t cn = (size_t)(p - c);
+    const bl_mi_class *k = bl_mapindex_class_by_obf(rt->mi, c, cn);
+    /* a root-package name ("kj: boom") counts only when the mapping knows it */
+    if (!k && !memchr(c, '.', cn))
+        return 0;
+    rt->after_exc = 1;
+    rt->carry = -1;
+    size_t keep = cn < sizeof rt->exc_obf ? cn : sizeof rt->exc_obf - 1;
+    memcpy(rt->exc_obf, c, keep);
+    rt->exc_obf[keep] = '\0';
+    if (k) {
+        const char *orig = bl_mapindex_str(rt->mi, k->orig);
+        size_t on = bl_mapindex_strlen(rt->mi, k->orig);
+        size_t ok = on < sizeof rt->exc_orig ? on : sizeof rt->exc_orig - 1;
+        memcpy(rt->exc_orig, orig, ok);
+        rt->exc_orig[ok] = '\0';
+        if ((*err = bl_buf_append(o, line, (size_t)(c - line))) ||
+            (*err = bl_buf_append(o, orig, on)) ||
+            (*err = bl_buf_append(o, p, (size_t)(e - p))) || (*err = bl_buf_putc(o, '\n')))
+            return 1;
+    } else {
+        memcpy(rt->exc_orig, rt->exc_obf, keep + 1);
+        if (!(*err = bl_buf_append(o, line, len)))
+            *err = bl_buf_putc(o, '\n');
+    }
+    return 1;
+}
+
+bl_err bl_retracer_line(bl_retracer *rt, const char *line, size_t len, bl_buf *out)
+{
+    bl_err err = BL_OK;
+    if (len && line[len - 1] == '\r')
+        len--;
+    if (try_frame(rt, line, len, out, &err))
+        return err;
+    if (try_exception(rt, line, len, out, &err))
+        return err;
+    if ((err = bl_buf_append(out, line, len)))
+        return err;
+    return bl_buf_putc(out, '\n');
+}
+
+bl_err bl_retrace_text(const bl_mapindex *mi, const bl_retrace_opts *opts, const char *text,
+                       size_t len, bl_buf *out)
+{
+    bl_retracer *rt;
+    bl_err err = bl_retracer_new(mi, opts, &rt);
+    if (err)
+        return err;
+    const char *p = text, *e = text + len;
+    while (p < e && !err) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        const char *le = nl ? nl : e;
+        err = bl_retracer_line(rt, p, (size_t)(le - p), out);
+        p = nl ? nl + 1 : e;
+    }
+    bl_retracer_free(rt);
+    return err;
+}

@@ -1,0 +1,101 @@
+/*
+ * retrace.h — turn obfuscated Java stack traces back into original ones,
+ * with the behaviour of R8's retrace (R8 doc/retrace.md and its tests).
+ *
+ * Input lines it understands (anything else is copied unchanged):
+ *
+ *   [WS]at [LOADER/]CLASS.METHOD(LOCATION)[REST]      a frame
+ *       LOCATION: FILE:LINE | FILE | Unknown Source | Native Method | :LINE
+ *       FILE may contain ':' (the line is after the last ':').
+ *   [WS][Caused by: |Suppressed: |Exception in thread "T" ]CLASS[: MESSAGE]
+ *   [WS]... N more
+ *
+ * Rules, for a frame of obfuscated class C, method M, line L:
+ *   - C not in the mapping: the line is copied unchanged.
+ *   - C known, M not a member: original class, M kept, L kept ("class-only").
+ *   - L > 0: the inline groups whose minified range contains L win; else the
+ *     entries without a minified range; else class-only with L.
+ *   - no line (absent or 0): groups whose range is 0:0, else entries without
+ *     range, else every distinct outermost method without a line.
+ *   - original line: ':N' → N; 'a:b' spanning like the minified range →
+ *     linear; a single original line → that line; no original → L (ProGuard
+ *     semantics); 0 → no line.  A range without minified lines and an
+ *     original span N:M with L > 0 gives one alternative per line N..M.
+ *   - each group expands to its inline frames, innermost first.
+ *   - synthesized frames (method or class) are dropped; an outline frame is
+ *     dropped and its line carried to the next frame, whose outlineCallsite
+ *     positions turn it into the call site's line.
+ *   - rewriteFrame rules apply to the first frame under an exception line
+ *     when its throws(...) class is the (obfuscated or retraced) exception.
+ *   - several different results: the first is printed, the others follow,
+ *     each prefixed "<OR> " before "at". Identical results are merged.
+ *   - FILE is the class's sourceFile metadata, else inferred from the
+ *     original outer class: "a.b.Foo$Bar" → "Foo.java", "a.FooKt" → "Foo.kt".
+ *     "Native Method" stays.
+ */
+#ifndef BL_RETRACE_H
+#define BL_RETRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/blerr.h"
+#include "common/buf.h"
+#include "symbol/mapindex.h"
+
+typedef struct bl_retrace_opts {
+    int verbose; /* print "ret name(params)" instead of the method name */
+} bl_retrace_opts;
+
+/* One retraced frame. Strings borrow from the index or from the input line
+ * and are valid until the next call on the retracer. */
+typedef struct bl_rframe {
+    const char *cls;
+    uint32_t cls_n;
+    const char *method;
+    uint32_t method_n;
+    const char *file; /* NULL: keep the input's location text */
+    uint32_t file_n;
+    int64_t line;     /* -1: no line */
+    const bl_mi_method *m; /* mapping entry, NULL for class-only frames */
+} bl_rframe;
+
+typedef struct bl_retracer bl_retracer;
+
+/* Creates a retracer over `mi` (borrowed; must outlive the retracer).
+ * `opts` may be NULL. BL_ENOMEM. */
+bl_err bl_retracer_new(const bl_mapindex *mi, const bl_retrace_opts *opts, bl_retracer **out);
+void bl_retracer_free(bl_retracer *rt);
+
+/* Forgets the exception / outline context (start of a new trace). */
+void bl_retracer_reset(bl_retracer *rt);
+
+/*
+ * Retraces one line (without '\n') and appends the result lines, each ending
+ * in '\n', to `out`. Keeps the context (exception line seen, outline
+ * position) for the next call. BL_ENOMEM / BL_ETOOBIG from `out`.
+ */
+bl_err bl_retracer_line(bl_retracer *rt, const char *line, size_t len, bl_buf *out);
+
+/*
+ * Retraces one frame given its parts (line < 0: no line). On BL_OK sets
+ * *frames to all result frames and *alt_start to n_alts + 1 offsets into it:
+ * alternative k is frames[alt_start[k] .. alt_start[k+1]). n_alts == 0 means
+ * the class is not in the mapping (or every frame was synthesized, see
+ * *dropped). Results are valid until the next call.
+ */
+bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
+                         size_t method_n, int64_t line, const bl_rframe **frames,
+                         const uint32_t **alt_start, uint32_t *n_alts, int *known_class);
+
+/* Retraces a whole text (any line ending). Convenience over _line. */
+bl_err bl_retrace_text(const bl_mapindex *mi, const bl_retrace_opts *opts, const char *text,
+                       size_t len, bl_buf *out);
+
+/*
+ * Source file name inferred from an original class name (R8 rules): the
+ * outer class's simple name + ".java", or + ".kt" without the "Kt" suffix.
+ * Writes into buf (cap bytes, NUL-terminated); returns the length.
+ */
+size_t bl_retrace_infer_file(const char *cls, size_t n, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,281 @@
+/*
+ * beatline-retrace — retrace obfuscated Java stack traces with an R8 or
+ * ProGuard mapping file (R8 retrace conventions, see symbol/retrace.h).
+ *
+ *   beatline-retrace [options] MAPPING [STACKTRACE]
+ *
+ * MAPPING is a mapping.txt or an index built with --build-index. The stack
+ * trace is read from STACKTRACE or standard input; the result goes to
+ * standard output, line for line in the same shape.
+ *
+ * Exit status: 0 success; 1 usage or I/O error; 2 malformed mapping line
+ * with --strict.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "symbol/mapindex.h"
+#include "symbol/retrace.h"
+
+#define MAX_TRACE_BYTES ((size_t)1 << 31) /* 2 GiB of stack-trace text */
+
+static const char usage[] =
+    "usage: beatline-retrace [options] MAPPING [STACKTRACE]\n"
+    "\n"
+    "Retraces an obfuscated Java stack trace (STACKTRACE, or standard input)\n"
+    "with an R8/ProGuard mapping file and prints it with original class,\n"
+    "method, file and line names, following R8 retrace's conventions.\n"
+    "\n"
+    "options:\n"
+    "  --verbose            print full signatures: 'ret name(params)'\n"
+    "  --strict             fail (exit 2) on the first malformed mapping line\n"
+    "                       instead of reporting it and skipping it\n"
+    "  --quiet              do not report malformed mapping lines\n"
+    "  --stats              print parse figures (bytes, ms, MB/s) on stderr\n"
+    "  --build-index FILE   write the mapping's index to FILE and exit; an\n"
+    "                       index file can be given as MAPPING later\n"
+    "  -h, --help           this text\n";
+
+typedef struct diag_ctx {
+    const char *path;
+    int quiet;
+    uint64_t shown;
+} diag_ctx;
+
+static void on_diag(void *ctx, const bl_mi_diag *d)
+{
+    diag_ctx *c = ctx;
+    if (c->quiet)
+        return;
+    if (c->shown++ < 100)
+        fprintf(stderr, "%s:%llu: %s\n", c->path, (unsigned long long)d->line, d->message);
+    else if (c->shown == 101)
+        fprintf(stderr, "%s: more problems not shown\n", c->path);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Reads all of fd into b (capped). Returns 0 or -1 with errno. */
+static int read_all(int fd, bl_buf *b)
+{
+    for (;;) {
+        if (bl_buf_reserve(b, 1 << 16)) {
+            errno = EFBIG;
+            return -1;
+        }
+        ssize_t r = read(fd, b->data + b->len, b->alloc - b->len - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            return 0;
+        b->len += (size_t)r;
+        b->data[b->len] = '\0';
+    }
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    bl_retrace_opts ropts = { 0 };
+    int strict = 0, quiet = 0, stats = 0;
+    const char *index_out = NULL, *mapping = NULL, *trace = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--verbose")) {
+            ropts.verbose = 1;
+        } else if (!strcmp(a, "--strict")) {
+            strict = 1;
+        } else if (!strcmp(a, "--quiet")) {
+            quiet = 1;
+        } else if (!strcmp(a, "--stats")) {
+            stats = 1;
+        } else if (!strcmp(a, "--build-index")) {
+            if (++i == argc) {
+                fputs("beatline-retrace: --build-index needs a file name\n", stderr);
+                return 1;
+            }
+            index_out = argv[i];
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "beatline-retrace: unknown option '%s'\n%s", a, usage);
+            return 1;
+        } else if (!mapping) {
+            mapping = a;
+        } else if (!trace) {
+            trace = a;
+        } else {
+            fprintf(stderr, "beatline-retrace: too many arguments\n%s", usage);
+            return 1;
+        }
+    }
+    if (!mapping) {
+        fputs(usage, stderr);
+        return 1;
+    }
+
+    /* map the mapping (or index) file */
+    int fd = open(mapping, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        fprintf(stderr, "beatline-retrace: %s: %s\n", mapping, strerror(errno));
+        return 1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "beatline-retrace: %s: not a regular file\n", mapping);
+        close(fd);
+        return 1;
+    }
+    size_t mlen = (size_t)st.st_size;
+    void *mdata = NULL;
+    if (mlen) {
+        mdata = mmap(NULL, mlen, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (mdata == MAP_FAILED) {
+            fprintf(stderr, "beatline-retrace: %s: %s\n", mapping, strerror(errno));
+            close(fd);
+            return 1;
+        }
+    }
+    close(fd);
+
+    int rc = 0;
+    bl_buf img;
+    bl_buf_init(&img, 0);
+    bl_mapindex *mi = NULL;
+    bl_err err;
+    if (mlen >= 8 && !memcmp(mdata, BL_MI_MAGIC, 8)) {
+        err = bl_mapindex_from_memory(mdata, mlen, &mi);
+        if (err) {
+            fprintf(stderr, "beatline-retrace: %s: bad index: %s\n", mapping, bl_err_str(err));
+            rc = 1;
+            goto out;
+        }
+    } else {
+        diag_ctx dc = { mapping, quiet, 0 };
+        bl_mi_build_opts bo = { strict, on_diag, &dc };
+        bl_mi_stats ms;
+        double t0 = now_ms();
+        err = bl_mapindex_build(mdata ? mdata : "", mlen, &bo, &img, &ms);
+        double t1 = now_ms();
+        if (err == BL_EFORMAT) {
+            fprintf(stderr, "beatline-retrace: %s:%llu: malformed mapping line (--strict)\n",
+                    mapping, (unsigned long long)ms.lines);
+            rc = 2;
+            goto out;
+        }
+        if (err) {
+            fprintf(stderr, "beatline-retrace: %s: %s\n", mapping, bl_err_str(err));
+            rc = 1;
+            goto out;
+        }
+        if (ms.malformed && !quiet)
+            fprintf(stderr, "beatline-retrace: %s: %llu malformed line(s) skipped\n", mapping,
+                    (unsigned long long)ms.malformed);
+        if (stats)
+            fprintf(stderr,
+                    "beatline-retrace: parsed %zu bytes, %llu lines, %u classes, %u methods, "
+                    "%u fields in %.1f ms (%.0f MB/s); index %zu bytes\n",
+                    mlen, (unsigned long long)ms.lines, ms.classes, ms.methods, ms.fields,
+                    t1 - t0, (double)mlen / 1e6 / ((t1 - t0) / 1e3), img.len);
+        if (index_out) {
+            FILE *f = fopen(index_out, "wb");
+            if (!f || fwrite(img.data, 1, img.len, f) != img.len || fclose(f) != 0) {
+                fprintf(stderr, "beatline-retrace: %s: %s\n", index_out, strerror(errno));
+                rc = 1;
+            }
+            goto out;
+        }
+        err = bl_mapindex_from_memory(img.data, img.len, &mi);
+        if (err) {
+            fprintf(stderr, "beatline-retrace: internal error: %s\n", bl_err_str(err));
+            rc = 1;
+            goto out;
+        }
+    }
+    if (index_out) {
+        fputs("beatline-retrace: MAPPING is already an index\n", stderr);
+        rc = 1;
+        goto out;
+    }
+
+    /* read the trace, retrace line by line, write in chunks */
+    {
+        int tfd = 0;
+        if (trace && (tfd = open(trace, O_RDONLY | O_CLOEXEC)) < 0) {
+            fprintf(stderr, "beatline-retrace: %s: %s\n", trace, strerror(errno));
+            rc = 1;
+            goto out;
+        }
+        bl_buf in, outb;
+        bl_buf_init(&in, MAX_TRACE_BYTES);
+        bl_buf_init(&outb, 0);
+        if (read_all(tfd, &in) != 0) {
+            fprintf(stderr, "beatline-retrace: %s: %s\n", trace ? trace : "<stdin>",
+                    strerror(errno));
+            rc = 1;
+        }
+        if (tfd > 0)
+            close(tfd);
+        bl_retracer *rt = NULL;
+        if (!rc && (err = bl_retracer_new(mi, &ropts, &rt))) {
+            fprintf(stderr, "beatline-retrace: %s\n", bl_err_str(err));
+            rc = 1;
+        }
+        const char *p = in.data ? in.data : "", *e = p + in.len;
+        while (!rc && p < e) {
+            const char *nl = memchr(p, '\n', (size_t)(e - p));
+            const char *le = nl ? nl : e;
+            if ((err = bl_retracer_line(rt, p, (size_t)(le - p), &outb))) {
+                fprintf(stderr, "beatline-retrace: %s\n", bl_err_str(err));
+                rc = 1;
+                break;
+            }
+            p = nl ? nl + 1 : e;
+            if (outb.len >= (1 << 20) || p >= e) {
+                if (write_all(1, outb.data, outb.len) != 0) {
+                    fprintf(stderr, "beatline-retrace: write: %s\n", strerror(errno));
+                    rc = 1;
+                }
+                bl_buf_reset(&outb);
+            }
+        }
+        bl_retracer_free(rt);
+        bl_buf_cleanup(&in);
+        bl_buf_cleanup(&outb);
+    }
+out:
+    bl_mapindex_close(mi);
+    bl_buf_cleanup(&img);
+    if (mdata)
+        munmap(mdata, mlen);
+    return rc;
+}
