@@ -1080,7 +1080,7 @@ bl_err bl_mapindex_from_memory(const void *img, size_t len, bl_mapindex **out)
     if (h->format != BL_MI_FORMAT)
         return BL_EVERSION;
     if (h->file_size != len || !section_ok(len, h->off_strings, h->len_strings, 1) ||
-        h->len_strings < 5 || !section_ok(len, h->off_classes, h->n_classes, sizeof(bl_mi_class)) ||
+        h->len_strings < 4 || !section_ok(len, h->off_classes, h->n_classes, sizeof(bl_mi_class)) ||
         !section_ok(len, h->off_methods, h->n_methods, sizeof(bl_mi_method)) ||
         !section_ok(len, h->off_fields, h->n_fields, sizeof(bl_mi_field)) ||
         !section_ok(len, h->off_extras, h->n_extras, 4) || h->n_extras == 0 ||

@@ -69,6 +69,17 @@ static int has_space(bl_span s)
     return 0;
 }
 
+/* Java names and types never hold these (JVMS 4.2.2 plus mapping syntax). */
+static int has_bad_char(bl_span s)
+{
+    for (uint32_t i = 0; i < s.n; i++) {
+        char c = s.p[i];
+        if (c == ':' || c == '(' || c == ')' || c == ',' || c == ';')
+            return 1;
+    }
+    return 0;
+}
+
 static bl_err parse_comment(const char *p, const char *e, bl_mapping_line *out)
 {
     p++; /* '#' */
@@ -228,6 +239,10 @@ static bl_err parse_member(const char *p, const char *e, bl_mapping_line *out,
         out->name = span(dot + 1, ne);
     } else {
         out->name = span(n, ne);
+    }
+    if (has_bad_char(out->type) || has_bad_char(out->name) || has_bad_char(out->owner)) {
+        *why = "bad character in a member type or name";
+        return BL_EFORMAT;
     }
     return BL_OK;
 }

@@ -372,7 +372,8 @@ bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const c
             i = e;
         }
         /* 2. entries without a minified range */
-        for (uint32_t i = 0; i < n && !found && !err; i++) {
+        int had_range_match = found;
+        for (uint32_t i = 0; i < n && !had_range_match && !err; i++) {
             if (b[i].flags & BL_MIM_HAS_MIN)
                 continue;
             found = 1;

@@ -36,7 +36,7 @@ import com.google.common.collect.ArrayTable;
 import com.google.common.collect.BiMap;
 import com.google.common.collect.EvictingQueue;
 import com.google.common.collect.HashBiMap;
-import com.google.common.collect.HashMultiset;
+import com.google.common.collect.ConcurrentHashMultiset;
 import com.google.common.collect.ImmutableList;
 import com.google.common.collect.ImmutableMap;
 import com.google.common.collect.ImmutableSet;
@@ -294,7 +294,7 @@ public final class Driver {
         });
         s.add(new Site("lang3-LocaleUtils-toLocale") {
             void run() {
-                LocaleUtils.toLocale("e");
+                LocaleUtils.toLocale("en_G");
             }
         });
         s.add(new Site("lang3-RandomStringUtils-negative") {
@@ -327,10 +327,11 @@ public final class Driver {
                 new HashCodeBuilder(2, 2);
             }
         });
-        s.add(new Site("lang3-SerializationUtils-deserialize-wrapped-by-driver") {
+        s.add(new Site("lang3-SerializationUtils-deserialize-wrapped-twice") {
             void run() {
+                InputStream in = new ByteArrayInputStream(new byte[] {1, 2, 3, 4});
                 try {
-                    SerializationUtils.deserialize(new byte[] {1, 2, 3, 4});
+                    SerializationUtils.deserialize(in);
                 } catch (RuntimeException e) {
                     throw new ContextedRuntimeException("deserialize failed", e)
                             .addContextValue("bytes", 4);
@@ -511,7 +512,7 @@ public final class Driver {
         });
         s.add(new Site("guava-Ordering-explicit-incomparable") {
             void run() {
-                Ordering.explicit("a", "b").compare("a", "z");
+                Ordering.explicit("a", "b").compare("a", "zebra");
             }
         });
         s.add(new Site("guava-MoreCollectors-onlyElement-stream") {
@@ -574,9 +575,9 @@ public final class Driver {
                 EvictingQueue.create(-1);
             }
         });
-        s.add(new Site("guava-HashMultiset-negative") {
+        s.add(new Site("guava-ConcurrentHashMultiset-negative") {
             void run() {
-                HashMultiset.create().add("a", -1);
+                ConcurrentHashMultiset.create().add("a", -1);
             }
         });
         s.add(new Site("guava-ArrayTable-unknown-row") {
@@ -743,7 +744,7 @@ public final class Driver {
         });
         s.add(new Site("okio-ByteString-decodeHex-digit") {
             void run() {
-                ByteString.decodeHex("zz");
+                ByteString.decodeHex("a#");
             }
         });
         s.add(new Site("okio-ByteString-substring") {

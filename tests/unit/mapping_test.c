@@ -1,1 +1,278 @@
-int main(void){return 0;}
+/*
+ * mapping_test.c — the mapping line parser, lenient JSON metadata and the
+ * index's lookups (class by obfuscated/original name, method buckets,
+ * original-signature lookup, fields, header comments).
+ */
+#include "symbol/lenient_json.h"
+#include "symbol/mapindex.h"
+#include "symbol/mapping.h"
+#include "testutil.h"
+
+static bl_mapping_line ml;
+static const char *why;
+
+static bl_err parse(const char *s)
+{
+    return bl_mapping_parse_line(s, strlen(s), &ml, &why);
+}
+
+static int span_is(bl_span s, const char *lit)
+{
+    return s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0;
+}
+
+START_TEST(class_line)
+{
+    ck_assert_int_eq(parse("com.example.Foo$Bar -> a.b:"), BL_OK);
+    ck_assert_int_eq(ml.kind, BL_ML_CLASS);
+    ck_assert(span_is(ml.a, "com.example.Foo$Bar"));
+    ck_assert(span_is(ml.b, "a.b"));
+    ck_assert_int_eq(parse("kj -> kj:\r"), BL_OK);
+    ck_assert(span_is(ml.b, "kj"));
+    ck_assert_int_eq(parse("com.example.Foo -> a.b"), BL_EFORMAT);
+    ck_assert_ptr_nonnull(why);
+    ck_assert_int_eq(parse("com.example.Foo a.b:"), BL_EFORMAT);
+    ck_assert_int_eq(parse(" -> a:"), BL_EFORMAT);
+}
+END_TEST
+
+START_TEST(field_line)
+{
+    ck_assert_int_eq(parse("    java.lang.String name -> a"), BL_OK);
+    ck_assert_int_eq(ml.kind, BL_ML_FIELD);
+    ck_assert(span_is(ml.type, "java.lang.String"));
+    ck_assert(span_is(ml.name, "name"));
+    ck_assert(span_is(ml.obf, "a"));
+    ck_assert_int_eq(parse("    1:2:int f -> a"), BL_EFORMAT);
+    ck_assert_int_eq(parse("    int f ->"), BL_EFORMAT);
+}
+END_TEST
+
+START_TEST(method_lines)
+{
+    ck_assert_int_eq(parse("    void main(java.lang.String[]) -> main"), BL_OK);
+    ck_assert_int_eq(ml.kind, BL_ML_METHOD);
+    ck_assert_int_eq(ml.has_min, 0);
+    ck_assert_int_eq(ml.orig_kind, BL_ORIG_NONE);
+    ck_assert(span_is(ml.params, "java.lang.String[]"));
+
+    ck_assert_int_eq(parse("\t4:11:void com.a.Foo.bar(int,long):42:49 -> a"), BL_OK);
+    ck_assert_int_eq(ml.has_min, 1);
+    ck_assert_uint_eq(ml.min_start, 4);
+    ck_assert_uint_eq(ml.min_end, 11);
+    ck_assert(span_is(ml.type, "void"));
+    ck_assert(span_is(ml.owner, "com.a.Foo"));
+    ck_assert(span_is(ml.name, "bar"));
+    ck_assert(span_is(ml.params, "int,long"));
+    ck_assert_int_eq(ml.orig_kind, BL_ORIG_RANGE);
+    ck_assert_uint_eq(ml.orig_start, 42);
+    ck_assert_uint_eq(ml.orig_end, 49);
+
+    ck_assert_int_eq(parse("    1:1:int x():7 -> b"), BL_OK);
+    ck_assert_int_eq(ml.orig_kind, BL_ORIG_LINE);
+    ck_assert_uint_eq(ml.orig_start, 7);
+
+    /* descending ranges swap, N:0 means N:N */
+    ck_assert_int_eq(parse("    9:3:void d():20:10 -> c"), BL_OK);
+    ck_assert_uint_eq(ml.min_start, 3);
+    ck_assert_uint_eq(ml.min_end, 9);
+    ck_assert_uint_eq(ml.orig_start, 10);
+    ck_assert_uint_eq(ml.orig_end, 20);
+    ck_assert_int_eq(parse("    5:0:void d():7:0 -> c"), BL_OK);
+    ck_assert_uint_eq(ml.min_end, 5);
+    ck_assert_uint_eq(ml.orig_end, 7);
+    ck_assert_int_eq(parse("    0:65535:void <clinit>() -> <clinit>"), BL_OK);
+    ck_assert_uint_eq(ml.min_end, 65535);
+    ck_assert(span_is(ml.name, "<clinit>"));
+
+    /* malformed */
+    ck_assert_int_eq(parse("    x:1:void broken() -> b"), BL_EFORMAT);
+    ck_assert_int_eq(parse("    1:2:void f( -> b"), BL_EFORMAT);
+    ck_assert_int_eq(parse("    1:2:void f():x -> b"), BL_EFORMAT);
+    ck_assert_int_eq(parse("    1:2:void f() junk -> b"), BL_EFORMAT);
+    ck_assert_int_eq(parse("    1:99999999999:void f() -> b"), BL_EFORMAT);
+    ck_assert_int_eq(parse("    void .f() -> b"), BL_EFORMAT);
+}
+END_TEST
+
+START_TEST(comment_lines)
+{
+    ck_assert_int_eq(parse("# compiler: R8"), BL_OK);
+    ck_assert_int_eq(ml.kind, BL_ML_HEADER);
+    ck_assert(span_is(ml.a, "compiler"));
+    ck_assert(span_is(ml.b, "R8"));
+    ck_assert_int_eq(parse("      # {\"id\":\"com.android.tools.r8.synthesized\"}  "), BL_OK);
+    ck_assert_int_eq(ml.kind, BL_ML_META);
+    ck_assert(span_is(ml.a, "{\"id\":\"com.android.tools.r8.synthesized\"}"));
+    ck_assert_int_eq(parse("# just words"), BL_OK);
+    ck_assert_int_eq(ml.kind, BL_ML_COMMENT);
+    ck_assert_int_eq(parse("   \t "), BL_OK);
+    ck_assert_int_eq(ml.kind, BL_ML_BLANK);
+}
+END_TEST
+
+START_TEST(lenient_json)
+{
+    bl_buf b;
+    bl_buf_init(&b, 0);
+    const char *s = "{ id: 'com.android.tools.r8.mapping', version: '2.2', n: 3, ok: true }";
+    json_t *j = bl_lenient_json_parse(s, strlen(s), &b);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "id")), "com.android.tools.r8.mapping");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "version")), "2.2");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "n")), 3);
+    ck_assert(json_is_true(json_object_get(j, "ok")));
+    json_decref(j);
+    s = "{'positions': {'1': 4, '2': 5}, 'q': 'say \"hi\"', 'e': 'it\\'s'}";
+    j = bl_lenient_json_parse(s, strlen(s), &b);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "positions"), "2")), 5);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "q")), "say \"hi\"");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "e")), "it's");
+    json_decref(j);
+    s = "{'unterminated: 1}";
+    ck_assert_ptr_null(bl_lenient_json_parse(s, strlen(s), &b));
+    s = "{\"a\": }";
+    ck_assert_ptr_null(bl_lenient_json_parse(s, strlen(s), &b));
+    bl_buf_cleanup(&b);
+}
+END_TEST
+
+static const char index_src[] =
+    "# compiler: R8\n"
+    "# compiler_version: 8.3.36\n"
+    "# min_api: 24\n"
+    "# pg_map_id: 48ffd94\n"
+    "# pg_map_hash: SHA-256 48ffd947\n"
+    "# {\"id\":\"com.android.tools.r8.mapping\",\"version\":\"2.2\"}\n"
+    "com.example.Foo -> a.a:\n"
+    "# {\"id\":\"sourceFile\",\"fileName\":\"Foo.kt\"}\n"
+    "    int count -> a\n"
+    "    com.example.Bar bar -> b\n"
+    "      # {\"id\":\"com.android.tools.r8.residualsignature\",\"signature\":\"La/b;\"}\n"
+    "    1:2:void run(com.example.Bar):10:11 -> c\n"
+    "    3:3:void com.example.Bar.help():5:5 -> c\n"
+    "    3:3:void run(com.example.Bar):12 -> c\n"
+    "    4:4:void run(com.example.Bar):13:13 -> c\n"
+    "    5:5:int size():20:20 -> a\n"
+    "com.example.Bar -> a.b:\n"
+    "    1:1:void help():5:5 -> a\n"
+    "com.example.Foo -> a.a:\n"
+    "    9:9:void late():99:99 -> d\n";
+
+static void count_cb(void *ctx, const bl_mi_class *owner, const bl_mi_method *m)
+{
+    (void)m;
+    ck_assert_ptr_nonnull(owner);
+    (*(int *)ctx)++;
+}
+
+START_TEST(index_lookups)
+{
+    bl_buf img;
+    bl_buf_init(&img, 0);
+    bl_mi_stats st;
+    ck_assert_int_eq(bl_mapindex_build(index_src, strlen(index_src), NULL, &img, &st), BL_OK);
+    ck_assert_uint_eq(st.classes, 2); /* Foo mapped twice: merged, with a warning */
+    ck_assert_uint_eq(st.warnings, 1);
+    ck_assert_uint_eq(st.methods, 7);
+    ck_assert_uint_eq(st.fields, 2);
+    bl_mapindex *mi;
+    ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+    const bl_mi_header *h = bl_mapindex_header(mi);
+    ck_assert_str_eq(bl_mapindex_str(mi, h->compiler), "R8");
+    ck_assert_str_eq(bl_mapindex_str(mi, h->compiler_version), "8.3.36");
+    ck_assert_str_eq(bl_mapindex_str(mi, h->min_api), "24");
+    ck_assert_str_eq(bl_mapindex_str(mi, h->pg_map_id), "48ffd94");
+    ck_assert_str_eq(bl_mapindex_str(mi, h->pg_map_hash), "SHA-256 48ffd947");
+    ck_assert_uint_eq(h->map_version, BL_MAPVER_2_2);
+
+    const bl_mi_class *foo = bl_mapindex_class_by_obf(mi, "a.a", 3);
+    ck_assert_ptr_nonnull(foo);
+    ck_assert_str_eq(bl_mapindex_str(mi, foo->orig), "com.example.Foo");
+    ck_assert_str_eq(bl_mapindex_str(mi, foo->source_file), "Foo.kt");
+    ck_assert_ptr_eq(bl_mapindex_class_by_orig(mi, "com.example.Foo", 15), foo);
+    ck_assert_ptr_null(bl_mapindex_class_by_obf(mi, "a.z", 3));
+    ck_assert_ptr_null(bl_mapindex_class_by_obf(mi, "a.", 2));
+
+    const bl_mi_method *ms;
+    ck_assert_uint_eq(bl_mapindex_methods(mi, foo, "c", 1, &ms), 4);
+    /* file order inside the bucket; inline group 3:3 has two entries */
+    ck_assert_uint_eq(ms[0].min_start, 1);
+    ck_assert(ms[0].flags & BL_MIM_GROUP_START);
+    ck_assert(ms[0].flags & BL_MIM_OUTER);
+    ck_assert_str_eq(bl_mapindex_str(mi, ms[1].orig_class), "com.example.Bar");
+    ck_assert(!(ms[1].flags & BL_MIM_OUTER));
+    ck_assert(ms[2].flags & BL_MIM_OUTER);
+    ck_assert(!(ms[2].flags & BL_MIM_GROUP_START));
+    ck_assert_uint_eq(bl_mapindex_methods(mi, foo, "a", 1, &ms), 1);
+    ck_assert_str_eq(bl_mapindex_str(mi, ms[0].orig_name), "size");
+    ck_assert_uint_eq(bl_mapindex_methods(mi, foo, "d", 1, &ms), 1); /* merged class */
+    ck_assert_uint_eq(bl_mapindex_methods(mi, foo, "e", 1, &ms), 0);
+    ck_assert_uint_eq(bl_mapindex_methods(mi, foo, "", 0, &ms), 0);
+
+    const bl_mi_field *fs;
+    ck_assert_uint_eq(bl_mapindex_class_fields(mi, foo, &fs), 2);
+    ck_assert_str_eq(bl_mapindex_str(mi, fs[1].orig), "bar");
+    ck_assert_str_eq(bl_mapindex_str(mi, fs[1].residual), "La/b;");
+
+    int calls = 0;
+    /* run(Bar) has three outer runs in Foo: 1:2, then 3:3 + 4:4 (one run) */
+    ck_assert_uint_eq(bl_mapindex_methods_by_orig(mi, "com.example.Foo", 15, "run", 3, count_cb,
+                                                  &calls),
+                      1);
+    ck_assert_int_eq(calls, 1);
+    calls = 0;
+    ck_assert_uint_eq(bl_mapindex_methods_by_orig(mi, "com.example.Bar", 15, "help", 4, count_cb,
+                                                  &calls),
+                      1);
+    ck_assert_uint_eq(bl_mapindex_methods_by_orig(mi, "com.example.Nope", 16, "x", 1, NULL, NULL),
+                      0);
+    bl_mapindex_close(mi);
+    bl_buf_cleanup(&img);
+}
+END_TEST
+
+START_TEST(empty_and_odd_mappings)
+{
+    static const char *const inputs[] = {
+        "", "\n\n", "# only a comment\n", "    1:1:void orphan() -> a\n",
+        "a -> b:\n# {not json\n# {\"no\":\"id\"}\n# {\"id\":\"com.android.tools.r8.mapping\",\"version\":\"9.9\"}\n",
+        "a -> b:\n    1:1:void f() -> a\n      # {\"id\":\"com.android.tools.r8.rewriteFrame\",\"conditions\":[\"weird()\"],\"actions\":[\"removeInnerFrames(1)\"]}\n",
+    };
+    for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
+        bl_buf img;
+        bl_buf_init(&img, 0);
+        bl_mi_stats st;
+        ck_assert_int_eq(bl_mapindex_build(inputs[i], strlen(inputs[i]), NULL, &img, &st), BL_OK);
+        bl_mapindex *mi;
+        ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+        ck_assert_ptr_null(bl_mapindex_class_by_obf(mi, "zz", 2));
+        bl_mapindex_close(mi);
+        bl_buf_cleanup(&img);
+        if (i == 3)
+            ck_assert_uint_eq(st.malformed, 1);
+        if (i == 4) {
+            ck_assert_uint_eq(st.warnings, 3);
+            ck_assert_uint_eq(st.map_version, 909);
+        }
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("mapping");
+    TCase *tc = tcase_create("parser");
+    tcase_add_test(tc, class_line);
+    tcase_add_test(tc, field_line);
+    tcase_add_test(tc, method_lines);
+    tcase_add_test(tc, comment_lines);
+    tcase_add_test(tc, lenient_json);
+    suite_add_tcase(s, tc);
+    TCase *ti = tcase_create("index");
+    tcase_add_test(ti, index_lookups);
+    tcase_add_test(ti, empty_and_odd_mappings);
+    suite_add_tcase(s, ti);
+    return tu_run(s);
+}

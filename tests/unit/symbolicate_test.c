@@ -1,1 +1,177 @@
-int main(void){return 0;}
+/*
+ * symbolicate_test.c — original names for method-ID entries: identity,
+ * descriptor de-obfuscation, overloads, residualsignature (real R8 file),
+ * and descriptor conversions.
+ */
+#include "symbol/mapindex.h"
+#include "symbol/symbolicate.h"
+#include "testutil.h"
+
+#define R8_DIR BL_SHARED_DIR "/r8-mappings"
+
+static bl_buf img, store;
+static bl_mapindex *mi;
+
+static void load(const char *text, size_t n)
+{
+    bl_buf_init(&img, 0);
+    bl_buf_init(&store, 0);
+    ck_assert_int_eq(bl_mapindex_build(text, n, NULL, &img, NULL), BL_OK);
+    ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+}
+
+static void unload(void)
+{
+    bl_mapindex_close(mi);
+    mi = NULL;
+    bl_buf_cleanup(&img);
+    bl_buf_cleanup(&store);
+}
+
+static void check(const char *cls, const char *m, const char *d, const char *ecls,
+                  const char *em, const char *ed, const char *ef, bl_sym_how how)
+{
+    bl_symbol s;
+    ck_assert_int_eq(bl_symbolicate_method(mi, cls, m, d, &store, &s), BL_OK);
+    ck_assert_str_eq(s.cls, ecls);
+    ck_assert_str_eq(s.method, em);
+    ck_assert_str_eq(s.desc, ed);
+    ck_assert_str_eq(s.file, ef);
+    ck_assert_int_eq(s.how, how);
+}
+
+static const char src[] =
+    "com.example.Foo -> a.a:\n"
+    "    1:2:void run(com.example.Bar,int[]):10:11 -> c\n"
+    "    3:3:void com.example.Bar.help():5:5 -> c\n"
+    "    3:3:void run(com.example.Bar,int[]):12 -> c\n"
+    "    4:4:java.lang.String run(long):40:40 -> c\n"
+    "    5:5:com.example.Bar make():50:50 -> d\n"
+    "com.example.Bar -> a.b:\n"
+    "    1:1:void help():5:5 -> a\n"
+    "com.example.FooKt -> a.c:\n";
+
+START_TEST(deobfuscated_descriptors)
+{
+    load(src, strlen(src));
+    check("a.a", "c", "(La/b;[I)V", "com.example.Foo", "run", "(Lcom/example/Bar;[I)V",
+          "Foo.java", BL_SYM_EXACT);
+    check("a.a", "c", "(J)Ljava/lang/String;", "com.example.Foo", "run",
+          "(J)Ljava/lang/String;", "Foo.java", BL_SYM_EXACT);
+    check("a.a", "d", "()La/b;", "com.example.Foo", "make", "()Lcom/example/Bar;", "Foo.java",
+          BL_SYM_EXACT);
+    /* descriptor matches nothing, the name has one method */
+    check("a.a", "d", "()V", "com.example.Foo", "make", "()Lcom/example/Bar;", "Foo.java",
+          BL_SYM_NAME_ONLY);
+    /* descriptor matches nothing, two methods share the name */
+    check("a.a", "c", "(Z)V", "com.example.Foo", "run", "(Lcom/example/Bar;[I)V", "Foo.java",
+          BL_SYM_AMBIGUOUS);
+    /* class known, method not */
+    check("a.a", "zz", "(La/b;)V", "com.example.Foo", "zz", "(Lcom/example/Bar;)V", "Foo.java",
+          BL_SYM_CLASS_ONLY);
+    check("a.c", "x", "()V", "com.example.FooKt", "x", "()V", "Foo.kt", BL_SYM_CLASS_ONLY);
+    /* class not in the mapping: identity */
+    check("org.Other", "m", "(La/a;)V", "org.Other", "m", "(Lcom/example/Foo;)V", "Other.java",
+          BL_SYM_IDENTITY);
+    bl_symbol s;
+    ck_assert_int_eq(bl_symbolicate_method(mi, "a.a", "c", "(La/b", &store, &s), BL_EINVAL);
+    ck_assert_int_eq(bl_symbolicate_method(mi, "a.a", "c", "V", &store, &s), BL_EINVAL);
+    ck_assert_int_eq(bl_symbolicate_method(mi, "a.a", "c", "(Q)V", &store, &s), BL_EINVAL);
+    ck_assert_int_eq(bl_symbolicate_method(mi, "a.a", "c", "()VX", &store, &s), BL_EINVAL);
+    unload();
+}
+END_TEST
+
+START_TEST(identity_without_mapping)
+{
+    bl_buf_init(&store, 0);
+    bl_symbol s;
+    ck_assert_int_eq(bl_symbolicate_method(NULL, "com.example.Main$1", "run", "()V", &store, &s),
+                     BL_OK);
+    ck_assert_str_eq(s.cls, "com.example.Main$1");
+    ck_assert_str_eq(s.method, "run");
+    ck_assert_str_eq(s.desc, "()V");
+    ck_assert_str_eq(s.file, "Main.java");
+    ck_assert_int_eq(s.how, BL_SYM_IDENTITY);
+    bl_buf_cleanup(&store);
+}
+END_TEST
+
+/* Real R8 8.3.36 file: hand-worked expectations. */
+START_TEST(r8_file_names)
+{
+    size_t n;
+    char *m = tu_read_file(R8_DIR "/mapping-r8-symbolicated_file_names.txt", &n);
+    ck_assert_ptr_nonnull(m);
+    load(m, n);
+    check("a.a", "a", "()V", "io.wzieba.r8fullmoderenamessources.Foobar", "foo", "()V",
+          "Foobar.kt", BL_SYM_EXACT);
+    check("a.b", "b", "([Ljava/lang/String;)V", "io.wzieba.r8fullmoderenamessources.FoobarKt",
+          "main", "([Ljava/lang/String;)V", "Foobar.kt", BL_SYM_EXACT);
+    check("a.b", "a", "()V", "io.wzieba.r8fullmoderenamessources.FoobarKt", "main", "()V",
+          "Foobar.kt", BL_SYM_EXACT);
+    check("io.wzieba.r8fullmoderenamessources.MainActivity", "onCreate",
+          "(Landroid/os/Bundle;)V", "io.wzieba.r8fullmoderenamessources.MainActivity",
+          "onCreate", "(Landroid/os/Bundle;)V", "MainActivity.kt", BL_SYM_EXACT);
+    unload();
+    free(m);
+}
+END_TEST
+
+/* residualsignature (map version 2.2): the descriptor the app sees differs
+ * from the original one (a parameter was removed, types renamed). */
+START_TEST(r8_residual_signature)
+{
+    size_t n;
+    char *m = tu_read_file(R8_DIR "/mapping-outline-complex.txt", &n);
+    ck_assert_ptr_nonnull(m);
+    bl_buf all;
+    bl_buf_init(&all, 0);
+    bl_buf_puts(&all, "# {\"id\":\"com.android.tools.r8.mapping\",\"version\":\"2.2\"}\n");
+    bl_buf_append(&all, m, n);
+    load(all.data, all.len);
+    check("ev.i", "<init>",
+          "(Lpw/o;Lev/r5;Lkotlin/jvm/functions/Function1;Lp1/e;Landroidx/compose/ui/d;I)V",
+          "com.example.compose.component.CanvasAttributeLayoutKt$CanvasAttributeLayout$1",
+          "<init>",
+          "(Lcom/example/models/CanvasAttributeLayout;"
+          "Lcom/example/compose/component/CanvasNodeCommonRenderState;"
+          "Lkotlin/jvm/functions/Function1;Lkotlin/jvm/functions/Function4;"
+          "Landroidx/compose/ui/Modifier;II)V",
+          "CanvasAttributeLayout.kt", BL_SYM_EXACT);
+    unload();
+    bl_buf_cleanup(&all);
+    free(m);
+}
+END_TEST
+
+START_TEST(descriptor_conversion)
+{
+    bl_buf b;
+    bl_buf_init(&b, 0);
+    ck_assert_int_eq(bl_desc_from_java("void", "", &b), BL_OK);
+    ck_assert_str_eq(b.data, "()V");
+    bl_buf_reset(&b);
+    ck_assert_int_eq(bl_desc_from_java("java.lang.String[][]", "int,long[],a.B$C,boolean", &b),
+                     BL_OK);
+    ck_assert_str_eq(b.data, "(I[JLa/B$C;Z)[[Ljava/lang/String;");
+    bl_buf_reset(&b);
+    ck_assert_int_eq(bl_desc_from_java("void", "int,", &b), BL_EINVAL);
+    bl_buf_reset(&b);
+    ck_assert_int_eq(bl_desc_from_java("", "int", &b), BL_EINVAL);
+    bl_buf_cleanup(&b);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("symbolicate");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, deobfuscated_descriptors);
+    tcase_add_test(tc, identity_without_mapping);
+    tcase_add_test(tc, r8_file_names);
+    tcase_add_test(tc, r8_residual_signature);
+    tcase_add_test(tc, descriptor_conversion);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
