@@ -70,14 +70,9 @@ static int has_space(bl_span s)
 }
 
 /* Java names and types never hold these (JVMS 4.2.2 plus mapping syntax). */
-static int has_bad_char(bl_span s)
+static int is_bad(char c)
 {
-    for (uint32_t i = 0; i < s.n; i++) {
-        char c = s.p[i];
-        if (c == ':' || c == '(' || c == ')' || c == ',' || c == ';')
-            return 1;
-    }
-    return 0;
+    return c == ':' || c == ')' || c == ',' || c == ';';
 }
 
 static bl_err parse_comment(const char *p, const char *e, bl_mapping_line *out)
@@ -157,8 +152,13 @@ static bl_err parse_member(const char *p, const char *e, bl_mapping_line *out,
 
     /* type */
     const char *t = p;
-    while (p < le && !is_ws(*p))
+    while (p < le && !is_ws(*p)) {
+        if (is_bad(*p)) {
+            *why = "bad character in a member type";
+            return BL_EFORMAT;
+        }
         p++;
+    }
     if (p == t || p >= le) {
         *why = "member line without a type";
         return BL_EFORMAT;
@@ -169,8 +169,13 @@ static bl_err parse_member(const char *p, const char *e, bl_mapping_line *out,
 
     /* name up to '(' (method) or the end (field) */
     const char *n = p;
-    while (p < le && *p != '(' && !is_ws(*p))
+    while (p < le && *p != '(' && !is_ws(*p)) {
+        if (is_bad(*p)) {
+            *why = "bad character in a member name";
+            return BL_EFORMAT;
+        }
         p++;
+    }
     if (p == n) {
         *why = "member line without a name";
         return BL_EFORMAT;
@@ -239,10 +244,6 @@ static bl_err parse_member(const char *p, const char *e, bl_mapping_line *out,
         out->name = span(dot + 1, ne);
     } else {
         out->name = span(n, ne);
-    }
-    if (has_bad_char(out->type) || has_bad_char(out->name) || has_bad_char(out->owner)) {
-        *why = "bad character in a member type or name";
-        return BL_EFORMAT;
     }
     return BL_OK;
 }

@@ -636,6 +636,8 @@ bl_err bl_retrace_text(const bl_mapindex *mi, const bl_retrace_opts *opts, const
         const char *nl = memchr(p, '\n', (size_t)(e - p));
         const char *le = nl ? nl : e;
         err = bl_retracer_line(rt, p, (size_t)(le - p), out);
+        if (!err && !nl && out->len && out->data[out->len - 1] == '\n')
+            out->data[--out->len] = '\0'; /* keep a missing final newline missing */
         p = nl ? nl + 1 : e;
     }
     bl_retracer_free(rt);

@@ -259,6 +259,8 @@ int main(int argc, char **argv)
                 rc = 1;
                 break;
             }
+            if (!nl && outb.len && outb.data[outb.len - 1] == '\n')
+                outb.len--; /* the input's last line had no newline */
             p = nl ? nl + 1 : e;
             if (outb.len >= (1 << 20) || p >= e) {
                 if (write_all(1, outb.data, outb.len) != 0) {
