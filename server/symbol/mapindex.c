@@ -763,7 +763,10 @@ static bl_err write_image(builder *b, bl_buf *out)
     bl_err err = BL_OK;
     size_t nm = b->methods.n, nc = b->classes.n, nf = b->fields.n;
     uint32_t *order = malloc((nm + 1) * sizeof *order);
-    uint32_t *tmp = malloc((nm + 1) * sizeof *tmp);
+    size_t ntmp = nm > nc ? nm : nc; /* scratch for the sorts and both counting passes */
+    if (nf > ntmp)
+        ntmp = nf;
+    uint32_t *tmp = malloc((ntmp + 1) * sizeof *tmp);
     uint32_t *start = calloc(nc + 1, sizeof *start);
     uint32_t *fstart = calloc(nc + 1, sizeof *fstart);
     uint32_t *forder = malloc((nf + 1) * sizeof *forder);
