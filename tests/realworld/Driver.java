@@ -339,6 +339,36 @@ public final class Driver {
             }
         });
 
+        s.add(new Site("lang3-StrSubstitutor-cycle") {
+            void run() {
+                java.util.Map<String, String> vars = new java.util.HashMap<>();
+                vars.put("a", "${b}");
+                vars.put("b", "${a}");
+                org.apache.commons.lang3.text.StrSubstitutor.replace("x=${a}", vars);
+            }
+        });
+        s.add(new Site("lang3-DurationFormatUtils-negative") {
+            void run() {
+                org.apache.commons.lang3.time.DurationFormatUtils.formatDuration(-1L, "H:mm");
+            }
+        });
+        s.add(new Site("lang3-FastDateFormat-parse") {
+            void run() throws Exception {
+                org.apache.commons.lang3.time.FastDateFormat.getInstance("yyyy-MM-dd",
+                        java.util.TimeZone.getTimeZone("UTC"), java.util.Locale.ROOT).parse("not a date");
+            }
+        });
+        s.add(new Site("lang3-ArrayUtils-toMap") {
+            void run() {
+                ArrayUtils.toMap(new Object[] {"plain"});
+            }
+        });
+        s.add(new Site("lang3-ClassUtils-getClass") {
+            void run() throws Exception {
+                org.apache.commons.lang3.ClassUtils.getClass("no.such.Klass");
+            }
+        });
+
         // ---------------------------------------------------------------- Guava
         s.add(new Site("guava-Preconditions-checkArgument") {
             void run() {
@@ -597,6 +627,26 @@ public final class Driver {
                 m.put("b", 1);
             }
         });
+        s.add(new Site("guava-Ordering-sortedCopy-null-under-TimSort") {
+            void run() {
+                Ordering.<Integer>natural().sortedCopy(Arrays.asList(3, null, 1));
+            }
+        });
+        s.add(new Site("guava-Lists-transform-converter") {
+            void run() {
+                Lists.transform(Arrays.asList("1", "x"), Ints.stringConverter()).get(1);
+            }
+        });
+        s.add(new Site("guava-toImmutableList-collector-null") {
+            void run() {
+                Stream.of("a", null).collect(ImmutableList.toImmutableList());
+            }
+        });
+        s.add(new Site("guava-ImmutableSortedSet-null") {
+            void run() {
+                com.google.common.collect.ImmutableSortedSet.of(2, 1, null);
+            }
+        });
         s.add(new Site("guava-driver-helper-parseAll") {
             void run() {
                 Parsing.parseAll("1, 2, -3");
@@ -726,6 +776,17 @@ public final class Driver {
             }
         });
 
+        s.add(new Site("okhttp-HttpUrl-addQueryParameter-null") {
+            void run() {
+                HttpUrl.get("http://example.com/").newBuilder().addQueryParameter(null, "x");
+            }
+        });
+        s.add(new Site("okhttp-Cookie-Builder-no-name") {
+            void run() {
+                new okhttp3.Cookie.Builder().build();
+            }
+        });
+
         // ---------------------------------------------------------------- Okio
         s.add(new Site("okio-Buffer-readByte-empty") {
             void run() {
@@ -823,6 +884,15 @@ public final class Driver {
             }
         });
 
+        s.add(new Site("okio-RealBufferedSink-closed") {
+            void run() throws IOException {
+                okio.BufferedSink sink = Okio.buffer(new okio.DeflaterSink(new Buffer(),
+                        new java.util.zip.Deflater()));
+                sink.close();
+                sink.writeUtf8("late");
+            }
+        });
+
         // ---------------------------------------------------------------- mixed: causes and suppressed
         s.add(new Site("mixed-okio-cause-wrapped-in-guava-exception") {
             void run() {
@@ -872,6 +942,16 @@ public final class Driver {
                     Validate.notEmpty("", "name must not be empty");
                 } catch (IllegalArgumentException e) {
                     primary.addSuppressed(e);
+                }
+                try {
+                    Verify.verifyNotNull(null, "verified %s", "nothing");
+                } catch (VerifyException e) {
+                    primary.addSuppressed(e);
+                }
+                try {
+                    Okio.buffer((Source) new Buffer()).readUtf8LineStrict();
+                } catch (IOException e) {
+                    primary.addSuppressed(new IllegalStateException("line missing", e));
                 }
                 throw primary;
             }
