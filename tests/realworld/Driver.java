@@ -647,6 +647,20 @@ public final class Driver {
                 com.google.common.collect.ImmutableSortedSet.of(2, 1, null);
             }
         });
+        // Both go through a javac bridge method: its line is the class
+        // declaration line, which other bridges of the class share.
+        s.add(new Site("guava-RegularImmutableList-listIterator-bridge") {
+            void run() {
+                List<String> list = ImmutableList.of("a", "b");
+                list.listIterator(5);
+            }
+        });
+        s.add(new Site("guava-ReverseImmutableList-listIterator-bridge") {
+            void run() {
+                List<String> list = ImmutableList.of("a", "b").reverse();
+                list.listIterator(5);
+            }
+        });
         s.add(new Site("guava-driver-helper-parseAll") {
             void run() {
                 Parsing.parseAll("1, 2, -3");

@@ -1,0 +1,2 @@
+/* calltree.c — placeholder, see calltree.h */
+#include "agg/calltree.h"

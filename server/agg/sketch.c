@@ -1,0 +1,2 @@
+/* sketch.c — placeholder, see sketch.h */
+#include "agg/sketch.h"

@@ -1,0 +1,61 @@
+/*
+ * sketch.h — mergeable latency histogram for percentiles (p50/p90/p99) with
+ * a bounded relative error, in the spirit of HdrHistogram / DDSketch.
+ *
+ * Values are durations in µs (uint64). Bucketing is log-linear: values below
+ * 2^BL_SKETCH_SUB_BITS are exact; above, a value with highest set bit e goes
+ * to one of 2^BL_SKETCH_SUB_BITS equal sub-buckets of [2^e, 2^(e+1)). A
+ * quantile is reported as the midpoint of its bucket, so its relative error
+ * is at most 2^-(BL_SKETCH_SUB_BITS+1) (0.78% with 6 bits) — well under
+ * the 2% the server promises. Two sketches merge by adding bucket counts,
+ * so merged results are exactly what one sketch of all values would give.
+ *
+ * Serialised form (stored in SQLite as a BLOB): little-endian
+ *   u8 version (1), u8 sub_bits, u16 reserved, u32 n_nonzero,
+ *   then n_nonzero × (u32 bucket index, u64 count), indexes ascending.
+ */
+#ifndef BL_SKETCH_H
+#define BL_SKETCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/blerr.h"
+#include "common/buf.h"
+
+#define BL_SKETCH_SUB_BITS 6
+/* enough buckets for any uint64 value */
+#define BL_SKETCH_BUCKETS ((64 - BL_SKETCH_SUB_BITS + 1) << BL_SKETCH_SUB_BITS)
+
+typedef struct bl_sketch {
+    uint64_t count;   /* values added */
+    uint64_t max;     /* largest value added (exact) */
+    uint64_t sum;     /* sum of values (saturating) */
+    uint32_t lo, hi;  /* smallest / largest non-empty bucket (valid when count > 0) */
+    uint64_t *bucket; /* BL_SKETCH_BUCKETS counters, allocated on first add; owned */
+} bl_sketch;
+
+void bl_sketch_init(bl_sketch *s);
+void bl_sketch_cleanup(bl_sketch *s);
+void bl_sketch_reset(bl_sketch *s);
+
+/* Bucket index of a value, and the midpoint value that represents a bucket. */
+uint32_t bl_sketch_bucket(uint64_t v);
+uint64_t bl_sketch_bucket_mid(uint32_t b);
+
+/* Adds `n` occurrences of value v (µs). BL_ENOMEM on the first add only. */
+bl_err bl_sketch_add(bl_sketch *s, uint64_t v, uint64_t n);
+/* Adds all of src into dst. */
+bl_err bl_sketch_merge(bl_sketch *dst, const bl_sketch *src);
+/* The q-quantile (0 <= q <= 1) of the values added: the representative of
+ * the bucket holding the value of rank ceil(q * count) (rank 1 for q == 0);
+ * q == 1 returns the exact max. 0 when empty. */
+uint64_t bl_sketch_quantile(const bl_sketch *s, double q);
+
+/* Appends the serialised form to out. */
+bl_err bl_sketch_serialize(const bl_sketch *s, bl_buf *out);
+/* Adds a serialised sketch (as from bl_sketch_serialize) into s: the same as
+ * merging it. BL_EFORMAT on a malformed blob (nothing is added then). The
+ * blob carries no max/sum: callers keep those in their own columns. */
+bl_err bl_sketch_merge_blob(bl_sketch *s, const void *blob, size_t len);
+
+#endif

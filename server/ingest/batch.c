@@ -1,0 +1,2 @@
+/* batch.c — placeholder, see batch.h */
+#include "ingest/batch.h"

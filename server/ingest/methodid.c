@@ -1,0 +1,2 @@
+/* methodid.c — placeholder, see methodid.h */
+#include "ingest/methodid.h"
