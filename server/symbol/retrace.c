@@ -571,6 +571,9 @@ static int try_exception(bl_retracer *rt, const char *line, size_t len, bl_buf *
         p += 11;
     else if (starts(p, e, "Suppressed: "))
         p += 12;
+    int circular = starts(p, e, "[CIRCULAR REFERENCE: ");
+    if (circular)
+        p += 21;
     else if (starts(p, e, "Exception in thread \"")) {
         const char *q = memchr(p + 21, '"', (size_t)(e - p - 21));
         if (!q || q + 1 >= e || q[1] != ' ')
@@ -580,7 +583,8 @@ static int try_exception(bl_retracer *rt, const char *line, size_t len, bl_buf *
     const char *c = p;
     while (p < e && is_cls_char(*p))
         p++;
-    if (p == c || (p < e && *p != ':') || c[0] == '.' || p[-1] == '.')
+    if (p == c || (p < e && *p != ':' && !(circular && *p == ']')) || c[0] == '.' ||
+        p[-1] == '.')
         return 0;
     size_t cn = (size_t)(p - c);
     const bl_mi_class *k = bl_mapindex_class_by_obf(rt->mi, c, cn);
