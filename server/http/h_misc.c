@@ -1,0 +1,103 @@
+/*
+ * h_misc.c — GET /healthz and GET /metrics (Prometheus text exposition
+ * format 0.0.4).
+ */
+#include "http/internal.h"
+
+#include <stdio.h>
+
+enum MHD_Result bl_h_health(struct MHD_Connection *c, bl_http *h, req *r)
+{
+    (void)r;
+    bl_db *db = bl_http_db(h);
+    if (!db)
+        return bl_reply_error(c, h, 503, "database unavailable");
+    return bl_reply_json(c, h, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static bl_err metric(bl_buf *b, const char *name, const char *type, const char *help,
+                     uint64_t v)
+{
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type,
+             name, (unsigned long long)v);
+    return bl_buf_puts(b, tmp);
+}
+
+enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
+{
+    (void)r;
+    bl_buf b;
+    bl_buf_init(&b, 0);
+    char tmp[256];
+    bl_err e = bl_buf_puts(&b, "# HELP beatline_http_requests_total HTTP requests answered, by "
+                               "status code.\n# TYPE beatline_http_requests_total counter\n");
+    for (unsigned s = 100; s < 600 && !e; s++) {
+        uint64_t n = atomic_load(&h->status_count[s]);
+        if (!n)
+            continue;
+        snprintf(tmp, sizeof tmp, "beatline_http_requests_total{code=\"%u\"} %llu\n", s,
+                 (unsigned long long)n);
+        e = bl_buf_puts(&b, tmp);
+    }
+    bl_proc_stats ps;
+    bl_processor_stats(h->c.proc, &ps);
+    if (!e)
+        e = metric(&b, "beatline_ingest_bytes_total", "counter",
+                   "Request body bytes received (as sent, compressed).",
+                   atomic_load(&h->bytes_in));
+    if (!e)
+        e = metric(&b, "beatline_batches_accepted_total", "counter",
+                   "Batches acknowledged with 202.", atomic_load(&h->batches_in));
+    if (!e)
+        e = metric(&b, "beatline_records_accepted_total", "counter",
+                   "Records in acknowledged batches.", atomic_load(&h->records_in));
+    if (!e)
+        e = metric(&b, "beatline_batches_duplicate_total", "counter",
+                   "Batches received again (answered 200, not counted twice).",
+                   atomic_load(&h->duplicates_in) + ps.duplicates);
+    if (!e)
+        e = metric(&b, "beatline_batches_processed_total", "counter",
+                   "Batches turned into aggregates.", ps.batches);
+    if (!e)
+        e = metric(&b, "beatline_records_processed_total", "counter",
+                   "Records turned into aggregates.", ps.records);
+    if (!e)
+        e = metric(&b, "beatline_records_malformed_total", "counter",
+                   "Records that broke the call-tree rules (lost enters, unmatched exits).",
+                   ps.malformed);
+    if (!e)
+        e = metric(&b, "beatline_batches_failed_total", "counter",
+                   "Batches that could not be processed (kept in batches/failed).", ps.failed);
+    if (!e)
+        e = metric(&b, "beatline_processing_queue_depth", "gauge",
+                   "Batches queued for the writer.", ps.queue_depth);
+    if (!e)
+        e = metric(&b, "beatline_batches_waiting", "gauge",
+                   "Batches waiting for their build's method-ID file or mapping.", ps.waiting);
+    if (!e)
+        e = metric(&b, "beatline_transactions_total", "counter",
+                   "SQLite write transactions committed by the writer.", ps.txn);
+    static const char *const le[7] = { "0.01", "0.05", "0.1", "0.5", "1", "5", "+Inf" };
+    if (!e)
+        e = bl_buf_puts(&b, "# HELP beatline_processing_latency_seconds Time from a batch's "
+                            "acknowledgement to its commit.\n"
+                            "# TYPE beatline_processing_latency_seconds histogram\n");
+    for (int i = 0; i < 7 && !e; i++) {
+        snprintf(tmp, sizeof tmp, "beatline_processing_latency_seconds_bucket{le=\"%s\"} %llu\n",
+                 le[i], (unsigned long long)ps.lat_bucket[i]);
+        e = bl_buf_puts(&b, tmp);
+    }
+    if (!e) {
+        snprintf(tmp, sizeof tmp,
+                 "beatline_processing_latency_seconds_sum %.6f\n"
+                 "beatline_processing_latency_seconds_count %llu\n",
+                 ps.lat_sum_s, (unsigned long long)ps.lat_bucket[6]);
+        e = bl_buf_puts(&b, tmp);
+    }
+    enum MHD_Result rc =
+        e ? bl_reply_error(c, h, 500, "out of memory")
+          : bl_reply_text(c, h, 200, "text/plain; version=0.0.4", b.data, b.len);
+    bl_buf_cleanup(&b);
+    return rc;
+}

@@ -1,0 +1,488 @@
+/*
+ * h_query.c — read endpoints:
+ *   GET /v1/apps/{app}/builds
+ *   GET /v1/apps/{app}/slow-methods?build=&thread=main|all&since=&until=&sort=&limit=
+ *   GET /v1/apps/{app}/call-tree?build=&root=&thread=&max_depth=&limit=
+ * Shapes and units are in docs/api.md. Times are µs; since/until are Unix
+ * seconds and select whole hours (aggregates are kept per hour).
+ */
+#include "http/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agg/sketch.h"
+#include "common/u128map.h"
+
+#define HOUR_US 3600000000ll
+
+static json_t *col_text_or_null(sqlite3_stmt *st, int i)
+{
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return json_null();
+    return json_string((const char *)sqlite3_column_text(st, i));
+}
+
+static json_t *col_int_or_null(sqlite3_stmt *st, int i)
+{
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return json_null();
+    return json_integer(sqlite3_column_int64(st, i));
+}
+
+enum MHD_Result bl_h_builds(struct MHD_Connection *c, bl_http *h, req *r)
+{
+    bl_db *db = bl_http_db(h);
+    if (!db)
+        return bl_reply_error(c, h, 503, "database unavailable");
+    sqlite3_stmt *st = bl_db_stmt(
+        db, "SELECT name, created_at, mapping_hash, mapping_size, mapping_at, methodids_hash, "
+            "methodids_count, methodids_obfuscated, methodids_at, symbolicated_at, batches, "
+            "records FROM builds WHERE app_id = ? ORDER BY created_at DESC, id DESC");
+    if (!st)
+        return bl_reply_error(c, h, 500, "database error");
+    sqlite3_bind_int64(st, 1, r->app_id);
+    json_t *arr = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        json_t *mapping = json_null(), *mids = json_null();
+        if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+            mapping = json_pack("{s:o,s:o,s:o}", "hash", col_text_or_null(st, 2), "bytes",
+                                col_int_or_null(st, 3), "uploaded_at", col_int_or_null(st, 4));
+        if (sqlite3_column_type(st, 5) != SQLITE_NULL)
+            mids = json_pack("{s:o,s:o,s:s,s:o}", "hash", col_text_or_null(st, 5), "methods",
+                             col_int_or_null(st, 6), "names",
+                             sqlite3_column_int(st, 7) ? "obfuscated" : "original",
+                             "uploaded_at", col_int_or_null(st, 8));
+        json_array_append_new(
+            arr, json_pack("{s:o,s:o,s:o,s:o,s:b,s:o,s:o}", "build", col_text_or_null(st, 0),
+                           "created_at", col_int_or_null(st, 1), "mapping", mapping,
+                           "method_ids", mids, "symbolicated",
+                           sqlite3_column_type(st, 9) != SQLITE_NULL, "batches",
+                           col_int_or_null(st, 10), "records", col_int_or_null(st, 11)));
+    }
+    sqlite3_reset(st);
+    return bl_reply_json(c, h, 200, json_pack("{s:s,s:o}", "app", r->app, "builds", arr));
+}
+
+/* Parses an optional non-negative integer argument; -1 with error text. */
+static int arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t max,
+                   int64_t *out, char *err, size_t n)
+{
+    const char *v = bl_arg(c, name);
+    if (!v || !*v) {
+        *out = dflt;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || x < 0 || x > max) {
+        snprintf(err, n, "'%s' must be an integer from 0 to %lld", name, (long long)max);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* thread=main|all → 1 for main only. */
+static int arg_thread(struct MHD_Connection *c, int *main_only, char *err, size_t n)
+{
+    const char *v = bl_arg(c, "thread");
+    if (!v || !strcmp(v, "all")) {
+        *main_only = 0;
+        return 0;
+    }
+    if (!strcmp(v, "main")) {
+        *main_only = 1;
+        return 0;
+    }
+    snprintf(err, n, "'thread' must be main or all");
+    return -1;
+}
+
+typedef struct slow_row {
+    json_t *obj;
+    uint64_t key;
+} slow_row;
+
+static int cmp_slow(const void *a, const void *b)
+{
+    const slow_row *x = a, *y = b;
+    return x->key < y->key ? 1 : x->key > y->key ? -1 : 0;
+}
+
+enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
+{
+    char err[200];
+    int main_only;
+    int64_t since, until, limit;
+    const char *build = bl_arg(c, "build");
+    const char *sort = bl_arg(c, "sort");
+    static const char *const sorts[] = { "p50", "p90", "p99", "count", "total", "self", "max" };
+    int sort_ix = 4;
+    if (sort) {
+        sort_ix = -1;
+        for (int i = 0; i < 7; i++)
+            if (!strcmp(sort, sorts[i]))
+                sort_ix = i;
+        if (sort_ix < 0)
+            return bl_reply_error(c, h, 400,
+                                  "'sort' must be one of p50, p90, p99, count, total, self, max");
+    }
+    if (arg_thread(c, &main_only, err, sizeof err) ||
+        arg_i64(c, "since", 0, INT64_MAX / 1000000, &since, err, sizeof err) ||
+        arg_i64(c, "until", INT64_MAX / 1000000, INT64_MAX / 1000000, &until, err, sizeof err) ||
+        arg_i64(c, "limit", 50, 10000, &limit, err, sizeof err))
+        return bl_reply_error(c, h, 400, err);
+    bl_db *db = bl_http_db(h);
+    if (!db)
+        return bl_reply_error(c, h, 503, "database unavailable");
+    sqlite3_stmt *st = bl_db_stmt(
+        db, "SELECT m.class, m.name, m.descriptor, m.source_file, sum(s.count), sum(s.total_us), "
+            "sum(s.self_us), max(s.max_us), sketch_union(s.sketch) "
+            "FROM method_stats s JOIN methods m ON m.id = s.method "
+            "JOIN builds b ON b.id = s.build_id "
+            "WHERE b.app_id = ?1 AND (?2 IS NULL OR b.name = ?2) AND (?3 = 0 OR s.main = 1) "
+            "AND s.hour + 3600000000 > ?4 AND s.hour < ?5 "
+            "GROUP BY m.class, m.name, m.descriptor, m.source_file");
+    if (!st)
+        return bl_reply_error(c, h, 500, "database error");
+    sqlite3_bind_int64(st, 1, r->app_id);
+    if (build)
+        sqlite3_bind_text(st, 2, build, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 3, main_only);
+    sqlite3_bind_int64(st, 4, since * 1000000);
+    sqlite3_bind_int64(st, 5, until > INT64_MAX / 1000000 - 1 ? INT64_MAX : until * 1000000);
+    slow_row *rows = NULL;
+    size_t n = 0, cap = 0;
+    int rc;
+    bl_sketch sk;
+    bl_sketch_init(&sk);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        bl_sketch_reset(&sk);
+        const void *blob = sqlite3_column_blob(st, 8);
+        int bn = sqlite3_column_bytes(st, 8);
+        if (blob && bl_sketch_merge_blob(&sk, blob, (size_t)bn) != BL_OK)
+            continue;
+        uint64_t v[7] = { bl_sketch_quantile(&sk, 0.50),
+                          bl_sketch_quantile(&sk, 0.90),
+                          bl_sketch_quantile(&sk, 0.99),
+                          (uint64_t)sqlite3_column_int64(st, 4),
+                          (uint64_t)sqlite3_column_int64(st, 5),
+                          (uint64_t)sqlite3_column_int64(st, 6),
+                          (uint64_t)sqlite3_column_int64(st, 7) };
+        json_t *o = json_pack(
+            "{s:{s:o,s:o,s:o,s:o},s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "method", "class",
+            col_text_or_null(st, 0), "name", col_text_or_null(st, 1), "descriptor",
+            col_text_or_null(st, 2), "source_file", col_text_or_null(st, 3), "count",
+            (json_int_t)v[3], "total_us", (json_int_t)v[4], "self_us", (json_int_t)v[5], "p50_us",
+            (json_int_t)v[0], "p90_us", (json_int_t)v[1], "p99_us", (json_int_t)v[2], "max_us",
+            (json_int_t)v[6]);
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            slow_row *nr = realloc(rows, cap * sizeof *nr);
+            if (!nr) {
+                json_decref(o);
+                break;
+            }
+            rows = nr;
+        }
+        rows[n].obj = o;
+        rows[n].key = v[sort_ix];
+        n++;
+    }
+    sqlite3_reset(st);
+    bl_sketch_cleanup(&sk);
+    if (n > 1)
+        qsort(rows, n, sizeof *rows, cmp_slow);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        if ((int64_t)i < limit)
+            json_array_append_new(arr, rows[i].obj);
+        else
+            json_decref(rows[i].obj);
+    }
+    free(rows);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        json_decref(arr);
+        return bl_reply_error(c, h, 500, "database error");
+    }
+    return bl_reply_json(c, h, 200,
+                         json_pack("{s:s,s:o,s:s,s:s,s:o}", "app", r->app, "build",
+                                   build ? json_string(build) : json_null(), "thread",
+                                   main_only ? "main" : "all", "sort", sorts[sort_ix],
+                                   "methods", arr));
+}
+
+/* ------------------------------------------------------------------------ */
+/* call tree: nodes of the build are merged by call path (and, for
+ * thread=all, across main and other threads) into an output tree. */
+
+typedef struct tnode {
+    int64_t method;
+    uint64_t count, total, self;
+    int64_t first_child, next_sibling; /* indexes, -1 none */
+    uint32_t depth;
+} tnode;
+
+typedef struct tree {
+    tnode *n;
+    size_t len, cap;
+    bl_u128map ix; /* (parent index + 1, method) -> index */
+} tree;
+
+static int64_t tree_child(tree *t, int64_t parent, int64_t method, uint32_t depth)
+{
+    uint64_t *v;
+    int ins;
+    if (bl_u128map_put(&t->ix, (uint64_t)(parent + 1), (uint64_t)method, t->len, &v, &ins))
+        return -1;
+    if (!ins)
+        return (int64_t)*v;
+    if (t->len == t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : 256;
+        tnode *nn = realloc(t->n, nc * sizeof *nn);
+        if (!nn)
+            return -1;
+        t->n = nn;
+        t->cap = nc;
+    }
+    tnode *x = &t->n[t->len];
+    memset(x, 0, sizeof *x);
+    x->method = method;
+    x->first_child = -1;
+    x->depth = depth;
+    x->next_sibling = -1;
+    if (parent >= 0) {
+        x->next_sibling = t->n[parent].first_child;
+        t->n[parent].first_child = (int64_t)t->len;
+    }
+    return (int64_t)t->len++;
+}
+
+typedef struct mname {
+    int64_t id;
+    json_t *obj; /* {"class","name","descriptor","source_file"} */
+} mname;
+
+static json_t *method_json(bl_db *db, bl_u128map *cache, json_t *store, int64_t id)
+{
+    uint64_t *v = bl_u128map_get(cache, (uint64_t)id, 0);
+    if (v)
+        return json_array_get(store, *v);
+    sqlite3_stmt *st =
+        bl_db_stmt(db, "SELECT class, name, descriptor, source_file FROM methods WHERE id = ?");
+    json_t *o = NULL;
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            o = json_pack("{s:o,s:o,s:o,s:o}", "class", col_text_or_null(st, 0), "name",
+                          col_text_or_null(st, 1), "descriptor", col_text_or_null(st, 2),
+                          "source_file", col_text_or_null(st, 3));
+        sqlite3_reset(st);
+    }
+    if (!o)
+        o = json_pack("{s:s,s:s}", "class", "?", "name", "?");
+    int ins;
+    uint64_t *slot;
+    if (bl_u128map_put(cache, (uint64_t)id, 0, json_array_size(store), &slot, &ins) == BL_OK)
+        json_array_append_new(store, o);
+    else
+        return o;
+    return o;
+}
+
+typedef struct emit_ctx {
+    bl_db *db;
+    tree *t;
+    bl_u128map names;
+    json_t *name_store;
+    uint64_t budget; /* nodes left to print */
+    int truncated;
+} emit_ctx;
+
+static _Thread_local const tree *cmp_tree; /* qsort has no context argument */
+
+static int cmp_total(const void *a, const void *b)
+{
+    const tnode *n = cmp_tree->n;
+    uint64_t x = n[*(const int64_t *)a].total, y = n[*(const int64_t *)b].total;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static json_t *emit(emit_ctx *e, int64_t i, uint32_t max_depth);
+
+static json_t *emit_children(emit_ctx *e, int64_t first, uint32_t max_depth)
+{
+    json_t *arr = json_array();
+    size_t k = 0;
+    for (int64_t c = first; c >= 0; c = e->t->n[c].next_sibling)
+        k++;
+    if (!k)
+        return arr;
+    int64_t *ids = malloc(k * sizeof *ids);
+    if (!ids)
+        return arr;
+    k = 0;
+    for (int64_t c = first; c >= 0; c = e->t->n[c].next_sibling)
+        ids[k++] = c;
+    cmp_tree = e->t;
+    qsort(ids, k, sizeof *ids, cmp_total);
+    for (size_t j = 0; j < k; j++) {
+        if (e->budget == 0) {
+            e->truncated = 1;
+            break;
+        }
+        json_array_append_new(arr, emit(e, ids[j], max_depth));
+    }
+    free(ids);
+    return arr;
+}
+
+static json_t *emit(emit_ctx *e, int64_t i, uint32_t max_depth)
+{
+    tnode *x = &e->t->n[i];
+    e->budget--;
+    json_t *m = method_json(e->db, &e->names, e->name_store, x->method);
+    json_t *o = json_pack("{s:O,s:I,s:I,s:I}", "method", m, "count", (json_int_t)x->count,
+                          "total_us", (json_int_t)x->total, "self_us", (json_int_t)x->self);
+    if (x->depth + 1 < max_depth)
+        json_object_set_new(o, "children", emit_children(e, x->first_child, max_depth));
+    else {
+        json_object_set_new(o, "children", json_array());
+        if (x->first_child >= 0)
+            e->truncated = 1;
+    }
+    return o;
+}
+
+enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
+{
+    char err[200];
+    int main_only;
+    int64_t max_depth, limit;
+    const char *build = bl_arg(c, "build");
+    const char *root = bl_arg(c, "root");
+    if (arg_thread(c, &main_only, err, sizeof err) ||
+        arg_i64(c, "max_depth", 64, 4096, &max_depth, err, sizeof err) ||
+        arg_i64(c, "limit", 10000, 1000000, &limit, err, sizeof err))
+        return bl_reply_error(c, h, 400, err);
+    bl_db *db = bl_http_db(h);
+    if (!db)
+        return bl_reply_error(c, h, 503, "database unavailable");
+    /* the build: given, or the newest one with data */
+    sqlite3_stmt *st = bl_db_stmt(
+        db, "SELECT id, name FROM builds WHERE app_id = ?1 AND (?2 IS NULL OR name = ?2) "
+            "ORDER BY (batches > 0) DESC, created_at DESC, id DESC LIMIT 1");
+    if (!st)
+        return bl_reply_error(c, h, 500, "database error");
+    sqlite3_bind_int64(st, 1, r->app_id);
+    if (build)
+        sqlite3_bind_text(st, 2, build, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_reset(st);
+        snprintf(err, sizeof err, build ? "unknown build '%s'" : "app has no builds%s",
+                 build ? build : "");
+        return bl_reply_error(c, h, 404, err);
+    }
+    int64_t build_id = sqlite3_column_int64(st, 0);
+    char bname[BL_BUILD_NAME_MAX + 1];
+    snprintf(bname, sizeof bname, "%s", (const char *)sqlite3_column_text(st, 1));
+    sqlite3_reset(st);
+    /* root: "class.method" or "class.method(descriptor)" */
+    char rcls[512] = "", rname[256] = "";
+    const char *rdesc = NULL;
+    if (root) {
+        const char *paren = strchr(root, '(');
+        size_t rl = paren ? (size_t)(paren - root) : strlen(root);
+        const char *dot = NULL;
+        for (size_t i = 0; i < rl; i++)
+            if (root[i] == '.')
+                dot = root + i;
+        if (!dot || dot == root || (size_t)(dot - root) >= sizeof rcls ||
+            rl - (size_t)(dot - root) - 1 >= sizeof rname || dot + 1 == root + rl)
+            return bl_reply_error(c, h, 400, "'root' must be class.method or class.method(descriptor)");
+        memcpy(rcls, root, (size_t)(dot - root));
+        rcls[dot - root] = '\0';
+        memcpy(rname, dot + 1, rl - (size_t)(dot - root) - 1);
+        rname[rl - (size_t)(dot - root) - 1] = '\0';
+        rdesc = paren;
+    }
+    st = bl_db_stmt(db, "SELECT n.id, n.parent, n.method, n.count, n.total_us, n.self_us, "
+                        "(?3 IS NOT NULL AND m.class = ?3 AND m.name = ?4 AND "
+                        "(?5 IS NULL OR m.descriptor = ?5)) "
+                        "FROM call_nodes n JOIN methods m ON m.id = n.method "
+                        "WHERE n.build_id = ?1 AND (?2 = 0 OR n.main = 1) ORDER BY n.id");
+    if (!st)
+        return bl_reply_error(c, h, 500, "database error");
+    sqlite3_bind_int64(st, 1, build_id);
+    sqlite3_bind_int(st, 2, main_only);
+    if (root) {
+        sqlite3_bind_text(st, 3, rcls, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 4, rname, -1, SQLITE_TRANSIENT);
+        if (rdesc)
+            sqlite3_bind_text(st, 5, rdesc, -1, SQLITE_TRANSIENT);
+    }
+    tree t;
+    memset(&t, 0, sizeof t);
+    bl_u128map_init(&t.ix);
+    bl_u128map srcmap; /* source node id -> tree index + 1 */
+    bl_u128map_init(&srcmap);
+    int failed = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && !failed) {
+        int64_t id = sqlite3_column_int64(st, 0), parent = sqlite3_column_int64(st, 1);
+        int64_t method = sqlite3_column_int64(st, 2);
+        int is_root = sqlite3_column_int(st, 6);
+        int64_t tparent = -2; /* -2: not in an output tree */
+        if (parent) {
+            uint64_t *v = bl_u128map_get(&srcmap, (uint64_t)parent, 0);
+            if (v)
+                tparent = (int64_t)*v - 1;
+        }
+        if (tparent == -2 && (root ? is_root : parent == 0))
+            tparent = -1;
+        if (tparent == -2)
+            continue;
+        uint32_t depth = tparent < 0 ? 0 : t.n[tparent].depth + 1;
+        int64_t ti = tree_child(&t, tparent, method, depth);
+        if (ti < 0) {
+            failed = 1;
+            break;
+        }
+        t.n[ti].count += (uint64_t)sqlite3_column_int64(st, 3);
+        t.n[ti].total += (uint64_t)sqlite3_column_int64(st, 4);
+        t.n[ti].self += (uint64_t)sqlite3_column_int64(st, 5);
+        uint64_t *v;
+        int ins;
+        if (bl_u128map_put(&srcmap, (uint64_t)id, 0, (uint64_t)ti + 1, &v, &ins))
+            failed = 1;
+    }
+    sqlite3_reset(st);
+    bl_u128map_cleanup(&srcmap);
+    if (failed) {
+        free(t.n);
+        bl_u128map_cleanup(&t.ix);
+        return bl_reply_error(c, h, 503, "out of memory");
+    }
+    /* roots are the nodes at depth 0, linked through a virtual head */
+    emit_ctx e = { db, &t, { 0 }, json_array(), (uint64_t)limit, 0 };
+    bl_u128map_init(&e.names);
+    int64_t head = -1;
+    for (size_t i = 0; i < t.len; i++)
+        if (t.n[i].depth == 0) {
+            t.n[i].next_sibling = head;
+            head = (int64_t)i;
+        }
+    json_t *roots = emit_children(&e, head, (uint32_t)max_depth);
+    json_t *body = json_pack("{s:s,s:s,s:s,s:o,s:o,s:b}", "app", r->app, "build", bname,
+                             "thread", main_only ? "main" : "all", "root",
+                             root ? json_string(root) : json_null(), "roots", roots, "truncated",
+                             e.truncated);
+    json_decref(e.name_store);
+    bl_u128map_cleanup(&e.names);
+    bl_u128map_cleanup(&t.ix);
+    free(t.n);
+    return bl_reply_json(c, h, 200, body);
+}

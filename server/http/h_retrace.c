@@ -1,0 +1,42 @@
+/*
+ * h_retrace.c — POST /v1/apps/{app}/builds/{build}/retrace: stack-trace text
+ * in (any Content-Encoding), retraced text out (text/plain), with the
+ * build's mapping (symbol/retrace.h rules). 404 when the build has no
+ * mapping.
+ */
+#include "http/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "symbol/mapindex.h"
+#include "symbol/retrace.h"
+
+enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r)
+{
+    char dir[BL_PATH_MAX], idx[BL_PATH_MAX];
+    if (bl_datadir_build(h->data_dir, r->app_id, r->build, dir) != BL_OK ||
+        snprintf(idx, sizeof idx, "%s/mapping.idx", dir) >= (int)sizeof idx)
+        return bl_reply_error(c, h, 400, "bad build name");
+    bl_mapindex *mi;
+    bl_err e = bl_mapindex_open(idx, &mi);
+    if (e == BL_EIO) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "build '%s' has no mapping", r->build);
+        return bl_reply_error(c, h, 404, msg);
+    }
+    if (e)
+        return bl_reply_error(c, h, 500, "the build's mapping index is damaged");
+    const char *v = bl_arg(c, "verbose");
+    bl_retrace_opts o = { v && (!strcmp(v, "true") || !strcmp(v, "1")) };
+    bl_buf out;
+    bl_buf_init(&out, 0);
+    e = bl_retrace_text(mi, &o, r->body.data ? r->body.data : "", r->body.len, &out);
+    bl_mapindex_close(mi);
+    enum MHD_Result rc =
+        e ? bl_reply_error(c, h, 503, "out of memory")
+          : bl_reply_text(c, h, 200, "text/plain; charset=utf-8", out.data ? out.data : "",
+                          out.len);
+    bl_buf_cleanup(&out);
+    return rc;
+}

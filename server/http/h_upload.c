@@ -1,0 +1,262 @@
+/*
+ * h_upload.c — PUT /v1/apps/{app}/builds/{build}/mapping and …/method-ids.
+ *
+ * The body is decompressed as it streams in (never buffered whole) into a
+ * temporary file while its XXH3-128 hash is computed. At the end, under the
+ * build's lock: the same content again → 200 "unchanged"; different content
+ * for a build that has the file → 409 unless ?replace=true; otherwise the
+ * file is validated (mapping: the index is built, mapping/mapindex.h;
+ * method-IDs: parsed, ingest/methodid.h), moved into the build folder with
+ * its hash, and the processor is told (it re-symbolicates the build and
+ * processes batches that were waiting for it).
+ */
+#include "http/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ingest/methodid.h"
+#include "symbol/mapindex.h"
+
+static bl_err sink_file(void *ctx, const void *p, size_t n)
+{
+    req *r = ctx;
+    XXH3_128bits_update(r->hash, p, n);
+    return bl_write_all(r->fd, p, n);
+}
+
+int bl_h_upload_begin(struct MHD_Connection *c, bl_http *h, req *r)
+{
+    const char *rep = bl_arg(c, "replace");
+    r->replace = rep && (!strcmp(rep, "true") || !strcmp(rep, "1"));
+    r->hash = XXH3_createState();
+    if (!r->hash || XXH3_128bits_reset(r->hash) != XXH_OK) {
+        bl_req_fail(r, 500, "out of memory");
+        return -1;
+    }
+    if (bl_tmpfile(h->data_dir, &r->fd, r->tmp) != BL_OK) {
+        r->fd = -1;
+        bl_req_fail(r, 500, "cannot create a temporary file");
+        return -1;
+    }
+    uint64_t max = r->route == R_MAPPING ? h->c.max_mapping : h->c.max_decompressed;
+    return bl_req_body_begin(c, h, r, max, sink_file, r);
+}
+
+int bl_h_upload_feed(bl_http *h, req *r, const char *data, size_t n)
+{
+    return bl_req_body_feed(h, r, data, n);
+}
+
+void bl_h_upload_abort(req *r)
+{
+    if (r->fd >= 0 || r->tmp[0]) {
+        bl_file_abort(r->fd, r->tmp);
+        r->fd = -1;
+        r->tmp[0] = '\0';
+    }
+}
+
+static bl_err mkdirs(const char *path)
+{
+    char tmp[BL_PATH_MAX];
+    size_t n = strlen(path);
+    if (n >= sizeof tmp)
+        return BL_ETOOBIG;
+    memcpy(tmp, path, n + 1);
+    for (size_t i = 1; i <= n; i++)
+        if (tmp[i] == '/' || tmp[i] == '\0') {
+            char ch = tmp[i];
+            tmp[i] = '\0';
+            if (mkdir(tmp, 0750) != 0 && errno != EEXIST)
+                return BL_EIO;
+            tmp[i] = ch;
+        }
+    return BL_OK;
+}
+
+/* Writes text durably to dir/name (tmp + rename). */
+static bl_err write_small(bl_http *h, const char *dir, const char *name, const char *text)
+{
+    char tmp[BL_PATH_MAX], dst[BL_PATH_MAX];
+    int fd;
+    if (snprintf(dst, sizeof dst, "%s/%s", dir, name) >= (int)sizeof dst)
+        return BL_ETOOBIG;
+    bl_err e = bl_tmpfile(h->data_dir, &fd, tmp);
+    if (e)
+        return e;
+    if ((e = bl_write_all(fd, text, strlen(text)))) {
+        bl_file_abort(fd, tmp);
+        return e;
+    }
+    return bl_file_replace(fd, tmp, dst);
+}
+
+typedef struct diag_first {
+    uint64_t line;
+    char msg[160];
+} diag_first;
+
+static void mid_diag(void *ctx, uint64_t line, const char *message)
+{
+    diag_first *d = ctx;
+    if (!d->line) {
+        d->line = line;
+        snprintf(d->msg, sizeof d->msg, "%s", message);
+    }
+}
+
+enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
+{
+    int mapping = r->route == R_MAPPING;
+    const char *fname = mapping ? "mapping.txt" : "method-ids.txt";
+    const char *hname = mapping ? "mapping.hash" : "method-ids.hash";
+    if (bl_req_body_end(r) != 0) {
+        bl_h_upload_abort(r);
+        return bl_reply_error(c, h, r->status, r->err);
+    }
+    if (fsync(r->fd) != 0) {
+        bl_h_upload_abort(r);
+        return bl_reply_error(c, h, 500, "cannot write the upload");
+    }
+    XXH128_hash_t hv = XXH3_128bits_digest(r->hash);
+    char hex[40];
+    snprintf(hex, sizeof hex, "%016llx%016llx", (unsigned long long)hv.high64,
+             (unsigned long long)hv.low64);
+    uint64_t bytes = bl_decomp_total(r->dec);
+
+    char dir[BL_PATH_MAX], lockp[BL_PATH_MAX], path[BL_PATH_MAX];
+    if (bl_datadir_build(h->data_dir, r->app_id, r->build, dir) != BL_OK || mkdirs(dir) != BL_OK ||
+        snprintf(lockp, sizeof lockp, "%s/.lock", dir) >= (int)sizeof lockp) {
+        bl_h_upload_abort(r);
+        return bl_reply_error(c, h, 500, "cannot create the build folder");
+    }
+    int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (lfd < 0 || flock(lfd, LOCK_EX) != 0) {
+        if (lfd >= 0)
+            close(lfd);
+        bl_h_upload_abort(r);
+        return bl_reply_error(c, h, 500, "cannot lock the build");
+    }
+    enum MHD_Result rc;
+    json_t *extra = json_object();
+    /* compare with what the build has */
+    char old[80] = "";
+    snprintf(path, sizeof path, "%s/%s", dir, hname);
+    char *od;
+    size_t on;
+    if (bl_read_file(path, 200, &od, &on) == BL_OK) {
+        snprintf(old, sizeof old, "%.*s", (int)(on && od[on - 1] == '\n' ? on - 1 : on), od);
+        free(od);
+    }
+    if (old[0] && !strcmp(old, hex)) {
+        bl_h_upload_abort(r);
+        rc = bl_reply_json(c, h, 200,
+                           json_pack("{s:s,s:s,s:s,s:I,s:s,s:s}", "app", r->app, "build",
+                                     r->build, "file", mapping ? "mapping" : "method-ids",
+                                     "bytes", (json_int_t)bytes, "hash", hex, "status",
+                                     "unchanged"));
+        goto out;
+    }
+    if (old[0] && !r->replace) {
+        bl_h_upload_abort(r);
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "build '%s' already has a different %s; add ?replace=true to replace it",
+                 r->build, mapping ? "mapping" : "method-ID file");
+        rc = bl_reply_error(c, h, 409, msg);
+        goto out;
+    }
+    if (mapping) {
+        bl_mi_stats st;
+        char idx[BL_PATH_MAX];
+        snprintf(idx, sizeof idx, "%s/mapping.idx", dir);
+        bl_err e = bl_mapindex_build_file(r->tmp, idx, NULL, &st);
+        if (e) {
+            bl_h_upload_abort(r);
+            rc = bl_reply_error(c, h, e == BL_ENOMEM ? 503 : 500, "cannot index the mapping");
+            goto out;
+        }
+        if (st.classes == 0 && st.malformed > 0) {
+            bl_h_upload_abort(r);
+            char msg[200];
+            snprintf(msg, sizeof msg,
+                     "not a ProGuard/R8 mapping file: %llu malformed lines and no class line",
+                     (unsigned long long)st.malformed);
+            rc = bl_reply_error(c, h, 400, msg);
+            unlink(idx);
+            goto out;
+        }
+        json_object_set_new(extra, "classes", json_integer(st.classes));
+        json_object_set_new(extra, "methods", json_integer(st.methods));
+        json_object_set_new(extra, "malformed_lines", json_integer((json_int_t)st.malformed));
+    } else {
+        char *text;
+        size_t len;
+        if (bl_read_file(r->tmp, (size_t)h->c.max_decompressed, &text, &len) != BL_OK) {
+            bl_h_upload_abort(r);
+            rc = bl_reply_error(c, h, 500, "cannot read the upload back");
+            goto out;
+        }
+        bl_methodids *t = NULL;
+        uint64_t bad = 0;
+        diag_first df = { 0, "" };
+        bl_err e = bl_methodids_parse(text, len, 0, mid_diag, &df, &t, &bad);
+        free(text);
+        if (e || bl_methodids_count(t) == 0) {
+            bl_h_upload_abort(r);
+            char msg[300];
+            if (df.line)
+                snprintf(msg, sizeof msg, "not a method-ID file: line %llu: %s",
+                         (unsigned long long)df.line, df.msg);
+            else
+                snprintf(msg, sizeof msg, "not a method-ID file: no 'methodId,flags,class "
+                                          "method descriptor' line");
+            rc = bl_reply_error(c, h, e == BL_ENOMEM ? 503 : 400, msg);
+            bl_methodids_free(t);
+            goto out;
+        }
+        json_object_set_new(extra, "methods", json_integer(bl_methodids_count(t)));
+        json_object_set_new(extra, "malformed_lines",
+                            json_integer((json_int_t)bl_methodids_malformed(t)));
+        json_object_set_new(extra, "names",
+                            json_string(bl_methodids_obfuscated(t) ? "obfuscated" : "original"));
+        bl_methodids_free(t);
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, fname);
+    if (bl_file_replace(r->fd, r->tmp, path) != BL_OK) {
+        r->fd = -1;
+        bl_h_upload_abort(r);
+        rc = bl_reply_error(c, h, 500, "cannot store the upload");
+        goto out;
+    }
+    r->fd = -1;
+    r->tmp[0] = '\0';
+    char line[80];
+    snprintf(line, sizeof line, "%s\n", hex);
+    if (write_small(h, dir, hname, line) != BL_OK) {
+        rc = bl_reply_error(c, h, 500, "cannot store the upload's hash");
+        goto out;
+    }
+    if (bl_processor_build_changed(h->c.proc, r->app_id, r->build) != BL_OK) {
+        rc = bl_reply_error(c, h, 503, "out of memory");
+        goto out;
+    }
+    json_t *body = json_pack("{s:s,s:s,s:s,s:I,s:s,s:s}", "app", r->app, "build", r->build,
+                             "file", mapping ? "mapping" : "method-ids", "bytes",
+                             (json_int_t)bytes, "hash", hex, "status",
+                             old[0] ? "replaced" : "created");
+    json_object_update(body, extra);
+    rc = bl_reply_json(c, h, old[0] ? 200 : 201, body);
+out:
+    json_decref(extra);
+    flock(lfd, LOCK_UN);
+    close(lfd);
+    return rc;
+}

@@ -1,0 +1,43 @@
+/*
+ * http.h — Beatline's HTTP API v1 on libmicrohttpd (docs/api.md lists every
+ * endpoint with shapes and errors).
+ *
+ *   GET  /healthz                                   liveness
+ *   GET  /metrics                                   Prometheus text format
+ *   PUT  /v1/apps/{app}/builds/{build}/mapping      upload key
+ *   PUT  /v1/apps/{app}/builds/{build}/method-ids   upload key
+ *   POST /v1/apps/{app}/batches                     ingest key
+ *   GET  /v1/apps/{app}/builds                      read key
+ *   GET  /v1/apps/{app}/slow-methods                read key
+ *   GET  /v1/apps/{app}/call-tree                   read key
+ *   POST /v1/apps/{app}/builds/{build}/retrace      read key
+ *
+ * Errors are JSON {"error": "..."} with a 4xx/5xx status. Keys travel as
+ * "Authorization: Bearer KEY".
+ */
+#ifndef BL_HTTP_H
+#define BL_HTTP_H
+
+#include <stdint.h>
+#include "common/blerr.h"
+#include "pipeline/processor.h"
+
+typedef struct bl_http_config {
+    const char *bind_addr;     /* IPv4/IPv6 literal, e.g. "127.0.0.1" */
+    uint16_t port;             /* 0: pick a free port (see bl_http_port) */
+    const char *data_dir;
+    uint64_t max_body;         /* compressed request body, bytes (16 MiB) */
+    uint64_t max_decompressed; /* decompressed body, bytes (256 MiB) */
+    uint64_t max_mapping;      /* decompressed mapping.txt, bytes (1 GiB) */
+    unsigned threads;          /* HTTP worker threads (4) */
+    bl_processor *proc;        /* borrowed */
+} bl_http_config;
+
+typedef struct bl_http bl_http;
+
+bl_err bl_http_start(const bl_http_config *c, bl_http **out, char *errbuf, size_t n);
+/* The port actually bound. */
+uint16_t bl_http_port(const bl_http *h);
+void bl_http_stop(bl_http *h);
+
+#endif

@@ -1,0 +1,110 @@
+/*
+ * internal.h — shared by the HTTP handler files (one file per endpoint
+ * family). Not a public interface.
+ */
+#ifndef BL_HTTP_INTERNAL_H
+#define BL_HTTP_INTERNAL_H
+
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <jansson.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include "common/buf.h"
+#include "common/decomp.h"
+#include "http/http.h"
+#include "pipeline/datadir.h"
+#include "store/apps.h"
+#include "store/db.h"
+
+enum route {
+    R_NONE = 0,
+    R_HEALTH,
+    R_METRICS,
+    R_MAPPING,
+    R_METHODIDS,
+    R_BATCHES,
+    R_BUILDS,
+    R_SLOW,
+    R_TREE,
+    R_RETRACE
+};
+
+struct bl_http {
+    bl_http_config c;
+    char data_dir[BL_PATH_MAX];
+    struct MHD_Daemon *d;
+    uint16_t port;
+    _Atomic uint64_t status_count[600];
+    _Atomic uint64_t bytes_in, batches_in, records_in, duplicates_in;
+};
+
+/* Per-request state, created on the first callback. */
+typedef struct req {
+    enum route route;
+    char app[72];
+    char build[BL_BUILD_NAME_MAX + 1];
+    int64_t app_id;
+    int failed;            /* an error response is queued or due */
+    unsigned status;       /* error status when failed */
+    char err[320];
+    /* body */
+    bl_encoding enc;
+    bl_decomp *dec;
+    uint64_t raw_bytes;
+    bl_buf raw;            /* batches: the body as received */
+    bl_buf body;           /* decompressed (batches, method-ids, retrace) */
+    int fd;                /* mapping: temporary file */
+    char tmp[BL_PATH_MAX];
+    XXH3_state_t *hash;    /* mapping / method-ids content hash */
+    int replace;           /* ?replace=true */
+} req;
+
+/* The read connection of the calling thread (opened on first use). */
+bl_db *bl_http_db(bl_http *h);
+
+/* Responses. All return MHD_YES/MHD_NO from MHD_queue_response. */
+enum MHD_Result bl_reply_json(struct MHD_Connection *c, bl_http *h, unsigned status,
+                              json_t *body /* stolen */);
+enum MHD_Result bl_reply_text(struct MHD_Connection *c, bl_http *h, unsigned status,
+                              const char *type, const char *text, size_t n);
+enum MHD_Result bl_reply_error(struct MHD_Connection *c, bl_http *h, unsigned status,
+                               const char *msg);
+
+/* Marks the request failed with a status and message (first one wins). */
+void bl_req_fail(req *r, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Authenticates the request's key for r->app and role; on failure sets the
+ * 401/403/404 error on r and returns -1. */
+int bl_req_auth(struct MHD_Connection *c, bl_http *h, req *r, bl_role role);
+
+/* Query argument or NULL. */
+const char *bl_arg(struct MHD_Connection *c, const char *name);
+
+/* Body handling shared by uploads: sets up decompression into r->body
+ * (or a sink) according to Content-Encoding; -1 with r failed on error. */
+int bl_req_body_begin(struct MHD_Connection *c, bl_http *h, req *r, uint64_t max_out,
+                      bl_decomp_sink sink, void *ctx);
+/* Feeds a chunk; -1 with r failed (413 / 400 / 500). */
+int bl_req_body_feed(bl_http *h, req *r, const char *data, size_t n);
+/* Ends the body; -1 with r failed. */
+int bl_req_body_end(req *r);
+
+/* Handlers: called once the whole body is in (or for GET, at once). */
+enum MHD_Result bl_h_health(struct MHD_Connection *c, bl_http *h, req *r);
+enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r);
+enum MHD_Result bl_h_builds(struct MHD_Connection *c, bl_http *h, req *r);
+enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r);
+enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r);
+enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r);
+enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r);
+/* Uploads stream: begin on the first call, feed per chunk, finish at end. */
+int bl_h_upload_begin(struct MHD_Connection *c, bl_http *h, req *r);
+int bl_h_upload_feed(bl_http *h, req *r, const char *data, size_t n);
+enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r);
+void bl_h_upload_abort(req *r);
+
+#endif

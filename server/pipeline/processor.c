@@ -1,0 +1,1195 @@
+/*
+ * processor.c — the writer thread (see processor.h).
+ *
+ * State kept in memory by the writer only:
+ *   - the queue of work (batches to process, builds whose files changed);
+ *   - per build: methods.id by methodId, the call-path node map
+ *     (parent node, main flag, method) -> node id, batches waiting for files;
+ *   - the deltas of the open transaction (method stats, node counters),
+ *     flushed as UPSERTs before COMMIT.
+ */
+#include "pipeline/processor.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "agg/calltree.h"
+#include "agg/sketch.h"
+#include "common/buf.h"
+#include "common/u128map.h"
+#include "ingest/batch.h"
+#include "ingest/methodid.h"
+#include "pipeline/datadir.h"
+#include "store/apps.h"
+#include "store/db.h"
+#include "symbol/mapindex.h"
+#include "symbol/symbolicate.h"
+
+#define HOUR_US 3600000000ll
+
+enum { W_BATCH, W_BUILD };
+
+typedef struct work {
+    int kind;
+    char uuid[37];
+    bl_encoding enc;
+    int64_t app_id;
+    char build[BL_BUILD_NAME_MAX + 1];
+    double t_enq; /* monotonic seconds */
+} work;
+
+typedef struct pending_batch {
+    char uuid[37];
+    bl_encoding enc;
+    double t_enq;
+} pending_batch;
+
+typedef struct bstate {
+    int64_t app_id;
+    char build[BL_BUILD_NAME_MAX + 1];
+    int64_t build_id;
+    int ready;
+    int64_t *rows;       /* methodId -> methods.id, 0 = none yet */
+    uint32_t n_rows;
+    bl_u128map nodes;    /* (parent << 1 | main, method row) -> node id */
+    uint32_t n_nodes[2];
+    pending_batch *waiting;
+    size_t n_waiting, cap_waiting;
+} bstate;
+
+typedef struct sdelta {
+    int64_t build_id, method, hour;
+    int main;
+    uint64_t count, total, self, max;
+    bl_sketch sk;
+} sdelta;
+
+typedef struct ndelta {
+    int64_t id, build_id, parent, method;
+    int main, is_new;
+    uint64_t count, total, self;
+} ndelta;
+
+struct bl_processor {
+    bl_proc_opts o;
+    char data_dir[BL_PATH_MAX];
+    bl_db *db;
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv, idle_cv;
+    work *q;
+    size_t qhead, qlen, qcap;
+    int stop;
+    int busy;            /* the writer holds popped work */
+    bl_proc_stats st;    /* under mu */
+    /* writer-only state */
+    bstate **builds;
+    size_t n_builds, cap_builds;
+    bl_u128map build_ix; /* (app_id, xxh64(build)) -> index + 1 */
+    int64_t next_node;
+    bl_u128map sd_ix, nd_ix;
+    sdelta *sd;
+    size_t n_sd, cap_sd;
+    ndelta *nd;
+    size_t n_nd, cap_nd;
+    bl_calltree tree;
+    bl_buf body, raw;
+    int64_t *node_of;    /* per call: node id (0 = none) */
+    size_t cap_node_of;
+    /* done in this transaction: files to move after COMMIT */
+    pending_batch *moves;
+    size_t n_moves, cap_moves;
+    int *move_failed;
+};
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((format(printf, 1, 2))) static void logf_(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "beatline-server: %s\n", msg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Queue                                                                     */
+
+static bl_err push(bl_processor *p, const work *w)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->qlen == p->qcap) {
+        size_t nc = p->qcap ? p->qcap * 2 : 64;
+        work *nq = malloc(nc * sizeof *nq);
+        if (!nq) {
+            pthread_mutex_unlock(&p->mu);
+            return BL_ENOMEM;
+        }
+        for (size_t i = 0; i < p->qlen; i++)
+            nq[i] = p->q[(p->qhead + i) % p->qcap];
+        free(p->q);
+        p->q = nq;
+        p->qcap = nc;
+        p->qhead = 0;
+    }
+    p->q[(p->qhead + p->qlen) % p->qcap] = *w;
+    p->qlen++;
+    if (w->kind == W_BATCH)
+        p->st.queue_depth++;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return BL_OK;
+}
+
+bl_err bl_processor_enqueue(bl_processor *p, const char *uuid, bl_encoding enc)
+{
+    work w;
+    memset(&w, 0, sizeof w);
+    w.kind = W_BATCH;
+    snprintf(w.uuid, sizeof w.uuid, "%s", uuid);
+    w.enc = enc;
+    w.t_enq = mono_s();
+    return push(p, &w);
+}
+
+bl_err bl_processor_build_changed(bl_processor *p, int64_t app_id, const char *build)
+{
+    work w;
+    memset(&w, 0, sizeof w);
+    w.kind = W_BUILD;
+    w.app_id = app_id;
+    snprintf(w.build, sizeof w.build, "%s", build);
+    w.t_enq = mono_s();
+    return push(p, &w);
+}
+
+void bl_processor_drain(bl_processor *p)
+{
+    pthread_mutex_lock(&p->mu);
+    while (p->qlen > 0 || p->busy)
+        pthread_cond_wait(&p->idle_cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void bl_processor_stats(bl_processor *p, bl_proc_stats *s)
+{
+    pthread_mutex_lock(&p->mu);
+    *s = p->st;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Builds                                                                    */
+
+static void bstate_free(bstate *b)
+{
+    if (!b)
+        return;
+    free(b->rows);
+    bl_u128map_cleanup(&b->nodes);
+    free(b->waiting);
+    free(b);
+}
+
+static bl_err sql_err(bl_processor *p, const char *what)
+{
+    logf_("SQL error in %s: %s", what, sqlite3_errmsg(bl_db_handle(p->db)));
+    return BL_EIO;
+}
+
+/* Finds or creates the builds row and the in-memory state. */
+static bl_err get_build(bl_processor *p, int64_t app_id, const char *build, bstate **out)
+{
+    uint64_t h = XXH3_64bits(build, strlen(build));
+    uint64_t *ix = bl_u128map_get(&p->build_ix, (uint64_t)app_id, h);
+    if (ix && !strcmp(p->builds[*ix - 1]->build, build)) {
+        *out = p->builds[*ix - 1];
+        return BL_OK;
+    }
+    sqlite3_stmt *st = bl_db_stmt(p->db, "INSERT INTO builds(app_id, name, created_at) "
+                                         "VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
+    if (!st)
+        return sql_err(p, "builds insert");
+    sqlite3_bind_int64(st, 1, app_id);
+    sqlite3_bind_text(st, 2, build, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, bl_now_us());
+    if (sqlite3_step(st) != SQLITE_DONE)
+        return sql_err(p, "builds insert");
+    st = bl_db_stmt(p->db, "SELECT id FROM builds WHERE app_id = ? AND name = ?");
+    if (!st)
+        return sql_err(p, "builds select");
+    sqlite3_bind_int64(st, 1, app_id);
+    sqlite3_bind_text(st, 2, build, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_ROW)
+        return sql_err(p, "builds select");
+    int64_t id = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    bstate *b = calloc(1, sizeof *b);
+    if (!b)
+        return BL_ENOMEM;
+    b->app_id = app_id;
+    snprintf(b->build, sizeof b->build, "%s", build);
+    b->build_id = id;
+    bl_u128map_init(&b->nodes);
+    if (p->n_builds == p->cap_builds) {
+        size_t nc = p->cap_builds ? p->cap_builds * 2 : 16;
+        bstate **nb = realloc(p->builds, nc * sizeof *nb);
+        if (!nb) {
+            bstate_free(b);
+            return BL_ENOMEM;
+        }
+        p->builds = nb;
+        p->cap_builds = nc;
+    }
+    p->builds[p->n_builds++] = b;
+    uint64_t *v;
+    int ins;
+    if (bl_u128map_put(&p->build_ix, (uint64_t)app_id, h, p->n_builds, &v, &ins))
+        return BL_ENOMEM;
+    *v = p->n_builds;
+    *out = b;
+    return BL_OK;
+}
+
+/* Reads a small hash file ("<hex>\n"); "" when absent. */
+static void read_hash(const char *dir, const char *name, char *out, size_t cap)
+{
+    char path[BL_PATH_MAX];
+    out[0] = '\0';
+    if (bl_path_join(path, dir, name))
+        return;
+    char *d;
+    size_t n;
+    if (bl_read_file(path, 256, &d, &n) != BL_OK)
+        return;
+    while (n && (d[n - 1] == '\n' || d[n - 1] == ' '))
+        n--;
+    snprintf(out, cap, "%.*s", (int)n, d);
+    free(d);
+}
+
+/* Loads methods.id by methodId for a ready build. */
+static bl_err load_rows(bl_processor *p, bstate *b)
+{
+    sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT max(method_id) FROM methods WHERE build_id = ?");
+    if (!st)
+        return sql_err(p, "methods max");
+    sqlite3_bind_int64(st, 1, b->build_id);
+    int64_t maxid = -1;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        maxid = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    free(b->rows);
+    b->n_rows = maxid >= 0 ? (uint32_t)maxid + 1 : 0;
+    b->rows = calloc(b->n_rows ? b->n_rows : 1, sizeof *b->rows);
+    if (!b->rows)
+        return BL_ENOMEM;
+    st = bl_db_stmt(p->db, "SELECT method_id, id FROM methods WHERE build_id = ?");
+    if (!st)
+        return sql_err(p, "methods load");
+    sqlite3_bind_int64(st, 1, b->build_id);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t mid = sqlite3_column_int64(st, 0);
+        if (mid >= 0 && mid < (int64_t)b->n_rows)
+            b->rows[mid] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_reset(st);
+    /* call-path nodes */
+    bl_u128map_clear(&b->nodes);
+    b->n_nodes[0] = b->n_nodes[1] = 0;
+    st = bl_db_stmt(p->db, "SELECT id, main, parent, method FROM call_nodes WHERE build_id = ?");
+    if (!st)
+        return sql_err(p, "nodes load");
+    sqlite3_bind_int64(st, 1, b->build_id);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int main = sqlite3_column_int(st, 1) != 0;
+        uint64_t *v;
+        int ins;
+        if (bl_u128map_put(&b->nodes, (uint64_t)sqlite3_column_int64(st, 2) << 1 | (uint64_t)main,
+                           (uint64_t)sqlite3_column_int64(st, 3),
+                           (uint64_t)sqlite3_column_int64(st, 0), &v, &ins)) {
+            sqlite3_reset(st);
+            return BL_ENOMEM;
+        }
+        b->n_nodes[main]++;
+    }
+    sqlite3_reset(st);
+    return BL_OK;
+}
+
+/* Symbolicates every methodId of the build into the methods table. */
+static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int obfuscated)
+{
+    char path[BL_PATH_MAX];
+    bl_err err = bl_path_join(path, dir, "method-ids.txt");
+    if (err)
+        return err;
+    char *text;
+    size_t len;
+    err = bl_read_file(path, (size_t)1 << 31, &text, &len);
+    if (err)
+        return err;
+    bl_methodids *t = NULL;
+    uint64_t bad;
+    err = bl_methodids_parse(text, len, 0, NULL, NULL, &t, &bad);
+    free(text);
+    if (err)
+        return err;
+    bl_mapindex *mi = NULL;
+    if (obfuscated) {
+        if ((err = bl_path_join(path, dir, "mapping.idx")) ||
+            (err = bl_mapindex_open(path, &mi))) {
+            bl_methodids_free(t);
+            return err;
+        }
+    }
+    sqlite3_stmt *st = bl_db_stmt(
+        p->db, "INSERT INTO methods(build_id, method_id, class, name, descriptor, source_file) "
+               "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(build_id, method_id) DO UPDATE SET "
+               "class = excluded.class, name = excluded.name, descriptor = excluded.descriptor, "
+               "source_file = excluded.source_file");
+    bl_buf store;
+    bl_buf_init(&store, 0);
+    if (!st)
+        err = sql_err(p, "methods upsert");
+    uint32_t n = bl_methodids_count(t);
+    for (uint32_t i = 0; i < n && !err; i++) {
+        const bl_mid_entry *e = bl_methodids_at(t, i);
+        bl_symbol s;
+        bl_err se = bl_symbolicate_method(mi, e->cls, e->name, e->desc, &store, &s);
+        if (se == BL_EINVAL) /* a descriptor the parser let through: keep names */
+            se = bl_symbolicate_method(NULL, e->cls, e->name, "()V", &store, &s);
+        if (se) {
+            err = se;
+            break;
+        }
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, b->build_id);
+        sqlite3_bind_int64(st, 2, e->id);
+        sqlite3_bind_text(st, 3, s.cls, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 4, s.method, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 5, se == BL_OK ? s.desc : e->desc, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 6, s.file, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            err = sql_err(p, "methods upsert");
+    }
+    if (st)
+        sqlite3_reset(st);
+    bl_buf_cleanup(&store);
+    bl_mapindex_close(mi);
+    bl_methodids_free(t);
+    return err;
+}
+
+static bl_err requeue_waiting(bl_processor *p, bstate *b)
+{
+    for (size_t i = 0; i < b->n_waiting; i++) {
+        work w;
+        memset(&w, 0, sizeof w);
+        w.kind = W_BATCH;
+        memcpy(w.uuid, b->waiting[i].uuid, sizeof w.uuid);
+        w.enc = b->waiting[i].enc;
+        w.t_enq = b->waiting[i].t_enq;
+        pthread_mutex_lock(&p->mu);
+        p->st.waiting--;
+        pthread_mutex_unlock(&p->mu);
+        bl_err e = push(p, &w);
+        if (e)
+            return e;
+    }
+    b->n_waiting = 0;
+    return BL_OK;
+}
+
+/* Brings the builds row and the methods table in line with the files. */
+static bl_err register_build(bl_processor *p, int64_t app_id, const char *build)
+{
+    bstate *b;
+    bl_err err = get_build(p, app_id, build, &b);
+    if (err)
+        return err;
+    char dir[BL_PATH_MAX], path[BL_PATH_MAX];
+    if ((err = bl_datadir_build(p->data_dir, app_id, build, dir)))
+        return err;
+    char mhash[80], ihash[80];
+    read_hash(dir, "mapping.hash", mhash, sizeof mhash);
+    read_hash(dir, "method-ids.hash", ihash, sizeof ihash);
+
+    sqlite3_stmt *st = bl_db_stmt(
+        p->db, "SELECT coalesce(mapping_hash,''), coalesce(methodids_hash,''), "
+               "coalesce(methodids_obfuscated,0), symbolicated_at IS NOT NULL FROM builds WHERE id = ?");
+    if (!st)
+        return sql_err(p, "builds read");
+    sqlite3_bind_int64(st, 1, b->build_id);
+    if (sqlite3_step(st) != SQLITE_ROW)
+        return sql_err(p, "builds read");
+    int mchanged = strcmp((const char *)sqlite3_column_text(st, 0), mhash) != 0;
+    int ichanged = strcmp((const char *)sqlite3_column_text(st, 1), ihash) != 0;
+    int obf = sqlite3_column_int(st, 2);
+    int symbolicated = sqlite3_column_int(st, 3);
+    sqlite3_reset(st);
+    int64_t now = bl_now_us();
+    if (mchanged) {
+        struct stat sb;
+        int64_t size = !bl_path_join(path, dir, "mapping.txt") && stat(path, &sb) == 0 ? (int64_t)sb.st_size : 0;
+        st = bl_db_stmt(p->db, "UPDATE builds SET mapping_hash = ?, mapping_size = ?, "
+                               "mapping_at = ?, symbolicated_at = NULL WHERE id = ?");
+        if (!st)
+            return sql_err(p, "builds mapping");
+        sqlite3_bind_text(st, 1, mhash, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 2, size);
+        sqlite3_bind_int64(st, 3, now);
+        sqlite3_bind_int64(st, 4, b->build_id);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            return sql_err(p, "builds mapping");
+        symbolicated = 0;
+    }
+    if (ichanged) {
+        /* count entries and read the names flag */
+        char *text;
+        size_t len;
+        int64_t count = 0;
+        obf = 0;
+        if (!bl_path_join(path, dir, "method-ids.txt") && bl_read_file(path, (size_t)1 << 31, &text, &len) == BL_OK) {
+            bl_methodids *t;
+            uint64_t bad;
+            if (bl_methodids_parse(text, len, 0, NULL, NULL, &t, &bad) == BL_OK) {
+                count = bl_methodids_count(t);
+                obf = bl_methodids_obfuscated(t);
+                bl_methodids_free(t);
+            }
+            free(text);
+        }
+        st = bl_db_stmt(p->db, "UPDATE builds SET methodids_hash = ?, methodids_count = ?, "
+                               "methodids_obfuscated = ?, methodids_at = ?, "
+                               "symbolicated_at = NULL WHERE id = ?");
+        if (!st)
+            return sql_err(p, "builds methodids");
+        sqlite3_bind_text(st, 1, ihash, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 2, count);
+        sqlite3_bind_int(st, 3, obf);
+        sqlite3_bind_int64(st, 4, now);
+        sqlite3_bind_int64(st, 5, b->build_id);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            return sql_err(p, "builds methodids");
+        symbolicated = 0;
+    }
+    int can = ihash[0] && (!obf || mhash[0]);
+    if (!can) {
+        b->ready = 0;
+        return BL_OK;
+    }
+    if (!symbolicated) {
+        if ((err = symbolicate_build(p, b, dir, obf))) {
+            logf_("cannot symbolicate build %s: %s", build, bl_err_str(err));
+            b->ready = 0;
+            return err == BL_ENOMEM ? err : BL_OK;
+        }
+        st = bl_db_stmt(p->db, "UPDATE builds SET symbolicated_at = ? WHERE id = ?");
+        if (!st)
+            return sql_err(p, "builds symbolicated");
+        sqlite3_bind_int64(st, 1, bl_now_us());
+        sqlite3_bind_int64(st, 2, b->build_id);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            return sql_err(p, "builds symbolicated");
+    }
+    if ((err = load_rows(p, b)))
+        return err;
+    b->ready = 1;
+    return requeue_waiting(p, b);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Aggregation                                                               */
+
+static bl_err method_row(bl_processor *p, bstate *b, uint32_t mid, int64_t *row)
+{
+    if (mid < b->n_rows && b->rows[mid]) {
+        *row = b->rows[mid];
+        return BL_OK;
+    }
+    /* a methodId the method-ID file does not know: keep the tree whole */
+    if (mid >= b->n_rows) {
+        int64_t *nr = realloc(b->rows, ((size_t)mid + 1) * sizeof *nr);
+        if (!nr)
+            return BL_ENOMEM;
+        memset(nr + b->n_rows, 0, ((size_t)mid + 1 - b->n_rows) * sizeof *nr);
+        b->rows = nr;
+        b->n_rows = mid + 1;
+    }
+    char name[48];
+    snprintf(name, sizeof name, "methodId:%u", mid);
+    sqlite3_stmt *st = bl_db_stmt(
+        p->db, "INSERT INTO methods(build_id, method_id, class, name, descriptor, source_file) "
+               "VALUES (?, ?, '?', ?, '', '') ON CONFLICT(build_id, method_id) DO UPDATE SET "
+               "build_id = build_id RETURNING id");
+    if (!st)
+        return sql_err(p, "methods unknown");
+    sqlite3_bind_int64(st, 1, b->build_id);
+    sqlite3_bind_int64(st, 2, mid);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_ROW)
+        return sql_err(p, "methods unknown");
+    b->rows[mid] = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    *row = b->rows[mid];
+    return BL_OK;
+}
+
+static bl_err stat_add(bl_processor *p, bstate *b, int64_t row, int main, int64_t hour,
+                       uint64_t incl, uint64_t self)
+{
+    uint64_t *v;
+    int ins;
+    bl_err e = bl_u128map_put(&p->sd_ix, (uint64_t)row << 1 | (uint64_t)main, (uint64_t)hour,
+                              p->n_sd, &v, &ins);
+    if (e)
+        return e;
+    if (ins) {
+        if (p->n_sd == p->cap_sd) {
+            size_t nc = p->cap_sd ? p->cap_sd * 2 : 256;
+            sdelta *n = realloc(p->sd, nc * sizeof *n);
+            if (!n)
+                return BL_ENOMEM;
+            p->sd = n;
+            p->cap_sd = nc;
+        }
+        sdelta *d = &p->sd[p->n_sd++];
+        memset(d, 0, sizeof *d);
+        d->build_id = b->build_id;
+        d->method = row;
+        d->main = main;
+        d->hour = hour;
+        bl_sketch_init(&d->sk);
+    }
+    sdelta *d = &p->sd[*v];
+    d->count++;
+    d->total += incl;
+    d->self += self;
+    if (incl > d->max)
+        d->max = incl;
+    return bl_sketch_add(&d->sk, incl, 1);
+}
+
+/* Node id of (parent, main, method); 0 when the build's node cap is hit. */
+static bl_err node_of(bl_processor *p, bstate *b, int64_t parent, int main, int64_t row,
+                      int64_t *node)
+{
+    uint64_t key = (uint64_t)parent << 1 | (uint64_t)main;
+    uint64_t *v = bl_u128map_get(&b->nodes, key, (uint64_t)row);
+    int is_new = 0;
+    if (!v) {
+        if (b->n_nodes[main] >= p->o.max_nodes_per_build) {
+            *node = 0;
+            return BL_OK;
+        }
+        int ins;
+        bl_err e = bl_u128map_put(&b->nodes, key, (uint64_t)row, (uint64_t)p->next_node, &v, &ins);
+        if (e)
+            return e;
+        p->next_node++;
+        b->n_nodes[main]++;
+        is_new = 1;
+    }
+    *node = (int64_t)*v;
+    int ins;
+    uint64_t *ix;
+    bl_err e = bl_u128map_put(&p->nd_ix, (uint64_t)*node, 0, p->n_nd, &ix, &ins);
+    if (e)
+        return e;
+    if (ins) {
+        if (p->n_nd == p->cap_nd) {
+            size_t nc = p->cap_nd ? p->cap_nd * 2 : 256;
+            ndelta *n = realloc(p->nd, nc * sizeof *n);
+            if (!n)
+                return BL_ENOMEM;
+            p->nd = n;
+            p->cap_nd = nc;
+        }
+        ndelta *d = &p->nd[p->n_nd++];
+        memset(d, 0, sizeof *d);
+        d->id = *node;
+        d->build_id = b->build_id;
+        d->parent = parent;
+        d->method = row;
+        d->main = main;
+    }
+    if (is_new)
+        p->nd[*ix].is_new = 1;
+    return BL_OK;
+}
+
+static bl_err aggregate_thread(bl_processor *p, bstate *b, const bl_batch *bt,
+                               const bl_batch_thread *th, int64_t origin)
+{
+    bl_err err = bl_calltree_build(&p->tree, th->records, th->n_records, th->truncated);
+    if (err)
+        return err;
+    uint32_t n = p->tree.n_calls;
+    if (n > p->cap_node_of) {
+        int64_t *no = realloc(p->node_of, (size_t)n * sizeof *no);
+        if (!no)
+            return BL_ENOMEM;
+        p->node_of = no;
+        p->cap_node_of = n;
+    }
+    (void)bt;
+    int main = th->main != 0;
+    /* calls are in exit order (children first): walk backwards so every
+     * parent's node exists before its children's */
+    for (uint32_t k = n; k-- > 0;) {
+        const bl_call *c = &p->tree.calls[k];
+        int64_t row = 0;
+        if ((err = method_row(p, b, c->method_id, &row)))
+            return err;
+        uint64_t incl = c->end_us - c->start_us;
+        int64_t hour = ((origin + (int64_t)c->start_us) / HOUR_US) * HOUR_US;
+        if ((err = stat_add(p, b, row, main, hour, incl, c->self_us)))
+            return err;
+        int64_t parent = c->parent == BL_CALL_ROOT ? 0 : p->node_of[c->parent];
+        int64_t node = 0;
+        if (c->parent == BL_CALL_ROOT || parent != 0)
+            if ((err = node_of(p, b, parent, main, row, &node)))
+                return err;
+        p->node_of[k] = node;
+        if (node) {
+            ndelta *d = &p->nd[*bl_u128map_get(&p->nd_ix, (uint64_t)node, 0)];
+            d->count++;
+            d->total += incl;
+            d->self += c->self_us;
+        }
+    }
+    pthread_mutex_lock(&p->mu);
+    p->st.malformed += p->tree.malformed;
+    pthread_mutex_unlock(&p->mu);
+    return BL_OK;
+}
+
+static bl_err flush_deltas(bl_processor *p)
+{
+    bl_err err = BL_OK;
+    sqlite3_stmt *st = bl_db_stmt(
+        p->db, "INSERT INTO method_stats(build_id, method, main, hour, count, total_us, "
+               "self_us, max_us, sketch) VALUES (?,?,?,?,?,?,?,?,?) "
+               "ON CONFLICT DO UPDATE SET count = count + excluded.count, "
+               "total_us = total_us + excluded.total_us, self_us = self_us + excluded.self_us, "
+               "max_us = max(max_us, excluded.max_us), "
+               "sketch = sketch_merge(sketch, excluded.sketch)");
+    bl_buf blob;
+    bl_buf_init(&blob, 0);
+    if (!st)
+        err = sql_err(p, "stats upsert");
+    for (size_t i = 0; i < p->n_sd && !err; i++) {
+        sdelta *d = &p->sd[i];
+        bl_buf_reset(&blob);
+        if ((err = bl_sketch_serialize(&d->sk, &blob)))
+            break;
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, d->build_id);
+        sqlite3_bind_int64(st, 2, d->method);
+        sqlite3_bind_int(st, 3, d->main);
+        sqlite3_bind_int64(st, 4, d->hour);
+        sqlite3_bind_int64(st, 5, (int64_t)d->count);
+        sqlite3_bind_int64(st, 6, (int64_t)d->total);
+        sqlite3_bind_int64(st, 7, (int64_t)d->self);
+        sqlite3_bind_int64(st, 8, (int64_t)d->max);
+        sqlite3_bind_blob(st, 9, blob.data, (int)blob.len, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            err = sql_err(p, "stats upsert");
+    }
+    if (st)
+        sqlite3_reset(st);
+    bl_buf_cleanup(&blob);
+    st = bl_db_stmt(p->db, "INSERT INTO call_nodes(id, build_id, main, parent, method, count, "
+                           "total_us, self_us) VALUES (?,?,?,?,?,?,?,?) "
+                           "ON CONFLICT(id) DO UPDATE SET count = count + excluded.count, "
+                           "total_us = total_us + excluded.total_us, "
+                           "self_us = self_us + excluded.self_us");
+    if (!st && !err)
+        err = sql_err(p, "nodes upsert");
+    for (size_t i = 0; i < p->n_nd && !err; i++) {
+        ndelta *d = &p->nd[i];
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, d->id);
+        sqlite3_bind_int64(st, 2, d->build_id);
+        sqlite3_bind_int(st, 3, d->main);
+        sqlite3_bind_int64(st, 4, d->parent);
+        sqlite3_bind_int64(st, 5, d->method);
+        sqlite3_bind_int64(st, 6, (int64_t)d->count);
+        sqlite3_bind_int64(st, 7, (int64_t)d->total);
+        sqlite3_bind_int64(st, 8, (int64_t)d->self);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            err = sql_err(p, "nodes upsert");
+    }
+    if (st)
+        sqlite3_reset(st);
+    return err;
+}
+
+static void clear_deltas(bl_processor *p)
+{
+    for (size_t i = 0; i < p->n_sd; i++)
+        bl_sketch_cleanup(&p->sd[i].sk);
+    p->n_sd = 0;
+    p->n_nd = 0;
+    bl_u128map_clear(&p->sd_ix);
+    bl_u128map_clear(&p->nd_ix);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Batches                                                                   */
+
+enum { B_DONE, B_WAITING, B_DUPLICATE, B_FAILED };
+
+static bl_err sink_body(void *ctx, const void *d, size_t n)
+{
+    return bl_buf_append(ctx, d, n);
+}
+
+static bl_err load_batch(bl_processor *p, const char *path, bl_encoding enc)
+{
+    bl_buf_reset(&p->body);
+    char *raw;
+    size_t len;
+    bl_err err = bl_read_file(path, (size_t)1 << 31, &raw, &len);
+    if (err)
+        return err;
+    bl_decomp *d;
+    if ((err = bl_decomp_new(enc, p->o.max_decompressed, sink_body, &p->body, &d))) {
+        free(raw);
+        return err;
+    }
+    err = bl_decomp_feed(d, raw, len);
+    if (!err)
+        err = bl_decomp_end(d);
+    bl_decomp_free(d);
+    free(raw);
+    return err;
+}
+
+static int process_batch(bl_processor *p, const work *w, uint64_t *records)
+{
+    char path[BL_PATH_MAX];
+    *records = 0;
+    if (bl_datadir_batch(p->data_dir, 0, w->uuid, w->enc, path))
+        return B_FAILED;
+    bl_err err = load_batch(p, path, w->enc);
+    if (err) {
+        logf_("batch %s: cannot read: %s", w->uuid, bl_err_str(err));
+        return B_FAILED;
+    }
+    bl_batch bt;
+    bl_batch_error be;
+    if (bl_batch_decode((const uint8_t *)p->body.data, p->body.len, &bt, &be) != BL_OK) {
+        logf_("batch %s: malformed: %s", w->uuid, be.message ? be.message : "?");
+        return B_FAILED;
+    }
+    int result = B_FAILED;
+    sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT 1 FROM batches WHERE batch_id = ?");
+    if (!st)
+        goto out;
+    sqlite3_bind_text(st, 1, w->uuid, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW) {
+        result = B_DUPLICATE;
+        goto out;
+    }
+    char app[80], build[BL_BUILD_NAME_MAX + 1];
+    snprintf(app, sizeof app, "%.*s", (int)(bt.app.n < 79 ? bt.app.n : 79), bt.app.p);
+    snprintf(build, sizeof build, "%.*s", (int)bt.build.n, bt.build.p);
+    int64_t app_id;
+    if (bl_apps_find(p->db, app, &app_id) != BL_OK) {
+        logf_("batch %s: unknown app %s", w->uuid, app);
+        goto out;
+    }
+    bstate *b;
+    if (get_build(p, app_id, build, &b) != BL_OK)
+        goto out;
+    if (!b->ready) {
+        if (register_build(p, app_id, build) != BL_OK)
+            goto out;
+    }
+    if (!b->ready) {
+        if (b->n_waiting == b->cap_waiting) {
+            size_t nc = b->cap_waiting ? b->cap_waiting * 2 : 16;
+            pending_batch *nw = realloc(b->waiting, nc * sizeof *nw);
+            if (!nw)
+                goto out;
+            b->waiting = nw;
+            b->cap_waiting = nc;
+        }
+        pending_batch *pb = &b->waiting[b->n_waiting++];
+        memcpy(pb->uuid, w->uuid, sizeof pb->uuid);
+        pb->enc = w->enc;
+        pb->t_enq = w->t_enq;
+        pthread_mutex_lock(&p->mu);
+        p->st.waiting++;
+        pthread_mutex_unlock(&p->mu);
+        result = B_WAITING;
+        goto out;
+    }
+    int64_t origin = bt.origin_wall_us > 0 ? bt.origin_wall_us : bl_now_us();
+    uint64_t malformed0 = p->st.malformed;
+    for (uint32_t i = 0; i < bt.n_threads; i++)
+        if ((err = aggregate_thread(p, b, &bt, &bt.threads[i], origin))) {
+            logf_("batch %s: %s", w->uuid, bl_err_str(err));
+            goto out;
+        }
+    st = bl_db_stmt(p->db, "INSERT INTO batches(batch_id, app_id, build_id, received_at, "
+                           "processed_at, records, malformed, bytes) VALUES (?,?,?,?,?,?,?,?)");
+    if (!st)
+        goto out;
+    int64_t now = bl_now_us();
+    sqlite3_bind_text(st, 1, w->uuid, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, app_id);
+    sqlite3_bind_int64(st, 3, b->build_id);
+    sqlite3_bind_int64(st, 4, now - (int64_t)((mono_s() - w->t_enq) * 1e6));
+    sqlite3_bind_int64(st, 5, now);
+    sqlite3_bind_int64(st, 6, (int64_t)bt.n_records);
+    sqlite3_bind_int64(st, 7, (int64_t)(p->st.malformed - malformed0));
+    sqlite3_bind_int64(st, 8, (int64_t)p->body.len);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        sql_err(p, "batches insert");
+        goto out;
+    }
+    st = bl_db_stmt(p->db, "UPDATE builds SET batches = batches + 1, records = records + ? "
+                           "WHERE id = ?");
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, (int64_t)bt.n_records);
+    sqlite3_bind_int64(st, 2, b->build_id);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        goto out;
+    *records = bt.n_records;
+    result = B_DONE;
+out:
+    bl_batch_cleanup(&bt);
+    return result;
+}
+
+static void move_batch(bl_processor *p, const pending_batch *pb, int failed)
+{
+    char from[BL_PATH_MAX], to[BL_PATH_MAX];
+    if (bl_datadir_batch(p->data_dir, 0, pb->uuid, pb->enc, from) ||
+        bl_datadir_batch(p->data_dir, 1, pb->uuid, pb->enc, to))
+        return;
+    if (failed) {
+        /* keep it for inspection: batches/failed/UUID.EXT */
+        char fdir[BL_PATH_MAX], name[64];
+        snprintf(name, sizeof name, "%.36s.%s", pb->uuid, bl_enc_ext(pb->enc));
+        if (bl_path_join(fdir, p->data_dir, "batches/failed") || bl_path_join(to, fdir, name))
+            return;
+        mkdir(fdir, 0750);
+    }
+    if (rename(from, to) != 0 && errno != ENOENT)
+        logf_("cannot move batch %s: %s", pb->uuid, strerror(errno));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Thread                                                                    */
+
+static int add_move(bl_processor *p, const work *w, int failed)
+{
+    if (p->n_moves == p->cap_moves) {
+        size_t nc = p->cap_moves ? p->cap_moves * 2 : 64;
+        pending_batch *nm = realloc(p->moves, nc * sizeof *nm);
+        int *nf = realloc(p->move_failed, nc * sizeof *nf);
+        if (nm)
+            p->moves = nm;
+        if (nf)
+            p->move_failed = nf;
+        if (!nm || !nf)
+            return -1;
+        p->cap_moves = nc;
+    }
+    memcpy(p->moves[p->n_moves].uuid, w->uuid, sizeof w->uuid);
+    p->moves[p->n_moves].enc = w->enc;
+    p->moves[p->n_moves].t_enq = w->t_enq;
+    p->move_failed[p->n_moves] = failed;
+    p->n_moves++;
+    return 0;
+}
+
+static void record_latency(bl_processor *p, double t_enq, double now)
+{
+    static const double le[6] = { 0.010, 0.050, 0.100, 0.500, 1.0, 5.0 };
+    double d = now - t_enq;
+    for (int i = 0; i < 6; i++)
+        if (d <= le[i])
+            p->st.lat_bucket[i]++;
+    p->st.lat_bucket[6]++;
+    p->st.lat_sum_s += d;
+}
+
+static void run_txn(bl_processor *p, work *items, size_t n)
+{
+    uint64_t recs = 0, done = 0, dup = 0, failed = 0;
+    p->n_moves = 0;
+    if (bl_db_exec(p->db, "BEGIN IMMEDIATE")) {
+        sql_err(p, "begin");
+        goto retry;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].kind == W_BUILD) {
+            if (register_build(p, items[i].app_id, items[i].build) != BL_OK)
+                logf_("build %s: registration failed", items[i].build);
+            continue;
+        }
+        uint64_t r;
+        int res = process_batch(p, &items[i], &r);
+        if (res == B_DONE) {
+            recs += r;
+            done++;
+            add_move(p, &items[i], 0);
+        } else if (res == B_DUPLICATE) {
+            dup++;
+            add_move(p, &items[i], 0);
+        } else if (res == B_FAILED) {
+            failed++;
+            add_move(p, &items[i], 1);
+        }
+    }
+    if (flush_deltas(p) != BL_OK || bl_db_exec(p->db, "COMMIT")) {
+        sql_err(p, "commit");
+        bl_db_exec(p->db, "ROLLBACK");
+        clear_deltas(p);
+        /* in-memory state may be ahead of the database: reload lazily */
+        for (size_t i = 0; i < p->n_builds; i++)
+            p->builds[i]->ready = 0;
+        goto retry;
+    }
+    clear_deltas(p);
+    double now = mono_s();
+    for (size_t i = 0; i < p->n_moves; i++)
+        move_batch(p, &p->moves[i], p->move_failed[i]);
+    if (p->n_moves) {
+        char d[BL_PATH_MAX];
+        if (!bl_path_join(d, p->data_dir, "batches/pending"))
+            bl_fsync_dir(d);
+    }
+    pthread_mutex_lock(&p->mu);
+    p->st.batches += done;
+    p->st.records += recs;
+    p->st.duplicates += dup;
+    p->st.failed += failed;
+    p->st.txn++;
+    for (size_t i = 0; i < p->n_moves; i++)
+        if (!p->move_failed[i])
+            record_latency(p, p->moves[i].t_enq, now);
+    pthread_mutex_unlock(&p->mu);
+    return;
+retry:
+    /* nothing was committed: put the batches back after a pause */
+    sleep(1);
+    for (size_t i = 0; i < n; i++)
+        push(p, &items[i]);
+}
+
+static void *writer_main(void *arg)
+{
+    bl_processor *p = arg;
+    size_t cap = p->o.max_batches_per_txn;
+    work *items = malloc(cap * sizeof *items);
+    if (!items)
+        return NULL;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (p->qlen == 0 && !p->stop) {
+            p->busy = 0;
+            pthread_cond_broadcast(&p->idle_cv);
+            pthread_cond_wait(&p->cv, &p->mu);
+        }
+        if (p->qlen == 0 && p->stop) {
+            p->busy = 0;
+            pthread_cond_broadcast(&p->idle_cv);
+            pthread_mutex_unlock(&p->mu);
+            break;
+        }
+        size_t n = 0;
+        while (n < cap && p->qlen > 0) {
+            items[n] = p->q[p->qhead];
+            p->qhead = (p->qhead + 1) % p->qcap;
+            p->qlen--;
+            if (items[n].kind == W_BATCH)
+                p->st.queue_depth--;
+            n++;
+        }
+        p->busy = 1;
+        pthread_mutex_unlock(&p->mu);
+        run_txn(p, items, n);
+    }
+    free(items);
+    return NULL;
+}
+
+/* Queues every build folder and every pending batch found on disk. */
+static bl_err recover(bl_processor *p)
+{
+    char d[BL_PATH_MAX];
+    if (bl_path_join(d, p->data_dir, "builds"))
+        return BL_ETOOBIG;
+    DIR *apps = opendir(d);
+    struct dirent *ae;
+    while (apps && (ae = readdir(apps))) {
+        char *end;
+        long long app_id = strtoll(ae->d_name, &end, 10);
+        if (ae->d_name[0] == '.' || *end)
+            continue;
+        char ad[BL_PATH_MAX];
+        if (bl_path_join(ad, d, ae->d_name))
+            continue;
+        DIR *bd = opendir(ad);
+        struct dirent *be;
+        while (bd && (be = readdir(bd))) {
+            size_t hl = strlen(be->d_name);
+            if (be->d_name[0] == '.' || hl % 2 || hl == 0 || hl > 2 * BL_BUILD_NAME_MAX)
+                continue;
+            char build[BL_BUILD_NAME_MAX + 1];
+            int ok = 1;
+            for (size_t i = 0; i < hl / 2; i++) {
+                unsigned v;
+                if (sscanf(be->d_name + 2 * i, "%2x", &v) != 1)
+                    ok = 0;
+                build[i] = (char)v;
+            }
+            build[hl / 2] = '\0';
+            if (ok && bl_build_name_valid(build, hl / 2))
+                bl_processor_build_changed(p, app_id, build);
+        }
+        if (bd)
+            closedir(bd);
+    }
+    if (apps)
+        closedir(apps);
+    if (bl_path_join(d, p->data_dir, "batches/pending"))
+        return BL_ETOOBIG;
+    DIR *pd = opendir(d);
+    struct dirent *pe;
+    while (pd && (pe = readdir(pd))) {
+        const char *dot = strchr(pe->d_name, '.');
+        uint8_t id[16];
+        bl_encoding enc;
+        if (!dot || dot - pe->d_name != 36 || bl_uuid_parse(pe->d_name, 36, id) != 0 ||
+            bl_enc_from_ext(dot + 1, &enc) != 0)
+            continue;
+        char uuid[37];
+        memcpy(uuid, pe->d_name, 36);
+        uuid[36] = '\0';
+        bl_processor_enqueue(p, uuid, enc);
+    }
+    if (pd)
+        closedir(pd);
+    return BL_OK;
+}
+
+bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbuf, size_t n)
+{
+    *out = NULL;
+    bl_processor *p = calloc(1, sizeof *p);
+    if (!p)
+        return BL_ENOMEM;
+    p->o = *o;
+    if (!p->o.max_batches_per_txn)
+        p->o.max_batches_per_txn = 64;
+    if (!p->o.max_decompressed)
+        p->o.max_decompressed = (uint64_t)256 << 20;
+    if (!p->o.max_nodes_per_build)
+        p->o.max_nodes_per_build = 1000000;
+    snprintf(p->data_dir, sizeof p->data_dir, "%s", o->data_dir);
+    p->o.data_dir = p->data_dir;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    pthread_cond_init(&p->idle_cv, NULL);
+    bl_u128map_init(&p->build_ix);
+    bl_u128map_init(&p->sd_ix);
+    bl_u128map_init(&p->nd_ix);
+    bl_calltree_init(&p->tree);
+    bl_buf_init(&p->body, p->o.max_decompressed);
+    bl_buf_init(&p->raw, 0);
+    char dbp[BL_PATH_MAX];
+    bl_err err = bl_datadir_db(p->data_dir, dbp);
+    if (!err)
+        err = bl_db_open(dbp, 0, &p->db, errbuf, n);
+    if (!err) {
+        sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT coalesce(max(id), 0) + 1 FROM call_nodes");
+        if (st && sqlite3_step(st) == SQLITE_ROW)
+            p->next_node = sqlite3_column_int64(st, 0);
+        else
+            err = BL_EIO;
+        if (st)
+            sqlite3_reset(st);
+    }
+    if (!err)
+        err = recover(p);
+    if (!err) {
+        if (pthread_create(&p->thread, NULL, writer_main, p) != 0) {
+            snprintf(errbuf, n, "cannot start the writer thread");
+            err = BL_ENOMEM;
+        } else {
+            p->started = 1;
+        }
+    }
+    if (err) {
+        bl_processor_stop(p);
+        return err;
+    }
+    *out = p;
+    return BL_OK;
+}
+
+void bl_processor_stop(bl_processor *p)
+{
+    if (!p)
+        return;
+    if (p->started) {
+        pthread_mutex_lock(&p->mu);
+        p->stop = 1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        pthread_join(p->thread, NULL);
+    }
+    for (size_t i = 0; i < p->n_builds; i++)
+        bstate_free(p->builds[i]);
+    free(p->builds);
+    clear_deltas(p);
+    free(p->sd);
+    free(p->nd);
+    bl_u128map_cleanup(&p->build_ix);
+    bl_u128map_cleanup(&p->sd_ix);
+    bl_u128map_cleanup(&p->nd_ix);
+    bl_calltree_cleanup(&p->tree);
+    bl_buf_cleanup(&p->body);
+    bl_buf_cleanup(&p->raw);
+    free(p->node_of);
+    free(p->moves);
+    free(p->move_failed);
+    free(p->q);
+    bl_db_close(p->db);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    pthread_cond_destroy(&p->idle_cv);
+    free(p);
+}

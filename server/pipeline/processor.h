@@ -1,0 +1,68 @@
+/*
+ * processor.h — the processing pipeline: one writer thread that turns
+ * accepted raw batches into call trees and aggregates in SQLite.
+ *
+ *   HTTP thread: validate, write the raw batch durably (datadir.h), enqueue.
+ *   writer:      decode → symbolicate (method-ID file of the build, then the
+ *                mapping when names are obfuscated) → rebuild call trees per
+ *                thread (agg/calltree.h) → aggregate per method and per call
+ *                path → commit many batches per transaction → move the raw
+ *                files to batches/done.
+ *
+ * A batch whose build has no method-ID file yet (or no mapping while its
+ * method-ID file says names are obfuscated) waits in batches/pending and is
+ * processed when the upload arrives: nothing lost. The batches table guards
+ * against counting a batch twice (after a crash between commit and move).
+ * At start the writer re-registers builds found on disk and re-queues every
+ * pending batch, so what was acknowledged survives a kill -9.
+ *
+ * HTTP threads never wait on SQLite writes: they only enqueue.
+ */
+#ifndef BL_PROCESSOR_H
+#define BL_PROCESSOR_H
+
+#include <stdint.h>
+#include "common/blerr.h"
+#include "common/decomp.h"
+
+typedef struct bl_proc_opts {
+    const char *data_dir;
+    uint32_t max_batches_per_txn; /* batches committed together at most, default 64 */
+    uint64_t max_decompressed;    /* bytes, default 256 MiB */
+    uint32_t max_nodes_per_build; /* call-path nodes per build and thread kind, default 1,000,000 */
+} bl_proc_opts;
+
+/* Figures for /metrics (monotonic counters unless said). */
+typedef struct bl_proc_stats {
+    uint64_t queue_depth;      /* gauge: batches queued for the writer */
+    uint64_t waiting;          /* gauge: batches waiting for build uploads */
+    uint64_t batches;          /* processed */
+    uint64_t records;          /* processed */
+    uint64_t malformed;        /* records that broke call-tree rules */
+    uint64_t failed;           /* batches that could not be processed (moved to failed/) */
+    uint64_t duplicates;       /* batches already counted */
+    uint64_t txn;              /* transactions committed */
+    /* processing latency (enqueue → commit) histogram, ms buckets:
+     * le 10, 50, 100, 500, 1000, 5000, +Inf (cumulative counts) */
+    uint64_t lat_bucket[7];
+    double lat_sum_s;
+} bl_proc_stats;
+
+typedef struct bl_processor bl_processor;
+
+/* Opens the writer connection, starts the thread, registers builds and
+ * re-queues pending batches. errbuf gets a message on failure. */
+bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbuf, size_t n);
+/* Finishes the current transaction and stops the thread. NULL allowed. */
+void bl_processor_stop(bl_processor *p);
+
+/* A batch file is durable in batches/pending: process it. BL_ENOMEM. */
+bl_err bl_processor_enqueue(bl_processor *p, const char *uuid, bl_encoding enc);
+/* A build's files (mapping / method-IDs) changed on disk. BL_ENOMEM. */
+bl_err bl_processor_build_changed(bl_processor *p, int64_t app_id, const char *build);
+/* Waits until everything queued so far is committed (tests, shutdown). */
+void bl_processor_drain(bl_processor *p);
+
+void bl_processor_stats(bl_processor *p, bl_proc_stats *s);
+
+#endif

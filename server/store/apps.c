@@ -1,0 +1,193 @@
+/*
+ * apps.c — apps and hashed per-app keys (see apps.h).
+ */
+#include "store/apps.h"
+
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const role_name[3] = { "ingest", "upload", "read" };
+static const char *const role_prefix[3] = { "blk_ing_", "blk_upl_", "blk_read_" };
+
+int bl_app_name_valid(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 64)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static void key_hash(const char *key, char hex[65])
+{
+    unsigned char h[32];
+    crypto_generichash(h, sizeof h, (const unsigned char *)key, strlen(key), NULL, 0);
+    sodium_bin2hex(hex, 65, h, sizeof h);
+}
+
+static bl_err issue_keys(bl_db *db, int64_t app_id, char keys[3][64])
+{
+    for (int r = 0; r < 3; r++) {
+        unsigned char rnd[24];
+        char hex[49];
+        randombytes_buf(rnd, sizeof rnd);
+        sodium_bin2hex(hex, sizeof hex, rnd, sizeof rnd);
+        snprintf(keys[r], 64, "%s%s", role_prefix[r], hex);
+        char h[65];
+        key_hash(keys[r], h);
+        sqlite3_stmt *st = bl_db_stmt(
+            db, "INSERT INTO app_keys(key_hash, app_id, role, created_at) VALUES (?,?,?,?)");
+        if (!st)
+            return BL_EIO;
+        sqlite3_bind_text(st, 1, h, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 2, app_id);
+        sqlite3_bind_text(st, 3, role_name[r], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, bl_now_us());
+        if (sqlite3_step(st) != SQLITE_DONE)
+            return BL_EIO;
+    }
+    return BL_OK;
+}
+
+bl_err bl_apps_find(bl_db *db, const char *name, int64_t *app_id)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT id FROM apps WHERE name = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *app_id = sqlite3_column_int64(st, 0);
+        sqlite3_reset(st);
+        return BL_OK;
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? BL_ENOTFOUND : BL_EIO;
+}
+
+bl_err bl_apps_create(bl_db *db, const char *name, char keys[3][64], int *exists)
+{
+    *exists = 0;
+    if (!bl_app_name_valid(name))
+        return BL_EINVAL;
+    if (sodium_init() < 0)
+        return BL_EIO;
+    if (bl_db_exec(db, "BEGIN IMMEDIATE"))
+        return BL_EIO;
+    int64_t id;
+    bl_err err = bl_apps_find(db, name, &id);
+    if (err == BL_OK) {
+        *exists = 1;
+        err = BL_EINVAL;
+        goto out;
+    }
+    if (err != BL_ENOTFOUND)
+        goto out;
+    sqlite3_stmt *st = bl_db_stmt(db, "INSERT INTO apps(name, created_at) VALUES (?, ?)");
+    if (!st) {
+        err = BL_EIO;
+        goto out;
+    }
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, bl_now_us());
+    if (sqlite3_step(st) != SQLITE_DONE) {
+        err = BL_EIO;
+        goto out;
+    }
+    err = issue_keys(db, sqlite3_last_insert_rowid(bl_db_handle(db)), keys);
+out:
+    if (bl_db_exec(db, err ? "ROLLBACK" : "COMMIT") && !err)
+        err = BL_EIO;
+    return err;
+}
+
+bl_err bl_apps_rotate_keys(bl_db *db, const char *name, char keys[3][64])
+{
+    if (sodium_init() < 0)
+        return BL_EIO;
+    if (bl_db_exec(db, "BEGIN IMMEDIATE"))
+        return BL_EIO;
+    int64_t id;
+    bl_err err = bl_apps_find(db, name, &id);
+    if (err)
+        goto out;
+    sqlite3_stmt *st = bl_db_stmt(
+        db, "UPDATE app_keys SET revoked_at = ? WHERE app_id = ? AND revoked_at IS NULL");
+    if (!st) {
+        err = BL_EIO;
+        goto out;
+    }
+    sqlite3_bind_int64(st, 1, bl_now_us());
+    sqlite3_bind_int64(st, 2, id);
+    if (sqlite3_step(st) != SQLITE_DONE) {
+        err = BL_EIO;
+        goto out;
+    }
+    err = issue_keys(db, id, keys);
+out:
+    if (bl_db_exec(db, err ? "ROLLBACK" : "COMMIT") && !err)
+        err = BL_EIO;
+    return err;
+}
+
+bl_err bl_apps_list_json(bl_db *db, bl_buf *out)
+{
+    sqlite3_stmt *st = bl_db_stmt(
+        db, "SELECT a.name, a.created_at, (SELECT count(*) FROM builds b WHERE b.app_id = a.id) "
+            "FROM apps a ORDER BY a.name");
+    if (!st)
+        return BL_EIO;
+    bl_err err = bl_buf_putc(out, '[');
+    int first = 1, rc;
+    while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        char tmp[256];
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        snprintf(tmp, sizeof tmp, "%s{\"app\":\"%s\",\"created_at\":%lld,\"builds\":%lld}",
+                 first ? "" : ",", name ? name : "", (long long)sqlite3_column_int64(st, 1),
+                 (long long)sqlite3_column_int64(st, 2));
+        err = bl_buf_puts(out, tmp);
+        first = 0;
+    }
+    sqlite3_reset(st);
+    if (!err)
+        err = bl_buf_puts(out, "]");
+    return err;
+}
+
+bl_err bl_apps_auth(bl_db *db, const char *app_name, const char *key, bl_role role,
+                    int64_t *app_id)
+{
+    if (!key || !*key || strlen(key) > 200)
+        return BL_EINVAL;
+    if (sodium_init() < 0)
+        return BL_EIO;
+    char h[65];
+    key_hash(key, h);
+    sqlite3_stmt *st = bl_db_stmt(
+        db, "SELECT a.id, k.role, k.revoked_at IS NULL, a.name = ? FROM app_keys k "
+            "JOIN apps a ON a.id = k.app_id WHERE k.key_hash = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_text(st, 1, app_name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, h, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    bl_err err = BL_EINVAL;
+    if (rc == SQLITE_ROW) {
+        const char *r = (const char *)sqlite3_column_text(st, 1);
+        if (r && !strcmp(r, role_name[role]) && sqlite3_column_int(st, 2) &&
+            sqlite3_column_int(st, 3)) {
+            *app_id = sqlite3_column_int64(st, 0);
+            err = BL_OK;
+        }
+    } else if (rc != SQLITE_DONE) {
+        err = BL_EIO;
+    }
+    sqlite3_reset(st);
+    return err;
+}

@@ -1,0 +1,45 @@
+/*
+ * apps.h — apps and their per-app keys.
+ *
+ * Each app has three keys, one per role: ingest (POST batches), upload (PUT
+ * mapping / method-IDs) and read (queries). A key is "blk_<role>_" followed
+ * by 48 hex digits of randomness (libsodium randombytes, 192 bits). Only its
+ * BLAKE2b-256 hash (hex) is stored; the key is shown once, at creation or
+ * rotation. Rotation revokes the app's current keys and issues new ones.
+ */
+#ifndef BL_APPS_H
+#define BL_APPS_H
+
+#include <stdint.h>
+#include "common/blerr.h"
+#include "common/buf.h"
+#include "store/db.h"
+
+typedef enum bl_role { BL_ROLE_INGEST = 0, BL_ROLE_UPLOAD = 1, BL_ROLE_READ = 2 } bl_role;
+
+#define BL_KEY_LEN 62 /* "blk_read_" (9) + 48 hex + slack; buffers are 64 */
+
+/* App names: 1–64 characters of [A-Za-z0-9._-]. 1 when valid. */
+int bl_app_name_valid(const char *name);
+
+/* Creates app `name` with fresh keys, written into keys[role] (NUL-
+ * terminated). BL_EINVAL for a bad name, or with *exists = 1 when the app
+ * already exists; BL_EIO on SQL errors. */
+bl_err bl_apps_create(bl_db *db, const char *name, char keys[3][64], int *exists);
+
+/* Revokes the app's keys and issues new ones. BL_ENOTFOUND, BL_EIO. */
+bl_err bl_apps_rotate_keys(bl_db *db, const char *name, char keys[3][64]);
+
+/* Appends a JSON array of {"app","created_at","builds"} to out. */
+bl_err bl_apps_list_json(bl_db *db, bl_buf *out);
+
+/* Looks up an app by name: *app_id, or BL_ENOTFOUND. */
+bl_err bl_apps_find(bl_db *db, const char *name, int64_t *app_id);
+
+/* Checks that `key` is a live key of app `app_name` with role `role`.
+ * BL_OK, BL_ENOTFOUND (unknown app), BL_EINVAL (key missing, wrong,
+ * revoked, or of another role or app), BL_EIO. */
+bl_err bl_apps_auth(bl_db *db, const char *app_name, const char *key, bl_role role,
+                    int64_t *app_id);
+
+#endif

@@ -1,0 +1,177 @@
+/*
+ * db.c — SQLite connection, migrations and statement cache (see db.h).
+ */
+#include "store/db.h"
+
+#include "store/sqlfuncs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern const char *const bl_migrations[];
+
+#define STMT_CACHE 64
+
+struct bl_db {
+    sqlite3 *h;
+    int readonly;
+    struct {
+        const char *sql;
+        sqlite3_stmt *st;
+    } cache[STMT_CACHE];
+};
+
+int bl_db_schema_version(void)
+{
+    int n = 0;
+    while (bl_migrations[n])
+        n++;
+    return n;
+}
+
+int64_t bl_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+bl_err bl_db_exec(bl_db *db, const char *sql)
+{
+    return sqlite3_exec(db->h, sql, NULL, NULL, NULL) == SQLITE_OK ? BL_OK : BL_EIO;
+}
+
+static int user_version(sqlite3 *h)
+{
+    sqlite3_stmt *st;
+    int v = -1;
+    if (sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            v = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+    }
+    return v;
+}
+
+static bl_err migrate(sqlite3 *h, char *errbuf, size_t errlen)
+{
+    int have = user_version(h), want = bl_db_schema_version();
+    if (have < 0) {
+        snprintf(errbuf, errlen, "cannot read schema version: %s", sqlite3_errmsg(h));
+        return BL_EIO;
+    }
+    if (have > want) {
+        snprintf(errbuf, errlen, "database schema %d is newer than this program (%d)", have,
+                 want);
+        return BL_EVERSION;
+    }
+    for (int i = have; i < want; i++) {
+        char *msg = NULL;
+        char ver[64];
+        snprintf(ver, sizeof ver, "PRAGMA user_version = %d", i + 1);
+        if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
+            sqlite3_exec(h, bl_migrations[i], NULL, NULL, &msg) != SQLITE_OK ||
+            sqlite3_exec(h, ver, NULL, NULL, &msg) != SQLITE_OK ||
+            sqlite3_exec(h, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+            snprintf(errbuf, errlen, "migration %d failed: %s", i + 1,
+                     msg ? msg : sqlite3_errmsg(h));
+            sqlite3_free(msg);
+            sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+            return BL_EIO;
+        }
+    }
+    return BL_OK;
+}
+
+bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, size_t errlen)
+{
+    *out = NULL;
+    bl_db *db = calloc(1, sizeof *db);
+    if (!db) {
+        snprintf(errbuf, errlen, "out of memory");
+        return BL_ENOMEM;
+    }
+    db->readonly = readonly;
+    int flags = (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(path, &db->h, flags, NULL) != SQLITE_OK) {
+        snprintf(errbuf, errlen, "%s: %s", path, db->h ? sqlite3_errmsg(db->h) : "cannot open");
+        sqlite3_close(db->h);
+        free(db);
+        return BL_EIO;
+    }
+    sqlite3_busy_timeout(db->h, 5000);
+    bl_err err = BL_OK;
+    if (bl_sql_register(db->h) != SQLITE_OK) {
+        snprintf(errbuf, errlen, "cannot register SQL functions: %s", sqlite3_errmsg(db->h));
+        err = BL_EIO;
+    } else if (!readonly) {
+        if (sqlite3_exec(db->h,
+                         "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
+                         "PRAGMA foreign_keys=ON;",
+                         NULL, NULL, NULL) != SQLITE_OK) {
+            snprintf(errbuf, errlen, "%s: %s", path, sqlite3_errmsg(db->h));
+            err = BL_EIO;
+        } else {
+            err = migrate(db->h, errbuf, errlen);
+        }
+    } else {
+        int v = user_version(db->h);
+        if (v != bl_db_schema_version()) {
+            snprintf(errbuf, errlen, "%s: schema version %d, this program needs %d", path, v,
+                     bl_db_schema_version());
+            err = BL_EVERSION;
+        }
+    }
+    if (err) {
+        sqlite3_close(db->h);
+        free(db);
+        return err;
+    }
+    *out = db;
+    return BL_OK;
+}
+
+void bl_db_close(bl_db *db)
+{
+    if (!db)
+        return;
+    for (int i = 0; i < STMT_CACHE; i++)
+        sqlite3_finalize(db->cache[i].st);
+    sqlite3_close(db->h);
+    free(db);
+}
+
+sqlite3 *bl_db_handle(bl_db *db)
+{
+    return db->h;
+}
+
+sqlite3_stmt *bl_db_stmt(bl_db *db, const char *sql)
+{
+    int free_slot = -1;
+    for (int i = 0; i < STMT_CACHE; i++) {
+        if (db->cache[i].sql == sql) {
+            sqlite3_reset(db->cache[i].st);
+            sqlite3_clear_bindings(db->cache[i].st);
+            return db->cache[i].st;
+        }
+        if (!db->cache[i].sql && free_slot < 0)
+            free_slot = i;
+    }
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK)
+        return NULL;
+    if (free_slot >= 0) {
+        db->cache[free_slot].sql = sql;
+        db->cache[free_slot].st = st;
+    } else {
+        /* cache full: evict slot 0 (statements are few; this does not happen) */
+        sqlite3_finalize(db->cache[0].st);
+        db->cache[0].sql = sql;
+        db->cache[0].st = st;
+    }
+    return st;
+}

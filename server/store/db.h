@@ -1,0 +1,45 @@
+/*
+ * db.h — the SQLite database of a Beatline data directory: opening, pragmas,
+ * schema migrations (schema/migrations/NNNN_name.sql, embedded at build
+ * time, applied in order; PRAGMA user_version = last applied), and small
+ * helpers every store module uses. Only store/ code speaks SQL.
+ *
+ * Concurrency: one writer connection (the processing thread, and the CLI's
+ * app commands) and any number of read-only connections (HTTP threads), in
+ * WAL mode so readers never block the writer. busy_timeout 5 s.
+ */
+#ifndef BL_DB_H
+#define BL_DB_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "common/blerr.h"
+
+typedef struct bl_db bl_db;
+
+/*
+ * Opens (creating if needed) the database at `path`. A writable connection
+ * applies pending migrations; a read-only one refuses a database whose
+ * schema is older or newer than this program (BL_EVERSION). On error, a
+ * message is written to errbuf. BL_EIO, BL_EVERSION, BL_ENOMEM.
+ */
+bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, size_t errlen);
+void bl_db_close(bl_db *db);
+sqlite3 *bl_db_handle(bl_db *db);
+
+/* Schema version this program writes (number of migrations). */
+int bl_db_schema_version(void);
+
+/* Runs SQL without results (BEGIN, COMMIT…). BL_EIO on failure. */
+bl_err bl_db_exec(bl_db *db, const char *sql);
+
+/* A prepared statement cached on the connection for `sql` (a string
+ * literal: the pointer is the cache key). Reset and bindings cleared before
+ * it is returned. NULL on failure (message in sqlite3_errmsg). */
+sqlite3_stmt *bl_db_stmt(bl_db *db, const char *sql);
+
+/* Microseconds since the Unix epoch, now. */
+int64_t bl_now_us(void);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * sqlfuncs.c — sketch functions for SQL (see sqlfuncs.h).
+ */
+#include "store/sqlfuncs.h"
+
+#include <stdlib.h>
+
+#include "agg/sketch.h"
+#include "common/buf.h"
+
+static int add_arg(bl_sketch *s, sqlite3_value *v)
+{
+    if (sqlite3_value_type(v) == SQLITE_NULL)
+        return 0;
+    const void *p = sqlite3_value_blob(v);
+    int n = sqlite3_value_bytes(v);
+    return bl_sketch_merge_blob(s, p, (size_t)n) == BL_OK ? 0 : -1;
+}
+
+static void result_sketch(sqlite3_context *ctx, const bl_sketch *s)
+{
+    bl_buf b;
+    bl_buf_init(&b, 0);
+    if (bl_sketch_serialize(s, &b) != BL_OK) {
+        sqlite3_result_error_nomem(ctx);
+    } else {
+        sqlite3_result_blob(ctx, b.data, (int)b.len, SQLITE_TRANSIENT);
+    }
+    bl_buf_cleanup(&b);
+}
+
+static void f_merge(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    bl_sketch s;
+    bl_sketch_init(&s);
+    for (int i = 0; i < argc; i++)
+        if (add_arg(&s, argv[i]) != 0) {
+            sqlite3_result_error(ctx, "sketch_merge: malformed sketch", -1);
+            bl_sketch_cleanup(&s);
+            return;
+        }
+    result_sketch(ctx, &s);
+    bl_sketch_cleanup(&s);
+}
+
+static void f_union_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    bl_sketch **sp = sqlite3_aggregate_context(ctx, sizeof *sp);
+    if (!sp) {
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    if (!*sp) {
+        *sp = malloc(sizeof **sp);
+        if (!*sp) {
+            sqlite3_result_error_nomem(ctx);
+            return;
+        }
+        bl_sketch_init(*sp);
+    }
+    if (add_arg(*sp, argv[0]) != 0)
+        sqlite3_result_error(ctx, "sketch_union: malformed sketch", -1);
+}
+
+static void f_union_final(sqlite3_context *ctx)
+{
+    bl_sketch **sp = sqlite3_aggregate_context(ctx, 0);
+    if (!sp || !*sp) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    result_sketch(ctx, *sp);
+    bl_sketch_cleanup(*sp);
+    free(*sp);
+    *sp = NULL;
+}
+
+static void f_quantile(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    bl_sketch s;
+    bl_sketch_init(&s);
+    if (add_arg(&s, argv[0]) != 0) {
+        sqlite3_result_error(ctx, "sketch_quantile: malformed sketch", -1);
+    } else {
+        double q = sqlite3_value_double(argv[1]);
+        sqlite3_result_int64(ctx, (sqlite3_int64)bl_sketch_quantile(&s, q));
+    }
+    bl_sketch_cleanup(&s);
+}
+
+int bl_sql_register(sqlite3 *db)
+{
+    int rc = sqlite3_create_function_v2(db, "sketch_merge", 2,
+                                        SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, f_merge, NULL,
+                                        NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_create_function_v2(db, "sketch_union", 1,
+                                        SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
+                                        f_union_step, f_union_final, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_create_function_v2(db, "sketch_quantile", 2,
+                                        SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, f_quantile,
+                                        NULL, NULL, NULL);
+    return rc;
+}

@@ -1,0 +1,19 @@
+/*
+ * sqlfuncs.h — SQL functions Beatline registers on each connection:
+ *
+ *   sketch_merge(a, b)   scalar: the agg/sketch.h blob of both sketches' union
+ *                        (NULL inputs count as empty)
+ *   sketch_union(x)      aggregate: the blob of the union of all rows' sketches
+ *   sketch_quantile(x, q) scalar: the q-quantile (µs) of a sketch blob
+ *
+ * A malformed blob raises an SQL error (never silently ignored).
+ */
+#ifndef BL_SQLFUNCS_H
+#define BL_SQLFUNCS_H
+
+#include <sqlite3.h>
+
+/* Returns SQLITE_OK or the error of sqlite3_create_function_v2. */
+int bl_sql_register(sqlite3 *db);
+
+#endif
