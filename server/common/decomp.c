@@ -118,6 +118,7 @@ bl_err bl_decomp_feed(bl_decomp *d, const void *p, size_t n)
     }
     /* zstd: several concatenated frames are allowed (RFC 8878 §3.1) */
     ZSTD_inBuffer in = { p, n, 0 };
+    int last_full = 0;
     while (in.pos < in.size) {
         ZSTD_outBuffer ob = { d->out, CHUNK, 0 };
         size_t rc = ZSTD_decompressStream(d->zs, &ob, &in);
@@ -126,18 +127,21 @@ bl_err bl_decomp_feed(bl_decomp *d, const void *p, size_t n)
         d->zs_hint = rc;
         if ((err = emit(d, d->out, ob.pos)))
             return err;
+        last_full = ob.pos == CHUNK;
     }
-    /* drain what is buffered inside the decoder */
-    for (;;) {
+    /* drain what is still buffered inside the decoder (only when the last
+     * call filled the output: otherwise nothing is pending, and another call
+     * would report the next frame's header hint instead of "frame done") */
+    while (last_full) {
         ZSTD_outBuffer ob = { d->out, CHUNK, 0 };
         size_t rc = ZSTD_decompressStream(d->zs, &ob, &in);
         if (ZSTD_isError(rc))
             return BL_EFORMAT;
-        d->zs_hint = rc;
+        if (ob.pos)
+            d->zs_hint = rc;
         if ((err = emit(d, d->out, ob.pos)))
             return err;
-        if (ob.pos < CHUNK)
-            break;
+        last_full = ob.pos == CHUNK;
     }
     return BL_OK;
 }

@@ -104,13 +104,27 @@ static int arg_thread(struct MHD_Connection *c, int *main_only, char *err, size_
 
 typedef struct slow_row {
     json_t *obj;
-    uint64_t key;
+    uint64_t key, total;
 } slow_row;
 
+/* by the sort key, then total time, both descending; then by name */
 static int cmp_slow(const void *a, const void *b)
 {
     const slow_row *x = a, *y = b;
-    return x->key < y->key ? 1 : x->key > y->key ? -1 : 0;
+    if (x->key != y->key)
+        return x->key < y->key ? 1 : -1;
+    if (x->total != y->total)
+        return x->total < y->total ? 1 : -1;
+    json_t *mx = json_object_get(x->obj, "method"), *my = json_object_get(y->obj, "method");
+    int c = strcmp(json_string_value(json_object_get(mx, "class")),
+                   json_string_value(json_object_get(my, "class")));
+    if (c)
+        return c;
+    c = strcmp(json_string_value(json_object_get(mx, "name")),
+               json_string_value(json_object_get(my, "name")));
+    return c ? c
+             : strcmp(json_string_value(json_object_get(mx, "descriptor")),
+                      json_string_value(json_object_get(my, "descriptor")));
 }
 
 enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
@@ -166,9 +180,13 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
         int bn = sqlite3_column_bytes(st, 8);
         if (blob && bl_sketch_merge_blob(&sk, blob, (size_t)bn) != BL_OK)
             continue;
-        uint64_t v[7] = { bl_sketch_quantile(&sk, 0.50),
-                          bl_sketch_quantile(&sk, 0.90),
-                          bl_sketch_quantile(&sk, 0.99),
+        uint64_t max = (uint64_t)sqlite3_column_int64(st, 7);
+        /* a bucket midpoint can sit above the exact max: clamp */
+        uint64_t q50 = bl_sketch_quantile(&sk, 0.50), q90 = bl_sketch_quantile(&sk, 0.90),
+                 q99 = bl_sketch_quantile(&sk, 0.99);
+        uint64_t v[7] = { q50 < max ? q50 : max,
+                          q90 < max ? q90 : max,
+                          q99 < max ? q99 : max,
                           (uint64_t)sqlite3_column_int64(st, 4),
                           (uint64_t)sqlite3_column_int64(st, 5),
                           (uint64_t)sqlite3_column_int64(st, 6),
@@ -191,6 +209,7 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
         }
         rows[n].obj = o;
         rows[n].key = v[sort_ix];
+        rows[n].total = v[4];
         n++;
     }
     sqlite3_reset(st);
