@@ -1,0 +1,32 @@
+# Beatline server image.
+#   docker build -t beatline .
+#   docker run -p 8080:8080 -v beatline-data:/data beatline
+#   docker run --rm -v beatline-data:/data beatline app create myapp
+FROM debian:bookworm AS build
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake pkg-config libjansson-dev libxxhash-dev libzstd-dev zlib1g-dev \
+      libmicrohttpd-dev libsqlite3-dev libsodium-dev check \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY CMakeLists.txt ./
+COPY cmake cmake
+COPY server server
+COPY schema schema
+COPY tests tests
+COPY bench bench
+COPY fuzz/CMakeLists.txt fuzz/
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release \
+    && cmake --build /build -j"$(nproc)" --target beatline-server beatline-retrace beatline-batch
+
+FROM debian:bookworm-slim
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libjansson4 libxxhash0 libzstd1 zlib1g libmicrohttpd12 libsqlite3-0 libsodium23 \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin beatline \
+    && mkdir -p /data && chown beatline:beatline /data
+COPY --from=build /build/bin/beatline-server /build/bin/beatline-retrace /build/bin/beatline-batch /usr/local/bin/
+USER beatline
+VOLUME /data
+EXPOSE 8080
+ENV BEATLINE_DATA=/data BEATLINE_LISTEN=0.0.0.0:8080
+ENTRYPOINT ["/usr/local/bin/beatline-server"]
