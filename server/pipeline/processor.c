@@ -29,13 +29,12 @@
 #include "common/u128map.h"
 #include "ingest/batch.h"
 #include "ingest/methodid.h"
+#include "pipeline/aggregate.h"
 #include "pipeline/datadir.h"
 #include "store/apps.h"
 #include "store/db.h"
 #include "symbol/mapindex.h"
 #include "symbol/symbolicate.h"
-
-#define HOUR_US 3600000000ll
 
 enum { W_BATCH, W_BUILD };
 
@@ -59,26 +58,10 @@ typedef struct bstate {
     char build[BL_BUILD_NAME_MAX + 1];
     int64_t build_id;
     int ready;
-    int64_t *rows;       /* methodId -> methods.id, 0 = none yet */
-    uint32_t n_rows;
-    bl_u128map nodes;    /* (parent << 1 | main, method row) -> node id */
-    uint32_t n_nodes[2];
+    bl_agg_build ab;     /* methods.id by methodId, call-path nodes */
     pending_batch *waiting;
     size_t n_waiting, cap_waiting;
 } bstate;
-
-typedef struct sdelta {
-    int64_t build_id, method, hour;
-    int main;
-    uint64_t count, total, self, max;
-    bl_sketch sk;
-} sdelta;
-
-typedef struct ndelta {
-    int64_t id, build_id, parent, method;
-    int main, is_new;
-    uint64_t count, total, self;
-} ndelta;
 
 struct bl_processor {
     bl_proc_opts o;
@@ -97,16 +80,8 @@ struct bl_processor {
     bstate **builds;
     size_t n_builds, cap_builds;
     bl_u128map build_ix; /* (app_id, xxh64(build)) -> index + 1 */
-    int64_t next_node;
-    bl_u128map sd_ix, nd_ix;
-    sdelta *sd;
-    size_t n_sd, cap_sd;
-    ndelta *nd;
-    size_t n_nd, cap_nd;
-    bl_calltree tree;
-    bl_buf body, raw;
-    int64_t *node_of;    /* per call: node id (0 = none) */
-    size_t cap_node_of;
+    bl_agg agg;
+    bl_buf body;
     /* done in this transaction: files to move after COMMIT */
     pending_batch *moves;
     size_t n_moves, cap_moves;
@@ -203,8 +178,7 @@ static void bstate_free(bstate *b)
 {
     if (!b)
         return;
-    free(b->rows);
-    bl_u128map_cleanup(&b->nodes);
+    bl_agg_build_cleanup(&b->ab);
     free(b->waiting);
     free(b);
 }
@@ -248,7 +222,7 @@ static bl_err get_build(bl_processor *p, int64_t app_id, const char *build, bsta
     b->app_id = app_id;
     snprintf(b->build, sizeof b->build, "%s", build);
     b->build_id = id;
-    bl_u128map_init(&b->nodes);
+    bl_agg_build_init(&b->ab, id);
     if (p->n_builds == p->cap_builds) {
         size_t nc = p->cap_builds ? p->cap_builds * 2 : 16;
         bstate **nb = realloc(p->builds, nc * sizeof *nb);
@@ -286,53 +260,34 @@ static void read_hash(const char *dir, const char *name, char *out, size_t cap)
     free(d);
 }
 
-/* Loads methods.id by methodId for a ready build. */
+/* Loads methods.id by methodId and the call-path nodes of a ready build. */
 static bl_err load_rows(bl_processor *p, bstate *b)
 {
-    sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT max(method_id) FROM methods WHERE build_id = ?");
-    if (!st)
-        return sql_err(p, "methods max");
-    sqlite3_bind_int64(st, 1, b->build_id);
-    int64_t maxid = -1;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        maxid = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    free(b->rows);
-    b->n_rows = maxid >= 0 ? (uint32_t)maxid + 1 : 0;
-    b->rows = calloc(b->n_rows ? b->n_rows : 1, sizeof *b->rows);
-    if (!b->rows)
-        return BL_ENOMEM;
-    st = bl_db_stmt(p->db, "SELECT method_id, id FROM methods WHERE build_id = ?");
+    bl_agg_build_cleanup(&b->ab);
+    bl_agg_build_init(&b->ab, b->build_id);
+    sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT method_id, id FROM methods WHERE build_id = ?");
     if (!st)
         return sql_err(p, "methods load");
     sqlite3_bind_int64(st, 1, b->build_id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    bl_err err = BL_OK;
+    while (!err && sqlite3_step(st) == SQLITE_ROW) {
         int64_t mid = sqlite3_column_int64(st, 0);
-        if (mid >= 0 && mid < (int64_t)b->n_rows)
-            b->rows[mid] = sqlite3_column_int64(st, 1);
+        if (mid >= 0 && mid <= BL_REC_ID_MAX)
+            err = bl_agg_build_set_row(&b->ab, (uint32_t)mid, sqlite3_column_int64(st, 1));
     }
     sqlite3_reset(st);
-    /* call-path nodes */
-    bl_u128map_clear(&b->nodes);
-    b->n_nodes[0] = b->n_nodes[1] = 0;
+    if (err)
+        return err;
     st = bl_db_stmt(p->db, "SELECT id, main, parent, method FROM call_nodes WHERE build_id = ?");
     if (!st)
         return sql_err(p, "nodes load");
     sqlite3_bind_int64(st, 1, b->build_id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int main = sqlite3_column_int(st, 1) != 0;
-        uint64_t *v;
-        int ins;
-        if (bl_u128map_put(&b->nodes, (uint64_t)sqlite3_column_int64(st, 2) << 1 | (uint64_t)main,
-                           (uint64_t)sqlite3_column_int64(st, 3),
-                           (uint64_t)sqlite3_column_int64(st, 0), &v, &ins)) {
-            sqlite3_reset(st);
-            return BL_ENOMEM;
-        }
-        b->n_nodes[main]++;
-    }
+    while (!err && sqlite3_step(st) == SQLITE_ROW)
+        err = bl_agg_build_add_node(&b->ab, sqlite3_column_int64(st, 0),
+                                    sqlite3_column_int64(st, 2), sqlite3_column_int(st, 1),
+                                    sqlite3_column_int64(st, 3));
     sqlite3_reset(st);
-    return BL_OK;
+    return err;
 }
 
 /* Symbolicates every methodId of the build into the methods table. */
@@ -520,21 +475,11 @@ static bl_err register_build(bl_processor *p, int64_t app_id, const char *build)
 /* ------------------------------------------------------------------------ */
 /* Aggregation                                                               */
 
-static bl_err method_row(bl_processor *p, bstate *b, uint32_t mid, int64_t *row)
+/* bl_agg_new_row_fn: a methodId the method-ID file does not know gets a
+ * placeholder method, so the tree stays whole. */
+static bl_err new_row(void *ctx, bl_agg_build *ab, uint32_t mid, int64_t *row)
 {
-    if (mid < b->n_rows && b->rows[mid]) {
-        *row = b->rows[mid];
-        return BL_OK;
-    }
-    /* a methodId the method-ID file does not know: keep the tree whole */
-    if (mid >= b->n_rows) {
-        int64_t *nr = realloc(b->rows, ((size_t)mid + 1) * sizeof *nr);
-        if (!nr)
-            return BL_ENOMEM;
-        memset(nr + b->n_rows, 0, ((size_t)mid + 1 - b->n_rows) * sizeof *nr);
-        b->rows = nr;
-        b->n_rows = mid + 1;
-    }
+    bl_processor *p = ctx;
     char name[48];
     snprintf(name, sizeof name, "methodId:%u", mid);
     sqlite3_stmt *st = bl_db_stmt(
@@ -543,143 +488,15 @@ static bl_err method_row(bl_processor *p, bstate *b, uint32_t mid, int64_t *row)
                "build_id = build_id RETURNING id");
     if (!st)
         return sql_err(p, "methods unknown");
-    sqlite3_bind_int64(st, 1, b->build_id);
+    sqlite3_bind_int64(st, 1, ab->build_id);
     sqlite3_bind_int64(st, 2, mid);
     sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_ROW)
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_reset(st);
         return sql_err(p, "methods unknown");
-    b->rows[mid] = sqlite3_column_int64(st, 0);
+    }
+    *row = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
-    *row = b->rows[mid];
-    return BL_OK;
-}
-
-static bl_err stat_add(bl_processor *p, bstate *b, int64_t row, int main, int64_t hour,
-                       uint64_t incl, uint64_t self)
-{
-    uint64_t *v;
-    int ins;
-    bl_err e = bl_u128map_put(&p->sd_ix, (uint64_t)row << 1 | (uint64_t)main, (uint64_t)hour,
-                              p->n_sd, &v, &ins);
-    if (e)
-        return e;
-    if (ins) {
-        if (p->n_sd == p->cap_sd) {
-            size_t nc = p->cap_sd ? p->cap_sd * 2 : 256;
-            sdelta *n = realloc(p->sd, nc * sizeof *n);
-            if (!n)
-                return BL_ENOMEM;
-            p->sd = n;
-            p->cap_sd = nc;
-        }
-        sdelta *d = &p->sd[p->n_sd++];
-        memset(d, 0, sizeof *d);
-        d->build_id = b->build_id;
-        d->method = row;
-        d->main = main;
-        d->hour = hour;
-        bl_sketch_init(&d->sk);
-    }
-    sdelta *d = &p->sd[*v];
-    d->count++;
-    d->total += incl;
-    d->self += self;
-    if (incl > d->max)
-        d->max = incl;
-    return bl_sketch_add(&d->sk, incl, 1);
-}
-
-/* Node id of (parent, main, method); 0 when the build's node cap is hit. */
-static bl_err node_of(bl_processor *p, bstate *b, int64_t parent, int main, int64_t row,
-                      int64_t *node)
-{
-    uint64_t key = (uint64_t)parent << 1 | (uint64_t)main;
-    uint64_t *v = bl_u128map_get(&b->nodes, key, (uint64_t)row);
-    int is_new = 0;
-    if (!v) {
-        if (b->n_nodes[main] >= p->o.max_nodes_per_build) {
-            *node = 0;
-            return BL_OK;
-        }
-        int ins;
-        bl_err e = bl_u128map_put(&b->nodes, key, (uint64_t)row, (uint64_t)p->next_node, &v, &ins);
-        if (e)
-            return e;
-        p->next_node++;
-        b->n_nodes[main]++;
-        is_new = 1;
-    }
-    *node = (int64_t)*v;
-    int ins;
-    uint64_t *ix;
-    bl_err e = bl_u128map_put(&p->nd_ix, (uint64_t)*node, 0, p->n_nd, &ix, &ins);
-    if (e)
-        return e;
-    if (ins) {
-        if (p->n_nd == p->cap_nd) {
-            size_t nc = p->cap_nd ? p->cap_nd * 2 : 256;
-            ndelta *n = realloc(p->nd, nc * sizeof *n);
-            if (!n)
-                return BL_ENOMEM;
-            p->nd = n;
-            p->cap_nd = nc;
-        }
-        ndelta *d = &p->nd[p->n_nd++];
-        memset(d, 0, sizeof *d);
-        d->id = *node;
-        d->build_id = b->build_id;
-        d->parent = parent;
-        d->method = row;
-        d->main = main;
-    }
-    if (is_new)
-        p->nd[*ix].is_new = 1;
-    return BL_OK;
-}
-
-static bl_err aggregate_thread(bl_processor *p, bstate *b, const bl_batch *bt,
-                               const bl_batch_thread *th, int64_t origin)
-{
-    bl_err err = bl_calltree_build(&p->tree, th->records, th->n_records, th->truncated);
-    if (err)
-        return err;
-    uint32_t n = p->tree.n_calls;
-    if (n > p->cap_node_of) {
-        int64_t *no = realloc(p->node_of, (size_t)n * sizeof *no);
-        if (!no)
-            return BL_ENOMEM;
-        p->node_of = no;
-        p->cap_node_of = n;
-    }
-    (void)bt;
-    int main = th->main != 0;
-    /* calls are in exit order (children first): walk backwards so every
-     * parent's node exists before its children's */
-    for (uint32_t k = n; k-- > 0;) {
-        const bl_call *c = &p->tree.calls[k];
-        int64_t row = 0;
-        if ((err = method_row(p, b, c->method_id, &row)))
-            return err;
-        uint64_t incl = c->end_us - c->start_us;
-        int64_t hour = ((origin + (int64_t)c->start_us) / HOUR_US) * HOUR_US;
-        if ((err = stat_add(p, b, row, main, hour, incl, c->self_us)))
-            return err;
-        int64_t parent = c->parent == BL_CALL_ROOT ? 0 : p->node_of[c->parent];
-        int64_t node = 0;
-        if (c->parent == BL_CALL_ROOT || parent != 0)
-            if ((err = node_of(p, b, parent, main, row, &node)))
-                return err;
-        p->node_of[k] = node;
-        if (node) {
-            ndelta *d = &p->nd[*bl_u128map_get(&p->nd_ix, (uint64_t)node, 0)];
-            d->count++;
-            d->total += incl;
-            d->self += c->self_us;
-        }
-    }
-    pthread_mutex_lock(&p->mu);
-    p->st.malformed += p->tree.malformed;
-    pthread_mutex_unlock(&p->mu);
     return BL_OK;
 }
 
@@ -697,8 +514,8 @@ static bl_err flush_deltas(bl_processor *p)
     bl_buf_init(&blob, 0);
     if (!st)
         err = sql_err(p, "stats upsert");
-    for (size_t i = 0; i < p->n_sd && !err; i++) {
-        sdelta *d = &p->sd[i];
+    for (size_t i = 0; i < p->agg.n_stats && !err; i++) {
+        bl_agg_stat *d = &p->agg.stats[i];
         bl_buf_reset(&blob);
         if ((err = bl_sketch_serialize(&d->sk, &blob)))
             break;
@@ -725,8 +542,8 @@ static bl_err flush_deltas(bl_processor *p)
                            "self_us = self_us + excluded.self_us");
     if (!st && !err)
         err = sql_err(p, "nodes upsert");
-    for (size_t i = 0; i < p->n_nd && !err; i++) {
-        ndelta *d = &p->nd[i];
+    for (size_t i = 0; i < p->agg.n_nodes && !err; i++) {
+        bl_agg_node *d = &p->agg.nodes[i];
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, d->id);
         sqlite3_bind_int64(st, 2, d->build_id);
@@ -746,12 +563,7 @@ static bl_err flush_deltas(bl_processor *p)
 
 static void clear_deltas(bl_processor *p)
 {
-    for (size_t i = 0; i < p->n_sd; i++)
-        bl_sketch_cleanup(&p->sd[i].sk);
-    p->n_sd = 0;
-    p->n_nd = 0;
-    bl_u128map_clear(&p->sd_ix);
-    bl_u128map_clear(&p->nd_ix);
+    bl_agg_clear(&p->agg);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -848,12 +660,15 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
         goto out;
     }
     int64_t origin = bt.origin_wall_us > 0 ? bt.origin_wall_us : bl_now_us();
-    uint64_t malformed0 = p->st.malformed;
+    uint64_t malformed0 = p->agg.malformed;
     for (uint32_t i = 0; i < bt.n_threads; i++)
-        if ((err = aggregate_thread(p, b, &bt, &bt.threads[i], origin))) {
+        if ((err = bl_agg_thread(&p->agg, &b->ab, &bt.threads[i], origin))) {
             logf_("batch %s: %s", w->uuid, bl_err_str(err));
             goto out;
         }
+    pthread_mutex_lock(&p->mu);
+    p->st.malformed += p->agg.malformed - malformed0;
+    pthread_mutex_unlock(&p->mu);
     st = bl_db_stmt(p->db, "INSERT INTO batches(batch_id, app_id, build_id, received_at, "
                            "processed_at, records, malformed, bytes) VALUES (?,?,?,?,?,?,?,?)");
     if (!st)
@@ -865,7 +680,7 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
     sqlite3_bind_int64(st, 4, now - (int64_t)((mono_s() - w->t_enq) * 1e6));
     sqlite3_bind_int64(st, 5, now);
     sqlite3_bind_int64(st, 6, (int64_t)bt.n_records);
-    sqlite3_bind_int64(st, 7, (int64_t)(p->st.malformed - malformed0));
+    sqlite3_bind_int64(st, 7, (int64_t)(p->agg.malformed - malformed0));
     sqlite3_bind_int64(st, 8, (int64_t)p->body.len);
     rc = sqlite3_step(st);
     sqlite3_reset(st);
@@ -1124,11 +939,8 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     pthread_cond_init(&p->cv, NULL);
     pthread_cond_init(&p->idle_cv, NULL);
     bl_u128map_init(&p->build_ix);
-    bl_u128map_init(&p->sd_ix);
-    bl_u128map_init(&p->nd_ix);
-    bl_calltree_init(&p->tree);
+    bl_agg_init(&p->agg, 1, p->o.max_nodes_per_build, new_row, p);
     bl_buf_init(&p->body, p->o.max_decompressed);
-    bl_buf_init(&p->raw, 0);
     char dbp[BL_PATH_MAX];
     bl_err err = bl_datadir_db(p->data_dir, dbp);
     if (!err)
@@ -1136,7 +948,7 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     if (!err) {
         sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT coalesce(max(id), 0) + 1 FROM call_nodes");
         if (st && sqlite3_step(st) == SQLITE_ROW)
-            p->next_node = sqlite3_column_int64(st, 0);
+            p->agg.next_node = sqlite3_column_int64(st, 0);
         else
             err = BL_EIO;
         if (st)
@@ -1174,16 +986,9 @@ void bl_processor_stop(bl_processor *p)
     for (size_t i = 0; i < p->n_builds; i++)
         bstate_free(p->builds[i]);
     free(p->builds);
-    clear_deltas(p);
-    free(p->sd);
-    free(p->nd);
+    bl_agg_cleanup(&p->agg);
     bl_u128map_cleanup(&p->build_ix);
-    bl_u128map_cleanup(&p->sd_ix);
-    bl_u128map_cleanup(&p->nd_ix);
-    bl_calltree_cleanup(&p->tree);
     bl_buf_cleanup(&p->body);
-    bl_buf_cleanup(&p->raw);
-    free(p->node_of);
     free(p->moves);
     free(p->move_failed);
     free(p->q);

@@ -1,0 +1,94 @@
+/*
+ * aggregate.h — turns one thread's records into aggregate deltas, in memory:
+ * the hot path of processing (decode → symbolicate → call tree → aggregate).
+ *
+ * For every call (agg/calltree.h) of a thread it adds, keyed by the
+ * symbolicated method (methods.id, "row"), the main-thread flag and the hour
+ * of the call's start (µs since the epoch, floored):
+ *   count, inclusive (total) and exclusive (self) µs, max, and the
+ *   inclusive time to a percentile sketch (agg/sketch.h);
+ * and, per call path node (parent node, main flag, row) → node id:
+ *   count, inclusive and exclusive µs.
+ * Node ids are allocated here (next_node) so that the writer can insert them
+ * without asking SQLite. Deltas accumulate until bl_agg_clear; the writer
+ * turns them into UPSERTs (pipeline/processor.c).
+ */
+#ifndef BL_AGGREGATE_H
+#define BL_AGGREGATE_H
+
+#include <stdint.h>
+#include "agg/calltree.h"
+#include "agg/sketch.h"
+#include "common/blerr.h"
+#include "common/u128map.h"
+#include "ingest/batch.h"
+
+#define BL_HOUR_US 3600000000ll
+
+/* What the aggregator knows of one build. */
+typedef struct bl_agg_build {
+    int64_t build_id;
+    int64_t *rows;        /* methodId -> methods.id, 0 = unknown yet */
+    uint32_t n_rows;
+    bl_u128map nodes;     /* (parent << 1 | main, row) -> node id */
+    uint32_t n_nodes[2];  /* nodes per thread kind */
+    uint64_t *slot_gen;   /* per methodId × main: cached stat delta (see .c) */
+    uint32_t *slot_idx;
+    uint32_t n_slots;
+} bl_agg_build;
+
+typedef struct bl_agg_stat {
+    int64_t build_id, method, hour;
+    int main;
+    uint64_t count, total, self, max;
+    bl_sketch sk;
+} bl_agg_stat;
+
+typedef struct bl_agg_node {
+    int64_t id, build_id, parent, method;
+    int main;
+    uint64_t count, total, self;
+} bl_agg_node;
+
+/* Resolves a methodId that the build does not know yet (not in its method-ID
+ * file): returns its methods.id in *row, creating it. */
+typedef bl_err (*bl_agg_new_row_fn)(void *ctx, bl_agg_build *b, uint32_t method_id, int64_t *row);
+
+typedef struct bl_agg {
+    bl_agg_stat *stats;   /* deltas, n_stats valid */
+    size_t n_stats, cap_stats;
+    bl_agg_node *nodes;
+    size_t n_nodes, cap_nodes;
+    bl_u128map stat_ix, node_ix;
+    uint64_t gen;         /* bumped by bl_agg_clear */
+    int64_t next_node;    /* next call-path node id */
+    uint32_t max_nodes;   /* per build and thread kind; deeper paths are not kept */
+    uint64_t malformed;   /* records that broke call-tree rules (sum) */
+    uint64_t dropped_nodes;
+    bl_calltree tree;
+    int64_t *node_of;
+    size_t cap_node_of;
+    bl_agg_new_row_fn new_row;
+    void *new_row_ctx;
+} bl_agg;
+
+void bl_agg_init(bl_agg *a, int64_t next_node, uint32_t max_nodes, bl_agg_new_row_fn fn,
+                 void *ctx);
+void bl_agg_cleanup(bl_agg *a);
+/* Forgets the deltas (after they were written). */
+void bl_agg_clear(bl_agg *a);
+
+void bl_agg_build_init(bl_agg_build *b, int64_t build_id);
+void bl_agg_build_cleanup(bl_agg_build *b);
+/* Sets methods.id of methodId mid. BL_ENOMEM. */
+bl_err bl_agg_build_set_row(bl_agg_build *b, uint32_t mid, int64_t row);
+/* Adds a known node (loaded from the database). BL_ENOMEM. */
+bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int main, int64_t row);
+
+/* Rebuilds the thread's calls and adds them. origin_wall_us: wall clock of
+ * the batch's monotonic origin. BL_ENOMEM, BL_ETOOBIG (stack too deep), or
+ * the new_row callback's error. */
+bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th,
+                     int64_t origin_wall_us);
+
+#endif
