@@ -104,6 +104,12 @@ static __attribute__((noinline)) bl_err add_slow(bl_sketch *s, uint64_t v, uint6
     return bl_sketch_add(s, v, n);
 }
 
+/*
+ * Hot path: integer only, no branch but the rare-case test. Precondition
+ * (asserted, not checked in release builds): count + n fits in 64 bits.
+ * Unlike merges, which refuse with BL_ETOOBIG, an add cannot get there
+ * short of 2^64 events.
+ */
 bl_err bl_sketch_add(bl_sketch *s, uint64_t v, uint64_t n)
 {
     if (__builtin_expect(!s->bucket || n == 0, 0))

@@ -2,7 +2,8 @@
  * methodid.c — method-ID file parser. Format: schema/method-id-file.md;
  * API and ownership: methodid.h.
  *
- * One pass over the input, one line at a time, no backtracking:
+ * One pass over the input, one line at a time; each field is checked and
+ * copied to the arena in the same loop, driven by a byte-class table:
  *
  *   12,9,com.example.Foo bar (ILjava.lang.String;)V
  *   |  | |               |   `- descriptor, stored with '/' for '.'
@@ -19,8 +20,9 @@
  *      len + 1 bytes made before parsing. A record stores class, name and
  *      descriptor, each NUL-terminated, in fewer bytes than its line takes
  *      (the id, the access flags and the two commas are dropped; they are at
- *      least 4 bytes and the 3 NULs replace the 1-2 separators), so the arena
- *      never grows and its pointers never move.
+ *      least 4 bytes and pay for the 3 NULs), and a rejected record writes
+ *      no more than that before the write position is rolled back — so the
+ *      arena never grows and its pointers never move.
  * Memory: the arena (<= input size), 32 bytes per entry, 16 KiB of page
  * directory and 16 KiB per 4096-id page that holds at least one id — at most
  * 32 MiB of pages however sparse the ids are.
@@ -56,7 +58,7 @@ struct bl_methodids {
 
 typedef struct parser {
     bl_methodids *t;
-    char *w;                  /* next free byte of t->arena */
+    char *w;                  /* next free byte of t->arena (accepted records) */
     uint64_t line;            /* 1-based number of the current line */
     int seen_record;          /* a record line was accepted or rejected */
     int seen_header;          /* a header-shaped comment was seen */
@@ -64,6 +66,46 @@ typedef struct parser {
     uint32_t last_id;
     char msg[128];            /* diagnostics that carry a number */
 } parser;
+
+/* ---- bytes ------------------------------------------------------------ */
+
+/* Byte classes. A byte with none of a loop's "special" bits is copied as is. */
+enum {
+    K_WS = 1,    /* space, tab: separates tokens */
+    K_CTL = 2,   /* control bytes other than tab, and DEL: never allowed */
+    K_HI = 4,    /* 0x80 and up: part of a UTF-8 sequence, checked */
+    K_SEP = 8,   /* '.' '/': class-name segment separators */
+    K_BADC = 16, /* ';' '[': not in a class-name segment */
+    K_BADM = 32  /* . ; [ / < >: not in a method name (JVMS §4.2.2) */
+};
+#define C_ K_CTL
+#define W_ K_WS
+#define S_ (K_SEP | K_BADM)
+#define B_ (K_BADC | K_BADM)
+#define M_ K_BADM
+#define H_ K_HI
+#define H8_ H_, H_, H_, H_, H_, H_, H_, H_
+static const uint8_t kind[256] = {
+    C_, C_, C_, C_, C_, C_, C_, C_, C_, W_, C_, C_, C_, C_, C_, C_, /* 0x00 */
+    C_, C_, C_, C_, C_, C_, C_, C_, C_, C_, C_, C_, C_, C_, C_, C_, /* 0x10 */
+    W_, 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  S_, S_, /* 0x20  . / */
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  B_, M_, 0,  M_, 0,  /* 0x30  ; < > */
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  /* 0x40 */
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  B_, 0,  0,  0,  0,  /* 0x50  [ */
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  /* 0x60 */
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  C_, /* 0x70  DEL */
+    H8_, H8_, H8_, H8_, H8_, H8_, H8_, H8_,                         /* 0x80 - 0xBF */
+    H8_, H8_, H8_, H8_, H8_, H8_, H8_, H8_,                         /* 0xC0 - 0xFF */
+};
+#undef C_
+#undef W_
+#undef S_
+#undef B_
+#undef M_
+#undef H_
+#undef H8_
+
+static const char *const BAD_TEXT = "control character or invalid UTF-8";
 
 static int is_ws(char c)
 {
@@ -75,154 +117,208 @@ static int is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
-/* ---- field checks ---------------------------------------------------- */
-
 /*
- * Checks that [p, e) holds no control byte other than tab and is well-formed
- * UTF-8 (RFC 3629: shortest form, no surrogates, at most U+10FFFF).
+ * Length of the UTF-8 sequence at p (RFC 3629: shortest form, no
+ * surrogates, at most U+10FFFF), or 0 when it is not one.
  */
-static int text_ok(const unsigned char *p, const unsigned char *e)
+static size_t utf8_len(const char *sp, const char *se)
 {
-    while (p < e) {
-        unsigned c = *p;
-        if (c < 0x80) {
-            if ((c < 0x20 && c != '\t') || c == 0x7F)
-                return 0;
-            p++;
-            continue;
-        }
-        unsigned need, min;
-        uint32_t cp;
-        if (c >= 0xC2 && c <= 0xDF) {
-            need = 1, min = 0x80, cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2, min = 0x800, cp = c & 0x0F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3, min = 0x10000, cp = c & 0x07;
-        } else {
-            return 0;
-        }
-        if ((size_t)(e - p) <= need)
-            return 0;
-        for (unsigned i = 1; i <= need; i++) {
-            if ((p[i] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (p[i] & 0x3Fu);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        p += need + 1;
-    }
-    return 1;
-}
-
-/*
- * A class name: segments separated by '.' or '/', each non-empty and free of
- * ';' and '[' (JVMS §4.2.1; whitespace never reaches here).
- */
-static int class_ok(const char *p, const char *e)
-{
-    int seg = 0;
-    for (; p < e; p++) {
-        char c = *p;
-        if (c == '.' || c == '/') {
-            if (!seg)
-                return 0;
-            seg = 0;
-        } else if (c == ';' || c == '[') {
-            return 0;
-        } else {
-            seg = 1;
-        }
-    }
-    return seg;
-}
-
-/* A method name (JVMS §4.2.2): non-empty, none of . ; [ / and no < or >
- * except in <init> and <clinit>. */
-static int method_ok(const char *p, const char *e)
-{
-    size_t n = (size_t)(e - p);
-    if (n == 6 && !memcmp(p, "<init>", 6))
-        return 1;
-    if (n == 8 && !memcmp(p, "<clinit>", 8))
-        return 1;
-    if (!n)
+    const unsigned char *p = (const unsigned char *)sp;
+    size_t left = (size_t)((const unsigned char *)se - p), need;
+    uint32_t cp, min;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF) {
+        need = 1, min = 0x80, cp = p[0] & 0x1Fu;
+    } else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
+        need = 2, min = 0x800, cp = p[0] & 0x0Fu;
+    } else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
+        need = 3, min = 0x10000, cp = p[0] & 0x07u;
+    } else {
         return 0;
-    for (; p < e; p++)
-        if (*p == '.' || *p == ';' || *p == '[' || *p == '/' || *p == '<' || *p == '>')
+    }
+    if (left <= need)
+        return 0;
+    for (size_t i = 1; i <= need; i++) {
+        if ((p[i] & 0xC0) != 0x80)
             return 0;
-    return 1;
+        cp = (cp << 6) | (p[i] & 0x3Fu);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return need + 1;
+}
+
+/* ---- fields: checked and copied to the arena in one pass ---------------- */
+
+/*
+ * Copies the class name at p to *wp: segments separated by '.' or '/'
+ * (written as `sep`), each non-empty and without ';' '[' (JVMS §4.2.1).
+ * Outside a descriptor the name ends at whitespace or e; inside one
+ * (`in_desc`) it must end at ';'. Returns where it ended, or NULL with *why.
+ */
+static const char *copy_class(const char *p, const char *e, char **wp, char sep, int in_desc,
+                              const char **why)
+{
+    char *w = *wp;
+    const char *seg = p;
+    const unsigned special = K_WS | K_CTL | K_HI | K_SEP | K_BADC;
+    *why = in_desc ? "malformed descriptor" : "malformed class name";
+    while (p < e) {
+        unsigned k = kind[(unsigned char)*p];
+        if (!(k & special)) {
+            *w++ = *p++;
+        } else if (k & K_SEP) {
+            if (p == seg)
+                return NULL;
+            *w++ = sep;
+            seg = ++p;
+        } else if (k & K_HI) {
+            size_t n = utf8_len(p, e);
+            if (!n) {
+                *why = BAD_TEXT;
+                return NULL;
+            }
+            memcpy(w, p, n);
+            w += n;
+            p += n;
+        } else if (in_desc ? *p == ';' : (k & K_WS) != 0) {
+            break;
+        } else {
+            if (k & K_CTL)
+                *why = BAD_TEXT;
+            return NULL;
+        }
+    }
+    if (p == seg || (in_desc && p == e))
+        return NULL;
+    *wp = w;
+    return p;
+}
+
+/* Copies the method name at p (ends at whitespace or e): <init>, <clinit>,
+ * or a name without . ; [ / < > (JVMS §4.2.2). NULL with *why if bad. */
+static const char *copy_method(const char *p, const char *e, char **wp, const char **why)
+{
+    char *w = *wp;
+    const char *s = p;
+    *why = "malformed method name";
+    if (*p == '<') {
+        static const char *const special[] = { "<init>", "<clinit>" };
+        for (int i = 0; i < 2; i++) {
+            size_t n = strlen(special[i]);
+            if ((size_t)(e - p) >= n && !memcmp(p, special[i], n) &&
+                (p + n == e || is_ws(p[n]))) {
+                memcpy(w, p, n);
+                *wp = w + n;
+                return p + n;
+            }
+        }
+        return NULL;
+    }
+    const unsigned special = K_WS | K_CTL | K_HI | K_BADM;
+    while (p < e) {
+        unsigned k = kind[(unsigned char)*p];
+        if (!(k & special)) {
+            *w++ = *p++;
+        } else if (k & K_WS) {
+            break;
+        } else if (k & K_HI) {
+            size_t n = utf8_len(p, e);
+            if (!n) {
+                *why = BAD_TEXT;
+                return NULL;
+            }
+            memcpy(w, p, n);
+            w += n;
+            p += n;
+        } else {
+            if (k & K_CTL)
+                *why = BAD_TEXT;
+            return NULL;
+        }
+    }
+    if (p == s)
+        return NULL;
+    *wp = w;
+    return p;
 }
 
 /*
- * Checks one FieldType at p (JVMS §4.3.2, '.' allowed for '/' in class
- * names). Returns its end, or NULL with *why set. *slots gets the local
- * variable slots it takes: 2 for long and double, else 1.
+ * Copies one FieldType (JVMS §4.3.2) at p to *wp, class names with '/'.
+ * *slots gets the local-variable slots it takes: 2 for long and double,
+ * else 1. NULL with *why if malformed.
  */
-static const char *field_type(const char *p, const char *e, int *slots, const char **why)
+static const char *copy_field(const char *p, const char *e, char **wp, int *slots,
+                              const char **why)
 {
+    char *w = *wp;
     const char *s = p;
     while (p < e && *p == '[')
-        p++;
+        *w++ = *p++;
     if (p - s > MAX_DIMS) {
         *why = "descriptor has an array type of more than 255 dimensions";
         return NULL;
     }
-    int array = p != s;
     *why = "malformed descriptor";
     if (p >= e)
         return NULL;
+    *slots = 1;
     switch (*p) {
-    case 'B': case 'C': case 'F': case 'I': case 'S': case 'Z':
-        *slots = 1;
-        return p + 1;
     case 'D': case 'J':
-        *slots = array ? 1 : 2;
-        return p + 1;
-    case 'L': {
-        const char *n = ++p;
-        while (p < e && *p != ';')
-            p++;
-        if (p >= e || !class_ok(n, p))
+        if (p == s)
+            *slots = 2;
+        /* fall through */
+    case 'B': case 'C': case 'F': case 'I': case 'S': case 'Z':
+        *w++ = *p++;
+        break;
+    case 'L':
+        *w++ = *p++;
+        if (!(p = copy_class(p, e, &w, '/', 1, why)))
             return NULL;
-        *slots = 1;
-        return p + 1;
-    }
+        *w++ = *p++; /* ';' */
+        break;
     default:
         return NULL;
     }
+    *wp = w;
+    return p;
 }
 
-/* A MethodDescriptor (JVMS §4.3.3) filling [p, e) exactly. `this` takes a
- * parameter slot unless the method is static. */
-static int descriptor_ok(const char *p, const char *e, uint32_t access, const char **why)
+/*
+ * Copies the MethodDescriptor (JVMS §4.3.3) at p to *wp; it ends at
+ * whitespace or e. `this` takes a parameter slot unless the method is
+ * static. Returns where it ended, or NULL with *why.
+ */
+static const char *copy_descriptor(const char *p, const char *e, uint32_t access, char **wp,
+                                   const char **why)
 {
-    *why = "malformed descriptor";
-    if (p >= e || *p != '(')
-        return 0;
-    p++;
+    char *w = *wp;
     int total = (access & ACC_STATIC) ? 0 : 1, slots;
+    *why = "malformed descriptor";
+    if (*p != '(')
+        return NULL;
+    *w++ = *p++;
     while (p < e && *p != ')') {
-        if (!(p = field_type(p, e, &slots, why)))
-            return 0;
+        if (!(p = copy_field(p, e, &w, &slots, why)))
+            return NULL;
         total += slots;
         if (total > MAX_SLOTS) {
             *why = "descriptor has more than 255 parameter slots";
-            return 0;
+            return NULL;
         }
     }
     if (p >= e)
-        return 0;
-    p++; /* ')' */
+        return NULL;
+    *w++ = *p++; /* ')' */
     if (p < e && *p == 'V')
-        return p + 1 == e;
-    p = field_type(p, e, &slots, why);
-    if (p && p != e) {
+        *w++ = *p++;
+    else if (!(p = copy_field(p, e, &w, &slots, why)))
+        return NULL;
+    if (p < e && !is_ws(*p)) {
         *why = "malformed descriptor";
-        return 0;
+        return NULL;
     }
-    return p != NULL;
+    *wp = w;
+    return p;
 }
 
 /*
@@ -255,19 +351,9 @@ static uint32_t *slot_of(const bl_methodids *t, uint32_t id)
     return pg ? &pg[id & PAGE_MASK] : NULL;
 }
 
-/* Copies [p, e) to the arena with `from` bytes turned into `to`; returns the
- * NUL-terminated copy. */
-static const char *store(parser *ps, const char *p, const char *e, char from, char to)
-{
-    char *s = ps->w;
-    for (; p < e; p++)
-        *ps->w++ = *p == from ? to : *p;
-    *ps->w++ = '\0';
-    return s;
-}
-
-static bl_err add_entry(parser *ps, uint32_t id, uint32_t access, const char *c, const char *ce,
-                        const char *m, const char *me, const char *d, const char *de)
+/* Appends an entry whose strings are already in the arena. */
+static bl_err add_entry(parser *ps, uint32_t id, uint32_t access, const char *cls,
+                        const char *name, const char *desc)
 {
     bl_methodids *t = ps->t;
     uint32_t **pg = &t->page[id >> PAGE_BITS];
@@ -284,11 +370,11 @@ static bl_err add_entry(parser *ps, uint32_t id, uint32_t access, const char *c,
     bl_mid_entry *en = &t->ent[t->n];
     en->id = id;
     en->access = access;
-    en->cls = store(ps, c, ce, '/', '.');
-    en->name = store(ps, m, me, 0, 0);
-    en->desc = store(ps, d, de, '.', '/');
+    en->cls = cls;
+    en->name = name;
+    en->desc = desc;
     (*pg)[id & PAGE_MASK] = ++t->n;
-    if (ps->t->n > 1 && id < ps->last_id)
+    if (t->n > 1 && id < ps->last_id)
         ps->sorted = 0;
     ps->last_id = id;
     if (id >= t->id_limit)
@@ -421,14 +507,14 @@ static bl_err comment_line(parser *ps, const char *p, const char *e, const char 
     return BL_OK;
 }
 
-/* A record line: [p, e) is trimmed and non-empty. */
+/*
+ * A record line: [p, e) is trimmed and non-empty. Class, name and descriptor
+ * are written to the arena as they are checked; ps->w only moves past them
+ * once the whole record is accepted.
+ */
 static bl_err record_line(parser *ps, const char *p, const char *e, const char **why)
 {
     ps->seen_record = 1;
-    if (!text_ok((const unsigned char *)p, (const unsigned char *)e)) {
-        *why = "control character or invalid UTF-8";
-        return BL_EFORMAT;
-    }
     uint32_t id, access;
     int r = parse_dec(&p, e, BL_MID_MAX_ID, &id);
     if (r <= 0) {
@@ -448,38 +534,40 @@ static bl_err record_line(parser *ps, const char *p, const char *e, const char *
         *why = "expected ',' after the access flags";
         return BL_EFORMAT;
     }
-    const char *c = p;
-    while (p < e && !is_ws(*p))
-        p++;
-    const char *ce = p;
-    if (c == ce) {
+    if (p >= e || is_ws(*p)) {
         *why = "empty class name";
         return BL_EFORMAT;
     }
-    if (!class_ok(c, ce)) {
-        *why = "malformed class name";
+    char *w = ps->w;
+    const char *cls = w, *name, *desc;
+    if (!(p = copy_class(p, e, &w, '.', 0, why)))
         return BL_EFORMAT;
-    }
-    const char *m, *me, *d = e, *de = e;
-    if (!next_word(&p, e, &m, &me)) {
+    *w++ = '\0';
+    while (p < e && is_ws(*p))
+        p++;
+    if (p >= e) {
         *why = "no method name after the class";
         return BL_EFORMAT;
     }
-    if (!method_ok(m, me)) {
-        *why = "malformed method name";
+    name = w;
+    if (!(p = copy_method(p, e, &w, why)))
         return BL_EFORMAT;
-    }
-    if (next_word(&p, e, &d, &de)) {
+    *w++ = '\0';
+    while (p < e && is_ws(*p))
+        p++;
+    desc = w;
+    if (p < e) {
+        if (!(p = copy_descriptor(p, e, access, &w, why)))
+            return BL_EFORMAT;
         if (p < e) {
             *why = "unexpected text after the descriptor";
             return BL_EFORMAT;
         }
-        if (!descriptor_ok(d, de, access, why))
-            return BL_EFORMAT;
     } else if (!(access & ACC_NATIVE)) {
         *why = "no descriptor (only native methods may omit it)";
         return BL_EFORMAT;
     }
+    *w++ = '\0';
     uint32_t *slot = slot_of(ps->t, id);
     if (slot && *slot) {
         snprintf(ps->msg, sizeof ps->msg, "duplicate methodId %u (the first definition is kept)",
@@ -487,7 +575,10 @@ static bl_err record_line(parser *ps, const char *p, const char *e, const char *
         *why = ps->msg;
         return BL_EFORMAT;
     }
-    return add_entry(ps, id, access, c, ce, m, me, d, de);
+    bl_err err = add_entry(ps, id, access, cls, name, desc);
+    if (!err)
+        ps->w = w;
+    return err;
 }
 
 static bl_err one_line(parser *ps, const char *p, const char *e, const char **why)

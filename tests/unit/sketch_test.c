@@ -1,7 +1,691 @@
-/* placeholder: replaced by the real test */
-#include <stdio.h>
+/*
+ * sketch_test.c — the percentile sketch: bucket/midpoint consistency for
+ * every small value, every bucket and random values over all of uint64; the
+ * relative error bound; quantiles of known distributions against the exact
+ * sorted-array quantile; exact merges; the serialised form and malformed
+ * blobs; and a throughput print (no timing asserts).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "agg/sketch.h"
+#include "testutil.h"
+
+#define NB BL_SKETCH_BUCKETS
+
+static uint64_t rng_state;
+
+/* splitmix64 */
+static uint64_t rnd(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A value whose magnitude is spread evenly over the 64 bit positions. */
+static uint64_t rnd_any(void)
+{
+    return rnd() >> (rnd() % 64);
+}
+
+/* Exact quantile of a sorted array with the header's rank definition. */
+static uint64_t exact_quantile(const uint64_t *sorted, size_t n, double q)
+{
+    if (q >= 1.0)
+        return sorted[n - 1];
+    double r = q * (double)n;
+    uint64_t rank = (uint64_t)r;
+    if ((double)rank < r)
+        rank++;
+    if (rank < 1)
+        rank = 1;
+    return sorted[rank - 1];
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* |a - b| <= b * num / den, in integers */
+static int within(uint64_t a, uint64_t b, uint64_t num, uint64_t den)
+{
+    uint64_t d = a > b ? a - b : b - a;
+    return (unsigned __int128)d * den <= (unsigned __int128)b * num;
+}
+
+/* Everything observable about a sketch, for "nothing changed" checks. */
+typedef struct snap {
+    uint64_t count, max, sum;
+    uint32_t lo, hi;
+    int has_buckets;
+    uint64_t bucket[NB];
+} snap;
+
+static void take(const bl_sketch *s, snap *o)
+{
+    o->count = s->count;
+    o->max = s->max;
+    o->sum = s->sum;
+    o->lo = s->lo;
+    o->hi = s->hi;
+    o->has_buckets = s->bucket != NULL;
+    if (s->bucket)
+        memcpy(o->bucket, s->bucket, sizeof o->bucket);
+    else
+        memset(o->bucket, 0, sizeof o->bucket);
+}
+
+static int same(const snap *a, const snap *b)
+{
+    return a->count == b->count && a->max == b->max && a->sum == b->sum && a->lo == b->lo &&
+           a->hi == b->hi && a->has_buckets == b->has_buckets &&
+           !memcmp(a->bucket, b->bucket, sizeof a->bucket);
+}
+
+static snap snap_a, snap_b;
+
+/* Checks the invariants in sketch.c's header comment. */
+static void check_invariants(const bl_sketch *s)
+{
+    if (!s->count) {
+        uint64_t total = 0;
+        for (uint32_t b = 0; s->bucket && b < NB; b++)
+            total += s->bucket[b];
+        ck_assert_uint_eq(total, 0);
+        return;
+    }
+    ck_assert_ptr_nonnull(s->bucket);
+    ck_assert_uint_le(s->lo, s->hi);
+    ck_assert_uint_lt(s->hi, NB);
+    ck_assert_uint_ne(s->bucket[s->lo], 0);
+    ck_assert_uint_ne(s->bucket[s->hi], 0);
+    uint64_t total = 0, outside = 0;
+    for (uint32_t b = 0; b < NB; b++) {
+        if (b < s->lo || b > s->hi)
+            outside += s->bucket[b];
+        total += s->bucket[b];
+    }
+    ck_assert_uint_eq(outside, 0);
+    ck_assert_uint_eq(total, s->count);
+}
+
+/* ---- buckets ----------------------------------------------------------- */
+
+START_TEST(small_values)
+{
+    /* values below 2^7 have buckets of their own */
+    for (uint64_t v = 0; v < 128; v++) {
+        ck_assert_uint_eq(bl_sketch_bucket(v), v);
+        ck_assert_uint_eq(bl_sketch_bucket_mid((uint32_t)v), v);
+    }
+    /* every value up to 2^20: in its bucket, monotone, contiguous (Check
+     * only on failure: each passing ck_assert costs a syscall) */
+    uint32_t prev = 0;
+    for (uint64_t v = 0; v <= (1u << 20); v++) {
+        uint32_t b = bl_sketch_bucket(v);
+        uint64_t mid = bl_sketch_bucket_mid(b);
+        if (!(b == prev || b == prev + 1) || bl_sketch_bucket(mid) != b || !within(mid, v, 1, 128))
+            ck_abort_msg("v=%llu: bucket %u (previous %u), mid %llu", (unsigned long long)v,
+                         (unsigned)b, (unsigned)prev, (unsigned long long)mid);
+        prev = b;
+    }
+    ck_assert_uint_eq(bl_sketch_bucket(128), 128);
+    ck_assert_uint_eq(bl_sketch_bucket(129), 128);
+    ck_assert_uint_eq(bl_sketch_bucket(130), 129);
+    ck_assert_uint_eq(bl_sketch_bucket_mid(128), 129);
+    ck_assert_uint_eq(bl_sketch_bucket(UINT64_MAX), NB - 1);
+}
+END_TEST
+
+START_TEST(every_bucket)
+{
+    uint64_t prev_mid = 0;
+    for (uint32_t b = 0; b < NB; b++) {
+        uint64_t mid = bl_sketch_bucket_mid(b);
+        if (bl_sketch_bucket(mid) != b || (b && mid <= prev_mid))
+            ck_abort_msg("bucket %u: mid %llu", (unsigned)b, (unsigned long long)mid);
+        prev_mid = mid;
+    }
+    /* powers of two start a bucket: the one before ends the previous */
+    for (int k = 1; k < 64; k++) {
+        uint64_t p = 1ull << k;
+        ck_assert_uint_eq(bl_sketch_bucket(p), bl_sketch_bucket(p - 1) + 1);
+        ck_assert_uint_eq(bl_sketch_bucket(p + 1) - bl_sketch_bucket(p), k <= 6 ? 1 : 0);
+    }
+    /* the midpoint is the middle of its bucket: for b >= 128 the bucket is
+     * [mid - w/2, mid + w/2) with w a power of two */
+    for (uint32_t b = 128; b < NB; b++) {
+        uint64_t mid = bl_sketch_bucket_mid(b);
+        uint64_t half = 1ull << ((b >> 6) - 2); /* w/2 = 2^(shift-1), shift = (b >> 6) - 1 */
+        if (bl_sketch_bucket(mid - half) != b || bl_sketch_bucket(mid - half - 1) != b - 1 ||
+            bl_sketch_bucket(mid + (half - 1)) != b ||
+            (b + 1 < NB && bl_sketch_bucket(mid + half) != b + 1))
+            ck_abort_msg("bucket %u is not [mid - %llu, mid + %llu)", (unsigned)b,
+                         (unsigned long long)half, (unsigned long long)half);
+    }
+}
+END_TEST
+
+START_TEST(random_values)
+{
+    rng_state = 1;
+    for (int i = 0; i < 2000000; i++) {
+        uint64_t v = rnd_any();
+        uint32_t b = bl_sketch_bucket(v);
+        if (b >= NB)
+            ck_abort_msg("v=%llu: bucket %u", (unsigned long long)v, (unsigned)b);
+        uint64_t mid = bl_sketch_bucket_mid(b);
+        /* in its bucket, monotone, relative error <= 2^-7 */
+        if (bl_sketch_bucket(mid) != b || !within(mid, v, 1, 128) ||
+            (v && bl_sketch_bucket(v - 1) > b) || (v != UINT64_MAX && bl_sketch_bucket(v + 1) < b))
+            ck_abort_msg("v=%llu: bucket %u, mid %llu", (unsigned long long)v, (unsigned)b,
+                         (unsigned long long)mid);
+    }
+}
+END_TEST
+
+/* ---- quantiles ----------------------------------------------------------- */
+
+static const double qs[] = { 0.0, 0.001, 0.25, 0.5, 0.9, 0.99, 0.999, 1.0 };
+
+/* Adds vals to a sketch and compares every quantile with the exact one. */
+static void check_distribution(const char *name, uint64_t *vals, size_t n)
+{
+    bl_sketch s;
+    bl_sketch_init(&s);
+    uint64_t sum = 0;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        bad |= bl_sketch_add(&s, vals[i], 1) != BL_OK;
+        sum = sum > UINT64_MAX - vals[i] ? UINT64_MAX : sum + vals[i]; /* saturating */
+    }
+    ck_assert_int_eq(bad, 0);
+    check_invariants(&s);
+    ck_assert_uint_eq(s.count, n);
+    ck_assert_uint_eq(s.sum, sum);
+    qsort(vals, n, sizeof *vals, cmp_u64);
+    ck_assert_uint_eq(s.max, vals[n - 1]);
+    for (size_t i = 0; i < sizeof qs / sizeof *qs; i++) {
+        uint64_t got = bl_sketch_quantile(&s, qs[i]);
+        uint64_t want = exact_quantile(vals, n, qs[i]);
+        /* the promise is 2%; the construction gives 2^-7 */
+        ck_assert_msg(within(got, want, 2, 100), "%s q=%g: %llu vs exact %llu", name, qs[i],
+                      (unsigned long long)got, (unsigned long long)want);
+        ck_assert_msg(within(got, want, 1, 128), "%s q=%g: %llu vs exact %llu", name, qs[i],
+                      (unsigned long long)got, (unsigned long long)want);
+        ck_assert_uint_eq(bl_sketch_bucket(got), bl_sketch_bucket(want));
+    }
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 1.0), vals[n - 1]);
+    bl_sketch_cleanup(&s);
+}
+
+START_TEST(uniform)
+{
+    size_t n = 1000000;
+    uint64_t *v = malloc(n * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    rng_state = 7;
+    for (size_t i = 0; i < n; i++)
+        v[i] = i + 1;
+    /* order of adds does not matter; shuffle anyway */
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = (size_t)(rnd() % (i + 1));
+        uint64_t t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+    check_distribution("uniform 1..1e6", v, n);
+    /* the known answers */
+    bl_sketch s;
+    bl_sketch_init(&s);
+    int bad = 0;
+    for (uint64_t i = 1; i <= n; i++)
+        bad |= bl_sketch_add(&s, i, 1) != BL_OK;
+    ck_assert_int_eq(bad, 0);
+    ck_assert(within(bl_sketch_quantile(&s, 0.5), 500000, 1, 128));
+    ck_assert(within(bl_sketch_quantile(&s, 0.9), 900000, 1, 128));
+    ck_assert(within(bl_sketch_quantile(&s, 0.99), 990000, 1, 128));
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 0.0), 1);
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 1.0), 1000000);
+    bl_sketch_cleanup(&s);
+    free(v);
+}
+END_TEST
+
+START_TEST(exponential)
+{
+    size_t n = 500000;
+    uint64_t *v = malloc(n * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    rng_state = 11;
+    for (size_t i = 0; i < n; i++) {
+        double u = ((double)(rnd() >> 11) + 1.0) / 9007199254740992.0; /* (0, 1] */
+        v[i] = (uint64_t)(-log(u) * 20000.0);                            /* mean 20 ms */
+    }
+    check_distribution("exponential", v, n);
+    free(v);
+}
+END_TEST
+
+START_TEST(wide_and_odd)
+{
+    size_t n = 200000;
+    uint64_t *v = malloc(n * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    rng_state = 13;
+    for (size_t i = 0; i < n; i++)
+        v[i] = rnd_any();
+    check_distribution("log-uniform", v, n);
+    for (size_t i = 0; i < n; i++)
+        v[i] = 12345;
+    check_distribution("constant", v, n);
+    v[0] = 987654321;
+    check_distribution("single", v, 1);
+    v[0] = 0;
+    check_distribution("single zero", v, 1);
+    for (size_t i = 0; i < 101; i++)
+        v[i] = i;
+    check_distribution("0..100 (exact)", v, 101);
+    bl_sketch s;
+    bl_sketch_init(&s);
+    for (uint64_t i = 0; i <= 100; i++)
+        ck_assert_int_eq(bl_sketch_add(&s, i, 1), BL_OK);
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 0.5), 50);
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 0.9), 90);
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 0.0), 0);
+    bl_sketch_cleanup(&s);
+    free(v);
+}
+END_TEST
+
+START_TEST(edge_cases)
+{
+    bl_sketch s;
+    bl_sketch_init(&s);
+    /* empty */
+    for (size_t i = 0; i < sizeof qs / sizeof *qs; i++)
+        ck_assert_uint_eq(bl_sketch_quantile(&s, qs[i]), 0);
+    /* n == 0 adds nothing and allocates nothing */
+    ck_assert_int_eq(bl_sketch_add(&s, 5, 0), BL_OK);
+    ck_assert_ptr_null(s.bucket);
+    ck_assert_uint_eq(s.count, 0);
+    /* weighted adds */
+    ck_assert_int_eq(bl_sketch_add(&s, 10, 3), BL_OK);
+    ck_assert_int_eq(bl_sketch_add(&s, 1000, 1), BL_OK);
+    ck_assert_int_eq(bl_sketch_add(&s, 7, 0), BL_OK);
+    check_invariants(&s);
+    ck_assert_uint_eq(s.count, 4);
+    ck_assert_uint_eq(s.sum, 1030);
+    ck_assert_uint_eq(s.max, 1000);
+    ck_assert_uint_eq(s.lo, 10);
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 0.75), 10);
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 0.76), bl_sketch_bucket_mid(bl_sketch_bucket(1000)));
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 1.0), 1000);
+    /* out-of-range q: clamped */
+    ck_assert_uint_eq(bl_sketch_quantile(&s, -1.0), 10);
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 2.0), 1000);
+    ck_assert_uint_eq(bl_sketch_quantile(&s, NAN), 10);
+    /* tiny q still means rank 1 */
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 1e-300), 10);
+    /* sum saturates, max is exact */
+    ck_assert_int_eq(bl_sketch_add(&s, UINT64_MAX, 2), BL_OK);
+    ck_assert_uint_eq(s.sum, UINT64_MAX);
+    ck_assert_uint_eq(s.max, UINT64_MAX);
+    ck_assert_uint_eq(s.hi, NB - 1);
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 1.0), UINT64_MAX);
+    ck_assert(within(bl_sketch_quantile(&s, 0.99), UINT64_MAX, 1, 128));
+    check_invariants(&s);
+    /* reset keeps the storage and empties everything */
+    uint64_t *keep = s.bucket;
+    bl_sketch_reset(&s);
+    ck_assert_ptr_eq(s.bucket, keep);
+    ck_assert_uint_eq(s.count, 0);
+    ck_assert_uint_eq(s.sum, 0);
+    ck_assert_uint_eq(s.max, 0);
+    check_invariants(&s);
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 0.5), 0);
+    ck_assert_int_eq(bl_sketch_add(&s, 42, 1), BL_OK);
+    ck_assert_uint_eq(s.lo, 42);
+    ck_assert_uint_eq(s.hi, 42);
+    ck_assert_uint_eq(bl_sketch_quantile(&s, 0.5), 42);
+    bl_sketch_cleanup(&s);
+    ck_assert_ptr_null(s.bucket);
+    bl_sketch_cleanup(&s); /* twice is fine */
+    bl_sketch_reset(&s);   /* as is resetting an unallocated sketch */
+    ck_assert_ptr_null(s.bucket);
+}
+END_TEST
+
+/* ---- merge --------------------------------------------------------------- */
+
+START_TEST(merge_exact)
+{
+    bl_sketch a, b, all, empty;
+    bl_sketch_init(&a);
+    bl_sketch_init(&b);
+    bl_sketch_init(&all);
+    bl_sketch_init(&empty);
+    rng_state = 17;
+    int bad = 0;
+    for (int i = 0; i < 300000; i++) {
+        uint64_t v = rnd_any() >> 8, n = 1 + rnd() % 3;
+        bad |= bl_sketch_add(rnd() & 1 ? &a : &b, v, n) != BL_OK;
+        bad |= bl_sketch_add(&all, v, n) != BL_OK;
+    }
+    ck_assert_int_eq(bad, 0);
+    /* merging an empty sketch changes nothing and allocates nothing */
+    take(&a, &snap_a);
+    ck_assert_int_eq(bl_sketch_merge(&a, &empty), BL_OK);
+    take(&a, &snap_b);
+    ck_assert(same(&snap_a, &snap_b));
+    ck_assert_int_eq(bl_sketch_merge(&empty, &empty), BL_OK);
+    ck_assert_ptr_null(empty.bucket);
+
+    ck_assert_int_eq(bl_sketch_merge(&a, &b), BL_OK);
+    check_invariants(&a);
+    take(&a, &snap_a);
+    take(&all, &snap_b);
+    ck_assert(same(&snap_a, &snap_b));
+    for (size_t i = 0; i < sizeof qs / sizeof *qs; i++)
+        ck_assert_uint_eq(bl_sketch_quantile(&a, qs[i]), bl_sketch_quantile(&all, qs[i]));
+
+    /* into an unallocated sketch */
+    ck_assert_int_eq(bl_sketch_merge(&empty, &all), BL_OK);
+    take(&empty, &snap_a);
+    ck_assert(same(&snap_a, &snap_b));
+
+    /* with itself: every count doubles */
+    ck_assert_int_eq(bl_sketch_merge(&empty, &empty), BL_OK);
+    check_invariants(&empty);
+    ck_assert_uint_eq(empty.count, 2 * all.count);
+    for (uint32_t i = 0; i < NB; i++)
+        if (empty.bucket[i] != 2 * all.bucket[i])
+            ck_abort_msg("bucket %u not doubled", (unsigned)i);
+
+    /* a count that would not fit: refused, nothing changes */
+    bl_sketch big;
+    bl_sketch_init(&big);
+    ck_assert_int_eq(bl_sketch_add(&big, 5, UINT64_MAX - 10), BL_OK);
+    take(&big, &snap_a);
+    ck_assert_int_eq(bl_sketch_merge(&big, &all), BL_ETOOBIG);
+    take(&big, &snap_b);
+    ck_assert(same(&snap_a, &snap_b));
+
+    bl_sketch_cleanup(&a);
+    bl_sketch_cleanup(&b);
+    bl_sketch_cleanup(&all);
+    bl_sketch_cleanup(&empty);
+    bl_sketch_cleanup(&big);
+}
+END_TEST
+
+/* ---- serialised form ----------------------------------------------------- */
+
+START_TEST(blob_layout)
+{
+    bl_sketch s;
+    bl_sketch_init(&s);
+    bl_buf out;
+    bl_buf_init(&out, 0);
+    /* empty sketch: header only */
+    ck_assert_int_eq(bl_sketch_serialize(&s, &out), BL_OK);
+    static const uint8_t empty[8] = { 1, 6, 0, 0, 0, 0, 0, 0 };
+    ck_assert_uint_eq(out.len, 8);
+    ck_assert_mem_eq(out.data, empty, 8);
+
+    ck_assert_int_eq(bl_sketch_add(&s, 5, 2), BL_OK);
+    ck_assert_int_eq(bl_sketch_add(&s, 1000, 0x0102030405ull), BL_OK);
+    /* 1000 = 0b1111101000: e = 9, shift 3, 1000 >> 3 = 125 → 3*64 + 125 = 317 */
+    ck_assert_uint_eq(bl_sketch_bucket(1000), 317);
+    bl_buf_reset(&out);
+    ck_assert_int_eq(bl_buf_puts(&out, "xy"), BL_OK); /* appends after what is there */
+    ck_assert_int_eq(bl_sketch_serialize(&s, &out), BL_OK);
+    static const uint8_t want[] = {
+        'x', 'y', 1, 6, 0, 0, 2, 0, 0, 0,
+        5, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0,
+        0x3D, 0x01, 0, 0, 0x05, 0x04, 0x03, 0x02, 0x01, 0, 0, 0,
+    };
+    ck_assert_uint_eq(out.len, sizeof want);
+    ck_assert_mem_eq(out.data, want, sizeof want);
+    ck_assert_int_eq(out.data[out.len], '\0');
+
+    /* a capped buffer that is too small: BL_ETOOBIG, buffer unchanged */
+    bl_buf small;
+    bl_buf_init(&small, 16);
+    ck_assert_int_eq(bl_sketch_serialize(&s, &small), BL_ETOOBIG);
+    ck_assert_uint_eq(small.len, 0);
+    bl_buf_cleanup(&small);
+    bl_buf_cleanup(&out);
+    bl_sketch_cleanup(&s);
+}
+END_TEST
+
+START_TEST(blob_round_trip)
+{
+    bl_sketch a, c;
+    bl_sketch_init(&a);
+    bl_sketch_init(&c);
+    rng_state = 19;
+    int bad = 0;
+    for (int i = 0; i < 100000; i++)
+        bad |= bl_sketch_add(&a, rnd_any(), 1 + rnd() % 1000) != BL_OK;
+    ck_assert_int_eq(bad, 0);
+    bl_buf blob;
+    bl_buf_init(&blob, 0);
+    ck_assert_int_eq(bl_sketch_serialize(&a, &blob), BL_OK);
+
+    /* into an empty sketch: same buckets, count, lo, hi; max and sum are
+     * not in the blob */
+    ck_assert_int_eq(bl_sketch_merge_blob(&c, blob.data, blob.len), BL_OK);
+    check_invariants(&c);
+    ck_assert_uint_eq(c.count, a.count);
+    ck_assert_uint_eq(c.lo, a.lo);
+    ck_assert_uint_eq(c.hi, a.hi);
+    ck_assert_mem_eq(c.bucket, a.bucket, NB * sizeof *a.bucket);
+    ck_assert_uint_eq(c.max, 0);
+    ck_assert_uint_eq(c.sum, 0);
+    for (size_t i = 0; i + 1 < sizeof qs / sizeof *qs; i++)
+        ck_assert_uint_eq(bl_sketch_quantile(&c, qs[i]), bl_sketch_quantile(&a, qs[i]));
+
+    /* serialising the copy gives the same bytes */
+    bl_buf again;
+    bl_buf_init(&again, 0);
+    ck_assert_int_eq(bl_sketch_serialize(&c, &again), BL_OK);
+    ck_assert_uint_eq(again.len, blob.len);
+    ck_assert_mem_eq(again.data, blob.data, blob.len);
+
+    /* into a non-empty sketch: the same as bl_sketch_merge */
+    bl_sketch d, e;
+    bl_sketch_init(&d);
+    bl_sketch_init(&e);
+    for (int i = 0; i < 1000; i++) {
+        uint64_t v = rnd() % 5000;
+        ck_assert_int_eq(bl_sketch_add(&d, v, 1), BL_OK);
+        ck_assert_int_eq(bl_sketch_add(&e, v, 1), BL_OK);
+    }
+    ck_assert_int_eq(bl_sketch_merge_blob(&d, blob.data, blob.len), BL_OK);
+    ck_assert_int_eq(bl_sketch_merge(&e, &a), BL_OK);
+    ck_assert_uint_eq(d.count, e.count);
+    ck_assert_uint_eq(d.lo, e.lo);
+    ck_assert_uint_eq(d.hi, e.hi);
+    ck_assert_mem_eq(d.bucket, e.bucket, NB * sizeof *d.bucket);
+
+    /* an empty blob adds nothing and allocates nothing */
+    bl_sketch f;
+    bl_sketch_init(&f);
+    bl_buf_reset(&again);
+    ck_assert_int_eq(bl_sketch_serialize(&f, &again), BL_OK);
+    ck_assert_int_eq(bl_sketch_merge_blob(&f, again.data, again.len), BL_OK);
+    ck_assert_ptr_null(f.bucket);
+    ck_assert_uint_eq(f.count, 0);
+
+    bl_buf_cleanup(&blob);
+    bl_buf_cleanup(&again);
+    bl_sketch_cleanup(&a);
+    bl_sketch_cleanup(&c);
+    bl_sketch_cleanup(&d);
+    bl_sketch_cleanup(&e);
+    bl_sketch_cleanup(&f);
+}
+END_TEST
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Checks that merging blob into a populated and into an unallocated sketch
+ * fails with `want` and changes neither. */
+static void rejected(const uint8_t *blob, size_t len, bl_err want, const char *what)
+{
+    bl_sketch s, z;
+    bl_sketch_init(&s);
+    bl_sketch_init(&z);
+    ck_assert_int_eq(bl_sketch_add(&s, 3, 1), BL_OK);
+    ck_assert_int_eq(bl_sketch_add(&s, 70000, 2), BL_OK);
+    take(&s, &snap_a);
+    ck_assert_msg(bl_sketch_merge_blob(&s, blob, len) == want, "%s: not rejected", what);
+    take(&s, &snap_b);
+    ck_assert_msg(same(&snap_a, &snap_b), "%s: sketch changed", what);
+    ck_assert_int_eq(bl_sketch_merge_blob(&z, blob, len), want);
+    ck_assert_ptr_null(z.bucket);
+    ck_assert_uint_eq(z.count, 0);
+    bl_sketch_cleanup(&s);
+}
+
+START_TEST(blob_malformed)
+{
+    /* a valid blob with three buckets: 2 (×1), 300 (×5), 3775 (×7) */
+    uint8_t good[8 + 3 * 12];
+    memset(good, 0, sizeof good);
+    good[0] = 1;
+    good[1] = 6;
+    put32(good + 4, 3);
+    const uint32_t idx[3] = { 2, 300, NB - 1 };
+    const uint64_t cnt[3] = { 1, 5, 7 };
+    for (int i = 0; i < 3; i++) {
+        put32(good + 8 + 12 * i, idx[i]);
+        put64(good + 12 + 12 * i, cnt[i]);
+    }
+    bl_sketch s;
+    bl_sketch_init(&s);
+    ck_assert_int_eq(bl_sketch_merge_blob(&s, good, sizeof good), BL_OK);
+    ck_assert_uint_eq(s.count, 13);
+    ck_assert_uint_eq(s.bucket[300], 5);
+    ck_assert_uint_eq(s.lo, 2);
+    ck_assert_uint_eq(s.hi, NB - 1);
+    bl_sketch_cleanup(&s);
+
+    uint8_t m[sizeof good + 1];
+    /* every truncation, and one byte too many */
+    for (size_t len = 0; len < sizeof good; len++)
+        rejected(good, len, BL_EFORMAT, "truncated");
+    memcpy(m, good, sizeof good);
+    m[sizeof good] = 0;
+    rejected(m, sizeof good + 1, BL_EFORMAT, "trailing byte");
+    rejected(NULL, 0, BL_EFORMAT, "NULL");
+
+#define MUTATE(stmt, what)                       \
+    do {                                         \
+        memcpy(m, good, sizeof good);            \
+        stmt;                                    \
+        rejected(m, sizeof good, BL_EFORMAT, what); \
+    } while (0)
+
+    MUTATE(m[0] = 0, "version 0");
+    MUTATE(m[0] = 2, "version 2");
+    MUTATE(m[1] = 5, "sub_bits 5");
+    MUTATE(m[1] = 7, "sub_bits 7");
+    MUTATE(m[2] = 1, "reserved");
+    MUTATE(m[3] = 0x80, "reserved high");
+    MUTATE(put32(m + 4, 2), "n_nonzero too small");
+    MUTATE(put32(m + 4, 4), "n_nonzero too large");
+    MUTATE(put32(m + 4, UINT32_MAX), "n_nonzero huge");
+    MUTATE(put32(m + 8 + 12, 2), "repeated index");
+    MUTATE(put32(m + 8 + 12, 1), "descending index");
+    MUTATE((put32(m + 8, 300), put32(m + 8 + 12, 2)), "swapped indexes");
+    MUTATE(put32(m + 8 + 24, NB), "index out of range");
+    MUTATE(put32(m + 8 + 24, UINT32_MAX), "index far out of range");
+    MUTATE(put64(m + 12, 0), "zero count first");
+    MUTATE(put64(m + 12 + 24, 0), "zero count last");
+    MUTATE((put64(m + 12, UINT64_MAX), put64(m + 12 + 12, 1)), "counts overflow");
+#undef MUTATE
+
+    /* a total that fits in the blob but not in the sketch it is merged into */
+    bl_sketch t;
+    bl_sketch_init(&t);
+    ck_assert_int_eq(bl_sketch_add(&t, 9, UINT64_MAX - 12), BL_OK);
+    take(&t, &snap_a);
+    ck_assert_int_eq(bl_sketch_merge_blob(&t, good, sizeof good), BL_ETOOBIG);
+    take(&t, &snap_b);
+    ck_assert(same(&snap_a, &snap_b));
+    bl_sketch_cleanup(&t);
+    bl_sketch_init(&t);
+    ck_assert_int_eq(bl_sketch_add(&t, 9, UINT64_MAX - 13), BL_OK);
+    ck_assert_int_eq(bl_sketch_merge_blob(&t, good, sizeof good), BL_OK);
+    ck_assert_uint_eq(t.count, UINT64_MAX);
+    bl_sketch_cleanup(&t);
+}
+END_TEST
+
+/* ---- throughput (printed, not asserted) -------------------------------- */
+
+START_TEST(throughput)
+{
+    enum { N = 1 << 16, ROUNDS = 200 };
+    static uint64_t vals[N];
+    rng_state = 23;
+    for (int i = 0; i < N; i++)
+        vals[i] = rnd() % 2000000;
+    bl_sketch s;
+    bl_sketch_init(&s);
+    ck_assert_int_eq(bl_sketch_add(&s, 0, 1), BL_OK);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int r = 0; r < ROUNDS; r++)
+        for (int i = 0; i < N; i++)
+            bl_sketch_add(&s, vals[i], 1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    printf("sketch: %.1f M adds/s (%.2f ns/add)\n", (double)N * ROUNDS / sec / 1e6,
+           sec * 1e9 / ((double)N * ROUNDS));
+    ck_assert_uint_eq(s.count, (uint64_t)N * ROUNDS + 1);
+    bl_sketch_cleanup(&s);
+}
+END_TEST
+
 int main(void)
 {
-    puts("0 passed, 0 failed");
-    return 0;
+    Suite *s = suite_create("sketch");
+    TCase *tb = tcase_create("buckets");
+    tcase_add_test(tb, small_values);
+    tcase_add_test(tb, every_bucket);
+    tcase_add_test(tb, random_values);
+    suite_add_tcase(s, tb);
+    TCase *tq = tcase_create("quantiles");
+    tcase_add_test(tq, uniform);
+    tcase_add_test(tq, exponential);
+    tcase_add_test(tq, wide_and_odd);
+    tcase_add_test(tq, edge_cases);
+    suite_add_tcase(s, tq);
+    TCase *tm = tcase_create("merge");
+    tcase_add_test(tm, merge_exact);
+    tcase_add_test(tm, blob_layout);
+    tcase_add_test(tm, blob_round_trip);
+    tcase_add_test(tm, blob_malformed);
+    tcase_add_test(tm, throughput);
+    suite_add_tcase(s, tm);
+    return tu_run(s);
 }
