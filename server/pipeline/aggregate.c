@@ -5,7 +5,8 @@
  * the (method, main, hour) stat delta (the hour rarely changes inside a
  * batch: the cache is keyed by methodId × main and checked against the
  * hour and the delta generation, so most calls skip the hash map), one hash
- * lookup for the call-path node, one sketch add.
+ * lookup for the call-path node, and one sequential append of the inclusive
+ * time; the sketches are built per stat in bl_agg_finish.
  */
 #include "pipeline/aggregate.h"
 
@@ -17,8 +18,9 @@ void bl_agg_init(bl_agg *a, int64_t next_node, uint32_t max_nodes, bl_agg_new_ro
 {
     memset(a, 0, sizeof *a);
     bl_u128map_init(&a->stat_ix);
-    bl_u128map_init(&a->node_ix);
     bl_calltree_init(&a->tree);
+    bl_sketch_init(&a->scratch);
+    bl_buf_init(&a->blobs, 0);
     a->gen = 1;
     a->next_node = next_node;
     a->max_nodes = max_nodes;
@@ -28,12 +30,12 @@ void bl_agg_init(bl_agg *a, int64_t next_node, uint32_t max_nodes, bl_agg_new_ro
 
 void bl_agg_clear(bl_agg *a)
 {
-    for (size_t i = 0; i < a->n_stats; i++)
-        bl_sketch_cleanup(&a->stats[i].sk);
     a->n_stats = 0;
     a->n_nodes = 0;
+    a->n_vals = 0;
+    a->n_touched = 0;
+    bl_buf_reset(&a->blobs);
     bl_u128map_clear(&a->stat_ix);
-    bl_u128map_clear(&a->node_ix);
     a->gen++;
 }
 
@@ -41,11 +43,83 @@ void bl_agg_cleanup(bl_agg *a)
 {
     bl_agg_clear(a);
     free(a->stats);
-    free(a->nodes);
     bl_u128map_cleanup(&a->stat_ix);
-    bl_u128map_cleanup(&a->node_ix);
     bl_calltree_cleanup(&a->tree);
     free(a->node_of);
+    free(a->vals);
+    free(a->vals2);
+    free(a->touched);
+    free(a->nodes);
+    bl_sketch_cleanup(&a->scratch);
+    bl_buf_cleanup(&a->blobs);
+}
+
+bl_err bl_agg_finish(bl_agg *a)
+{
+    size_t n = a->n_vals, ns = a->n_stats;
+    if (n > a->cap_vals2) {
+        bl_agg_val *v = realloc(a->vals2, n * sizeof *v);
+        if (!v)
+            return BL_ENOMEM;
+        a->vals2 = v;
+        a->cap_vals2 = n;
+    }
+    /* counting sort by stat: stats[i].count values each, in order */
+    size_t *pos = malloc((ns + 1) * sizeof *pos);
+    if (!pos)
+        return BL_ENOMEM;
+    size_t acc = 0;
+    for (size_t i = 0; i < ns; i++) {
+        pos[i] = acc;
+        acc += a->stats[i].count;
+    }
+    pos[ns] = acc;
+    if (acc != n) { /* counts and kept values disagree: a bug */
+        free(pos);
+        return BL_EINVAL;
+    }
+    for (size_t k = 0; k < n; k++)
+        a->vals2[pos[a->vals[k].stat]++] = a->vals[k];
+    bl_buf_reset(&a->blobs);
+    bl_err err = BL_OK;
+    size_t start = 0;
+    for (size_t i = 0; i < ns && !err; i++) {
+        bl_agg_stat *s = &a->stats[i];
+        bl_sketch_reset(&a->scratch);
+        for (size_t k = start; k < start + s->count && !err; k++)
+            err = bl_sketch_add(&a->scratch, a->vals2[k].us, 1);
+        start += s->count;
+        s->blob_off = a->blobs.len;
+        if (!err)
+            err = bl_sketch_serialize(&a->scratch, &a->blobs);
+        s->blob_len = a->blobs.len - s->blob_off;
+    }
+    free(pos);
+    if (err)
+        return err;
+    /* node deltas */
+    if (a->n_touched > a->cap_nodes) {
+        bl_agg_node *nn = realloc(a->nodes, a->n_touched * sizeof *nn);
+        if (!nn)
+            return BL_ENOMEM;
+        a->nodes = nn;
+        a->cap_nodes = a->n_touched;
+    }
+    for (size_t i = 0; i < a->n_touched; i++) {
+        bl_agg_build *b = a->touched[i].b;
+        const bl_agg_lnode *ln = &b->lnode[a->touched[i].local];
+        bl_agg_node *d = &a->nodes[i];
+        d->id = ln->id;
+        d->build_id = b->build_id;
+        d->parent = ln->parent1 ? b->lnode[ln->parent1 - 1].id : 0;
+        d->method = (int64_t)(ln->key >> 1);
+        d->main = (int)(ln->key & 1);
+        d->count = ln->count;
+        d->total = ln->total;
+        d->self = ln->self;
+    }
+    a->n_nodes = a->n_touched;
+    return BL_OK;
 }
 
 void bl_agg_build_init(bl_agg_build *b, int64_t build_id)
@@ -53,6 +127,7 @@ void bl_agg_build_init(bl_agg_build *b, int64_t build_id)
     memset(b, 0, sizeof *b);
     b->build_id = build_id;
     bl_u128map_init(&b->nodes);
+    bl_u128map_init(&b->id_local);
 }
 
 void bl_agg_build_cleanup(bl_agg_build *b)
@@ -60,7 +135,9 @@ void bl_agg_build_cleanup(bl_agg_build *b)
     free(b->rows);
     free(b->slot_gen);
     free(b->slot_idx);
+    free(b->lnode);
     bl_u128map_cleanup(&b->nodes);
+    bl_u128map_cleanup(&b->id_local);
     memset(b, 0, sizeof *b);
 }
 
@@ -99,15 +176,51 @@ bl_err bl_agg_build_set_row(bl_agg_build *b, uint32_t mid, int64_t row)
     return BL_OK;
 }
 
-bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int main, int64_t row)
+/* Appends a local node; *local gets its index. */
+static bl_err new_local(bl_agg_build *b, int64_t id, uint32_t parent_local1, int main,
+                        int64_t row, uint32_t *local)
 {
+    if (b->n_local == b->cap_local) {
+        uint32_t nc = b->cap_local ? b->cap_local * 2 : 1024;
+        bl_agg_lnode *nl = realloc(b->lnode, (size_t)nc * sizeof *nl);
+        if (!nl)
+            return BL_ENOMEM;
+        b->lnode = nl;
+        b->cap_local = nc;
+    }
     uint64_t *v;
     int ins;
-    bl_err e = bl_u128map_put(&b->nodes, (uint64_t)parent << 1 | (uint64_t)(main != 0),
-                              (uint64_t)row, (uint64_t)id, &v, &ins);
-    if (!e && ins)
-        b->n_nodes[main != 0]++;
-    return e;
+    bl_err e = bl_u128map_put(&b->nodes, parent_local1, (uint64_t)row << 1 | (uint64_t)main,
+                              b->n_local, &v, &ins);
+    if (e)
+        return e;
+    uint32_t l = b->n_local++;
+    bl_agg_lnode *n = &b->lnode[l];
+    memset(n, 0, sizeof *n);
+    n->id = id;
+    n->key = (uint64_t)row << 1 | (uint64_t)main;
+    n->parent1 = parent_local1;
+    b->n_nodes[main]++;
+    *local = l;
+    return BL_OK;
+}
+
+bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int main, int64_t row)
+{
+    uint32_t parent_local1 = 0;
+    if (parent) {
+        uint64_t *pl = bl_u128map_get(&b->id_local, (uint64_t)parent, 0);
+        if (!pl)
+            return BL_EINVAL;
+        parent_local1 = (uint32_t)*pl + 1;
+    }
+    uint32_t l;
+    bl_err e = new_local(b, id, parent_local1, main != 0, row, &l);
+    if (e)
+        return e;
+    uint64_t *v;
+    int ins;
+    return bl_u128map_put(&b->id_local, (uint64_t)id, 0, l, &v, &ins);
 }
 
 static bl_err stat_slot(bl_agg *a, bl_agg_build *b, uint32_t mid, int64_t row, int main,
@@ -142,7 +255,6 @@ static bl_err stat_slot(bl_agg *a, bl_agg_build *b, uint32_t mid, int64_t row, i
         s->method = row;
         s->main = main;
         s->hour = hour;
-        bl_sketch_init(&s->sk);
     }
     b->slot_gen[k] = a->gen;
     b->slot_idx[k] = (uint32_t)*v;
@@ -150,49 +262,54 @@ static bl_err stat_slot(bl_agg *a, bl_agg_build *b, uint32_t mid, int64_t row, i
     return BL_OK;
 }
 
-/* Node id of (parent, main, row), allocating it; 0 past the node cap. */
-static bl_err node_id(bl_agg *a, bl_agg_build *b, int64_t parent, int main, int64_t row,
-                      bl_agg_node **out)
+/* The node (parent, main, row), created with a new id when absent; NULL
+ * past the node cap. parent_local1: parent's local + 1, 0 for a root. */
+static bl_err node_get(bl_agg *a, bl_agg_build *b, uint32_t parent_local1, int main,
+                       int64_t row, uint32_t *local1, bl_agg_lnode **out)
 {
-    uint64_t key = (uint64_t)parent << 1 | (uint64_t)main;
-    uint64_t *v = bl_u128map_get(&b->nodes, key, (uint64_t)row);
     *out = NULL;
-    if (!v) {
-        if (b->n_nodes[main] >= a->max_nodes) {
-            a->dropped_nodes++;
-            return BL_OK;
+    *local1 = 0;
+    uint32_t l;
+    uint64_t key2 = (uint64_t)row << 1 | (uint64_t)main;
+    /* a parent calls the same child again and again (loops): try the child
+     * found last time before hashing */
+    uint32_t lc = parent_local1 ? b->lnode[parent_local1 - 1].last_child : 0;
+    if (lc && b->lnode[lc - 1].key == key2) {
+        l = lc - 1;
+    } else {
+        uint64_t *v = bl_u128map_get(&b->nodes, parent_local1, key2);
+        if (v) {
+            l = (uint32_t)*v;
+        } else {
+            if (b->n_nodes[main] >= a->max_nodes) {
+                a->dropped_nodes++;
+                return BL_OK;
+            }
+            bl_err e = new_local(b, a->next_node, parent_local1, main, row, &l);
+            if (e)
+                return e;
+            a->next_node++;
         }
-        int ins;
-        bl_err e = bl_u128map_put(&b->nodes, key, (uint64_t)row, (uint64_t)a->next_node, &v, &ins);
-        if (e)
-            return e;
-        a->next_node++;
-        b->n_nodes[main]++;
+        if (parent_local1)
+            b->lnode[parent_local1 - 1].last_child = l + 1;
     }
-    int64_t id = (int64_t)*v;
-    uint64_t *ix;
-    int ins;
-    bl_err e = bl_u128map_put(&a->node_ix, (uint64_t)id, 0, a->n_nodes, &ix, &ins);
-    if (e)
-        return e;
-    if (ins) {
-        if (a->n_nodes == a->cap_nodes) {
-            size_t nc = a->cap_nodes ? a->cap_nodes * 2 : 256;
-            bl_agg_node *nn = realloc(a->nodes, nc * sizeof *nn);
-            if (!nn)
+    bl_agg_lnode *n = &b->lnode[l];
+    if (n->gen != a->gen) {
+        if (a->n_touched == a->cap_touched) {
+            size_t nc = a->cap_touched ? a->cap_touched * 2 : 1024;
+            struct touched *nt = realloc(a->touched, nc * sizeof *nt);
+            if (!nt)
                 return BL_ENOMEM;
-            a->nodes = nn;
-            a->cap_nodes = nc;
+            a->touched = nt;
+            a->cap_touched = nc;
         }
-        bl_agg_node *d = &a->nodes[a->n_nodes++];
-        memset(d, 0, sizeof *d);
-        d->id = id;
-        d->build_id = b->build_id;
-        d->parent = parent;
-        d->method = row;
-        d->main = main;
+        a->touched[a->n_touched].b = b;
+        a->touched[a->n_touched++].local = l;
+        n->gen = a->gen;
+        n->count = n->total = n->self = 0;
     }
-    *out = &a->nodes[*ix];
+    *local1 = l + 1;
+    *out = n;
     return BL_OK;
 }
 
@@ -204,7 +321,7 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
     a->malformed += a->tree.malformed;
     uint32_t n = a->tree.n_calls;
     if (n > a->cap_node_of) {
-        int64_t *no = realloc(a->node_of, (size_t)n * sizeof *no);
+        uint32_t *no = realloc(a->node_of, (size_t)n * sizeof *no);
         if (!no)
             return BL_ENOMEM;
         a->node_of = no;
@@ -235,22 +352,29 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
         s->self += c->self_us;
         if (incl > s->max)
             s->max = incl;
-        if ((err = bl_sketch_add(&s->sk, incl, 1)))
-            return err;
-        int64_t parent = c->parent == BL_CALL_ROOT ? 0 : a->node_of[c->parent];
-        int64_t node = 0;
-        if (c->parent == BL_CALL_ROOT || parent != 0) {
-            bl_agg_node *d;
-            if ((err = node_id(a, b, parent, main, row, &d)))
+        if (a->n_vals == a->cap_vals) {
+            size_t nc = a->cap_vals ? a->cap_vals * 2 : 4096;
+            bl_agg_val *nv = realloc(a->vals, nc * sizeof *nv);
+            if (!nv)
+                return BL_ENOMEM;
+            a->vals = nv;
+            a->cap_vals = nc;
+        }
+        a->vals[a->n_vals].stat = (uint64_t)(s - a->stats);
+        a->vals[a->n_vals++].us = incl;
+        uint32_t parent1 = c->parent == BL_CALL_ROOT ? 0 : a->node_of[c->parent];
+        uint32_t node1 = 0;
+        if (c->parent == BL_CALL_ROOT || parent1 != 0) {
+            bl_agg_lnode *d;
+            if ((err = node_get(a, b, parent1, main, row, &node1, &d)))
                 return err;
             if (d) {
-                node = d->id;
                 d->count++;
                 d->total += incl;
                 d->self += c->self_us;
             }
         }
-        a->node_of[k] = node;
+        a->node_of[k] = node1;
     }
     return BL_OK;
 }

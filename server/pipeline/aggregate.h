@@ -25,12 +25,28 @@
 
 #define BL_HOUR_US 3600000000ll
 
+/* A call-path node as the aggregator keeps it (64 bytes). */
+typedef struct bl_agg_lnode {
+    uint64_t key;        /* row << 1 | main */
+    int64_t id;          /* call_nodes.id */
+    uint64_t gen;        /* bl_agg.gen of the counters below */
+    uint32_t parent1;    /* parent's local + 1, 0 for a root */
+    uint32_t last_child; /* local + 1 of the child looked up last */
+    uint64_t count, total, self; /* this round's deltas */
+    uint64_t reserved;
+} bl_agg_lnode;
+
 /* What the aggregator knows of one build. */
 typedef struct bl_agg_build {
     int64_t build_id;
     int64_t *rows;        /* methodId -> methods.id, 0 = unknown yet */
     uint32_t n_rows;
-    bl_u128map nodes;     /* (parent << 1 | main, row) -> node id */
+    /* call-path nodes, by local index (order of creation in this process);
+     * one cache line each: the hot path touches one node per call */
+    bl_u128map nodes;     /* (parent local + 1, row << 1 | main) -> local */
+    struct bl_agg_lnode *lnode;
+    uint32_t n_local, cap_local;
+    bl_u128map id_local;  /* call_nodes.id -> local (for loading) */
     uint32_t n_nodes[2];  /* nodes per thread kind */
     uint64_t *slot_gen;   /* per methodId × main: cached stat delta (see .c) */
     uint32_t *slot_idx;
@@ -41,8 +57,14 @@ typedef struct bl_agg_stat {
     int64_t build_id, method, hour;
     int main;
     uint64_t count, total, self, max;
-    bl_sketch sk;
+    size_t blob_off, blob_len; /* sketch blob in bl_agg.blobs, after bl_agg_finish */
 } bl_agg_stat;
+
+/* One inclusive time, waiting to be added to its stat's sketch. */
+typedef struct bl_agg_val {
+    uint64_t stat; /* index into stats */
+    uint64_t us;
+} bl_agg_val;
 
 typedef struct bl_agg_node {
     int64_t id, build_id, parent, method;
@@ -57,16 +79,24 @@ typedef bl_err (*bl_agg_new_row_fn)(void *ctx, bl_agg_build *b, uint32_t method_
 typedef struct bl_agg {
     bl_agg_stat *stats;   /* deltas, n_stats valid */
     size_t n_stats, cap_stats;
-    bl_agg_node *nodes;
+    bl_agg_node *nodes;   /* node deltas, filled by bl_agg_finish */
     size_t n_nodes, cap_nodes;
-    bl_u128map stat_ix, node_ix;
+    struct touched { bl_agg_build *b; uint32_t local; } *touched;
+    size_t n_touched, cap_touched;
+    bl_agg_val *vals;     /* inclusive times of this round, in call order */
+    size_t n_vals, cap_vals;
+    bl_agg_val *vals2;    /* scratch for bl_agg_finish */
+    size_t cap_vals2;
+    bl_sketch scratch;    /* one dense sketch reused for every stat */
+    bl_buf blobs;         /* serialised sketches, see bl_agg_stat.blob_off */
+    bl_u128map stat_ix;
     uint64_t gen;         /* bumped by bl_agg_clear */
     int64_t next_node;    /* next call-path node id */
     uint32_t max_nodes;   /* per build and thread kind; deeper paths are not kept */
     uint64_t malformed;   /* records that broke call-tree rules (sum) */
     uint64_t dropped_nodes;
     bl_calltree tree;
-    int64_t *node_of;
+    uint32_t *node_of;    /* per call of the current thread: node local + 1, 0 = none */
     size_t cap_node_of;
     bl_agg_new_row_fn new_row;
     void *new_row_ctx;
@@ -77,12 +107,19 @@ void bl_agg_init(bl_agg *a, int64_t next_node, uint32_t max_nodes, bl_agg_new_ro
 void bl_agg_cleanup(bl_agg *a);
 /* Forgets the deltas (after they were written). */
 void bl_agg_clear(bl_agg *a);
+/* Builds every stat's percentile sketch blob from the inclusive times kept
+ * since the last clear (grouping them by stat keeps one dense sketch hot in
+ * cache instead of thousands cold) and the node deltas (bl_agg.nodes). Call
+ * before writing; the builds touched since the last clear must still be
+ * alive. BL_ENOMEM. */
+bl_err bl_agg_finish(bl_agg *a);
 
 void bl_agg_build_init(bl_agg_build *b, int64_t build_id);
 void bl_agg_build_cleanup(bl_agg_build *b);
 /* Sets methods.id of methodId mid. BL_ENOMEM. */
 bl_err bl_agg_build_set_row(bl_agg_build *b, uint32_t mid, int64_t row);
-/* Adds a known node (loaded from the database). BL_ENOMEM. */
+/* Adds a known node (loaded from the database, parents before children:
+ * ascending id). BL_ENOMEM; BL_EINVAL when the parent is unknown. */
 bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int main, int64_t row);
 
 /* Rebuilds the thread's calls and adds them. origin_wall_us: wall clock of

@@ -510,15 +510,12 @@ static bl_err flush_deltas(bl_processor *p)
                "total_us = total_us + excluded.total_us, self_us = self_us + excluded.self_us, "
                "max_us = max(max_us, excluded.max_us), "
                "sketch = sketch_merge(sketch, excluded.sketch)");
-    bl_buf blob;
-    bl_buf_init(&blob, 0);
     if (!st)
         err = sql_err(p, "stats upsert");
+    if (!err)
+        err = bl_agg_finish(&p->agg);
     for (size_t i = 0; i < p->agg.n_stats && !err; i++) {
         bl_agg_stat *d = &p->agg.stats[i];
-        bl_buf_reset(&blob);
-        if ((err = bl_sketch_serialize(&d->sk, &blob)))
-            break;
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, d->build_id);
         sqlite3_bind_int64(st, 2, d->method);
@@ -528,13 +525,13 @@ static bl_err flush_deltas(bl_processor *p)
         sqlite3_bind_int64(st, 6, (int64_t)d->total);
         sqlite3_bind_int64(st, 7, (int64_t)d->self);
         sqlite3_bind_int64(st, 8, (int64_t)d->max);
-        sqlite3_bind_blob(st, 9, blob.data, (int)blob.len, SQLITE_TRANSIENT);
+        sqlite3_bind_blob(st, 9, p->agg.blobs.data + d->blob_off, (int)d->blob_len,
+                          SQLITE_STATIC);
         if (sqlite3_step(st) != SQLITE_DONE)
             err = sql_err(p, "stats upsert");
     }
     if (st)
         sqlite3_reset(st);
-    bl_buf_cleanup(&blob);
     st = bl_db_stmt(p->db, "INSERT INTO call_nodes(id, build_id, main, parent, method, count, "
                            "total_us, self_us) VALUES (?,?,?,?,?,?,?,?) "
                            "ON CONFLICT(id) DO UPDATE SET count = count + excluded.count, "
