@@ -16,7 +16,7 @@ enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r)
 {
     char dir[BL_PATH_MAX], idx[BL_PATH_MAX];
     if (bl_datadir_build(h->data_dir, r->app_id, r->build, dir) != BL_OK ||
-        snprintf(idx, sizeof idx, "%s/mapping.idx", dir) >= (int)sizeof idx)
+        bl_path_join(idx, dir, "mapping.idx") != BL_OK)
         return bl_reply_error(c, h, 400, "bad build name");
     bl_mapindex *mi;
     bl_err e = bl_mapindex_open(idx, &mi);

@@ -86,9 +86,10 @@ static bl_err write_small(bl_http *h, const char *dir, const char *name, const c
 {
     char tmp[BL_PATH_MAX], dst[BL_PATH_MAX];
     int fd;
-    if (snprintf(dst, sizeof dst, "%s/%s", dir, name) >= (int)sizeof dst)
-        return BL_ETOOBIG;
-    bl_err e = bl_tmpfile(h->data_dir, &fd, tmp);
+    bl_err e = bl_path_join(dst, dir, name);
+    if (e)
+        return e;
+    e = bl_tmpfile(h->data_dir, &fd, tmp);
     if (e)
         return e;
     if ((e = bl_write_all(fd, text, strlen(text)))) {
@@ -133,7 +134,7 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
 
     char dir[BL_PATH_MAX], lockp[BL_PATH_MAX], path[BL_PATH_MAX];
     if (bl_datadir_build(h->data_dir, r->app_id, r->build, dir) != BL_OK || mkdirs(dir) != BL_OK ||
-        snprintf(lockp, sizeof lockp, "%s/.lock", dir) >= (int)sizeof lockp) {
+        bl_path_join(lockp, dir, ".lock") != BL_OK) {
         bl_h_upload_abort(r);
         return bl_reply_error(c, h, 500, "cannot create the build folder");
     }
@@ -148,8 +149,12 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     json_t *extra = json_object();
     /* compare with what the build has */
     char old[80] = "";
-    snprintf(path, sizeof path, "%s/%s", dir, hname);
     char *od;
+    if (bl_path_join(path, dir, hname) != BL_OK) {
+        bl_h_upload_abort(r);
+        rc = bl_reply_error(c, h, 500, "path too long");
+        goto out;
+    }
     size_t on;
     if (bl_read_file(path, 200, &od, &on) == BL_OK) {
         snprintf(old, sizeof old, "%.*s", (int)(on && od[on - 1] == '\n' ? on - 1 : on), od);
@@ -176,8 +181,9 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     if (mapping) {
         bl_mi_stats st;
         char idx[BL_PATH_MAX];
-        snprintf(idx, sizeof idx, "%s/mapping.idx", dir);
-        bl_err e = bl_mapindex_build_file(r->tmp, idx, NULL, &st);
+        bl_err e = bl_path_join(idx, dir, "mapping.idx");
+        if (!e)
+            e = bl_mapindex_build_file(r->tmp, idx, NULL, &st);
         if (e) {
             bl_h_upload_abort(r);
             rc = bl_reply_error(c, h, e == BL_ENOMEM ? 503 : 500, "cannot index the mapping");
@@ -229,8 +235,8 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
                             json_string(bl_methodids_obfuscated(t) ? "obfuscated" : "original"));
         bl_methodids_free(t);
     }
-    snprintf(path, sizeof path, "%s/%s", dir, fname);
-    if (bl_file_replace(r->fd, r->tmp, path) != BL_OK) {
+    if (bl_path_join(path, dir, fname) != BL_OK ||
+        bl_file_replace(r->fd, r->tmp, path) != BL_OK) {
         r->fd = -1;
         bl_h_upload_abort(r);
         rc = bl_reply_error(c, h, 500, "cannot store the upload");
