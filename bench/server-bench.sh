@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Server benchmarks, side by side with their anchors, in one run:
+#   1. in-process processing (bench_ingest) next to zstd decompression;
+#   2. HTTP ingest of 100,000-record zstd batches on loopback (bench_http):
+#      acknowledged records/s and request latency, then the time until the
+#      writer has processed everything;
+#   3. slow-methods query latency p50/p99 once ≥ 10 M invocations are stored.
+#   bench/server-bench.sh BUILD_DIR [BATCHES] [CONNECTIONS]
+set -euo pipefail
+BIN=$(cd "$1" && pwd)/bin
+BATCHES=${2:-200}
+CONNS=${3:-4}
+WORK=$(mktemp -d)
+trap 'kill "$PID" 2> /dev/null || true; wait 2> /dev/null || true; rm -rf "$WORK"' EXIT
+
+echo "== in-process: decode + symbolicate + call tree + aggregate, per core"
+"$BIN/bench_ingest" 100 100000
+
+echo
+echo "== HTTP ingest on loopback ($BATCHES batches x 100,000 records, $CONNS connections)"
+keys=$("$BIN/beatline-server" --data "$WORK/data" app create bench)
+ING=$(jq -r .ingest_key <<< "$keys")
+UPL=$(jq -r .upload_key <<< "$keys")
+RD=$(jq -r .read_key <<< "$keys")
+"$BIN/beatline-server" --data "$WORK/data" --listen 127.0.0.1:0 --port-file "$WORK/port" \
+  2> "$WORK/server.log" &
+PID=$!
+for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.05; done
+PORT=$(cat "$WORK/port")
+{ echo "# beatline method-ids v1 names=original"
+  for i in $(seq 0 5000); do echo "$i,1,com.example.bench.C$((i % 97)) m$i ()V"; done; } > "$WORK/mids.txt"
+curl -s -X PUT -H "Authorization: Bearer $UPL" --data-binary @"$WORK/mids.txt" \
+  "http://127.0.0.1:$PORT/v1/apps/bench/builds/1.0/method-ids" > /dev/null
+t0=$(date +%s.%N)
+"$BIN/bench_http" ingest "$PORT" bench "$ING" "$CONNS" "$BATCHES" 100000
+want=$BATCHES
+while :; do
+  n=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '$1 == "beatline_batches_processed_total" { print $2 }')
+  [ "$n" -ge "$want" ] && break
+  sleep 0.1
+done
+t1=$(date +%s.%N)
+awk -v a="$t0" -v b="$t1" -v n="$BATCHES" 'BEGIN {
+  printf "end to end: %.2f M records/s processed into SQLite (%.1f s for %d batches, ack to commit)\n",
+         n * 100000 / (b - a) / 1e6, b - a, n }'
+echo
+echo "== slow-methods query over $((BATCHES * 50000)) invocations"
+"$BIN/bench_http" query "$PORT" "/v1/apps/bench/slow-methods?build=1.0&sort=p99&limit=50" "$RD" 200
+"$BIN/bench_http" query "$PORT" "/v1/apps/bench/slow-methods?thread=main&sort=total" "$RD" 200
