@@ -41,16 +41,22 @@ static inline uint32_t bg_callee(uint32_t m, uint32_t j, uint32_t n_methods)
     return 1 + bg_hash(m * 8 + j + 1) % n_methods;
 }
 
-/* Records of one thread: n records (even), methods 1..n_methods. */
+/* Records of one thread: n records (even), methods 1..n_methods. A call
+ * edge parent -> child repeats 1-4 times in a row (loops), a fixed number
+ * per edge, as code in a loop does. */
 static inline void bg_thread_records(uint64_t *rec, uint32_t n, uint32_t n_methods)
 {
-    uint32_t stack[32], depth = 0, i = 0;
+    uint32_t stack[32], again[32], depth = 0, i = 0;
     uint64_t t = 0;
     while (i < n) {
         uint32_t left = n - i;
         int can_enter = depth < 24 && left > depth + 1;
-        if (depth == 0 || (can_enter && bg_next() % 100 < 45)) {
-            uint32_t m;
+        uint32_t m = 0;
+        if (depth > 0 && again[depth - 1] > 0 && can_enter) {
+            /* the loop in the caller calls the same child again */
+            again[depth - 1]--;
+            m = stack[depth];
+        } else if (depth == 0 || (can_enter && bg_next() % 100 < 45)) {
             if (depth == 0) {
                 uint64_t r = bg_next();
                 uint32_t root = (uint32_t)(((r >> 32) % 64) * ((r & 0xffff) % 64) / 64);
@@ -59,11 +65,18 @@ static inline void bg_thread_records(uint64_t *rec, uint32_t n, uint32_t n_metho
                 uint32_t top = stack[depth - 1];
                 uint32_t fan = 1 + bg_hash(top) % 3;
                 m = bg_callee(top, (uint32_t)(bg_next() % fan), n_methods);
+                again[depth - 1] = bg_hash(top * 31 + m) % 4;
             }
-            stack[depth++] = m;
+        }
+        if (m) {
+            stack[depth] = m;
+            again[depth] = 0;
+            depth++;
             t += 1 + bg_next() % 20;
             rec[i++] = bl_rec_make(0, m, t);
         } else {
+            if (depth > 0 && again[depth - 1] > 0)
+                again[depth - 1] = 0; /* out of room: end the loop */
             t += 1 + bg_next() % 200;
             rec[i++] = bl_rec_make(1, stack[--depth], t);
         }

@@ -50,6 +50,9 @@ void bl_agg_cleanup(bl_agg *a)
     free(a->vals2);
     free(a->touched);
     free(a->nodes);
+    free(a->tpath);
+    free(a->tkey);
+    free(a->tval);
     bl_sketch_cleanup(&a->scratch);
     bl_buf_cleanup(&a->blobs);
 }
@@ -112,7 +115,7 @@ bl_err bl_agg_finish(bl_agg *a)
         d->id = ln->id;
         d->build_id = b->build_id;
         d->parent = ln->parent1 ? b->lnode[ln->parent1 - 1].id : 0;
-        d->method = (int64_t)(ln->key >> 1);
+        d->method = b->rows[ln->key >> 1];
         d->main = (int)(ln->key & 1);
         d->count = ln->count;
         d->total = ln->total;
@@ -126,7 +129,6 @@ void bl_agg_build_init(bl_agg_build *b, int64_t build_id)
 {
     memset(b, 0, sizeof *b);
     b->build_id = build_id;
-    bl_u128map_init(&b->nodes);
     bl_u128map_init(&b->id_local);
 }
 
@@ -136,7 +138,8 @@ void bl_agg_build_cleanup(bl_agg_build *b)
     free(b->slot_gen);
     free(b->slot_idx);
     free(b->lnode);
-    bl_u128map_cleanup(&b->nodes);
+    free(b->nkey);
+    free(b->nval);
     bl_u128map_cleanup(&b->id_local);
     memset(b, 0, sizeof *b);
 }
@@ -176,10 +179,69 @@ bl_err bl_agg_build_set_row(bl_agg_build *b, uint32_t mid, int64_t row)
     return BL_OK;
 }
 
-/* Appends a local node; *local gets its index. */
-static bl_err new_local(bl_agg_build *b, int64_t id, uint32_t parent_local1, int main,
-                        int64_t row, uint32_t *local)
+/* The node table: 16 bytes a slot, linear probing, load <= 1/2. */
+static inline uint32_t nhash(uint64_t k, uint32_t mask)
 {
+    k ^= k >> 29;
+    k *= 0xbf58476d1ce4e5b9ull;
+    k ^= k >> 32;
+    return (uint32_t)k & mask;
+}
+
+static uint32_t *nfind(const bl_agg_build *b, uint64_t key)
+{
+    if (!b->nkey)
+        return NULL;
+    for (uint32_t i = nhash(key, b->nmask);; i = (i + 1) & b->nmask) {
+        if (b->nkey[i] == key)
+            return &b->nval[i];
+        if (b->nkey[i] == UINT64_MAX)
+            return NULL;
+    }
+}
+
+static bl_err ninsert(bl_agg_build *b, uint64_t key, uint32_t val)
+{
+    if ((uint64_t)(b->nused + 1) * 2 > (uint64_t)b->nmask + 1 || !b->nkey) {
+        uint32_t ncap = b->nkey ? (b->nmask + 1) * 2 : 1024;
+        uint64_t *nk = malloc((size_t)ncap * sizeof *nk);
+        uint32_t *nv = malloc((size_t)ncap * sizeof *nv);
+        if (!nk || !nv) {
+            free(nk);
+            free(nv);
+            return BL_ENOMEM;
+        }
+        memset(nk, 0xff, (size_t)ncap * sizeof *nk);
+        for (uint32_t i = 0; b->nkey && i <= b->nmask; i++) {
+            if (b->nkey[i] == UINT64_MAX)
+                continue;
+            uint32_t j = nhash(b->nkey[i], ncap - 1);
+            while (nk[j] != UINT64_MAX)
+                j = (j + 1) & (ncap - 1);
+            nk[j] = b->nkey[i];
+            nv[j] = b->nval[i];
+        }
+        free(b->nkey);
+        free(b->nval);
+        b->nkey = nk;
+        b->nval = nv;
+        b->nmask = ncap - 1;
+    }
+    uint32_t i = nhash(key, b->nmask);
+    while (b->nkey[i] != UINT64_MAX)
+        i = (i + 1) & b->nmask;
+    b->nkey[i] = key;
+    b->nval[i] = val;
+    b->nused++;
+    return BL_OK;
+}
+
+/* Appends a local node; *local gets its index. key2 = mid << 1 | main. */
+static bl_err new_local(bl_agg_build *b, int64_t id, uint32_t parent_local1, uint64_t key2,
+                        uint32_t *local)
+{
+    if (b->n_local == UINT32_MAX - 1)
+        return BL_ETOOBIG;
     if (b->n_local == b->cap_local) {
         uint32_t nc = b->cap_local ? b->cap_local * 2 : 1024;
         bl_agg_lnode *nl = realloc(b->lnode, (size_t)nc * sizeof *nl);
@@ -188,25 +250,24 @@ static bl_err new_local(bl_agg_build *b, int64_t id, uint32_t parent_local1, int
         b->lnode = nl;
         b->cap_local = nc;
     }
-    uint64_t *v;
-    int ins;
-    bl_err e = bl_u128map_put(&b->nodes, parent_local1, (uint64_t)row << 1 | (uint64_t)main,
-                              b->n_local, &v, &ins);
+    bl_err e = ninsert(b, (uint64_t)parent_local1 << 32 | key2, b->n_local);
     if (e)
         return e;
     uint32_t l = b->n_local++;
     bl_agg_lnode *n = &b->lnode[l];
     memset(n, 0, sizeof *n);
     n->id = id;
-    n->key = (uint64_t)row << 1 | (uint64_t)main;
+    n->key = key2;
     n->parent1 = parent_local1;
-    b->n_nodes[main]++;
+    b->n_nodes[key2 & 1]++;
     *local = l;
     return BL_OK;
 }
 
-bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int main, int64_t row)
+bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int main, uint32_t mid)
 {
+    if (mid > BL_REC_ID_MAX)
+        return BL_EINVAL;
     uint32_t parent_local1 = 0;
     if (parent) {
         uint64_t *pl = bl_u128map_get(&b->id_local, (uint64_t)parent, 0);
@@ -215,7 +276,7 @@ bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int ma
         parent_local1 = (uint32_t)*pl + 1;
     }
     uint32_t l;
-    bl_err e = new_local(b, id, parent_local1, main != 0, row, &l);
+    bl_err e = new_local(b, id, parent_local1, (uint64_t)mid << 1 | (uint64_t)(main != 0), &l);
     if (e)
         return e;
     uint64_t *v;
@@ -265,27 +326,27 @@ static bl_err stat_slot(bl_agg *a, bl_agg_build *b, uint32_t mid, int64_t row, i
 /* The node (parent, main, row), created with a new id when absent; NULL
  * past the node cap. parent_local1: parent's local + 1, 0 for a root. */
 static bl_err node_get(bl_agg *a, bl_agg_build *b, uint32_t parent_local1, int main,
-                       int64_t row, uint32_t *local1, bl_agg_lnode **out)
+                       uint32_t mid, uint32_t *local1, bl_agg_lnode **out)
 {
     *out = NULL;
     *local1 = 0;
     uint32_t l;
-    uint64_t key2 = (uint64_t)row << 1 | (uint64_t)main;
+    uint64_t key2 = (uint64_t)mid << 1 | (uint64_t)main;
     /* a parent calls the same child again and again (loops): try the child
      * found last time before hashing */
     uint32_t lc = parent_local1 ? b->lnode[parent_local1 - 1].last_child : 0;
     if (lc && b->lnode[lc - 1].key == key2) {
         l = lc - 1;
     } else {
-        uint64_t *v = bl_u128map_get(&b->nodes, parent_local1, key2);
+        uint32_t *v = nfind(b, (uint64_t)parent_local1 << 32 | key2);
         if (v) {
-            l = (uint32_t)*v;
+            l = *v;
         } else {
             if (b->n_nodes[main] >= a->max_nodes) {
                 a->dropped_nodes++;
                 return BL_OK;
             }
-            bl_err e = new_local(b, a->next_node, parent_local1, main, row, &l);
+            bl_err e = new_local(b, a->next_node, parent_local1, key2, &l);
             if (e)
                 return e;
             a->next_node++;
@@ -328,8 +389,38 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
         a->cap_node_of = n;
     }
     int main = th->main != 0;
+    /* path table: at most n paths, load <= 1/2 */
+    size_t tcap = 64;
+    while (tcap < (size_t)n * 2)
+        tcap *= 2;
+    if (tcap > a->tcap) {
+        uint64_t *tk = realloc(a->tkey, tcap * sizeof *tk);
+        if (!tk)
+            return BL_ENOMEM;
+        a->tkey = tk;
+        uint32_t *tv = realloc(a->tval, tcap * sizeof *tv);
+        if (!tv)
+            return BL_ENOMEM;
+        a->tval = tv;
+        a->tcap = tcap;
+    }
+    if (n > a->cap_tpath) {
+        struct bl_agg_tpath *t = realloc(a->tpath, (size_t)n * sizeof *t);
+        if (!t)
+            return BL_ENOMEM;
+        a->tpath = t;
+        a->cap_tpath = n;
+    }
+    /* a small thread uses only the start of the table */
+    size_t used = 64;
+    while (used < (size_t)n * 2)
+        used *= 2;
+    memset(a->tkey, 0xff, used * sizeof *a->tkey);
+    size_t saved_tcap = a->tcap;
+    a->tcap = used;
+    a->n_tpath = 0;
     /* calls are in exit order (children first): walk backwards so that a
-     * parent's node exists before its children's */
+     * parent's path exists before its children's */
     for (uint32_t k = n; k-- > 0;) {
         const bl_call *c = &a->tree.calls[k];
         uint32_t mid = c->method_id;
@@ -362,19 +453,45 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
         }
         a->vals[a->n_vals].stat = (uint64_t)(s - a->stats);
         a->vals[a->n_vals++].us = incl;
+        /* the call's path in this thread */
         uint32_t parent1 = c->parent == BL_CALL_ROOT ? 0 : a->node_of[c->parent];
-        uint32_t node1 = 0;
-        if (c->parent == BL_CALL_ROOT || parent1 != 0) {
-            bl_agg_lnode *d;
-            if ((err = node_get(a, b, parent1, main, row, &node1, &d)))
-                return err;
-            if (d) {
-                d->count++;
-                d->total += incl;
-                d->self += c->self_us;
-            }
+        uint64_t key = (uint64_t)parent1 << 32 | mid;
+        uint32_t i = nhash(key, (uint32_t)(a->tcap - 1));
+        while (a->tkey[i] != key && a->tkey[i] != UINT64_MAX)
+            i = (i + 1) & (uint32_t)(a->tcap - 1);
+        if (a->tkey[i] == UINT64_MAX) {
+            a->tkey[i] = key;
+            a->tval[i] = (uint32_t)a->n_tpath;
+            struct bl_agg_tpath *np = &a->tpath[a->n_tpath++];
+            memset(np, 0, sizeof *np);
+            np->parent1 = parent1;
+            np->mid = mid;
         }
+        struct bl_agg_tpath *tp = &a->tpath[a->tval[i]];
+        tp->count++;
+        tp->total += incl;
+        tp->self += c->self_us;
+        uint32_t node1 = a->tval[i] + 1;
         a->node_of[k] = node1;
+    }
+    a->tcap = saved_tcap;
+    /* each distinct path once into the build's node table (parents first) */
+    for (size_t i = 0; i < a->n_tpath; i++) {
+        struct bl_agg_tpath *tp = &a->tpath[i];
+        tp->global1 = 0;
+        uint32_t gparent1 = tp->parent1 ? a->tpath[tp->parent1 - 1].global1 : 0;
+        if (tp->parent1 && !gparent1)
+            continue; /* the parent was past the node cap */
+        bl_agg_lnode *d;
+        uint32_t g1;
+        if ((err = node_get(a, b, gparent1, main, tp->mid, &g1, &d)))
+            return err;
+        if (d) {
+            d->count += tp->count;
+            d->total += tp->total;
+            d->self += tp->self;
+            tp->global1 = g1;
+        }
     }
     return BL_OK;
 }

@@ -27,7 +27,7 @@
 
 /* A call-path node as the aggregator keeps it (64 bytes). */
 typedef struct bl_agg_lnode {
-    uint64_t key;        /* row << 1 | main */
+    uint64_t key;        /* methodId << 1 | main */
     int64_t id;          /* call_nodes.id */
     uint64_t gen;        /* bl_agg.gen of the counters below */
     uint32_t parent1;    /* parent's local + 1, 0 for a root */
@@ -43,7 +43,9 @@ typedef struct bl_agg_build {
     uint32_t n_rows;
     /* call-path nodes, by local index (order of creation in this process);
      * one cache line each: the hot path touches one node per call */
-    bl_u128map nodes;     /* (parent local + 1, row << 1 | main) -> local */
+    uint64_t *nkey;       /* open addressing: (parent local + 1) << 32 | mid << 1 | main */
+    uint32_t *nval;       /*   -> local; nkey == UINT64_MAX: empty */
+    uint32_t nmask, nused;
     struct bl_agg_lnode *lnode;
     uint32_t n_local, cap_local;
     bl_u128map id_local;  /* call_nodes.id -> local (for loading) */
@@ -96,8 +98,20 @@ typedef struct bl_agg {
     uint64_t malformed;   /* records that broke call-tree rules (sum) */
     uint64_t dropped_nodes;
     bl_calltree tree;
-    uint32_t *node_of;    /* per call of the current thread: node local + 1, 0 = none */
+    uint32_t *node_of;    /* per call of the current thread: its path + 1 */
     size_t cap_node_of;
+    /* the current thread's call paths, merged before they touch the build's
+     * (large, cold) node table: one global lookup per distinct path */
+    struct bl_agg_tpath {
+        uint32_t parent1, mid;
+        uint32_t global1; /* the build's node local + 1, 0 = none (cap) */
+        uint32_t pad;
+        uint64_t count, total, self;
+    } *tpath;
+    size_t n_tpath, cap_tpath;
+    uint64_t *tkey;       /* path table: parent1 << 32 | mid -> tpath index */
+    uint32_t *tval;
+    size_t tcap;
     bl_agg_new_row_fn new_row;
     void *new_row_ctx;
 } bl_agg;
@@ -119,8 +133,9 @@ void bl_agg_build_cleanup(bl_agg_build *b);
 /* Sets methods.id of methodId mid. BL_ENOMEM. */
 bl_err bl_agg_build_set_row(bl_agg_build *b, uint32_t mid, int64_t row);
 /* Adds a known node (loaded from the database, parents before children:
- * ascending id). BL_ENOMEM; BL_EINVAL when the parent is unknown. */
-bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int main, int64_t row);
+ * ascending id) of methodId mid. BL_ENOMEM; BL_EINVAL when the parent is
+ * unknown or mid is out of range. */
+bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int main, uint32_t mid);
 
 /* Rebuilds the thread's calls and adds them. origin_wall_us: wall clock of
  * the batch's monotonic origin. BL_ENOMEM, BL_ETOOBIG (stack too deep), or

@@ -278,14 +278,15 @@ static bl_err load_rows(bl_processor *p, bstate *b)
     sqlite3_reset(st);
     if (err)
         return err;
-    st = bl_db_stmt(p->db, "SELECT id, main, parent, method FROM call_nodes WHERE build_id = ?");
+    st = bl_db_stmt(p->db, "SELECT n.id, n.main, n.parent, m.method_id FROM call_nodes n "
+                           "JOIN methods m ON m.id = n.method WHERE n.build_id = ? ORDER BY n.id");
     if (!st)
         return sql_err(p, "nodes load");
     sqlite3_bind_int64(st, 1, b->build_id);
     while (!err && sqlite3_step(st) == SQLITE_ROW)
         err = bl_agg_build_add_node(&b->ab, sqlite3_column_int64(st, 0),
                                     sqlite3_column_int64(st, 2), sqlite3_column_int(st, 1),
-                                    sqlite3_column_int64(st, 3));
+                                    (uint32_t)sqlite3_column_int64(st, 3));
     sqlite3_reset(st);
     return err;
 }
