@@ -72,8 +72,10 @@ static int serve(const char *index, long lookups)
         return 1;
     /* frames: a random class, a random method entry of it, a line inside */
     double t0 = now_s();
-    long frames = 0, resolved = 0, rss_10k = -1;
+    long frames = 0, resolved = 0, rss_10k = -1, rss_100 = -1;
     for (long i = 0; i < lookups; i++) {
+        if (i == 100)
+            rss_100 = status_kb("VmRSS");
         if (i == 10000)
             rss_10k = status_kb("VmRSS");
         const bl_mi_class *c = bl_mapindex_class_at(mi, (uint32_t)(next_rand() % h->n_classes));
@@ -97,14 +99,18 @@ static int serve(const char *index, long lookups)
     }
     double t1 = now_s();
     long rss1 = status_kb("VmRSS"), hwm = status_kb("VmHWM");
+    long anon = status_kb("RssAnon"), file = status_kb("RssFile");
     struct stat st;
     stat(index, &st);
     printf("serve   %-28s %12.0f frames/s  (%ld frames, %ld resolved)\n", "mmap index + retrace",
            (double)frames / (t1 - t0), frames, resolved);
-    printf("serve   %-28s %9.1f MB index; RSS %.1f MB before open, %.1f MB after 10k frames,"
-           " %.1f MB after all (peak %.1f MB)\n",
-           "memory", (double)st.st_size / 1e6, rss0 / 1024.0, rss_10k / 1024.0, rss1 / 1024.0,
-           hwm / 1024.0);
+    printf("serve   %-28s %9.1f MB index; RSS %.1f MB before open, %.1f MB after 100 random"
+           " frames (one stack trace), %.1f MB after 10k, %.1f MB after all (peak %.1f MB)\n",
+           "memory", (double)st.st_size / 1e6, rss0 / 1024.0, rss_100 / 1024.0, rss_10k / 1024.0,
+           rss1 / 1024.0, hwm / 1024.0);
+    printf("serve   %-28s %9.1f MB anonymous (heap, stacks) + %.1f MB file-backed (clean page"
+           " cache of the index and the binary, reclaimable)\n",
+           "RSS split", anon / 1024.0, file / 1024.0);
     bl_retracer_free(rt);
     bl_mapindex_close(mi);
     return 0;
