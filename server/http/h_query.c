@@ -153,7 +153,21 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
     bl_db *db = bl_http_db(h);
     if (!db)
         return bl_reply_error(c, h, 503, "database unavailable");
-    sqlite3_stmt *st = bl_db_stmt(
+    sqlite3_stmt *st;
+    if (build) {
+        st = bl_db_stmt(db, "SELECT 1 FROM builds WHERE app_id = ? AND name = ?");
+        if (!st)
+            return bl_reply_error(c, h, 500, "database error");
+        sqlite3_bind_int64(st, 1, r->app_id);
+        sqlite3_bind_text(st, 2, build, -1, SQLITE_TRANSIENT);
+        int known = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_reset(st);
+        if (!known) {
+            snprintf(err, sizeof err, "unknown build '%.100s'", build);
+            return bl_reply_error(c, h, 404, err);
+        }
+    }
+    st = bl_db_stmt(
         db, "SELECT m.class, m.name, m.descriptor, m.source_file, sum(s.count), sum(s.total_us), "
             "sum(s.self_us), max(s.max_us), sketch_union(s.sketch) "
             "FROM method_stats s JOIN methods m ON m.id = s.method "
@@ -388,6 +402,8 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
         arg_i64(c, "max_depth", 64, 4096, &max_depth, err, sizeof err) ||
         arg_i64(c, "limit", 10000, 1000000, &limit, err, sizeof err))
         return bl_reply_error(c, h, 400, err);
+    if (max_depth < 1)
+        return bl_reply_error(c, h, 400, "'max_depth' must be an integer from 1 to 4096");
     bl_db *db = bl_http_db(h);
     if (!db)
         return bl_reply_error(c, h, 503, "database unavailable");

@@ -99,10 +99,21 @@ static bl_err write_small(bl_http *h, const char *dir, const char *name, const c
     return bl_file_replace(fd, tmp, dst);
 }
 
-typedef struct diag_first {
+struct diag_first {
     uint64_t line;
     char msg[160];
-} diag_first;
+};
+
+static void map_diag(void *ctx, const bl_mi_diag *d)
+{
+    struct diag_first *f = ctx;
+    if (!f->line) {
+        f->line = d->line;
+        snprintf(f->msg, sizeof f->msg, "%s", d->message);
+    }
+}
+
+typedef struct diag_first diag_first;
 
 static void mid_diag(void *ctx, uint64_t line, const char *message)
 {
@@ -181,9 +192,11 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     if (mapping) {
         bl_mi_stats st;
         char idx[BL_PATH_MAX];
+        diag_first mf = { 0, "" };
+        bl_mi_build_opts mo = { 0, map_diag, &mf };
         bl_err e = bl_path_join(idx, dir, "mapping.idx");
         if (!e)
-            e = bl_mapindex_build_file(r->tmp, idx, NULL, &st);
+            e = bl_mapindex_build_file(r->tmp, idx, &mo, &st);
         if (e) {
             bl_h_upload_abort(r);
             rc = bl_reply_error(c, h, e == BL_ENOMEM ? 503 : 500, "cannot index the mapping");
@@ -193,8 +206,9 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
             bl_h_upload_abort(r);
             char msg[200];
             snprintf(msg, sizeof msg,
-                     "not a ProGuard/R8 mapping file: %llu malformed lines and no class line",
-                     (unsigned long long)st.malformed);
+                     "not a ProGuard/R8 mapping file: line %llu: %s (%llu malformed lines, "
+                     "no class line)",
+                     (unsigned long long)mf.line, mf.msg, (unsigned long long)st.malformed);
             rc = bl_reply_error(c, h, 400, msg);
             unlink(idx);
             goto out;

@@ -1,7 +1,7 @@
 /*
  * retrace_test.c — golden retrace cases (tests/cases/retrace/NNNN-name/:
- * mapping.txt + input.txt + expected.txt [+ args]) and real R8 mappings
- * from ../shared/r8-mappings with hand-worked expectations.
+ * mapping.txt + input.txt + expected.txt [+ args]) and the index file.
+ * Real R8 mappings are tested in r8_test.c.
  */
 #include <dirent.h>
 #include <unistd.h>
@@ -11,7 +11,6 @@
 #include "testutil.h"
 
 #define CASES_DIR BL_SOURCE_DIR "/tests/cases/retrace"
-#define R8_DIR BL_SHARED_DIR "/r8-mappings"
 #define MAX_CASES 256
 
 static char *case_names[MAX_CASES];
@@ -117,132 +116,10 @@ START_TEST(malformed_lines_counted)
 }
 END_TEST
 
-/* Every real R8 mapping parses without a malformed line. */
-START_TEST(r8_files_parse_clean)
-{
-    static const char *const files[] = {
-        "mapping-callback.txt", "mapping-inlines.txt", "mapping-outline-complex.txt",
-        "mapping-r8-symbolicated_file_names.txt", "mapping-zero-line-info.txt" };
-    static const uint32_t versions[] = { BL_MAPVER_2_1, BL_MAPVER_NONE, BL_MAPVER_NONE,
-                                         BL_MAPVER_2_2, BL_MAPVER_NONE };
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", R8_DIR, files[i]);
-        size_t n;
-        char *m = tu_read_file(path, &n);
-        ck_assert_msg(m != NULL, "cannot read %s", path);
-        bl_buf img;
-        bl_mi_stats st;
-        bl_mapindex *mi = index_of(m, n, &img, &st);
-        ck_assert_msg(st.malformed == 0, "%s: %llu malformed", files[i],
-                      (unsigned long long)st.malformed);
-        ck_assert_uint_eq(st.map_version, versions[i]);
-        ck_assert_uint_gt(st.methods, 10);
-        bl_mapindex_close(mi);
-        bl_buf_cleanup(&img);
-        free(m);
-    }
-}
-END_TEST
 
-static char *retrace_file(const char *file, const char *prefix, const char *trace, int verbose)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", R8_DIR, file);
-    size_t n;
-    char *m = tu_read_file(path, &n);
-    ck_assert_ptr_nonnull(m);
-    bl_buf all;
-    bl_buf_init(&all, 0);
-    bl_buf_puts(&all, prefix);
-    bl_buf_append(&all, m, n);
-    free(m);
-    bl_buf img;
-    bl_mi_stats st;
-    bl_mapindex *mi = index_of(all.data, all.len, &img, &st);
-    char *got = retrace_str(mi, verbose, trace);
-    bl_mapindex_close(mi);
-    bl_buf_cleanup(&img);
-    bl_buf_cleanup(&all);
-    return got;
-}
 
-/* R8 8.3.36, map version 2.2: sourceFile names, synthesized lambda. */
-START_TEST(r8_symbolicated_file_names)
-{
-    char *got = retrace_file("mapping-r8-symbolicated_file_names.txt", "",
-                             "java.lang.RuntimeException: boom\n"
-                             "    at a.a.a(SourceFile:9)\n"
-                             "    at a.b.a(SourceFile:7)\n"
-                             "    at a.b.b(SourceFile:2)\n"
-                             "    at io.wzieba.r8fullmoderenamessources.MainActivity.a(SourceFile:1)\n"
-                             "    at io.wzieba.r8fullmoderenamessources.MainActivity.onCreate(SourceFile:10)\n"
-                             "    at a.c.onClick(SourceFile:1)\n",
-                             0);
-    ck_assert_str_eq(got,
-                     "java.lang.RuntimeException: boom\n"
-                     "    at io.wzieba.r8fullmoderenamessources.Foobar.foo(Foobar.kt:10)\n"
-                     "    at io.wzieba.r8fullmoderenamessources.FoobarKt.main(Foobar.kt:16)\n"
-                     "    at io.wzieba.r8fullmoderenamessources.FoobarKt.main(Foobar.kt)\n"
-                     "    at io.wzieba.r8fullmoderenamessources.MainActivity.onCreate(MainActivity.kt:13)\n");
-    free(got);
-}
-END_TEST
 
-/* Compose app mapping: outline + outlineCallsite + synthesized bridge.
- * The file's header was edited (no map version), so we prepend 2.2. */
-START_TEST(r8_outline_complex)
-{
-    const char *trace = "java.lang.NullPointerException\n"
-                        "    at ev.h.b(SourceFile:3)\n"
-                        "    at uu0.k.l(SourceFile:43)\n"
-                        "    at uu0.k.l(SourceFile:7)\n";
-    char *got = retrace_file("mapping-outline-complex.txt",
-                             "# {\"id\":\"com.android.tools.r8.mapping\",\"version\":\"2.2\"}\n",
-                             trace, 0);
-    ck_assert_str_eq(
-        got, "java.lang.NullPointerException\n"
-             "    at com.example.projection.MapProjectionViewController.onProjectionView(MapProjectionViewController.kt:160)\n"
-             "    at com.example.projection.MapProjectionViewController.createProjectionMarkerInternal(MapProjectionViewController.kt:133)\n"
-             "    at com.example.projection.MapProjectionViewController.createProjectionMarker(MapProjectionViewController.kt:79)\n"
-             "    at com.example.MapAnnotations.createProjectionMarker(MapAnnotations.kt:63)\n"
-             "    at com.example.projection.MapProjectionViewController.createProjectionMarker(MapProjectionViewController.kt:79)\n"
-             "    at com.example.MapAnnotations.createProjectionMarker(MapAnnotations.kt:63)\n");
-    free(got);
-    /* without a version the R8 2.x information is a comment: the outline
-     * frame stays and the synthesized bridge is printed */
-    got = retrace_file("mapping-outline-complex.txt", "", trace, 0);
-    ck_assert_ptr_nonnull(strstr(got, "at ev.CanvasAttributeLayoutKt$$ExternalSyntheticOutline0.m("));
-    ck_assert_ptr_nonnull(strstr(got, "at uu0.MapAnnotations.createProjectionMarker("));
-    free(got);
-}
-END_TEST
 
-/* R8 2.0.74 inline frames (no map version). */
-START_TEST(r8_inlines)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/mapping-inlines.txt", R8_DIR);
-    size_t n;
-    char *m = tu_read_file(path, &n);
-    ck_assert_ptr_nonnull(m);
-    /* pick the first inline group from the file itself: two consecutive
-     * method lines with the same minified range and obfuscated name */
-    bl_buf img;
-    bl_mi_stats st;
-    bl_mapindex *mi = index_of(m, n, &img, &st);
-    int groups = 0;
-    for (uint32_t i = 0; i < bl_mapindex_header(mi)->n_methods; i++) {
-        const bl_mi_method *e = bl_mapindex_method_at(mi, i);
-        if ((e->flags & BL_MIM_GROUP_START) && !(e->flags & BL_MIM_OUTER))
-            groups++;
-    }
-    ck_assert_int_gt(groups, 5);
-    bl_mapindex_close(mi);
-    bl_buf_cleanup(&img);
-    free(m);
-}
-END_TEST
 
 /* The index written to disk and mmapped answers like the in-memory one. */
 START_TEST(index_file_roundtrip)
@@ -291,13 +168,9 @@ int main(void)
     tcase_add_loop_test(tc, golden_case, 0, n_cases);
     tcase_add_test(tc, malformed_lines_counted);
     suite_add_tcase(s, tc);
-    TCase *r8 = tcase_create("r8");
-    tcase_add_test(r8, r8_files_parse_clean);
-    tcase_add_test(r8, r8_symbolicated_file_names);
-    tcase_add_test(r8, r8_outline_complex);
-    tcase_add_test(r8, r8_inlines);
-    tcase_add_test(r8, index_file_roundtrip);
-    suite_add_tcase(s, r8);
+    TCase *ix = tcase_create("index");
+    tcase_add_test(ix, index_file_roundtrip);
+    suite_add_tcase(s, ix);
     int rc = tu_run(s);
     for (int i = 0; i < n_cases; i++)
         free(case_names[i]);

@@ -7,7 +7,6 @@
 #include "symbol/symbolicate.h"
 #include "testutil.h"
 
-#define R8_DIR BL_SHARED_DIR "/r8-mappings"
 
 static bl_buf img, store;
 static bl_mapindex *mi;
@@ -97,53 +96,7 @@ START_TEST(identity_without_mapping)
 }
 END_TEST
 
-/* Real R8 8.3.36 file: hand-worked expectations. */
-START_TEST(r8_file_names)
-{
-    size_t n;
-    char *m = tu_read_file(R8_DIR "/mapping-r8-symbolicated_file_names.txt", &n);
-    ck_assert_ptr_nonnull(m);
-    load(m, n);
-    check("a.a", "a", "()V", "io.wzieba.r8fullmoderenamessources.Foobar", "foo", "()V",
-          "Foobar.kt", BL_SYM_EXACT);
-    check("a.b", "b", "([Ljava/lang/String;)V", "io.wzieba.r8fullmoderenamessources.FoobarKt",
-          "main", "([Ljava/lang/String;)V", "Foobar.kt", BL_SYM_EXACT);
-    check("a.b", "a", "()V", "io.wzieba.r8fullmoderenamessources.FoobarKt", "main", "()V",
-          "Foobar.kt", BL_SYM_EXACT);
-    check("io.wzieba.r8fullmoderenamessources.MainActivity", "onCreate",
-          "(Landroid/os/Bundle;)V", "io.wzieba.r8fullmoderenamessources.MainActivity",
-          "onCreate", "(Landroid/os/Bundle;)V", "MainActivity.kt", BL_SYM_EXACT);
-    unload();
-    free(m);
-}
-END_TEST
 
-/* residualsignature (map version 2.2): the descriptor the app sees differs
- * from the original one (a parameter was removed, types renamed). */
-START_TEST(r8_residual_signature)
-{
-    size_t n;
-    char *m = tu_read_file(R8_DIR "/mapping-outline-complex.txt", &n);
-    ck_assert_ptr_nonnull(m);
-    bl_buf all;
-    bl_buf_init(&all, 0);
-    bl_buf_puts(&all, "# {\"id\":\"com.android.tools.r8.mapping\",\"version\":\"2.2\"}\n");
-    bl_buf_append(&all, m, n);
-    load(all.data, all.len);
-    check("ev.i", "<init>",
-          "(Lpw/o;Lev/r5;Lkotlin/jvm/functions/Function1;Lp1/e;Landroidx/compose/ui/d;I)V",
-          "com.example.compose.component.CanvasAttributeLayoutKt$CanvasAttributeLayout$1",
-          "<init>",
-          "(Lcom/example/models/CanvasAttributeLayout;"
-          "Lcom/example/compose/component/CanvasNodeCommonRenderState;"
-          "Lkotlin/jvm/functions/Function1;Lkotlin/jvm/functions/Function4;"
-          "Landroidx/compose/ui/Modifier;II)V",
-          "CanvasAttributeLayout.kt", BL_SYM_EXACT);
-    unload();
-    bl_buf_cleanup(&all);
-    free(m);
-}
-END_TEST
 
 START_TEST(descriptor_conversion)
 {
@@ -169,8 +122,6 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, deobfuscated_descriptors);
     tcase_add_test(tc, identity_without_mapping);
-    tcase_add_test(tc, r8_file_names);
-    tcase_add_test(tc, r8_residual_signature);
     tcase_add_test(tc, descriptor_conversion);
     suite_add_tcase(s, tc);
     return tu_run(s);
