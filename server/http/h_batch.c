@@ -64,7 +64,7 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
         rc = bl_reply_error(c, h, 500, "cannot store the batch");
         goto out;
     }
-    if (bl_write_all(fd, r->raw.data ? r->raw.data : "", r->raw.len) != BL_OK) {
+    if (bl_fd_write_all(fd, r->raw.data ? r->raw.data : "", r->raw.len) != BL_OK) {
         bl_file_abort(fd, tmp);
         rc = bl_reply_error(c, h, 500, "cannot store the batch");
         goto out;

@@ -28,7 +28,7 @@ static bl_err sink_file(void *ctx, const void *p, size_t n)
 {
     req *r = ctx;
     XXH3_128bits_update(r->hash, p, n);
-    return bl_write_all(r->fd, p, n);
+    return bl_fd_write_all(r->fd, p, n);
 }
 
 int bl_h_upload_begin(struct MHD_Connection *c, bl_http *h, req *r)
@@ -92,7 +92,7 @@ static bl_err write_small(bl_http *h, const char *dir, const char *name, const c
     e = bl_tmpfile(h->data_dir, &fd, tmp);
     if (e)
         return e;
-    if ((e = bl_write_all(fd, text, strlen(text)))) {
+    if ((e = bl_fd_write_all(fd, text, strlen(text)))) {
         bl_file_abort(fd, tmp);
         return e;
     }

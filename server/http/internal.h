@@ -14,6 +14,7 @@
 
 #include "common/buf.h"
 #include "common/decomp.h"
+#include "common/fdio.h"
 #include "http/http.h"
 #include "pipeline/datadir.h"
 #include "store/apps.h"

@@ -207,21 +207,6 @@ void bl_file_abort(int fd, const char *tmp)
     unlink(tmp);
 }
 
-bl_err bl_write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return BL_EIO;
-        p += w;
-        n -= (size_t)w;
-    }
-    return BL_OK;
-}
-
 bl_err bl_read_file(const char *path, size_t max, char **data, size_t *len)
 {
     *data = NULL;

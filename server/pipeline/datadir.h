@@ -58,8 +58,6 @@ bl_err bl_file_commit(int fd, const char *tmp, const char *dst, int *exists);
 bl_err bl_file_replace(int fd, const char *tmp, const char *dst);
 void bl_file_abort(int fd, const char *tmp);
 
-/* Writes all of buf to fd. BL_EIO. */
-bl_err bl_write_all(int fd, const void *buf, size_t n);
 /* Reads a whole file (at most max bytes) into a new heap buffer. */
 bl_err bl_read_file(const char *path, size_t max, char **data, size_t *len);
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/fdio.h"
 #include "ingest/batch.h"
 
 #define MAX_INPUT ((size_t)256 << 20) /* 256 MiB */
@@ -36,52 +37,6 @@ static const char usage[] =
     "schema/batch-format.md. Errors name the byte offset of the problem:\n"
     "  beatline-batch: INPUT: offset N: message\n"
     "Exit status: 0 success, 1 any error.\n";
-
-/* Reads fd to its end into b. Returns 0; -1 on a read error (errno set); -2
- * when the input is longer than MAX_INPUT bytes. */
-static int read_all(int fd, bl_buf *b)
-{
-    for (;;) {
-        size_t room = MAX_INPUT - b->len;
-        size_t want = room < 65536 ? room : 65536;
-        char probe;
-        char *dst = &probe;
-        if (want) {
-            if (bl_buf_reserve(b, want)) {
-                errno = ENOMEM;
-                return -1;
-            }
-            dst = b->data + b->len;
-        } else {
-            want = 1; /* at the cap: one more byte means too much */
-        }
-        ssize_t r = read(fd, dst, want);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            return 0;
-        if (dst == &probe)
-            return -2;
-        b->len += (size_t)r;
-        b->data[b->len] = '\0';
-    }
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
 /* 1-based line and column (in bytes) of offset `off` in text. */
 static void line_col(const char *text, size_t len, size_t off, size_t *line, size_t *col)
@@ -140,7 +95,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "beatline-batch: %s: %s\n", name, strerror(errno));
         goto out;
     }
-    int r = read_all(fd, &in);
+    bl_err re = bl_fd_read_all(fd, &in);
+    int r = re == BL_OK ? 0 : re == BL_ETOOBIG ? -2 : -1;
     if (path)
         close(fd);
     if (r == -2) {
@@ -175,7 +131,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "beatline-batch: %s: %s\n", name, bl_err_str(e));
         goto out;
     }
-    if (write_all(1, out.data ? out.data : "", out.len) != 0) {
+    if (bl_fd_write_all(1, out.data ? out.data : "", out.len) != BL_OK) {
         fprintf(stderr, "beatline-batch: write: %s\n", strerror(errno));
         goto out;
     }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/fdio.h"
 #include "symbol/mapindex.h"
 #include "symbol/retrace.h"
 
@@ -66,40 +67,6 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* Reads all of fd into b (capped). Returns 0 or -1 with errno. */
-static int read_all(int fd, bl_buf *b)
-{
-    for (;;) {
-        if (bl_buf_reserve(b, 1 << 16)) {
-            errno = EFBIG;
-            return -1;
-        }
-        ssize_t r = read(fd, b->data + b->len, b->alloc - b->len - 1);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            return 0;
-        b->len += (size_t)r;
-        b->data[b->len] = '\0';
-    }
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -238,9 +205,10 @@ int main(int argc, char **argv)
         bl_buf in, outb;
         bl_buf_init(&in, MAX_TRACE_BYTES);
         bl_buf_init(&outb, 0);
-        if (read_all(tfd, &in) != 0) {
+        bl_err re = bl_fd_read_all(tfd, &in);
+        if (re) {
             fprintf(stderr, "beatline-retrace: %s: %s\n", trace ? trace : "<stdin>",
-                    strerror(errno));
+                    re == BL_EIO ? strerror(errno) : bl_err_str(re));
             rc = 1;
         }
         if (tfd > 0)
@@ -263,7 +231,7 @@ int main(int argc, char **argv)
                 outb.len--; /* the input's last line had no newline */
             p = nl ? nl + 1 : e;
             if (outb.len >= (1 << 20) || p >= e) {
-                if (write_all(1, outb.data, outb.len) != 0) {
+                if (bl_fd_write_all(1, outb.data, outb.len) != BL_OK) {
                     fprintf(stderr, "beatline-retrace: write: %s\n", strerror(errno));
                     rc = 1;
                 }

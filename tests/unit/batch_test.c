@@ -1108,23 +1108,6 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 /* golden cases                                                              */
 
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void discover_cases(void)
-{
-    DIR *d = opendir(CASES_DIR);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL && n_cases < MAX_CASES)
-        if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
-            case_names[n_cases++] = strdup(e->d_name);
-    closedir(d);
-    qsort(case_names, (size_t)n_cases, sizeof *case_names, cmp_names);
-}
 
 static char *case_file(const char *name, const char *file, size_t *n)
 {
@@ -1213,7 +1196,7 @@ END_TEST
 
 int main(void)
 {
-    discover_cases();
+    n_cases = tu_discover_cases(CASES_DIR, case_names, MAX_CASES);
     Suite *s = suite_create("batch");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, uuid_text);

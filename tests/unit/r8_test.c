@@ -13,30 +13,10 @@
 #include "symbol/mapindex.h"
 #include "symbol/retrace.h"
 #include "symbol/symbolicate.h"
-#include "testutil.h"
+#include "symbol_testutil.h"
 
 #define R8_DIR BL_SHARED_DIR "/r8-mappings"
 
-/* Builds an in-memory index of `mapping` text; caller frees img and mi. */
-static bl_mapindex *index_of(const char *mapping, size_t n, bl_buf *img, bl_mi_stats *st)
-{
-    bl_buf_init(img, 0);
-    ck_assert_int_eq(bl_mapindex_build(mapping, n, NULL, img, st), BL_OK);
-    bl_mapindex *mi = NULL;
-    ck_assert_int_eq(bl_mapindex_from_memory(img->data, img->len, &mi), BL_OK);
-    return mi;
-}
-
-static char *retrace_str(const bl_mapindex *mi, int verbose, const char *in)
-{
-    bl_retrace_opts o = { verbose };
-    bl_buf out;
-    bl_buf_init(&out, 0);
-    ck_assert_int_eq(bl_retrace_text(mi, &o, in, strlen(in), &out), BL_OK);
-    if (!out.data)
-        return strdup("");
-    return out.data;
-}
 
 static char *retrace_file(const char *file, const char *prefix, const char *trace, int verbose)
 {
@@ -52,8 +32,8 @@ static char *retrace_file(const char *file, const char *prefix, const char *trac
     free(m);
     bl_buf img;
     bl_mi_stats st;
-    bl_mapindex *mi = index_of(all.data, all.len, &img, &st);
-    char *got = retrace_str(mi, verbose, trace);
+    bl_mapindex *mi = tu_index_of(all.data, all.len, &img, &st);
+    char *got = tu_retrace_str(mi, verbose, trace);
     bl_mapindex_close(mi);
     bl_buf_cleanup(&img);
     bl_buf_cleanup(&all);
@@ -76,7 +56,7 @@ START_TEST(r8_files_parse_clean)
         ck_assert_msg(m != NULL, "cannot read %s", path);
         bl_buf img;
         bl_mi_stats st;
-        bl_mapindex *mi = index_of(m, n, &img, &st);
+        bl_mapindex *mi = tu_index_of(m, n, &img, &st);
         ck_assert_msg(st.malformed == 0, "%s: %llu malformed", files[i],
                       (unsigned long long)st.malformed);
         ck_assert_uint_eq(st.map_version, versions[i]);
@@ -148,7 +128,7 @@ START_TEST(r8_inlines)
      * method lines with the same minified range and obfuscated name */
     bl_buf img;
     bl_mi_stats st;
-    bl_mapindex *mi = index_of(m, n, &img, &st);
+    bl_mapindex *mi = tu_index_of(m, n, &img, &st);
     int groups = 0;
     for (uint32_t i = 0; i < bl_mapindex_header(mi)->n_methods; i++) {
         const bl_mi_method *e = bl_mapindex_method_at(mi, i);

@@ -3,12 +3,11 @@
  * mapping.txt + input.txt + expected.txt [+ args]) and the index file.
  * Real R8 mappings are tested in r8_test.c.
  */
-#include <dirent.h>
 #include <unistd.h>
 
 #include "symbol/mapindex.h"
 #include "symbol/retrace.h"
-#include "testutil.h"
+#include "symbol_testutil.h"
 
 #define CASES_DIR BL_SOURCE_DIR "/tests/cases/retrace"
 #define MAX_CASES 256
@@ -16,44 +15,7 @@
 static char *case_names[MAX_CASES];
 static int n_cases;
 
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
-static void discover_cases(void)
-{
-    DIR *d = opendir(CASES_DIR);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL && n_cases < MAX_CASES)
-        if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
-            case_names[n_cases++] = strdup(e->d_name);
-    closedir(d);
-    qsort(case_names, (size_t)n_cases, sizeof *case_names, cmp_names);
-}
-
-/* Builds an in-memory index of `mapping` text; caller frees img and mi. */
-static bl_mapindex *index_of(const char *mapping, size_t n, bl_buf *img, bl_mi_stats *st)
-{
-    bl_buf_init(img, 0);
-    ck_assert_int_eq(bl_mapindex_build(mapping, n, NULL, img, st), BL_OK);
-    bl_mapindex *mi = NULL;
-    ck_assert_int_eq(bl_mapindex_from_memory(img->data, img->len, &mi), BL_OK);
-    return mi;
-}
-
-static char *retrace_str(const bl_mapindex *mi, int verbose, const char *in)
-{
-    bl_retrace_opts o = { verbose };
-    bl_buf out;
-    bl_buf_init(&out, 0);
-    ck_assert_int_eq(bl_retrace_text(mi, &o, in, strlen(in), &out), BL_OK);
-    if (!out.data)
-        return strdup("");
-    return out.data;
-}
 
 START_TEST(golden_case)
 {
@@ -73,8 +35,8 @@ START_TEST(golden_case)
     int verbose = args && strstr(args, "--verbose");
     bl_buf img;
     bl_mi_stats st;
-    bl_mapindex *mi = index_of(mapping, mn, &img, &st);
-    char *got = retrace_str(mi, verbose, input);
+    bl_mapindex *mi = tu_index_of(mapping, mn, &img, &st);
+    char *got = tu_retrace_str(mi, verbose, input);
     ck_assert_msg(strcmp(got, expected) == 0, "case %s:\n--- expected\n%s--- got\n%s", name,
                   expected, got);
     free(got);
@@ -101,7 +63,7 @@ START_TEST(malformed_lines_counted)
     ck_assert_ptr_nonnull(m);
     bl_buf img;
     bl_mi_stats st;
-    bl_mapindex *mi = index_of(m, n, &img, &st);
+    bl_mapindex *mi = tu_index_of(m, n, &img, &st);
     ck_assert_uint_eq(st.malformed, 2);
     ck_assert_uint_eq(st.methods, 2);
     bl_mapindex_close(mi);
@@ -134,7 +96,7 @@ START_TEST(index_file_roundtrip)
                      BL_OK);
     bl_mapindex *mi;
     ck_assert_int_eq(bl_mapindex_open(idx, &mi), BL_OK);
-    char *got = retrace_str(mi, 0, "x\n\tat b.a(SourceFile:1001)\n");
+    char *got = tu_retrace_str(mi, 0, "x\n\tat b.a(SourceFile:1001)\n");
     ck_assert_str_eq(got, "x\n"
                           "\tat com.example.Util.parse(Util.java:41)\n"
                           "\tat com.example.Util.check(Util.java:88)\n"
@@ -161,7 +123,7 @@ END_TEST
 
 int main(void)
 {
-    discover_cases();
+    n_cases = tu_discover_cases(CASES_DIR, case_names, MAX_CASES);
     Suite *s = suite_create("retrace");
     TCase *tc = tcase_create("golden");
     tcase_add_test(tc, golden_cases_exist);

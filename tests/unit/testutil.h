@@ -5,6 +5,7 @@
 #define BL_TESTUTIL_H
 
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,29 @@ static inline char *tu_read_file(const char *path, size_t *n)
     if (n)
         *n = b.len;
     return b.data;
+}
+
+static inline int tu_cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lists the golden-case folders of dir (names starting with a digit) into
+ * names[0..max), sorted; returns how many (0 when dir is missing). Names are
+ * heap strings the caller frees. */
+static inline int tu_discover_cases(const char *dir, char **names, int max)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < max)
+        if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
+            names[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, tu_cmp_names);
+    return n;
 }
 
 /* Runs a suite and returns the process exit code. */
