@@ -238,7 +238,7 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
 
     char err[512] = "";
-    bl_proc_opts po = { data, 64, max_dec, 0 };
+    bl_proc_opts po = { data, 256, max_dec, 0 };
     bl_processor *proc;
     if (bl_processor_start(&po, &proc, err, sizeof err) != BL_OK) {
         fprintf(stderr, "beatline-server: %s\n", err);

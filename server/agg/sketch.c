@@ -233,9 +233,9 @@ bl_err bl_sketch_serialize(const bl_sketch *s, bl_buf *out)
  * total that fits but would overflow s->count is BL_ETOOBIG. s->max and
  * s->sum are left alone (the blob does not carry them).
  */
-bl_err bl_sketch_merge_blob(bl_sketch *s, const void *blob, size_t len)
+/* Checks a blob; *nz gets its pair count and *total the sum of its counts. */
+static bl_err check_blob(const uint8_t *p, size_t len, uint64_t *nz_out, uint64_t *total_out)
 {
-    const uint8_t *p = blob;
     if (len < BLOB_HEADER || !p)
         return BL_EFORMAT;
     if (p[0] != BLOB_VERSION || p[1] != S || get_le(p + 2, 2) != 0)
@@ -253,6 +253,56 @@ bl_err bl_sketch_merge_blob(bl_sketch *s, const void *blob, size_t len)
         if (i && b <= get_le(pairs + (i - 1) * BLOB_PAIR, 4))
             return BL_EFORMAT;
     }
+    *nz_out = nz;
+    *total_out = total;
+    return BL_OK;
+}
+
+bl_err bl_sketch_blob_merge(const void *a, size_t alen, const void *b, size_t blen, bl_buf *out)
+{
+    uint64_t na, nb, ta, tb, t;
+    bl_err err;
+    if ((err = check_blob(a, alen, &na, &ta)) || (err = check_blob(b, blen, &nb, &tb)))
+        return err;
+    if (__builtin_add_overflow(ta, tb, &t))
+        return BL_ETOOBIG;
+    size_t at = out->len;
+    if ((err = bl_buf_reserve(out, BLOB_HEADER + (size_t)(na + nb) * BLOB_PAIR)))
+        return err;
+    uint8_t *o = (uint8_t *)out->data + at;
+    const uint8_t *pa = (const uint8_t *)a + BLOB_HEADER, *pb = (const uint8_t *)b + BLOB_HEADER;
+    uint8_t *w = o + BLOB_HEADER;
+    uint64_t i = 0, j = 0, n = 0;
+    while (i < na || j < nb) {
+        uint64_t ba = i < na ? get_le(pa + i * BLOB_PAIR, 4) : UINT64_MAX;
+        uint64_t bb = j < nb ? get_le(pb + j * BLOB_PAIR, 4) : UINT64_MAX;
+        uint64_t idx = ba < bb ? ba : bb, c = 0;
+        if (ba == idx)
+            c += get_le(pa + i++ * BLOB_PAIR + 4, 8);
+        if (bb == idx)
+            c += get_le(pb + j++ * BLOB_PAIR + 4, 8);
+        put_le(w, idx, 4);
+        put_le(w + 4, c, 8);
+        w += BLOB_PAIR;
+        n++;
+    }
+    put_le(o, BLOB_VERSION, 1);
+    put_le(o + 1, S, 1);
+    put_le(o + 2, 0, 2);
+    put_le(o + 4, n, 4);
+    out->len = at + BLOB_HEADER + (size_t)n * BLOB_PAIR;
+    out->data[out->len] = '\0';
+    return BL_OK;
+}
+
+bl_err bl_sketch_merge_blob(bl_sketch *s, const void *blob, size_t len)
+{
+    const uint8_t *p = blob;
+    uint64_t nz, total;
+    bl_err cerr = check_blob(p, len, &nz, &total);
+    if (cerr)
+        return cerr;
+    const uint8_t *pairs = p + BLOB_HEADER;
     if (!nz)
         return BL_OK;
     if (total > UINT64_MAX - s->count)

@@ -58,4 +58,10 @@ bl_err bl_sketch_serialize(const bl_sketch *s, bl_buf *out);
  * blob carries no max/sum: callers keep those in their own columns. */
 bl_err bl_sketch_merge_blob(bl_sketch *s, const void *blob, size_t len);
 
+/* Merges two serialised sketches into one serialised sketch appended to
+ * out, without expanding either (a linear merge of their bucket lists): the
+ * same bytes bl_sketch_serialize would give for the union. BL_EFORMAT for a
+ * malformed blob, BL_ETOOBIG when the counts overflow, BL_ENOMEM. */
+bl_err bl_sketch_blob_merge(const void *a, size_t alen, const void *b, size_t blen, bl_buf *out);
+
 #endif

@@ -29,18 +29,32 @@ static void result_sketch(sqlite3_context *ctx, const bl_sketch *s)
     bl_buf_cleanup(&b);
 }
 
+static const char empty_blob[8] = { 1, BL_SKETCH_SUB_BITS, 0, 0, 0, 0, 0, 0 };
+
 static void f_merge(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
-    bl_sketch s;
-    bl_sketch_init(&s);
-    for (int i = 0; i < argc; i++)
-        if (add_arg(&s, argv[i]) != 0) {
-            sqlite3_result_error(ctx, "sketch_merge: malformed sketch", -1);
-            bl_sketch_cleanup(&s);
-            return;
+    (void)argc;
+    const void *p[2];
+    size_t n[2];
+    for (int i = 0; i < 2; i++) {
+        if (sqlite3_value_type(argv[i]) == SQLITE_NULL) {
+            p[i] = empty_blob;
+            n[i] = sizeof empty_blob;
+        } else {
+            p[i] = sqlite3_value_blob(argv[i]);
+            n[i] = (size_t)sqlite3_value_bytes(argv[i]);
         }
-    result_sketch(ctx, &s);
-    bl_sketch_cleanup(&s);
+    }
+    bl_buf b;
+    bl_buf_init(&b, 0);
+    bl_err e = bl_sketch_blob_merge(p[0], n[0], p[1], n[1], &b);
+    if (e == BL_ENOMEM)
+        sqlite3_result_error_nomem(ctx);
+    else if (e)
+        sqlite3_result_error(ctx, "sketch_merge: malformed sketch", -1);
+    else
+        sqlite3_result_blob(ctx, b.data, (int)b.len, SQLITE_TRANSIENT);
+    bl_buf_cleanup(&b);
 }
 
 static void f_union_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)

@@ -642,6 +642,54 @@ END_TEST
 
 /* ---- throughput (printed, not asserted) -------------------------------- */
 
+/* bl_sketch_blob_merge gives the bytes of the union's serialisation. */
+START_TEST(blob_merge_linear)
+{
+    uint64_t rng = 12345;
+    for (int round = 0; round < 50; round++) {
+        bl_sketch a, b, u;
+        bl_sketch_init(&a);
+        bl_sketch_init(&b);
+        bl_sketch_init(&u);
+        int na = round % 7 == 0 ? 0 : 1 + round * 13, nb = round % 5 == 0 ? 0 : 1 + round * 7;
+        for (int i = 0; i < na; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            uint64_t v = (rng >> 20) % (1ull << (round % 40 + 1));
+            ck_assert_int_eq(bl_sketch_add(&a, v, 1), BL_OK);
+            ck_assert_int_eq(bl_sketch_add(&u, v, 1), BL_OK);
+        }
+        for (int i = 0; i < nb; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            uint64_t v = (rng >> 17) % 100000;
+            ck_assert_int_eq(bl_sketch_add(&b, v, 2), BL_OK);
+            ck_assert_int_eq(bl_sketch_add(&u, v, 2), BL_OK);
+        }
+        bl_buf ba, bb, bu, bm;
+        bl_buf_init(&ba, 0);
+        bl_buf_init(&bb, 0);
+        bl_buf_init(&bu, 0);
+        bl_buf_init(&bm, 0);
+        ck_assert_int_eq(bl_sketch_serialize(&a, &ba), BL_OK);
+        ck_assert_int_eq(bl_sketch_serialize(&b, &bb), BL_OK);
+        ck_assert_int_eq(bl_sketch_serialize(&u, &bu), BL_OK);
+        ck_assert_int_eq(bl_sketch_blob_merge(ba.data, ba.len, bb.data, bb.len, &bm), BL_OK);
+        ck_assert_uint_eq(bm.len, bu.len);
+        ck_assert_int_eq(memcmp(bm.data, bu.data, bu.len), 0);
+        /* a malformed side is refused */
+        bl_buf_reset(&bm);
+        ck_assert_int_eq(bl_sketch_blob_merge(ba.data, ba.len - 1, bb.data, bb.len, &bm),
+                         BL_EFORMAT);
+        bl_buf_cleanup(&ba);
+        bl_buf_cleanup(&bb);
+        bl_buf_cleanup(&bu);
+        bl_buf_cleanup(&bm);
+        bl_sketch_cleanup(&a);
+        bl_sketch_cleanup(&b);
+        bl_sketch_cleanup(&u);
+    }
+}
+END_TEST
+
 START_TEST(throughput)
 {
     enum { N = 1 << 16, ROUNDS = 200 };
@@ -685,6 +733,7 @@ int main(void)
     tcase_add_test(tm, blob_layout);
     tcase_add_test(tm, blob_round_trip);
     tcase_add_test(tm, blob_malformed);
+    tcase_add_test(tm, blob_merge_linear);
     tcase_add_test(tm, throughput);
     suite_add_tcase(s, tm);
     return tu_run(s);
