@@ -263,7 +263,6 @@ int main(int argc, char **argv)
         pause();
     fprintf(stderr, "beatline-server: stopping\n");
     bl_http_stop(http);
-    bl_processor_drain(proc);
-    bl_processor_stop(proc);
+    bl_processor_stop(proc); /* commits the open transaction; the rest waits on disk */
     return 0;
 }

@@ -13,13 +13,16 @@
 
 #include "ingest/batch.h"
 
+/* The batch id is pending, done or failed already (any encoding). */
 static int seen(bl_http *h, const char *uuid)
 {
-    for (int done = 0; done < 2; done++)
+    static const char *const dirs[3] = { "pending", "done", "failed" };
+    for (int d = 0; d < 3; d++)
         for (int e = BL_ENC_IDENTITY; e <= BL_ENC_ZSTD; e++) {
             char p[BL_PATH_MAX];
-            if (bl_datadir_batch(h->data_dir, done, uuid, (bl_encoding)e, p) == BL_OK &&
-                access(p, F_OK) == 0)
+            int n = snprintf(p, sizeof p, "%s/batches/%s/%.36s.%s", h->data_dir, dirs[d], uuid,
+                             bl_enc_ext((bl_encoding)e));
+            if (n > 0 && n < (int)sizeof p && access(p, F_OK) == 0)
                 return 1;
         }
     return 0;

@@ -12,6 +12,13 @@ enum MHD_Result bl_h_health(struct MHD_Connection *c, bl_http *h, req *r)
     bl_db *db = bl_http_db(h);
     if (!db)
         return bl_reply_error(c, h, 503, "database unavailable");
+    bl_proc_stats ps;
+    bl_processor_stats(h->c.proc, &ps);
+    if (ps.failing >= 3)
+        return bl_reply_json(c, h, 503,
+                             json_pack("{s:s,s:s,s:I}", "status", "degraded", "error",
+                                       "the writer cannot commit (see the server log)",
+                                       "failed_transactions", (json_int_t)ps.failing));
     return bl_reply_json(c, h, 200, json_pack("{s:s}", "status", "ok"));
 }
 
@@ -75,6 +82,9 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
     if (!e)
         e = metric(&b, "beatline_batches_waiting", "gauge",
                    "Batches waiting for their build's method-ID file or mapping.", ps.waiting);
+    if (!e)
+        e = metric(&b, "beatline_transactions_failing", "gauge",
+                   "Writer transactions failed in a row (0 = healthy).", ps.failing);
     if (!e)
         e = metric(&b, "beatline_transactions_total", "counter",
                    "SQLite write transactions committed by the writer.", ps.txn);

@@ -22,7 +22,7 @@ static json_t *col_text_or_null(sqlite3_stmt *st, int i)
 {
     if (sqlite3_column_type(st, i) == SQLITE_NULL)
         return json_null();
-    return json_string((const char *)sqlite3_column_text(st, i));
+    return bl_json_text((const char *)sqlite3_column_text(st, i));
 }
 
 static json_t *col_int_or_null(sqlite3_stmt *st, int i)
@@ -116,15 +116,15 @@ static int cmp_slow(const void *a, const void *b)
     if (x->total != y->total)
         return x->total < y->total ? 1 : -1;
     json_t *mx = json_object_get(x->obj, "method"), *my = json_object_get(y->obj, "method");
-    int c = strcmp(json_string_value(json_object_get(mx, "class")),
-                   json_string_value(json_object_get(my, "class")));
-    if (c)
-        return c;
-    c = strcmp(json_string_value(json_object_get(mx, "name")),
-               json_string_value(json_object_get(my, "name")));
-    return c ? c
-             : strcmp(json_string_value(json_object_get(mx, "descriptor")),
-                      json_string_value(json_object_get(my, "descriptor")));
+    static const char *const keys[3] = { "class", "name", "descriptor" };
+    for (int k = 0; k < 3; k++) {
+        const char *sx = json_string_value(json_object_get(mx, keys[k]));
+        const char *sy = json_string_value(json_object_get(my, keys[k]));
+        int c = strcmp(sx ? sx : "", sy ? sy : "");
+        if (c)
+            return c;
+    }
+    return 0;
 }
 
 enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
@@ -212,6 +212,8 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
             (json_int_t)v[3], "total_us", (json_int_t)v[4], "self_us", (json_int_t)v[5], "p50_us",
             (json_int_t)v[0], "p90_us", (json_int_t)v[1], "p99_us", (json_int_t)v[2], "max_us",
             (json_int_t)v[6]);
+        if (!o)
+            continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 64;
             slow_row *nr = realloc(rows, cap * sizeof *nr);
@@ -244,7 +246,7 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
     }
     return bl_reply_json(c, h, 200,
                          json_pack("{s:s,s:o,s:s,s:s,s:o}", "app", r->app, "build",
-                                   build ? json_string(build) : json_null(), "thread",
+                                   build ? bl_json_text(build) : json_null(), "thread",
                                    main_only ? "main" : "all", "sort", sorts[sort_ix],
                                    "methods", arr));
 }
@@ -513,7 +515,7 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     json_t *roots = emit_children(&e, head, (uint32_t)max_depth);
     json_t *body = json_pack("{s:s,s:s,s:s,s:o,s:o,s:b}", "app", r->app, "build", bname,
                              "thread", main_only ? "main" : "all", "root",
-                             root ? json_string(root) : json_null(), "roots", roots, "truncated",
+                             root ? bl_json_text(root) : json_null(), "roots", roots, "truncated",
                              e.truncated);
     json_decref(e.name_store);
     bl_u128map_cleanup(&e.names);

@@ -115,6 +115,32 @@ static void map_diag(void *ctx, const bl_mi_diag *d)
 
 typedef struct diag_first diag_first;
 
+/* Rebuilds dir/mapping.idx from dir/mapping.txt when it does not open. */
+static bl_err repair_index(bl_http *h, const char *dir)
+{
+    char idx[BL_PATH_MAX], txt[BL_PATH_MAX], tmp[BL_PATH_MAX];
+    bl_err e;
+    if ((e = bl_path_join(idx, dir, "mapping.idx")) || (e = bl_path_join(txt, dir, "mapping.txt")))
+        return e;
+    bl_mapindex *mi;
+    if (bl_mapindex_open(idx, &mi) == BL_OK) {
+        bl_mapindex_close(mi);
+        return BL_OK;
+    }
+    int fd;
+    if ((e = bl_tmpfile(h->data_dir, &fd, tmp)))
+        return e;
+    close(fd);
+    e = bl_mapindex_build_file(txt, tmp, NULL, NULL);
+    if (!e && rename(tmp, idx) != 0)
+        e = BL_EIO;
+    if (e)
+        unlink(tmp);
+    else
+        e = bl_fsync_dir(dir);
+    return e;
+}
+
 static void mid_diag(void *ctx, uint64_t line, const char *message)
 {
     diag_first *d = ctx;
@@ -143,7 +169,7 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
              (unsigned long long)hv.low64);
     uint64_t bytes = bl_decomp_total(r->dec);
 
-    char dir[BL_PATH_MAX], lockp[BL_PATH_MAX], path[BL_PATH_MAX];
+    char dir[BL_PATH_MAX], lockp[BL_PATH_MAX], path[BL_PATH_MAX], idx_tmp[BL_PATH_MAX] = "";
     if (bl_datadir_build(h->data_dir, r->app_id, r->build, dir) != BL_OK || mkdirs(dir) != BL_OK ||
         bl_path_join(lockp, dir, ".lock") != BL_OK) {
         bl_h_upload_abort(r);
@@ -173,6 +199,10 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     }
     if (old[0] && !strcmp(old, hex)) {
         bl_h_upload_abort(r);
+        if (mapping && repair_index(h, dir) != BL_OK) {
+            rc = bl_reply_error(c, h, 500, "the build's mapping index is damaged and cannot be rebuilt");
+            goto out;
+        }
         rc = bl_reply_json(c, h, 200,
                            json_pack("{s:s,s:s,s:s,s:I,s:s,s:s}", "app", r->app, "build",
                                      r->build, "file", mapping ? "mapping" : "method-ids",
@@ -190,27 +220,34 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
         goto out;
     }
     if (mapping) {
+        /* the index is built aside and moved in with the mapping: a
+         * rejected upload never touches the build's current files */
         bl_mi_stats st;
-        char idx[BL_PATH_MAX];
         diag_first mf = { 0, "" };
         bl_mi_build_opts mo = { 0, map_diag, &mf };
-        bl_err e = bl_path_join(idx, dir, "mapping.idx");
+        bl_err e = BL_OK;
+        if (snprintf(idx_tmp, sizeof idx_tmp, "%s.idx", r->tmp) >= (int)sizeof idx_tmp)
+            e = BL_ETOOBIG;
         if (!e)
-            e = bl_mapindex_build_file(r->tmp, idx, &mo, &st);
+            e = bl_mapindex_build_file(r->tmp, idx_tmp, &mo, &st);
         if (e) {
             bl_h_upload_abort(r);
+            unlink(idx_tmp);
             rc = bl_reply_error(c, h, e == BL_ENOMEM ? 503 : 500, "cannot index the mapping");
             goto out;
         }
-        if (st.classes == 0 && st.malformed > 0) {
+        if (st.classes == 0) {
             bl_h_upload_abort(r);
-            char msg[200];
-            snprintf(msg, sizeof msg,
-                     "not a ProGuard/R8 mapping file: line %llu: %s (%llu malformed lines, "
-                     "no class line)",
-                     (unsigned long long)mf.line, mf.msg, (unsigned long long)st.malformed);
+            unlink(idx_tmp);
+            char msg[400];
+            if (mf.line)
+                snprintf(msg, sizeof msg,
+                         "not a ProGuard/R8 mapping file: line %llu: %s (%llu malformed lines, "
+                         "no class line)",
+                         (unsigned long long)mf.line, mf.msg, (unsigned long long)st.malformed);
+            else
+                snprintf(msg, sizeof msg, "not a ProGuard/R8 mapping file: no class line");
             rc = bl_reply_error(c, h, 400, msg);
-            unlink(idx);
             goto out;
         }
         json_object_set_new(extra, "classes", json_integer(st.classes));
@@ -258,6 +295,15 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     }
     r->fd = -1;
     r->tmp[0] = '\0';
+    if (mapping) {
+        char idx[BL_PATH_MAX];
+        if (bl_path_join(idx, dir, "mapping.idx") != BL_OK || rename(idx_tmp, idx) != 0 ||
+            bl_fsync_dir(dir) != BL_OK) {
+            unlink(idx_tmp);
+            rc = bl_reply_error(c, h, 500, "cannot store the mapping index");
+            goto out;
+        }
+    }
     char line[80];
     snprintf(line, sizeof line, "%s\n", hex);
     if (write_small(h, dir, hname, line) != BL_OK) {

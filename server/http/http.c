@@ -10,6 +10,8 @@
  */
 #include "http/internal.h"
 
+#include "common/utf8.h"
+
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -104,10 +106,29 @@ enum MHD_Result bl_reply_json(struct MHD_Connection *c, bl_http *h, unsigned sta
     return rc;
 }
 
+json_t *bl_json_text(const char *s)
+{
+    json_t *j = json_string(s);
+    if (j)
+        return j;
+    bl_buf b;
+    bl_buf_init(&b, 0);
+    if (bl_utf8_repair(s, strlen(s), &b) == BL_OK && b.data)
+        j = json_string(b.data);
+    bl_buf_cleanup(&b);
+    return j;
+}
+
 enum MHD_Result bl_reply_error(struct MHD_Connection *c, bl_http *h, unsigned status,
                                const char *msg)
 {
-    return bl_reply_json(c, h, status, json_pack("{s:s}", "error", msg));
+    json_t *o = json_object();
+    json_t *t = bl_json_text(msg);
+    if (o && t)
+        json_object_set_new(o, "error", t);
+    else
+        json_decref(t);
+    return bl_reply_json(c, h, status, o);
 }
 
 const char *bl_arg(struct MHD_Connection *c, const char *name)

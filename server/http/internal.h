@@ -66,6 +66,10 @@ typedef struct req {
 /* The read connection of the calling thread (opened on first use). */
 bl_db *bl_http_db(bl_http *h);
 
+/* A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD. Never
+ * NULL unless memory runs out. */
+json_t *bl_json_text(const char *s);
+
 /* Responses. All return MHD_YES/MHD_NO from MHD_queue_response. */
 enum MHD_Result bl_reply_json(struct MHD_Connection *c, bl_http *h, unsigned status,
                               json_t *body /* stolen */);

@@ -33,6 +33,8 @@
  */
 #include "ingest/batch.h"
 
+#include "common/utf8.h"
+
 #include <assert.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -84,63 +86,12 @@ static uint8_t *st64(uint8_t *p, uint64_t v)
     return p + 8;
 }
 
-/*
- * Returns the index of the first byte of the first invalid UTF-8 sequence in
- * s[0..n), or n when all of it is valid (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF, no sequence cut by the end).
- */
-static size_t utf8_check(const uint8_t *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        if (n - i >= 8) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ull)) {
-                i += 8;
-                continue;
-            }
-        }
-        uint8_t c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t k;
-        uint32_t cp;
-        if (c >= 0xC2 && c <= 0xDF) {
-            k = 1;
-            cp = c & 0x1Fu;
-        } else if ((c & 0xF0) == 0xE0) {
-            k = 2;
-            cp = c & 0x0Fu;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            k = 3;
-            cp = c & 0x07u;
-        } else {
-            return i;
-        }
-        if (n - i - 1 < k)
-            return i;
-        for (size_t j = 1; j <= k; j++) {
-            if ((s[i + j] & 0xC0) != 0x80)
-                return i;
-            cp = cp << 6 | (s[i + j] & 0x3Fu);
-        }
-        if (k == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)))
-            return i;
-        if (k == 3 && (cp < 0x10000 || cp > 0x10FFFF))
-            return i;
-        i += k + 1;
-    }
-    return n;
-}
 
 static int str_valid(bl_str s)
 {
     if (s.n == 0)
         return 1;
-    return s.p && utf8_check((const uint8_t *)s.p, s.n) == s.n;
+    return s.p && bl_utf8_check((const uint8_t *)s.p, s.n) == s.n;
 }
 
 /* Shrinks b back to n bytes (n <= b->len): undoes a failed append. */
@@ -236,7 +187,7 @@ static bl_err rd_str(rd *r, size_t end, const char *past, const char *bad, bl_st
     if (end - at - 2 < n)
         return fail(r, at, past);
     const uint8_t *p = r->buf + at + 2;
-    size_t bad_at = utf8_check(p, n);
+    size_t bad_at = bl_utf8_check(p, n);
     if (bad_at != n)
         return fail(r, at + 2 + bad_at, bad);
     s->p = (const char *)p;
@@ -409,7 +360,7 @@ bl_err bl_batch_decode(const uint8_t *buf, size_t len, bl_batch *out, bl_batch_e
         goto out;
     }
     r.pos += 4;
-    size_t bad = utf8_check(buf + r.pos, en);
+    size_t bad = bl_utf8_check(buf + r.pos, en);
     if (bad != en) {
         e = fail(&r, r.pos + bad, "events: invalid UTF-8");
         goto out;

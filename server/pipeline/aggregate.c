@@ -424,6 +424,10 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
     for (uint32_t k = n; k-- > 0;) {
         const bl_call *c = &a->tree.calls[k];
         uint32_t mid = c->method_id;
+        if (b->id_cap && mid > b->id_cap) {
+            mid = b->id_cap;
+            a->malformed++;
+        }
         if (mid >= b->n_rows && (err = grow_rows(b, mid)))
             return err;
         int64_t row = b->rows[mid];

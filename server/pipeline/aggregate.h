@@ -41,6 +41,9 @@ typedef struct bl_agg_build {
     int64_t build_id;
     int64_t *rows;        /* methodId -> methods.id, 0 = unknown yet */
     uint32_t n_rows;
+    uint32_t id_cap;      /* methodIds >= id_cap (not in the method-ID file's
+                           * range) are all counted as methodId id_cap, so a
+                           * hostile batch cannot make the arrays huge; 0 = no cap */
     /* call-path nodes, by local index (order of creation in this process);
      * one cache line each: the hot path touches one node per call */
     uint64_t *nkey;       /* open addressing: (parent local + 1) << 32 | mid << 1 | main */

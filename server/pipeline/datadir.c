@@ -3,6 +3,8 @@
  */
 #include "pipeline/datadir.h"
 
+#include "common/utf8.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -88,7 +90,7 @@ bl_err bl_datadir_batch(const char *dir, int done, const char *uuid, bl_encoding
 
 int bl_build_name_valid(const char *build, size_t n)
 {
-    if (n == 0 || n > BL_BUILD_NAME_MAX)
+    if (n == 0 || n > BL_BUILD_NAME_MAX || bl_utf8_check((const uint8_t *)build, n) != n)
         return 0;
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)build[i] < 0x20 || build[i] == 0x7f || build[i] == '/' ||

@@ -58,6 +58,7 @@ typedef struct bstate {
     char build[BL_BUILD_NAME_MAX + 1];
     int64_t build_id;
     int ready;
+    int loaded;          /* call-path nodes loaded from the database */
     bl_agg_build ab;     /* methods.id by methodId, call-path nodes */
     pending_batch *waiting;
     size_t n_waiting, cap_waiting;
@@ -260,34 +261,55 @@ static void read_hash(const char *dir, const char *name, char *out, size_t cap)
     free(d);
 }
 
-/* Loads methods.id by methodId and the call-path nodes of a ready build. */
+/* Loads methods.id by methodId (again after re-symbolication: ids of known
+ * methods never change) and, once, the call-path nodes of a ready build.
+ * Nodes are never reloaded while the build state lives: the open
+ * transaction's deltas point into them. */
 static bl_err load_rows(bl_processor *p, bstate *b)
 {
-    bl_agg_build_cleanup(&b->ab);
-    bl_agg_build_init(&b->ab, b->build_id);
     sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT method_id, id FROM methods WHERE build_id = ?");
     if (!st)
         return sql_err(p, "methods load");
     sqlite3_bind_int64(st, 1, b->build_id);
     bl_err err = BL_OK;
+    uint32_t limit = 0;
     while (!err && sqlite3_step(st) == SQLITE_ROW) {
         int64_t mid = sqlite3_column_int64(st, 0);
-        if (mid >= 0 && mid <= BL_REC_ID_MAX)
+        if (mid >= 0 && mid <= BL_REC_ID_MAX) {
             err = bl_agg_build_set_row(&b->ab, (uint32_t)mid, sqlite3_column_int64(st, 1));
+            if ((uint32_t)mid >= limit)
+                limit = (uint32_t)mid + 1;
+        }
     }
     sqlite3_reset(st);
     if (err)
         return err;
+    /* methodIds far past the method-ID file's range share one slot */
+    uint32_t cap = ((limit + 1023) / 1024) * 1024 + 1024;
+    if (cap > BL_REC_ID_MAX)
+        cap = 0;
+    if (!b->ab.id_cap || cap > b->ab.id_cap)
+        b->ab.id_cap = cap;
+    if (b->loaded)
+        return BL_OK;
     st = bl_db_stmt(p->db, "SELECT n.id, n.main, n.parent, m.method_id FROM call_nodes n "
                            "JOIN methods m ON m.id = n.method WHERE n.build_id = ? ORDER BY n.id");
     if (!st)
         return sql_err(p, "nodes load");
     sqlite3_bind_int64(st, 1, b->build_id);
-    while (!err && sqlite3_step(st) == SQLITE_ROW)
+    while (!err && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t mid = sqlite3_column_int64(st, 3);
+        if (mid < 0 || mid > BL_REC_ID_MAX)
+            continue;
         err = bl_agg_build_add_node(&b->ab, sqlite3_column_int64(st, 0),
                                     sqlite3_column_int64(st, 2), sqlite3_column_int(st, 1),
-                                    (uint32_t)sqlite3_column_int64(st, 3));
+                                    (uint32_t)mid);
+        if (err == BL_EINVAL) /* a node whose parent is gone: skip it */
+            err = BL_OK;
+    }
     sqlite3_reset(st);
+    if (!err)
+        b->loaded = 1;
     return err;
 }
 
@@ -481,8 +503,11 @@ static bl_err register_build(bl_processor *p, int64_t app_id, const char *build)
 static bl_err new_row(void *ctx, bl_agg_build *ab, uint32_t mid, int64_t *row)
 {
     bl_processor *p = ctx;
-    char name[48];
-    snprintf(name, sizeof name, "methodId:%u", mid);
+    char name[64];
+    if (ab->id_cap && mid == ab->id_cap)
+        snprintf(name, sizeof name, "methodId>=%u (outside the method-ID file)", mid);
+    else
+        snprintf(name, sizeof name, "methodId:%u", mid);
     sqlite3_stmt *st = bl_db_stmt(
         p->db, "INSERT INTO methods(build_id, method_id, class, name, descriptor, source_file) "
                "VALUES (?, ?, '?', ?, '', '') ON CONFLICT(build_id, method_id) DO UPDATE SET "
@@ -567,7 +592,23 @@ static void clear_deltas(bl_processor *p)
 /* ------------------------------------------------------------------------ */
 /* Batches                                                                   */
 
-enum { B_DONE, B_WAITING, B_DUPLICATE, B_FAILED };
+enum { B_DONE, B_WAITING, B_DUPLICATE, B_FAILED, B_ABORT };
+
+/* The deepest nesting of a thread's records stays under the call-tree limit
+ * (counted like the rebuild does: exits never go below zero). */
+static int depth_ok(const bl_batch_thread *t)
+{
+    uint32_t depth = 0;
+    for (uint32_t i = 0; i < t->n_records; i++) {
+        if (bl_rec_is_exit(bl_batch_record(t, i))) {
+            if (depth)
+                depth--;
+        } else if (++depth >= BL_CALLTREE_MAX_DEPTH) {
+            return 0;
+        }
+    }
+    return 1;
+}
 
 static bl_err sink_body(void *ctx, const void *d, size_t n)
 {
@@ -657,11 +698,23 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
         result = B_WAITING;
         goto out;
     }
-    int64_t origin = bt.origin_wall_us > 0 ? bt.origin_wall_us : bl_now_us();
+    /* a wall clock outside 2000..2200 is not a clock: use the server's */
+    int64_t origin = bt.origin_wall_us;
+    if (origin < 946684800000000ll || origin > 7258118400000000ll)
+        origin = bl_now_us();
+    /* all or nothing: refuse a batch that cannot be rebuilt before any of
+     * its threads is counted */
+    for (uint32_t i = 0; i < bt.n_threads; i++)
+        if (!depth_ok(&bt.threads[i])) {
+            logf_("batch %s: thread %u nests deeper than %d calls; batch refused", w->uuid, i,
+                  BL_CALLTREE_MAX_DEPTH);
+            goto out;
+        }
     uint64_t malformed0 = p->agg.malformed;
     for (uint32_t i = 0; i < bt.n_threads; i++)
         if ((err = bl_agg_thread(&p->agg, &b->ab, &bt.threads[i], origin))) {
             logf_("batch %s: %s", w->uuid, bl_err_str(err));
+            result = B_ABORT; /* deltas are partial: the transaction must go */
             goto out;
         }
     pthread_mutex_lock(&p->mu);
@@ -684,6 +737,7 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) {
         sql_err(p, "batches insert");
+        result = B_ABORT;
         goto out;
     }
     st = bl_db_stmt(p->db, "UPDATE builds SET batches = batches + 1, records = records + ? "
@@ -694,8 +748,10 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
     sqlite3_bind_int64(st, 2, b->build_id);
     rc = sqlite3_step(st);
     sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
+    if (rc != SQLITE_DONE) {
+        result = B_ABORT;
         goto out;
+    }
     *records = bt.n_records;
     result = B_DONE;
 out:
@@ -757,9 +813,39 @@ static void record_latency(bl_processor *p, double t_enq, double now)
     p->st.lat_sum_s += d;
 }
 
+/* Forgets every build's in-memory state (after a rollback it may be ahead
+ * of the database); it is reloaded from the database on next use. */
+static void reset_states(bl_processor *p)
+{
+    for (size_t i = 0; i < p->n_builds; i++) {
+        bstate *b = p->builds[i];
+        for (size_t k = 0; k < b->n_waiting; k++) { /* waiting batches go back to the queue */
+            work w;
+            memset(&w, 0, sizeof w);
+            w.kind = W_BATCH;
+            memcpy(w.uuid, b->waiting[k].uuid, sizeof w.uuid);
+            w.enc = b->waiting[k].enc;
+            w.t_enq = b->waiting[k].t_enq;
+            pthread_mutex_lock(&p->mu);
+            p->st.waiting--;
+            pthread_mutex_unlock(&p->mu);
+            push(p, &w);
+        }
+        bstate_free(b);
+    }
+    p->n_builds = 0;
+    bl_u128map_clear(&p->build_ix);
+    sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT coalesce(max(id), 0) + 1 FROM call_nodes");
+    if (st && sqlite3_step(st) == SQLITE_ROW)
+        p->agg.next_node = sqlite3_column_int64(st, 0);
+    if (st)
+        sqlite3_reset(st);
+}
+
 static void run_txn(bl_processor *p, work *items, size_t n)
 {
     uint64_t recs = 0, done = 0, dup = 0, failed = 0;
+    size_t aborted = SIZE_MAX;
     p->n_moves = 0;
     if (bl_db_exec(p->db, "BEGIN IMMEDIATE")) {
         sql_err(p, "begin");
@@ -783,15 +869,32 @@ static void run_txn(bl_processor *p, work *items, size_t n)
         } else if (res == B_FAILED) {
             failed++;
             add_move(p, &items[i], 1);
+        } else if (res == B_ABORT) {
+            aborted = i;
+            break;
         }
     }
-    if (flush_deltas(p) != BL_OK || bl_db_exec(p->db, "COMMIT")) {
-        sql_err(p, "commit");
+    if (aborted != SIZE_MAX || flush_deltas(p) != BL_OK || bl_db_exec(p->db, "COMMIT")) {
+        if (aborted == SIZE_MAX)
+            sql_err(p, "commit");
         bl_db_exec(p->db, "ROLLBACK");
         clear_deltas(p);
-        /* in-memory state may be ahead of the database: reload lazily */
-        for (size_t i = 0; i < p->n_builds; i++)
-            p->builds[i]->ready = 0;
+        reset_states(p);
+        if (aborted != SIZE_MAX) {
+            /* the batch that broke the transaction is kept aside; the others
+             * are processed again at once */
+            pending_batch pb;
+            memcpy(pb.uuid, items[aborted].uuid, sizeof pb.uuid);
+            pb.enc = items[aborted].enc;
+            move_batch(p, &pb, 1);
+            pthread_mutex_lock(&p->mu);
+            p->st.failed++;
+            pthread_mutex_unlock(&p->mu);
+            for (size_t i = 0; i < n; i++)
+                if (i != aborted)
+                    push(p, &items[i]);
+            return;
+        }
         goto retry;
     }
     clear_deltas(p);
@@ -809,13 +912,22 @@ static void run_txn(bl_processor *p, work *items, size_t n)
     p->st.duplicates += dup;
     p->st.failed += failed;
     p->st.txn++;
+    p->st.failing = 0;
     for (size_t i = 0; i < p->n_moves; i++)
         if (!p->move_failed[i])
             record_latency(p, p->moves[i].t_enq, now);
     pthread_mutex_unlock(&p->mu);
     return;
 retry:
-    /* nothing was committed: put the batches back after a pause */
+    /* nothing was committed: the batches stay durable in batches/pending;
+     * try again after a pause, unless the server is stopping (they are
+     * queued again at the next start) */
+    pthread_mutex_lock(&p->mu);
+    p->st.failing++;
+    int stopping = p->stop;
+    pthread_mutex_unlock(&p->mu);
+    if (stopping)
+        return;
     sleep(1);
     for (size_t i = 0; i < n; i++)
         push(p, &items[i]);
@@ -835,7 +947,7 @@ static void *writer_main(void *arg)
             pthread_cond_broadcast(&p->idle_cv);
             pthread_cond_wait(&p->cv, &p->mu);
         }
-        if (p->qlen == 0 && p->stop) {
+        if (p->stop) { /* what is queued is durable on disk: picked up at next start */
             p->busy = 0;
             pthread_cond_broadcast(&p->idle_cv);
             pthread_mutex_unlock(&p->mu);

@@ -42,6 +42,7 @@ typedef struct bl_proc_stats {
     uint64_t failed;           /* batches that could not be processed (moved to failed/) */
     uint64_t duplicates;       /* batches already counted */
     uint64_t txn;              /* transactions committed */
+    uint64_t failing;          /* gauge: transactions failed in a row (0 = healthy) */
     /* processing latency (enqueue → commit) histogram, ms buckets:
      * le 10, 50, 100, 500, 1000, 5000, +Inf (cumulative counts) */
     uint64_t lat_bucket[7];
@@ -53,7 +54,8 @@ typedef struct bl_processor bl_processor;
 /* Opens the writer connection, starts the thread, registers builds and
  * re-queues pending batches. errbuf gets a message on failure. */
 bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbuf, size_t n);
-/* Finishes the current transaction and stops the thread. NULL allowed. */
+/* Finishes the current transaction and stops the thread; batches still
+ * queued stay in batches/pending for the next start. NULL allowed. */
 void bl_processor_stop(bl_processor *p);
 
 /* A batch file is durable in batches/pending: process it. BL_ENOMEM. */
