@@ -10,8 +10,11 @@
  * Exit status: 0 on a clean stop (SIGINT/SIGTERM); 1 on usage or start-up
  * errors; 2 when an app command fails.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,10 +229,35 @@ int main(int argc, char **argv)
         i++;
     }
 
+    if (threads == 0 || threads > 256) {
+        fprintf(stderr, "beatline-server: threads must be 1-256\n");
+        return 1;
+    }
     if (bl_datadir_init(data) != BL_OK) {
         fprintf(stderr, "beatline-server: %s: %s\n", data, strerror(errno));
         return 1;
     }
+    /* one server per data directory: two writers would hand out the same
+     * call-path node ids */
+    char lockp[BL_PATH_MAX];
+    int lock_fd = -1;
+    if (bl_path_join(lockp, data, ".server.lock") == BL_OK)
+        lock_fd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr, "beatline-server: %s is in use by another beatline-server\n", data);
+        return 1;
+    }
+    /* temporary files of uploads cut short by a crash */
+    char tmpd[BL_PATH_MAX];
+    DIR *td = bl_path_join(tmpd, data, "tmp") == BL_OK ? opendir(tmpd) : NULL;
+    struct dirent *te;
+    while (td && (te = readdir(td))) {
+        char f[BL_PATH_MAX];
+        if (te->d_name[0] != '.' && bl_path_join(f, tmpd, te->d_name) == BL_OK)
+            unlink(f);
+    }
+    if (td)
+        closedir(td);
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -244,7 +272,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "beatline-server: %s\n", err);
         return 1;
     }
-    bl_http_config hc = { addr, port, data, max_body, max_dec, max_map, (unsigned)threads, proc };
+    bl_http_config hc = { addr, port, data, max_body, max_dec, max_map, (unsigned)threads,
+                          (uint64_t)1 << 30, proc };
+    if (hc.max_inflight < max_dec)
+        hc.max_inflight = max_dec;
     bl_http *http;
     if (bl_http_start(&hc, &http, err, sizeof err) != BL_OK) {
         fprintf(stderr, "beatline-server: %s\n", err);
@@ -264,5 +295,6 @@ int main(int argc, char **argv)
     fprintf(stderr, "beatline-server: stopping\n");
     bl_http_stop(http);
     bl_processor_stop(proc); /* commits the open transaction; the rest waits on disk */
+    close(lock_fd);
     return 0;
 }

@@ -85,8 +85,11 @@ bl_err bl_decomp_feed(bl_decomp *d, const void *p, size_t n)
     if (d->enc == BL_ENC_IDENTITY)
         return emit(d, p, n);
     if (d->enc == BL_ENC_GZIP) {
-        if (d->ended)
-            return n ? BL_EFORMAT : BL_OK; /* data after the gzip member */
+        if (d->ended && n) { /* another member follows */
+            if (inflateReset(&d->z) != Z_OK)
+                return BL_EFORMAT;
+            d->ended = 0;
+        }
         d->z.next_in = (unsigned char *)(uintptr_t)p;
         while (n > 0) {
             uInt take = n > (1u << 30) ? (1u << 30) : (uInt)n;
@@ -101,18 +104,20 @@ bl_err bl_decomp_feed(bl_decomp *d, const void *p, size_t n)
                 if ((err = emit(d, d->out, CHUNK - d->z.avail_out)))
                     return err;
                 if (rc == Z_STREAM_END) {
+                    /* RFC 1952 §2.2: a file may hold several members */
                     d->ended = 1;
-                    if (d->z.avail_in > 0)
+                    if (d->z.avail_in == 0)
+                        break;
+                    if (inflateReset(&d->z) != Z_OK)
                         return BL_EFORMAT;
-                    break;
+                    d->ended = 0;
+                    continue;
                 }
                 if (rc == Z_BUF_ERROR && d->z.avail_in == 0)
                     break;
             } while (d->z.avail_in > 0 || d->z.avail_out == 0);
             p = (const char *)p + take;
             n -= take;
-            if (d->ended && n)
-                return BL_EFORMAT;
         }
         return BL_OK;
     }

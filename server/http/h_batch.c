@@ -7,6 +7,7 @@
  */
 #include "http/internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -72,7 +73,25 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
         rc = bl_reply_error(c, h, 500, "cannot store the batch");
         goto out;
     }
+    /* the check for a batch id in any encoding and the link that claims it
+     * happen under one lock, so concurrent posts of one batch in different
+     * encodings get one 202 (the fsync of the data happened before) */
+    static pthread_mutex_t claim = PTHREAD_MUTEX_INITIALIZER;
+    if (fsync(fd) != 0) {
+        bl_file_abort(fd, tmp);
+        rc = bl_reply_error(c, h, 500, "cannot store the batch");
+        goto out;
+    }
+    pthread_mutex_lock(&claim);
+    if (seen(h, uuid)) {
+        pthread_mutex_unlock(&claim);
+        bl_file_abort(fd, tmp);
+        atomic_fetch_add(&h->duplicates_in, 1);
+        rc = bl_reply_json(c, h, 200, json_pack("{s:s,s:b}", "batch_id", uuid, "duplicate", 1));
+        goto out;
+    }
     e = bl_file_commit(fd, tmp, dst, &exists);
+    pthread_mutex_unlock(&claim);
     if (exists) {
         atomic_fetch_add(&h->duplicates_in, 1);
         rc = bl_reply_json(c, h, 200, json_pack("{s:s,s:b}", "batch_id", uuid, "duplicate", 1));

@@ -30,11 +30,13 @@ enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r)
     const char *v = bl_arg(c, "verbose");
     bl_retrace_opts o = { v && (!strcmp(v, "true") || !strcmp(v, "1")) };
     bl_buf out;
-    bl_buf_init(&out, 0);
+    bl_buf_init(&out, (size_t)64 << 20); /* ambiguous mappings multiply frames */
     e = bl_retrace_text(mi, &o, r->body.data ? r->body.data : "", r->body.len, &out);
     bl_mapindex_close(mi);
     enum MHD_Result rc =
-        e ? bl_reply_error(c, h, 503, "out of memory")
+        e == BL_ETOOBIG ? bl_reply_error(c, h, 413, "the retraced text would exceed 64 MiB; "
+                                                    "send a shorter stack trace")
+        : e           ? bl_reply_error(c, h, 503, "out of memory")
           : bl_reply_text(c, h, 200, "text/plain; charset=utf-8", out.data ? out.data : "",
                           out.len);
     bl_buf_cleanup(&out);

@@ -86,6 +86,7 @@ enum MHD_Result bl_reply_text(struct MHD_Connection *c, bl_http *h, unsigned sta
 enum MHD_Result bl_reply_json(struct MHD_Connection *c, bl_http *h, unsigned status,
                               json_t *body)
 {
+    int retry = status == 503;
     char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!s)
@@ -100,6 +101,8 @@ enum MHD_Result bl_reply_json(struct MHD_Connection *c, bl_http *h, unsigned sta
     }
     MHD_add_response_header(resp, "Content-Type", "application/json");
     MHD_add_response_header(resp, "Cache-Control", "no-store");
+    if (retry)
+        MHD_add_response_header(resp, "Retry-After", "5");
     count_status(h, status);
     rc = MHD_queue_response(c, status, resp);
     MHD_destroy_response(resp);
@@ -174,9 +177,16 @@ int bl_req_auth(struct MHD_Connection *c, bl_http *h, req *r, bl_role role)
     return 0;
 }
 
+/* Decompressed bytes into r->body, counted against the server-wide budget
+ * so that many small compressed bodies cannot exhaust memory together. */
 static bl_err sink_buf(void *ctx, const void *p, size_t n)
 {
-    return bl_buf_append(ctx, p, n);
+    req *r = ctx;
+    uint64_t now = atomic_fetch_add(&r->h->inflight, n) + n;
+    r->held += n;
+    if (now > r->h->c.max_inflight)
+        return BL_ENOMEM; /* answered 503: try again later */
+    return bl_buf_append(&r->body, p, n);
 }
 
 int bl_req_body_begin(struct MHD_Connection *c, bl_http *h, req *r, uint64_t max_out,
@@ -200,7 +210,7 @@ int bl_req_body_begin(struct MHD_Connection *c, bl_http *h, req *r, uint64_t max
     if (!sink) {
         bl_buf_init(&r->body, max_out);
         sink = sink_buf;
-        ctx = &r->body;
+        ctx = r;
     }
     if (bl_decomp_new(r->enc, max_out, sink, ctx, &r->dec) != BL_OK) {
         bl_req_fail(r, 500, "out of memory");
@@ -221,6 +231,10 @@ int bl_req_body_feed(bl_http *h, req *r, const char *data, size_t n)
     bl_err e = bl_decomp_feed(r->dec, data, n);
     if (e == BL_ETOOBIG) {
         bl_req_fail(r, 413, "decompressed body is over the limit");
+        return -1;
+    }
+    if (e == BL_ENOMEM) {
+        bl_req_fail(r, 503, "the server is busy with other uploads; retry later");
         return -1;
     }
     if (e == BL_EFORMAT) {
@@ -256,8 +270,12 @@ static enum route route_of(const char *method, const char *url, req *r)
     if (strncmp(url, "/v1/apps/", 9) != 0)
         return R_NONE;
     const char *a = url + 9, *s = strchr(a, '/');
-    if (!s || (size_t)(s - a) >= sizeof r->app || s == a)
+    if (!s || s == a)
         return R_NONE;
+    if ((size_t)(s - a) >= sizeof r->app) {
+        r->bad_name = 1;
+        return R_NONE;
+    }
     memcpy(r->app, a, (size_t)(s - a));
     r->app[s - a] = '\0';
     const char *rest = s;
@@ -272,8 +290,12 @@ static enum route route_of(const char *method, const char *url, req *r)
     if (strncmp(rest, "/builds/", 8) != 0)
         return R_NONE;
     const char *b = rest + 8, *e = strrchr(b, '/');
-    if (!e || e == b || (size_t)(e - b) > BL_BUILD_NAME_MAX)
+    if (!e || e == b)
         return R_NONE;
+    if ((size_t)(e - b) > BL_BUILD_NAME_MAX) {
+        r->bad_name = 2;
+        return R_NONE;
+    }
     memcpy(r->build, b, (size_t)(e - b));
     r->build[e - b] = '\0';
     if (!strcmp(e, "/mapping"))
@@ -303,9 +325,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!r)
             return MHD_NO;
         r->fd = -1;
+        r->h = h;
         bl_buf_init(&r->raw, h->c.max_body);
         *con_cls = r;
         r->route = route_of(method, url, r);
+        if (r->bad_name) {
+            bl_req_fail(r, 400, r->bad_name == 1 ? "bad app name (1-64 characters of A-Z a-z 0-9 . _ -)"
+                                                 : "bad build name (1-128 bytes)");
+            return MHD_YES;
+        }
         if (r->route == R_NONE) {
             bl_req_fail(r, 404, "no endpoint %s %s", method, url);
             return MHD_YES;
@@ -371,7 +399,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
     (void)c;
     (void)toe;
     req *r = *con_cls;
@@ -380,6 +407,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (r->route == R_MAPPING || r->route == R_METHODIDS)
         bl_h_upload_abort(r); /* no-op when finished */
     bl_decomp_free(r->dec);
+    atomic_fetch_sub(&((bl_http *)cls)->inflight, r->held);
     bl_buf_cleanup(&r->raw);
     bl_buf_cleanup(&r->body);
     if (r->hash)
@@ -422,8 +450,9 @@ bl_err bl_http_start(const bl_http_config *c, bl_http **out, char *errbuf, size_
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(c->threads ? c->threads : 4),
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)256,
                             MHD_OPTION_END);
     if (!h->d) {
         snprintf(errbuf, n, "cannot listen on %s:%u", c->bind_addr, (unsigned)c->port);

@@ -40,6 +40,7 @@ struct bl_http {
     uint16_t port;
     _Atomic uint64_t status_count[600];
     _Atomic uint64_t bytes_in, batches_in, records_in, duplicates_in;
+    _Atomic uint64_t inflight;  /* decompressed body bytes held by requests now */
 };
 
 /* Per-request state, created on the first callback. */
@@ -49,12 +50,15 @@ typedef struct req {
     char build[BL_BUILD_NAME_MAX + 1];
     int64_t app_id;
     int failed;            /* an error response is queued or due */
+    int bad_name;          /* 1: app name too long, 2: build name too long */
     unsigned status;       /* error status when failed */
     char err[320];
     /* body */
     bl_encoding enc;
     bl_decomp *dec;
     uint64_t raw_bytes;
+    uint64_t held;         /* bytes of r->body counted in bl_http.inflight */
+    struct bl_http *h;
     bl_buf raw;            /* batches: the body as received */
     bl_buf body;           /* decompressed (batches, method-ids, retrace) */
     int fd;                /* mapping: temporary file */

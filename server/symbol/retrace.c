@@ -14,6 +14,7 @@
 #include <string.h>
 
 #define MAX_SPAN_EXPANSION 32 /* alternatives for an original span N:M */
+#define MAX_ALTERNATIVES 64   /* alternatives printed for one frame */
 
 struct bl_retracer {
     const bl_mapindex *mi;
@@ -363,7 +364,7 @@ bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const c
     int found = 0;
     if (n) {
         /* 1. groups whose minified range contains L (L == 0: range 0:0) */
-        for (uint32_t i = 0; i < n && !err;) {
+        for (uint32_t i = 0; i < n && !err && rt->nalt < MAX_ALTERNATIVES;) {
             uint32_t e = group_end(b, n, i);
             if (group_has_min_containing(&b[i], L)) {
                 found = 1;
@@ -373,7 +374,8 @@ bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const c
         }
         /* 2. entries without a minified range */
         int had_range_match = found;
-        for (uint32_t i = 0; i < n && !had_range_match && !err; i++) {
+        for (uint32_t i = 0; i < n && !had_range_match && !err && rt->nalt < MAX_ALTERNATIVES;
+             i++) {
             if (b[i].flags & BL_MIM_HAS_MIN)
                 continue;
             found = 1;
@@ -395,7 +397,7 @@ bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const c
         }
         /* 3. no line: every distinct outermost method, without a line */
         if (!found && L == 0) {
-            for (uint32_t i = 0; i < n && !err;) {
+            for (uint32_t i = 0; i < n && !err && rt->nalt < MAX_ALTERNATIVES;) {
                 uint32_t e = group_end(b, n, i);
                 found = 1;
                 err = emit_group(rt, b, i, e, 0, 1, 1);

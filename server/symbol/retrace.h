@@ -28,7 +28,8 @@
  *   - rewriteFrame rules apply to the first frame under an exception line
  *     when its throws(...) class is the (obfuscated or retraced) exception.
  *   - several different results: the first is printed, the others follow,
- *     each prefixed "<OR> " before "at". Identical results are merged.
+ *     each prefixed "<OR> " before "at". Identical results are merged; at
+ *     most 64 alternatives are printed for one frame.
  *   - FILE is the class's sourceFile metadata, else inferred from the
  *     original outer class: "a.b.Foo$Bar" → "Foo.java", "a.FooKt" → "Foo.kt".
  *     "Native Method" stays.

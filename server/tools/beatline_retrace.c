@@ -174,6 +174,13 @@ int main(int argc, char **argv)
                     mlen, (unsigned long long)ms.lines, ms.classes, ms.methods, ms.fields,
                     t1 - t0, (double)mlen / 1e6 / ((t1 - t0) / 1e3), img.len);
         if (index_out) {
+            struct stat os;
+            if (stat(index_out, &os) == 0 && os.st_dev == st.st_dev && os.st_ino == st.st_ino) {
+                fprintf(stderr, "beatline-retrace: %s: the index would overwrite the mapping\n",
+                        index_out);
+                rc = 1;
+                goto out;
+            }
             FILE *f = fopen(index_out, "wb");
             if (!f || fwrite(img.data, 1, img.len, f) != img.len || fclose(f) != 0) {
                 fprintf(stderr, "beatline-retrace: %s: %s\n", index_out, strerror(errno));

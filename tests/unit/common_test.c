@@ -1,0 +1,182 @@
+/*
+ * common_test.c — the small shared pieces: streaming decompression (gzip,
+ * zstd, identity; caps; truncation; several members/frames), UTF-8 check
+ * and repair, the (u64, u64) hash map, the capped buffer.
+ */
+#include <zlib.h>
+#include <zstd.h>
+
+#include "common/decomp.h"
+#include "common/u128map.h"
+#include "common/utf8.h"
+#include "testutil.h"
+
+static bl_err sink(void *ctx, const void *p, size_t n)
+{
+    return bl_buf_append(ctx, p, n);
+}
+
+/* Decompresses all of in, fed in chunks of `step`; result in out. */
+static bl_err run(bl_encoding enc, const void *in, size_t n, size_t step, uint64_t cap,
+                  bl_buf *out)
+{
+    bl_decomp *d;
+    bl_err e = bl_decomp_new(enc, cap, sink, out, &d);
+    if (e)
+        return e;
+    for (size_t i = 0; i < n && !e; i += step)
+        e = bl_decomp_feed(d, (const char *)in + i, n - i < step ? n - i : step);
+    if (!e)
+        e = bl_decomp_end(d);
+    bl_decomp_free(d);
+    return e;
+}
+
+static size_t gz(const char *text, size_t n, unsigned char *out, size_t cap)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    ck_assert_int_eq(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    z.next_in = (unsigned char *)(uintptr_t)text;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
+    size_t len = cap - z.avail_out;
+    deflateEnd(&z);
+    return len;
+}
+
+START_TEST(decompression)
+{
+    static char text[200000];
+    for (size_t i = 0; i < sizeof text; i++)
+        text[i] = (char)('a' + (i * 7 + i / 13) % 26);
+    static unsigned char c[400000];
+    size_t steps[] = { 1, 7, 4096, sizeof c };
+    for (size_t s = 0; s < 4; s++) {
+        size_t step = steps[s];
+        bl_buf out;
+        /* gzip, two members */
+        size_t n1 = gz(text, sizeof text, c, sizeof c);
+        size_t n2 = gz("tail", 4, c + n1, sizeof c - n1);
+        bl_buf_init(&out, 0);
+        ck_assert_int_eq(run(BL_ENC_GZIP, c, n1 + n2, step, 1 << 20, &out), BL_OK);
+        ck_assert_uint_eq(out.len, sizeof text + 4);
+        ck_assert_int_eq(memcmp(out.data, text, sizeof text), 0);
+        bl_buf_cleanup(&out);
+        /* truncated gzip */
+        bl_buf_init(&out, 0);
+        ck_assert_int_eq(run(BL_ENC_GZIP, c, n1 - 3, step, 1 << 20, &out), BL_EFORMAT);
+        bl_buf_cleanup(&out);
+        /* zstd, two frames */
+        size_t z1 = ZSTD_compress(c, sizeof c, text, sizeof text, 3);
+        size_t z2 = ZSTD_compress(c + z1, sizeof c - z1, "tail", 4, 3);
+        ck_assert(!ZSTD_isError(z1) && !ZSTD_isError(z2));
+        bl_buf_init(&out, 0);
+        ck_assert_int_eq(run(BL_ENC_ZSTD, c, z1 + z2, step, 1 << 20, &out), BL_OK);
+        ck_assert_uint_eq(out.len, sizeof text + 4);
+        bl_buf_cleanup(&out);
+        bl_buf_init(&out, 0);
+        ck_assert_int_eq(run(BL_ENC_ZSTD, c, z1 - 1, step, 1 << 20, &out), BL_EFORMAT);
+        bl_buf_cleanup(&out);
+        /* the cap stops a bomb */
+        bl_buf_init(&out, 0);
+        ck_assert_int_eq(run(BL_ENC_ZSTD, c, z1, step, 1000, &out), BL_ETOOBIG);
+        ck_assert_uint_le(out.len, 1000);
+        bl_buf_cleanup(&out);
+        /* garbage */
+        bl_buf_init(&out, 0);
+        ck_assert_int_eq(run(BL_ENC_GZIP, text, 100, step, 1 << 20, &out), BL_EFORMAT);
+        ck_assert_int_eq(run(BL_ENC_ZSTD, text, 100, step, 1 << 20, &out), BL_EFORMAT);
+        bl_buf_cleanup(&out);
+        /* identity counts against the cap too */
+        bl_buf_init(&out, 0);
+        ck_assert_int_eq(run(BL_ENC_IDENTITY, text, 5000, step, 4999, &out), BL_ETOOBIG);
+        bl_buf_cleanup(&out);
+    }
+    /* an empty zstd or gzip body is not a stream */
+    bl_buf out;
+    bl_buf_init(&out, 0);
+    ck_assert_int_eq(run(BL_ENC_ZSTD, "", 0, 1, 100, &out), BL_EFORMAT);
+    ck_assert_int_eq(run(BL_ENC_GZIP, "", 0, 1, 100, &out), BL_EFORMAT);
+    bl_buf_cleanup(&out);
+    bl_encoding enc;
+    ck_assert_int_eq(bl_encoding_parse("GZIP", &enc), 0);
+    ck_assert_int_eq(enc, BL_ENC_GZIP);
+    ck_assert_int_eq(bl_encoding_parse(NULL, &enc), 0);
+    ck_assert_int_eq(enc, BL_ENC_IDENTITY);
+    ck_assert_int_eq(bl_encoding_parse("br", &enc), -1);
+}
+END_TEST
+
+START_TEST(utf8)
+{
+    ck_assert_uint_eq(bl_utf8_check((const uint8_t *)"plain ascii", 11), 11);
+    ck_assert_uint_eq(bl_utf8_check((const uint8_t *)"\xc3\xa9t\xc3\xa9", 6), 6);
+    ck_assert_uint_eq(bl_utf8_check((const uint8_t *)"ab\xffz", 4), 2);
+    ck_assert_uint_eq(bl_utf8_check((const uint8_t *)"\xc0\xaf", 2), 0);     /* overlong */
+    ck_assert_uint_eq(bl_utf8_check((const uint8_t *)"\xed\xa0\x80", 3), 0); /* surrogate */
+    ck_assert_uint_eq(bl_utf8_check((const uint8_t *)"x\xe2\x82", 3), 1);    /* cut */
+    bl_buf b;
+    bl_buf_init(&b, 0);
+    ck_assert_int_eq(bl_utf8_repair("a\xff" "b\xc3", 4, &b), BL_OK);
+    ck_assert_str_eq(b.data, "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+    bl_buf_cleanup(&b);
+}
+END_TEST
+
+START_TEST(u128map)
+{
+    bl_u128map m;
+    bl_u128map_init(&m);
+    ck_assert_ptr_null(bl_u128map_get(&m, 1, 2));
+    for (uint64_t i = 0; i < 100000; i++) {
+        uint64_t *v;
+        int ins;
+        ck_assert_int_eq(bl_u128map_put(&m, i, i * 3, i + 7, &v, &ins), BL_OK);
+        ck_assert_int_eq(ins, 1);
+    }
+    for (uint64_t i = 0; i < 100000; i++) {
+        uint64_t *v = bl_u128map_get(&m, i, i * 3);
+        ck_assert_ptr_nonnull(v);
+        ck_assert_uint_eq(*v, i + 7);
+        ck_assert_ptr_null(bl_u128map_get(&m, i, i * 3 + 1));
+    }
+    uint64_t *v;
+    int ins;
+    ck_assert_int_eq(bl_u128map_put(&m, 5, 15, 99, &v, &ins), BL_OK);
+    ck_assert_int_eq(ins, 0);
+    ck_assert_uint_eq(*v, 12);
+    bl_u128map_clear(&m);
+    ck_assert_ptr_null(bl_u128map_get(&m, 5, 15));
+    bl_u128map_cleanup(&m);
+}
+END_TEST
+
+START_TEST(buffer_cap)
+{
+    bl_buf b;
+    bl_buf_init(&b, 10);
+    ck_assert_int_eq(bl_buf_puts(&b, "0123456789"), BL_OK);
+    ck_assert_int_eq(bl_buf_putc(&b, 'x'), BL_ETOOBIG);
+    ck_assert_str_eq(b.data, "0123456789");
+    bl_buf_reset(&b);
+    ck_assert_int_eq(bl_buf_put_u64(&b, 18446744073709551615ull), BL_ETOOBIG);
+    ck_assert_int_eq(bl_buf_put_u64(&b, 1234567890), BL_OK);
+    ck_assert_str_eq(b.data, "1234567890");
+    bl_buf_cleanup(&b);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("common");
+    TCase *tc = tcase_create("common");
+    tcase_add_test(tc, decompression);
+    tcase_add_test(tc, utf8);
+    tcase_add_test(tc, u128map);
+    tcase_add_test(tc, buffer_cap);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
