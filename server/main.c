@@ -49,6 +49,9 @@ static const char usage[] =
     "                           [BEATLINE_MAX_DECOMPRESSED] (default 268435456)\n"
     "  --max-mapping BYTES      largest decompressed mapping.txt\n"
     "                           [BEATLINE_MAX_MAPPING] (default 1073741824)\n"
+    "  --max-inflight BYTES     decompressed bodies held in memory by all requests\n"
+    "                           together; past it requests get 503 + Retry-After\n"
+    "                           [BEATLINE_MAX_INFLIGHT] (default 536870912)\n"
     "  --port-file FILE         write the bound port to FILE once listening\n"
     "  -h, --help               this text\n"
     "\n"
@@ -170,14 +173,16 @@ int main(int argc, char **argv)
     uint16_t port = 8080;
     const char *data = (env = getenv("BEATLINE_DATA")) && *env ? env : "./beatline-data";
     const char *port_file = NULL;
-    uint64_t threads = 4, max_body = 16u << 20, max_dec = 256u << 20, max_map = 1u << 30;
+    uint64_t threads = 4, max_body = 16u << 20, max_dec = 256u << 20, max_map = 1u << 30,
+             max_inflight = 512u << 20;
     struct {
         const char *env;
         uint64_t *v;
     } envs[] = { { "BEATLINE_THREADS", &threads },
                  { "BEATLINE_MAX_BODY", &max_body },
                  { "BEATLINE_MAX_DECOMPRESSED", &max_dec },
-                 { "BEATLINE_MAX_MAPPING", &max_map } };
+                 { "BEATLINE_MAX_MAPPING", &max_map },
+                 { "BEATLINE_MAX_INFLIGHT", &max_inflight } };
     for (size_t i = 0; i < sizeof envs / sizeof *envs; i++)
         if ((env = getenv(envs[i].env)) && *env && parse_u64(env, envs[i].v)) {
             fprintf(stderr, "beatline-server: %s: not a number: %s\n", envs[i].env, env);
@@ -216,6 +221,8 @@ int main(int argc, char **argv)
             bad = parse_u64(v, &max_dec) || max_dec == 0;
         else if (!strcmp(a, "--max-mapping"))
             bad = parse_u64(v, &max_map) || max_map == 0;
+        else if (!strcmp(a, "--max-inflight"))
+            bad = parse_u64(v, &max_inflight) || max_inflight == 0;
         else if (!strcmp(a, "--port-file"))
             port_file = v;
         else {
@@ -273,7 +280,7 @@ int main(int argc, char **argv)
         return 1;
     }
     bl_http_config hc = { addr, port, data, max_body, max_dec, max_map, (unsigned)threads,
-                          (uint64_t)1 << 30, proc };
+                          max_inflight, proc };
     if (hc.max_inflight < max_dec)
         hc.max_inflight = max_dec;
     bl_http *http;

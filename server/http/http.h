@@ -31,7 +31,7 @@ typedef struct bl_http_config {
     uint64_t max_mapping;      /* decompressed mapping.txt, bytes (1 GiB) */
     unsigned threads;          /* HTTP worker threads (4) */
     uint64_t max_inflight;     /* decompressed bodies held in memory by all requests
-                                * together, bytes (1 GiB): past it → 503 + Retry-After */
+                                * together, bytes (512 MiB): past it → 503 + Retry-After */
     bl_processor *proc;        /* borrowed */
 } bl_http_config;
 
