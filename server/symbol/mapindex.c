@@ -1234,6 +1234,10 @@ uint32_t bl_mapindex_class_fields(const bl_mapindex *mi, const bl_mi_class *c,
 
 static int cmp_str(const bl_mapindex *mi, uint32_t ref, const char *s, size_t n)
 {
+    /* most obfuscated names differ in their first byte */
+    const unsigned char *r = (const unsigned char *)bl_mapindex_str(mi, ref);
+    if (n && r[0] != (unsigned char)s[0])
+        return r[0] < (unsigned char)s[0] ? -1 : 1;
     uint32_t rn = bl_mapindex_strlen(mi, ref);
     int c = memcmp(bl_mapindex_str(mi, ref), s, rn < n ? rn : n);
     if (c)

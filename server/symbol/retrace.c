@@ -15,6 +15,7 @@
 
 #define MAX_SPAN_EXPANSION 32 /* alternatives for an original span N:M */
 #define MAX_ALTERNATIVES 64   /* alternatives printed for one frame */
+#define CLASS_CACHE 1024      /* original-class lookups remembered */
 
 struct bl_retracer {
     const bl_mapindex *mi;
@@ -27,6 +28,9 @@ struct bl_retracer {
     bl_buf names;        /* inferred file names of this frame */
     int64_t carry;       /* outline position for the next frame, -1 none */
     int after_exc;       /* the next frame is the first under an exception */
+    const char *cc_key[CLASS_CACHE]; /* orig_class cache (see there) */
+    uint32_t cc_len[CLASS_CACHE];
+    const bl_mi_class *cc_val[CLASS_CACHE];
     char exc_obf[512], exc_orig[512];
 };
 
@@ -153,7 +157,16 @@ static int64_t map_line(const bl_mi_method *m, int64_t L)
  * synthesized flag), caching the last answer. */
 static const bl_mi_class *orig_class(bl_retracer *rt, const char *cls, uint32_t n)
 {
-    return bl_mapindex_class_by_orig(rt->mi, cls, n);
+    /* frames name classes by pointers into the index's string pool, and the
+     * pool holds each string once: the pointer is a perfect cache key */
+    size_t slot = ((uintptr_t)cls >> 2) % CLASS_CACHE;
+    if (rt->cc_key[slot] == cls && rt->cc_len[slot] == n)
+        return rt->cc_val[slot];
+    const bl_mi_class *c = bl_mapindex_class_by_orig(rt->mi, cls, n);
+    rt->cc_key[slot] = cls;
+    rt->cc_len[slot] = n;
+    rt->cc_val[slot] = c;
+    return c;
 }
 
 static bl_err add_entry_frame(bl_retracer *rt, const bl_mi_method *m, int64_t line)
