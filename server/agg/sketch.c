@@ -200,28 +200,28 @@ static uint64_t get_le(const uint8_t *p, int n)
 
 bl_err bl_sketch_serialize(const bl_sketch *s, bl_buf *out)
 {
-    uint32_t nz = 0;
-    if (s->count)
-        for (uint32_t b = s->lo; b <= s->hi; b++)
-            nz += s->bucket[b] != 0;
-    size_t need = BLOB_HEADER + (size_t)nz * BLOB_PAIR;
-    bl_err err = bl_buf_reserve(out, need);
+    /* one pass: room for every bucket in [lo, hi], the count patched after */
+    size_t span = s->count ? (size_t)(s->hi - s->lo + 1) : 0;
+    bl_err err = bl_buf_reserve(out, BLOB_HEADER + span * BLOB_PAIR);
     if (err)
         return err;
-    uint8_t *p = (uint8_t *)out->data + out->len;
-    put_le(p, BLOB_VERSION, 1);
-    put_le(p + 1, S, 1);
-    put_le(p + 2, 0, 2);
-    put_le(p + 4, nz, 4);
-    p += BLOB_HEADER;
-    if (s->count)
-        for (uint32_t b = s->lo; b <= s->hi; b++)
-            if (s->bucket[b]) {
-                put_le(p, b, 4);
-                put_le(p + 4, s->bucket[b], 8);
-                p += BLOB_PAIR;
-            }
-    out->len += need;
+    uint8_t *p0 = (uint8_t *)out->data + out->len, *p = p0 + BLOB_HEADER;
+    uint32_t nz = 0;
+    for (size_t k = 0; k < span; k++) {
+        uint32_t b = s->lo + (uint32_t)k;
+        uint64_t c = s->bucket[b];
+        if (c) {
+            put_le(p, b, 4);
+            put_le(p + 4, c, 8);
+            p += BLOB_PAIR;
+            nz++;
+        }
+    }
+    put_le(p0, BLOB_VERSION, 1);
+    put_le(p0 + 1, S, 1);
+    put_le(p0 + 2, 0, 2);
+    put_le(p0 + 4, nz, 4);
+    out->len += BLOB_HEADER + (size_t)nz * BLOB_PAIR;
     out->data[out->len] = '\0';
     return BL_OK;
 }

@@ -82,7 +82,7 @@ bl_err bl_agg_finish(bl_agg *a)
         return BL_EINVAL;
     }
     for (size_t k = 0; k < n; k++)
-        a->vals2[pos[a->vals[k].stat]++] = a->vals[k];
+        a->vals2[pos[a->vals[k] >> BL_AGG_VAL_US_BITS]++] = a->vals[k];
     bl_buf_reset(&a->blobs);
     bl_err err = BL_OK;
     size_t start = 0;
@@ -90,7 +90,8 @@ bl_err bl_agg_finish(bl_agg *a)
         bl_agg_stat *s = &a->stats[i];
         bl_sketch_reset(&a->scratch);
         for (size_t k = start; k < start + s->count && !err; k++)
-            err = bl_sketch_add(&a->scratch, a->vals2[k].us, 1);
+            err = bl_sketch_add(&a->scratch,
+                                a->vals2[k] & (((uint64_t)1 << BL_AGG_VAL_US_BITS) - 1), 1);
         start += s->count;
         s->blob_off = a->blobs.len;
         if (!err)
@@ -302,6 +303,8 @@ static bl_err stat_slot(bl_agg *a, bl_agg_build *b, uint32_t mid, int64_t row, i
     if (e)
         return e;
     if (ins) {
+        if (a->n_stats >= BL_AGG_MAX_STATS)
+            return BL_ETOOBIG; /* absurdly many distinct stats: the batch is refused */
         if (a->n_stats == a->cap_stats) {
             size_t nc = a->cap_stats ? a->cap_stats * 2 : 256;
             bl_agg_stat *ns = realloc(a->stats, nc * sizeof *ns);
@@ -455,8 +458,7 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
             a->vals = nv;
             a->cap_vals = nc;
         }
-        a->vals[a->n_vals].stat = (uint64_t)(s - a->stats);
-        a->vals[a->n_vals++].us = incl;
+        a->vals[a->n_vals++] = (uint64_t)(s - a->stats) << BL_AGG_VAL_US_BITS | incl;
         /* the call's path in this thread */
         uint32_t parent1 = c->parent == BL_CALL_ROOT ? 0 : a->node_of[c->parent];
         uint64_t key = (uint64_t)parent1 << 32 | mid;

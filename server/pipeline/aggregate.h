@@ -65,11 +65,11 @@ typedef struct bl_agg_stat {
     size_t blob_off, blob_len; /* sketch blob in bl_agg.blobs, after bl_agg_finish */
 } bl_agg_stat;
 
-/* One inclusive time, waiting to be added to its stat's sketch. */
-typedef struct bl_agg_val {
-    uint64_t stat; /* index into stats */
-    uint64_t us;
-} bl_agg_val;
+/* One inclusive time waiting to be added to its stat's sketch, packed:
+ * stat index << 40 | µs (timestamps, hence durations, are 40-bit). */
+typedef uint64_t bl_agg_val;
+#define BL_AGG_VAL_US_BITS 40
+#define BL_AGG_MAX_STATS (1u << 24) /* stats in one round */
 
 typedef struct bl_agg_node {
     int64_t id, build_id, parent, method;
