@@ -43,26 +43,26 @@ START_TEST(deobfuscated_descriptors)
     check("org.Other", "m", "(La/a;)V", "org.Other", "m", "(Lcom/example/Foo;)V", "Other.java",
           BL_SYM_IDENTITY);
     bl_symbol s;
-    ck_assert_int_eq(bl_symbolicate_method(mi, "a.a", "c", "(La/b", &store, &s), BL_EINVAL);
-    ck_assert_int_eq(bl_symbolicate_method(mi, "a.a", "c", "V", &store, &s), BL_EINVAL);
-    ck_assert_int_eq(bl_symbolicate_method(mi, "a.a", "c", "(Q)V", &store, &s), BL_EINVAL);
-    ck_assert_int_eq(bl_symbolicate_method(mi, "a.a", "c", "()VX", &store, &s), BL_EINVAL);
+    ck_assert_int_eq(bl_symbolicate_method(fx_mi, "a.a", "c", "(La/b", &fx_store, &s), BL_EINVAL);
+    ck_assert_int_eq(bl_symbolicate_method(fx_mi, "a.a", "c", "V", &fx_store, &s), BL_EINVAL);
+    ck_assert_int_eq(bl_symbolicate_method(fx_mi, "a.a", "c", "(Q)V", &fx_store, &s), BL_EINVAL);
+    ck_assert_int_eq(bl_symbolicate_method(fx_mi, "a.a", "c", "()VX", &fx_store, &s), BL_EINVAL);
     unload();
 }
 END_TEST
 
 START_TEST(identity_without_mapping)
 {
-    bl_buf_init(&store, 0);
+    bl_buf_init(&fx_store, 0);
     bl_symbol s;
-    ck_assert_int_eq(bl_symbolicate_method(NULL, "com.example.Main$1", "run", "()V", &store, &s),
+    ck_assert_int_eq(bl_symbolicate_method(NULL, "com.example.Main$1", "run", "()V", &fx_store, &s),
                      BL_OK);
     ck_assert_str_eq(s.cls, "com.example.Main$1");
     ck_assert_str_eq(s.method, "run");
     ck_assert_str_eq(s.desc, "()V");
     ck_assert_str_eq(s.file, "Main.java");
     ck_assert_int_eq(s.how, BL_SYM_IDENTITY);
-    bl_buf_cleanup(&store);
+    bl_buf_cleanup(&fx_store);
 }
 END_TEST
 
