@@ -971,6 +971,17 @@ bl_err bl_mapindex_build(const char *data, size_t len, const bl_mi_build_opts *o
     b.cur_class = -1;
     bl_buf_init(&b.scratch, 1 << 20);
     bl_err err = interner_init(&b.in);
+    /* size the big arrays once from the input (a mapping line is ~80 bytes,
+     * a third of the bytes are distinct names): growth by copying is what
+     * a large mapping would otherwise spend its time on */
+    if (!err && len > (1 << 20)) {
+        size_t lines = len / 80;
+        b.methods.v = malloc(lines * sizeof *b.methods.v);
+        b.methods.cap = b.methods.v ? lines : 0;
+        err = bl_buf_reserve(&b.in.pool, len / 3);
+        if (err == BL_ETOOBIG)
+            err = BL_OK; /* only a hint */
+    }
     if (!err)
         err = parse_all(&b, data, len);
     if (!err)
