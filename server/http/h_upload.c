@@ -224,7 +224,7 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
          * rejected upload never touches the build's current files */
         bl_mi_stats st;
         diag_first mf = { 0, "" };
-        bl_mi_build_opts mo = { 0, map_diag, &mf };
+        bl_mi_build_opts mo = { .diag = map_diag, .diag_ctx = &mf };
         bl_err e = BL_OK;
         if (snprintf(idx_tmp, sizeof idx_tmp, "%s.idx", r->tmp) >= (int)sizeof idx_tmp)
             e = BL_ETOOBIG;

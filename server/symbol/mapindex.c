@@ -605,10 +605,17 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
     const char *p = data, *end = data + len;
     prev_ids pv;
     memset(&pv, 0, sizeof pv);
+    int skipping = 0; /* members of an unwanted class */
+    bl_mi_want_fn want = b->opts ? b->opts->want_class : NULL;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
         b->st.lines++;
+        if (skipping && (*p == ' ' || *p == '\t')) {
+            p = nl ? nl + 1 : end;
+            continue;
+        }
+        skipping = 0;
         bl_mapping_line ml;
         const char *why;
         bl_err err = BL_OK;
@@ -631,6 +638,8 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
                 break;
             case BL_ML_CLASS:
                 err = handle_class(b, &ml);
+                if (!err && want && !want(b->opts->want_ctx, ml.b.p, ml.b.n))
+                    skipping = 1;
                 break;
             case BL_ML_FIELD:
             case BL_ML_METHOD:

@@ -132,10 +132,19 @@ typedef struct bl_mi_diag {
 /* Called for every malformed line and every warning; may be NULL. */
 typedef void (*bl_mi_diag_fn)(void *ctx, const bl_mi_diag *d);
 
+/* Says whether the members of a class (by obfuscated name) are needed. */
+typedef int (*bl_mi_want_fn)(void *ctx, const char *obf, size_t n);
+
 typedef struct bl_mi_build_opts {
     int strict;            /* stop at the first malformed line (BL_EFORMAT) */
     bl_mi_diag_fn diag;    /* receives errors and warnings */
     void *diag_ctx;
+    /* Optional: when set, the member lines (indented lines) of classes it
+     * declines are skipped unread — neither indexed nor checked. Every class
+     * line and class-level metadata is still indexed, so original-class
+     * lookups stay complete. For one-shot retracing of a known trace. */
+    bl_mi_want_fn want_class;
+    void *want_ctx;
 } bl_mi_build_opts;
 
 typedef struct bl_mi_stats {

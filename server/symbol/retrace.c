@@ -643,6 +643,49 @@ bl_err bl_retracer_line(bl_retracer *rt, const char *line, size_t len, bl_buf *o
     return bl_buf_putc(out, '\n');
 }
 
+void bl_retrace_trace_classes(const char *text, size_t len,
+                              void (*fn)(void *ctx, const char *cls, size_t n), void *ctx)
+{
+    const char *p = text, *e = text + len;
+    while (p < e) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        const char *le = nl ? nl : e;
+        const char *q = p;
+        while (q < le && (*q == ' ' || *q == '\t'))
+            q++;
+        if (starts(q, le, "at ")) {
+            /* [loader/]class.method( */
+            const char *open = memchr(q, '(', (size_t)(le - q));
+            const char *name = q + 3, *dot = NULL;
+            for (const char *r = name; open && r < open; r++) {
+                if (*r == '/')
+                    name = r + 1, dot = NULL;
+                else if (*r == '.')
+                    dot = r;
+            }
+            if (open && dot && dot > name)
+                fn(ctx, name, (size_t)(dot - name));
+        } else {
+            /* an exception line: the class token after the known prefixes */
+            static const char *const pre[] = { "Caused by: ", "Suppressed: ",
+                                               "[CIRCULAR REFERENCE: " };
+            for (int k = 0; k < 3; k++)
+                if (starts(q, le, pre[k]))
+                    q += strlen(pre[k]);
+            if (starts(q, le, "Exception in thread \"")) {
+                const char *r = memchr(q + 21, '"', (size_t)(le - q - 21));
+                q = r && r + 2 <= le ? r + 2 : le;
+            }
+            const char *c = q;
+            while (q < le && is_cls_char(*q))
+                q++;
+            if (q > c)
+                fn(ctx, c, (size_t)(q - c));
+        }
+        p = nl ? nl + 1 : e;
+    }
+}
+
 bl_err bl_retrace_text(const bl_mapindex *mi, const bl_retrace_opts *opts, const char *text,
                        size_t len, bl_buf *out)
 {

@@ -93,6 +93,15 @@ bl_err bl_retrace_text(const bl_mapindex *mi, const bl_retrace_opts *opts, const
                        size_t len, bl_buf *out);
 
 /*
+ * Calls fn with every class name a stack trace mentions (frame classes and
+ * exception classes, as the retracer would read them; a few extra names
+ * may come along). Lets a one-shot retrace index only those classes'
+ * members (bl_mi_build_opts.want_class).
+ */
+void bl_retrace_trace_classes(const char *text, size_t len,
+                              void (*fn)(void *ctx, const char *cls, size_t n), void *ctx);
+
+/*
  * Source file name inferred from an original class name (R8 rules): the
  * outer class's simple name + ".java", or + ".kt" without the "Kt" suffix.
  * Writes into buf (cap bytes, NUL-terminated); returns the length.

@@ -37,8 +37,10 @@ static const char usage[] =
     "\n"
     "options:\n"
     "  --verbose            print full signatures: 'ret name(params)'\n"
-    "  --strict             fail (exit 2) on the first malformed mapping line\n"
-    "                       instead of reporting it and skipping it\n"
+    "  --strict             read and check every mapping line; fail (exit 2) on\n"
+    "                       the first malformed one. Without it only the classes\n"
+    "                       the stack trace mentions are read in full, and the\n"
+    "                       malformed lines found are reported and skipped\n"
     "  --quiet              do not report malformed mapping lines\n"
     "  --stats              print parse figures (bytes, ms, MB/s) on stderr\n"
     "  --build-index FILE   write the mapping's index to FILE and exit; an\n"
@@ -67,6 +69,67 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The set of class names a trace mentions (hashes; a false positive only
+ * costs reading one more class). */
+typedef struct class_set {
+    uint64_t *slot; /* 0 = empty */
+    size_t mask, n;
+    int failed;
+} class_set;
+
+static uint64_t name_hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a, then never 0 */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h | 1;
+}
+
+static void set_add(void *ctx, const char *cls, size_t n)
+{
+    class_set *s = ctx;
+    if (s->failed)
+        return;
+    if ((s->n + 1) * 2 > s->mask + 1) {
+        size_t cap = (s->mask + 1) * 2;
+        uint64_t *ns = calloc(cap, sizeof *ns);
+        if (!ns) {
+            s->failed = 1;
+            return;
+        }
+        for (size_t i = 0; i <= s->mask; i++)
+            if (s->slot[i]) {
+                size_t j = s->slot[i] & (cap - 1);
+                while (ns[j])
+                    j = (j + 1) & (cap - 1);
+                ns[j] = s->slot[i];
+            }
+        free(s->slot);
+        s->slot = ns;
+        s->mask = cap - 1;
+    }
+    uint64_t h = name_hash(cls, n);
+    size_t j = h & s->mask;
+    while (s->slot[j] && s->slot[j] != h)
+        j = (j + 1) & s->mask;
+    if (!s->slot[j]) {
+        s->slot[j] = h;
+        s->n++;
+    }
+}
+
+static int set_has(void *ctx, const char *cls, size_t n)
+{
+    const class_set *s = ctx;
+    uint64_t h = name_hash(cls, n);
+    for (size_t j = h & s->mask;; j = (j + 1) & s->mask) {
+        if (s->slot[j] == h)
+            return 1;
+        if (!s->slot[j])
+            return 0;
+    }
 }
 
 int main(int argc, char **argv)
@@ -135,10 +198,39 @@ int main(int argc, char **argv)
     close(fd);
 
     int rc = 0;
-    bl_buf img;
+    bl_buf img, in, outb;
     bl_buf_init(&img, 0);
+    bl_buf_init(&in, MAX_TRACE_BYTES);
+    bl_buf_init(&outb, 0);
     bl_mapindex *mi = NULL;
     bl_err err;
+    class_set want = { NULL, 0, 0, 0 };
+
+    /* the trace first: a one-shot retrace reads in full only the classes
+     * it mentions (--strict reads and checks every line) */
+    if (!index_out) {
+        int tfd = 0;
+        if (trace && (tfd = open(trace, O_RDONLY | O_CLOEXEC)) < 0) {
+            fprintf(stderr, "beatline-retrace: %s: %s\n", trace, strerror(errno));
+            rc = 1;
+            goto out;
+        }
+        bl_err re = bl_fd_read_all(tfd, &in);
+        if (tfd > 0)
+            close(tfd);
+        if (re) {
+            fprintf(stderr, "beatline-retrace: %s: %s\n", trace ? trace : "<stdin>",
+                    re == BL_EIO ? strerror(errno) : bl_err_str(re));
+            rc = 1;
+            goto out;
+        }
+        if (!strict) {
+            want.slot = calloc(64, sizeof *want.slot);
+            want.mask = want.slot ? 63 : 0;
+            want.failed = !want.slot;
+            bl_retrace_trace_classes(in.data ? in.data : "", in.len, set_add, &want);
+        }
+    }
     if (mlen >= 8 && !memcmp(mdata, BL_MI_MAGIC, 8)) {
         err = bl_mapindex_from_memory(mdata, mlen, &mi);
         if (err) {
@@ -148,7 +240,11 @@ int main(int argc, char **argv)
         }
     } else {
         diag_ctx dc = { mapping, quiet, 0 };
-        bl_mi_build_opts bo = { strict, on_diag, &dc };
+        bl_mi_build_opts bo = { .strict = strict, .diag = on_diag, .diag_ctx = &dc };
+        if (want.slot && !want.failed) {
+            bo.want_class = set_has;
+            bo.want_ctx = &want;
+        }
         bl_mi_stats ms;
         double t0 = now_ms();
         err = bl_mapindex_build(mdata ? mdata : "", mlen, &bo, &img, &ms);
@@ -201,27 +297,10 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    /* read the trace, retrace line by line, write in chunks */
+    /* retrace line by line, write in chunks */
     {
-        int tfd = 0;
-        if (trace && (tfd = open(trace, O_RDONLY | O_CLOEXEC)) < 0) {
-            fprintf(stderr, "beatline-retrace: %s: %s\n", trace, strerror(errno));
-            rc = 1;
-            goto out;
-        }
-        bl_buf in, outb;
-        bl_buf_init(&in, MAX_TRACE_BYTES);
-        bl_buf_init(&outb, 0);
-        bl_err re = bl_fd_read_all(tfd, &in);
-        if (re) {
-            fprintf(stderr, "beatline-retrace: %s: %s\n", trace ? trace : "<stdin>",
-                    re == BL_EIO ? strerror(errno) : bl_err_str(re));
-            rc = 1;
-        }
-        if (tfd > 0)
-            close(tfd);
         bl_retracer *rt = NULL;
-        if (!rc && (err = bl_retracer_new(mi, &ropts, &rt))) {
+        if ((err = bl_retracer_new(mi, &ropts, &rt))) {
             fprintf(stderr, "beatline-retrace: %s\n", bl_err_str(err));
             rc = 1;
         }
@@ -246,10 +325,11 @@ int main(int argc, char **argv)
             }
         }
         bl_retracer_free(rt);
-        bl_buf_cleanup(&in);
-        bl_buf_cleanup(&outb);
     }
 out:
+    bl_buf_cleanup(&in);
+    bl_buf_cleanup(&outb);
+    free(want.slot);
     bl_mapindex_close(mi);
     bl_buf_cleanup(&img);
     if (mdata)

@@ -17,6 +17,28 @@ static int n_cases;
 
 
 
+/* A tiny set of class names for the lazy (want_class) build. */
+typedef struct names {
+    char *v[4096];
+    int n;
+} names;
+
+static void add_name(void *ctx, const char *cls, size_t n)
+{
+    names *s = ctx;
+    if (s->n < 4096)
+        s->v[s->n++] = strndup(cls, n);
+}
+
+static int has_name(void *ctx, const char *cls, size_t n)
+{
+    names *s = ctx;
+    for (int i = 0; i < s->n; i++)
+        if (strlen(s->v[i]) == n && !memcmp(s->v[i], cls, n))
+            return 1;
+    return 0;
+}
+
 START_TEST(golden_case)
 {
     ck_assert_int_lt(_i, n_cases);
@@ -42,6 +64,23 @@ START_TEST(golden_case)
     free(got);
     bl_mapindex_close(mi);
     bl_buf_cleanup(&img);
+    /* the same with only the classes the trace names read in full */
+    names *ns = calloc(1, sizeof *ns);
+    ck_assert_ptr_nonnull(ns);
+    bl_retrace_trace_classes(input, in_n, add_name, ns);
+    bl_mi_build_opts lazy = { .want_class = has_name, .want_ctx = ns };
+    bl_buf_init(&img, 0);
+    ck_assert_int_eq(bl_mapindex_build(mapping, mn, &lazy, &img, &st), BL_OK);
+    ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+    got = tu_retrace_str(mi, verbose, input);
+    ck_assert_msg(strcmp(got, expected) == 0, "case %s (lazy):\n--- expected\n%s--- got\n%s",
+                  name, expected, got);
+    free(got);
+    bl_mapindex_close(mi);
+    bl_buf_cleanup(&img);
+    for (int i = 0; i < ns->n; i++)
+        free(ns->v[i]);
+    free(ns);
     free(mapping);
     free(input);
     free(expected);
@@ -69,7 +108,7 @@ START_TEST(malformed_lines_counted)
     bl_mapindex_close(mi);
     bl_buf_cleanup(&img);
     /* strict: fails at line 3 */
-    bl_mi_build_opts o = { 1, NULL, NULL };
+    bl_mi_build_opts o = { .strict = 1 };
     bl_buf_init(&img, 0);
     ck_assert_int_eq(bl_mapindex_build(m, n, &o, &img, &st), BL_EFORMAT);
     ck_assert_uint_eq(st.lines, 3);
