@@ -115,8 +115,7 @@ END {
     print "make-trace: no method line ranges found in mapping" > "/dev/stderr"
     exit 1
   }
-  njdk = split("java.lang.Thread.run(Thread.java:833)|" \
-    "java.util.concurrent.ThreadPoolExecutor.runWorker(ThreadPoolExecutor.java:1136)|" \
+  njdk = split("java.util.concurrent.ThreadPoolExecutor.runWorker(ThreadPoolExecutor.java:1136)|" \
     "java.util.concurrent.ThreadPoolExecutor$Worker.run(ThreadPoolExecutor.java:635)|" \
     "java.util.concurrent.FutureTask.run(FutureTask.java:264)|" \
     "java.lang.reflect.Method.invoke(Method.java:568)|" \
