@@ -43,7 +43,7 @@ static const char usage[] =
     "  --data DIR               data directory: SQLite database, raw batches,\n"
     "                           mappings [BEATLINE_DATA] (default ./beatline-data)\n"
     "  --threads N              HTTP worker threads [BEATLINE_THREADS] (default 4)\n"
-    "  --max-body BYTES         largest request body as sent, compressed\n"
+    "  --max-body BYTES         largest batch or stack trace as sent (compressed)\n"
     "                           [BEATLINE_MAX_BODY] (default 16777216 = 16 MiB)\n"
     "  --max-decompressed BYTES largest decompressed batch or method-ID file\n"
     "                           [BEATLINE_MAX_DECOMPRESSED] (default 268435456)\n"

@@ -189,6 +189,17 @@ static bl_err sink_buf(void *ctx, const void *p, size_t n)
     return bl_buf_append(&r->body, p, n);
 }
 
+/* The largest body as sent: uploads stream to disk and may be as large as
+ * what they decompress to; everything else is held in memory. */
+static uint64_t raw_limit(const bl_http *h, const req *r)
+{
+    if (r->route == R_MAPPING)
+        return h->c.max_mapping;
+    if (r->route == R_METHODIDS)
+        return h->c.max_decompressed;
+    return h->c.max_body;
+}
+
 int bl_req_body_begin(struct MHD_Connection *c, bl_http *h, req *r, uint64_t max_out,
                       bl_decomp_sink sink, void *ctx)
 {
@@ -201,9 +212,9 @@ int bl_req_body_begin(struct MHD_Connection *c, bl_http *h, req *r, uint64_t max
     if (cl) {
         char *end;
         unsigned long long v = strtoull(cl, &end, 10);
-        if (*end == '\0' && v > h->c.max_body) {
+        if (*end == '\0' && v > raw_limit(h, r)) {
             bl_req_fail(r, 413, "body of %llu bytes is over the limit of %llu bytes", v,
-                        (unsigned long long)h->c.max_body);
+                        (unsigned long long)raw_limit(h, r));
             return -1;
         }
     }
@@ -223,9 +234,9 @@ int bl_req_body_feed(bl_http *h, req *r, const char *data, size_t n)
 {
     r->raw_bytes += n;
     atomic_fetch_add(&h->bytes_in, n);
-    if (r->raw_bytes > h->c.max_body) {
+    if (r->raw_bytes > raw_limit(h, r)) {
         bl_req_fail(r, 413, "body is over the limit of %llu bytes",
-                    (unsigned long long)h->c.max_body);
+                    (unsigned long long)raw_limit(h, r));
         return -1;
     }
     bl_err e = bl_decomp_feed(r->dec, data, n);
@@ -261,7 +272,7 @@ int bl_req_body_end(req *r)
 /* Splits /v1/apps/{app}/... into route, app and build. */
 static enum route route_of(const char *method, const char *url, req *r)
 {
-    int get = !strcmp(method, "GET"), put = !strcmp(method, "PUT"),
+    int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), put = !strcmp(method, "PUT"),
         post = !strcmp(method, "POST");
     if (!strcmp(url, "/healthz"))
         return get ? R_HEALTH : R_NONE;
