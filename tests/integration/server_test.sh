@@ -200,6 +200,13 @@ expect "not a mapping" 400 "$CODE"
 http PUT /v1/apps/shop/builds/8.0/method-ids "$UPL" --data-binary 'nonsense'
 expect "not a method-ID file" 400 "$CODE"
 
+# a mapping larger than --max-body streams to disk: allowed as sent
+for k in 1 2 3 4; do
+  sed "s/^\([^ #].*\) -> \(.*\):\$/\1Copy$k -> x$k.\2:/" mapping.txt
+done > mapping-big.txt
+http PUT /v1/apps/shop/builds/big/mapping "$UPL" --data-binary @mapping-big.txt
+expect "mapping over --max-body, uncompressed" 201 "$CODE"
+
 # --- retrace -------------------------------------------------------------------
 obf_cls=$(awk '$1 == "org.apache.commons.lang3.StringUtils" && $2 == "->" { sub(/:$/, "", $3); print $3 }' mapping.txt)
 line=$(awk '/^org.apache.commons.lang3.StringUtils ->/ { c = 1; next } /^[^ ]/ { c = 0 }
