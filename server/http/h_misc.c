@@ -83,6 +83,11 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
         e = metric(&b, "beatline_batches_waiting", "gauge",
                    "Batches waiting for their build's method-ID file or mapping.", ps.waiting);
     if (!e)
+        e = metric(&b, "beatline_call_paths_dropped_total", "counter",
+                   "Calls left out of call trees because their build reached the node limit "
+                   "(still counted in slow-methods).",
+                   ps.dropped_paths);
+    if (!e)
         e = metric(&b, "beatline_transactions_failing", "gauge",
                    "Writer transactions failed in a row (0 = healthy).", ps.failing);
     if (!e)

@@ -157,13 +157,6 @@ bl_err bl_processor_build_changed(bl_processor *p, int64_t app_id, const char *b
     return push(p, &w);
 }
 
-void bl_processor_drain(bl_processor *p)
-{
-    pthread_mutex_lock(&p->mu);
-    while (p->qlen > 0 || p->busy)
-        pthread_cond_wait(&p->idle_cv, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-}
 
 void bl_processor_stats(bl_processor *p, bl_proc_stats *s)
 {
@@ -913,6 +906,7 @@ static void run_txn(bl_processor *p, work *items, size_t n)
     p->st.failed += failed;
     p->st.txn++;
     p->st.failing = 0;
+    p->st.dropped_paths = p->agg.dropped_nodes;
     for (size_t i = 0; i < p->n_moves; i++)
         if (!p->move_failed[i])
             record_latency(p, p->moves[i].t_enq, now);

@@ -43,6 +43,8 @@ typedef struct bl_proc_stats {
     uint64_t duplicates;       /* batches already counted */
     uint64_t txn;              /* transactions committed */
     uint64_t failing;          /* gauge: transactions failed in a row (0 = healthy) */
+    uint64_t dropped_paths;    /* calls not kept in the call tree: their build hit
+                                * max_nodes_per_build (method stats still count them) */
     /* processing latency (enqueue → commit) histogram, ms buckets:
      * le 10, 50, 100, 500, 1000, 5000, +Inf (cumulative counts) */
     uint64_t lat_bucket[7];
@@ -62,8 +64,6 @@ void bl_processor_stop(bl_processor *p);
 bl_err bl_processor_enqueue(bl_processor *p, const char *uuid, bl_encoding enc);
 /* A build's files (mapping / method-IDs) changed on disk. BL_ENOMEM. */
 bl_err bl_processor_build_changed(bl_processor *p, int64_t app_id, const char *build);
-/* Waits until everything queued so far is committed (tests, shutdown). */
-void bl_processor_drain(bl_processor *p);
 
 void bl_processor_stats(bl_processor *p, bl_proc_stats *s);
 

@@ -1352,7 +1352,3 @@ const bl_mi_method *bl_mapindex_method_at(const bl_mapindex *mi, uint32_t i)
     return i < mi->h->n_methods ? &mi->methods[i] : NULL;
 }
 
-uint32_t bl_mapindex_method_index(const bl_mapindex *mi, const bl_mi_method *m)
-{
-    return (uint32_t)(m - mi->methods);
-}

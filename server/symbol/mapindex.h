@@ -230,9 +230,8 @@ uint32_t bl_mapindex_methods_by_orig(const bl_mapindex *mi, const char *cls, siz
 const uint32_t *bl_mapindex_extras(const bl_mapindex *mi, const bl_mi_method *m,
                                    uint64_t *n_words);
 
-/* Index of class c / method m in their tables (for owners of methods). */
+/* Class / method entry i of their tables, NULL past the end. */
 const bl_mi_class *bl_mapindex_class_at(const bl_mapindex *mi, uint32_t i);
 const bl_mi_method *bl_mapindex_method_at(const bl_mapindex *mi, uint32_t i);
-uint32_t bl_mapindex_method_index(const bl_mapindex *mi, const bl_mi_method *m);
 
 #endif

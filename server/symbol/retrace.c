@@ -60,11 +60,6 @@ void bl_retracer_free(bl_retracer *rt)
     free(rt);
 }
 
-void bl_retracer_reset(bl_retracer *rt)
-{
-    rt->carry = -1;
-    rt->after_exc = 0;
-}
 
 size_t bl_retrace_infer_file(const char *cls, size_t n, char *buf, size_t cap)
 {

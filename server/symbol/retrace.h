@@ -67,9 +67,6 @@ typedef struct bl_retracer bl_retracer;
 bl_err bl_retracer_new(const bl_mapindex *mi, const bl_retrace_opts *opts, bl_retracer **out);
 void bl_retracer_free(bl_retracer *rt);
 
-/* Forgets the exception / outline context (start of a new trace). */
-void bl_retracer_reset(bl_retracer *rt);
-
 /*
  * Retraces one line (without '\n') and appends the result lines, each ending
  * in '\n', to `out`. Keeps the context (exception line seen, outline
