@@ -307,31 +307,35 @@ static bl_err load_rows(bl_processor *p, bstate *b)
 }
 
 /* Symbolicates every methodId of the build into the methods table. */
-static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int obfuscated)
+/* Reads and parses dir/method-ids.txt (lenient). */
+static bl_err load_methodids(const char *dir, bl_methodids **out)
 {
     char path[BL_PATH_MAX];
+    *out = NULL;
     bl_err err = bl_path_join(path, dir, "method-ids.txt");
     if (err)
         return err;
     char *text;
     size_t len;
-    err = bl_read_file(path, (size_t)1 << 31, &text, &len);
-    if (err)
+    if ((err = bl_read_file(path, (size_t)1 << 31, &text, &len)))
         return err;
-    bl_methodids *t = NULL;
     uint64_t bad;
-    err = bl_methodids_parse(text, len, 0, NULL, NULL, &t, &bad);
+    err = bl_methodids_parse(text, len, 0, NULL, NULL, out, &bad);
     free(text);
-    if (err)
-        return err;
+    return err;
+}
+
+/* Symbolicates every methodId of the build (table t, borrowed) into the
+ * methods table. */
+static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int obfuscated,
+                                const bl_methodids *t)
+{
+    char path[BL_PATH_MAX];
+    bl_err err = BL_OK;
     bl_mapindex *mi = NULL;
-    if (obfuscated) {
-        if ((err = bl_path_join(path, dir, "mapping.idx")) ||
-            (err = bl_mapindex_open(path, &mi))) {
-            bl_methodids_free(t);
-            return err;
-        }
-    }
+    if (obfuscated && ((err = bl_path_join(path, dir, "mapping.idx")) ||
+                       (err = bl_mapindex_open(path, &mi))))
+        return err;
     sqlite3_stmt *st = bl_db_stmt(
         p->db, "INSERT INTO methods(build_id, method_id, class, name, descriptor, source_file) "
                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(build_id, method_id) DO UPDATE SET "
@@ -366,7 +370,6 @@ static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int
         sqlite3_reset(st);
     bl_buf_cleanup(&store);
     bl_mapindex_close(mi);
-    bl_methodids_free(t);
     return err;
 }
 
@@ -390,8 +393,10 @@ static bl_err requeue_waiting(bl_processor *p, bstate *b)
     return BL_OK;
 }
 
-/* Brings the builds row and the methods table in line with the files. */
-static bl_err register_build(bl_processor *p, int64_t app_id, const char *build)
+/* Brings the builds row and the methods table in line with the files.
+ * *mids caches the parsed method-ID file (caller frees). */
+static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build,
+                              bl_methodids **mids)
 {
     bstate *b;
     bl_err err = get_build(p, app_id, build, &b);
@@ -435,19 +440,11 @@ static bl_err register_build(bl_processor *p, int64_t app_id, const char *build)
     }
     if (ichanged) {
         /* count entries and read the names flag */
-        char *text;
-        size_t len;
         int64_t count = 0;
         obf = 0;
-        if (!bl_path_join(path, dir, "method-ids.txt") && bl_read_file(path, (size_t)1 << 31, &text, &len) == BL_OK) {
-            bl_methodids *t;
-            uint64_t bad;
-            if (bl_methodids_parse(text, len, 0, NULL, NULL, &t, &bad) == BL_OK) {
-                count = bl_methodids_count(t);
-                obf = bl_methodids_obfuscated(t);
-                bl_methodids_free(t);
-            }
-            free(text);
+        if (load_methodids(dir, mids) == BL_OK) {
+            count = bl_methodids_count(*mids);
+            obf = bl_methodids_obfuscated(*mids);
         }
         st = bl_db_stmt(p->db, "UPDATE builds SET methodids_hash = ?, methodids_count = ?, "
                                "methodids_obfuscated = ?, methodids_at = ?, "
@@ -469,7 +466,9 @@ static bl_err register_build(bl_processor *p, int64_t app_id, const char *build)
         return BL_OK;
     }
     if (!symbolicated) {
-        if ((err = symbolicate_build(p, b, dir, obf))) {
+        if (!*mids)
+            err = load_methodids(dir, mids);
+        if (err || (err = symbolicate_build(p, b, dir, obf, *mids))) {
             logf_("cannot symbolicate build %s: %s", build, bl_err_str(err));
             b->ready = 0;
             return err == BL_ENOMEM ? err : BL_OK;
@@ -486,6 +485,14 @@ static bl_err register_build(bl_processor *p, int64_t app_id, const char *build)
         return err;
     b->ready = 1;
     return requeue_waiting(p, b);
+}
+
+static bl_err register_build(bl_processor *p, int64_t app_id, const char *build)
+{
+    bl_methodids *mids = NULL;
+    bl_err err = register_build_(p, app_id, build, &mids);
+    bl_methodids_free(mids);
+    return err;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -812,18 +819,7 @@ static void reset_states(bl_processor *p)
 {
     for (size_t i = 0; i < p->n_builds; i++) {
         bstate *b = p->builds[i];
-        for (size_t k = 0; k < b->n_waiting; k++) { /* waiting batches go back to the queue */
-            work w;
-            memset(&w, 0, sizeof w);
-            w.kind = W_BATCH;
-            memcpy(w.uuid, b->waiting[k].uuid, sizeof w.uuid);
-            w.enc = b->waiting[k].enc;
-            w.t_enq = b->waiting[k].t_enq;
-            pthread_mutex_lock(&p->mu);
-            p->st.waiting--;
-            pthread_mutex_unlock(&p->mu);
-            push(p, &w);
-        }
+        requeue_waiting(p, b); /* waiting batches go back to the queue */
         bstate_free(b);
     }
     p->n_builds = 0;
