@@ -1,0 +1,1 @@
+/* placeholder until the class-file reader lands */

@@ -1,0 +1,54 @@
+/*
+ * probe.h — inserting methodId enter/exit probes into a parsed class.
+ *
+ * For each selected method with a Code attribute:
+ *   - enter: push methodId; INVOKESTATIC <runtime>.i(I)V at method entry (in
+ *     constructors right after the super(...)/this(...) call; see probe.c);
+ *   - exit: push methodId; INVOKESTATIC <runtime>.o(I)V before every return
+ *     instruction (ireturn … return);
+ *   - exceptional exit: a catch-all handler, appended last to the exception
+ *     table and covering the whole (original) body, that calls o(methodId)
+ *     and rethrows with athrow.
+ * Branch offsets, switch padding, goto→goto_w widening, the exception table,
+ * StackMapTable (major >= 50), LineNumberTable, LocalVariable(Type)Table,
+ * Runtime(In)VisibleTypeAnnotations with code offsets, max_stack and max_locals
+ * are all rewritten (JVMS §4.7, §4.10). New constant-pool entries are added
+ * only when no equal entry exists.
+ */
+#ifndef BL_PROBE_H
+#define BL_PROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/blerr.h"
+#include "common/buf.h"
+#include "classfile.h"
+
+/* Marks a method that is to be left as it is. */
+#define BL_PROBE_NO_ID UINT32_MAX
+/* Largest methodId a batch record can carry (23 bits, schema/batch-format.md). */
+#define BL_PROBE_MAX_ID 8388607u
+
+/* Called once per method that had an id but was left untouched (code would
+ * exceed 65,535 bytes, an unsupported construct, ...). msg names the method. */
+typedef void (*bl_probe_warn_fn)(void *ctx, const char *msg);
+
+typedef struct bl_probe_opts {
+    const char *runtime_class; /* internal name of the class with static i(I)V and o(I)V */
+    bl_probe_warn_fn warn;     /* may be NULL */
+    void *warn_ctx;
+} bl_probe_opts;
+
+/* Writes the instrumented class file to `out` (appended). ids has
+ * bl_cf_method_count(cf) entries: ids[i] is the methodId of method i, or
+ * BL_PROBE_NO_ID. Methods without code are never touched whatever their id.
+ * *n_done (may be NULL) receives the number of methods that got probes.
+ * When no method gets probes the output is byte-identical to the input.
+ * Errors: BL_EFORMAT (code that cannot be decoded; message in err),
+ * BL_ETOOBIG (constant pool would exceed 65,535 entries), BL_ENOMEM,
+ * BL_EINVAL (bad id). On error `out` may hold a partial class: the caller
+ * discards it. Thread-safe for distinct bl_cf objects. */
+bl_err bl_probe_instrument(bl_cf *cf, const uint32_t *ids, const bl_probe_opts *opts,
+                           bl_buf *out, size_t *n_done, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,1 @@
+# instrumenter_cli tests (see tests/CMakeLists.txt)

@@ -1,0 +1,1 @@
+# instrumenter_core tests (see tests/CMakeLists.txt)

@@ -1,0 +1,1 @@
+# instrumenter_java tests (see tests/CMakeLists.txt)

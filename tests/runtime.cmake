@@ -1,0 +1,1 @@
+# runtime tests (see tests/CMakeLists.txt)
