@@ -56,4 +56,60 @@ uint16_t bl_cf_major(const bl_cf *cf);
 size_t bl_cf_method_count(const bl_cf *cf);
 const bl_cf_method *bl_cf_method_at(const bl_cf *cf, size_t i);
 
+/* ------------------------------------------------------------------------ */
+/* Raw layout, for the rewriter (probe.c) and tests. Offsets are byte offsets
+ * into the parsed input; everything listed here was bounds-checked by
+ * bl_cf_parse. */
+
+/* Highest major_version accepted (69 = Java 25). Newer features that need no
+ * rewriting (records, sealed classes, nest mates, modules, condy, preview
+ * minor versions) are attributes or pool entries copied untouched. */
+#define BL_CF_MAJOR_MAX 69
+#define BL_CF_MAJOR_MIN 45
+
+/* Constant-pool tags (JVMS §4.4). */
+enum {
+    BL_CP_UTF8 = 1, BL_CP_INTEGER = 3, BL_CP_FLOAT = 4, BL_CP_LONG = 5, BL_CP_DOUBLE = 6,
+    BL_CP_CLASS = 7, BL_CP_STRING = 8, BL_CP_FIELDREF = 9, BL_CP_METHODREF = 10,
+    BL_CP_IMETHODREF = 11, BL_CP_NAMEANDTYPE = 12, BL_CP_METHODHANDLE = 15,
+    BL_CP_METHODTYPE = 16, BL_CP_DYNAMIC = 17, BL_CP_INVOKEDYNAMIC = 18, BL_CP_MODULE = 19,
+    BL_CP_PACKAGE = 20
+};
+
+/* Where a method's parts are. code_* fields are 0 when the method has no Code
+ * attribute. */
+typedef struct bl_cf_mraw {
+    uint32_t start, end;        /* method_info: [start, end) */
+    uint32_t code_attr;         /* offset of the Code attribute's attribute_name_index */
+    uint32_t code_attr_end;     /* end of the Code attribute */
+    uint16_t max_stack, max_locals;
+    uint32_t code;              /* offset of code[0] */
+    uint32_t code_len;
+    uint32_t exc;               /* offset of the first exception_table entry */
+    uint16_t exc_count;
+    uint16_t attr_count;        /* attributes of the Code attribute */
+    uint32_t attrs;             /* offset of the first of them */
+} bl_cf_mraw;
+
+/* The input bytes and their length. */
+const uint8_t *bl_cf_bytes(const bl_cf *cf, size_t *len);
+/* constant_pool_count (entries are 1 .. count-1). */
+uint16_t bl_cf_pool_count(const bl_cf *cf);
+/* Offset just past the constant pool (the class's access_flags). */
+uint32_t bl_cf_pool_end(const bl_cf *cf);
+/* Tag of entry i (0 for index 0, the slot after a Long/Double, or i out of range). */
+uint8_t bl_cf_pool_tag(const bl_cf *cf, uint32_t i);
+/* Offset of entry i's tag byte (0 when the tag is 0). */
+uint32_t bl_cf_pool_off(const bl_cf *cf, uint32_t i);
+/* Entry i as a NUL-terminated string when it is a Utf8 entry, else NULL.
+ * *n (may be NULL) receives the byte length. Owned by the bl_cf. */
+const char *bl_cf_utf8(const bl_cf *cf, uint32_t i, uint32_t *n);
+/* The name of Class entry i (NULL when i is not a Class entry). */
+const char *bl_cf_class_name(const bl_cf *cf, uint32_t i);
+/* Offset of the methods_count field; offset just past the last method. */
+uint32_t bl_cf_methods_off(const bl_cf *cf);
+uint32_t bl_cf_methods_end(const bl_cf *cf);
+/* Raw layout of method i. */
+const bl_cf_mraw *bl_cf_method_raw(const bl_cf *cf, size_t i);
+
 #endif

@@ -1,1 +1,14 @@
-# instrumenter_core tests (see tests/CMakeLists.txt)
+# instrumenter_core tests (see tests/CMakeLists.txt): the class-file reader and
+# probe insertion (instrumenter/classfile.c, probe.c, bytecode.c, ...), Check
+# unit tests against real jars from /usr/share/java and crafted classes.
+function(beatline_instrument_test name)
+  add_executable(${name} unit/${name}.c)
+  target_link_libraries(${name} PRIVATE beatline_instrument beatline_core PkgConfig::CHECK
+                        PkgConfig::LIBZIP)
+  target_compile_definitions(${name} PRIVATE BL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "CK_DEFAULT_TIMEOUT=300"
+                       SKIP_RETURN_CODE 77 LABELS instrumenter)
+endfunction()
+
+beatline_instrument_test(classfile_test)
