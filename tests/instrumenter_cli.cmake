@@ -1,1 +1,19 @@
-# instrumenter_cli tests (see tests/CMakeLists.txt)
+# instrumenter_cli tests (see tests/CMakeLists.txt): the beatline-instrument
+# driver — rules, methodId assignment (Check unit tests) and the tool as a
+# user runs it on real Debian jars (tests/cli/instrument_cli_test.sh).
+function(beatline_instrument_unit_test name)
+  add_executable(${name} unit/${name}.c)
+  target_link_libraries(${name} PRIVATE beatline_instrument beatline_core PkgConfig::CHECK)
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "CK_DEFAULT_TIMEOUT=60")
+endfunction()
+
+beatline_instrument_unit_test(instrument_rules_test)
+beatline_instrument_unit_test(instrument_ids_test)
+
+if(TARGET beatline-instrument)
+  add_test(NAME instrument_cli
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_cli_test.sh
+                   ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-cli)
+  set_tests_properties(instrument_cli PROPERTIES TIMEOUT 300 LABELS cli)
+endif()
