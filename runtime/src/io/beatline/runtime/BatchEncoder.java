@@ -1,0 +1,170 @@
+package io.beatline.runtime;
+
+import java.nio.charset.Charset;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * Writes batch wire format version 1 (schema/batch-format.md): fixed header
+ * (44 bytes), five strings, thread table, zero padding to a multiple of 8,
+ * records, events. Little-endian throughout.
+ *
+ * <p>Strings are UTF-8 (RFC 3629) as Java's encoder writes them: unpaired
+ * surrogates become {@code '?'}, U+0000 is one zero byte. A string over
+ * 65,535 bytes is cut at the last whole character that fits (format limit,
+ * "Limits"). Records are written as given: callers pass records whose
+ * {@code t_us} is already relative to {@code originWallUs}'s monotonic time.
+ */
+final class BatchEncoder {
+    static final Charset UTF8 = Charset.forName("UTF-8");
+    static final int MAX_STRING = 65535;
+    static final int FIXED_HEADER = 44;
+
+    private BatchEncoder() {
+    }
+
+    /** Header fields of a batch (section "Header"). */
+    static final class Header {
+        final UUID batchId;
+        final long originWallUs;
+        final int sdkLevel;
+        final String app;
+        final String build;
+        final String sessionId;
+        final String deviceModel;
+        final String osVersion;
+
+        Header(UUID batchId, long originWallUs, int sdkLevel, String app, String build, String sessionId,
+                String deviceModel, String osVersion) {
+            this.batchId = batchId;
+            this.originWallUs = originWallUs;
+            this.sdkLevel = sdkLevel;
+            this.app = app;
+            this.build = build;
+            this.sessionId = sessionId;
+            this.deviceModel = deviceModel;
+            this.osVersion = osVersion;
+        }
+    }
+
+    /** UTF-8 bytes of s, cut to at most 65,535 bytes at a character boundary. */
+    static byte[] utf8(String s) {
+        byte[] b = (s == null ? "" : s).getBytes(UTF8);
+        if (b.length <= MAX_STRING) {
+            return b;
+        }
+        int n = MAX_STRING;
+        while (n > 0 && (b[n] & 0xC0) == 0x80) {
+            n--; // b[n] continues a sequence: cut before the sequence's lead byte
+        }
+        byte[] cut = new byte[n];
+        System.arraycopy(b, 0, cut, 0, n);
+        return cut;
+    }
+
+    /**
+     * Encodes one batch.
+     *
+     * @param threads thread table order; each one's records in write order
+     * @param events JSON lines, each ended by {@code \n} (may be empty, never null)
+     * @return the batch bytes
+     * @throws IllegalArgumentException when the batch would exceed 2 GiB or 65,536 threads
+     */
+    static byte[] encode(Header h, List<Recorder.ThreadDump> threads, byte[] events) {
+        byte[][] hs = {utf8(h.app), utf8(h.build), utf8(h.sessionId), utf8(h.deviceModel), utf8(h.osVersion)};
+        int n = threads.size();
+        if (n > 65536) {
+            throw new IllegalArgumentException("more than 65,536 threads in a batch");
+        }
+        byte[][] names = new byte[n][];
+        long size = FIXED_HEADER;
+        for (byte[] s : hs) {
+            size += 2 + s.length;
+        }
+        final long headerSize = size;
+        size += 4;
+        long records = 0;
+        for (int i = 0; i < n; i++) {
+            names[i] = utf8(threads.get(i).name);
+            size += 8 + 2 + names[i].length + 1 + 4;
+            records += threads.get(i).records.length;
+        }
+        size = (size + 7) & ~7L;
+        size += records * 8 + 4 + events.length;
+        if (size > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("batch over 2 GiB");
+        }
+        Out o = new Out((int) size);
+        o.bytes(new byte[] {'B', 'E', 'A', 'T', 'L', 'I', 'N', 'E'});
+        o.u16(1);
+        o.u16(0);
+        o.u32(headerSize);
+        o.u64(h.batchId.getMostSignificantBits(), true);
+        o.u64(h.batchId.getLeastSignificantBits(), true);
+        o.u64(h.originWallUs, false);
+        o.u32(h.sdkLevel & 0xFFFFFFFFL);
+        for (byte[] s : hs) {
+            o.str(s);
+        }
+        o.u32(n);
+        for (int i = 0; i < n; i++) {
+            Recorder.ThreadDump t = threads.get(i);
+            o.u64(t.id, false);
+            o.str(names[i]);
+            o.b[o.p++] = (byte) ((t.main ? 1 : 0) | (t.truncated ? 2 : 0));
+            o.u32(t.records.length);
+        }
+        while ((o.p & 7) != 0) {
+            o.b[o.p++] = 0;
+        }
+        for (int i = 0; i < n; i++) {
+            for (long r : threads.get(i).records) {
+                o.u64(r, false);
+            }
+        }
+        o.u32(events.length);
+        o.bytes(events);
+        if (o.p != o.b.length) {
+            throw new IllegalStateException("batch size mismatch");
+        }
+        return o.b;
+    }
+
+    /** A little-endian byte writer over a fixed array. */
+    private static final class Out {
+        final byte[] b;
+        int p;
+
+        Out(int size) {
+            b = new byte[size];
+        }
+
+        void bytes(byte[] s) {
+            System.arraycopy(s, 0, b, p, s.length);
+            p += s.length;
+        }
+
+        void u16(int v) {
+            b[p++] = (byte) v;
+            b[p++] = (byte) (v >>> 8);
+        }
+
+        void u32(long v) {
+            for (int i = 0; i < 4; i++) {
+                b[p++] = (byte) (v >>> (8 * i));
+            }
+        }
+
+        /** 8 bytes, little-endian, or big-endian (UUID text order) when {@code bigEndian}. */
+        void u64(long v, boolean bigEndian) {
+            for (int i = 0; i < 8; i++) {
+                b[p++] = (byte) (v >>> (bigEndian ? 56 - 8 * i : 8 * i));
+            }
+        }
+
+        void str(byte[] s) {
+            u16(s.length);
+            bytes(s);
+        }
+    }
+}

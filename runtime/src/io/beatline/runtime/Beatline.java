@@ -1,0 +1,232 @@
+package io.beatline.runtime;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+
+/**
+ * Beatline's in-app runtime: the probes the instrumenter inserts
+ * ({@link #i(int)}, {@link #o(int)}) and the public API ({@link #start},
+ * {@link #flush()}, {@link #flushAndWait(long)}, {@link #shutdown(long)},
+ * {@link #stats()}). User documentation: {@code runtime/README.md}.
+ *
+ * <p>Nothing here throws into the host app, blocks on the probe path or
+ * allocates on it after a thread's first probe.
+ *
+ * <p><b>Plain JVM start.</b> Loading this class (the first probe) reads
+ * {@code beatline.*} system properties / {@code BEATLINE_*} environment
+ * variables ({@link BeatlineConfig#fromSystem}); when {@code beatline.server}
+ * is set, the runtime starts (a bad setting is reported on stderr and the
+ * runtime stays off). Without configuration the probes record nothing: each
+ * is one static field read and a branch.
+ */
+public final class Beatline {
+    /** The recording session's recorder; null = off (probes return at once). */
+    private static volatile Session current;
+    /** Read by the probes: plain, so the off path is a field load and a branch. */
+    private static Recorder recorder;
+
+    static {
+        try {
+            autoStart();
+        } catch (Throwable t) {
+            // class initialisation must never fail: probes would throw NoClassDefFoundError into the app
+            try {
+                Log.STDERR.warn("not started: " + t);
+            } catch (Throwable ignored) {
+                // nothing left
+            }
+        }
+    }
+
+    private Beatline() {
+    }
+
+    private static void autoStart() {
+        Map<String, String> props = new HashMap<String, String>();
+        Properties p = System.getProperties();
+        for (String k : p.stringPropertyNames()) {
+            if (k.startsWith("beatline.")) {
+                props.put(k, p.getProperty(k));
+            }
+        }
+        Map<String, String> env;
+        try {
+            env = System.getenv();
+        } catch (SecurityException e) {
+            env = null;
+        }
+        BeatlineConfig cfg;
+        try {
+            cfg = BeatlineConfig.fromSystem(props, env);
+        } catch (IllegalArgumentException e) {
+            Log.STDERR.warn("not started: " + e.getMessage());
+            return;
+        }
+        if (cfg != null) {
+            start(cfg);
+        }
+    }
+
+    /**
+     * Probe: method enter. Inserted by {@code beatline-instrument} at the start
+     * of every instrumented method. Appends one record (methodId, µs) to the
+     * calling thread's ring buffer when the runtime runs and the thread is
+     * traced.
+     *
+     * @param methodId the method's id from the method-ID file, 0..8,388,607
+     *        (higher bits are ignored)
+     */
+    public static void i(int methodId) {
+        Recorder r = recorder;
+        if (r != null) {
+            try {
+                r.enter(methodId);
+            } catch (Throwable t) {
+                // never into the app (OutOfMemoryError at a thread's first probe, say)
+            }
+        }
+    }
+
+    /**
+     * Probe: method exit, normal or exceptional. Inserted before every return
+     * and in a catch-all handler that rethrows.
+     *
+     * @param methodId the same id as the matching {@link #i(int)}
+     */
+    public static void o(int methodId) {
+        Recorder r = recorder;
+        if (r != null) {
+            try {
+                r.exit(methodId);
+            } catch (Throwable t) {
+                // never into the app
+            }
+        }
+    }
+
+    /**
+     * Starts recording and reporting: creates the spool directory, starts the
+     * daemon threads {@code beatline-flush} and {@code beatline-upload},
+     * installs the life-cycle hooks (on the JVM: a shutdown hook). Never throws.
+     *
+     * @param config made with {@link BeatlineConfig.Builder} (which checks it)
+     * @return true when started; false when already running (the running
+     *         session is kept) or when starting failed (logged)
+     */
+    public static synchronized boolean start(BeatlineConfig config) {
+        if (current != null) {
+            log(config).warn("start: already running; the new configuration is ignored");
+            return false;
+        }
+        try {
+            Session s = new Session(config);
+            s.begin();
+            current = s;
+            recorder = s.recorder;
+            return true;
+        } catch (Throwable t) {
+            log(config).warn("start failed: " + t);
+            return false;
+        }
+    }
+
+    private static Log log(BeatlineConfig c) {
+        return c != null && c.log != null ? c.log : Log.STDERR;
+    }
+
+    /**
+     * Dumps every traced thread's ring buffer now, as batches, into the spool
+     * (on the calling thread: file I/O, keep it off a UI thread) and wakes the
+     * uploader without waiting for it. No-op when not running. Never throws.
+     */
+    public static void flush() {
+        Session s = current;
+        if (s != null) {
+            s.flush();
+        }
+    }
+
+    /**
+     * {@link #flush()}, then uploads on the calling thread until the spool is
+     * empty or {@code waitMillis} ms passed (retries inside that time honour
+     * the backoff / Retry-After). Never throws.
+     *
+     * @return true when the spool is empty at the end (everything was
+     *         accepted or dropped by the server); false when not running or
+     *         batches remain (they are sent later)
+     */
+    public static boolean flushAndWait(long waitMillis) {
+        Session s = current;
+        return s != null && s.flushAndWait(waitMillis);
+    }
+
+    /**
+     * Stops recording: probes turn off, the ring buffers are dumped and spooled,
+     * uploads run for at most {@code waitMillis} ms, the threads end. What was
+     * not uploaded stays in the spool for the next start. No-op when not
+     * running; {@link #start} may be called again afterwards. Never throws.
+     */
+    public static void shutdown(long waitMillis) {
+        Session s = current;
+        if (s != null) {
+            s.shutdown(waitMillis);
+        }
+    }
+
+    static synchronized void ended(Session s) {
+        if (current == s) {
+            current = null;
+            recorder = null;
+        }
+    }
+
+    /** @return counters of the running session, or null when not running */
+    public static Stats stats() {
+        Session s = current;
+        return s == null ? null : new Stats(s);
+    }
+
+    /** Counters of a session, a snapshot (see {@link #stats()}). */
+    public static final class Stats {
+        /** Threads with a ring buffer now. */
+        public final int threads;
+        /** Threads refused a ring buffer ({@code maxThreads} reached). */
+        public final long threadsRefused;
+        /** Batches written to the spool. */
+        public final long batchesSpooled;
+        /** Records in those batches. */
+        public final long recordsSpooled;
+        /** Thread entries marked truncated (the ring wrapped before a dump). */
+        public final long truncatedThreads;
+        /** Batches lost because they could not be written to the spool. */
+        public final long batchesLost;
+        /** Batches deleted unsent because the spool was over its bounds. */
+        public final long spoolDropped;
+        /** Batches the server accepted (2xx). */
+        public final long batchesUploaded;
+        /** Batches the server refused with a 4xx other than 408/429 (dropped). */
+        public final long batchesRefused;
+        /** Upload attempts that failed and will be retried. */
+        public final long uploadFailures;
+        /** The session id written into every batch. */
+        public final String sessionId;
+
+        Stats(Session s) {
+            threads = s.recorder.threads();
+            synchronized (s.recorder) {
+                threadsRefused = s.recorder.threadsRefused;
+            }
+            long[] c = s.counters();
+            batchesSpooled = c[0];
+            recordsSpooled = c[1];
+            truncatedThreads = c[2];
+            batchesLost = c[3];
+            spoolDropped = s.spool.dropped();
+            batchesUploaded = s.uploader.uploaded;
+            batchesRefused = s.uploader.dropped4xx;
+            uploadFailures = s.uploader.failures;
+            sessionId = s.sessionId;
+        }
+    }
+}

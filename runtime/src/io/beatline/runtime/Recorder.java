@@ -1,0 +1,180 @@
+package io.beatline.runtime;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The per-thread ring buffers of one runtime session: attaches a
+ * {@link Ring} to each thread at its first probe (or {@link Ring#OFF} when
+ * the {@link ThreadPolicy} says no or {@code maxThreads} rings exist), writes
+ * probe records, and dumps every ring into {@link Snapshot}s.
+ */
+final class Recorder {
+    static final long EXIT = 1L << 63;
+    static final int ID_BITS = 23;
+    static final int ID_MASK = (1 << ID_BITS) - 1;
+    static final int ID_SHIFT = 40;
+    static final long T_MASK = (1L << 40) - 1;
+
+    final Clock clock;
+    private final ThreadPolicy policy;
+    private final int mainCapacity;
+    private final int threadCapacity;
+    private final int maxThreads;
+    private final Log log;
+    private final List<Ring> rings = new ArrayList<Ring>();
+    private boolean mainTaken;
+    /** Threads refused a ring because maxThreads were traced. */
+    long threadsRefused;
+    private boolean refusedLogged;
+
+    private final ThreadLocal<Ring> local = new ThreadLocal<Ring>() {
+        @Override
+        protected Ring initialValue() {
+            return attach(Thread.currentThread());
+        }
+    };
+
+    /**
+     * @param mainCapacity records in the main thread's ring (power of two)
+     * @param threadCapacity records in every other traced thread's ring (power of two)
+     * @param maxThreads at most this many rings at once (dead threads' rings leave after their last dump)
+     */
+    Recorder(Clock clock, ThreadPolicy policy, int mainCapacity, int threadCapacity, int maxThreads, Log log) {
+        this.clock = clock;
+        this.policy = policy;
+        this.mainCapacity = mainCapacity;
+        this.threadCapacity = threadCapacity;
+        this.maxThreads = maxThreads;
+        this.log = log;
+    }
+
+    /** Method enter on the calling thread. Never throws. */
+    void enter(int methodId) {
+        Ring r = local.get();
+        if (r.on) {
+            r.put(((long) (methodId & ID_MASK) << ID_SHIFT) | (clock.nowMicros() & T_MASK));
+        }
+    }
+
+    /** Method exit (normal or exceptional) on the calling thread. Never throws. */
+    void exit(int methodId) {
+        Ring r = local.get();
+        if (r.on) {
+            r.put(EXIT | ((long) (methodId & ID_MASK) << ID_SHIFT) | (clock.nowMicros() & T_MASK));
+        }
+    }
+
+    /** The calling thread's ring (attached on first use). */
+    Ring ring() {
+        return local.get();
+    }
+
+    private Ring attach(Thread t) {
+        try {
+            boolean main;
+            synchronized (this) {
+                main = !mainTaken && policy.isMain(t);
+                if (!main && !policy.trace(t)) {
+                    return Ring.OFF;
+                }
+                if (rings.size() >= maxThreads) {
+                    threadsRefused++;
+                    if (!refusedLogged) {
+                        refusedLogged = true;
+                        log.warn("more than " + maxThreads + " traced threads: thread \"" + t.getName()
+                                + "\" and later ones are not traced (beatline.maxThreads)");
+                    }
+                    return Ring.OFF;
+                }
+                if (main) {
+                    mainTaken = true;
+                }
+            }
+            Ring r = new Ring(main ? mainCapacity : threadCapacity, t, main);
+            synchronized (this) {
+                rings.add(r);
+            }
+            return r;
+        } catch (Throwable e) {
+            // OutOfMemoryError for the ring, a throwing policy: this thread stays untraced
+            return Ring.OFF;
+        }
+    }
+
+    /** One thread's dumped records. */
+    static final class ThreadDump {
+        final long id;
+        final String name;
+        final boolean main;
+        final boolean truncated;
+        final long[] records;
+
+        ThreadDump(long id, String name, boolean main, boolean truncated, long[] records) {
+            this.id = id;
+            this.name = name;
+            this.main = main;
+            this.truncated = truncated;
+            this.records = records;
+        }
+    }
+
+    /** Everything dumped at one moment. */
+    static final class Snapshot {
+        /** Clock reading (µs) at the dump. */
+        final long nowMicros;
+        final List<ThreadDump> threads;
+
+        Snapshot(long nowMicros, List<ThreadDump> threads) {
+            this.nowMicros = nowMicros;
+            this.threads = threads;
+        }
+
+        long records() {
+            long n = 0;
+            for (ThreadDump t : threads) {
+                n += t.records.length;
+            }
+            return n;
+        }
+    }
+
+    /**
+     * Dumps every ring (records written since the previous dump; threads
+     * with none and not truncated are left out). Rings of threads that have
+     * ended leave the registry once dumped empty. Serialised.
+     */
+    synchronized Snapshot dump() {
+        List<ThreadDump> out = new ArrayList<ThreadDump>();
+        for (int i = 0; i < rings.size(); i++) {
+            Ring r = rings.get(i);
+            Thread t = r.thread.get();
+            boolean alive = t != null && t.isAlive();
+            if (t != null) {
+                r.threadName = t.getName();
+            }
+            Ring.Window w = r.dump();
+            if (w.records.length > 0 || w.truncated) {
+                out.add(new ThreadDump(r.threadId, r.threadName, r.main, w.truncated, w.records));
+            }
+            if (!alive && r.pending() == 0) {
+                rings.remove(i--);
+            }
+        }
+        return new Snapshot(clock.nowMicros(), out);
+    }
+
+    /** Largest fill (records not yet dumped / capacity) over all rings, 0..1+. */
+    synchronized double maxFill() {
+        double m = 0;
+        for (Ring r : rings) {
+            m = Math.max(m, r.pending() / (double) (r.mask + 1));
+        }
+        return m;
+    }
+
+    /** Rings currently registered. */
+    synchronized int threads() {
+        return rings.size();
+    }
+}

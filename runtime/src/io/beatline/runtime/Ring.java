@@ -1,0 +1,160 @@
+package io.beatline.runtime;
+
+import java.lang.ref.WeakReference;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
+
+/**
+ * One thread's ring buffer of 64-bit records (the layout of
+ * schema/batch-format.md, "Records": bit 63 exit, bits 62..40 methodId, bits
+ * 39..0 µs). Single writer (the owning thread), lock-free; one dumper at a
+ * time (callers serialise {@link #dump()}; {@link Recorder} does).
+ *
+ * <h2>Protocol</h2>
+ * The writer stores record number {@code p} (counting from 0 since the ring
+ * was made) into {@code slots[p & mask]} with a plain store, then publishes
+ * {@code p + 1} with a release store ({@code lazySet}). It never waits and
+ * never allocates.
+ *
+ * <p>The dumper reads {@code published} (acquire) as {@code p1}: every record
+ * below {@code p1} has been stored. It copies records
+ * {@code [max(start, p1 - capacity), p1)}, where {@code start} is the first
+ * record not yet dumped, then orders its copy loads before a second acquire
+ * read {@code p2} (a volatile store in between: loads before a release store
+ * cannot pass it, and a volatile load cannot pass a volatile store). While it
+ * copied, the writer may have stored records up to {@code p2 + 1} (record
+ * {@code p2} is stored before it is published, and on weakly ordered CPUs
+ * the store of {@code p2 + 1} may become visible before the publication of
+ * {@code p2 + 1}; the one of {@code p2 + 2} cannot, it follows the release
+ * of {@code p2 + 1}). Those overwrite records {@code p2 + 1 - capacity} and
+ * {@code p2 + 2 - capacity}, so the dump keeps only records
+ * {@code >= p2 + 2 - capacity}: a consistent, contiguous window of what the
+ * thread wrote, in order. The dump is <b>truncated</b> when its first record
+ * is not {@code start}, i.e. records were overwritten before they were dumped
+ * (the ring wrapped).
+ *
+ * <p>Records are read whole: Java {@code long} array elements are 64-bit
+ * atomic on the 64-bit VMs the runtime targets (HotSpot x86-64/AArch64, ART
+ * arm64).
+ */
+final class Ring {
+    private static final AtomicLongFieldUpdater<Ring> PUBLISHED =
+            AtomicLongFieldUpdater.newUpdater(Ring.class, "published");
+
+    final long[] slots;
+    final int mask;
+    /** Writer's own count of records written (plain; read only by the writer). */
+    private long written;
+    /** Records written, as published to dumpers (release store by the writer). */
+    private volatile long published;
+    /** Dumper's fence target (see the protocol). */
+    private volatile long fence;
+    /** First record not yet dumped; dumper only. */
+    private long start;
+
+    /** Whether probes record into this ring (false only for {@link #OFF}). */
+    final boolean on;
+    final long threadId;
+    final boolean main;
+    final WeakReference<Thread> thread;
+    /** Thread name as last seen (kept after the thread died). */
+    volatile String threadName;
+
+    /** The shared ring of untraced threads: records nothing. */
+    static final Ring OFF = new Ring();
+
+    private Ring() {
+        slots = new long[1];
+        mask = 0;
+        on = false;
+        threadId = -1;
+        main = false;
+        thread = new WeakReference<Thread>(null);
+        threadName = "";
+    }
+
+    /**
+     * @param capacity records, a power of two, at least 4
+     * @param t the owning thread (kept weakly)
+     * @param main whether t is the app's main thread
+     */
+    Ring(int capacity, Thread t, boolean main) {
+        if (capacity < 4 || Integer.bitCount(capacity) != 1) {
+            throw new IllegalArgumentException("ring capacity must be a power of two >= 4: " + capacity);
+        }
+        slots = new long[capacity];
+        mask = capacity - 1;
+        on = true;
+        threadId = t.getId();
+        this.main = main;
+        thread = new WeakReference<Thread>(t);
+        threadName = t.getName();
+    }
+
+    /** Appends one record. Writer thread only; no allocation, no lock, never blocks. */
+    void put(long record) {
+        long p = written;
+        slots[(int) p & mask] = record;
+        written = p + 1;
+        PUBLISHED.lazySet(this, p + 1);
+    }
+
+    /** Records published so far (acquire). */
+    long published() {
+        return published;
+    }
+
+    /** A dumped window of a ring. */
+    static final class Window {
+        /** The records, oldest first. */
+        final long[] records;
+        /** Number of the first record (0 = the first the thread ever wrote). */
+        final long first;
+        /** True when records before {@code first} were lost (overwritten) since the previous dump. */
+        final boolean truncated;
+
+        Window(long[] records, long first, boolean truncated) {
+            this.records = records;
+            this.first = first;
+            this.truncated = truncated;
+        }
+    }
+
+    /**
+     * Copies the records written since the previous dump (those still in the
+     * ring) while the writer keeps writing. Dumper side; callers serialise.
+     * Allocates the returned array (never on the writer's path).
+     */
+    Window dump() {
+        final int cap = mask + 1;
+        final long p1 = published;
+        long lo = Math.max(start, p1 - cap);
+        int n = (int) (p1 - lo);
+        long[] copy = new long[n];
+        if (n > 0) {
+            int from = (int) lo & mask;
+            int firstPart = Math.min(n, cap - from);
+            System.arraycopy(slots, from, copy, 0, firstPart);
+            if (firstPart < n) {
+                System.arraycopy(slots, 0, copy, firstPart, n - firstPart);
+            }
+        }
+        fence = p1; // release: the copy's loads complete before ...
+        final long p2 = published; // ... this load (volatile store -> volatile load order)
+        long safe = p2 + 2 - cap;
+        if (safe > lo) {
+            int drop = (int) Math.min(n, safe - lo);
+            long[] kept = new long[n - drop];
+            System.arraycopy(copy, drop, kept, 0, kept.length);
+            copy = kept;
+            lo += drop;
+        }
+        boolean truncated = lo > start;
+        start = p1;
+        return new Window(copy, lo, truncated);
+    }
+
+    /** Records the dumper has not taken yet (approximate while the writer runs). */
+    long pending() {
+        return published - start;
+    }
+}
