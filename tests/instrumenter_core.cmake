@@ -12,3 +12,8 @@ function(beatline_instrument_test name)
 endfunction()
 
 beatline_instrument_test(classfile_test)
+
+# Test tool: instruments a jar into a directory (JVM acceptance tests).
+add_executable(probe_dump instrumenter/probe_dump.c)
+target_include_directories(probe_dump PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit)
+target_link_libraries(probe_dump PRIVATE beatline_instrument beatline_core PkgConfig::LIBZIP)
