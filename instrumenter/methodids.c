@@ -400,3 +400,94 @@ bl_err bl_mids_write(const bl_mids *m, int obfuscated, bl_buf *out)
     free(order);
     return e;
 }
+
+/* ---- validation ---------------------------------------------------------- */
+
+typedef struct bad_lines {
+    uint64_t *v;
+    size_t n, cap;
+    char (*why)[160];
+    int oom;
+} bad_lines;
+
+static void on_bad_line(void *ctx, uint64_t line, const char *message)
+{
+    bad_lines *b = ctx;
+    if (b->oom)
+        return;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 16;
+        uint64_t *v = realloc(b->v, cap * sizeof *v);
+        if (!v) {
+            b->oom = 1;
+            return;
+        }
+        b->v = v;
+        char(*w)[160] = realloc(b->why, cap * sizeof *w);
+        if (!w) {
+            b->oom = 1;
+            return;
+        }
+        b->why = w;
+        b->cap = cap;
+    }
+    b->v[b->n] = line;
+    snprintf(b->why[b->n], sizeof b->why[b->n], "%s", message);
+    b->n++;
+}
+
+bl_err bl_mids_validate(bl_mids *m, bl_mids_warn_fn warn, void *ctx, size_t *dropped)
+{
+    if (!m->assigned)
+        return BL_EINVAL;
+    if (dropped)
+        *dropped = 0;
+    bl_buf text;
+    bl_buf_init(&text, 0);
+    bl_err e = bl_mids_write(m, 0, &text);
+    bad_lines bad = {0};
+    bl_methodids *t = NULL;
+    uint64_t bad_line = 0;
+    if (!e)
+        e = bl_methodids_parse(text.data, text.len, 0, on_bad_line, &bad, &t, &bad_line);
+    bl_methodids_free(t);
+    bl_buf_cleanup(&text);
+    if (!e && bad.oom)
+        e = BL_ENOMEM;
+    if (e || bad.n == 0)
+        goto out;
+    /* line 1 is the header; line k + 2 is the k-th live method in id order */
+    const cand **order = malloc(m->n * sizeof *order);
+    if (!order) {
+        e = BL_ENOMEM;
+        goto out;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (!m->v[i].dropped)
+            order[k++] = &m->v[i];
+    qsort(order, k, sizeof *order, cmp_by_id);
+    for (size_t i = 0; i < bad.n; i++) {
+        if (bad.v[i] < 2 || bad.v[i] - 2 >= k)
+            continue; /* cannot happen: the header is ours */
+        cand *c = (cand *)order[bad.v[i] - 2];
+        if (c->dropped)
+            continue;
+        c->dropped = 1;
+        m->live--;
+        if (dropped)
+            (*dropped)++;
+        if (warn) {
+            char msg[512];
+            snprintf(msg, sizeof msg,
+                     "%.160s.%.120s%.160s: not instrumented, the method-ID file cannot name it (%s)",
+                     c->cls, c->name, c->desc, bad.why[i]);
+            warn(ctx, msg);
+        }
+    }
+    free(order);
+out:
+    free(bad.v);
+    free(bad.why);
+    return e;
+}

@@ -68,6 +68,18 @@ bl_err bl_mids_assign(bl_mids *m, char *err, size_t errlen);
  * still consumed). Returns 1 when it was there. After bl_mids_assign. */
 int bl_mids_drop(bl_mids *m, const char *cls, const char *name, const char *desc);
 
+/* Called by bl_mids_validate for each method it drops; msg names it. */
+typedef void (*bl_mids_warn_fn)(void *ctx, const char *msg);
+
+/* Reads the file bl_mids_write would write back with the server's reader
+ * (bl_methodids_parse, lenient) and drops every method whose line it
+ * rejects (a method name with white space, names that are not valid UTF-8 —
+ * class files use modified UTF-8 —, a descriptor the format cannot carry),
+ * calling warn (may be NULL) once per dropped method with the reason. After
+ * it, bl_mids_write's output parses with zero malformed lines. *dropped (may
+ * be NULL) receives the count. After bl_mids_assign. BL_ENOMEM. */
+bl_err bl_mids_validate(bl_mids *m, bl_mids_warn_fn warn, void *ctx, size_t *dropped);
+
 /* The id of (cls, name, desc), or BL_MIDS_NONE. O(log n). After
  * bl_mids_assign; thread-safe against other lookups. */
 uint32_t bl_mids_lookup(const bl_mids *m, const char *cls, const char *name, const char *desc);

@@ -1,0 +1,924 @@
+/*
+ * jario.c — reading jars, class directories and class files, and writing
+ * their instrumented copies (contract in jario.h).
+ *
+ * Jar output: the input is copied byte for byte to the temporary, which
+ * libzip then opens for update: replaced class entries and deleted
+ * signature files are the only changes, so zip_close copies every other
+ * entry raw (compressed bytes, local and central headers, order) and writes
+ * only the replaced ones anew. libzip commits through its own temporary and
+ * rename inside our temporary's folder; we then fsync ours and rename it.
+ *
+ * Invariants: every name written below an output folder passed
+ * bl_jio_name_safe or came from readdir (no "..", no '/'-prefix); a staged
+ * output exists on disk iff st->tmp != NULL; every error path removes what
+ * it created.
+ */
+#define _GNU_SOURCE /* renameat2 (RENAME_EXCHANGE) */
+#include "jario.h"
+
+#include "common/buf.h"
+#include "common/fdio.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zip.h>
+
+#define MAX_DEPTH 256
+#define COPY_CHUNK (1u << 20)
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static int ends_with(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && memcmp(s + n - m, suf, m) == 0;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* New heap string "a" + "b" + "c". */
+static char *cat3(const char *a, const char *b, const char *c)
+{
+    size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
+    char *s = malloc(na + nb + nc + 1);
+    if (!s)
+        return NULL;
+    memcpy(s, a, na);
+    memcpy(s + na, b, nb);
+    memcpy(s + na + nb, c, nc + 1);
+    return s;
+}
+
+int bl_jio_is_signature(const char *name)
+{
+    if (strncmp(name, "META-INF/", 9) != 0)
+        return 0;
+    const char *f = name + 9;
+    if (!*f || strchr(f, '/'))
+        return 0;
+    if (strncmp(f, "SIG-", 4) == 0)
+        return 1;
+    const char *dot = strrchr(f, '.');
+    if (!dot)
+        return 0;
+    return !strcasecmp(dot, ".SF") || !strcasecmp(dot, ".RSA") || !strcasecmp(dot, ".DSA") ||
+           !strcasecmp(dot, ".EC");
+}
+
+int bl_jio_name_safe(const char *name)
+{
+    if (!name[0] || name[0] == '/' || strchr(name, '\\'))
+        return 0;
+    if (((name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= 'a' && name[0] <= 'z')) &&
+        name[1] == ':')
+        return 0;
+    for (const char *p = name; *p;) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return 0;
+        p += n;
+        if (*p == '/')
+            p++;
+    }
+    return 1;
+}
+
+static bl_err push_entry(bl_jio_input *in, size_t *cap, bl_jio_entry *e)
+{
+    if (in->n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+        bl_jio_entry *v = realloc(in->entries, nc * sizeof *v);
+        if (!v)
+            return BL_ENOMEM;
+        in->entries = v;
+        *cap = nc;
+    }
+    in->entries[in->n++] = *e;
+    return BL_OK;
+}
+
+void bl_jio_free(bl_jio_input *in)
+{
+    if (!in)
+        return;
+    for (size_t i = 0; i < in->n; i++) {
+        free(in->entries[i].name);
+        free(in->entries[i].data);
+    }
+    free(in->entries);
+    free(in->path);
+    free(in);
+}
+
+/* Reads a whole regular file (at most cap bytes) into data and len. */
+static bl_err read_file(const char *path, size_t cap, uint8_t **data, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return BL_EIO;
+    bl_buf b;
+    bl_buf_init(&b, cap);
+    bl_err e = bl_fd_read_all(fd, &b);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    if (e) {
+        bl_buf_cleanup(&b);
+        return e;
+    }
+    if (!b.data && bl_buf_reserve(&b, 1)) {
+        bl_buf_cleanup(&b);
+        return BL_ENOMEM;
+    }
+    *data = (uint8_t *)b.data;
+    *len = b.len;
+    return BL_OK;
+}
+
+/* ---- jar input ----------------------------------------------------------- */
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void zip_msg(int code, char *buf, size_t n)
+{
+    zip_error_t ze;
+    zip_error_init_with_code(&ze, code);
+    snprintf(buf, n, "%s", zip_error_strerror(&ze));
+    zip_error_fini(&ze);
+}
+
+/* Reads entry i (declared size `size`) into e->data. */
+static bl_err read_entry(zip_t *za, const char *path, bl_jio_entry *e, zip_uint64_t size,
+                         uint64_t *total, char *err, size_t errlen)
+{
+    if (size > BL_JIO_CLASS_MAX) {
+        snprintf(err, errlen, "%s!%s: declared size %llu exceeds the %u-byte limit for a class",
+                 path, e->name, (unsigned long long)size, BL_JIO_CLASS_MAX);
+        return BL_ETOOBIG;
+    }
+    zip_file_t *zf = zip_fopen_index(za, e->index, 0);
+    if (!zf) {
+        snprintf(err, errlen, "%s!%s: cannot read entry: %s", path, e->name, zip_strerror(za));
+        return BL_EFORMAT;
+    }
+    bl_buf b;
+    bl_buf_init(&b, BL_JIO_CLASS_MAX);
+    bl_err rc = BL_OK;
+    uint8_t chunk[65536];
+    for (;;) {
+        zip_int64_t r = zip_fread(zf, chunk, sizeof chunk);
+        if (r < 0) {
+            snprintf(err, errlen, "%s!%s: corrupt entry data: %s", path, e->name,
+                     zip_file_strerror(zf));
+            rc = BL_EFORMAT;
+            break;
+        }
+        if (r == 0)
+            break;
+        if ((rc = bl_buf_append(&b, chunk, (size_t)r)) != BL_OK) {
+            snprintf(err, errlen, "%s!%s: %s", path, e->name,
+                     rc == BL_ETOOBIG ? "class larger than the limit" : "out of memory");
+            break;
+        }
+        if ((*total += (uint64_t)r) > BL_JIO_TOTAL_MAX) {
+            snprintf(err, errlen, "%s!%s: more than %llu bytes of classes in one input", path,
+                     e->name, (unsigned long long)BL_JIO_TOTAL_MAX);
+            rc = BL_ETOOBIG;
+            break;
+        }
+    }
+    zip_fclose(zf);
+    if (!rc && b.len != size) {
+        snprintf(err, errlen, "%s!%s: entry holds %zu bytes, its header says %llu", path,
+                 e->name, b.len, (unsigned long long)size);
+        rc = BL_EFORMAT;
+    }
+    if (!rc && !b.data && bl_buf_reserve(&b, 1))
+        rc = BL_ENOMEM;
+    if (rc) {
+        bl_buf_cleanup(&b);
+        return rc;
+    }
+    e->data = (uint8_t *)b.data;
+    e->len = b.len;
+    return BL_OK;
+}
+
+static bl_err open_jar(bl_jio_input *in, char *err, size_t errlen)
+{
+    int code = 0;
+    zip_t *za = zip_open(in->path, ZIP_RDONLY, &code);
+    if (!za) {
+        char m[256];
+        zip_msg(code, m, sizeof m);
+        snprintf(err, errlen, "%s: cannot open as a jar (zip): %s", in->path, m);
+        return code == ZIP_ER_MEMORY ? BL_ENOMEM : code == ZIP_ER_OPEN || code == ZIP_ER_READ
+                                                       ? BL_EIO
+                                                       : BL_EFORMAT;
+    }
+    bl_err rc = BL_OK;
+    size_t cap = 0;
+    uint64_t total = 0;
+    zip_int64_t n = zip_get_num_entries(za, 0);
+    char **sorted = NULL;
+    for (zip_int64_t i = 0; i < n && !rc; i++) {
+        zip_stat_t st;
+        zip_stat_init(&st);
+        if (zip_stat_index(za, (zip_uint64_t)i, ZIP_FL_ENC_RAW, &st) != 0 ||
+            !(st.valid & ZIP_STAT_NAME)) {
+            snprintf(err, errlen, "%s: entry #%lld: %s", in->path, (long long)i,
+                     zip_strerror(za));
+            rc = BL_EFORMAT;
+            break;
+        }
+        bl_jio_entry e = {.index = (uint64_t)i,
+                          .comp = (st.valid & ZIP_STAT_COMP_METHOD) ? st.comp_method : ZIP_CM_DEFLATE,
+                          .mtime = (st.valid & ZIP_STAT_MTIME) ? st.mtime : 0};
+        if (!bl_jio_name_safe(st.name)) {
+            snprintf(err, errlen,
+                     "%s!%s: unsafe entry name (empty, absolute, '..' component or "
+                     "backslash)",
+                     in->path, st.name);
+            rc = BL_EFORMAT;
+            break;
+        }
+        if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE) {
+            snprintf(err, errlen, "%s!%s: encrypted entries are not supported", in->path,
+                     st.name);
+            rc = BL_EFORMAT;
+            break;
+        }
+        if (!(e.name = strdup(st.name))) {
+            rc = BL_ENOMEM;
+            break;
+        }
+        e.is_dir = ends_with(e.name, "/");
+        e.is_class = !e.is_dir && ends_with(e.name, ".class");
+        if (e.is_class && (rc = read_entry(za, in->path, &e, st.size, &total, err, errlen))) {
+            free(e.name);
+            break;
+        }
+        if ((rc = push_entry(in, &cap, &e)) != BL_OK) {
+            free(e.name);
+            free(e.data);
+        }
+    }
+    if (!rc && in->n > 1) {
+        sorted = malloc(in->n * sizeof *sorted);
+        if (!sorted)
+            rc = BL_ENOMEM;
+        for (size_t i = 0; !rc && i < in->n; i++)
+            sorted[i] = in->entries[i].name;
+        if (!rc)
+            qsort(sorted, in->n, sizeof *sorted, cmp_names);
+        for (size_t i = 1; !rc && i < in->n; i++)
+            if (!strcmp(sorted[i - 1], sorted[i])) {
+                snprintf(err, errlen, "%s!%s: duplicate entry name", in->path, sorted[i]);
+                rc = BL_EFORMAT;
+            }
+        free(sorted);
+    }
+    if (rc == BL_ENOMEM)
+        snprintf(err, errlen, "%s: out of memory", in->path);
+    zip_discard(za);
+    return rc;
+}
+
+/* ---- directory input ----------------------------------------------------- */
+
+typedef struct walk {
+    bl_jio_input *in;
+    size_t cap;
+    uint64_t total;
+    bl_jio_notice_fn notice;
+    void *ctx;
+    char *err;
+    size_t errlen;
+} walk;
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+__attribute__((format(printf, 3, 4))) static void notice_f(bl_jio_notice_fn fn, void *ctx,
+                                                            const char *fmt, ...)
+{
+    if (!fn)
+        return;
+    char m[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    fn(ctx, m);
+}
+
+/* Adds the entries below rel ("" for the root, else "a/b/") of the input. */
+static bl_err walk_dir(walk *w, const char *rel, int depth)
+{
+    const char *root = w->in->path;
+    if (depth > MAX_DEPTH) {
+        snprintf(w->err, w->errlen, "%s/%s: folders nested deeper than %d levels", root, rel,
+                 MAX_DEPTH);
+        return BL_ETOOBIG;
+    }
+    char *dpath = cat3(root, "/", rel);
+    if (!dpath)
+        return BL_ENOMEM;
+    DIR *d = opendir(dpath);
+    if (!d) {
+        snprintf(w->err, w->errlen, "%s: %s", dpath, strerror(errno));
+        free(dpath);
+        return BL_EIO;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    bl_err rc = BL_OK;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            char **v = realloc(names, nc * sizeof *v);
+            if (!v) {
+                rc = BL_ENOMEM;
+                break;
+            }
+            names = v;
+            cap = nc;
+        }
+        if (!(names[n] = strdup(de->d_name))) {
+            rc = BL_ENOMEM;
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    if (!rc && n)
+        qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n && !rc; i++) {
+        char *relname = cat3(rel, names[i], "");
+        char *full = relname ? cat3(root, "/", relname) : NULL;
+        struct stat sb;
+        if (!full) {
+            rc = BL_ENOMEM;
+        } else if (lstat(full, &sb) != 0) {
+            snprintf(w->err, w->errlen, "%s: %s", full, strerror(errno));
+            rc = BL_EIO;
+        } else {
+            int link = S_ISLNK(sb.st_mode);
+            if (link && stat(full, &sb) != 0) {
+                notice_f(w->notice, w->ctx, "%s: skipped (dangling symbolic link)", full);
+            } else if (S_ISDIR(sb.st_mode)) {
+                if (link) {
+                    notice_f(w->notice, w->ctx, "%s: skipped (symbolic link to a folder)", full);
+                } else {
+                    char *dn = cat3(relname, "/", "");
+                    bl_jio_entry e = {.name = dn, .is_dir = 1, .mode = sb.st_mode & 07777};
+                    if (!dn)
+                        rc = BL_ENOMEM;
+                    else if ((rc = push_entry(w->in, &w->cap, &e)) != BL_OK)
+                        free(dn);
+                    else
+                        rc = walk_dir(w, dn, depth + 1);
+                }
+            } else if (!S_ISREG(sb.st_mode)) {
+                notice_f(w->notice, w->ctx, "%s: skipped (not a regular file)", full);
+            } else {
+                bl_jio_entry e = {.name = relname, .mode = sb.st_mode & 07777};
+                e.is_class = ends_with(relname, ".class");
+                relname = NULL;
+                if (e.is_class) {
+                    rc = read_file(full, BL_JIO_CLASS_MAX, &e.data, &e.len);
+                    if (rc == BL_ETOOBIG)
+                        snprintf(w->err, w->errlen, "%s: class larger than %u bytes", full,
+                                 BL_JIO_CLASS_MAX);
+                    else if (rc == BL_EIO)
+                        snprintf(w->err, w->errlen, "%s: %s", full, strerror(errno));
+                    else if (!rc && (w->total += e.len) > BL_JIO_TOTAL_MAX) {
+                        snprintf(w->err, w->errlen, "%s: more than %llu bytes of classes", root,
+                                 (unsigned long long)BL_JIO_TOTAL_MAX);
+                        rc = BL_ETOOBIG;
+                    }
+                }
+                if (!rc)
+                    rc = push_entry(w->in, &w->cap, &e);
+                if (rc) {
+                    free(e.name);
+                    free(e.data);
+                }
+            }
+        }
+        free(relname);
+        free(full);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    free(dpath);
+    if (rc == BL_ENOMEM)
+        snprintf(w->err, w->errlen, "%s: out of memory", root);
+    return rc;
+}
+
+bl_err bl_jio_open(const char *path, bl_jio_notice_fn notice, void *ctx, bl_jio_input **out,
+                   char *err, size_t errlen)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return BL_EIO;
+    }
+    bl_jio_input *in = calloc(1, sizeof *in);
+    if (!in || !(in->path = strdup(path))) {
+        free(in);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return BL_ENOMEM;
+    }
+    /* "dir/" and "dir" name the same input; keep paths without a trailing '/' */
+    for (size_t l = strlen(in->path); l > 1 && in->path[l - 1] == '/'; l--)
+        in->path[l - 1] = '\0';
+    bl_err rc;
+    if (S_ISDIR(sb.st_mode)) {
+        in->kind = BL_JIO_DIR;
+        walk w = {in, 0, 0, notice, ctx, err, errlen};
+        rc = walk_dir(&w, "", 0);
+    } else if (!S_ISREG(sb.st_mode)) {
+        snprintf(err, errlen, "%s: not a jar, class file or folder", path);
+        rc = BL_EFORMAT;
+    } else if (ends_with(path, ".class")) {
+        in->kind = BL_JIO_CLASS;
+        bl_jio_entry e = {.is_class = 1, .mode = sb.st_mode & 07777};
+        if (!(e.name = strdup(base_name(in->path)))) {
+            rc = BL_ENOMEM;
+            snprintf(err, errlen, "%s: out of memory", path);
+        } else if ((rc = read_file(path, BL_JIO_CLASS_MAX, &e.data, &e.len)) != BL_OK) {
+            snprintf(err, errlen, "%s: %s", path,
+                     rc == BL_EIO ? strerror(errno)
+                                  : rc == BL_ETOOBIG ? "class larger than the limit"
+                                                     : "out of memory");
+            free(e.name);
+        } else {
+            size_t cap = 0;
+            if ((rc = push_entry(in, &cap, &e)) != BL_OK) {
+                free(e.name);
+                free(e.data);
+                snprintf(err, errlen, "%s: out of memory", path);
+            }
+        }
+    } else {
+        in->kind = BL_JIO_JAR;
+        rc = open_jar(in, err, errlen);
+    }
+    if (rc) {
+        bl_jio_free(in);
+        return rc;
+    }
+    *out = in;
+    return BL_OK;
+}
+
+/* ---- staging ------------------------------------------------------------- */
+
+/* Template ".NAME.blXXXXXX" in target's folder (heap). */
+static char *tmp_template(const char *target)
+{
+    const char *b = base_name(target);
+    size_t dn = (size_t)(b - target);
+    size_t bn = strlen(b);
+    char *t = malloc(dn + 1 + bn + 9 + 1);
+    if (!t)
+        return NULL;
+    memcpy(t, target, dn);
+    t[dn] = '.';
+    memcpy(t + dn + 1, b, bn);
+    memcpy(t + dn + 1 + bn, ".blXXXXXX", 10);
+    return t;
+}
+
+static int fsync_path(const char *path, int dir)
+{
+    int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int r = fsync(fd);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return r;
+}
+
+/* fsyncs the folder holding path. */
+static int fsync_parent(const char *path)
+{
+    const char *b = base_name(path);
+    if (b == path)
+        return fsync_path(".", 1);
+    char *d = malloc((size_t)(b - path) + 1);
+    if (!d)
+        return -1;
+    memcpy(d, path, (size_t)(b - path));
+    d[b - path] = '\0';
+    int r = fsync_path(d, 1);
+    free(d);
+    return r;
+}
+
+/* Removes a file tree without following symbolic links (bounded depth). */
+static void remove_tree_at(int dfd, const char *name, int depth)
+{
+    if (unlinkat(dfd, name, 0) == 0 || depth > MAX_DEPTH + 1)
+        return;
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            remove_tree_at(fd, de->d_name, depth + 1);
+    closedir(d);
+    unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+static void remove_tree(const char *path)
+{
+    remove_tree_at(AT_FDCWD, path, 0);
+}
+
+/* Writes data to a new file `path` (mode), fsync'ed. */
+static bl_err write_new_file(const char *path, const void *data, size_t len, mode_t mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0)
+        return BL_EIO;
+    bl_err e = bl_fd_write_all(fd, data, len);
+    if (!e && fsync(fd) != 0)
+        e = BL_EIO;
+    int saved = errno;
+    if (close(fd) != 0 && !e)
+        e = BL_EIO;
+    else
+        errno = saved;
+    if (e)
+        unlink(path);
+    return e;
+}
+
+/* Copies file src to a new file dst (mode), fsync'ed. */
+static bl_err copy_file(const char *src, const char *dst, mode_t mode, int dst_exists)
+{
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return BL_EIO;
+    int out = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC | (dst_exists ? O_TRUNC : O_EXCL), mode);
+    if (out < 0) {
+        int saved = errno;
+        close(in);
+        errno = saved;
+        return BL_EIO;
+    }
+    char *buf = malloc(COPY_CHUNK);
+    bl_err e = buf ? BL_OK : BL_ENOMEM;
+    while (!e) {
+        ssize_t r = read(in, buf, COPY_CHUNK);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            e = BL_EIO;
+        if (r <= 0)
+            break;
+        e = bl_fd_write_all(out, buf, (size_t)r);
+    }
+    if (!e && fsync(out) != 0)
+        e = BL_EIO;
+    int saved = errno;
+    free(buf);
+    close(in);
+    if (close(out) != 0 && !e)
+        e = BL_EIO;
+    else
+        errno = saved;
+    return e;
+}
+
+/* 0666 minus the process umask: the mode a plain open(O_CREAT) would give. */
+static mode_t file_mode(void)
+{
+    mode_t um = umask(022);
+    umask(um);
+    return 0666 & ~um;
+}
+
+static const char *estr(bl_err e)
+{
+    return e == BL_EIO ? strerror(errno) : bl_err_str(e);
+}
+
+static bl_err stage_jar(const bl_jio_input *in, const char *tmp, bl_jio_notice_fn notice,
+                        void *ctx, char *err, size_t errlen)
+{
+    bl_err e = copy_file(in->path, tmp, 0644, 1);
+    if (e) {
+        snprintf(err, errlen, "%s: copying %s: %s", tmp, in->path, estr(e));
+        return e;
+    }
+    int code = 0;
+    zip_t *za = zip_open(tmp, 0, &code);
+    if (!za) {
+        char m[256];
+        zip_msg(code, m, sizeof m);
+        snprintf(err, errlen, "%s: cannot reopen the copy of %s: %s", tmp, in->path, m);
+        return BL_EIO;
+    }
+    int changed = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        const bl_jio_entry *en = &in->entries[i];
+        if (!en->out)
+            continue;
+        changed = 1;
+        zip_source_t *src = zip_source_buffer(za, en->out, en->out_len, 0);
+        if (!src || zip_file_replace(za, en->index, src, 0) != 0) {
+            if (src)
+                zip_source_free(src);
+            goto zfail_entry;
+        }
+        zip_int32_t comp = en->comp;
+        if (comp != ZIP_CM_STORE && !zip_compression_method_supported(comp, 1))
+            comp = ZIP_CM_DEFLATE;
+        if (zip_set_file_compression(za, en->index, comp, 0) != 0 ||
+            zip_file_set_mtime(za, en->index, en->mtime, 0) != 0)
+            goto zfail_entry;
+        continue;
+    zfail_entry:
+        snprintf(err, errlen, "%s!%s: cannot replace the entry: %s", in->path, en->name,
+                 zip_strerror(za));
+        zip_discard(za);
+        return BL_EIO;
+    }
+    size_t kept = in->n;
+    for (size_t i = 0; changed && i < in->n; i++) {
+        const bl_jio_entry *en = &in->entries[i];
+        if (en->is_dir || !bl_jio_is_signature(en->name))
+            continue;
+        if (zip_delete(za, en->index) != 0) {
+            snprintf(err, errlen, "%s!%s: cannot drop the entry: %s", in->path, en->name,
+                     zip_strerror(za));
+            zip_discard(za);
+            return BL_EIO;
+        }
+        kept--;
+        notice_f(notice, ctx,
+                 "%s: dropped signature file %s (the classes changed; sign the output again "
+                 "if needed)",
+                 in->path, en->name);
+    }
+    if (zip_close(za) != 0) {
+        snprintf(err, errlen, "%s: writing the jar: %s", tmp, zip_strerror(za));
+        zip_discard(za);
+        return BL_EIO;
+    }
+    if (kept == 0) {
+        /* libzip removes an archive left empty: write an empty one */
+        static const uint8_t eocd[22] = {0x50, 0x4b, 0x05, 0x06};
+        unlink(tmp);
+        if ((e = write_new_file(tmp, eocd, sizeof eocd, 0666)) != BL_OK) {
+            snprintf(err, errlen, "%s: %s", tmp, estr(e));
+            return e;
+        }
+    }
+    if (chmod(tmp, file_mode()) != 0 || fsync_path(tmp, 0) != 0) {
+        snprintf(err, errlen, "%s: chmod/fsync: %s", tmp, strerror(errno));
+        return BL_EIO;
+    }
+    return BL_OK;
+}
+
+static bl_err stage_dir(const bl_jio_input *in, const char *tmp, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        const bl_jio_entry *en = &in->entries[i];
+        char *dst = cat3(tmp, "/", en->name);
+        if (!dst) {
+            snprintf(err, errlen, "%s: out of memory", tmp);
+            return BL_ENOMEM;
+        }
+        bl_err e = BL_OK;
+        if (en->is_dir) {
+            if (mkdir(dst, 0755) != 0)
+                e = BL_EIO;
+        } else if (en->out || en->data) {
+            e = write_new_file(dst, en->out ? en->out : en->data, en->out ? en->out_len : en->len,
+                               (mode_t)(en->mode ? en->mode : 0644));
+        } else {
+            char *src = cat3(in->path, "/", en->name);
+            e = src ? copy_file(src, dst, (mode_t)(en->mode ? en->mode : 0644), 0) : BL_ENOMEM;
+            free(src);
+        }
+        if (e) {
+            snprintf(err, errlen, "%s: %s", dst, estr(e));
+            free(dst);
+            return e;
+        }
+        free(dst);
+    }
+    /* directories last written in order; fsync the root */
+    if (fsync_path(tmp, 1) != 0) {
+        snprintf(err, errlen, "%s: fsync: %s", tmp, strerror(errno));
+        return BL_EIO;
+    }
+    return BL_OK;
+}
+
+bl_err bl_jio_stage(const bl_jio_input *in, const char *target, bl_jio_notice_fn notice,
+                    void *ctx, bl_jio_staged *st, char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    char *tmp = tmp_template(target);
+    st->target = strdup(target);
+    if (!tmp || !st->target) {
+        free(tmp);
+        bl_jio_staged_cleanup(st);
+        snprintf(err, errlen, "%s: out of memory", target);
+        return BL_ENOMEM;
+    }
+    struct stat sb;
+    if (lstat(target, &sb) == 0 && (S_ISDIR(sb.st_mode) != (in->kind == BL_JIO_DIR))) {
+        snprintf(err, errlen, "%s: exists and is %s; the output of %s is %s", target,
+                 S_ISDIR(sb.st_mode) ? "a folder" : "not a folder", in->path,
+                 in->kind == BL_JIO_DIR ? "a folder" : "a file");
+        free(tmp);
+        bl_jio_staged_cleanup(st);
+        return BL_EINVAL;
+    }
+    bl_err e;
+    if (in->kind == BL_JIO_DIR) {
+        if (!mkdtemp(tmp)) {
+            snprintf(err, errlen, "%s: cannot create a temporary folder: %s", tmp,
+                     strerror(errno));
+            free(tmp);
+            bl_jio_staged_cleanup(st);
+            return BL_EIO;
+        }
+        st->is_dir = 1;
+        st->tmp = tmp;
+        e = stage_dir(in, tmp, err, errlen);
+    } else {
+        int fd = mkstemp(tmp);
+        if (fd < 0) {
+            snprintf(err, errlen, "%s: cannot create a temporary file: %s", tmp,
+                     strerror(errno));
+            free(tmp);
+            bl_jio_staged_cleanup(st);
+            return BL_EIO;
+        }
+        close(fd);
+        st->tmp = tmp;
+        if (in->kind == BL_JIO_JAR) {
+            e = stage_jar(in, tmp, notice, ctx, err, errlen);
+        } else {
+            const bl_jio_entry *en = &in->entries[0];
+            unlink(tmp);
+            e = write_new_file(tmp, en->out ? en->out : en->data, en->out ? en->out_len : en->len,
+                               0666);
+            if (e)
+                snprintf(err, errlen, "%s: %s", tmp, estr(e));
+        }
+    }
+    if (e) {
+        bl_jio_abort(st);
+        bl_jio_staged_cleanup(st);
+    }
+    return e;
+}
+
+bl_err bl_jio_stage_bytes(const char *target, const void *data, size_t len, bl_jio_staged *st,
+                          char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    char *tmp = tmp_template(target);
+    st->target = strdup(target);
+    if (!tmp || !st->target) {
+        free(tmp);
+        bl_jio_staged_cleanup(st);
+        snprintf(err, errlen, "%s: out of memory", target);
+        return BL_ENOMEM;
+    }
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot create a temporary file: %s", tmp, strerror(errno));
+        free(tmp);
+        bl_jio_staged_cleanup(st);
+        return BL_EIO;
+    }
+    st->tmp = tmp;
+    bl_err e = bl_fd_write_all(fd, data, len);
+    if (!e && fchmod(fd, file_mode()) != 0)
+        e = BL_EIO;
+    if (!e && fsync(fd) != 0)
+        e = BL_EIO;
+    int saved = errno;
+    if (close(fd) != 0 && !e)
+        e = BL_EIO;
+    else
+        errno = saved;
+    if (e) {
+        snprintf(err, errlen, "%s: %s", tmp, estr(e));
+        bl_jio_abort(st);
+        bl_jio_staged_cleanup(st);
+    }
+    return e;
+}
+
+bl_err bl_jio_commit(bl_jio_staged *st, char *err, size_t errlen)
+{
+    if (!st->tmp)
+        return BL_OK;
+    struct stat sb;
+    int exists = lstat(st->target, &sb) == 0;
+    if (st->is_dir && exists) {
+        /* swap the new folder in, then remove the old one (now at tmp) */
+        if (renameat2(AT_FDCWD, st->tmp, AT_FDCWD, st->target, RENAME_EXCHANGE) != 0) {
+            char *old = cat3(st->tmp, ".old", "");
+            if (!old || rename(st->target, old) != 0) {
+                snprintf(err, errlen, "%s: cannot replace: %s", st->target,
+                         old ? strerror(errno) : "out of memory");
+                free(old);
+                bl_jio_abort(st);
+                return BL_EIO;
+            }
+            if (rename(st->tmp, st->target) != 0) {
+                snprintf(err, errlen, "%s: %s", st->target, strerror(errno));
+                if (rename(old, st->target) != 0)
+                    snprintf(err, errlen, "%s: replacement failed; the previous output is "
+                                          "at %s", st->target, old);
+                free(old);
+                bl_jio_abort(st);
+                return BL_EIO;
+            }
+            remove_tree(old);
+            free(old);
+            free(st->tmp);
+            st->tmp = NULL;
+        } else {
+            remove_tree(st->tmp);
+            free(st->tmp);
+            st->tmp = NULL;
+        }
+    } else {
+        if (rename(st->tmp, st->target) != 0) {
+            snprintf(err, errlen, "%s: %s", st->target, strerror(errno));
+            bl_jio_abort(st);
+            return BL_EIO;
+        }
+        free(st->tmp);
+        st->tmp = NULL;
+    }
+    if (fsync_parent(st->target) != 0) {
+        snprintf(err, errlen, "%s: fsync of its folder: %s", st->target, strerror(errno));
+        return BL_EIO;
+    }
+    return BL_OK;
+}
+
+void bl_jio_abort(bl_jio_staged *st)
+{
+    if (!st->tmp)
+        return;
+    if (st->is_dir)
+        remove_tree(st->tmp);
+    else
+        unlink(st->tmp);
+    free(st->tmp);
+    st->tmp = NULL;
+}
+
+void bl_jio_staged_cleanup(bl_jio_staged *st)
+{
+    free(st->target);
+    free(st->tmp);
+    memset(st, 0, sizeof *st);
+}

@@ -1,0 +1,769 @@
+/*
+ * main.c — beatline-instrument: inserts methodId enter/exit probes into the
+ * classes of jars, class folders and class files, and writes the method-ID
+ * file (user documentation: instrumenter/README.md).
+ *
+ *   beatline-instrument [options] INPUT... -o OUTPUT --method-ids FILE
+ *
+ * Pipeline:
+ *   0. read every input (jario: class bytes in memory, entry lists);
+ *   1. parse every class in parallel (bl_cf_parse) and choose its candidate
+ *      methods (code present, not abstract/native, not the runtime's,
+ *      allowed by the rules, not trivial under --skip-trivial);
+ *   2. assign ids on the sorted (class, name, descriptor) triples
+ *      (methodids: deterministic, base ids kept), check the method-ID file
+ *      with the server's reader;
+ *   3. rewrite every class with candidates in parallel (bl_probe_instrument);
+ *   4. stage every output beside its target, then rename them all (outputs
+ *      first, method-ID file last). Any error before 4 leaves nothing on
+ *      disk.
+ * Messages and warnings are printed in input order after each parallel
+ * pass, so stderr, like the outputs, does not depend on the thread count.
+ *
+ * Exit status: 0 success, 1 bad input or I/O error, 2 usage error.
+ */
+#include "classfile.h"
+#include "jario.h"
+#include "methodids.h"
+#include "probe.h"
+#include "rules.h"
+
+#include "common/buf.h"
+#include "common/fdio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROG "beatline-instrument"
+#define DEFAULT_RUNTIME "io/beatline/runtime/Beatline"
+#define RUNTIME_PKG "io/beatline/runtime/"
+#define MAX_THREADS 256
+#define MAX_SHOWN_ERRORS 20
+#define CONFIG_MAX (16u << 20)
+#define BASE_IDS_MAX (1u << 30)
+#define OUT_CLASS_MAX (256u << 20)
+#define ACC_NATIVE 0x0100
+#define ACC_ABSTRACT 0x0400
+#define ACC_MODULE 0x8000
+
+/* ---- options ------------------------------------------------------------- */
+
+typedef struct opts {
+    const char *output, *method_ids, *base_ids;
+    char *runtime_class; /* owned */
+    char *base_ids_owned; /* base-ids path from a config file (owned) */
+    int skip_trivial, obfuscated, threads, quiet;
+    bl_rules *rules;
+    char **inputs;
+    int n_inputs;
+} opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: " PROG " [options] INPUT... -o OUTPUT --method-ids FILE\n"
+            "\n"
+            "Inserts methodId enter/exit probes into the classes of INPUTs (jars, class\n"
+            "folders, .class files) and writes the method-ID file. One INPUT: OUTPUT is its\n"
+            "instrumented copy (jar, folder or class file, like the input). Several INPUTs:\n"
+            "OUTPUT is a folder that receives each one under its base name.\n"
+            "\n"
+            "  -o, --output OUTPUT        where the instrumented copy goes (replaced)\n"
+            "      --method-ids FILE      method-ID file to write (schema/method-id-file.md)\n"
+            "      --base-ids FILE        keep the ids of a previous build's method-ID file\n"
+            "      --config FILE          options and rules from FILE (repeatable)\n"
+            "      --exclude PATTERN      do not instrument matching methods (repeatable)\n"
+            "      --include PATTERN      instrument only matching methods (repeatable)\n"
+            "                             PATTERN: CLASS[#METHOD[DESCRIPTOR]], globs * ** ?\n"
+            "      --runtime-class NAME   class with static i(I)V and o(I)V\n"
+            "                             (default " DEFAULT_RUNTIME ")\n"
+            "      --skip-trivial         skip empty methods, getters/setters, methods that\n"
+            "                             call nothing (default)\n"
+            "      --no-skip-trivial      instrument those too\n"
+            "      --names original|obfuscated  what the method-ID file says about the names\n"
+            "                             (obfuscated: the inputs went through R8/ProGuard)\n"
+            "  -j, --threads N            worker threads (default: number of cores)\n"
+            "  -q, --quiet                no progress, notices, warnings or summary\n"
+            "  -h, --help                 this text\n"
+            "\n"
+            "Exit status: 0 done, 1 bad input or I/O error (nothing written), 2 usage error.\n"
+            "Documentation: instrumenter/README.md\n");
+}
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, PROG ": ");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry '" PROG " --help'.\n");
+    return 2;
+}
+
+/* Reads a whole file into b (cap), with a message on failure. */
+static int slurp(const char *path, size_t cap, bl_buf *b)
+{
+    bl_buf_init(b, cap);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    bl_err e = bl_fd_read_all(fd, b);
+    int saved = errno;
+    close(fd);
+    if (e) {
+        fprintf(stderr, PROG ": %s: %s\n", path,
+                e == BL_EIO ? strerror(saved) : e == BL_ETOOBIG ? "file too large"
+                                                                : bl_err_str(e));
+        bl_buf_cleanup(b);
+        return -1;
+    }
+    return 0;
+}
+
+/* Checks and normalises a runtime class name ('.' -> '/'). */
+static int runtime_name_ok(char *s)
+{
+    if (!*s || *s == '/' || s[strlen(s) - 1] == '/')
+        return 0;
+    for (char *p = s; *p; p++) {
+        if (*p == '.')
+            *p = '/';
+        if (*p == ' ' || *p == '\t' || *p == ';' || *p == '[' || (unsigned char)*p < 0x20 ||
+            (p[0] == '/' && p[1] == '/'))
+            return 0;
+    }
+    return 1;
+}
+
+static int default_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+}
+
+/* Parses argv into o. Returns 0, or the exit status for a usage error /
+ * help (-1 means: exit 0). */
+static int parse_args(int argc, char **argv, opts *o)
+{
+    enum { O_METHOD_IDS = 256, O_BASE_IDS, O_CONFIG, O_EXCLUDE, O_INCLUDE, O_RUNTIME,
+           O_SKIP, O_NO_SKIP, O_NAMES };
+    static const struct option longs[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"method-ids", required_argument, NULL, O_METHOD_IDS},
+        {"base-ids", required_argument, NULL, O_BASE_IDS},
+        {"config", required_argument, NULL, O_CONFIG},
+        {"exclude", required_argument, NULL, O_EXCLUDE},
+        {"include", required_argument, NULL, O_INCLUDE},
+        {"runtime-class", required_argument, NULL, O_RUNTIME},
+        {"skip-trivial", no_argument, NULL, O_SKIP},
+        {"no-skip-trivial", no_argument, NULL, O_NO_SKIP},
+        {"names", required_argument, NULL, O_NAMES},
+        {"threads", required_argument, NULL, 'j'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    bl_rules_opts cfg;
+    bl_rules_opts_init(&cfg);
+    char err[512];
+    int c, rc = 0;
+    const char *runtime = NULL;
+    opterr = 0;
+    while (rc == 0 && (c = getopt_long(argc, argv, "o:j:qh", longs, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->output = optarg; break;
+        case O_METHOD_IDS: o->method_ids = optarg; break;
+        case O_BASE_IDS: o->base_ids = optarg; break;
+        case O_RUNTIME: runtime = optarg; break;
+        case O_SKIP: o->skip_trivial = 1; break;
+        case O_NO_SKIP: o->skip_trivial = 0; break;
+        case 'q': o->quiet = 1; break;
+        case 'h': usage(stdout); rc = -1; break;
+        case O_NAMES:
+            if (!strcmp(optarg, "original") || !strcmp(optarg, "obfuscated"))
+                o->obfuscated = optarg[0] == 'o' && optarg[1] == 'b';
+            else
+                rc = usage_error("--names must be original or obfuscated, not '%s'", optarg);
+            break;
+        case 'j': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || *end || end == optarg || v < 1 || v > MAX_THREADS)
+                rc = usage_error("-j wants a number from 1 to 256, not '%s'", optarg);
+            else
+                o->threads = (int)v;
+            break;
+        }
+        case O_EXCLUDE:
+        case O_INCLUDE: {
+            bl_err e = bl_rules_add(o->rules, c == O_EXCLUDE, optarg, err, sizeof err);
+            if (e == BL_ENOMEM) {
+                fprintf(stderr, PROG ": out of memory\n");
+                rc = 1;
+            } else if (e) {
+                rc = usage_error("%s", err);
+            }
+            break;
+        }
+        case O_CONFIG: {
+            bl_buf b;
+            if (slurp(optarg, CONFIG_MAX, &b) != 0) {
+                rc = 1;
+                break;
+            }
+            bl_err e = bl_rules_parse_config(o->rules, &cfg, b.data ? b.data : "", b.len, optarg,
+                                             err, sizeof err);
+            bl_buf_cleanup(&b);
+            if (e) {
+                fprintf(stderr, PROG ": %s\n", e == BL_ENOMEM ? "out of memory" : err);
+                rc = 1;
+            }
+            break;
+        }
+        case '?':
+            if (optopt)
+                rc = usage_error("option -%c is unknown or needs a value", optopt);
+            else
+                rc = usage_error("unknown option or missing value: %s", argv[optind - 1]);
+            break;
+        default:
+            rc = usage_error("unexpected option");
+        }
+    }
+    if (rc == 0) {
+        /* the command line wins over config files */
+        if (o->skip_trivial < 0)
+            o->skip_trivial = cfg.skip_trivial < 0 ? 1 : cfg.skip_trivial;
+        if (o->obfuscated < 0)
+            o->obfuscated = cfg.obfuscated < 0 ? 0 : cfg.obfuscated;
+        if (!o->threads)
+            o->threads = cfg.threads ? cfg.threads : default_threads();
+        if (!runtime)
+            runtime = cfg.runtime_class ? cfg.runtime_class : DEFAULT_RUNTIME;
+        if (!(o->runtime_class = strdup(runtime))) {
+            fprintf(stderr, PROG ": out of memory\n");
+            rc = 1;
+        } else if (!runtime_name_ok(o->runtime_class)) {
+            rc = usage_error("bad --runtime-class '%s' (want an internal name like a/b/C)",
+                             runtime);
+        }
+    }
+    if (rc == 0 && !o->base_ids && cfg.base_ids) {
+        o->base_ids = o->base_ids_owned = cfg.base_ids;
+        cfg.base_ids = NULL;
+    }
+    bl_rules_opts_cleanup(&cfg);
+    if (rc)
+        return rc;
+    o->inputs = argv + optind;
+    o->n_inputs = argc - optind;
+    if (o->n_inputs < 1)
+        return usage_error("no INPUT given");
+    if (!o->output)
+        return usage_error("-o OUTPUT is required");
+    if (!o->method_ids)
+        return usage_error("--method-ids FILE is required");
+    return 0;
+}
+
+/* ---- work units and threads ---------------------------------------------- */
+
+typedef struct unit {
+    bl_jio_input *in;
+    bl_jio_entry *en;
+    bl_cf *cf;          /* parsed class (pass 1), NULL when skipped */
+    uint32_t *cand;     /* indices of candidate methods */
+    size_t n_cand;
+    bl_buf out;         /* instrumented bytes (pass 2) */
+    size_t n_done;      /* methods that got probes */
+    char *err;          /* first error (heap), NULL if none */
+    bl_buf warns;       /* warning lines */
+} unit;
+
+typedef struct job {
+    unit *u;
+    size_t n;
+    const opts *o;
+    const bl_mids *mids;
+    atomic_size_t next, done;
+    void (*fn)(struct job *, unit *);
+} job;
+
+__attribute__((format(printf, 2, 3))) static void set_err(unit *u, const char *fmt, ...)
+{
+    if (u->err)
+        return;
+    char m[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    u->err = strdup(m);
+    if (!u->err)
+        u->err = (char *)"out of memory"; /* never freed: see free_units */
+}
+
+/* "INPUT!ENTRY" or, for a single class file, "INPUT". */
+static void where(const unit *u, char *buf, size_t n)
+{
+    if (u->in->kind == BL_JIO_CLASS)
+        snprintf(buf, n, "%s", u->in->path);
+    else if (u->in->kind == BL_JIO_DIR)
+        snprintf(buf, n, "%s/%s", u->in->path, u->en->name);
+    else
+        snprintf(buf, n, "%s!%s", u->in->path, u->en->name);
+}
+
+static int is_runtime_class(const char *cls, const char *runtime)
+{
+    size_t n = strlen(runtime);
+    if (!strncmp(cls, RUNTIME_PKG, sizeof RUNTIME_PKG - 1))
+        return 1;
+    return !strncmp(cls, runtime, n) && (cls[n] == '\0' || cls[n] == '$');
+}
+
+static int skipped_by_name(const char *entry)
+{
+    const char *b = strrchr(entry, '/');
+    b = b ? b + 1 : entry;
+    return !strcmp(b, "module-info.class") || !strcmp(b, "package-info.class");
+}
+
+/* Pass 1: parse, choose candidates. */
+static void pass1(job *j, unit *u)
+{
+    char loc[1024], msg[512] = "";
+    where(u, loc, sizeof loc);
+    if (skipped_by_name(u->en->name))
+        return;
+    bl_err e = bl_cf_parse(u->en->data, u->en->len, &u->cf, msg, sizeof msg);
+    if (e) {
+        u->cf = NULL;
+        set_err(u, "%s: %s", loc, msg[0] ? msg : bl_err_str(e));
+        return;
+    }
+    const char *cls = bl_cf_name(u->cf);
+    int ex = 0;
+    if ((bl_cf_access(u->cf) & ACC_MODULE) || is_runtime_class(cls, j->o->runtime_class))
+        return;
+    if (bl_rules_class_excluded(j->o->rules, cls, &ex) != BL_OK) {
+        set_err(u, "%s: %s", loc, "out of memory");
+        return;
+    }
+    if (ex)
+        return;
+    size_t n = bl_cf_method_count(u->cf);
+    u->cand = malloc((n ? n : 1) * sizeof *u->cand);
+    if (!u->cand) {
+        set_err(u, "%s: %s", loc, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const bl_cf_method *m = bl_cf_method_at(u->cf, i);
+        int ok = 0;
+        if (m->code_length == 0 || (m->access & (ACC_NATIVE | ACC_ABSTRACT)))
+            continue;
+        if (j->o->skip_trivial && m->trivial)
+            continue;
+        if (bl_rules_method_allowed(j->o->rules, cls, m->name, m->desc, &ok) != BL_OK) {
+            set_err(u, "%s: %s", loc, "out of memory");
+            return;
+        }
+        if (ok)
+            u->cand[u->n_cand++] = (uint32_t)i;
+    }
+}
+
+static void on_probe_warn(void *ctx, const char *msg)
+{
+    unit *u = ctx;
+    char loc[1024];
+    where(u, loc, sizeof loc);
+    if (bl_buf_puts(&u->warns, loc) || bl_buf_puts(&u->warns, ": ") ||
+        bl_buf_puts(&u->warns, msg) || bl_buf_putc(&u->warns, '\n'))
+        return; /* warnings are best effort */
+}
+
+/* Pass 2: rewrite. */
+static void pass2(job *j, unit *u)
+{
+    if (!u->cf || !u->n_cand)
+        return;
+    char loc[1024], msg[512] = "";
+    size_t n = bl_cf_method_count(u->cf);
+    uint32_t *ids = malloc(n * sizeof *ids);
+    if (!ids) {
+        where(u, loc, sizeof loc);
+        set_err(u, "%s: %s", loc, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        ids[i] = BL_PROBE_NO_ID;
+    size_t with_id = 0;
+    for (size_t k = 0; k < u->n_cand; k++) {
+        const bl_cf_method *m = bl_cf_method_at(u->cf, u->cand[k]);
+        uint32_t id = bl_mids_lookup(j->mids, bl_cf_name(u->cf), m->name, m->desc);
+        if (id != BL_MIDS_NONE) {
+            ids[u->cand[k]] = id;
+            with_id++;
+        }
+    }
+    if (with_id) {
+        bl_probe_opts po = {j->o->runtime_class, on_probe_warn, u};
+        bl_buf_init(&u->out, OUT_CLASS_MAX);
+        bl_err e = bl_probe_instrument(u->cf, ids, &po, &u->out, &u->n_done, msg, sizeof msg);
+        if (e) {
+            where(u, loc, sizeof loc);
+            set_err(u, "%s: %s", loc, msg[0] ? msg : bl_err_str(e));
+        }
+    }
+    free(ids);
+}
+
+static void *worker(void *arg)
+{
+    job *j = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->n)
+            break;
+        j->fn(j, &j->u[i]);
+        atomic_fetch_add(&j->done, 1);
+    }
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Runs fn over every unit on o->threads threads; shows progress on a
+ * terminal. Returns 0, or -1 when a thread could not be started and the
+ * work could not be done at all. */
+static int run_parallel(job *j, int threads, int progress, const char *label)
+{
+    pthread_t tid[MAX_THREADS];
+    int started = 0;
+    atomic_init(&j->next, 0);
+    atomic_init(&j->done, 0);
+    if ((size_t)threads > j->n)
+        threads = j->n ? (int)j->n : 1;
+    for (int t = 0; t < threads; t++) {
+        if (pthread_create(&tid[t], NULL, worker, j) != 0)
+            break;
+        started++;
+    }
+    if (!started)
+        worker(j); /* no thread at all: do it here */
+    double t0 = now_s();
+    while (progress && started && atomic_load(&j->done) < j->n) {
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        size_t d = atomic_load(&j->done);
+        double dt = now_s() - t0;
+        fprintf(stderr, "\r" PROG ": %s %zu/%zu classes (%.0f classes/s)\033[K", label, d, j->n,
+                dt > 0 ? (double)d / dt : 0.0);
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    if (progress && started)
+        fprintf(stderr, "\r\033[K");
+    return 0;
+}
+
+/* Prints the errors of the units in order; returns how many. */
+static size_t report_errors(const unit *u, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (u[i].err) {
+            if (k < MAX_SHOWN_ERRORS)
+                fprintf(stderr, PROG ": error: %s\n", u[i].err);
+            k++;
+        }
+    if (k > MAX_SHOWN_ERRORS)
+        fprintf(stderr, PROG ": ... and %zu more errors\n", k - MAX_SHOWN_ERRORS);
+    return k;
+}
+
+static void free_units(unit *u, size_t n)
+{
+    for (size_t i = 0; u && i < n; i++) {
+        bl_cf_free(u[i].cf);
+        free(u[i].cand);
+        bl_buf_cleanup(&u[i].out);
+        bl_buf_cleanup(&u[i].warns);
+        if (u[i].err && strcmp(u[i].err, "out of memory"))
+            free(u[i].err);
+    }
+    free(u);
+}
+
+static void print_notice(void *ctx, const char *msg)
+{
+    const opts *o = ctx;
+    if (!o->quiet)
+        fprintf(stderr, PROG ": %s\n", msg);
+}
+
+static void print_warning(void *ctx, const char *msg)
+{
+    const opts *o = ctx;
+    if (!o->quiet)
+        fprintf(stderr, PROG ": warning: %s\n", msg);
+}
+
+/* ---- outputs ------------------------------------------------------------- */
+
+static const char *base_of(const char *p, char *buf, size_t n)
+{
+    size_t l = strlen(p);
+    while (l > 1 && p[l - 1] == '/')
+        l--;
+    size_t s = l;
+    while (s > 0 && p[s - 1] != '/')
+        s--;
+    snprintf(buf, n, "%.*s", (int)(l - s), p + s);
+    return buf;
+}
+
+/* Targets: OUTPUT itself for one input; OUTPUT/<base name> for several. */
+static int make_targets(const opts *o, char **targets)
+{
+    if (o->n_inputs == 1) {
+        targets[0] = strdup(o->output);
+        if (!targets[0]) {
+            fprintf(stderr, PROG ": out of memory\n");
+            return -1;
+        }
+        return 0;
+    }
+    struct stat sb;
+    if (stat(o->output, &sb) != 0) {
+        if (errno != ENOENT || mkdir(o->output, 0777) != 0) {
+            fprintf(stderr, PROG ": %s: %s\n", o->output, strerror(errno));
+            return -1;
+        }
+    } else if (!S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, PROG ": %s: with several inputs OUTPUT must be a folder\n", o->output);
+        return -1;
+    }
+    for (int i = 0; i < o->n_inputs; i++) {
+        char b[4096];
+        base_of(o->inputs[i], b, sizeof b);
+        if (!b[0] || !strcmp(b, ".") || !strcmp(b, "..")) {
+            fprintf(stderr, PROG ": %s: cannot name its output (no base name)\n", o->inputs[i]);
+            return -1;
+        }
+        for (int k = 0; k < i; k++) {
+            char b2[4096];
+            if (!strcmp(base_of(o->inputs[k], b2, sizeof b2), b)) {
+                fprintf(stderr, PROG ": %s and %s have the same base name '%s'; their outputs "
+                                "would collide in %s\n",
+                        o->inputs[k], o->inputs[i], b, o->output);
+                return -1;
+            }
+        }
+        size_t len = strlen(o->output) + 1 + strlen(b) + 1;
+        if (!(targets[i] = malloc(len))) {
+            fprintf(stderr, PROG ": out of memory\n");
+            return -1;
+        }
+        snprintf(targets[i], len, "%s/%s", o->output, b);
+    }
+    return 0;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    opts o = {.skip_trivial = -1, .obfuscated = -1};
+    int status = 1;
+    bl_jio_input **ins = NULL;
+    char **targets = NULL;
+    bl_jio_staged *staged = NULL;
+    size_t n_staged = 0;
+    unit *units = NULL;
+    size_t n_units = 0;
+    bl_mids *mids = NULL;
+    bl_buf idtext, base;
+    char err[2048];
+    double t0 = now_s();
+    bl_buf_init(&idtext, 0);
+    bl_buf_init(&base, 0);
+
+    if (bl_rules_new(&o.rules) != BL_OK) {
+        fprintf(stderr, PROG ": out of memory\n");
+        return 1;
+    }
+    int rc = parse_args(argc, argv, &o);
+    if (rc) {
+        status = rc < 0 ? 0 : rc;
+        goto out;
+    }
+    int progress = !o.quiet && isatty(STDERR_FILENO);
+
+    /* 0. inputs */
+    ins = calloc((size_t)o.n_inputs, sizeof *ins);
+    targets = calloc((size_t)o.n_inputs, sizeof *targets);
+    staged = calloc((size_t)o.n_inputs + 1, sizeof *staged);
+    if (!ins || !targets || !staged) {
+        fprintf(stderr, PROG ": out of memory\n");
+        goto out;
+    }
+    if (make_targets(&o, targets) != 0)
+        goto out;
+    for (int i = 0; i < o.n_inputs; i++) {
+        bl_err e = bl_jio_open(o.inputs[i], print_notice, &o, &ins[i], err, sizeof err);
+        if (e) {
+            fprintf(stderr, PROG ": error: %s\n", err);
+            goto out;
+        }
+        for (size_t k = 0; k < ins[i]->n; k++)
+            n_units += ins[i]->entries[k].is_class;
+    }
+    if (o.base_ids) {
+        if (slurp(o.base_ids, BASE_IDS_MAX, &base) != 0)
+            goto out;
+    }
+    units = calloc(n_units ? n_units : 1, sizeof *units);
+    if (!units) {
+        fprintf(stderr, PROG ": out of memory\n");
+        goto out;
+    }
+    n_units = 0;
+    for (int i = 0; i < o.n_inputs; i++)
+        for (size_t k = 0; k < ins[i]->n; k++)
+            if (ins[i]->entries[k].is_class) {
+                unit *u = &units[n_units++];
+                u->in = ins[i];
+                u->en = &ins[i]->entries[k];
+                bl_buf_init(&u->out, OUT_CLASS_MAX);
+                bl_buf_init(&u->warns, 1u << 20);
+            }
+
+    /* 1. parse and choose */
+    job j = {.u = units, .n = n_units, .o = &o, .fn = pass1};
+    run_parallel(&j, o.threads, progress, "reading");
+    if (report_errors(units, n_units))
+        goto out;
+
+    /* 2. ids */
+    if (bl_mids_new(&mids) != BL_OK) {
+        fprintf(stderr, PROG ": out of memory\n");
+        goto out;
+    }
+    if (o.base_ids) {
+        bl_err e = bl_mids_load_base(mids, base.data ? base.data : "", base.len, err, sizeof err);
+        if (e) {
+            fprintf(stderr, PROG ": error: %s: %s\n", o.base_ids,
+                    e == BL_EFORMAT ? err : bl_err_str(e));
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < n_units; i++) {
+        unit *u = &units[i];
+        for (size_t k = 0; k < u->n_cand; k++) {
+            const bl_cf_method *m = bl_cf_method_at(u->cf, u->cand[k]);
+            if (bl_mids_add(mids, bl_cf_name(u->cf), m->name, m->desc, m->access) != BL_OK) {
+                fprintf(stderr, PROG ": out of memory\n");
+                goto out;
+            }
+        }
+    }
+    {
+        bl_err e = bl_mids_assign(mids, err, sizeof err);
+        if (e) {
+            fprintf(stderr, PROG ": error: %s\n", e == BL_ETOOBIG ? err : bl_err_str(e));
+            goto out;
+        }
+        if ((e = bl_mids_validate(mids, print_warning, &o, NULL)) != BL_OK ||
+            (e = bl_mids_write(mids, o.obfuscated, &idtext)) != BL_OK) {
+            fprintf(stderr, PROG ": error: method-ID file: %s\n", bl_err_str(e));
+            goto out;
+        }
+    }
+
+    /* 3. rewrite */
+    job j2 = {.u = units, .n = n_units, .o = &o, .mids = mids, .fn = pass2};
+    run_parallel(&j2, o.threads, progress, "instrumenting");
+    size_t n_done = 0, n_changed = 0;
+    for (size_t i = 0; i < n_units; i++) {
+        unit *u = &units[i];
+        if (!o.quiet && u->warns.len)
+            fprintf(stderr, "%s", u->warns.data);
+        if (!u->err && u->n_done) {
+            u->en->out = (const uint8_t *)u->out.data;
+            u->en->out_len = u->out.len;
+            n_done += u->n_done;
+            n_changed++;
+        }
+    }
+    if (report_errors(units, n_units))
+        goto out;
+
+    /* 4. outputs: stage everything, then commit */
+    for (int i = 0; i < o.n_inputs; i++) {
+        if (bl_jio_stage(ins[i], targets[i], print_notice, &o, &staged[n_staged], err,
+                         sizeof err) != BL_OK) {
+            fprintf(stderr, PROG ": error: %s\n", err);
+            goto out;
+        }
+        n_staged++;
+    }
+    if (bl_jio_stage_bytes(o.method_ids, idtext.data, idtext.len, &staged[n_staged], err,
+                           sizeof err) != BL_OK) {
+        fprintf(stderr, PROG ": error: %s\n", err);
+        goto out;
+    }
+    n_staged++;
+    for (size_t i = 0; i < n_staged; i++)
+        if (bl_jio_commit(&staged[i], err, sizeof err) != BL_OK) {
+            fprintf(stderr, PROG ": error: %s\n", err);
+            goto out;
+        }
+    if (!o.quiet)
+        fprintf(stderr,
+                PROG ": %d input(s), %zu classes, %zu rewritten, %zu methods instrumented; "
+                     "%zu methodIds (%zu kept from the base), largest %u; %.2f s\n",
+                o.n_inputs, n_units, n_changed, n_done, bl_mids_count(mids),
+                bl_mids_reused(mids), bl_mids_max_id(mids), now_s() - t0);
+    status = 0;
+out:
+    for (size_t i = 0; staged && i < n_staged; i++) {
+        bl_jio_abort(&staged[i]);
+        bl_jio_staged_cleanup(&staged[i]);
+    }
+    free(staged);
+    free_units(units, n_units);
+    bl_mids_free(mids);
+    for (int i = 0; ins && i < o.n_inputs; i++)
+        bl_jio_free(ins[i]);
+    free(ins);
+    for (int i = 0; targets && i < o.n_inputs; i++)
+        free(targets[i]);
+    free(targets);
+    bl_buf_cleanup(&idtext);
+    bl_buf_cleanup(&base);
+    bl_rules_free(o.rules);
+    free(o.runtime_class);
+    free(o.base_ids_owned);
+    return status;
+}
