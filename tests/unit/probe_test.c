@@ -1,0 +1,454 @@
+/*
+ * probe_test.c — probe insertion on real jars and crafted classes.
+ *
+ * Real jars: every method of every class gets an id; the output re-parses,
+ * every method with code grew by its probes, its exception table ends with
+ * the catch-all entry [L, H) -> H (catch_type 0) with the handler
+ * push/invokestatic/athrow at the end of the code, the pool holds no
+ * duplicates the input did not have, the run is deterministic, and a run
+ * without ids is byte-identical. JVM acceptance of the same output is
+ * checked by tests/instrumenter/verify_jars.sh.
+ *
+ * Crafted (cfbuild.h): jsr/ret with `wide`, tableswitch/lookupswitch
+ * padding at every alignment, branches pushed past 32 KiB (goto_w and an
+ * inverted conditional), class versions 45..65, corrupt code, pool overflow.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bytecode.h"
+#include "cfbuild.h"
+#include "classfile.h"
+#include "jarutil.h"
+#include "probe.h"
+#include "testutil.h"
+
+#define RT "io/beatline/runtime/Beatline"
+
+static const char *const JARS[] = {
+    "/usr/share/java/guava.jar", "/usr/share/java/okhttp.jar", "/usr/share/java/okio.jar",
+    "/usr/share/java/commons-lang3.jar", "/usr/share/java/asm.jar",
+};
+
+static size_t n_warn;
+static char last_warn[512];
+static void warn_fn(void *ctx, const char *msg)
+{
+    (void)ctx;
+    n_warn++;
+    snprintf(last_warn, sizeof last_warn, "%s", msg);
+}
+
+/* Number of constant-pool entries (Utf8, Integer, Class, NameAndType,
+ * Methodref) equal to an earlier one. */
+static size_t pool_dups(const bl_cf *cf)
+{
+    size_t len;
+    const uint8_t *d = bl_cf_bytes(cf, &len);
+    uint32_t n = bl_cf_pool_count(cf);
+    size_t dups = 0;
+    /* simple open-addressing set of offsets, keyed by FNV of the entry bytes */
+    uint32_t cap = 1;
+    while (cap < 4 * n)
+        cap <<= 1;
+    uint32_t *set = calloc(cap, sizeof *set);
+    ck_assert_ptr_nonnull(set);
+    for (uint32_t i = 1; i < n; i++) {
+        uint8_t t = bl_cf_pool_tag(cf, i);
+        if (t != 1 && t != 3 && t != 7 && t != 10 && t != 12)
+            continue;
+        const uint8_t *p = d + bl_cf_pool_off(cf, i);
+        uint32_t sz = t == 1 ? 3u + bl_be16(p + 1) : t == 7 ? 3 : 5;
+        uint32_t h = 2166136261u;
+        for (uint32_t k = 0; k < sz; k++)
+            h = (h ^ p[k]) * 16777619u;
+        for (uint32_t s = h & (cap - 1);; s = (s + 1) & (cap - 1)) {
+            if (!set[s]) {
+                set[s] = i;
+                break;
+            }
+            const uint8_t *q = d + bl_cf_pool_off(cf, set[s]);
+            if (q[0] == p[0] && memcmp(p, q, sz) == 0) {
+                dups++;
+                break;
+            }
+        }
+    }
+    free(set);
+    return dups;
+}
+
+typedef struct jstat {
+    size_t classes, methods, done;
+} jstat;
+
+/* Checks one instrumented method against its original. */
+static void check_method(const bl_cf *in, size_t i, const bl_cf *out, uint32_t id)
+{
+    const bl_cf_method *a = bl_cf_method_at(in, i), *b = bl_cf_method_at(out, i);
+    ck_assert_str_eq(a->name, b->name);
+    ck_assert_str_eq(a->desc, b->desc);
+    const bl_cf_mraw *ra = bl_cf_method_raw(in, i), *rb = bl_cf_method_raw(out, i);
+    size_t l;
+    const uint8_t *d = bl_cf_bytes(out, &l);
+    if (!a->code_length) {
+        ck_assert_uint_eq(b->code_length, 0);
+        return;
+    }
+    uint32_t push = id <= 5 ? 1 : id <= 127 ? 2 : 3;
+    uint32_t plen = push + 3; /* ldc may be 2 bytes: then plen is an upper bound */
+    const uint8_t *ca = bl_cf_bytes(in, &l) + ra->code, *cc = d + rb->code;
+    uint32_t rets = 0, switches = 0;
+    for (uint32_t off = 0; off < ra->code_len; off += bl_bc_insn_len(ca, ra->code_len, off)) {
+        rets += ca[off] >= BL_OP_IRETURN && ca[off] <= BL_OP_RETURN;
+        switches += ca[off] == BL_OP_TABLESWITCH || ca[off] == BL_OP_LOOKUPSWITCH;
+    }
+    /* enter + one per return + handler; switch padding may shrink by 3 */
+    int64_t min_growth = (int64_t)(plen - (id > 32767 ? 1 : 0)) * (2 + rets) + 1 - 3 * switches;
+    ck_assert_msg((int64_t)rb->code_len >= (int64_t)ra->code_len + min_growth, "%s%s: %u -> %u", a->name,
+                  a->desc, ra->code_len, rb->code_len);
+    /* the handler: ..., invokestatic o, athrow at the very end */
+    ck_assert_uint_eq(cc[rb->code_len - 1], BL_OP_ATHROW);
+    ck_assert_uint_eq(cc[rb->code_len - 4], BL_OP_INVOKESTATIC);
+    uint32_t hstart = rb->code_len - 4 - push;
+    if (id > 32767 && cc[rb->code_len - 6] == BL_OP_LDC)
+        hstart = rb->code_len - 6;
+    ck_assert(cc[hstart] == (id <= 5 ? BL_OP_ICONST_0 + id : id <= 127 ? BL_OP_BIPUSH
+                             : id <= 32767 ? BL_OP_SIPUSH : cc[hstart]));
+    ck_assert_uint_eq(rb->exc_count, ra->exc_count + 1);
+    const uint8_t *last = d + rb->exc + 8u * ra->exc_count;
+    ck_assert_uint_lt(bl_be16(last), hstart);         /* start_pc */
+    ck_assert_uint_eq(bl_be16(last + 2), hstart);     /* end_pc */
+    ck_assert_uint_eq(bl_be16(last + 4), hstart);     /* handler_pc */
+    ck_assert_uint_eq(bl_be16(last + 6), 0);          /* any */
+    for (uint32_t k = 0; k < ra->exc_count; k++)      /* nobody else covers the handler */
+        ck_assert_uint_le(bl_be16(d + rb->exc + 8 * k + 2), hstart);
+    ck_assert_uint_ge(rb->max_stack, ra->max_stack + 1u);
+    ck_assert_uint_eq(rb->max_locals, ra->max_locals);
+    /* the new code decodes */
+    for (uint32_t off = 0; off < rb->code_len;) {
+        uint32_t n = bl_bc_insn_len(cc, rb->code_len, off);
+        ck_assert_uint_ne(n, 0);
+        off += n;
+    }
+}
+
+static int instrument_one(void *ctx, const char *name, const uint8_t *data, size_t len)
+{
+    jstat *js = ctx;
+    bl_cf *cf = NULL, *cf2 = NULL;
+    char err[512];
+    ck_assert_msg(bl_cf_parse(data, len, &cf, err, sizeof err) == BL_OK, "%s: %s", name, err);
+    size_t n = bl_cf_method_count(cf);
+    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    ck_assert_ptr_nonnull(ids);
+    bl_probe_opts o = {RT, warn_fn, NULL};
+    bl_buf out, again;
+    bl_buf_init(&out, 0);
+    bl_buf_init(&again, 0);
+    /* no ids: byte-identical */
+    for (size_t i = 0; i < n; i++)
+        ids[i] = BL_PROBE_NO_ID;
+    size_t done = 99;
+    ck_assert_int_eq(bl_probe_instrument(cf, ids, &o, &out, &done, err, sizeof err), BL_OK);
+    ck_assert_uint_eq(done, 0);
+    ck_assert(out.len == len && memcmp(out.data, data, len) == 0);
+    bl_buf_reset(&out);
+    /* ids of every size: small, bipush, sipush, ldc */
+    static const uint32_t base[] = {0, 100, 30000, 8000000};
+    uint32_t b0 = base[js->classes % 4];
+    for (size_t i = 0; i < n; i++)
+        ids[i] = b0 + (uint32_t)i;
+    size_t warn_before = n_warn;
+    ck_assert_msg(bl_probe_instrument(cf, ids, &o, &out, &done, err, sizeof err) == BL_OK,
+                  "%s: %s", name, err);
+    ck_assert_msg(bl_probe_instrument(cf, ids, &o, &again, NULL, err, sizeof err) == BL_OK,
+                  "%s: %s", name, err);
+    ck_assert(out.len == again.len && memcmp(out.data, again.data, out.len) == 0);
+    ck_assert_msg(bl_cf_parse((uint8_t *)out.data, out.len, &cf2, err, sizeof err) == BL_OK,
+                  "%s: output does not parse: %s", name, err);
+    ck_assert_uint_eq(bl_cf_method_count(cf2), n);
+    ck_assert_uint_eq(pool_dups(cf2), pool_dups(cf));
+    size_t with_code = 0;
+    for (size_t i = 0; i < n; i++) {
+        const bl_cf_method *m = bl_cf_method_at(cf, i);
+        with_code += m->code_length != 0;
+        if (m->code_length && bl_cf_method_at(cf2, i)->code_length != m->code_length)
+            check_method(cf, i, cf2, ids[i]);
+        else if (m->code_length)
+            ck_assert_msg(n_warn > warn_before, "%s.%s untouched without a warning", name,
+                          m->name);
+    }
+    ck_assert_uint_eq(done + (n_warn - warn_before), with_code);
+    js->classes++;
+    js->methods += with_code;
+    js->done += done;
+    free(ids);
+    bl_buf_cleanup(&out);
+    bl_buf_cleanup(&again);
+    bl_cf_free(cf);
+    bl_cf_free(cf2);
+    return 0;
+}
+
+START_TEST(real_jars)
+{
+    for (size_t j = 0; j < sizeof JARS / sizeof *JARS; j++) {
+        jstat js = {0};
+        n_warn = 0;
+        ck_assert_int_eq(ju_each_class(JARS[j], instrument_one, &js), 0);
+        printf("%s: %zu classes, %zu methods with code, %zu instrumented, %zu warnings%s%s\n",
+               JARS[j], js.classes, js.methods, js.done, n_warn, n_warn ? ", last: " : "",
+               n_warn ? last_warn : "");
+        ck_assert_uint_gt(js.done, js.methods * 99 / 100);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Crafted classes, run on the JVM                                           */
+
+static char tmpdir[256];
+
+/* Compiles the stub runtime once into tmpdir/stub; 0 when javac is missing. */
+static int have_jvm(void)
+{
+    static int state = -1;
+    if (state >= 0)
+        return state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/bl_probe_test.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "javac -d %s/stub %s/tests/instrumenter/java/io/beatline/runtime/Beatline.java "
+             ">/dev/null 2>&1",
+             tmpdir, BL_SOURCE_DIR);
+    state = system(cmd) == 0;
+    if (!state)
+        fprintf(stderr, "javac not usable: crafted classes are not run on the JVM\n");
+    return state;
+}
+
+static void write_class(const char *dir, const char *name, const void *p, size_t n)
+{
+    char path[512], cmd[600];
+    snprintf(path, sizeof path, "%s/%s.class", dir, name);
+    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname %s)\"", path);
+    ck_assert_int_eq(system(cmd), 0);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+/* Runs `java -Xverify:all -Dbeatline.print=true -cp dir:stub cls`; returns
+ * the output (heap) and the exit status. */
+static char *run_java(const char *dir, const char *cls, int *status)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "java -Xverify:all -Xshare:off -Dbeatline.print=true -cp %s:%s/stub %s 2>&1", dir,
+             tmpdir, cls);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    bl_buf b;
+    bl_buf_init(&b, 0);
+    char tmp[4096];
+    size_t r;
+    while ((r = fread(tmp, 1, sizeof tmp, p)) > 0)
+        ck_assert_int_eq(bl_buf_append(&b, tmp, r), BL_OK);
+    *status = pclose(p);
+    ck_assert_int_eq(bl_buf_putc(&b, 0), BL_OK);
+    return b.data;
+}
+
+/* Output without probe lines; checks the probe lines nest (i/o balanced,
+ * same id) and returns how many there were. */
+static size_t strip_probes(const char *in, char *out)
+{
+    long stack[4096];
+    size_t depth = 0, probes = 0;
+    while (*in) {
+        const char *nl = strchr(in, '\n');
+        size_t n = nl ? (size_t)(nl - in) + 1 : strlen(in);
+        if ((in[0] == 'i' || in[0] == 'o') && in[1] == ' ') {
+            long id = strtol(in + 2, NULL, 10);
+            probes++;
+            if (in[0] == 'i') {
+                ck_assert_uint_lt(depth, 4096);
+                stack[depth++] = id;
+            } else {
+                ck_assert_msg(depth > 0 && stack[depth - 1] == id, "unbalanced exit %ld", id);
+                depth--;
+            }
+        } else {
+            memcpy(out, in, n);
+            out += n;
+        }
+        in += n;
+    }
+    *out = '\0';
+    ck_assert_uint_eq(depth, 0);
+    return probes;
+}
+
+/* Instruments every method of the class in b (ids 1, 2, ...), checks the
+ * result parses; when java works and `main_cls` is set, runs original and
+ * instrumented and compares. Returns the instrumented bytes (heap, *n). */
+static uint8_t *instrument_and_run(const uint8_t *data, size_t len, const char *main_cls,
+                                   size_t expect_done, size_t *n)
+{
+    bl_cf *cf = NULL, *cf2 = NULL;
+    char err[512];
+    ck_assert_msg(bl_cf_parse(data, len, &cf, err, sizeof err) == BL_OK, "%s", err);
+    size_t nm = bl_cf_method_count(cf);
+    uint32_t ids[64];
+    ck_assert_uint_le(nm, 64);
+    for (size_t i = 0; i < nm; i++)
+        ids[i] = (uint32_t)i + 1;
+    bl_probe_opts o = {RT, warn_fn, NULL};
+    bl_buf out;
+    bl_buf_init(&out, 0);
+    size_t done = 0;
+    ck_assert_msg(bl_probe_instrument(cf, ids, &o, &out, &done, err, sizeof err) == BL_OK, "%s",
+                  err);
+    ck_assert_uint_eq(done, expect_done);
+    ck_assert_msg(bl_cf_parse((uint8_t *)out.data, out.len, &cf2, err, sizeof err) == BL_OK,
+                  "%s", err);
+    bl_cf_free(cf2);
+    const char *cname = bl_cf_name(cf);
+    if (main_cls && have_jvm()) {
+        char d0[300], d1[300];
+        snprintf(d0, sizeof d0, "%s/orig", tmpdir);
+        snprintf(d1, sizeof d1, "%s/inst", tmpdir);
+        write_class(d0, cname, data, len);
+        write_class(d1, cname, out.data, out.len);
+        int s0, s1;
+        char *o0 = run_java(d0, main_cls, &s0), *o1 = run_java(d1, main_cls, &s1);
+        char *st = malloc(strlen(o1) + 1);
+        ck_assert_ptr_nonnull(st);
+        size_t probes = strip_probes(o1, st);
+        ck_assert_msg(s0 == 0, "original failed: %s", o0);
+        ck_assert_msg(s1 == 0, "instrumented failed: %s", o1);
+        ck_assert_msg(strcmp(o0, st) == 0, "outputs differ:\n%s\n---\n%s", o0, st);
+        ck_assert_uint_gt(probes, 0);
+        free(o0);
+        free(o1);
+        free(st);
+    }
+    bl_cf_free(cf);
+    *n = out.len;
+    return (uint8_t *)out.data;
+}
+
+/* main(String[]) printing f(arg) for each (name, arg). */
+static void add_main(cb *b, uint16_t this_c, const char *const *fn, const int *args, size_t k)
+{
+    uint16_t sys = cb_class(b, "java/lang/System"), ps = cb_class(b, "java/io/PrintStream");
+    uint16_t out = cb_member(b, 9, sys, "out", "Ljava/io/PrintStream;");
+    uint16_t pr = cb_member(b, 10, ps, "println", "(I)V");
+    uint8_t code[1024];
+    size_t n = 0;
+    for (size_t i = 0; i < k; i++) {
+        uint16_t f = cb_member(b, 10, this_c, fn[i], "(I)I");
+        code[n++] = 0xb2, code[n++] = (uint8_t)(out >> 8), code[n++] = (uint8_t)out;
+        code[n++] = 0x11, code[n++] = (uint8_t)(args[i] >> 8), code[n++] = (uint8_t)args[i];
+        code[n++] = 0xb8, code[n++] = (uint8_t)(f >> 8), code[n++] = (uint8_t)f;
+        code[n++] = 0xb6, code[n++] = (uint8_t)(pr >> 8), code[n++] = (uint8_t)pr;
+    }
+    code[n++] = 0xb1;
+    cb_method(b, 9, "main", "([Ljava/lang/String;)V", 3, 1, code, (uint32_t)n, NULL, 0, NULL, 0,
+              0);
+}
+
+static void s32(uint8_t *p, int32_t v)
+{
+    p[0] = (uint8_t)((uint32_t)v >> 24), p[1] = (uint8_t)((uint32_t)v >> 16);
+    p[2] = (uint8_t)((uint32_t)v >> 8), p[3] = (uint8_t)v;
+}
+
+START_TEST(crafted_v49_switch_jsr_wide)
+{
+    cb b;
+    cb_init(&b, 49);
+    uint16_t tc = cb_class(&b, "t/Crafted"), sc = cb_class(&b, "java/lang/Object");
+    const char *fns[24];
+    int args[24];
+    size_t k = 0;
+    char names[8][8];
+    for (unsigned pad = 0; pad < 4; pad++) {
+        /* [nop*pad] iload_0 tableswitch 1..3 / lookupswitch {-5,100,1000} */
+        for (int look = 0; look < 2; look++) {
+            uint8_t c[128];
+            uint32_t n = 0;
+            for (unsigned q = 0; q < pad; q++)
+                c[n++] = 0;
+            c[n++] = 0x1a;
+            uint32_t sw = n;
+            c[n++] = look ? 0xab : 0xaa;
+            while (n % 4)
+                c[n++] = 0;
+            uint32_t tab = n;
+            n += look ? 8 + 3 * 8 : 12 + 3 * 4;
+            uint32_t t[4]; /* default, 1st, 2nd, 3rd */
+            t[0] = n, c[n++] = 0x02, c[n++] = 0xac;                   /* iconst_m1 */
+            t[1] = n, c[n++] = 0x10, c[n++] = 10, c[n++] = 0xac;      /* bipush 10 */
+            t[2] = n, c[n++] = 0x10, c[n++] = 20, c[n++] = 0xac;
+            t[3] = n, c[n++] = 0x10, c[n++] = 30, c[n++] = 0xac;
+            s32(c + tab, (int32_t)(t[0] - sw));
+            if (!look) {
+                s32(c + tab + 4, 1), s32(c + tab + 8, 3);
+                for (int j = 0; j < 3; j++)
+                    s32(c + tab + 12 + 4 * j, (int32_t)(t[j + 1] - sw));
+            } else {
+                static const int keys[3] = {-5, 100, 1000};
+                s32(c + tab + 4, 3);
+                for (int j = 0; j < 3; j++) {
+                    s32(c + tab + 8 + 8 * j, keys[j]);
+                    s32(c + tab + 12 + 8 * j, (int32_t)(t[j + 1] - sw));
+                }
+            }
+            snprintf(names[k / 2 % 8], 8, "%s%u", look ? "lk" : "ts", pad);
+            char *nm = strdup(names[k / 2 % 8]);
+            cb_method(&b, 9, nm, "(I)I", 1, 1, c, n, NULL, 0, NULL, 0, 0);
+            fns[k] = nm, args[k++] = look ? 100 : 2;
+            fns[k] = nm, args[k++] = look ? 7 : 9; /* default */
+        }
+    }
+    /* jsr/ret through wide locals: returns x + 1000 */
+    static const uint8_t sub[] = {0x1a, 0xc4, 0x36, 0x01, 0x2c, 0xa8, 0x00, 0x08, 0xc4,
+                                  0x15, 0x01, 0x2c, 0xac, 0xc4, 0x3a, 0x01, 0x2d, 0xc4,
+                                  0x84, 0x01, 0x2c, 0x03, 0xe8, 0xc4, 0xa9, 0x01, 0x2d};
+    cb_method(&b, 9, "sub", "(I)I", 1, 302, sub, sizeof sub, NULL, 0, NULL, 0, 0);
+    fns[k] = "sub", args[k++] = 5;
+    add_main(&b, tc, fns, args, k);
+    cb_finish(&b, tc, sc);
+    size_t n;
+    n_warn = 0;
+    uint8_t *o = instrument_and_run((uint8_t *)b.out.data, b.out.len, "t.Crafted", 10, &n);
+    ck_assert_uint_eq(n_warn, 0);
+    free(o);
+    for (size_t i = 0; i + 2 < k; i += 2)
+        free((char *)fns[i]);
+    cb_free(&b);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("probe");
+    TCase *tc = tcase_create("probe");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, real_jars);
+    tcase_add_test(tc, crafted_v49_switch_jsr_wide);
+    suite_add_tcase(s, tc);
+    int rc = tu_run(s);
+    if (tmpdir[0]) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "cannot remove %s\n", tmpdir);
+    }
+    return rc;
+}
