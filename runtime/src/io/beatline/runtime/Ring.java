@@ -17,7 +17,7 @@ import java.util.concurrent.atomic.AtomicLongFieldUpdater;
  *
  * <p>The dumper reads {@code published} (acquire) as {@code p1}: every record
  * below {@code p1} has been stored. It copies records
- * {@code [max(start, p1 - capacity), p1)}, where {@code start} is the first
+ * {@code [max(start, p1 - capacity + 2), p1)}, where {@code start} is the first
  * record not yet dumped, then orders its copy loads before a second acquire
  * read {@code p2} (a volatile store in between: loads before a release store
  * cannot pass it, and a volatile load cannot pass a volatile store). While it
@@ -28,9 +28,12 @@ import java.util.concurrent.atomic.AtomicLongFieldUpdater;
  * of {@code p2 + 1}). Those overwrite records {@code p2 + 1 - capacity} and
  * {@code p2 + 2 - capacity}, so the dump keeps only records
  * {@code >= p2 + 2 - capacity}: a consistent, contiguous window of what the
- * thread wrote, in order. The dump is <b>truncated</b> when its first record
- * is not {@code start}, i.e. records were overwritten before they were dumped
- * (the ring wrapped).
+ * thread wrote, in order. Because the two newest slots may always be under
+ * the writer's pen, a ring of {@code capacity} slots yields at most
+ * {@code capacity - 2} records per dump (when the writer was idle, exactly
+ * those). The dump is <b>truncated</b> when its first record is not
+ * {@code start}, i.e. records were overwritten (or may have been) before
+ * they were dumped: the ring wrapped.
  *
  * <p>Records are read whole: Java {@code long} array elements are 64-bit
  * atomic on the 64-bit VMs the runtime targets (HotSpot x86-64/AArch64, ART
@@ -127,7 +130,7 @@ final class Ring {
     Window dump() {
         final int cap = mask + 1;
         final long p1 = published;
-        long lo = Math.max(start, p1 - cap);
+        long lo = Math.max(start, p1 - cap + 2);
         int n = (int) (p1 - lo);
         long[] copy = new long[n];
         if (n > 0) {
