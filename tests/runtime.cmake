@@ -37,3 +37,4 @@ endfunction()
 
 beatline_runtime_test(runtime_ring RingTest)
 beatline_runtime_test(runtime_encoder EncoderTest)
+beatline_runtime_test(runtime_upload UploadTest)

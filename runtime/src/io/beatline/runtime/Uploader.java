@@ -118,9 +118,11 @@ final class Uploader {
                 continue;
             }
             failures++;
-            long wait = backoff();
+            long wait;
             if ((r.status == 429 || r.status == 503) && r.retryAfterMs >= 0) {
-                wait = Math.min(r.retryAfterMs, maxMs);
+                wait = Math.min(r.retryAfterMs, maxMs); // the server's word (RFC 9110 §10.2.3)
+            } else {
+                wait = backoff();
             }
             log.debug("upload of " + f.getName() + " failed ("
                     + (r.status == -1 ? r.body : "HTTP " + r.status) + "); retry in " + wait + " ms");
