@@ -666,10 +666,10 @@ static bl_err stage_jar(const bl_jio_input *in, const char *tmp, bl_jio_notice_f
                 zip_source_free(src);
             goto zfail_entry;
         }
-        zip_int32_t comp = en->comp;
-        if (comp != ZIP_CM_STORE && !zip_compression_method_supported(comp, 1))
-            comp = ZIP_CM_DEFLATE;
-        if (zip_set_file_compression(za, en->index, comp, 0) != 0 ||
+        /* stored stays stored; anything else becomes deflate at zlib's
+         * default level 6 ("normal", what the JDK's jar tool writes) */
+        zip_int32_t comp = en->comp == ZIP_CM_STORE ? ZIP_CM_STORE : ZIP_CM_DEFLATE;
+        if (zip_set_file_compression(za, en->index, comp, comp == ZIP_CM_STORE ? 0 : 6) != 0 ||
             zip_file_set_mtime(za, en->index, en->mtime, 0) != 0)
             goto zfail_entry;
         continue;

@@ -21,7 +21,8 @@
  * `out` is set get those bytes; every other entry is copied unchanged (jar:
  * raw compressed bytes, name, order, timestamps, extra fields and
  * compression kept by libzip; a replaced class entry keeps its timestamp and
- * its compression method). When any class entry of a jar changes, its
+ * its compression method: stored stays stored, deflated is deflated again
+ * at zlib's level 6). When any class entry of a jar changes, its
  * signature files (META-INF/X.SF, .RSA, .DSA, .EC, META-INF/SIG-*) are left
  * out, with a notice; META-INF/MANIFEST.MF is copied unchanged (its
  * per-entry digests are inert without the signature files). Files are

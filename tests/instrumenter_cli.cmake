@@ -11,6 +11,10 @@ endfunction()
 beatline_instrument_unit_test(instrument_rules_test)
 beatline_instrument_unit_test(instrument_ids_test)
 
+# Reads a method-ID file with the server's reader (strict): used by the CLI test.
+add_executable(instrument_idcheck cli/instrument_idcheck.c)
+target_link_libraries(instrument_idcheck PRIVATE beatline_core)
+
 if(TARGET beatline-instrument)
   add_test(NAME instrument_cli
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_cli_test.sh
