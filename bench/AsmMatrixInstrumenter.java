@@ -32,6 +32,9 @@
 //                        returns (a deliberately broken tool for the tests)
 //          broken-maxs  like matrix but with the original max_stack kept
 //                        (code that fails verification)
+//          broken-handler-first  like full but with the catch-all first in
+//                        the exception table, so it shadows the method's own
+//                        handlers (verifies, but changes behaviour)
 //
 // Methods (pass 1, Matrix's MethodCollector): every method with code gets the
 // next methodId from 1, in input-entry order then method order, unless it is
@@ -85,7 +88,7 @@ import org.objectweb.asm.tree.ClassNode;
 import org.objectweb.asm.tree.MethodNode;
 
 public final class AsmMatrixInstrumenter {
-    private enum Mode { MATRIX, FULL, BROKEN_NO_EXIT, BROKEN_MAXS }
+    private enum Mode { MATRIX, FULL, BROKEN_NO_EXIT, BROKEN_MAXS, BROKEN_HANDLER_FIRST }
 
     /** One input entry: a class (bytes, later rewritten) or a file copied as is. */
     private static final class Entry {
@@ -126,6 +129,7 @@ public final class AsmMatrixInstrumenter {
                     case "full": mode = Mode.FULL; break;
                     case "broken-no-exit": mode = Mode.BROKEN_NO_EXIT; break;
                     case "broken-maxs": mode = Mode.BROKEN_MAXS; break;
+                    case "broken-handler-first": mode = Mode.BROKEN_HANDLER_FIRST; break;
                     default: usage("unknown mode " + m);
                 }
             } else if (a.startsWith("-")) usage("unknown option " + a);
@@ -178,7 +182,7 @@ public final class AsmMatrixInstrumenter {
 
     private static void usage(String why) {
         System.err.println("AsmMatrixInstrumenter: " + why);
-        System.err.println("usage: AsmMatrixInstrumenter [--mode matrix|full|broken-no-exit|broken-maxs]"
+        System.err.println("usage: AsmMatrixInstrumenter [--mode matrix|full|broken-no-exit|broken-maxs|broken-handler-first]"
             + " [--runtime-class N] [--no-skip-trivial] [-j N] [--classpath P]"
             + " INPUT... -o OUTPUT --method-ids FILE");
         System.exit(2);
@@ -228,6 +232,7 @@ public final class AsmMatrixInstrumenter {
 
     private static void trace(Entry e) {
         ClassReader cr = new ClassReader(e.bytes);
+        boolean full = mode == Mode.FULL || mode == Mode.BROKEN_NO_EXIT || mode == Mode.BROKEN_HANDLER_FIRST;
         int flags = mode == Mode.BROKEN_MAXS ? 0
                   : mode == Mode.MATRIX ? ClassWriter.COMPUTE_MAXS : ClassWriter.COMPUTE_FRAMES;
         ClassWriter cw = new ClassWriter(cr, flags) {
@@ -237,7 +242,7 @@ public final class AsmMatrixInstrumenter {
         for (String[] m : e.methods)
             if (m[3] != null) ids.put(m[0] + m[1], Integer.valueOf(m[3]));
         // EXPAND_FRAMES: AdviceAdapter needs expanded frames when frames are kept.
-        int readFlags = mode == Mode.FULL || mode == Mode.BROKEN_NO_EXIT ? ClassReader.SKIP_FRAMES
+        int readFlags = full ? ClassReader.SKIP_FRAMES
                                                                          : ClassReader.EXPAND_FRAMES;
         cr.accept(new ClassVisitor(Opcodes.ASM9, cw) {
             @Override
@@ -269,7 +274,11 @@ public final class AsmMatrixInstrumenter {
 
         @Override protected void onMethodEnter() {
             call("i");
-            if (mode == Mode.FULL || mode == Mode.BROKEN_NO_EXIT) {
+            if (mode == Mode.BROKEN_HANDLER_FIRST) {
+                mv.visitTryCatchBlock(start, end, handler, null);
+                mv.visitLabel(start);
+                entered = true;
+            } else if (mode == Mode.FULL || mode == Mode.BROKEN_NO_EXIT) {
                 // The catch-all is registered in visitMaxs, after every
                 // original try/catch block (visitCode comes before them), so
                 // that it comes last in the exception table.
@@ -280,12 +289,13 @@ public final class AsmMatrixInstrumenter {
 
         @Override protected void onMethodExit(int opcode) {
             boolean matrixLike = mode == Mode.MATRIX || mode == Mode.BROKEN_MAXS;
-            if (matrixLike || (mode == Mode.FULL && opcode != ATHROW)) call("o");
+            boolean fullExit = mode == Mode.FULL || mode == Mode.BROKEN_HANDLER_FIRST;
+            if (matrixLike || (fullExit && opcode != ATHROW)) call("o");
         }
 
         @Override public void visitMaxs(int maxStack, int maxLocals) {
             if (entered) {
-                mv.visitTryCatchBlock(start, end, handler, null);
+                if (mode != Mode.BROKEN_HANDLER_FIRST) mv.visitTryCatchBlock(start, end, handler, null);
                 mv.visitLabel(end);
                 mv.visitLabel(handler);
                 call("o");

@@ -8,7 +8,7 @@
 #   instrumenter_behaviour         test programs: same stdout, exact call trees
 #   instrumenter_harness_reference both harnesses pass on jars/programs made by
 #                                  the ASM reference instrumenter (--mode full)
-#   instrumenter_harness_broken    ... and fail on deliberately broken variants
+#                                  and fail on deliberately broken variants
 # The first two are skipped (exit 77) until bin/beatline-instrument is built.
 set(BL_INSTR_JAVA_DIR ${CMAKE_CURRENT_SOURCE_DIR}/instrumenter)
 set(BL_INSTR_JAVA_WORK ${CMAKE_BINARY_DIR}/instrumenter-java)
@@ -18,6 +18,12 @@ add_test(NAME instrumenter_verify_jars
                  ${CMAKE_BINARY_DIR} ${BL_INSTR_JAVA_WORK}/verify-jars)
 set_tests_properties(instrumenter_verify_jars PROPERTIES
                      TIMEOUT 600 LABELS "instrumenter;java;realworld" SKIP_RETURN_CODE 77)
+
+add_test(NAME instrumenter_behaviour
+         COMMAND bash ${BL_INSTR_JAVA_DIR}/behaviour_test.sh
+                 ${CMAKE_BINARY_DIR} ${BL_INSTR_JAVA_WORK}/behaviour)
+set_tests_properties(instrumenter_behaviour PROPERTIES
+                     TIMEOUT 600 LABELS "instrumenter;java" SKIP_RETURN_CODE 77)
 
 add_test(NAME instrumenter_harness_reference
          COMMAND bash ${BL_INSTR_JAVA_DIR}/harness_test.sh

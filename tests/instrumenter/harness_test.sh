@@ -8,7 +8,12 @@
 #   2. --mode broken-maxs (probes without raising max_stack: unverifiable code)
 #      must fail it;
 #   3. --mode broken-no-exit (no exit probe before returns: code that verifies
-#      but records wrong call trees) must fail it.
+#      but records wrong call trees) must fail it;
+#   4. behaviour_test.sh must pass with --mode full, and fail with
+#      broken-no-exit, with matrix (Matrix's own probes: no catch-all handler,
+#      so exceptions passing through a method leave it open) and with
+#      broken-handler-first (the catch-all first in the exception table
+#      shadows the method's own handlers: verifies, behaves differently).
 #
 #   tests/instrumenter/harness_test.sh BUILD_DIR WORK_DIR
 set -euo pipefail
@@ -36,5 +41,9 @@ check() { # NAME EXPECTED(pass|fail) MODE SCRIPT [ENV...]
 check verify-full pass full verify_jars_test.sh JARS="okio commons-lang3"
 check verify-broken-maxs fail broken-maxs verify_jars_test.sh JARS="okio commons-lang3"
 check verify-broken-no-exit fail broken-no-exit verify_jars_test.sh JARS="okio"
+check behaviour-full pass full behaviour_test.sh
+check behaviour-broken-no-exit fail broken-no-exit behaviour_test.sh MODES=jdk17
+check behaviour-matrix fail matrix behaviour_test.sh MODES=jdk17
+check behaviour-broken-handler-first fail broken-handler-first behaviour_test.sh MODES=jdk17
 [ "$status" -eq 0 ] && echo "harness_test: PASS" || echo "harness_test: FAIL"
 exit "$status"
