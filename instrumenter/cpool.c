@@ -235,3 +235,16 @@ bl_err bl_cpool_methodref(bl_cpool *p, const char *cls, const char *name, const 
         e = bl_cpool_nat(p, name, desc, &nt);
     return e ? e : ref2(p, BL_CP_METHODREF, c, nt, idx);
 }
+
+const char *bl_cpool_class_name(const bl_cpool *p, uint16_t idx, uint32_t *n)
+{
+    uint32_t orig = bl_cf_pool_count(p->cf);
+    if (idx == 0 || idx >= p->count || (idx < orig && bl_cf_pool_tag(p->cf, idx) != BL_CP_CLASS))
+        return NULL;
+    const uint8_t *e = entry_bytes(p, idx);
+    if (e[0] != BL_CP_CLASS)
+        return NULL;
+    const uint8_t *u = entry_bytes(p, bl_be16(e + 1));
+    *n = bl_be16(u + 1);
+    return (const char *)u + 3;
+}

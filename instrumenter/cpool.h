@@ -50,6 +50,11 @@ bl_err bl_cpool_nat(bl_cpool *p, const char *name, const char *desc, uint16_t *i
 bl_err bl_cpool_methodref(bl_cpool *p, const char *cls, const char *name, const char *desc,
                           uint16_t *idx);
 
+/* The name of Class entry idx (original or added): *n bytes at the returned
+ * pointer, not NUL-terminated, valid until the next addition. NULL when idx
+ * is not a Class entry. */
+const char *bl_cpool_class_name(const bl_cpool *p, uint16_t idx, uint32_t *n);
+
 /* Number of entries added so far (constant_pool_count = original + this). */
 static inline uint32_t bl_cpool_added(const bl_cpool *p) { return p->n_new; }
 

@@ -56,6 +56,7 @@
 #include "bytecode.h"
 #include "codeattr.h"
 #include "cpool.h"
+#include "frames.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,7 @@ typedef struct scratch {
     insn *in;
     uint32_t *start, *lab, *body;
     int32_t *idx_of;  /* [code_len + 1] */
+    uint32_t *old, *targets; /* old offsets; instructions that need a new frame */
     uint32_t cap;     /* capacity of the arrays above, in entries */
     bl_buf code, attrs, methods, tmp;
 } scratch;
@@ -151,7 +153,13 @@ static bl_err grow_scratch(scratch *s, uint32_t n)
     int32_t *d = realloc(s->idx_of, n * sizeof *d);
     if (d)
         s->idx_of = d;
-    if (!in || !a || !b || !c || !d)
+    uint32_t *f = realloc(s->old, n * sizeof *f);
+    if (f)
+        s->old = f;
+    uint32_t *g = realloc(s->targets, n * sizeof *g);
+    if (g)
+        s->targets = g;
+    if (!in || !a || !b || !c || !d || !f || !g)
         return BL_ENOMEM;
     s->cap = n;
     return BL_OK;
@@ -164,6 +172,8 @@ static void free_scratch(scratch *s)
     free(s->lab);
     free(s->body);
     free(s->idx_of);
+    free(s->old);
+    free(s->targets);
     bl_buf_cleanup(&s->code);
     bl_buf_cleanup(&s->attrs);
     bl_buf_cleanup(&s->methods);
@@ -459,6 +469,19 @@ static int known_code_attr(const char *name, int *kind)
     return 0;
 }
 
+/* StackMapTable body rebuilt with simulated frames for new targets. */
+static bl_err frames_rebuild(ctx *c, size_t mi, const bl_pcmap *pm, uint32_t n,
+                             const uint8_t *smt, uint32_t smt_len, uint32_t n_targets, bl_buf *ab)
+{
+    const bl_cf_mraw *r = bl_cf_method_raw(c->cf, mi);
+    for (uint32_t i = 0; i < n; i++)
+        c->s.old[i] = c->s.in[i].old;
+    bl_frames_in fi = {c->cf, &c->pool, bl_cf_method_at(c->cf, mi), r->max_stack,
+                       r->max_locals, c->d + r->code, c->s.old, n, pm, smt, smt_len,
+                       c->s.targets, n_targets, c->c_throwable};
+    return bl_frames_rebuild(&fi, ab, c->err, c->errlen);
+}
+
 /* Rewrites method mi into s->methods (or copies it). *done = 1 when probes
  * went in. */
 static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
@@ -524,14 +547,12 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
         skip(c, m, "code would exceed 65535 bytes");
         return bl_buf_append(&s->methods, d + r->start, r->end - r->start);
     }
-    int need_frames = has_smt || bl_cf_major(c->cf) >= 50;
-    if (need_frames)
-        for (uint32_t i = 0; i < n; i++)
-            if ((s->in[i].flags & F_WIDE) && bl_bc_is_cond_branch(s->in[i].op)) {
-                skip(c, m, "a conditional branch needs widening (frame for the new target "
-                           "not supported)");
-                return bl_buf_append(&s->methods, d + r->start, r->end - r->start);
-            }
+    /* inverted conditionals make their fall-through a jump target */
+    uint32_t n_targets = 0;
+    for (uint32_t i = 0; i + 1 < n; i++)
+        if ((s->in[i].flags & F_WIDE) && bl_bc_is_cond_branch(s->in[i].op))
+            s->targets[n_targets++] = i + 1;
+    int rebuild = n_targets && (has_smt || bl_cf_major(c->cf) >= 50);
     uint32_t new_len = code_end + hlen;
     bl_pcmap pm = {s->idx_of, s->lab, s->body, len, code_end, new_len};
 
@@ -558,8 +579,9 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
         uint16_t nf;
         switch (kind) {
         case 0:
-            e = bl_ca_frames(&pm, body, alen, tail, sizeof tail, code_end, ab, &nf, c->err,
-                             c->errlen);
+            e = rebuild ? frames_rebuild(c, mi, &pm, n, body, alen, n_targets, ab)
+                        : bl_ca_frames(&pm, body, alen, tail, sizeof tail, code_end, ab, &nf,
+                                       c->err, c->errlen);
             break;
         case 1:
             e = bl_ca_lines(&pm, body, alen, ab, c->err, c->errlen);
@@ -583,10 +605,13 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
             return e;
         size_t hdr = ab->len;
         uint16_t nf;
-        if ((e = put16(ab, c->u_smt)) != BL_OK || (e = put32(ab, 0)) != BL_OK ||
-            (e = bl_ca_frames(&pm, NULL, 0, tail, sizeof tail, code_end, ab, &nf, c->err,
-                              c->errlen)) != BL_OK)
+        if ((e = put16(ab, c->u_smt)) != BL_OK || (e = put32(ab, 0)) != BL_OK)
             return e;
+        e = rebuild ? frames_rebuild(c, mi, &pm, n, NULL, 0, n_targets, ab)
+                    : bl_ca_frames(&pm, NULL, 0, tail, sizeof tail, code_end, ab, &nf, c->err,
+                                   c->errlen);
+        if (e)
+            return e == BL_EFORMAT ? mbad(c, m, 0, c->err) : e;
         uint32_t nl = (uint32_t)(ab->len - hdr - 6);
         for (int b = 0; b < 4; b++)
             ab->data[hdr + 2 + b] = (char)(uint8_t)(nl >> (24 - 8 * b));

@@ -435,6 +435,129 @@ START_TEST(crafted_v49_switch_jsr_wide)
 }
 END_TEST
 
+/* Counts opcode op at instruction starts of method `name` in class bytes. */
+static size_t count_op(const uint8_t *d, size_t len, const char *name, unsigned op,
+                       unsigned inv_op, size_t *inverted)
+{
+    bl_cf *cf = NULL;
+    ck_assert_int_eq(bl_cf_parse(d, len, &cf, NULL, 0), BL_OK);
+    size_t hits = 0;
+    *inverted = 0;
+    for (size_t i = 0; i < bl_cf_method_count(cf); i++) {
+        if (strcmp(bl_cf_method_at(cf, i)->name, name) != 0)
+            continue;
+        const bl_cf_mraw *r = bl_cf_method_raw(cf, i);
+        const uint8_t *c = d + r->code;
+        for (uint32_t off = 0; off < r->code_len; off += bl_bc_insn_len(c, r->code_len, off)) {
+            hits += c[off] == op;
+            /* if<!c> +8 followed by goto_w */
+            if ((c[off] == inv_op || (!inv_op && bl_bc_is_cond_branch(c[off]))) &&
+                bl_be16(c + off + 1) == 8 &&
+                c[off + 3] == BL_OP_GOTO_W)
+                (*inverted)++;
+        }
+    }
+    bl_cf_free(cf);
+    return hits;
+}
+
+/* A method whose forward conditional and backward goto span ~32,000 bytes
+ * that hold 600 returns: after instrumentation both need 32-bit offsets. */
+START_TEST(crafted_v49_long_branches)
+{
+    cb b;
+    cb_init(&b, 49);
+    uint16_t tc = cb_class(&b, "t/Long"), sc = cb_class(&b, "java/lang/Object");
+    static uint8_t c[40000];
+    uint32_t n = 0;
+    c[n++] = 0x03, c[n++] = 0x3c;                  /* iconst_0 istore_1 */
+    uint32_t loop = n;
+    c[n++] = 0x1a;                                 /* iload_0 */
+    uint32_t br = n;
+    c[n++] = 0x99, n += 2;                         /* ifeq FAR */
+    for (int k = 0; k < 600; k++) {                /* iload_0 ifge +5 iconst_0 ireturn */
+        c[n++] = 0x1a, c[n++] = 0x9c, c[n++] = 0, c[n++] = 5, c[n++] = 0x03, c[n++] = 0xac;
+    }
+    while (n < 32000)
+        c[n++] = 0;                                /* nop */
+    c[n++] = 0x84, c[n++] = 1, c[n++] = 1;         /* iinc 1 1 */
+    c[n++] = 0x1b, c[n++] = 0x05;                  /* iload_1 iconst_2 */
+    c[n++] = 0xa2, c[n++] = 0, c[n++] = 6;         /* if_icmpge OUT */
+    uint32_t back = n;
+    c[n++] = 0xa7;                                 /* goto LOOP */
+    c[n] = (uint8_t)((uint16_t)(int16_t)(loop - back) >> 8);
+    c[n + 1] = (uint8_t)(int16_t)(loop - back);
+    n += 2;
+    c[n++] = 0x1b, c[n++] = 0xac;                  /* OUT: iload_1 ireturn */
+    uint32_t far = n;
+    c[n++] = 0x10, c[n++] = 42, c[n++] = 0xac;     /* FAR: bipush 42 ireturn */
+    c[br + 1] = (uint8_t)((far - br) >> 8), c[br + 2] = (uint8_t)(far - br);
+    cb_method(&b, 9, "far", "(I)I", 2, 2, c, n, NULL, 0, NULL, 0, 0);
+    static const char *const fns[3] = {"far", "far", "far"};
+    static const int args[3] = {0, -1, 7};
+    add_main(&b, tc, fns, args, 3);
+    cb_finish(&b, tc, sc);
+    n_warn = 0;
+    size_t len, inv;
+    uint8_t *o = instrument_and_run((uint8_t *)b.out.data, b.out.len, "t.Long", 2, &len);
+    ck_assert_uint_eq(n_warn, 0);
+    ck_assert_uint_eq(count_op(o, len, "far", BL_OP_GOTO_W, 154, &inv), 2); /* goto + inverted */
+    ck_assert_uint_eq(inv, 1);
+    free(o);
+    cb_free(&b);
+}
+END_TEST
+
+/* The same with javac output (StackMapTable): --release 8 (major 52) and
+ * the default (61). The conditional's fall-through needs a simulated frame
+ * that knows the String local and the loop counter. */
+static void javac_long(const char *release)
+{
+    if (!have_jvm())
+        return;
+    char path[512], cmd[1024];
+    snprintf(path, sizeof path, "%s/src%s", tmpdir, release);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", path);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/src%s/Big.java", tmpdir, release);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "public class Big {\n  static int big(int x, long w) {\n    int r = 0;\n"
+               "    for (int j = 0; j < 2; j++) {\n      if (x > 0) {\n"
+               "        String s = \"a\" + x;\n        r += s.length();\n");
+    for (int k = 1; k <= 1250; k++)
+        fprintf(f, "        if (x == %d) return %d + s.length(); r += x * %d;\n", k + 1000,
+                k, k);
+    fprintf(f, "        r += s.length() + (int) w;\n      }\n      r++;\n    }\n    return r;\n  }\n"
+               "  public static void main(String[] a) {\n"
+               "    System.out.println(big(1, 7L));\n    System.out.println(big(-1, 7L));\n"
+               "    System.out.println(big(1005, 7L));\n"
+               "    try { Object o = null; o.hashCode(); } catch (RuntimeException e) {\n"
+               "      System.out.println(\"caught\"); }\n  }\n}\n");
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "javac %s%s -d %s/cls%s %s 2>&1", release[0] ? "--release " : "",
+             release, tmpdir, release, path);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/cls%s/Big.class", tmpdir, release);
+    size_t len, olen, inv;
+    char *data = tu_read_file(path, &len);
+    ck_assert_ptr_nonnull(data);
+    ck_assert_uint_eq(count_op((uint8_t *)data, len, "big", BL_OP_GOTO_W, 0, &inv), 0);
+    n_warn = 0;
+    uint8_t *o = instrument_and_run((uint8_t *)data, len, "Big", 3, &olen);
+    ck_assert_msg(n_warn == 0, "%s", last_warn);
+    ck_assert_uint_ge(count_op(o, olen, "big", BL_OP_GOTO_W, 0, &inv), 2);
+    ck_assert_uint_ge(inv, 1);
+    free(o);
+    free(data);
+}
+
+START_TEST(javac_long_release8) { javac_long("8"); }
+END_TEST
+
+START_TEST(javac_long_default) { javac_long(""); }
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("probe");
@@ -442,6 +565,9 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, real_jars);
     tcase_add_test(tc, crafted_v49_switch_jsr_wide);
+    tcase_add_test(tc, crafted_v49_long_branches);
+    tcase_add_test(tc, javac_long_release8);
+    tcase_add_test(tc, javac_long_default);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);
     if (tmpdir[0]) {
