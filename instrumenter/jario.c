@@ -569,14 +569,15 @@ static void remove_tree(const char *path)
     remove_tree_at(AT_FDCWD, path, 0);
 }
 
-/* Writes data to a new file `path` (mode), fsync'ed. */
-static bl_err write_new_file(const char *path, const void *data, size_t len, mode_t mode)
+/* Writes data to a new file `path` (mode), fsync'ed when `sync`. */
+static bl_err write_new_file(const char *path, const void *data, size_t len, mode_t mode,
+                             int sync)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd < 0)
         return BL_EIO;
     bl_err e = bl_fd_write_all(fd, data, len);
-    if (!e && fsync(fd) != 0)
+    if (!e && sync && fsync(fd) != 0)
         e = BL_EIO;
     int saved = errno;
     if (close(fd) != 0 && !e)
@@ -588,8 +589,8 @@ static bl_err write_new_file(const char *path, const void *data, size_t len, mod
     return e;
 }
 
-/* Copies file src to a new file dst (mode), fsync'ed. */
-static bl_err copy_file(const char *src, const char *dst, mode_t mode, int dst_exists)
+/* Copies file src to a new file dst (mode), fsync'ed when `sync`. */
+static bl_err copy_file(const char *src, const char *dst, mode_t mode, int dst_exists, int sync)
 {
     int in = open(src, O_RDONLY | O_CLOEXEC);
     if (in < 0)
@@ -613,7 +614,7 @@ static bl_err copy_file(const char *src, const char *dst, mode_t mode, int dst_e
             break;
         e = bl_fd_write_all(out, buf, (size_t)r);
     }
-    if (!e && fsync(out) != 0)
+    if (!e && sync && fsync(out) != 0)
         e = BL_EIO;
     int saved = errno;
     free(buf);
@@ -641,7 +642,7 @@ static const char *estr(bl_err e)
 static bl_err stage_jar(const bl_jio_input *in, const char *tmp, bl_jio_notice_fn notice,
                         void *ctx, char *err, size_t errlen)
 {
-    bl_err e = copy_file(in->path, tmp, 0644, 1);
+    bl_err e = copy_file(in->path, tmp, 0644, 1, 0);
     if (e) {
         snprintf(err, errlen, "%s: copying %s: %s", tmp, in->path, estr(e));
         return e;
@@ -705,7 +706,7 @@ static bl_err stage_jar(const bl_jio_input *in, const char *tmp, bl_jio_notice_f
         /* libzip removes an archive left empty: write an empty one */
         static const uint8_t eocd[22] = {0x50, 0x4b, 0x05, 0x06};
         unlink(tmp);
-        if ((e = write_new_file(tmp, eocd, sizeof eocd, 0666)) != BL_OK) {
+        if ((e = write_new_file(tmp, eocd, sizeof eocd, 0666, 1)) != BL_OK) {
             snprintf(err, errlen, "%s: %s", tmp, estr(e));
             return e;
         }
@@ -732,10 +733,10 @@ static bl_err stage_dir(const bl_jio_input *in, const char *tmp, char *err, size
                 e = BL_EIO;
         } else if (en->out || en->data) {
             e = write_new_file(dst, en->out ? en->out : en->data, en->out ? en->out_len : en->len,
-                               (mode_t)(en->mode ? en->mode : 0644));
+                               (mode_t)(en->mode ? en->mode : 0644), 0);
         } else {
             char *src = cat3(in->path, "/", en->name);
-            e = src ? copy_file(src, dst, (mode_t)(en->mode ? en->mode : 0644), 0) : BL_ENOMEM;
+            e = src ? copy_file(src, dst, (mode_t)(en->mode ? en->mode : 0644), 0, 0) : BL_ENOMEM;
             free(src);
         }
         if (e) {
@@ -745,11 +746,16 @@ static bl_err stage_dir(const bl_jio_input *in, const char *tmp, char *err, size
         }
         free(dst);
     }
-    /* directories last written in order; fsync the root */
-    if (fsync_path(tmp, 1) != 0) {
-        snprintf(err, errlen, "%s: fsync: %s", tmp, strerror(errno));
+    /* one syncfs for the whole tree instead of an fsync per file (thousands
+     * of fsyncs cost seconds); then the root folder */
+    int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || syncfs(fd) != 0 || fsync(fd) != 0) {
+        snprintf(err, errlen, "%s: syncfs: %s", tmp, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return BL_EIO;
     }
+    close(fd);
     return BL_OK;
 }
 
@@ -803,7 +809,7 @@ bl_err bl_jio_stage(const bl_jio_input *in, const char *target, bl_jio_notice_fn
             const bl_jio_entry *en = &in->entries[0];
             unlink(tmp);
             e = write_new_file(tmp, en->out ? en->out : en->data, en->out ? en->out_len : en->len,
-                               0666);
+                               0666, 1);
             if (e)
                 snprintf(err, errlen, "%s: %s", tmp, estr(e));
         }

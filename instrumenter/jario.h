@@ -26,7 +26,7 @@
  * signature files (META-INF/X.SF, .RSA, .DSA, .EC, META-INF/SIG-*) are left
  * out, with a notice; META-INF/MANIFEST.MF is copied unchanged (its
  * per-entry digests are inert without the signature files). Files are
- * fsync'ed. bl_jio_commit renames the staged output onto the target
+ * fsync'ed (a folder output: one syncfs for the whole tree). bl_jio_commit renames the staged output onto the target
  * (replacing an existing one; a directory by an atomic exchange where the
  * file system allows it) and fsyncs the folder; bl_jio_abort removes it.
  */
