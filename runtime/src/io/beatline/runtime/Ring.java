@@ -45,8 +45,6 @@ final class Ring {
 
     final long[] slots;
     final int mask;
-    /** Writer's own count of records written (plain; read only by the writer). */
-    private long written;
     /** Records written, as published to dumpers (release store by the writer). */
     private volatile long published;
     /** Dumper's fence target (see the protocol). */
@@ -95,9 +93,8 @@ final class Ring {
 
     /** Appends one record. Writer thread only; no allocation, no lock, never blocks. */
     void put(long record) {
-        long p = written;
+        long p = published; // only this thread writes it: a plain load on x86 and AArch64 (ldar)
         slots[(int) p & mask] = record;
-        written = p + 1;
         PUBLISHED.lazySet(this, p + 1);
     }
 
