@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zip.h>
+#include <zlib.h>
 
 #define MAX_DEPTH 256
 #define COPY_CHUNK (1u << 20)
@@ -118,6 +119,7 @@ void bl_jio_free(bl_jio_input *in)
     for (size_t i = 0; i < in->n; i++) {
         free(in->entries[i].name);
         free(in->entries[i].data);
+        free(in->entries[i].zout);
     }
     free(in->entries);
     free(in->path);
@@ -639,6 +641,116 @@ static const char *estr(bl_err e)
     return e == BL_EIO ? strerror(errno) : bl_err_str(e);
 }
 
+/* ---- pre-compressed entries ------------------------------------------- */
+
+bl_err bl_jio_precompress(const bl_jio_input *in, bl_jio_entry *en)
+{
+    if (in->kind != BL_JIO_JAR || !en->out || en->comp == ZIP_CM_STORE || en->zout)
+        return BL_OK;
+    if (en->out_len > (size_t)UINT32_MAX / 2)
+        return BL_OK; /* let libzip do it */
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return BL_ENOMEM;
+    uLong bound = deflateBound(&zs, (uLong)en->out_len);
+    uint8_t *z = malloc(bound ? bound : 1);
+    if (!z) {
+        deflateEnd(&zs);
+        return BL_ENOMEM;
+    }
+    zs.next_in = (Bytef *)(uintptr_t)en->out;
+    zs.avail_in = (uInt)en->out_len;
+    zs.next_out = z;
+    zs.avail_out = (uInt)bound;
+    int r = deflate(&zs, Z_FINISH);
+    size_t n = (size_t)zs.total_out;
+    deflateEnd(&zs);
+    if (r != Z_STREAM_END) {
+        free(z);
+        return BL_EFORMAT;
+    }
+    en->zout = z;
+    en->zout_len = n;
+    en->crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), en->out, (uInt)en->out_len);
+    return BL_OK;
+}
+
+/* A libzip source that serves an entry's pre-compressed bytes and says so
+ * in its stat (comp_method deflate, crc), so zip_close copies them as they
+ * are instead of compressing again. */
+typedef struct zsrc {
+    const bl_jio_entry *en;
+    size_t pos;
+    zip_error_t error;
+} zsrc;
+
+static zip_int64_t zsrc_cb(void *ud, void *data, zip_uint64_t len, zip_source_cmd_t cmd)
+{
+    zsrc *z = ud;
+    switch (cmd) {
+    case ZIP_SOURCE_OPEN:
+        z->pos = 0;
+        return 0;
+    case ZIP_SOURCE_READ: {
+        size_t left = z->en->zout_len - z->pos;
+        size_t n = len < left ? (size_t)len : left;
+        memcpy(data, z->en->zout + z->pos, n);
+        z->pos += n;
+        return (zip_int64_t)n;
+    }
+    case ZIP_SOURCE_CLOSE:
+        return 0;
+    case ZIP_SOURCE_STAT: {
+        if (len < sizeof(zip_stat_t)) {
+            zip_error_set(&z->error, ZIP_ER_INVAL, 0);
+            return -1;
+        }
+        zip_stat_t *st = data;
+        zip_stat_init(st);
+        st->valid = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD | ZIP_STAT_CRC |
+                    ZIP_STAT_MTIME | ZIP_STAT_ENCRYPTION_METHOD;
+        st->size = z->en->out_len;
+        st->comp_size = z->en->zout_len;
+        st->comp_method = ZIP_CM_DEFLATE;
+        st->encryption_method = ZIP_EM_NONE;
+        st->crc = z->en->crc;
+        st->mtime = z->en->mtime;
+        return (zip_int64_t)sizeof *st;
+    }
+    case ZIP_SOURCE_ERROR:
+        return zip_error_to_data(&z->error, data, len);
+    case ZIP_SOURCE_FREE:
+        zip_error_fini(&z->error);
+        free(z);
+        return 0;
+    case ZIP_SOURCE_SUPPORTS:
+        return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE,
+                                              ZIP_SOURCE_STAT, ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE,
+                                              -1);
+    default:
+        zip_error_set(&z->error, ZIP_ER_OPNOTSUPP, 0);
+        return -1;
+    }
+}
+
+static zip_source_t *source_for(zip_t *za, const bl_jio_entry *en)
+{
+    if (!en->zout)
+        return zip_source_buffer(za, en->out, en->out_len, 0);
+    zsrc *z = calloc(1, sizeof *z);
+    if (!z)
+        return NULL;
+    z->en = en;
+    zip_error_init(&z->error);
+    zip_source_t *src = zip_source_function(za, zsrc_cb, z);
+    if (!src) {
+        zip_error_fini(&z->error);
+        free(z);
+    }
+    return src;
+}
+
 static bl_err stage_jar(const bl_jio_input *in, const char *tmp, bl_jio_notice_fn notice,
                         void *ctx, char *err, size_t errlen)
 {
@@ -661,7 +773,7 @@ static bl_err stage_jar(const bl_jio_input *in, const char *tmp, bl_jio_notice_f
         if (!en->out)
             continue;
         changed = 1;
-        zip_source_t *src = zip_source_buffer(za, en->out, en->out_len, 0);
+        zip_source_t *src = source_for(za, en);
         if (!src || zip_file_replace(za, en->index, src, 0) != 0) {
             if (src)
                 zip_source_free(src);

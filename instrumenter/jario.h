@@ -61,6 +61,11 @@ typedef struct bl_jio_entry {
      * must outlive bl_jio_stage) or NULL to copy the entry unchanged. */
     const uint8_t *out;
     size_t out_len;
+    /* Set by bl_jio_precompress (jar outputs): `out` raw-deflated (owned),
+     * and its CRC-32; NULL when not done. */
+    uint8_t *zout;
+    size_t zout_len;
+    uint32_t crc;
 } bl_jio_entry;
 
 typedef struct bl_jio_input {
@@ -92,6 +97,13 @@ void bl_jio_free(bl_jio_input *in);
  * (BL_EIO, BL_EFORMAT, BL_ENOMEM) is described in err. */
 bl_err bl_jio_stage(const bl_jio_input *in, const char *target, bl_jio_notice_fn notice,
                     void *ctx, bl_jio_staged *st, char *err, size_t errlen);
+
+/* Deflates en->out (zlib level 6, raw) into en->zout when the entry is a
+ * deflated jar entry, so that bl_jio_stage hands libzip compressed bytes and
+ * the compression runs on the caller's threads. Thread-safe for distinct
+ * entries. BL_OK also when there is nothing to do; BL_ENOMEM; BL_EFORMAT
+ * (zlib failure). */
+bl_err bl_jio_precompress(const bl_jio_input *in, bl_jio_entry *en);
 
 /* Stages a plain file with the given bytes (the method-ID file). */
 bl_err bl_jio_stage_bytes(const char *target, const void *data, size_t len, bl_jio_staged *st,

@@ -428,6 +428,14 @@ static void pass2(job *j, unit *u)
         if (e) {
             where(u, loc, sizeof loc);
             set_err(u, "%s: %s", loc, msg[0] ? msg : bl_err_str(e));
+        } else if (u->n_done) {
+            /* compress here, on this thread, rather than later in zip_close */
+            u->en->out = (const uint8_t *)u->out.data;
+            u->en->out_len = u->out.len;
+            if ((e = bl_jio_precompress(u->in, u->en)) != BL_OK) {
+                where(u, loc, sizeof loc);
+                set_err(u, "%s: compressing: %s", loc, bl_err_str(e));
+            }
         }
     }
     free(ids);
