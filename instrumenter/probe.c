@@ -119,10 +119,11 @@ static bl_err ensure_pool(ctx *c)
 
 static int skip(ctx *c, const bl_cf_method *m, const char *why)
 {
-    snprintf(c->msg, sizeof c->msg, "%s.%s%s left uninstrumented: %s", bl_cf_name(c->cf),
-             m->name, m->desc, why);
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s.%s%s left uninstrumented: %s", bl_cf_name(c->cf), m->name,
+             m->desc, why);
     if (c->opts->warn)
-        c->opts->warn(c->opts->warn_ctx, c->msg);
+        c->opts->warn(c->opts->warn_ctx, buf);
     return M_SKIP;
 }
 
@@ -132,6 +133,16 @@ static bl_err mbad(ctx *c, const bl_cf_method *m, uint32_t off, const char *why)
         snprintf(c->err, c->errlen, "%s.%s%s: %s (code offset %u)", bl_cf_name(c->cf), m->name,
                  m->desc, why, (unsigned)off);
     return BL_EFORMAT;
+}
+
+/* Prefixes the message a helper left in err with the method's name. */
+static bl_err wrap(ctx *c, const bl_cf_method *m, bl_err e)
+{
+    if (e != BL_EFORMAT || !c->errlen)
+        return e;
+    snprintf(c->msg, sizeof c->msg, "%s", c->err);
+    snprintf(c->err, c->errlen, "%s.%s%s: %s", bl_cf_name(c->cf), m->name, m->desc, c->msg);
+    return e;
 }
 
 static bl_err grow_scratch(scratch *s, uint32_t n)
@@ -593,8 +604,13 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
             e = bl_ca_type_annos(&pm, body, alen, ab, c->err, c->errlen);
             break;
         }
+        if (e == BL_EFORMAT && rebuild && kind == 0) { /* the simulation gave up */
+            snprintf(c->msg, sizeof c->msg, "%s", c->err);
+            skip(c, m, c->msg);
+            return bl_buf_append(&s->methods, d + r->start, r->end - r->start);
+        }
         if (e)
-            return e == BL_EFORMAT ? mbad(c, m, 0, c->err) : e;
+            return wrap(c, m, e);
         uint32_t nl = (uint32_t)(ab->len - hdr - 6);
         for (int b = 0; b < 4; b++)
             ab->data[hdr + 2 + b] = (char)(uint8_t)(nl >> (24 - 8 * b));
@@ -610,8 +626,13 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
         e = rebuild ? frames_rebuild(c, mi, &pm, n, NULL, 0, n_targets, ab)
                     : bl_ca_frames(&pm, NULL, 0, tail, sizeof tail, code_end, ab, &nf, c->err,
                                    c->errlen);
+        if (e == BL_EFORMAT && rebuild) {
+            snprintf(c->msg, sizeof c->msg, "%s", c->err);
+            skip(c, m, c->msg);
+            return bl_buf_append(&s->methods, d + r->start, r->end - r->start);
+        }
         if (e)
-            return e == BL_EFORMAT ? mbad(c, m, 0, c->err) : e;
+            return wrap(c, m, e);
         uint32_t nl = (uint32_t)(ab->len - hdr - 6);
         for (int b = 0; b < 4; b++)
             ab->data[hdr + 2 + b] = (char)(uint8_t)(nl >> (24 - 8 * b));

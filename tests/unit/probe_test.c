@@ -558,6 +558,227 @@ END_TEST
 START_TEST(javac_long_default) { javac_long(""); }
 END_TEST
 
+/* 1 when method `name` of the class has a Code attribute named attr. */
+static int has_code_attr(const uint8_t *d, size_t len, const char *name, const char *attr)
+{
+    bl_cf *cf = NULL;
+    ck_assert_int_eq(bl_cf_parse(d, len, &cf, NULL, 0), BL_OK);
+    int found = 0;
+    for (size_t i = 0; i < bl_cf_method_count(cf); i++) {
+        if (strcmp(bl_cf_method_at(cf, i)->name, name) != 0)
+            continue;
+        const bl_cf_mraw *r = bl_cf_method_raw(cf, i);
+        for (uint32_t k = 0, at = r->attrs; k < r->attr_count; k++) {
+            const char *an = bl_cf_utf8(cf, bl_be16(d + at), NULL);
+            found |= strcmp(an, attr) == 0;
+            at += 6 + bl_be32(d + at + 2);
+        }
+    }
+    bl_cf_free(cf);
+    return found;
+}
+
+static void add_init(cb *b, uint16_t super_c)
+{
+    uint16_t init = cb_member(b, 10, super_c, "<init>", "()V");
+    const uint8_t ctor[] = {0x2a, 0xb7, (uint8_t)(init >> 8), (uint8_t)init, 0xb1};
+    cb_method(b, 1, "<init>", "()V", 1, 1, ctor, sizeof ctor, NULL, 0, NULL, 0, 0);
+}
+
+/* Straight-line methods (valid without frames) in every version; from 50 on
+ * the handler brings the first StackMapTable. JDK 17 runs up to 61. */
+START_TEST(class_versions)
+{
+    static const uint16_t versions[] = {45, 46, 49, 50, 52, 55, 61, 65};
+    for (size_t v = 0; v < sizeof versions / sizeof *versions; v++) {
+        cb b;
+        cb_init(&b, versions[v]);
+        uint16_t tc = cb_class(&b, "t/V"), sc = cb_class(&b, "java/lang/Object");
+        add_init(&b, sc);
+        static const uint8_t f[] = {0x1a, 0x04, 0x60, 0xac}; /* iload_0 iconst_1 iadd ireturn */
+        cb_method(&b, 9, "f", "(I)I", 2, 1, f, sizeof f, NULL, 0, NULL, 0, 0);
+        static const char *const fns[1] = {"f"};
+        static const int args[1] = {41};
+        add_main(&b, tc, fns, args, 1);
+        cb_finish(&b, tc, sc);
+        n_warn = 0;
+        size_t len;
+        uint8_t *o = instrument_and_run((uint8_t *)b.out.data, b.out.len,
+                                        versions[v] <= 61 ? "t.V" : NULL, 3, &len);
+        ck_assert_uint_eq(n_warn, 0);
+        ck_assert_int_eq(has_code_attr(o, len, "f", "StackMapTable"), versions[v] >= 50);
+        free(o);
+        cb_free(&b);
+    }
+}
+END_TEST
+
+static bl_err instrument_all(const cb *b, uint32_t id, size_t *done, char *err, size_t errlen)
+{
+    bl_cf *cf = NULL;
+    bl_err e = bl_cf_parse((uint8_t *)b->out.data, b->out.len, &cf, err, errlen);
+    ck_assert_msg(e == BL_OK, "%s", err);
+    uint32_t ids[16];
+    for (size_t i = 0; i < 16; i++)
+        ids[i] = id;
+    bl_probe_opts o = {RT, warn_fn, NULL};
+    bl_buf out;
+    bl_buf_init(&out, 0);
+    e = bl_probe_instrument(cf, ids, &o, &out, done, err, errlen);
+    if (e == BL_OK) {
+        bl_cf *cf2 = NULL;
+        ck_assert_int_eq(bl_cf_parse((uint8_t *)out.data, out.len, &cf2, NULL, 0), BL_OK);
+        bl_cf_free(cf2);
+    }
+    bl_buf_cleanup(&out);
+    bl_cf_free(cf);
+    return e;
+}
+
+START_TEST(pool_overflow)
+{
+    /* v49 needs 11 new entries (Utf8 x6, Class x2, NameAndType x2 ... see probe.c) */
+    for (int room = 0; room < 2; room++) {
+        cb b;
+        cb_init(&b, 49);
+        uint16_t tc = cb_class(&b, "t/P"), sc = cb_class(&b, "java/lang/Object");
+        add_init(&b, sc);
+        uint32_t target = room ? 65535 - 11 - 4 : 65535 - 5; /* 4 more for <init>/Code */
+        char nm[16];
+        for (uint32_t k = 0; b.count < target; k++) {
+            snprintf(nm, sizeof nm, "p%u", (unsigned)k);
+            cb_utf8(&b, nm);
+        }
+        cb_finish(&b, tc, sc);
+        char err[256];
+        size_t done = 0;
+        bl_err e = instrument_all(&b, 7, &done, err, sizeof err);
+        if (room) {
+            ck_assert_msg(e == BL_OK, "%s", err);
+            ck_assert_uint_eq(done, 1);
+        } else {
+            ck_assert_int_eq(e, BL_ETOOBIG);
+            ck_assert(strstr(err, "65535") != NULL);
+        }
+        cb_free(&b);
+    }
+}
+END_TEST
+
+START_TEST(corrupt_code)
+{
+    char err[256];
+    size_t done;
+    /* branch into the middle of an instruction */
+    {
+        cb b;
+        cb_init(&b, 49);
+        uint16_t tc = cb_class(&b, "t/C"), sc = cb_class(&b, "java/lang/Object");
+        static const uint8_t c[] = {0x10, 0x05, 0xa7, 0xff, 0xff, 0xb1}; /* goto -1 */
+        cb_method(&b, 9, "m", "()V", 1, 0, c, sizeof c, NULL, 0, NULL, 0, 0);
+        cb_finish(&b, tc, sc);
+        ck_assert_int_eq(instrument_all(&b, 1, &done, err, sizeof err), BL_EFORMAT);
+        ck_assert_msg(strstr(err, "t/C.m()V") && strstr(err, "code offset 2"), "%s", err);
+        cb_free(&b);
+    }
+    /* exception range not on an instruction; LineNumberTable pc off the end */
+    for (int k = 0; k < 2; k++) {
+        cb b;
+        cb_init(&b, 49);
+        uint16_t tc = cb_class(&b, "t/C"), sc = cb_class(&b, "java/lang/Object");
+        static const uint8_t c[] = {0x10, 0x05, 0x57, 0xb1};
+        const uint16_t exc[4] = {1, 3, 3, 0};
+        uint16_t lnt = cb_utf8(&b, "LineNumberTable");
+        uint8_t attr[] = {(uint8_t)(lnt >> 8), (uint8_t)lnt, 0, 0, 0, 6, 0, 1, 0, 9, 0, 1};
+        cb_method(&b, 9, "m", "()V", 1, 0, c, sizeof c, k ? NULL : exc, k ? 0 : 1,
+                  k ? attr : NULL, k ? sizeof attr : 0, k ? 1 : 0);
+        cb_finish(&b, tc, sc);
+        ck_assert_int_eq(instrument_all(&b, 1, &done, err, sizeof err), BL_EFORMAT);
+        ck_assert_msg(strstr(err, k ? "LineNumberTable" : "exception table"), "%s", err);
+        cb_free(&b);
+    }
+    /* an unknown Code attribute: left untouched with a warning */
+    {
+        cb b;
+        cb_init(&b, 49);
+        uint16_t tc = cb_class(&b, "t/C"), sc = cb_class(&b, "java/lang/Object");
+        static const uint8_t c[] = {0xb1};
+        uint16_t sm = cb_utf8(&b, "StackMap");
+        uint8_t attr[] = {(uint8_t)(sm >> 8), (uint8_t)sm, 0, 0, 0, 2, 0, 0};
+        cb_method(&b, 9, "m", "()V", 0, 0, c, sizeof c, NULL, 0, attr, sizeof attr, 1);
+        cb_method(&b, 9, "n", "()V", 0, 0, c, sizeof c, NULL, 0, NULL, 0, 0);
+        cb_finish(&b, tc, sc);
+        n_warn = 0;
+        ck_assert_int_eq(instrument_all(&b, 1, &done, err, sizeof err), BL_OK);
+        ck_assert_uint_eq(done, 1);
+        ck_assert_uint_eq(n_warn, 1);
+        ck_assert(strstr(last_warn, "t/C.m()V") && strstr(last_warn, "StackMap"));
+        cb_free(&b);
+    }
+    /* an id above the 23-bit limit */
+    {
+        cb b;
+        cb_init(&b, 49);
+        uint16_t tc = cb_class(&b, "t/C"), sc = cb_class(&b, "java/lang/Object");
+        add_init(&b, sc);
+        cb_finish(&b, tc, sc);
+        ck_assert_int_eq(instrument_all(&b, BL_PROBE_MAX_ID + 1, &done, err, sizeof err),
+                         BL_EINVAL);
+        cb_free(&b);
+    }
+}
+END_TEST
+
+/* super(new B()) : the enter probe goes after the second invokespecial; a
+ * constructor with no super call is left alone with a warning. */
+START_TEST(constructors)
+{
+    cb b;
+    cb_init(&b, 49);
+    uint16_t tc = cb_class(&b, "t/C"), sc = cb_class(&b, "t/B");
+    uint16_t i0 = cb_member(&b, 10, sc, "<init>", "()V");
+    uint16_t i1 = cb_member(&b, 10, sc, "<init>", "(Lt/B;)V");
+    const uint8_t c[] = {0x2a, 0xbb, (uint8_t)(sc >> 8), (uint8_t)sc, 0x59, 0xb7,
+                         (uint8_t)(i0 >> 8), (uint8_t)i0, 0xb7, (uint8_t)(i1 >> 8),
+                         (uint8_t)i1, 0xb1};
+    cb_method(&b, 1, "<init>", "()V", 3, 1, c, sizeof c, NULL, 0, NULL, 0, 0);
+    static const uint8_t none[] = {0xb1};
+    cb_method(&b, 1, "<init>", "(I)V", 0, 2, none, sizeof none, NULL, 0, NULL, 0, 0);
+    cb_finish(&b, tc, sc);
+    bl_cf *cf = NULL;
+    ck_assert_int_eq(bl_cf_parse((uint8_t *)b.out.data, b.out.len, &cf, NULL, 0), BL_OK);
+    uint32_t ids[2] = {3, 4};
+    bl_probe_opts o = {RT, warn_fn, NULL};
+    bl_buf out;
+    bl_buf_init(&out, 0);
+    size_t done = 0;
+    n_warn = 0;
+    ck_assert_int_eq(bl_probe_instrument(cf, ids, &o, &out, &done, NULL, 0), BL_OK);
+    ck_assert_uint_eq(done, 1);
+    ck_assert_uint_eq(n_warn, 1);
+    ck_assert(strstr(last_warn, "super"));
+    bl_cf *cf2 = NULL;
+    ck_assert_int_eq(bl_cf_parse((uint8_t *)out.data, out.len, &cf2, NULL, 0), BL_OK);
+    const bl_cf_mraw *r = bl_cf_method_raw(cf2, 0);
+    const uint8_t *nc = (uint8_t *)out.data + r->code;
+    ck_assert_uint_eq(memcmp(nc, c, 11), 0);       /* untouched up to super(...) */
+    ck_assert_uint_eq(nc[11], BL_OP_ICONST_0 + 3); /* enter probe */
+    ck_assert_uint_eq(nc[12], BL_OP_INVOKESTATIC);
+    ck_assert_uint_eq(nc[15], BL_OP_ICONST_0 + 3); /* exit probe before return */
+    ck_assert_uint_eq(nc[19], BL_OP_RETURN);
+    const uint8_t *x = (uint8_t *)out.data + r->exc;
+    ck_assert_uint_eq(bl_be16(x), 15);             /* range starts after the enter probe */
+    ck_assert_uint_eq(bl_be16(x + 2), 20);
+    ck_assert_uint_eq(bl_be16(x + 4), 20);
+    ck_assert_uint_eq(r->code_len, 25);
+    ck_assert_uint_eq(bl_cf_method_raw(cf2, 1)->code_len, 1);
+    bl_cf_free(cf2);
+    bl_cf_free(cf);
+    bl_buf_cleanup(&out);
+    cb_free(&b);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("probe");
@@ -568,6 +789,10 @@ int main(void)
     tcase_add_test(tc, crafted_v49_long_branches);
     tcase_add_test(tc, javac_long_release8);
     tcase_add_test(tc, javac_long_default);
+    tcase_add_test(tc, class_versions);
+    tcase_add_test(tc, pool_overflow);
+    tcase_add_test(tc, corrupt_code);
+    tcase_add_test(tc, constructors);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);
     if (tmpdir[0]) {
