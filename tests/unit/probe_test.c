@@ -533,7 +533,12 @@ static void javac_long(const char *release)
                "    System.out.println(big(1, 7L));\n    System.out.println(big(-1, 7L));\n"
                "    System.out.println(big(1005, 7L));\n"
                "    try { Object o = null; o.hashCode(); } catch (RuntimeException e) {\n"
-               "      System.out.println(\"caught\"); }\n  }\n}\n");
+               "      System.out.println(\"caught\"); }\n"
+               "    try { thrower(3); } catch (IllegalStateException e) {\n"
+               "      System.out.println(\"unwound \" + e.getMessage()); }\n  }\n"
+               "  static void thrower(int d) {\n"
+               "    if (d == 0) throw new IllegalStateException(\"deep\");\n"
+               "    synchronized (Big.class) { thrower(d - 1); }\n  }\n}\n");
     fclose(f);
     snprintf(cmd, sizeof cmd, "javac %s%s -d %s/cls%s %s 2>&1", release[0] ? "--release " : "",
              release, tmpdir, release, path);
@@ -544,7 +549,7 @@ static void javac_long(const char *release)
     ck_assert_ptr_nonnull(data);
     ck_assert_uint_eq(count_op((uint8_t *)data, len, "big", BL_OP_GOTO_W, 0, &inv), 0);
     n_warn = 0;
-    uint8_t *o = instrument_and_run((uint8_t *)data, len, "Big", 3, &olen);
+    uint8_t *o = instrument_and_run((uint8_t *)data, len, "Big", 4, &olen);
     ck_assert_msg(n_warn == 0, "%s", last_warn);
     ck_assert_uint_ge(count_op(o, olen, "big", BL_OP_GOTO_W, 0, &inv), 2);
     ck_assert_uint_ge(inv, 1);
