@@ -141,7 +141,7 @@ public final class ProbeBench {
             BeatlineConfig.Builder b = new BeatlineConfig.Builder().server("http://127.0.0.1:9").app("bench")
                     .ingestKey("k").spoolDir(new File(System.getProperty("java.io.tmpdir"), "beatline-bench-spool"))
                     .mainBufferRecords(1 << 17).threadBufferRecords(1 << 17)
-                    .flushIntervalMillis(3_600_000L).flushFill(1.0) // rings wrap; no dumps during the timing
+                    .flushIntervalMillis(3_600_000L).flushFill(0) // rings wrap; no dumps during the timing
                     .log(new Log() {
                         @Override
                         public void warn(String msg) {

@@ -32,7 +32,7 @@ public final class BeatlineConfig {
     public final int maxThreads;
     /** ms between regular dumps of the ring buffers into the spool. */
     public final long flushIntervalMillis;
-    /** A ring buffer at least this full (0..1) is dumped before the interval ends. */
+    /** A ring buffer at least this full (0.05..1) is dumped before the interval ends; 0: never early. */
     public final double flushFill;
     /** At most this many records in one batch (larger dumps are split). */
     public final int maxBatchRecords;
@@ -175,7 +175,7 @@ public final class BeatlineConfig {
             return this;
         }
 
-        /** @param fill dump early when a ring is this full, 0.05..1 (default 0.5) */
+        /** @param fill dump early when a ring is this full, 0.05..1 (default 0.5); 0: only every interval */
         public Builder flushFill(double fill) {
             this.flushFill = fill;
             return this;
@@ -271,7 +271,7 @@ public final class BeatlineConfig {
                     "threadBufferRecords must be a power of two 4..2^26: " + threadBufferRecords);
             require(maxThreads >= 1 && maxThreads <= 65536, "maxThreads must be 1..65536: " + maxThreads);
             require(flushIntervalMillis >= 10, "flushIntervalMillis must be >= 10: " + flushIntervalMillis);
-            require(flushFill >= 0.05 && flushFill <= 1, "flushFill must be 0.05..1: " + flushFill);
+            require(flushFill == 0 || flushFill >= 0.05 && flushFill <= 1, "flushFill must be 0 or 0.05..1: " + flushFill);
             require(maxBatchRecords >= 1 && maxBatchRecords <= (1 << 24), "maxBatchRecords must be 1..2^24");
             require(spoolMaxFiles >= 1, "spoolMaxFiles must be >= 1");
             require(spoolMaxBytes >= 1, "spoolMaxBytes must be >= 1");

@@ -107,7 +107,7 @@ final class Session implements Lifecycle.Hooks {
                 if (stopping) {
                     return;
                 }
-                if (now || System.nanoTime() - next >= 0 || recorder.maxFill() >= cfg.flushFill) {
+                if (now || System.nanoTime() - next >= 0 || cfg.flushFill > 0 && recorder.maxFill() >= cfg.flushFill) {
                     dumpToSpool();
                     next = System.nanoTime() + cfg.flushIntervalMillis * 1000000L;
                 }
