@@ -7,8 +7,15 @@
  *   - exit: push methodId; INVOKESTATIC <runtime>.o(I)V before every return
  *     instruction (ireturn … return);
  *   - exceptional exit: a catch-all handler, appended last to the exception
- *     table and covering the whole (original) body, that calls o(methodId)
- *     and rethrows with athrow.
+ *     table (user handlers keep priority), covering the body from just after
+ *     the enter probe to the end of the original code (exit probes included,
+ *     the handler itself not), that calls o(methodId) and rethrows (athrow).
+ * Methods without code (abstract, native) are never touched. A method is left
+ * as it is, with a warning through opts->warn, when its new code would exceed
+ * 65,535 bytes, a constructor has no super(...)/this(...) call, its Code
+ * attribute holds an attribute that may carry code offsets this code does not
+ * know (e.g. CLDC's StackMap), or a frame needed by a widened branch cannot
+ * be computed (jsr/ret in a version-50 class).
  * Branch offsets, switch padding, goto→goto_w widening, the exception table,
  * StackMapTable (major >= 50), LineNumberTable, LocalVariable(Type)Table,
  * Runtime(In)VisibleTypeAnnotations with code offsets, max_stack and max_locals

@@ -22,7 +22,7 @@ beatline_instrument_test(probe_test)
 # JVM acceptance: five Debian jars instrumented, checked by ASM's
 # CheckClassAdapter and loaded under java -Xverify:all (about 15 s).
 add_test(NAME instrumenter_core_jvm
-         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/instrumenter/verify_jars.sh
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/instrumenter/core_jvm.sh
                  ${CMAKE_BINARY_DIR}/bin ${PROJECT_SOURCE_DIR}
                  ${CMAKE_BINARY_DIR}/instrumenter-core-jvm)
 set_tests_properties(instrumenter_core_jvm PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77

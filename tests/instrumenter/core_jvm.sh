@@ -5,7 +5,7 @@
 # ASM's CheckClassAdapter.verify and loaded + initialised under
 # java -Xverify:all against a stub runtime (tests/instrumenter/java/VerifyDir).
 #
-#   verify_jars.sh BIN_DIR SOURCE_DIR WORK_DIR
+#   core_jvm.sh BIN_DIR SOURCE_DIR WORK_DIR
 set -euo pipefail
 bin=$1 src=$2 work=$3
 command -v javac >/dev/null || { echo "javac missing: skipped"; exit 77; }
