@@ -33,8 +33,9 @@
 //     METHOD_IDS (ids unique, 0..8388607); in the instrumented class it calls
 //     RUNTIME.i(I)V once with that id as a constant, every RUNTIME probe in it
 //     pushes that id, every return instruction is directly preceded by
-//     RUNTIME.o(I)V, and a catch-all exception-table entry leads to a handler
-//     that calls o(id) before its athrow. (A tool that changed nothing would
+//     RUNTIME.o(I)V, and the last exception-table entry is a catch-all whose
+//     range covers every return and whose handler calls o(id) before its
+//     athrow. (A tool that changed nothing would
 //     pass checks 2 and 3; this one makes the test fail for it.)
 //
 // Exit status: 0 when every count of failures is 0, 1 otherwise, 2 on usage
@@ -340,16 +341,27 @@ public final class VerifyJars {
                 }
             }
             if (enters != 1) { probeFail(where, enters + " calls of i(" + id + "), expected 1"); continue; }
+            // The catch-all is the last exception-table entry, so the method's
+            // own handlers take precedence; it covers every return.
             boolean handler = false;
-            for (TryCatchBlockNode tc : mn.tryCatchBlocks) {
-                if (tc.type != null) continue;
-                for (AbstractInsnNode n = nextReal(tc.handler); n != null && n.getOpcode() != Opcodes.ATHROW;
+            TryCatchBlockNode last = mn.tryCatchBlocks.isEmpty() ? null
+                : mn.tryCatchBlocks.get(mn.tryCatchBlocks.size() - 1);
+            if (last != null && last.type == null) {
+                for (AbstractInsnNode n = nextReal(last.handler); n != null && n.getOpcode() != Opcodes.ATHROW;
                      n = nextReal(n.getNext())) {
                     if (isProbe(n, "o")) { handler = true; break; }
                     if (n.getOpcode() == Opcodes.GOTO || n.getOpcode() >= Opcodes.IRETURN && n.getOpcode() <= Opcodes.RETURN) break;
                 }
+                int from = mn.instructions.indexOf(last.start), to = mn.instructions.indexOf(last.end);
+                for (AbstractInsnNode n = mn.instructions.getFirst(); handler && n != null; n = n.getNext()) {
+                    int op = n.getOpcode(), at = mn.instructions.indexOf(n);
+                    if (op >= Opcodes.IRETURN && op <= Opcodes.RETURN && (at < from || at >= to)) {
+                        probeFail(where, "a return outside the range of the catch-all handler");
+                        continue methods;
+                    }
+                }
             }
-            if (!handler) probeFail(where, "no catch-all handler calling o(" + id + ") before athrow");
+            if (!handler) probeFail(where, "the last exception-table entry is not a catch-all calling o(" + id + ") before athrow");
         }
     }
 }

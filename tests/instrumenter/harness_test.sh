@@ -8,7 +8,8 @@
 #   2. --mode broken-maxs (probes without raising max_stack: unverifiable code)
 #      must fail it;
 #   3. --mode broken-no-exit (no exit probe before returns: code that verifies
-#      but records wrong call trees) must fail it;
+#      but records wrong call trees) and --mode broken-handler-first (below)
+#      must fail it;
 #   4. behaviour_test.sh must pass with --mode full, and fail with
 #      broken-no-exit, with matrix (Matrix's own probes: no catch-all handler,
 #      so exceptions passing through a method leave it open) and with
@@ -41,6 +42,7 @@ check() { # NAME EXPECTED(pass|fail) MODE SCRIPT [ENV...]
 check verify-full pass full verify_jars_test.sh JARS="okio commons-lang3"
 check verify-broken-maxs fail broken-maxs verify_jars_test.sh JARS="okio commons-lang3"
 check verify-broken-no-exit fail broken-no-exit verify_jars_test.sh JARS="okio"
+check verify-broken-handler-first fail broken-handler-first verify_jars_test.sh JARS="okio"
 check behaviour-full pass full behaviour_test.sh
 check behaviour-broken-no-exit fail broken-no-exit behaviour_test.sh MODES=jdk17
 check behaviour-matrix fail matrix behaviour_test.sh MODES=jdk17
