@@ -33,6 +33,7 @@ final class Session implements Lifecycle.Hooks {
     private boolean flushWanted;
     private boolean uploadWanted;
     private volatile boolean stopping;
+    private boolean ended;
     private Thread flusher;
     private Thread sender;
 
@@ -216,9 +217,15 @@ final class Session implements Lifecycle.Hooks {
         }
     }
 
-    /** The end: probes off, final dump, bounded upload, threads stopped. */
+    /** The end: probes off, final dump, bounded upload, threads stopped. Only the first call acts. */
     @Override
     public void shutdown(long waitMillis) {
+        synchronized (wake) {
+            if (ended) {
+                return;
+            }
+            ended = true;
+        }
         Beatline.ended(this);
         stopping = true;
         synchronized (wake) {
