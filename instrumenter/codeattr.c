@@ -66,8 +66,13 @@ static int map_range(const bl_pcmap *m, uint32_t start, uint32_t length, uint32_
                      uint32_t *nl)
 {
     uint32_t end = start + length;
-    if (end > m->old_len || start >= m->old_len)
+    if (end > m->old_len || (start >= m->old_len && !(start == m->old_len && length == 0)))
         return 0;
+    if (start == m->old_len) { /* an empty range at the very end */
+        *ns = m->new_len;
+        *nl = 0;
+        return 1;
+    }
     uint32_t s = bl_pcmap_lab(m, start);
     uint32_t e = end == m->old_len ? m->new_len : bl_pcmap_lab(m, end);
     if (s == UINT32_MAX || e == UINT32_MAX || e < s)

@@ -42,8 +42,14 @@
  *     frame comes from frames.c (type simulation from the previous frame).
  *   - A method is left untouched, with a warning through opts->warn, when
  *     the new code would exceed 65,535 bytes, max_stack would exceed 65,535,
- *     or its Code attribute holds an attribute this file does not know
- *     (it may hold code offsets that cannot be moved: StackMap of CLDC, ...).
+ *     its Code attribute holds an attribute this file does not know (it may
+ *     hold code offsets that cannot be moved: StackMap of CLDC, ...), one of
+ *     the known ones names an offset that is not an instruction boundary or
+ *     is malformed (the JVM ignores most of them: losing the method's probes
+ *     is better than refusing the class), or a frame for a new branch target
+ *     cannot be simulated. Malformed code itself (undecodable instructions,
+ *     branch or exception-table pcs off instruction boundaries) is BL_EFORMAT
+ *     for the whole class: the JVM would refuse it too.
  *   - max_stack grows by 1 (the id above whatever is on the stack at an exit
  *     or at the enter point) and is at least 2 (throwable + id in the
  *     handler); max_locals is unchanged (no new locals).
@@ -80,7 +86,7 @@ typedef struct scratch {
     int32_t *idx_of;  /* [code_len + 1] */
     uint32_t *old, *targets; /* old offsets; instructions that need a new frame */
     uint32_t cap;     /* capacity of the arrays above, in entries */
-    bl_buf code, attrs, methods, tmp;
+    bl_buf code, attrs, methods;
 } scratch;
 
 typedef struct ctx {
@@ -188,7 +194,6 @@ static void free_scratch(scratch *s)
     bl_buf_cleanup(&s->code);
     bl_buf_cleanup(&s->attrs);
     bl_buf_cleanup(&s->methods);
-    bl_buf_cleanup(&s->tmp);
 }
 
 static bl_err put16(bl_buf *b, uint32_t v)
@@ -604,7 +609,7 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
             e = bl_ca_type_annos(&pm, body, alen, ab, c->err, c->errlen);
             break;
         }
-        if (e == BL_EFORMAT && rebuild && kind == 0) { /* the simulation gave up */
+        if (e == BL_EFORMAT) { /* offsets we cannot move, or the simulation gave up */
             snprintf(c->msg, sizeof c->msg, "%s", c->err);
             skip(c, m, c->msg);
             return bl_buf_append(&s->methods, d + r->start, r->end - r->start);
@@ -714,7 +719,6 @@ bl_err bl_probe_instrument(bl_cf *cf, const uint32_t *ids, const bl_probe_opts *
     bl_buf_init(&c->s.code, 0);
     bl_buf_init(&c->s.attrs, 0);
     bl_buf_init(&c->s.methods, 0);
-    bl_buf_init(&c->s.tmp, 0);
     bl_err e = grow_scratch(&c->s, maxlen + 1);
     for (size_t i = 0; i < nm && !e; i++) {
         int one = 0;
