@@ -21,7 +21,12 @@
 # The golden file is expected/PROGRAM.release8.tree for --release 8 when it
 # exists, else expected/PROGRAM.tree; "#" starts a comment there.
 #
-# MODES (environment): the compile modes, default "release8 jdk17".
+# Then the JDK 17 classes are instrumented once more in the tool's default
+# mode (trivial methods skipped): the trees must be the golden ones without
+# the calls of methods that got no methodId, each of them a leaf.
+#
+# MODES (environment): the compile modes, default "release8 jdk17";
+# DEFAULT_MODE=0 leaves out the default-mode run.
 # INSTRUMENT_CMD and EXPECT_FAIL: as in verify_jars_test.sh. Exit 0 on
 # success, 1 on failure, 77 (skipped) when the tool is not built.
 set -euo pipefail
@@ -147,6 +152,57 @@ for mode in "${MODES[@]}"; do
     fi
   done
 done
+# The default mode (trivial methods skipped), JDK 17 classes: the recorded
+# tree must be the expected one without the methods that got no methodId, and
+# each of those must be a leaf there (a trivial method calls nothing).
+if [ "${DEFAULT_MODE:-1}" = 1 ] && [ -d "$WORK_DIR/jdk17/orig" ]; then
+  d="$WORK_DIR/jdk17-default"
+  rm -rf "$d"
+  mkdir -p "$d"
+  rc=0
+  "${TOOL[@]}" --runtime-class beatlinetest/Rec -j 2 "$WORK_DIR/jdk17/orig" -o "$d/instr" \
+    --method-ids "$d/method-ids.txt" >"$d/tool.log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    cat "$d/tool.log"
+    bad "default mode: instrumenting exited with status $rc"
+  else
+    java -cp "$WORK_DIR/tools" CallTree --names "$d/method-ids.txt" >"$d/names"
+    skipped=0
+    for p in "${PROGRAMS[@]}"; do
+      rc=0
+      java -Xverify:all -Dbeatlinetest.out="$d/$p.trace" -cp "$d/instr:$WORK_DIR/rec" "$p" \
+        >"$d/$p.out" 2>"$d/$p.err" || rc=$?
+      [ "$rc" -eq 0 ] || { head -n 20 "$d/$p.err"; bad "default mode $p: exits with $rc"; continue; }
+      cmp -s "$d/$p.out" "$WORK_DIR/jdk17/$p.orig.out" || bad "default mode $p: stdout differs from the original's"
+      java -cp "$WORK_DIR/tools" CallTree "$d/$p.trace" "$d/method-ids.txt" >"$d/$p.tree"
+      # Drop the calls of methods without an id; such a call must have no children.
+      awk -v names="$d/names" -v prog="$p" '
+        BEGIN { while ((getline n < names) > 0) have[n] = 1 }
+        function depth(s) { match(s, /^ */); return RLENGTH / 2 }
+        { line[NR] = $0 }
+        END {
+          for (k = 1; k <= NR; k++) {
+            s = line[k]; name = s; sub(/^ */, "", name)
+            if (s ~ /^== / || (name in have)) { print s; continue }
+            if (k < NR && line[k + 1] !~ /^== / && depth(line[k + 1]) > depth(s))
+              print "!! " name " has no methodId but calls instrumented methods" > "/dev/stderr"
+            print "skipped " prog " " name > "/dev/stderr"
+          }
+        }' "$WORK_DIR/jdk17/$p.expected" >"$d/$p.expected" 2>>"$d/skipped.log"
+      if diff -u --label "$p.tree without uninstrumented methods" --label "$p (default mode)" \
+          "$d/$p.expected" "$d/$p.tree"; then
+        echo "ok: default mode $p: same stdout, call tree as expected ($(grep -vc '^==' "$d/$p.tree") calls)"
+      else
+        bad "default mode $p: recorded call tree differs"
+      fi
+    done
+    if grep '^!!' "$d/skipped.log"; then bad "default mode: a method that calls others was skipped"; fi
+    skipped=$(grep -c '^skipped' "$d/skipped.log" || true)
+    echo "default mode: $skipped calls of trivial methods left out, e.g.: $(grep '^skipped' "$d/skipped.log" | sort -u | head -n 3 | cut -d' ' -f3 | tr '\n' ' ')"
+    [ "$skipped" -gt 0 ] || bad "default mode: no trivial method was skipped"
+  fi
+fi
+
 echo "behaviour: ${#PROGRAMS[@]} programs x ${#MODES[@]} compile modes in $((SECONDS - start)) s"
 
 if [ "${EXPECT_FAIL:-0}" = 1 ]; then

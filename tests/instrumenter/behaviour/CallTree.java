@@ -2,6 +2,7 @@
 // file into the call trees the behaviour test compares with its golden files.
 //
 //   java CallTree DUMP METHOD_IDS
+//   java CallTree --names METHOD_IDS      (prints every id's name, one a line)
 //
 // DUMP: lines "THREAD<TAB>i|o<TAB>methodId" (Rec.java). METHOD_IDS: the
 // method-ID file (schema/method-id-file.md: "id,access,class name desc").
@@ -69,7 +70,7 @@ public final class CallTree {
 
     public static void main(String[] args) throws Exception {
         if (args.length != 2) {
-            System.err.println("usage: CallTree DUMP METHOD_IDS");
+            System.err.println("usage: CallTree DUMP METHOD_IDS | --names METHOD_IDS");
             System.exit(2);
         }
         Map<Integer, String> names = new HashMap<>();
@@ -81,6 +82,11 @@ public final class CallTree {
             names.put(Integer.valueOf(f[0]), simple(w[0]) + "." + w[1] + params(w.length > 2 ? w[2] : "()"));
         }
         StringBuilder out = new StringBuilder();
+        if (args[0].equals("--names")) {
+            for (String n : new java.util.TreeSet<>(names.values())) out.append(n).append('\n');
+            System.out.print(out);
+            return;
+        }
         String thread = null;
         Deque<Integer> stack = new ArrayDeque<>();
         boolean broken = false;
