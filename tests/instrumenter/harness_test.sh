@@ -31,8 +31,8 @@ check() { # NAME EXPECTED(pass|fail) MODE SCRIPT [ENV...]
   env "$@" INSTRUMENT_CMD="$REF $mode" bash "$HERE/$script" "$BUILD_DIR" "$WORK_DIR/$name" \
     >"$WORK_DIR/$name.log" 2>&1 || rc=$?
   if { [ "$want" = pass ] && [ "$rc" -eq 0 ]; } || { [ "$want" = fail ] && [ "$rc" -eq 1 ]; }; then
-    echo "ok: $name ($mode) ${want}s as it must"
-    grep -E '^  FAILURE: ' "$WORK_DIR/$name.log" | head -n 3 || true
+    if [ "$want" = pass ]; then echo "ok: $name ($mode) passes"; else echo "ok: $name ($mode) fails, as it must:"; fi
+    grep -E '^ *FAILURE: ' "$WORK_DIR/$name.log" | head -n 3 || true
   else
     echo "FAIL: $name ($mode) should $want but exited with $rc; log:"
     tail -n 30 "$WORK_DIR/$name.log"
