@@ -70,6 +70,7 @@ hyperfine -N --warmup 1 --runs "$RUNS" --export-json "$WORK/h.json" \
   -n "ASM Matrix-style, 1 thread" "$(asm 1)" >"$WORK/hyperfine.log" 2>&1 \
   || { cat "$WORK/hyperfine.log" >&2; fail "hyperfine failed"; }
 
+div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", a / b }'; }
 median() { jq -r --arg n "$1" '.results[] | select(.command == $n) | .median' "$WORK/h.json"; }
 range() { jq -r --arg n "$1" '.results[] | select(.command == $n) | "\(.min * 1000 | floor)-\(.max * 1000 | ceil)"' "$WORK/h.json"; }
 b2=$(median "beatline-instrument -j 2"); b1=$(median "beatline-instrument -j 1")
@@ -81,9 +82,9 @@ echo "output jar: beatline-instrument $kbl KiB, ASM $kasm KiB"
 cpu() { jq -r --arg n "$1" '.results[] | select(.command == $n) | (.user + .system) * 1000' "$WORK/h.json"; }
 printf '%-30s %10s %14s %16s\n' "command" "median ms" "min-max ms" "CPU ms (mean)"
 for n in "beatline-instrument -j 2" "beatline-instrument -j 1" "ASM Matrix-style, pool of 2" "ASM Matrix-style, 1 thread"; do
-  printf '%-30s %10.1f %14s %16.0f\n' "$n" "$(echo "$(median "$n") * 1000" | bc -l)" "$(range "$n")" "$(cpu "$n")"
+  printf '%-30s %10.1f %14s %16.0f\n' "$n" "$(div "$(median "$n")" 0.001)" "$(range "$n")" "$(cpu "$n")"
 done
 printf 'speed-up (wall-clock medians): 2 threads each %.1fx, 1 thread each %.1fx; CPU time, 2 threads each %.1fx\n' \
-  "$(echo "$a2 / $b2" | bc -l)" "$(echo "$a1 / $b1" | bc -l)" \
-  "$(echo "$(cpu "ASM Matrix-style, pool of 2") / $(cpu "beatline-instrument -j 2")" | bc -l)"
+  "$(div "$a2" "$b2")" "$(div "$a1" "$b1")" \
+  "$(div "$(cpu "ASM Matrix-style, pool of 2")" "$(cpu "beatline-instrument -j 2")")"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
