@@ -110,6 +110,7 @@ typedef struct build {
     uint32_t max_sd;    /* deepest the stack got */
     uint32_t synths;    /* synthesized calls */
     int truncated;
+    uint32_t open_flag; /* flag of calls still open at the end */
     uint64_t t_first;   /* segment start */
     uint64_t malformed;
 } build;
@@ -393,7 +394,7 @@ static bl_err pass1(build *b, const uint8_t *records, uint32_t n)
     b->max_sd = max_sd;
     b->malformed += malformed;
     while (b->sd)   /* still open at the end: close at the last timestamp */
-        close_top(b, prev, BL_CALL_INCOMPLETE);
+        close_top(b, prev, b->open_flag);
     return BL_OK;
 }
 
@@ -435,15 +436,82 @@ static bl_err pass2(build *b)
     return BL_OK;
 }
 
-bl_err bl_calltree_build(bl_calltree *t, const uint8_t *records, uint32_t n, int truncated)
+/* ------------------------------------------------------------------------ */
+/* Carried enters (segments that continue an earlier one)                    */
+
+/*
+ * Pushes the leading carried enters as frames (stopping at an exit, which a
+ * decoder would have refused) and sets up the windowed self-time accounting
+ * of the header: with s = max(since_us, last carried enter) and frames
+ * 0 .. k-1 (outermost first), frame d's children sum starts at
+ * start(d+1) - start(d) and the innermost's at s - start(k-1), so that at
+ * close self = (end - max(start, s)) - (the children's time after s); the
+ * root frame's sum starts at start(0) - s (mod 2^64: it only ever gets the
+ * outermost's inclusive time added, giving its windowed time). Later
+ * records are clamped to s, which becomes the segment start. Returns the
+ * number of records consumed in *k.
+ */
+static bl_err push_carried(build *b, const uint8_t *records, uint32_t n, uint64_t since,
+                           uint32_t *k_out)
 {
-    assert(t && (records || n == 0));
+    uint64_t prev = b->t_first;
+    uint32_t k = 0;
+    for (; k < n; k++) {
+        uint64_t r = load_rec(records + (size_t)k * 8);
+        if (bl_rec_is_exit(r))
+            break;
+        uint64_t now = bl_rec_time(r);
+        if (now < prev) {
+            now = prev;
+            b->malformed++;
+        }
+        prev = now;
+        if (b->sd == BL_CALLTREE_MAX_DEPTH)
+            return BL_ETOOBIG;
+        bl_err err = reserve_calls(b, SLACK);
+        if (err)
+            return err;
+        bl_call *f = frame(b, b->sd);
+        f->method_id = bl_rec_method(r);
+        f->start_us = now;
+        f->self_us = 0;
+        if (++b->sd > b->max_sd)
+            b->max_sd = b->sd;
+    }
+    uint64_t s = since > prev ? since : prev;
+    for (uint32_t d = 0; d < k; d++)
+        frame(b, d)->self_us = (d + 1 < k ? frame(b, d + 1)->start_us : s) - frame(b, d)->start_us;
+    if (k)
+        frame(b, UINT32_MAX)->self_us = frame(b, 0)->start_us - s;
+    b->t_first = s;
+    *k_out = k;
+    return BL_OK;
+}
+
+/* Flags the carried calls: the one carried at stack depth d is the first
+ * finished call of stack depth d (nothing shallower closes while it is
+ * open), and they close innermost first. Run before pass 2. */
+static void flag_carried(build *b, uint32_t k)
+{
+    uint32_t want = k;
+    for (uint32_t i = 0; i < b->n && want > 0; i++)
+        if (b->calls[i].depth == want - 1) {
+            b->calls[i].flags |= BL_CALL_CARRIED;
+            want--;
+        }
+}
+
+bl_err bl_calltree_build_segment(bl_calltree *t, const uint8_t *records, uint32_t n,
+                                 const bl_segment *seg)
+{
+    assert(t && seg && (records || n == 0));
     t->n_calls = 0;
     t->malformed = 0;
     t->n_roots = 0;   /* the method index is rebuilt on demand */
     if (n == 0)
         return BL_OK;
-    build b = { .t = t, .calls = t->calls, .cap = t->cap_calls, .truncated = truncated };
+    build b = { .t = t, .calls = t->calls, .cap = t->cap_calls, .truncated = seg->truncated,
+                .open_flag = seg->continues ? BL_CALL_CONTINUES : BL_CALL_INCOMPLETE };
     b.top = b.cap ? b.cap - 2 : 0;
     b.t_first = bl_rec_time(load_rec(records));
     /* a balanced sequence needs n/2 entries: reserve them once */
@@ -452,13 +520,28 @@ bl_err bl_calltree_build(bl_calltree *t, const uint8_t *records, uint32_t n, int
         memset(&b.calls[b.top], 0, 2 * sizeof *b.calls);
         b.calls[b.top].method_id = NO_METHOD;
     }
+    uint32_t k = 0;
+    if (!err && seg->n_carried)
+        err = push_carried(&b, records, seg->n_carried < n ? seg->n_carried : n,
+                           seg->since_us, &k);
     if (!err)
-        err = pass1(&b, records, n);
+        err = pass1(&b, records + (size_t)k * 8, n - k);
+    if (!err && k)
+        flag_carried(&b, k);
     if (!err)
         err = pass2(&b);
-    if (err)
+    if (err) {
+        t->n_calls = 0;
+        t->malformed = 0;
         return err;
+    }
     t->n_calls = b.n;
     t->malformed = b.malformed;
     return BL_OK;
+}
+
+bl_err bl_calltree_build(bl_calltree *t, const uint8_t *records, uint32_t n, int truncated)
+{
+    bl_segment seg = { .truncated = truncated };
+    return bl_calltree_build_segment(t, records, n, &seg);
 }

@@ -24,7 +24,8 @@
  *   - a timestamp lower than its predecessor is treated as equal to it
  *     (counted as malformed): durations never go negative.
  *   - enters still open at the end close at the thread's last timestamp,
- *     flag BL_CALL_INCOMPLETE.
+ *     flag BL_CALL_INCOMPLETE (BL_CALL_CONTINUES when the segment continues
+ *     in a later batch: bl_calltree_build_segment).
  * Times: inclusive = end - start; exclusive (self) = inclusive minus the
  * inclusive time of direct children.
  */
@@ -40,6 +41,10 @@
 #define BL_CALL_INCOMPLETE 1u   /* never exited inside the segment */
 #define BL_CALL_SYNTH_ENTER 2u  /* enter was lost; start = segment start */
 #define BL_CALL_UNBALANCED 4u   /* closed by an exit of an outer frame */
+#define BL_CALL_CARRIED 8u      /* entered in an earlier segment (a carried enter):
+                                   start_us is the original enter time */
+#define BL_CALL_CONTINUES 16u   /* still open at the end of a segment that continues:
+                                   not a finished call; self_us is its time here */
 
 typedef struct bl_call {
     uint32_t method_id;
@@ -72,5 +77,31 @@ void bl_calltree_cleanup(bl_calltree *t);
  */
 #define BL_CALLTREE_MAX_DEPTH 65536
 bl_err bl_calltree_build(bl_calltree *t, const uint8_t *records, uint32_t n, int truncated);
+
+/* What a batch says about one thread's segment (schema/batch-format.md,
+ * "Segments: calls that span batches"). */
+typedef struct bl_segment {
+    int truncated;       /* the ring wrapped before the dump */
+    int continues;       /* the thread goes on in a later segment */
+    uint32_t n_carried;  /* leading records that are carried enters (0: none) */
+    uint64_t since_us;   /* where the previous segment ended (with n_carried) */
+} bl_segment;
+
+/*
+ * bl_calltree_build for a segment of a longer thread. Carried enters (the
+ * first seg->n_carried records; an exit among them ends the carried run)
+ * open frames with their original times; the calls they open are flagged
+ * BL_CALL_CARRIED when they close here, with inclusive time from the
+ * original enter. Self time is windowed: a carried call's self time counts
+ * from since_us (or its last carried enter, if later), and later records
+ * earlier than that are raised to it (malformed). The segment start, for
+ * synthesized enters, is that same time. With seg->continues, calls still
+ * open at the end get BL_CALL_CONTINUES instead of BL_CALL_INCOMPLETE:
+ * consumers count only their self time. Summed over the segments of a
+ * thread, every call's self time is then exact and every call is counted
+ * once. Errors as bl_calltree_build.
+ */
+bl_err bl_calltree_build_segment(bl_calltree *t, const uint8_t *records, uint32_t n,
+                                 const bl_segment *seg);
 
 #endif

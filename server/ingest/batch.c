@@ -13,7 +13,8 @@
  *       header_size, which a v1 decoder skips
  *   header_size: u32 n_threads, then per thread
  *       u64 id, u16 length + UTF-8 name, u8 flags (bit 0 main, bit 1
- *       truncated), u32 n_records
+ *       truncated, bit 2 continued, bit 3 continues), u32 n_records, and
+ *       when continued: u32 n_carried, u64 since_us
  *   zero bytes up to the next multiple of 8
  *   every thread's records in table order, n_records × u64
  *   u32 events_len, events_len bytes of UTF-8 JSON lines; end of input
@@ -46,6 +47,9 @@
 #define THREAD_MIN 15u              /* id, empty name, flags, n_records */
 #define TF_MAIN 1u
 #define TF_TRUNCATED 2u
+#define TF_CONTINUED 4u
+#define TF_CONTINUES 8u
+#define TF_ALL (TF_MAIN | TF_TRUNCATED | TF_CONTINUED | TF_CONTINUES)
 
 /* ------------------------------------------------------------------------ */
 /* Little-endian access and UTF-8                                            */
@@ -241,12 +245,11 @@ static bl_err rd_threads(rd *r, bl_batch *out)
         if (!have(r, 1))
             return fail(r, r->pos, "thread flags: truncated");
         uint8_t f = r->buf[r->pos];
-        if (f & ~(TF_MAIN | TF_TRUNCATED))
-            return fail(r, r->pos,
-                        "thread flags: unknown bits set (only bit 0 main and bit 1 truncated "
-                        "are defined)");
+        if (f & ~TF_ALL)
+            return fail(r, r->pos, "thread flags: unknown bits set (only bits 0-3 are defined)");
         t->main = (f & TF_MAIN) != 0;
         t->truncated = (f & TF_TRUNCATED) != 0;
+        t->continues = (f & TF_CONTINUES) != 0;
         r->pos++;
         if (!have(r, 4))
             return fail(r, r->pos, "n_records: truncated");
@@ -255,6 +258,23 @@ static bl_err rd_threads(rd *r, bl_batch *out)
         if (total * 8 + 4 > r->len - r->pos - 4)
             return fail(r, r->pos, "n_records: more records than the input can hold");
         r->pos += 4;
+        if (f & TF_CONTINUED) {
+            if (!have(r, 4))
+                return fail(r, r->pos, "n_carried: truncated");
+            t->n_carried = ld32(r->buf + r->pos);
+            if (t->n_carried == 0 || t->n_carried > t->n_records)
+                return fail(r, r->pos, "n_carried: must be 1 .. n_records when the thread "
+                                       "is continued");
+            r->pos += 4;
+            if (!have(r, 8))
+                return fail(r, r->pos, "since_us: truncated");
+            t->since_us = ld64(r->buf + r->pos);
+            if (t->since_us > BL_REC_T_MASK)
+                return fail(r, r->pos, "since_us: 2^40 µs or more");
+            r->pos += 8;
+            if (total * 8 + 4 > r->len - r->pos)
+                return fail(r, r->pos - 12, "n_records: more records than the input can hold");
+        }
     }
     out->n_records = total;
     return BL_OK;
@@ -346,6 +366,11 @@ bl_err bl_batch_decode(const uint8_t *buf, size_t len, bl_batch *out, bl_batch_e
             goto out;
         }
         t->records = buf + r.pos;
+        for (uint32_t k = 0; k < t->n_carried; k++)
+            if (bl_rec_is_exit(bl_batch_record(t, k))) {
+                e = fail(&r, r.pos + (size_t)k * 8, "record: a carried record must be an enter");
+                goto out;
+            }
         r.pos += (size_t)nb;
     }
 
@@ -415,7 +440,13 @@ bl_err bl_batch_encode(const bl_batch *b, bl_buf *out)
         const bl_batch_thread *t = &b->threads[i];
         if (t->name.n > STR_MAX || !str_valid(t->name) || (t->n_records && !t->records))
             return BL_EINVAL;
-        table += THREAD_MIN + (uint64_t)t->name.n;
+        if (t->n_carried > t->n_records || t->since_us > BL_REC_T_MASK ||
+            (!t->n_carried && t->since_us))
+            return BL_EINVAL;
+        for (uint32_t k = 0; k < t->n_carried; k++)
+            if (bl_rec_is_exit(bl_batch_record(t, k)))
+                return BL_EINVAL;
+        table += THREAD_MIN + (uint64_t)t->name.n + (t->n_carried ? 12 : 0);
         recs += (uint64_t)t->n_records * 8;
     }
     if (!str_valid(b->events))
@@ -447,8 +478,13 @@ bl_err bl_batch_encode(const bl_batch *b, bl_buf *out)
         const bl_batch_thread *t = &b->threads[i];
         w = st64(w, t->id);
         w = put_str(w, t->name);
-        *w++ = (uint8_t)((t->main ? TF_MAIN : 0) | (t->truncated ? TF_TRUNCATED : 0));
+        *w++ = (uint8_t)((t->main ? TF_MAIN : 0) | (t->truncated ? TF_TRUNCATED : 0) |
+                         (t->n_carried ? TF_CONTINUED : 0) | (t->continues ? TF_CONTINUES : 0));
         w = st32(w, t->n_records);
+        if (t->n_carried) {
+            w = st32(w, t->n_carried);
+            w = st64(w, t->since_us);
+        }
     }
     memset(w, 0, (size_t)pad);
     w += pad;
@@ -793,10 +829,26 @@ static bl_err j_thread(jctx *c, const json_t *th, bl_batch_thread *t, bl_buf *re
                    "threads[].name: longer than 65,535 bytes", &t->name)) ||
         (e = j_bool(c, th, "main", "threads[].main: must be true or false", &t->main)) ||
         (e = j_bool(c, th, "truncated", "threads[].truncated: must be true or false",
-                    &t->truncated)))
+                    &t->truncated)) ||
+        (e = j_bool(c, th, "continues", "threads[].continues: must be true or false",
+                    &t->continues)))
         return e;
+    json_int_t carried, since;
+    if ((e = j_int(c, th, "carried", 1, UINT32_MAX,
+                   "threads[].carried: must be an integer 1 .. the number of records",
+                   &carried)) ||
+        (e = j_int(c, th, "since_us", 0, (json_int_t)BL_REC_T_MASK,
+                   "threads[].since_us: must be an integer 0 .. 2^40-1", &since)))
+        return e;
+    if (!json_object_get(th, "carried") != !json_object_get(th, "since_us"))
+        return jfail(c, "threads[]: carried and since_us go together");
+    t->n_carried = (uint32_t)carried;
+    t->since_us = (uint64_t)since;
     const json_t *arr = json_object_get(th, "records");
     *rec_off = recs->len;
+    if (t->n_carried > (arr && json_is_array(arr) ? json_array_size(arr) : 0))
+        return jfail_in(c, "carried", 0,
+                        "threads[].carried: must be an integer 1 .. the number of records");
     if (!arr)
         return BL_OK;
     if (!json_is_array(arr))
@@ -808,6 +860,12 @@ static bl_err j_thread(jctx *c, const json_t *th, bl_batch_thread *t, bl_buf *re
         return e;
     jpop(c);
     t->n_records = (uint32_t)json_array_size(arr);
+    for (uint32_t k = 0; k < t->n_carried; k++) {
+        uint8_t le[8];
+        memcpy(le, recs->data + *rec_off + (size_t)k * 8, 8);
+        if (ld64(le) & BL_REC_EXIT)
+            return jfail_in(c, "records", 0, "threads[].records: a carried record must be \"i\"");
+    }
     return BL_OK;
 }
 
@@ -1142,8 +1200,16 @@ bl_err bl_batch_to_json(const bl_batch *b, bl_buf *out)
         w_lit(&w, ",\"name\":");
         w_str(&w, t->name.p, t->name.n);
         w_lit(&w, t->main ? ",\"main\":true" : ",\"main\":false");
-        w_lit(&w, t->truncated ? ",\"truncated\":true,\"records\":["
-                               : ",\"truncated\":false,\"records\":[");
+        w_lit(&w, t->truncated ? ",\"truncated\":true" : ",\"truncated\":false");
+        if (t->continues)
+            w_lit(&w, ",\"continues\":true");
+        if (t->n_carried) {
+            w_lit(&w, ",\"carried\":");
+            w_u64(&w, t->n_carried);
+            w_lit(&w, ",\"since_us\":");
+            w_u64(&w, t->since_us);
+        }
+        w_lit(&w, ",\"records\":[");
         if (t->n_records) {
             w_raw(&w, "\n", 1);
             for (uint32_t r = 0; r < t->n_records && !w.e; r++)

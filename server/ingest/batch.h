@@ -51,6 +51,13 @@ typedef struct bl_batch_thread {
     bl_str name;
     uint8_t main;          /* 1: the app's main (UI) thread */
     uint8_t truncated;     /* 1: the ring wrapped before the dump */
+    uint8_t continues;     /* 1: flag `continues` — the thread goes on in a later segment;
+                              calls open at the end are not counted here */
+    uint32_t n_carried;    /* flag `continued`: the first n_carried records (>= 1) are
+                              carried enters of calls open since an earlier segment;
+                              0 when the flag is not set */
+    uint64_t since_us;     /* flag `continued`: where the previous segment ended (µs since
+                              the origin, < 2^40); 0 otherwise */
     uint32_t n_records;
     const uint8_t *records; /* n_records × 8 bytes, little-endian, maybe unaligned */
 } bl_batch_thread;

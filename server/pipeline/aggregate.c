@@ -379,7 +379,9 @@ static bl_err node_get(bl_agg *a, bl_agg_build *b, uint32_t parent_local1, int m
 
 bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int64_t origin)
 {
-    bl_err err = bl_calltree_build(&a->tree, th->records, th->n_records, th->truncated);
+    bl_segment seg = { .truncated = th->truncated, .continues = th->continues,
+                       .n_carried = th->n_carried, .since_us = th->since_us };
+    bl_err err = bl_calltree_build_segment(&a->tree, th->records, th->n_records, &seg);
     if (err)
         return err;
     a->malformed += a->tree.malformed;
@@ -445,7 +447,11 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
         bl_agg_stat *s;
         if ((err = stat_slot(a, b, mid, row, main, hour, &s)))
             return err;
-        s->count++;
+        /* a call that goes on in a later segment is counted there; here
+         * only its self time (schema/batch-format.md, "Segments") */
+        uint64_t one = (c->flags & BL_CALL_CONTINUES) ? 0 : 1;
+        incl &= 0 - one;
+        s->count += one;
         s->total += incl;
         s->self += c->self_us;
         if (incl > s->max)
@@ -458,7 +464,8 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
             a->vals = nv;
             a->cap_vals = nc;
         }
-        a->vals[a->n_vals++] = (uint64_t)(s - a->stats) << BL_AGG_VAL_US_BITS | incl;
+        a->vals[a->n_vals] = (uint64_t)(s - a->stats) << BL_AGG_VAL_US_BITS | incl;
+        a->n_vals += one;
         /* the call's path in this thread */
         uint32_t parent1 = c->parent == BL_CALL_ROOT ? 0 : a->node_of[c->parent];
         uint64_t key = (uint64_t)parent1 << 32 | mid;
@@ -474,7 +481,7 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
             np->mid = mid;
         }
         struct bl_agg_tpath *tp = &a->tpath[a->tval[i]];
-        tp->count++;
+        tp->count += one;
         tp->total += incl;
         tp->self += c->self_us;
         uint32_t node1 = a->tval[i] + 1;

@@ -244,6 +244,36 @@ expect "unknown endpoint" 404 "$CODE"
 http GET /healthz ""
 expect "healthz" 200 "$CODE"
 
+# --- a call that spans batches (segments) is counted once ---------------------------
+# build 7.2 (same files): isBlank [0,500] calls repeat [10,40] (cut at 25) and
+# repeat [300,320]; the runtime cut the main thread into three segments
+http PUT /v1/apps/shop/builds/7.2/method-ids "$UPL" --data-binary @method-ids.txt
+expect "method-ids 7.2" 201 "$CODE"
+http PUT /v1/apps/shop/builds/7.2/mapping "$UPL" --data-binary @mapping.txt
+expect "mapping 7.2" 201 "$CODE"
+seg() { # name uuid thread-extra records
+  cat > "$1.json" <<JSON
+{"batch_id":"$2","app":"shop","build":"7.2","session_id":"s2","origin_wall_us":1795960000000000,
+ "threads":[{"id":1,"name":"main","main":true$3,"records":$4}],"events":[]}
+JSON
+  "$BIN/beatline-batch" encode < "$1.json" > "$1.bin"
+  http POST /v1/apps/shop/batches "$ING" --data-binary @"$1.bin"
+  expect "segment $1" 202 "$CODE"
+}
+seg s3 55555555-5555-4555-8555-555555555553 ',"carried":1,"since_us":70' \
+  "[[$ID_BLANK,\"i\",0],[$ID_REPEAT,\"i\",300],[$ID_REPEAT,\"o\",320],[$ID_BLANK,\"o\",500]]"
+seg s1 55555555-5555-4555-8555-555555555551 ',"continues":true' \
+  "[[$ID_BLANK,\"i\",0],[$ID_REPEAT,\"i\",10]]"
+seg s2 55555555-5555-4555-8555-555555555552 ',"continues":true,"carried":2,"since_us":10' \
+  "[[$ID_BLANK,\"i\",0],[$ID_REPEAT,\"i\",10],[$ID_REPEAT,\"o\",40],[$ID_TOINT,\"i\",60],[$ID_TOINT,\"o\",70]]"
+wait_processed 5
+http GET "/v1/apps/shop/slow-methods?build=7.2&thread=main&sort=total" "$RD"
+expect "segments: count/total/self/max per method" "isBlank 1 500 440 500|repeat 2 50 50 30|toInt 1 10 10 10" \
+  "$(jq -r '[.methods[] | "\(.method.name) \(.count) \(.total_us) \(.self_us) \(.max_us)"] | join("|")' <<< "$BODY")"
+http GET "/v1/apps/shop/call-tree?build=7.2&thread=main" "$RD"
+expect "segments: one root" "1 isBlank 1 500 440" \
+  "$(jq -r '"\(.roots | length) \(.roots[0].method.name) \(.roots[0].count) \(.roots[0].total_us) \(.roots[0].self_us)"' <<< "$BODY")"
+
 # --- kill -9 after a 202 loses nothing ---------------------------------------------
 batch c 33333333-3333-4333-8333-333333333333 "[[$ID_BLANK,\"i\",0],[$ID_BLANK,\"o\",1000]]"
 http POST /v1/apps/shop/batches "$ING" --data-binary @c.bin

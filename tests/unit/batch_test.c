@@ -926,8 +926,9 @@ START_TEST(table_rules)
     size_t n = bin.len;
     layout l = layout_of(p, n);
 
-    /* thread flags: only bits 0 and 1 */
-    for (int bit = 2; bit < 8; bit++) {
+    /* thread flags: only bits 0-3 (bit 2 `continued` adds fields: see the
+     * 02xx golden cases and segments_* below) */
+    for (int bit = 4; bit < 8; bit++) {
         uint8_t save = p[l.flags[1]];
         p[l.flags[1]] = (uint8_t)(save | 1u << bit);
         expect_bad(p, n, BL_EFORMAT, l.flags[1], "thread flags: unknown bits set");
@@ -937,7 +938,15 @@ START_TEST(table_rules)
     bl_batch b;
     ck_assert_int_eq(bl_batch_decode(p, n, &b, NULL), BL_OK);
     ck_assert_uint_eq(b.threads[2].main + b.threads[2].truncated, 2);
+    ck_assert_uint_eq(b.threads[2].continues + b.threads[2].n_carried, 0);
     bl_batch_cleanup(&b);
+    p[l.flags[2]] = 8; /* continues: no extra fields */
+    ck_assert_int_eq(bl_batch_decode(p, n, &b, NULL), BL_OK);
+    ck_assert_uint_eq(b.threads[2].continues, 1);
+    ck_assert_uint_eq(b.threads[2].n_carried, 0);
+    bl_batch_cleanup(&b);
+    p[l.flags[2]] = 4; /* continued: n_carried and since_us would follow */
+    expect_bad(p, n, BL_EFORMAT, l.n_records[2] + 4, "n_carried");
     p[l.flags[2]] = 0;
 
     /* counts that cannot fit */

@@ -294,6 +294,140 @@ static void gen_balanced(uint64_t *v, uint32_t n, uint32_t min_step, uint32_t *o
 }
 
 /* ------------------------------------------------------------------------ */
+/* Segments: calls that span batches (carried enters, continues)            */
+
+#define CAR BL_CALL_CARRIED
+#define CON BL_CALL_CONTINUES
+
+static bl_err build_seg(const char *s, uint32_t carried, uint64_t since, int continues)
+{
+    uint64_t v[256];
+    uint32_t n = parse_recs(s, v, 256);
+    bl_segment seg = { .continues = continues, .n_carried = carried, .since_us = since };
+    return bl_calltree_build_segment(&T, encode(v, n), n, &seg);
+}
+
+START_TEST(segments_worked_example)
+{
+    /* one run, 1 [0,70] ( 2 [10,50] ( 3 [15,25], 4 [30,40] ) ), cut at 25 */
+    ck_assert_int_eq(build_seg("i1@0 i2@10 i3@15 o3@25", 0, 0, 1), BL_OK);
+    ck_assert_uint_eq(T.n_calls, 3);
+    CALL(0, 3, 1, 2, 0, 15, 25, 10);
+    CALL(1, 2, 2, 1, CON, 10, 25, 5);      /* open: self up to the cut only */
+    CALL(2, 1, ROOT, 0, CON, 0, 25, 10);
+    ck_assert_int_eq(build_seg("i1@0 i2@10 i4@30 o4@40 o2@50 o1@70", 2, 25, 0), BL_OK);
+    ck_assert_uint_eq(T.n_calls, 3);
+    CALL(0, 4, 1, 2, 0, 30, 40, 10);
+    CALL(1, 2, 2, 1, CAR, 10, 50, 15);     /* inclusive from the original enter */
+    CALL(2, 1, ROOT, 0, CAR, 0, 70, 20);
+    ck_assert_uint_eq(T.malformed, 0);
+    /* self 5 + 15 = 20 and 10 + 20 = 30: those of the uncut run */
+    ck_assert_int_eq(build_s("i1@0 i2@10 i3@15 o3@25 i4@30 o4@40 o2@50 o1@70", 0), BL_OK);
+    CALL(2, 2, 3, 1, 0, 10, 50, 20);
+    CALL(3, 1, ROOT, 0, 0, 0, 70, 30);
+}
+END_TEST
+
+START_TEST(segments_edge_cases)
+{
+    /* only carried enters: nothing happened in the window */
+    ck_assert_int_eq(build_seg("i1@0 i2@10", 2, 90, 1), BL_OK);
+    ck_assert_uint_eq(T.n_calls, 2);
+    CALL(0, 2, 1, 1, CAR | CON, 10, 90, 0);
+    CALL(1, 1, ROOT, 0, CAR | CON, 0, 90, 0);
+    /* a record before since is raised to it (malformed) */
+    ck_assert_int_eq(build_seg("i1@0 o1@20", 1, 50, 0), BL_OK);
+    CALL(0, 1, ROOT, 0, CAR, 0, 50, 0);
+    ck_assert_uint_eq(T.malformed, 1);
+    /* an exit among the carried records ends the carried run */
+    ck_assert_int_eq(build_seg("i1@0 o1@60 i2@70 o2@80", 3, 50, 0), BL_OK);
+    ck_assert_uint_eq(T.n_calls, 2);
+    CALL(0, 1, ROOT, 0, CAR, 0, 60, 10);
+    CALL(1, 2, ROOT, 0, 0, 70, 80, 10);
+    /* after the carried calls close, a lost enter starts at since */
+    ck_assert_int_eq(build_seg("i1@0 o1@60 o9@100", 1, 50, 0), BL_OK);
+    ck_assert_uint_eq(T.n_calls, 2);
+    CALL(0, 1, 1, 1, CAR, 0, 60, 10);
+    CALL(1, 9, ROOT, 0, SYN, 50, 100, 40);
+    /* n_carried larger than the records */
+    ck_assert_int_eq(build_seg("i1@0", 5, 10, 1), BL_OK);
+    CALL(0, 1, ROOT, 0, CAR | CON, 0, 10, 0);
+}
+END_TEST
+
+/* Per-method totals: count and inclusive time of finished calls, self time
+ * of all. */
+typedef struct mtot {
+    uint64_t count, incl, self;
+} mtot;
+
+static void add_tree(mtot *t)
+{
+    for (uint32_t i = 0; i < T.n_calls; i++) {
+        const bl_call *c = &T.calls[i];
+        ck_assert_uint_lt(c->method_id, 24);
+        if (!(c->flags & BL_CALL_CONTINUES)) {
+            t[c->method_id].count++;
+            t[c->method_id].incl += c->end_us - c->start_us;
+        }
+        t[c->method_id].self += c->self_us;
+    }
+}
+
+START_TEST(segments_random_cuts)
+{
+    /* a balanced run cut into segments the way a runtime dumps it: each
+     * segment re-states the open calls (carried) and says where the
+     * previous one ended; every method's count, inclusive and self time
+     * summed over the segments equal those of the uncut run */
+    uint32_t n = 20000;
+    uint64_t *v = malloc(n * sizeof *v), *seg = malloc((n + 64) * sizeof *seg);
+    uint32_t *open = malloc(64 * sizeof *open);
+    ck_assert(v && seg && open);
+    for (uint64_t round = 1; round <= 40; round++) {
+        rng = round * 0x9E3779B97F4A7C15ull;
+        gen_balanced(v, n, 0, NULL, 0);
+        mtot whole[24] = { { 0 } }, parts[24] = { { 0 } };
+        ck_assert_int_eq(bl_calltree_build(&T, encode(v, n), n, 0), BL_OK);
+        add_tree(whole);
+        uint32_t sp = 0, at = 0;
+        uint64_t since = 0;
+        while (at < n) {
+            uint32_t len = 1 + rnd(round % 4 == 0 ? 5 : 3000);
+            if (len > n - at)
+                len = n - at;
+            uint32_t k = 0;
+            for (uint32_t d = 0; d < sp; d++)   /* carried enters, original times */
+                seg[k++] = v[open[d]];
+            uint32_t carried = k;
+            for (uint32_t i = at; i < at + len; i++) {
+                seg[k++] = v[i];
+                if (bl_rec_is_exit(v[i]))
+                    sp--;
+                else
+                    open[sp++] = i;
+            }
+            bl_segment sg = { .continues = at + len < n, .n_carried = carried,
+                              .since_us = carried ? since : 0 };
+            ck_assert_int_eq(bl_calltree_build_segment(&T, encode(seg, k), k, &sg), BL_OK);
+            ck_assert_uint_eq(T.malformed, 0);
+            add_tree(parts);
+            since = bl_rec_time(v[at + len - 1]);
+            at += len;
+        }
+        for (int m = 0; m < 24; m++) {
+            ck_assert_uint_eq(parts[m].count, whole[m].count);
+            ck_assert_uint_eq(parts[m].incl, whole[m].incl);
+            ck_assert_uint_eq(parts[m].self, whole[m].self);
+        }
+    }
+    free(v);
+    free(seg);
+    free(open);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Exact cases                                                               */
 
 START_TEST(empty_input)
@@ -841,6 +975,9 @@ int main(void)
     tcase_add_test(tc, large_times);
     tcase_add_test(tc, growth_boundaries);
     tcase_add_test(tc, reuse);
+    tcase_add_test(tc, segments_worked_example);
+    tcase_add_test(tc, segments_edge_cases);
+    tcase_add_test(tc, segments_random_cuts);
     suite_add_tcase(s, tc);
     TCase *tr = tcase_create("random");
     tcase_add_checked_fixture(tr, setup, teardown);
