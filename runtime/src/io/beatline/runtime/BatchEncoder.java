@@ -13,7 +13,8 @@ import java.util.UUID;
  * surrogates become {@code '?'}, U+0000 is one zero byte. A string over
  * 65,535 bytes is cut at the last whole character that fits (format limit,
  * "Limits"). Records are written as given: callers pass records whose
- * {@code t_us} is already relative to {@code originWallUs}'s monotonic time.
+ * {@code t_us} is already relative to {@code originWallUs}'s monotonic time,
+ * and so is each continued segment's {@code since_us}.
  */
 final class BatchEncoder {
     static final Charset UTF8 = Charset.forName("UTF-8");
@@ -63,12 +64,19 @@ final class BatchEncoder {
     }
 
     /**
-     * Encodes one batch.
+     * Encodes one batch. Each thread entry's flags: bit 0 {@code main}, bit 1
+     * {@code truncated}, bit 2 {@code continued} when {@code carried} &gt; 0 —
+     * then {@code u32 n_carried} and {@code u64 since_us} follow
+     * {@code n_records} — and bit 3 {@code continues}.
      *
-     * @param threads thread table order; each one's records in write order
+     * @param threads thread table order (segments); each one's records in
+     *        write order, times in µs since the batch origin
      * @param events JSON lines, each ended by {@code \n} (may be empty, never null)
      * @return the batch bytes
-     * @throws IllegalArgumentException when the batch would exceed 2 GiB or 65,536 threads
+     * @throws IllegalArgumentException when the batch would exceed 2 GiB or
+     *         65,536 threads, or a segment is not valid: {@code carried} not
+     *         in 0 … its records, {@code sinceUs} not in 0 … 2^40 − 1, a
+     *         carried record that is an exit
      */
     static byte[] encode(Header h, List<Recorder.ThreadDump> threads, byte[] events) {
         byte[][] hs = {utf8(h.app), utf8(h.build), utf8(h.sessionId), utf8(h.deviceModel), utf8(h.osVersion)};
@@ -85,9 +93,26 @@ final class BatchEncoder {
         size += 4;
         long records = 0;
         for (int i = 0; i < n; i++) {
-            names[i] = utf8(threads.get(i).name);
+            Recorder.ThreadDump t = threads.get(i);
+            names[i] = utf8(t.name);
             size += 8 + 2 + names[i].length + 1 + 4;
-            records += threads.get(i).records.length;
+            records += t.records.length;
+            if (t.carried != 0) {
+                if (t.carried < 0 || t.carried > t.records.length) {
+                    throw new IllegalArgumentException("thread " + t.id + ": n_carried " + t.carried + " not in 1.."
+                            + t.records.length);
+                }
+                if (t.sinceUs < 0 || t.sinceUs > Recorder.T_MASK) {
+                    throw new IllegalArgumentException("thread " + t.id + ": since_us " + t.sinceUs
+                            + " not in 0..2^40-1");
+                }
+                for (int k = 0; k < t.carried; k++) {
+                    if (t.records[k] < 0) {
+                        throw new IllegalArgumentException("thread " + t.id + ": carried record " + k + " is an exit");
+                    }
+                }
+                size += 4 + 8;
+            }
         }
         size = (size + 7) & ~7L;
         size += records * 8 + 4 + events.length;
@@ -111,8 +136,13 @@ final class BatchEncoder {
             Recorder.ThreadDump t = threads.get(i);
             o.u64(t.id, false);
             o.str(names[i]);
-            o.b[o.p++] = (byte) ((t.main ? 1 : 0) | (t.truncated ? 2 : 0));
+            o.b[o.p++] = (byte) ((t.main ? 1 : 0) | (t.truncated ? 2 : 0) | (t.carried != 0 ? 4 : 0)
+                    | (t.continues ? 8 : 0));
             o.u32(t.records.length);
+            if (t.carried != 0) {
+                o.u32(t.carried);
+                o.u64(t.sinceUs, false);
+            }
         }
         while ((o.p & 7) != 0) {
             o.b[o.p++] = 0;

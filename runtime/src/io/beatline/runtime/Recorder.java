@@ -102,20 +102,69 @@ final class Recorder {
         }
     }
 
-    /** One thread's dumped records. */
+    /**
+     * One thread's dumped records, and later one <b>segment</b> of them: the
+     * records of one thread in one batch (schema/batch-format.md, thread
+     * table and "Segments: calls that span batches").
+     */
     static final class ThreadDump {
+        /** {@code Thread.getId()}. */
         final long id;
+        /** Thread name at the dump. */
         final String name;
+        /** Thread-table flag bit 0. */
         final boolean main;
+        /** Thread-table flag bit 1: records were lost before the first one here. */
         final boolean truncated;
+        /**
+         * The records, oldest first: the first {@link #carried} are carried
+         * enters. Times are raw 40-bit clock µs until {@link Session#rebase},
+         * µs since the batch origin after.
+         */
         final long[] records;
+        /** {@code n_carried}: 0 = not {@code continued} (flag bit 2), else 1 … {@code records.length}. */
+        final int carried;
+        /**
+         * {@code since_us} when {@link #carried} &gt; 0: full clock µs until
+         * {@link Session#rebase}, µs since the batch origin after.
+         */
+        long sinceUs;
+        /** Flag bit 3: the thread goes on in a later segment. */
+        final boolean continues;
+        /** The thread's open-call state (dumper only); null for dumps not made by {@link Recorder#dump}. */
+        final OpenCalls calls;
+        /** False when the thread had ended before the dump: this is its last. */
+        final boolean alive;
 
+        /** A segment that stands alone (neither {@code continued} nor {@code continues}). */
         ThreadDump(long id, String name, boolean main, boolean truncated, long[] records) {
+            this(id, name, main, truncated, records, 0, 0, false, null, true);
+        }
+
+        /**
+         * A segment.
+         *
+         * @param carried {@code n_carried} (0: not continued)
+         * @param sinceUs {@code since_us} (used when carried &gt; 0)
+         * @param continues flag bit 3
+         */
+        ThreadDump(long id, String name, boolean main, boolean truncated, long[] records, int carried, long sinceUs,
+                boolean continues) {
+            this(id, name, main, truncated, records, carried, sinceUs, continues, null, true);
+        }
+
+        ThreadDump(long id, String name, boolean main, boolean truncated, long[] records, int carried, long sinceUs,
+                boolean continues, OpenCalls calls, boolean alive) {
             this.id = id;
             this.name = name;
             this.main = main;
             this.truncated = truncated;
             this.records = records;
+            this.carried = carried;
+            this.sinceUs = sinceUs;
+            this.continues = continues;
+            this.calls = calls;
+            this.alive = alive;
         }
     }
 
@@ -139,12 +188,26 @@ final class Recorder {
         }
     }
 
+    /** Stack depth bound of each thread's {@link OpenCalls} (set by {@link Session} before the first dump). */
+    int openCallDepth = OpenCalls.MAX_DEPTH;
+
+    /** {@link #dump(boolean) dump(false)}. */
+    Snapshot dump() {
+        return dump(false);
+    }
+
     /**
      * Dumps every ring (records written since the previous dump; threads
-     * with none and not truncated are left out). Rings of threads that have
-     * ended leave the registry once dumped empty. Serialised.
+     * with none and not truncated are left out, unless calls carried from
+     * their previous segment must be closed: the thread ended, or
+     * {@code last}). Rings of threads that have ended leave the registry once
+     * dumped empty. Serialised. Each {@link ThreadDump} holds the thread's
+     * {@link OpenCalls} (made here at the ring's first dump) and whether the
+     * thread is alive; {@link Session#split} turns them into segments.
+     *
+     * @param last whether this is the session's final dump (shutdown)
      */
-    synchronized Snapshot dump() {
+    synchronized Snapshot dump(boolean last) {
         List<ThreadDump> out = new ArrayList<ThreadDump>();
         for (int i = 0; i < rings.size(); i++) {
             Ring r = rings.get(i);
@@ -153,9 +216,14 @@ final class Recorder {
             if (t != null) {
                 r.threadName = t.getName();
             }
+            if (r.calls == null) {
+                r.calls = new OpenCalls(openCallDepth);
+            }
             Ring.Window w = r.dump();
-            if (w.records.length > 0 || w.truncated) {
-                out.add(new ThreadDump(r.threadId, r.threadName, r.main, w.truncated, w.records));
+            boolean close = r.calls.chained && r.calls.depth() > 0 && (!alive || last);
+            if (w.records.length > 0 || w.truncated || close) {
+                out.add(new ThreadDump(r.threadId, r.threadName, r.main, w.truncated, w.records, 0, 0, false,
+                        r.calls, alive));
             }
             if (!alive && r.pending() == 0) {
                 rings.remove(i--);

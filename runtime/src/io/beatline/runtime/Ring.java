@@ -59,6 +59,12 @@ final class Ring {
     final WeakReference<Thread> thread;
     /** Thread name as last seen (kept after the thread died). */
     volatile String threadName;
+    /**
+     * Calls open at the end of the thread's last emitted segment: dumper only
+     * (made at the first dump, under the {@link Recorder} lock), never read or
+     * written by the probes.
+     */
+    OpenCalls calls;
 
     /** The shared ring of untraced threads: records nothing. */
     static final Ring OFF = new Ring();

@@ -60,6 +60,7 @@ final class Session implements Lifecycle.Hooks {
         os = dev.osVersion();
         sdk = dev.sdkLevel();
         recorder = new Recorder(clock, policy, cfg.mainBufferRecords, cfg.threadBufferRecords, cfg.maxThreads, log);
+        recorder.openCallDepth = OpenCalls.depthFor(cfg.maxBatchRecords);
         spool = new Spool(cfg.spoolDir, cfg.spoolMaxFiles, cfg.spoolMaxBytes, log);
         uploader = new Uploader(cfg.server, cfg.app, cfg.ingestKey, spool, cfg.backoffBaseMillis,
                 cfg.backoffMaxMillis, cfg.httpTimeoutMillis, log);
@@ -184,9 +185,14 @@ final class Session implements Lifecycle.Hooks {
 
     /** Dumps, spools, then uploads until the spool is empty or {@code waitMillis} passed. */
     boolean flushAndWait(long waitMillis) {
+        return flushAndWait(waitMillis, false);
+    }
+
+    /** @param last whether this is the final dump (shutdown): no segment sets {@code continues} */
+    private boolean flushAndWait(long waitMillis, boolean last) {
         long deadline = System.nanoTime() + Math.max(0, waitMillis) * 1000000L;
         try {
-            dumpToSpool();
+            dumpToSpool(last);
             return uploadUntil(deadline);
         } catch (Throwable t) {
             log.warn("flush failed: " + t);
@@ -232,7 +238,7 @@ final class Session implements Lifecycle.Hooks {
             wake.notifyAll();
         }
         try {
-            flushAndWait(waitMillis);
+            flushAndWait(waitMillis, true);
         } catch (Throwable t) {
             log.warn("shutdown: " + t);
         }
@@ -243,20 +249,35 @@ final class Session implements Lifecycle.Hooks {
         }
     }
 
-    /**
-     * Dumps every ring, turns the dump into batches of at most
-     * {@code maxBatchRecords} records, and spools them. Serialised.
-     */
+    /** {@link #dumpToSpool(boolean) dumpToSpool(false)}: a dump while the session goes on. */
     void dumpToSpool() {
+        dumpToSpool(false);
+    }
+
+    /**
+     * Dumps every ring, turns the dump into segments ({@link #split}) in
+     * batches of at most {@code maxBatchRecords} records, and spools them.
+     * Serialised (the dump lock also guards every thread's {@link OpenCalls}).
+     *
+     * @param last whether this is the session's final dump (shutdown): its
+     *        segments do not set {@code continues}, so the server closes the
+     *        calls still open there as incomplete
+     */
+    void dumpToSpool(boolean last) {
         synchronized (dumpLock) {
-            Recorder.Snapshot snap = recorder.dump();
+            Recorder.Snapshot snap = recorder.dump(last);
             if (snap.threads.isEmpty()) {
                 return;
             }
             long wallUs = System.currentTimeMillis() * 1000L;
-            long origin = rebase(snap);
+            List<List<Recorder.ThreadDump>> batches = split(snap.threads, cfg.maxBatchRecords, snap.nowMicros, last);
+            List<Recorder.ThreadDump> all = new ArrayList<Recorder.ThreadDump>();
+            for (List<Recorder.ThreadDump> part : batches) {
+                all.addAll(part);
+            }
+            long origin = rebase(new Recorder.Snapshot(snap.nowMicros, all));
             long originWall = wallUs - (snap.nowMicros - origin);
-            for (List<Recorder.ThreadDump> part : split(snap.threads, cfg.maxBatchRecords)) {
+            for (List<Recorder.ThreadDump> part : batches) {
                 UUID id = UUID.randomUUID();
                 long n = 0;
                 for (Recorder.ThreadDump t : part) {
@@ -284,7 +305,10 @@ final class Session implements Lifecycle.Hooks {
      * Turns each record's 40-bit time (µs since the clock's origin, modulo
      * 2^40) into µs since the batch origin: the full time is recovered as the
      * dump time minus the signed 40-bit difference (records are less than
-     * 6.3 days old), and the origin is the oldest record.
+     * 6.3 days old), and the origin is the oldest record — carried enters
+     * included, and the {@code since_us} of continued segments (full clock
+     * µs before, µs since the origin after). Rewrites the records (and
+     * {@code sinceUs}) in place; each array must belong to one entry.
      *
      * @return the origin (clock µs)
      */
@@ -295,6 +319,9 @@ final class Session implements Lifecycle.Hooks {
             for (long r : t.records) {
                 origin = Math.min(origin, full(now, r));
             }
+            if (t.carried > 0) {
+                origin = Math.min(origin, t.sinceUs);
+            }
         }
         if (origin == Long.MAX_VALUE) {
             return now;
@@ -304,11 +331,18 @@ final class Session implements Lifecycle.Hooks {
             for (int i = 0; i < rs.length; i++) {
                 rs[i] = (rs[i] & ~Recorder.T_MASK) | (full(now, rs[i]) - origin);
             }
+            if (t.carried > 0) {
+                t.sinceUs -= origin;
+            }
         }
         return origin;
     }
 
-    private static long full(long now, long record) {
+    /**
+     * The full clock µs of a record's 40-bit time, for a record written at
+     * most 2^39 µs (6.3 days) before {@code now} (or a little after it).
+     */
+    static long full(long now, long record) {
         long d = (now - record) & Recorder.T_MASK;
         if (d >= (1L << 39)) {
             d -= 1L << 40; // a record a little "after" the dump's clock reading
@@ -316,29 +350,84 @@ final class Session implements Lifecycle.Hooks {
         return now - d;
     }
 
-    static List<List<Recorder.ThreadDump>> split(List<Recorder.ThreadDump> threads, int max) {
+    /**
+     * Cuts a dump into segments and the segments into batches of at most
+     * {@code max} records (carried enters included), in thread order; a
+     * thread's records go on in the next batch when a batch is full, so no
+     * batch holds two segments of one thread.
+     *
+     * <p>Each segment of a thread whose {@link OpenCalls} can carry (the
+     * previous segment set {@code continues} and calls are open) starts with
+     * the carried enters, outermost first, at their original times, and sets
+     * {@code continued} with {@code since_us} = the previous segment's last
+     * record. Otherwise it is fresh (a truncated window always is). Its
+     * records are then replayed on the stack. It sets {@code continues} when
+     * the stack is still known and the thread goes on: a later piece of this
+     * dump, or a later dump (the thread is alive and {@code last} is false).
+     * A dump entry with no records left (the thread ended or the session
+     * ends) becomes a segment of carried enters only, without
+     * {@code continues}, so the server closes them. Records are raw (40-bit
+     * times); {@code sinceUs} is in full clock µs: {@link #rebase} follows.
+     *
+     * @param threads a {@link Recorder#dump}; entries without {@link OpenCalls}
+     *        (made by hand) are treated as a thread's first dump
+     * @param max records per batch, at least 1
+     * @param nowUs the dump's clock reading (full µs)
+     * @param last whether this is the final dump
+     * @return batches, each a list of segments
+     */
+    static List<List<Recorder.ThreadDump>> split(List<Recorder.ThreadDump> threads, int max, long nowUs,
+            boolean last) {
         List<List<Recorder.ThreadDump>> out = new ArrayList<List<Recorder.ThreadDump>>();
         List<Recorder.ThreadDump> cur = new ArrayList<Recorder.ThreadDump>();
         int room = max;
         for (Recorder.ThreadDump t : threads) {
+            OpenCalls oc = t.calls != null ? t.calls : new OpenCalls(OpenCalls.depthFor(max));
+            boolean goesOn = t.alive && !last;
             int off = 0;
             boolean first = true;
             do {
-                if (room == 0) {
+                int left = t.records.length - off;
+                boolean fresh = first && t.truncated || !oc.canCarry(nowUs)
+                        || oc.depth() + Math.min(1, left) > max; // cannot fit (a stack deeper than depthFor(max))
+                if (fresh) {
+                    oc.clear();
+                }
+                int c = oc.depth();
+                if (c == 0 && left == 0 && !t.truncated) {
+                    oc.chained = false;
+                    break; // nothing left to carry (they could not be): no entry
+                }
+                if (room == 0 || room < c + Math.min(1, left)) {
                     out.add(cur);
                     cur = new ArrayList<Recorder.ThreadDump>();
                     room = max;
                 }
-                int n = Math.min(room, t.records.length - off);
+                int n = Math.min(room - c, left);
                 long[] part = t.records;
-                if (off != 0 || n != t.records.length) {
-                    part = new long[n];
-                    System.arraycopy(t.records, off, part, 0, n);
+                if (c != 0 || off != 0 || n != t.records.length) {
+                    part = new long[c + n];
+                    for (int k = 0; k < c; k++) {
+                        part[k] = ((long) oc.id(k) << Recorder.ID_SHIFT) | (oc.enterUs(k) & Recorder.T_MASK);
+                    }
+                    System.arraycopy(t.records, off, part, c, n);
                 }
-                cur.add(new Recorder.ThreadDump(t.id, t.name, t.main, first && t.truncated, part));
-                first = false;
+                long since = oc.lastUs;
+                boolean known = oc.replay(t.records, off, off + n, nowUs, c == 0);
+                if (n > 0) { // where this segment ends: its last record, or since_us if later (clock steps back)
+                    oc.lastUs = c > 0 ? Math.max(since, full(nowUs, t.records[off + n - 1]))
+                            : full(nowUs, t.records[off + n - 1]);
+                }
                 off += n;
-                room -= n;
+                room -= c + n;
+                boolean continues = known && (off < t.records.length || goesOn);
+                oc.chained = continues;
+                if (!known) {
+                    oc.clear();
+                }
+                cur.add(new Recorder.ThreadDump(t.id, t.name, t.main, first && t.truncated, part, c,
+                        c > 0 ? since : 0, continues));
+                first = false;
             } while (off < t.records.length);
         }
         if (!cur.isEmpty()) {

@@ -205,7 +205,7 @@ public class EncoderTest {
         assertTrue("origin within the last hour: " + wall,
                 Math.abs(System.currentTimeMillis() * 1000 - wall) < 3600_000_000L);
         Matcher main = Pattern.compile("\\{\"id\":" + Thread.currentThread().getId()
-                + ",\"name\":\"main\",\"main\":true,\"truncated\":false,\"records\":\\[\n"
+                + ",\"name\":\"main\",\"main\":true,\"truncated\":false,\"continues\":true,\"records\":\\[\n"
                 + "   \\[10,\"i\",(\\d+)\\],\n   \\[11,\"i\",(\\d+)\\],\n   \\[11,\"o\",(\\d+)\\],\n"
                 + "   \\[10,\"o\",(\\d+)\\]\n  \\]\\}").matcher(json);
         assertTrue(json, main.find());
