@@ -56,8 +56,9 @@ final class OpenCalls {
 
     /** Deepest stack tracked; deeper makes it unknown. */
     final int maxDepth;
-    private final int[] ids;
-    private final long[] times;
+    /** Open calls' methodIds and enter times; grown on demand up to maxDepth (16 at first). */
+    private int[] ids;
+    private long[] times;
     private int depth;
     /** True when the last emitted segment of the thread set {@code continues}: the next one carries the stack. */
     boolean chained;
@@ -69,8 +70,8 @@ final class OpenCalls {
      */
     OpenCalls(int maxDepth) {
         this.maxDepth = Math.max(0, Math.min(MAX_DEPTH, maxDepth));
-        ids = new int[this.maxDepth];
-        times = new long[this.maxDepth];
+        ids = new int[Math.min(16, this.maxDepth)];
+        times = new long[ids.length];
     }
 
     /**
@@ -127,8 +128,13 @@ final class OpenCalls {
             long r = records[i];
             int id = (int) (r >>> Recorder.ID_SHIFT) & Recorder.ID_MASK;
             if (r >= 0) {
-                if (depth == maxDepth) {
-                    return false;
+                if (depth == ids.length) {
+                    if (depth == maxDepth) {
+                        return false;
+                    }
+                    int cap = Math.min(maxDepth, depth * 2);
+                    ids = java.util.Arrays.copyOf(ids, cap);
+                    times = java.util.Arrays.copyOf(times, cap);
                 }
                 ids[depth] = id;
                 times[depth] = Session.full(nowUs, r);

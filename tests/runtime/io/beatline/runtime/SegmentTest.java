@@ -119,7 +119,17 @@ public class SegmentTest {
         assertEquals(4096, OpenCalls.depthFor(1 << 20));
         assertEquals(3, OpenCalls.depthFor(7));
         assertEquals(0, OpenCalls.depthFor(1));
-        assertEquals(4096, new OpenCalls(1 << 20).maxDepth);
+        OpenCalls deep = new OpenCalls(1 << 20);
+        assertEquals(4096, deep.maxDepth);
+        long[] many = new long[4097];
+        for (int k = 0; k < many.length; k++) {
+            many[k] = enter(k, k);
+        }
+        assertTrue("4096 open calls: kept (the stack grows)", deep.replay(many, 0, 4096, 5000, true));
+        assertEquals(4096, deep.depth());
+        assertEquals(4095, deep.id(4095));
+        assertEquals(4095, deep.enterUs(4095));
+        assertFalse("the 4097th: unknown", deep.replay(many, 4096, 4097, 5000, false));
     }
 
     /** Enter times are full clock µs, recovered across the 40-bit wrap like rebase does. */
