@@ -16,6 +16,7 @@
  */
 #include "codeattr.h"
 
+#include "bufx.h"
 #include "bytecode.h"
 
 #include <stdio.h>
@@ -47,11 +48,7 @@ static uint16_t g16(rd *r)
     return v;
 }
 
-static bl_err p16(bl_buf *o, uint32_t v)
-{
-    uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
-    return bl_buf_append(o, b, 2);
-}
+static bl_err p16(bl_buf *o, uint32_t v) { return bl_bx_u16(o, v); }
 
 /* Writes v big-endian at out offset at (already appended). */
 static void set16(bl_buf *o, size_t at, uint32_t v)
@@ -114,7 +111,7 @@ bl_err bl_ca_locals(const bl_pcmap *m, const uint8_t *in, uint32_t len, bl_buf *
     if (len != 2u + 10u * n)
         return bad(&r, "length does not match the entry count");
     size_t at = out->len;
-    bl_err e = bl_buf_append(out, in, len);
+    bl_err e = bl_bx_app(out, in, len);
     if (e)
         return e;
     for (uint16_t k = 0; k < n; k++) {
@@ -251,7 +248,7 @@ bl_err bl_ca_type_annos(const bl_pcmap *m, const uint8_t *in, uint32_t len, bl_b
                         char *err, size_t errlen)
 {
     ta t = {{in, len, 0, err, errlen, "type annotations"}, m, out, out->len};
-    bl_err e = bl_buf_append(out, in, len);
+    bl_err e = bl_bx_app(out, in, len);
     if (e)
         return e;
     if (!need(&t.r, 2))
@@ -275,7 +272,7 @@ static bl_err copy_vtypes(rd *r, const bl_pcmap *m, uint32_t n, bl_buf *out)
         if (!need(r, 1))
             return bad(r, "truncated verification_type_info");
         uint8_t tag = r->p[r->pos++];
-        bl_err e = bl_buf_putc(out, (char)tag);
+        bl_err e = bl_bx_u8(out, (uint8_t)tag);
         if (e)
             return e;
         if (tag <= 6)
@@ -330,23 +327,23 @@ bl_err bl_ca_frames(const bl_pcmap *m, const uint8_t *in, uint32_t len, const ui
         uint32_t nd = k ? nw - prev_new - 1 : nw;
         prev_new = nw;
         if (ft < 64 || ft == 251) {
-            e = nd < 64 ? bl_buf_putc(out, (char)nd) : bl_buf_putc(out, (char)251);
+            e = nd < 64 ? bl_bx_u8(out, (uint8_t)nd) : bl_bx_u8(out, (uint8_t)251);
             if (!e && nd >= 64)
                 e = p16(out, nd);
         } else if (ft < 128 || ft == 247) {
-            e = nd < 64 ? bl_buf_putc(out, (char)(64 + nd)) : bl_buf_putc(out, (char)247);
+            e = nd < 64 ? bl_bx_u8(out, (uint8_t)(64 + nd)) : bl_bx_u8(out, (uint8_t)247);
             if (!e && nd >= 64)
                 e = p16(out, nd);
             if (!e)
                 e = copy_vtypes(&r, m, 1, out);
         } else if (ft < 255) { /* chop 248..250, append 252..254 */
-            e = bl_buf_putc(out, (char)ft);
+            e = bl_bx_u8(out, (uint8_t)ft);
             if (!e)
                 e = p16(out, nd);
             if (!e && ft > 251)
                 e = copy_vtypes(&r, m, ft - 251u, out);
         } else {
-            e = bl_buf_putc(out, (char)255);
+            e = bl_bx_u8(out, (uint8_t)255);
             if (!e)
                 e = p16(out, nd);
             for (int part = 0; part < 2 && !e; part++) {
@@ -366,11 +363,11 @@ bl_err bl_ca_frames(const bl_pcmap *m, const uint8_t *in, uint32_t len, const ui
     if (n && tail_at <= prev_new)
         return bad(&r, "frame after the code end");
     uint32_t td = n ? tail_at - prev_new - 1 : tail_at;
-    e = bl_buf_putc(out, (char)255);
+    e = bl_bx_u8(out, (uint8_t)255);
     if (!e)
         e = p16(out, td);
     if (!e)
-        e = bl_buf_append(out, tail, tail_len);
+        e = bl_bx_app(out, tail, tail_len);
     *n_out = (uint16_t)(n + 1u);
     return e;
 }

@@ -35,12 +35,29 @@ static int indexed(uint8_t tag)
            tag == BL_CP_NAMEANDTYPE || tag == BL_CP_METHODREF;
 }
 
+static uint64_t ld64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* O(1) per entry: the length and three 8-byte windows (start, middle, end);
+ * short entries byte by byte. Equal entries hash equal; collisions only cost
+ * a memcmp. */
 static uint32_t hash(const uint8_t *p, uint32_t n)
 {
-    uint32_t h = 2166136261u;
-    for (uint32_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 16777619u;
-    return h;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    if (n >= 8) {
+        h = (h ^ ld64(p)) * 0xff51afd7ed558ccdull;
+        h = (h ^ ld64(p + n / 2 - (n / 2 >= 4 ? 4 : 0))) * 0xc4ceb9fe1a85ec53ull;
+        h = (h ^ ld64(p + n - 8)) * 0xff51afd7ed558ccdull;
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            h = (h ^ p[i]) * 0x100000001b3ull;
+    }
+    h ^= h >> 33;
+    return (uint32_t)h;
 }
 
 static const uint8_t *entry_bytes(const bl_cpool *p, uint32_t idx)

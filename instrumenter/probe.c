@@ -59,6 +59,7 @@
  */
 #include "probe.h"
 
+#include "bufx.h"
 #include "bytecode.h"
 #include "codeattr.h"
 #include "cpool.h"
@@ -196,17 +197,9 @@ static void free_scratch(scratch *s)
     bl_buf_cleanup(&s->methods);
 }
 
-static bl_err put16(bl_buf *b, uint32_t v)
-{
-    uint8_t x[2] = {(uint8_t)(v >> 8), (uint8_t)v};
-    return bl_buf_append(b, x, 2);
-}
-
-static bl_err put32(bl_buf *b, uint32_t v)
-{
-    uint8_t x[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
-    return bl_buf_append(b, x, 4);
-}
+static bl_err bl_bx_putc(bl_buf *b, char c) { return bl_bx_u8(b, (unsigned char)c); }
+static bl_err put16(bl_buf *b, uint32_t v) { return bl_bx_u16(b, v); }
+static bl_err put32(bl_buf *b, uint32_t v) { return bl_bx_u32(b, v); }
 
 /* ------------------------------------------------------------------------ */
 /* Decoding and the enter point                                              */
@@ -374,7 +367,7 @@ static bl_err emit_push(bl_buf *b, uint32_t id, uint16_t int_idx)
         x[2] = (uint8_t)int_idx;
         n = 3;
     }
-    return bl_buf_append(b, x, n);
+    return bl_bx_app(b, x, n);
 }
 
 static uint32_t push_len(uint32_t id, uint16_t int_idx)
@@ -392,7 +385,7 @@ static bl_err emit_probe(bl_buf *b, uint32_t id, uint16_t int_idx, uint16_t mref
 {
     bl_err e = emit_push(b, id, int_idx);
     uint8_t x[3] = {BL_OP_INVOKESTATIC, (uint8_t)(mref >> 8), (uint8_t)mref};
-    return e ? e : bl_buf_append(b, x, 3);
+    return e ? e : bl_bx_app(b, x, 3);
 }
 
 static bl_err emit_code(ctx *c, const uint8_t *code, uint32_t n, uint32_t id, uint16_t int_idx,
@@ -415,26 +408,26 @@ static bl_err emit_code(ctx *c, const uint8_t *code, uint32_t n, uint32_t id, ui
         if (bl_bc_is_short_branch(t->op)) {
             int32_t disp = (int32_t)(s->lab[t->tgt] - at);
             if (!(t->flags & F_WIDE)) {
-                e = bl_buf_putc(b, (char)t->op);
+                e = bl_bx_putc(b, (char)t->op);
                 if (!e)
                     e = put16(b, (uint32_t)disp);
             } else if (t->op == BL_OP_GOTO || t->op == BL_OP_JSR) {
-                e = bl_buf_putc(b, (char)(t->op == BL_OP_GOTO ? BL_OP_GOTO_W : BL_OP_JSR_W));
+                e = bl_bx_putc(b, (char)(t->op == BL_OP_GOTO ? BL_OP_GOTO_W : BL_OP_JSR_W));
                 if (!e)
                     e = put32(b, (uint32_t)disp);
             } else {
                 uint8_t x[4] = {(uint8_t)bl_bc_invert(t->op), 0, 8, BL_OP_GOTO_W};
-                e = bl_buf_append(b, x, 4);
+                e = bl_bx_app(b, x, 4);
                 if (!e)
                     e = put32(b, (uint32_t)(disp - 3));
             }
         } else if (t->op == BL_OP_GOTO_W || t->op == BL_OP_JSR_W) {
-            e = bl_buf_putc(b, (char)t->op);
+            e = bl_bx_putc(b, (char)t->op);
             if (!e)
                 e = put32(b, s->lab[t->tgt] - at);
         } else if (t->op == BL_OP_TABLESWITCH || t->op == BL_OP_LOOKUPSWITCH) {
             uint32_t q = t->old + 1 + bl_bc_switch_pad(t->old);
-            e = bl_buf_putc(b, (char)t->op);
+            e = bl_bx_putc(b, (char)t->op);
             if (!e)
                 e = bl_buf_zero(b, bl_bc_switch_pad(at));
             uint32_t cnt, step;
@@ -450,18 +443,18 @@ static bl_err emit_code(ctx *c, const uint8_t *code, uint32_t n, uint32_t id, ui
             if (!e)
                 e = put32(b, dflt);
             if (!e)
-                e = bl_buf_append(b, code + q + 4, t->op == BL_OP_TABLESWITCH ? 8 : 4);
+                e = bl_bx_app(b, code + q + 4, t->op == BL_OP_TABLESWITCH ? 8 : 4);
             /* tableswitch: offsets at q+12+4k; lookupswitch: key at q+8+8k,
              * offset at q+12+8k */
             for (uint32_t k = 0; k < cnt && !e; k++) {
                 const uint8_t *en = code + q + 12 + k * step;
                 if (step == 8)
-                    e = bl_buf_append(b, en - 4, 4);
+                    e = bl_bx_app(b, en - 4, 4);
                 if (!e)
                     e = put32(b, s->lab[s->idx_of[t->old + bl_bes32(en)]] - at);
             }
         } else {
-            e = bl_buf_append(b, p, t->len);
+            e = bl_bx_app(b, p, t->len);
         }
     }
     if (!e && b->len != code_end)
@@ -477,8 +470,10 @@ static int known_code_attr(const char *name, int *kind)
     static const char *const K[] = {"StackMapTable", "LineNumberTable", "LocalVariableTable",
                                     "LocalVariableTypeTable", "RuntimeVisibleTypeAnnotations",
                                     "RuntimeInvisibleTypeAnnotations"};
+    static const size_t KL[] = {13, 15, 18, 22, 29, 31};
+    size_t n = strlen(name);
     for (int k = 0; k < 6; k++)
-        if (strcmp(name, K[k]) == 0) {
+        if (n == KL[k] && memcmp(name, K[k], n) == 0) {
             *kind = k;
             return 1;
         }
@@ -508,7 +503,7 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
     const uint8_t *d = c->d;
     *done = 0;
     if (id == BL_PROBE_NO_ID || !r->code_attr || (m->access & 0x0500))
-        return bl_buf_append(&s->methods, d + r->start, r->end - r->start);
+        return bl_bx_app(&s->methods, d + r->start, r->end - r->start);
     if (id > BL_PROBE_MAX_ID) {
         if (c->errlen)
             snprintf(c->err, c->errlen, "%s.%s%s: methodId %u above %u", bl_cf_name(c->cf),
@@ -527,7 +522,7 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
             char why[128];
             snprintf(why, sizeof why, "Code attribute %.64s may hold code offsets", an);
             skip(c, m, why);
-            return bl_buf_append(&s->methods, d + r->start, r->end - r->start);
+            return bl_bx_app(&s->methods, d + r->start, r->end - r->start);
         }
         if (kind == 0)
             has_smt = 1;
@@ -541,11 +536,11 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
     int32_t P = 0;
     if (strcmp(m->name, "<init>") == 0 && (P = ctor_enter_point(c, code, n)) < 0) {
         skip(c, m, "no super(...)/this(...) call found");
-        return bl_buf_append(&s->methods, d + r->start, r->end - r->start);
+        return bl_bx_app(&s->methods, d + r->start, r->end - r->start);
     }
     if (r->max_stack >= 65535) {
         skip(c, m, "max_stack would exceed 65535");
-        return bl_buf_append(&s->methods, d + r->start, r->end - r->start);
+        return bl_bx_app(&s->methods, d + r->start, r->end - r->start);
     }
     s->in[P].flags |= F_ENTER;
     for (uint32_t i = 0; i < n; i++)
@@ -561,7 +556,7 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
     uint32_t code_end = layout(s, n, plen, hlen);
     if (code_end == UINT32_MAX) {
         skip(c, m, "code would exceed 65535 bytes");
-        return bl_buf_append(&s->methods, d + r->start, r->end - r->start);
+        return bl_bx_app(&s->methods, d + r->start, r->end - r->start);
     }
     /* inverted conditionals make their fall-through a jump target */
     uint32_t n_targets = 0;
@@ -575,7 +570,7 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
     if ((e = emit_code(c, code, n, id, int_idx, code_end)) != BL_OK)
         return e;
     if ((e = emit_probe(&s->code, id, int_idx, c->m_exit)) != BL_OK ||
-        (e = bl_buf_putc(&s->code, (char)BL_OP_ATHROW)) != BL_OK)
+        (e = bl_bx_putc(&s->code, (char)BL_OP_ATHROW)) != BL_OK)
         return e;
 
     /* Code attributes */
@@ -612,7 +607,7 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
         if (e == BL_EFORMAT) { /* offsets we cannot move, or the simulation gave up */
             snprintf(c->msg, sizeof c->msg, "%s", c->err);
             skip(c, m, c->msg);
-            return bl_buf_append(&s->methods, d + r->start, r->end - r->start);
+            return bl_bx_app(&s->methods, d + r->start, r->end - r->start);
         }
         if (e)
             return wrap(c, m, e);
@@ -634,7 +629,7 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
         if (e == BL_EFORMAT && rebuild) {
             snprintf(c->msg, sizeof c->msg, "%s", c->err);
             skip(c, m, c->msg);
-            return bl_buf_append(&s->methods, d + r->start, r->end - r->start);
+            return bl_bx_app(&s->methods, d + r->start, r->end - r->start);
         }
         if (e)
             return wrap(c, m, e);
@@ -651,13 +646,13 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
     uint64_t clen = 2 + 2 + 4 + (uint64_t)new_len + 2 + 8 * exc_n + 2 + ab->len;
     if (exc_n > 65535 || clen > UINT32_MAX) {
         skip(c, m, "exception table or Code attribute too large");
-        return bl_buf_append(&s->methods, d + r->start, r->end - r->start);
+        return bl_bx_app(&s->methods, d + r->start, r->end - r->start);
     }
-    if ((e = bl_buf_append(o, d + r->start, r->code_attr - r->start)) != BL_OK ||
-        (e = bl_buf_append(o, d + r->code_attr, 2)) != BL_OK ||
+    if ((e = bl_bx_app(o, d + r->start, r->code_attr - r->start)) != BL_OK ||
+        (e = bl_bx_app(o, d + r->code_attr, 2)) != BL_OK ||
         (e = put32(o, (uint32_t)clen)) != BL_OK || (e = put16(o, ms)) != BL_OK ||
         (e = put16(o, r->max_locals)) != BL_OK || (e = put32(o, new_len)) != BL_OK ||
-        (e = bl_buf_append(o, s->code.data, s->code.len)) != BL_OK ||
+        (e = bl_bx_app(o, s->code.data, s->code.len)) != BL_OK ||
         (e = put16(o, exc_n)) != BL_OK)
         return e;
     for (uint32_t k = 0; k < r->exc_count; k++) {
@@ -669,13 +664,13 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
         if (ns == UINT32_MAX || ne == UINT32_MAX || nh == UINT32_MAX || sp >= ep)
             return mbad(c, m, sp, "exception table entry is not on instruction boundaries");
         if ((e = put16(o, ns)) != BL_OK || (e = put16(o, ne)) != BL_OK ||
-            (e = put16(o, nh)) != BL_OK || (e = bl_buf_append(o, x + 6, 2)) != BL_OK)
+            (e = put16(o, nh)) != BL_OK || (e = bl_bx_app(o, x + 6, 2)) != BL_OK)
             return e;
     }
     if ((e = put16(o, s->lab[P])) != BL_OK || (e = put16(o, code_end)) != BL_OK ||
         (e = put16(o, code_end)) != BL_OK || (e = put16(o, 0)) != BL_OK ||
-        (e = put16(o, n_attrs)) != BL_OK || (e = bl_buf_append(o, ab->data, ab->len)) != BL_OK ||
-        (e = bl_buf_append(o, d + r->code_attr_end, r->end - r->code_attr_end)) != BL_OK)
+        (e = put16(o, n_attrs)) != BL_OK || (e = bl_bx_app(o, ab->data, ab->len)) != BL_OK ||
+        (e = bl_bx_app(o, d + r->code_attr_end, r->end - r->code_attr_end)) != BL_OK)
         return e;
     *done = 1;
     return BL_OK;
@@ -702,7 +697,7 @@ bl_err bl_probe_instrument(bl_cf *cf, const uint32_t *ids, const bl_probe_opts *
             maxlen = m->code_length;
     }
     if (!maxlen) /* nothing to instrument: the input as it is */
-        return bl_buf_append(out, d, len);
+        return bl_bx_app(out, d, len);
     if (!opts || !opts->runtime_class || !*opts->runtime_class) {
         if (errlen)
             snprintf(err, errlen, "no runtime class given");
@@ -726,16 +721,16 @@ bl_err bl_probe_instrument(bl_cf *cf, const uint32_t *ids, const bl_probe_opts *
         done += (size_t)one;
     }
     if (!e && !done) {
-        e = bl_buf_append(out, d, len);
+        e = bl_bx_app(out, d, len);
     } else if (!e) {
         uint32_t pe = bl_cf_pool_end(cf), mo = bl_cf_methods_off(cf), me = bl_cf_methods_end(cf);
         uint32_t count = bl_cf_pool_count(cf) + bl_cpool_added(&c->pool);
-        if ((e = bl_buf_append(out, d, 8)) == BL_OK && (e = put16(out, count)) == BL_OK &&
-            (e = bl_buf_append(out, d + 10, pe - 10)) == BL_OK &&
-            (e = bl_buf_append(out, c->pool.extra.data, c->pool.extra.len)) == BL_OK &&
-            (e = bl_buf_append(out, d + pe, mo + 2 - pe)) == BL_OK &&
-            (e = bl_buf_append(out, c->s.methods.data, c->s.methods.len)) == BL_OK)
-            e = bl_buf_append(out, d + me, len - me);
+        if ((e = bl_bx_app(out, d, 8)) == BL_OK && (e = put16(out, count)) == BL_OK &&
+            (e = bl_bx_app(out, d + 10, pe - 10)) == BL_OK &&
+            (e = bl_bx_app(out, c->pool.extra.data, c->pool.extra.len)) == BL_OK &&
+            (e = bl_bx_app(out, d + pe, mo + 2 - pe)) == BL_OK &&
+            (e = bl_bx_app(out, c->s.methods.data, c->s.methods.len)) == BL_OK)
+            e = bl_bx_app(out, d + me, len - me);
     }
     if (e == BL_ETOOBIG && errlen && !err[0])
         snprintf(err, errlen, "%s: constant pool would exceed 65535 entries", bl_cf_name(cf));
