@@ -792,6 +792,88 @@ START_TEST(constructors)
 }
 END_TEST
 
+/* Type annotations in Code (localvar, instanceof, new, cast targets) follow
+ * their instructions: each offset target names an instruction with the
+ * expected opcode after instrumentation. */
+START_TEST(type_annotations)
+{
+    if (!have_jvm())
+        return;
+    char path[512], cmd[1024];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/srcta", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/srcta/TA.java", tmpdir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "import java.lang.annotation.*;\npublic class TA {\n"
+               "  @Target(ElementType.TYPE_USE) @Retention(RetentionPolicy.RUNTIME) @interface A {}\n"
+               "  static int f(Object o) {\n    if (o == null) return -1;\n"
+               "    @A String s = (@A String) o;\n"
+               "    if (o instanceof @A String) { Object n = new @A Object();\n"
+               "      return s.length() + (n.hashCode() & 0); }\n    return 0;\n  }\n"
+               "  public static void main(String[] a) { System.out.println(f(\"abcd\")); }\n}\n");
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "javac -d %s/clsta %s 2>&1", tmpdir, path);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/clsta/TA.class", tmpdir);
+    size_t len, olen;
+    char *data = tu_read_file(path, &len);
+    ck_assert_ptr_nonnull(data);
+    n_warn = 0;
+    uint8_t *o = instrument_and_run((uint8_t *)data, len, "TA", 3, &olen);
+    ck_assert_uint_eq(n_warn, 0);
+    bl_cf *cf = NULL;
+    ck_assert_int_eq(bl_cf_parse(o, olen, &cf, NULL, 0), BL_OK);
+    size_t offsets = 0, localvars = 0;
+    for (size_t i = 0; i < bl_cf_method_count(cf); i++) {
+        if (strcmp(bl_cf_method_at(cf, i)->name, "f") != 0)
+            continue;
+        const bl_cf_mraw *r = bl_cf_method_raw(cf, i);
+        const uint8_t *code = o + r->code;
+        for (uint32_t k = 0, at = r->attrs; k < r->attr_count; k++) {
+            const char *an = bl_cf_utf8(cf, bl_be16(o + at), NULL);
+            uint32_t alen = bl_be32(o + at + 2);
+            if (strcmp(an, "RuntimeVisibleTypeAnnotations") == 0) {
+                const uint8_t *p = o + at + 6;
+                uint16_t n = bl_be16(p);
+                p += 2;
+                for (uint16_t a = 0; a < n; a++) {
+                    uint8_t t = *p++;
+                    if (t == 0x40) {
+                        uint16_t cnt = bl_be16(p);
+                        for (uint16_t q = 0; q < cnt; q++) {
+                            uint16_t st = bl_be16(p + 2 + 6 * q), ln = bl_be16(p + 4 + 6 * q);
+                            ck_assert_uint_le((uint32_t)st + ln, r->code_len);
+                            localvars++;
+                        }
+                        p += 2 + 6 * cnt;
+                    } else {
+                        ck_assert(t == 0x43 || t == 0x44 || t == 0x47);
+                        uint16_t off = bl_be16(p);
+                        ck_assert_uint_lt(off, r->code_len);
+                        unsigned want = t == 0x43 ? 193 : t == 0x44 ? BL_OP_NEW : 192;
+                        ck_assert_msg(code[off] == want, "target 0x%x at %u: opcode %u", t, off,
+                                      code[off]);
+                        offsets++;
+                        p += t == 0x47 ? 3 : 2;
+                    }
+                    p += 1 + 2 * p[0]; /* type_path */
+                    p += 2;            /* type_index */
+                    ck_assert_uint_eq(bl_be16(p), 0); /* @A has no elements */
+                    p += 2;
+                }
+            }
+            at += 6 + alen;
+        }
+    }
+    ck_assert_uint_eq(offsets, 3);
+    ck_assert_uint_ge(localvars, 1);
+    bl_cf_free(cf);
+    free(o);
+    free(data);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("probe");
@@ -806,6 +888,7 @@ int main(void)
     tcase_add_test(tc, pool_overflow);
     tcase_add_test(tc, corrupt_code);
     tcase_add_test(tc, constructors);
+    tcase_add_test(tc, type_annotations);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);
     if (tmpdir[0]) {
