@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zip.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #define MAX_DEPTH 256
 #define COPY_CHUNK (1u << 20)
@@ -122,6 +122,8 @@ void bl_jio_free(bl_jio_input *in)
         free(in->entries[i].zout);
     }
     free(in->entries);
+    free(in->raw);
+    free(in->file);
     free(in->path);
     free(in);
 }
@@ -148,6 +150,68 @@ static bl_err read_file(const char *path, size_t cap, uint8_t **data, size_t *le
     }
     *data = (uint8_t *)b.data;
     *len = b.len;
+    return BL_OK;
+}
+
+/* Reads the regular file `path` into *data (owned, *len bytes) when its size
+ * is at most max; else leaves *data NULL and returns BL_ETOOBIG. *size gets
+ * the file's size either way. BL_EIO (errno), BL_EFORMAT (the file changed
+ * size while being read), BL_ENOMEM. */
+static bl_err read_whole(const char *path, uint64_t max, uint8_t **data, size_t *len,
+                         uint64_t *size)
+{
+    *data = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0)
+        return BL_EIO;
+    if (fstat(fd, &sb) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return BL_EIO;
+    }
+    *size = sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
+    if (*size > max || *size > SIZE_MAX / 2) {
+        close(fd);
+        return BL_ETOOBIG;
+    }
+    size_t n = (size_t)*size;
+    uint8_t *d = malloc(n ? n : 1);
+    if (!d) {
+        close(fd);
+        return BL_ENOMEM;
+    }
+    size_t got = 0;
+    bl_err e = BL_OK;
+    for (;;) {
+        /* one byte past the size: notices a file that grew */
+        size_t want = got < n ? n - got : 1;
+        uint8_t extra;
+        ssize_t r = read(fd, got < n ? d + got : &extra, want);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            e = BL_EIO;
+            break;
+        }
+        if (r == 0 || got >= n) {
+            if (r != 0 || got != n)
+                e = BL_EFORMAT;
+            break;
+        }
+        got += (size_t)r;
+    }
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    if (e) {
+        free(d);
+        return e;
+    }
+    *data = d;
+    *len = n;
     return BL_OK;
 }
 
@@ -223,10 +287,66 @@ static bl_err read_entry(zip_t *za, const char *path, bl_jio_entry *e, zip_uint6
     return BL_OK;
 }
 
+/* Deflate cannot expand more than 1,032 : 1 (258-byte matches at about 2
+ * bits each); a declared size above this is a lie, whatever the data. */
+#define DEFLATE_MAX_RATIO 1032u
+
+/* Reads the `e->raw_len` stored bytes of entry e (libzip, no decoding) to
+ * dst. */
+static bl_err read_raw(zip_t *za, const char *path, const bl_jio_entry *e, uint8_t *dst,
+                       char *err, size_t errlen)
+{
+    zip_file_t *zf = zip_fopen_index(za, e->index, ZIP_FL_COMPRESSED);
+    if (!zf) {
+        snprintf(err, errlen, "%s!%s: cannot read entry: %s", path, e->name, zip_strerror(za));
+        return BL_EFORMAT;
+    }
+    size_t got = 0;
+    bl_err rc = BL_OK;
+    while (got < e->raw_len) {
+        zip_int64_t r = zip_fread(zf, dst + got, e->raw_len - got);
+        if (r < 0) {
+            snprintf(err, errlen, "%s!%s: corrupt entry data: %s", path, e->name,
+                     zip_file_strerror(zf));
+            rc = BL_EFORMAT;
+            break;
+        }
+        if (r == 0) {
+            snprintf(err, errlen, "%s!%s: entry data truncated (%zu of %zu compressed bytes)",
+                     path, e->name, got, e->raw_len);
+            rc = BL_EFORMAT;
+            break;
+        }
+        got += (size_t)r;
+    }
+    zip_fclose(zf);
+    return rc;
+}
+
 static bl_err open_jar(bl_jio_input *in, char *err, size_t errlen)
 {
+    uint64_t file_size = 0;
+    bl_err rc = read_whole(in->path, BL_JIO_INMEM_MAX, &in->file, &in->file_len, &file_size);
+    if (rc && rc != BL_ETOOBIG) {
+        snprintf(err, errlen, "%s: %s", in->path,
+                 rc == BL_EIO      ? strerror(errno)
+                 : rc == BL_EFORMAT ? "the file changed while being read"
+                                    : "out of memory");
+        return rc;
+    }
     int code = 0;
-    zip_t *za = zip_open(in->path, ZIP_RDONLY, &code);
+    zip_t *za = NULL;
+    if (in->file) {
+        zip_error_t ze;
+        zip_error_init(&ze);
+        zip_source_t *src = zip_source_buffer_create(in->file, in->file_len, 0, &ze);
+        if (src && !(za = zip_open_from_source(src, ZIP_RDONLY, &ze)))
+            zip_source_free(src);
+        code = zip_error_code_zip(&ze);
+        zip_error_fini(&ze);
+    } else {
+        za = zip_open(in->path, ZIP_RDONLY, &code); /* too large to hold: from the file */
+    }
     if (!za) {
         char m[256];
         zip_msg(code, m, sizeof m);
@@ -235,11 +355,14 @@ static bl_err open_jar(bl_jio_input *in, char *err, size_t errlen)
                                                        ? BL_EIO
                                                        : BL_EFORMAT;
     }
-    bl_err rc = BL_OK;
+    rc = BL_OK;
     size_t cap = 0;
-    uint64_t total = 0;
+    uint64_t total = 0, raw_total = 0;
     zip_int64_t n = zip_get_num_entries(za, 0);
     char **sorted = NULL;
+    /* pass A: list the entries; class entries that are deflated or stored
+     * (with sizes and CRC known) only get their raw size noted here, others
+     * are decoded by libzip now */
     for (zip_int64_t i = 0; i < n && !rc; i++) {
         zip_stat_t st;
         zip_stat_init(&st);
@@ -273,13 +396,68 @@ static bl_err open_jar(bl_jio_input *in, char *err, size_t errlen)
         }
         e.is_dir = ends_with(e.name, "/");
         e.is_class = !e.is_dir && ends_with(e.name, ".class");
-        if (e.is_class && (rc = read_entry(za, in->path, &e, st.size, &total, err, errlen))) {
+        const zip_uint64_t need = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_CRC |
+                                  ZIP_STAT_COMP_METHOD;
+        if (e.is_class && (st.valid & need) == need &&
+            (st.comp_method == ZIP_CM_DEFLATE || st.comp_method == ZIP_CM_STORE)) {
+            /* never trust the sizes: bounded by the limits, the archive's
+             * size and what deflate can expand to */
+            if (st.size > BL_JIO_CLASS_MAX) {
+                snprintf(err, errlen,
+                         "%s!%s: declared size %llu exceeds the %u-byte limit for a class",
+                         in->path, e.name, (unsigned long long)st.size, BL_JIO_CLASS_MAX);
+                rc = BL_ETOOBIG;
+            } else if (st.comp_size > file_size || (raw_total += st.comp_size) > file_size) {
+                snprintf(err, errlen,
+                         "%s!%s: compressed data runs past the end of the archive or overlaps "
+                         "other entries",
+                         in->path, e.name);
+                rc = BL_EFORMAT;
+            } else if (st.comp_method == ZIP_CM_STORE ? st.size != st.comp_size
+                                                      : st.size > (uint64_t)st.comp_size *
+                                                                          DEFLATE_MAX_RATIO) {
+                snprintf(err, errlen,
+                         "%s!%s: corrupt entry header (%llu bytes declared for %llu %s bytes)",
+                         in->path, e.name, (unsigned long long)st.size,
+                         (unsigned long long)st.comp_size,
+                         st.comp_method == ZIP_CM_STORE ? "stored" : "compressed");
+                rc = BL_EFORMAT;
+            } else if ((total += st.size) > BL_JIO_TOTAL_MAX) {
+                snprintf(err, errlen, "%s!%s: more than %llu bytes of classes in one input",
+                         in->path, e.name, (unsigned long long)BL_JIO_TOTAL_MAX);
+                rc = BL_ETOOBIG;
+            } else {
+                e.raw_len = (size_t)st.comp_size;
+                e.size = st.size;
+                e.crc_in = st.crc; /* e.raw is set in pass B */
+            }
+            if (rc) {
+                free(e.name);
+                break;
+            }
+        } else if (e.is_class &&
+                   (rc = read_entry(za, in->path, &e, st.size, &total, err, errlen))) {
             free(e.name);
             break;
         }
         if ((rc = push_entry(in, &cap, &e)) != BL_OK) {
             free(e.name);
             free(e.data);
+        }
+    }
+    /* pass B: the pending class entries' raw bytes, into one buffer */
+    if (!rc) {
+        in->raw = malloc(raw_total ? (size_t)raw_total : 1);
+        if (!in->raw)
+            rc = BL_ENOMEM;
+        size_t off = 0;
+        for (size_t i = 0; !rc && i < in->n; i++) {
+            bl_jio_entry *e = &in->entries[i];
+            if (!e->is_class || e->data) /* not pending (read_entry sets data) */
+                continue;
+            e->raw = in->raw + off;
+            rc = read_raw(za, in->path, e, in->raw + off, err, errlen);
+            off += e->raw_len;
         }
     }
     if (!rc && in->n > 1) {
@@ -643,42 +821,99 @@ static const char *estr(bl_err e)
 
 /* ---- pre-compressed entries ------------------------------------------- */
 
-bl_err bl_jio_precompress(const bl_jio_input *in, bl_jio_entry *en)
+/* Per-thread libdeflate state, allocated on first use (a compressor holds
+ * about a megabyte of tables; allocating one per class costs more than the
+ * compression). Freed by bl_jio_thread_done. */
+static _Thread_local struct libdeflate_decompressor *tl_dec;
+static _Thread_local struct libdeflate_compressor *tl_comp;
+
+void bl_jio_thread_done(void)
 {
-    if (in->kind != BL_JIO_JAR || !en->out || en->comp == ZIP_CM_STORE || en->zout)
+    libdeflate_free_decompressor(tl_dec);
+    libdeflate_free_compressor(tl_comp);
+    tl_dec = NULL;
+    tl_comp = NULL;
+}
+
+bl_err bl_jio_load(const bl_jio_input *in, bl_jio_entry *en, char *err, size_t errlen)
+{
+    if (en->data || !en->is_class || !en->raw)
         return BL_OK;
-    if (en->out_len > (size_t)UINT32_MAX / 2)
-        return BL_OK; /* let libzip do it */
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    if (deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-        return BL_ENOMEM;
-    uLong bound = deflateBound(&zs, (uLong)en->out_len);
-    uint8_t *z = malloc(bound ? bound : 1);
-    if (!z) {
-        deflateEnd(&zs);
+    /* bl_jio_open bounded size: <= BL_JIO_CLASS_MAX, == raw_len when stored,
+     * <= raw_len * 1032 when deflated */
+    size_t size = (size_t)en->size;
+    uint8_t *d = malloc(size ? size : 1);
+    if (!d) {
+        snprintf(err, errlen, "%s!%s: out of memory", in->path, en->name);
         return BL_ENOMEM;
     }
-    zs.next_in = (Bytef *)(uintptr_t)en->out;
-    zs.avail_in = (uInt)en->out_len;
-    zs.next_out = z;
-    zs.avail_out = (uInt)bound;
-    int r = deflate(&zs, Z_FINISH);
-    size_t n = (size_t)zs.total_out;
-    deflateEnd(&zs);
-    if (r != Z_STREAM_END) {
-        free(z);
+    if (en->comp == ZIP_CM_STORE) {
+        if (size)
+            memcpy(d, en->raw, size);
+    } else {
+        if (!tl_dec && !(tl_dec = libdeflate_alloc_decompressor())) {
+            free(d);
+            snprintf(err, errlen, "%s!%s: out of memory", in->path, en->name);
+            return BL_ENOMEM;
+        }
+        size_t got = 0;
+        enum libdeflate_result r =
+            libdeflate_deflate_decompress(tl_dec, en->raw, en->raw_len, d, size, &got);
+        if (r != LIBDEFLATE_SUCCESS || got != size) {
+            if (r == LIBDEFLATE_INSUFFICIENT_SPACE)
+                snprintf(err, errlen, "%s!%s: entry holds more bytes than its header says (%zu)",
+                         in->path, en->name, size);
+            else if (r == LIBDEFLATE_SUCCESS)
+                snprintf(err, errlen, "%s!%s: entry holds %zu bytes, its header says %zu",
+                         in->path, en->name, got, size);
+            else
+                snprintf(err, errlen, "%s!%s: corrupt entry data (invalid deflate stream)",
+                         in->path, en->name);
+            free(d);
+            return BL_EFORMAT;
+        }
+    }
+    uint32_t crc = (uint32_t)libdeflate_crc32(0, d, size);
+    if (crc != en->crc_in) {
+        snprintf(err, errlen,
+                 "%s!%s: corrupt entry data (CRC-32 %08x, its header says %08x)", in->path,
+                 en->name, (unsigned)crc, (unsigned)en->crc_in);
+        free(d);
         return BL_EFORMAT;
     }
-    en->zout = z;
-    en->zout_len = n;
-    en->crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), en->out, (uInt)en->out_len);
+    en->data = d;
+    en->len = size;
     return BL_OK;
 }
 
-/* A libzip source that serves an entry's pre-compressed bytes and says so
- * in its stat (comp_method deflate, crc), so zip_close copies them as they
- * are instead of compressing again. */
+bl_err bl_jio_precompress(const bl_jio_input *in, bl_jio_entry *en)
+{
+    if (in->kind != BL_JIO_JAR || !en->out || en->has_crc)
+        return BL_OK;
+    if (en->comp != ZIP_CM_STORE) {
+        if (!tl_comp && !(tl_comp = libdeflate_alloc_compressor(BL_JIO_DEFLATE_LEVEL)))
+            return BL_ENOMEM;
+        size_t bound = libdeflate_deflate_compress_bound(tl_comp, en->out_len);
+        uint8_t *z = malloc(bound ? bound : 1);
+        if (!z)
+            return BL_ENOMEM;
+        size_t n = libdeflate_deflate_compress(tl_comp, en->out, en->out_len, z, bound);
+        if (n == 0) { /* cannot happen with the bound; be safe */
+            free(z);
+            return BL_EFORMAT;
+        }
+        en->zout = z;
+        en->zout_len = n;
+    }
+    en->crc = (uint32_t)libdeflate_crc32(0, en->out, en->out_len);
+    en->has_crc = 1;
+    return BL_OK;
+}
+
+/* A libzip source that serves an entry's finished bytes and says so in its
+ * stat (comp_method deflate with zout, or stored with out; size, crc), so
+ * zip_close copies them as they are instead of compressing them or
+ * computing the CRC again. */
 typedef struct zsrc {
     const bl_jio_entry *en;
     size_t pos;
@@ -693,9 +928,11 @@ static zip_int64_t zsrc_cb(void *ud, void *data, zip_uint64_t len, zip_source_cm
         z->pos = 0;
         return 0;
     case ZIP_SOURCE_READ: {
-        size_t left = z->en->zout_len - z->pos;
+        const uint8_t *b = z->en->zout ? z->en->zout : z->en->out;
+        size_t left = (z->en->zout ? z->en->zout_len : z->en->out_len) - z->pos;
         size_t n = len < left ? (size_t)len : left;
-        memcpy(data, z->en->zout + z->pos, n);
+        if (n)
+            memcpy(data, b + z->pos, n);
         z->pos += n;
         return (zip_int64_t)n;
     }
@@ -711,8 +948,8 @@ static zip_int64_t zsrc_cb(void *ud, void *data, zip_uint64_t len, zip_source_cm
         st->valid = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD | ZIP_STAT_CRC |
                     ZIP_STAT_MTIME | ZIP_STAT_ENCRYPTION_METHOD;
         st->size = z->en->out_len;
-        st->comp_size = z->en->zout_len;
-        st->comp_method = ZIP_CM_DEFLATE;
+        st->comp_size = z->en->zout ? z->en->zout_len : z->en->out_len;
+        st->comp_method = z->en->zout ? ZIP_CM_DEFLATE : ZIP_CM_STORE;
         st->encryption_method = ZIP_EM_NONE;
         st->crc = z->en->crc;
         st->mtime = z->en->mtime;
@@ -736,7 +973,7 @@ static zip_int64_t zsrc_cb(void *ud, void *data, zip_uint64_t len, zip_source_cm
 
 static zip_source_t *source_for(zip_t *za, const bl_jio_entry *en)
 {
-    if (!en->zout)
+    if (!en->has_crc)
         return zip_source_buffer(za, en->out, en->out_len, 0);
     zsrc *z = calloc(1, sizeof *z);
     if (!z)
@@ -751,21 +988,199 @@ static zip_source_t *source_for(zip_t *za, const bl_jio_entry *en)
     return src;
 }
 
+/* The archive as a libzip source in memory: reads serve the input jar's
+ * bytes (borrowed), writes (zip_close) go to `out` (owned), which holds the
+ * new archive once committed. No BEGIN_WRITE_CLONING: libzip then writes
+ * the whole archive, exactly as it does to a file (its cloning path writes
+ * different central-directory flags, and libzip 1.7.3's own buffer source
+ * frees memory it does not own when cloning). */
+typedef struct memzip {
+    const uint8_t *in;
+    size_t in_len, pos;
+    bl_buf out;        /* the archive being written */
+    size_t wpos;       /* write position in out */
+    int committed;     /* out is the archive */
+    zip_error_t error;
+} memzip;
+
+static zip_int64_t memzip_cb(void *ud, void *data, zip_uint64_t len, zip_source_cmd_t cmd)
+{
+    memzip *m = ud;
+    switch (cmd) {
+    case ZIP_SOURCE_OPEN:
+        m->pos = 0;
+        return 0;
+    case ZIP_SOURCE_READ: {
+        size_t left = m->in_len - m->pos;
+        size_t n = len < left ? (size_t)len : left;
+        if (n)
+            memcpy(data, m->in + m->pos, n);
+        m->pos += n;
+        return (zip_int64_t)n;
+    }
+    case ZIP_SOURCE_CLOSE:
+        return 0;
+    case ZIP_SOURCE_SEEK: {
+        zip_int64_t p = zip_source_seek_compute_offset(m->pos, m->in_len, data, len, &m->error);
+        if (p < 0)
+            return -1;
+        m->pos = (size_t)p;
+        return 0;
+    }
+    case ZIP_SOURCE_TELL:
+        return (zip_int64_t)m->pos;
+    case ZIP_SOURCE_STAT: {
+        if (len < sizeof(zip_stat_t)) {
+            zip_error_set(&m->error, ZIP_ER_INVAL, 0);
+            return -1;
+        }
+        zip_stat_t *st = data;
+        zip_stat_init(st);
+        st->valid = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD |
+                    ZIP_STAT_ENCRYPTION_METHOD;
+        st->size = st->comp_size = m->in_len;
+        st->comp_method = ZIP_CM_STORE;
+        st->encryption_method = ZIP_EM_NONE;
+        return (zip_int64_t)sizeof *st;
+    }
+    case ZIP_SOURCE_BEGIN_WRITE:
+        bl_buf_reset(&m->out);
+        m->wpos = 0;
+        m->committed = 0;
+        return 0;
+    case ZIP_SOURCE_WRITE: {
+        /* overwrite from wpos, appending past the end */
+        size_t n = (size_t)len;
+        size_t over = m->wpos < m->out.len ? m->out.len - m->wpos : 0;
+        if (over > n)
+            over = n;
+        if (over)
+            memcpy(m->out.data + m->wpos, data, over);
+        if (n > over) {
+            if (m->wpos > m->out.len && bl_buf_zero(&m->out, m->wpos - m->out.len) != BL_OK) {
+                zip_error_set(&m->error, ZIP_ER_MEMORY, 0);
+                return -1;
+            }
+            if (bl_buf_append(&m->out, (const uint8_t *)data + over, n - over) != BL_OK) {
+                zip_error_set(&m->error, ZIP_ER_MEMORY, 0);
+                return -1;
+            }
+        }
+        m->wpos += n;
+        return (zip_int64_t)n;
+    }
+    case ZIP_SOURCE_SEEK_WRITE: {
+        zip_int64_t p = zip_source_seek_compute_offset(m->wpos, m->out.len, data, len, &m->error);
+        if (p < 0)
+            return -1;
+        m->wpos = (size_t)p;
+        return 0;
+    }
+    case ZIP_SOURCE_TELL_WRITE:
+        return (zip_int64_t)m->wpos;
+    case ZIP_SOURCE_COMMIT_WRITE:
+        m->committed = 1;
+        return 0;
+    case ZIP_SOURCE_ROLLBACK_WRITE:
+        bl_buf_reset(&m->out);
+        m->committed = 0;
+        return 0;
+    case ZIP_SOURCE_REMOVE:
+        bl_buf_reset(&m->out);
+        m->committed = 1; /* an empty archive; stage_jar writes one itself */
+        return 0;
+    case ZIP_SOURCE_ERROR:
+        return zip_error_to_data(&m->error, data, len);
+    case ZIP_SOURCE_FREE:
+        return 0; /* m belongs to stage_jar */
+    case ZIP_SOURCE_SUPPORTS:
+        return zip_source_make_command_bitmap(
+            ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE, ZIP_SOURCE_STAT,
+            ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE, ZIP_SOURCE_SEEK, ZIP_SOURCE_TELL,
+            ZIP_SOURCE_SUPPORTS, ZIP_SOURCE_BEGIN_WRITE, ZIP_SOURCE_WRITE,
+            ZIP_SOURCE_SEEK_WRITE, ZIP_SOURCE_TELL_WRITE, ZIP_SOURCE_COMMIT_WRITE,
+            ZIP_SOURCE_ROLLBACK_WRITE, ZIP_SOURCE_REMOVE, -1);
+    default:
+        zip_error_set(&m->error, ZIP_ER_OPNOTSUPP, 0);
+        return -1;
+    }
+}
+
+/* Frees the in-memory archive of stage_jar (msrc and m may be NULL). */
+static void memzip_done(zip_source_t *msrc, memzip *m)
+{
+    if (msrc)
+        zip_source_free(msrc);
+    if (m) {
+        bl_buf_cleanup(&m->out);
+        zip_error_fini(&m->error);
+    }
+}
+
+/* Replaces the contents of the existing file `path` with len bytes of data
+ * (the caller fsyncs it). */
+static bl_err write_file_at(const char *path, const uint8_t *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0)
+        return BL_EIO;
+    bl_err e = bl_fd_write_all(fd, data, len);
+    int saved = errno;
+    if (close(fd) != 0 && !e)
+        e = BL_EIO;
+    else
+        errno = saved;
+    return e;
+}
+
 static bl_err stage_jar(const bl_jio_input *in, const char *tmp, bl_jio_notice_fn notice,
                         void *ctx, char *err, size_t errlen)
 {
-    bl_err e = copy_file(in->path, tmp, 0644, 1, 0);
-    if (e) {
-        snprintf(err, errlen, "%s: copying %s: %s", tmp, in->path, estr(e));
-        return e;
-    }
-    int code = 0;
-    zip_t *za = zip_open(tmp, 0, &code);
-    if (!za) {
-        char m[256];
-        zip_msg(code, m, sizeof m);
-        snprintf(err, errlen, "%s: cannot reopen the copy of %s: %s", tmp, in->path, m);
-        return BL_EIO;
+    /* in memory (in->file): libzip edits a buffer source over the bytes read
+     * by bl_jio_open and writes the new archive into it, we write that out
+     * once. Else: a copy of the input file, edited by libzip in place. */
+    memzip mz = {.in = in->file, .in_len = in->file_len};
+    memzip *m = NULL; /* &mz when in memory */
+    zip_source_t *msrc = NULL;
+    zip_t *za = NULL;
+    bl_err e;
+    if (in->file) {
+        m = &mz;
+        bl_buf_init(&mz.out, 0);
+        zip_error_init(&mz.error);
+        zip_error_t ze;
+        zip_error_init(&ze);
+        msrc = zip_source_function_create(memzip_cb, m, &ze);
+        if (msrc) {
+            zip_source_keep(msrc); /* still ours after zip_close */
+            if (!(za = zip_open_from_source(msrc, 0, &ze)))
+                zip_source_free(msrc); /* drop the reference zip_open did not take */
+        }
+        if (!za) {
+            snprintf(err, errlen, "%s: cannot reopen %s in memory: %s", tmp, in->path,
+                     zip_error_strerror(&ze));
+            zip_error_fini(&ze);
+            if (msrc)
+                zip_source_free(msrc);
+            bl_buf_cleanup(&mz.out);
+            zip_error_fini(&mz.error);
+            return BL_ENOMEM;
+        }
+        zip_error_fini(&ze);
+    } else {
+        e = copy_file(in->path, tmp, 0644, 1, 0);
+        if (e) {
+            snprintf(err, errlen, "%s: copying %s: %s", tmp, in->path, estr(e));
+            return e;
+        }
+        int code = 0;
+        za = zip_open(tmp, 0, &code);
+        if (!za) {
+            char zm[256];
+            zip_msg(code, zm, sizeof zm);
+            snprintf(err, errlen, "%s: cannot reopen the copy of %s: %s", tmp, in->path, zm);
+            return BL_EIO;
+        }
     }
     int changed = 0;
     for (size_t i = 0; i < in->n; i++) {
@@ -779,10 +1194,12 @@ static bl_err stage_jar(const bl_jio_input *in, const char *tmp, bl_jio_notice_f
                 zip_source_free(src);
             goto zfail_entry;
         }
-        /* stored stays stored; anything else becomes deflate at zlib's
-         * default level 6 ("normal", what the JDK's jar tool writes) */
+        /* stored stays stored; anything else becomes deflate (done by
+         * bl_jio_precompress at BL_JIO_DEFLATE_LEVEL; libzip deflates, at
+         * that level, only entries nobody pre-compressed) */
         zip_int32_t comp = en->comp == ZIP_CM_STORE ? ZIP_CM_STORE : ZIP_CM_DEFLATE;
-        if (zip_set_file_compression(za, en->index, comp, comp == ZIP_CM_STORE ? 0 : 6) != 0 ||
+        zip_uint32_t lvl = comp == ZIP_CM_STORE ? 0 : BL_JIO_DEFLATE_LEVEL;
+        if (zip_set_file_compression(za, en->index, comp, lvl) != 0 ||
             zip_file_set_mtime(za, en->index, en->mtime, 0) != 0)
             goto zfail_entry;
         continue;
@@ -790,6 +1207,7 @@ static bl_err stage_jar(const bl_jio_input *in, const char *tmp, bl_jio_notice_f
         snprintf(err, errlen, "%s!%s: cannot replace the entry: %s", in->path, en->name,
                  zip_strerror(za));
         zip_discard(za);
+        memzip_done(msrc, m);
         return BL_EIO;
     }
     size_t kept = in->n;
@@ -801,6 +1219,7 @@ static bl_err stage_jar(const bl_jio_input *in, const char *tmp, bl_jio_notice_f
             snprintf(err, errlen, "%s!%s: cannot drop the entry: %s", in->path, en->name,
                      zip_strerror(za));
             zip_discard(za);
+            memzip_done(msrc, m);
             return BL_EIO;
         }
         kept--;
@@ -812,13 +1231,25 @@ static bl_err stage_jar(const bl_jio_input *in, const char *tmp, bl_jio_notice_f
     if (zip_close(za) != 0) {
         snprintf(err, errlen, "%s: writing the jar: %s", tmp, zip_strerror(za));
         zip_discard(za);
+        memzip_done(msrc, m);
         return BL_EIO;
     }
     if (kept == 0) {
         /* libzip removes an archive left empty: write an empty one */
         static const uint8_t eocd[22] = {0x50, 0x4b, 0x05, 0x06};
+        memzip_done(msrc, m);
         unlink(tmp);
         if ((e = write_new_file(tmp, eocd, sizeof eocd, 0666, 1)) != BL_OK) {
+            snprintf(err, errlen, "%s: %s", tmp, estr(e));
+            return e;
+        }
+    } else if (m) {
+        /* committed: the new archive; not committed: zip_close had nothing
+         * to change, the input as it is */
+        e = write_file_at(tmp, m->committed ? (const uint8_t *)m->out.data : m->in,
+                          m->committed ? m->out.len : m->in_len);
+        memzip_done(msrc, m);
+        if (e) {
             snprintf(err, errlen, "%s: %s", tmp, estr(e));
             return e;
         }

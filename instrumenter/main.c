@@ -6,14 +6,17 @@
  *   beatline-instrument [options] INPUT... -o OUTPUT --method-ids FILE
  *
  * Pipeline:
- *   0. read every input (jario: class bytes in memory, entry lists);
- *   1. parse every class in parallel (bl_cf_parse) and choose its candidate
+ *   0. read every input (jario: entry lists; class bytes in memory, a jar's
+ *      still compressed);
+ *   1. inflate (bl_jio_load) and parse every class in parallel (bl_cf_parse)
+ *      and choose its candidate
  *      methods (code present, not abstract/native, not the runtime's,
  *      allowed by the rules, not trivial under --skip-trivial);
  *   2. assign ids on the sorted (class, name, descriptor) triples
  *      (methodids: deterministic, base ids kept), check the method-ID file
  *      with the server's reader;
- *   3. rewrite every class with candidates in parallel (bl_probe_instrument);
+ *   3. rewrite every class with candidates in parallel (bl_probe_instrument)
+ *      and deflate the result there (bl_jio_precompress);
  *   4. stage every output beside its target, then rename them all (outputs
  *      first, method-ID file last). Any error before 4 leaves nothing on
  *      disk.
@@ -34,6 +37,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -347,9 +353,16 @@ static void pass1(job *j, unit *u)
 {
     char loc[1024], msg[512] = "";
     where(u, loc, sizeof loc);
+    /* a jar's class entries arrive compressed: inflate and check them here,
+     * on this thread */
+    bl_err e = bl_jio_load(u->in, u->en, msg, sizeof msg);
+    if (e) {
+        set_err(u, "%s", msg);
+        return;
+    }
     if (skipped_by_name(u->en->name))
         return;
-    bl_err e = bl_cf_parse(u->en->data, u->en->len, &u->cf, msg, sizeof msg);
+    e = bl_cf_parse(u->en->data, u->en->len, &u->cf, msg, sizeof msg);
     if (e) {
         u->cf = NULL;
         set_err(u, "%s: %s", loc, msg[0] ? msg : bl_err_str(e));
@@ -451,6 +464,7 @@ static void *worker(void *arg)
         j->fn(j, &j->u[i]);
         atomic_fetch_add(&j->done, 1);
     }
+    bl_jio_thread_done();
     return NULL;
 }
 
@@ -600,6 +614,25 @@ static int make_targets(const opts *o, char **targets)
 
 /* ---- main ---------------------------------------------------------------- */
 
+/* Process-wide settings that only change speed (measured on guava.jar,
+ * docs/benchmarks.md):
+ * - TZ unset: glibc then re-reads /etc/localtime's status on every
+ *   mktime/localtime, and libzip converts the DOS time of every entry (two
+ *   stat calls per entry). TZ=":/etc/localtime" names the same zone file,
+ *   so times are converted exactly as before, but it is loaded once.
+ * - glibc malloc: one arena (worker threads otherwise each grow their own
+ *   heap a few pages at a time, one mprotect call per step: thousands per
+ *   run) with a 32 MiB top pad (fewer brk calls). */
+static void tune_process(void)
+{
+    if (!getenv("TZ"))
+        (void)setenv("TZ", ":/etc/localtime", 0); /* on failure: slower, same result */
+#ifdef __GLIBC__
+    mallopt(M_ARENA_MAX, 1);
+    mallopt(M_TOP_PAD, 32 << 20);
+#endif
+}
+
 int main(int argc, char **argv)
 {
     opts o = {.skip_trivial = -1, .obfuscated = -1};
@@ -616,6 +649,7 @@ int main(int argc, char **argv)
     double t0 = now_s();
     bl_buf_init(&idtext, 0);
     bl_buf_init(&base, 0);
+    tune_process();
 
     if (bl_rules_new(&o.rules) != BL_OK) {
         fprintf(stderr, PROG ": out of memory\n");
