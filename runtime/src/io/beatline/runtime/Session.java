@@ -111,6 +111,7 @@ final class Session implements Lifecycle.Hooks {
                 }
                 if (now || System.nanoTime() - next >= 0 || cfg.flushFill > 0 && recorder.maxFill() >= cfg.flushFill) {
                     dumpToSpool();
+                    wakeUploader(); // upload as we go: what is left at shutdown must fit in shutdownWaitMs
                     next = System.nanoTime() + cfg.flushIntervalMillis * 1000000L;
                 }
             } catch (InterruptedException e) {
@@ -188,12 +189,14 @@ final class Session implements Lifecycle.Hooks {
         return flushAndWait(waitMillis, false);
     }
 
-    /** @param last whether this is the final dump (shutdown): no segment sets {@code continues} */
+    /**
+     * @param waitMillis upload time after the dump is spooled (a big final dump takes seconds to compress)
+     * @param last whether this is the final dump (shutdown): no segment sets {@code continues}
+     */
     private boolean flushAndWait(long waitMillis, boolean last) {
-        long deadline = System.nanoTime() + Math.max(0, waitMillis) * 1000000L;
         try {
             dumpToSpool(last);
-            return uploadUntil(deadline);
+            return uploadUntil(System.nanoTime() + Math.max(0, waitMillis) * 1000000L);
         } catch (Throwable t) {
             log.warn("flush failed: " + t);
             return false;
