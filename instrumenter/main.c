@@ -620,15 +620,16 @@ static int make_targets(const opts *o, char **targets)
  *   mktime/localtime, and libzip converts the DOS time of every entry (two
  *   stat calls per entry). TZ=":/etc/localtime" names the same zone file,
  *   so times are converted exactly as before, but it is loaded once.
- * - glibc malloc: one arena (worker threads otherwise each grow their own
- *   heap a few pages at a time, one mprotect call per step: thousands per
- *   run) with a 32 MiB top pad (fewer brk calls). */
+ * - glibc malloc: a 32 MiB top pad. A worker thread's arena is then
+ *   created with 32 MiB usable at once instead of growing a page or so at a
+ *   time with one mprotect call per step (thousands per run); the main
+ *   arena calls brk less often. (One arena for all threads instead would
+ *   serialise the workers on its lock.) */
 static void tune_process(void)
 {
     if (!getenv("TZ"))
         (void)setenv("TZ", ":/etc/localtime", 0); /* on failure: slower, same result */
 #ifdef __GLIBC__
-    mallopt(M_ARENA_MAX, 1);
     mallopt(M_TOP_PAD, 32 << 20);
 #endif
 }
