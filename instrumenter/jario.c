@@ -2,12 +2,21 @@
  * jario.c — reading jars, class directories and class files, and writing
  * their instrumented copies (contract in jario.h).
  *
- * Jar output: the input is copied byte for byte to the temporary, which
- * libzip then opens for update: replaced class entries and deleted
- * signature files are the only changes, so zip_close copies every other
- * entry raw (compressed bytes, local and central headers, order) and writes
- * only the replaced ones anew. libzip commits through its own temporary and
- * rename inside our temporary's folder; we then fsync ours and rename it.
+ * Jar input: the file is read into memory once (up to BL_JIO_INMEM_MAX;
+ * larger ones are read by libzip from the file); libzip lists the entries
+ * and hands out each class entry's stored bytes (ZIP_FL_COMPRESSED), which
+ * bl_jio_load inflates and checks (libdeflate, CRC-32) on the caller's
+ * threads.
+ *
+ * Jar output: libzip opens the input for update — through `memzip`, a
+ * libzip source reading the bytes in memory and taking the new archive in a
+ * buffer, or, for large jars, a byte-for-byte copy of the input file.
+ * Replaced class entries (finished bytes with their CRC, from
+ * bl_jio_precompress) and deleted signature files are the only changes, so
+ * zip_close copies every other entry raw (compressed bytes, local and
+ * central headers, order) and writes only the replaced ones anew; we write
+ * the buffer to our temporary, fsync it and rename it. Both ways give the
+ * same bytes.
  *
  * Invariants: every name written below an output folder passed
  * bl_jio_name_safe or came from readdir (no "..", no '/'-prefix); a staged

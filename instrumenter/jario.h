@@ -29,13 +29,16 @@
  * `out` is set get those bytes; every other entry is copied unchanged (jar:
  * raw compressed bytes, name, order, timestamps, extra fields and
  * compression kept by libzip; a replaced class entry keeps its timestamp and
- * its compression method: stored stays stored, deflated is deflated again
- * at zlib's level 6). When any class entry of a jar changes, its
+ * its compression method: stored stays stored, anything else is deflated:
+ * libdeflate level BL_JIO_DEFLATE_LEVEL, by bl_jio_precompress on the
+ * caller's threads, handed to libzip finished). A jar of at most
+ * BL_JIO_INMEM_MAX bytes is laid out by libzip in memory and written with
+ * one write. When any class entry of a jar changes, its
  * signature files (META-INF/X.SF, .RSA, .DSA, .EC, META-INF/SIG-*) are left
  * out, with a notice; META-INF/MANIFEST.MF is copied unchanged (its
  * per-entry digests are inert without the signature files). Files are
- * fsync'ed (a folder output: one syncfs for the whole tree). bl_jio_commit renames the staged output onto the target
- * (replacing an existing one; a directory by an atomic exchange where the
+ * fsync'ed (a folder output: one syncfs for the whole tree). bl_jio_commit
+ * renames the staged output onto the target (replacing an existing one; a directory by an atomic exchange where the
  * file system allows it) and fsyncs the folder; bl_jio_abort removes it.
  */
 #ifndef BL_JARIO_H
