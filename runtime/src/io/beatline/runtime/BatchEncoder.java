@@ -147,11 +147,12 @@ final class BatchEncoder {
         while ((o.p & 7) != 0) {
             o.b[o.p++] = 0;
         }
+        java.nio.LongBuffer recs = java.nio.ByteBuffer.wrap(o.b, o.p, (int) (records * 8))
+                .order(java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer();
         for (int i = 0; i < n; i++) {
-            for (long r : threads.get(i).records) {
-                o.u64(r, false);
-            }
+            recs.put(threads.get(i).records); // bulk little-endian stores: 8 bytes a record
         }
+        o.p += (int) (records * 8);
         o.u32(events.length);
         o.bytes(events);
         if (o.p != o.b.length) {

@@ -201,6 +201,15 @@ public final class Beatline {
         public final long truncatedThreads;
         /** Batches lost because they could not be written to the spool. */
         public final long batchesLost;
+        /** Most records held at once copied out of the rings but not yet spooled (at most {@code maxPendingRecords}). */
+        public final long backlogPeakRecords;
+        /** Ring copies that {@code maxPendingRecords} cut short or prevented (the rings kept those records). */
+        public final long copiesLimited;
+        /**
+         * Largest fill of a ring (records not yet copied / capacity) seen when
+         * the dumper copied it; 1 or more: it wrapped.
+         */
+        public final double peakRingFill;
         /** Batches deleted unsent because the spool was over its bounds. */
         public final long spoolDropped;
         /** Batches the server accepted (2xx). */
@@ -216,12 +225,15 @@ public final class Beatline {
             threads = s.recorder.threads();
             synchronized (s.recorder) {
                 threadsRefused = s.recorder.threadsRefused;
+                peakRingFill = s.recorder.peakFill;
             }
             long[] c = s.counters();
             batchesSpooled = c[0];
             recordsSpooled = c[1];
             truncatedThreads = c[2];
             batchesLost = c[3];
+            backlogPeakRecords = c[4];
+            copiesLimited = c[5];
             spoolDropped = s.spool.dropped();
             batchesUploaded = s.uploader.uploaded;
             batchesRefused = s.uploader.dropped4xx;

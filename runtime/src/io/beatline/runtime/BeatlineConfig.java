@@ -36,6 +36,12 @@ public final class BeatlineConfig {
     public final double flushFill;
     /** At most this many records in one batch (larger dumps are split). */
     public final int maxBatchRecords;
+    /**
+     * At most this many records (8 bytes each) copied out of the rings and
+     * not yet spooled; past it the dumper stops copying and the rings keep
+     * the rest (a ring that wraps loses records, counted as truncated).
+     */
+    public final long maxPendingRecords;
     /** Spool directory (created when missing). */
     public final File spoolDir;
     /** At most this many batch files in the spool; the oldest are deleted first. */
@@ -73,6 +79,7 @@ public final class BeatlineConfig {
         flushIntervalMillis = b.flushIntervalMillis;
         flushFill = b.flushFill;
         maxBatchRecords = b.maxBatchRecords;
+        maxPendingRecords = b.maxPendingRecords;
         spoolDir = b.spoolDir != null ? b.spoolDir : defaultSpool(b.app);
         spoolMaxFiles = b.spoolMaxFiles;
         spoolMaxBytes = b.spoolMaxBytes;
@@ -108,6 +115,7 @@ public final class BeatlineConfig {
         long flushIntervalMillis = 30000;
         double flushFill = 0.5;
         int maxBatchRecords = 1 << 20;
+        long maxPendingRecords = 1L << 22;
         File spoolDir;
         int spoolMaxFiles = 200;
         long spoolMaxBytes = 32L << 20;
@@ -184,6 +192,16 @@ public final class BeatlineConfig {
         /** @param n records per batch at most, 1..2^24 (default 1,048,576 = 8 MiB) */
         public Builder maxBatchRecords(int n) {
             this.maxBatchRecords = n;
+            return this;
+        }
+
+        /**
+         * @param n records copied out of the rings and not yet spooled, at
+         *        most, at least 1 (default 4,194,304 = 32 MiB); past it the
+         *        rings keep the rest and may wrap
+         */
+        public Builder maxPendingRecords(long n) {
+            this.maxPendingRecords = n;
             return this;
         }
 
@@ -273,6 +291,7 @@ public final class BeatlineConfig {
             require(flushIntervalMillis >= 10, "flushIntervalMillis must be >= 10: " + flushIntervalMillis);
             require(flushFill == 0 || flushFill >= 0.05 && flushFill <= 1, "flushFill must be 0 or 0.05..1: " + flushFill);
             require(maxBatchRecords >= 1 && maxBatchRecords <= (1 << 24), "maxBatchRecords must be 1..2^24");
+            require(maxPendingRecords >= 1, "maxPendingRecords must be >= 1: " + maxPendingRecords);
             require(spoolMaxFiles >= 1, "spoolMaxFiles must be >= 1");
             require(spoolMaxBytes >= 1, "spoolMaxBytes must be >= 1");
             require(backoffBaseMillis >= 1 && backoffMaxMillis >= backoffBaseMillis,
@@ -337,6 +356,9 @@ public final class BeatlineConfig {
         }
         if ((v = s.get("flushIntervalMs", "FLUSH_INTERVAL_MS")) != null) {
             b.flushIntervalMillis(num("flushIntervalMs", v));
+        }
+        if ((v = s.get("maxPendingRecords", "MAX_PENDING_RECORDS")) != null) {
+            b.maxPendingRecords(num("maxPendingRecords", v));
         }
         if ((v = s.get("spoolMaxFiles", "SPOOL_MAX_FILES")) != null) {
             b.spoolMaxFiles((int) num("spoolMaxFiles", v));

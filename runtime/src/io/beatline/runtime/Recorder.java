@@ -135,6 +135,8 @@ final class Recorder {
         final OpenCalls calls;
         /** False when the thread had ended before the dump: this is its last. */
         final boolean alive;
+        /** True when the thread's ring still holds records the dump did not take (a later dump takes them). */
+        final boolean more;
 
         /** A segment that stands alone (neither {@code continued} nor {@code continues}). */
         ThreadDump(long id, String name, boolean main, boolean truncated, long[] records) {
@@ -153,8 +155,21 @@ final class Recorder {
             this(id, name, main, truncated, records, carried, sinceUs, continues, null, true);
         }
 
+        /** A dumped window ({@link #more} false), as tests make them. */
         ThreadDump(long id, String name, boolean main, boolean truncated, long[] records, int carried, long sinceUs,
                 boolean continues, OpenCalls calls, boolean alive) {
+            this(id, name, main, truncated, records, carried, sinceUs, continues, calls, alive, false);
+        }
+
+        /**
+         * A dumped window or a segment.
+         *
+         * @param calls the thread's dumper state (null: made by hand)
+         * @param alive false when the thread had ended before the dump
+         * @param more the ring still holds records this dump did not take
+         */
+        ThreadDump(long id, String name, boolean main, boolean truncated, long[] records, int carried, long sinceUs,
+                boolean continues, OpenCalls calls, boolean alive, boolean more) {
             this.id = id;
             this.name = name;
             this.main = main;
@@ -165,6 +180,7 @@ final class Recorder {
             this.continues = continues;
             this.calls = calls;
             this.alive = alive;
+            this.more = more;
         }
     }
 
@@ -196,21 +212,42 @@ final class Recorder {
         return dump(false);
     }
 
+    /** {@link #dump(boolean, long, double) dump(last, Long.MAX_VALUE, 0)}: every ring, everything. */
+    Snapshot dump(boolean last) {
+        return dump(last, Long.MAX_VALUE, 0);
+    }
+
     /**
-     * Dumps every ring (records written since the previous dump; threads
+     * Dumps the rings (records written since the previous dump; threads
      * with none and not truncated are left out, unless calls carried from
      * their previous segment must be closed: the thread ended, or
      * {@code last}). Rings of threads that have ended leave the registry once
      * dumped empty. Serialised. Each {@link ThreadDump} holds the thread's
-     * {@link OpenCalls} (made here at the ring's first dump) and whether the
-     * thread is alive; {@link Session#split} turns them into segments.
+     * {@link OpenCalls} (made here at the ring's first dump), whether the
+     * thread is alive and whether its ring still holds records this dump did
+     * not take; {@link Session#split} and {@link Backlog} turn them into
+     * segments.
      *
      * @param last whether this is the session's final dump (shutdown)
+     * @param maxRecords most records taken in all (rings in registration
+     *        order, oldest records first; at least 1): the dumper's memory
+     *        bound. A ring the budget does not reach is left as it is.
+     * @param minFill take only rings at least this full (records not yet
+     *        dumped / capacity, 0..1; 0: every ring)
      */
-    synchronized Snapshot dump(boolean last) {
+    synchronized Snapshot dump(boolean last, long maxRecords, double minFill) {
         List<ThreadDump> out = new ArrayList<ThreadDump>();
+        long budget = maxRecords;
         for (int i = 0; i < rings.size(); i++) {
             Ring r = rings.get(i);
+            long pending = r.pending();
+            double fill = pending / (double) (r.mask + 1);
+            if (pending > 0 && (budget <= 0 || fill < minFill)) {
+                continue; // left in the ring for a later dump
+            }
+            if (fill > peakFill) {
+                peakFill = fill;
+            }
             Thread t = r.thread.get();
             boolean alive = t != null && t.isAlive();
             if (t != null) {
@@ -219,17 +256,39 @@ final class Recorder {
             if (r.calls == null) {
                 r.calls = new OpenCalls(openCallDepth);
             }
-            Ring.Window w = r.dump();
-            boolean close = r.calls.chained && r.calls.depth() > 0 && (!alive || last);
+            Ring.Window w = r.dump(Math.max(1, budget));
+            budget -= w.records.length;
+            boolean close = r.calls.chained && r.calls.depth() > 0 && (!alive || last) && !w.more;
             if (w.records.length > 0 || w.truncated || close) {
                 out.add(new ThreadDump(r.threadId, r.threadName, r.main, w.truncated, w.records, 0, 0, false,
-                        r.calls, alive));
+                        r.calls, alive, w.more));
             }
             if (!alive && r.pending() == 0) {
                 rings.remove(i--);
             }
         }
         return new Snapshot(clock.nowMicros(), out);
+    }
+
+    /**
+     * Largest fill (records not yet dumped / capacity) a ring had when a dump
+     * looked at it, since the session started; 1 or more means a ring wrapped
+     * (or nearly: the two newest slots are never trusted).
+     */
+    double peakFill;
+
+    /** {@link #peakFill}, read under the lock. */
+    synchronized double peakFill() {
+        return peakFill;
+    }
+
+    /** Records written to the rings and not yet dumped, over all rings (records). */
+    synchronized long pending() {
+        long n = 0;
+        for (Ring r : rings) {
+            n += Math.min(r.pending(), r.mask + 1);
+        }
+        return n;
     }
 
     /** Largest fill (records not yet dumped / capacity) over all rings, 0..1+. */
@@ -239,6 +298,30 @@ final class Recorder {
             m = Math.max(m, r.pending() / (double) (r.mask + 1));
         }
         return m;
+    }
+
+    private long polledNanos = System.nanoTime();
+
+    /**
+     * ms until the first ring reaches {@code fill} (records not yet dumped /
+     * capacity), at the rate each ring was written since the previous call
+     * (infinite when no ring was written). Flush thread only.
+     */
+    synchronized double msUntilFill(double fill) {
+        long now = System.nanoTime();
+        double ms = (now - polledNanos) / 1e6;
+        polledNanos = now;
+        double soonest = Double.POSITIVE_INFINITY;
+        for (Ring r : rings) {
+            long p = r.published();
+            long written = p - r.polled;
+            r.polled = p;
+            if (written > 0 && ms > 0) {
+                double room = fill * (r.mask + 1) - r.pending();
+                soonest = Math.min(soonest, Math.max(0, room) / (written / ms));
+            }
+        }
+        return soonest;
     }
 
     /** Rings currently registered. */

@@ -51,6 +51,8 @@ final class Ring {
     private volatile long fence;
     /** First record not yet dumped; dumper only. */
     private long start;
+    /** Records published when the flush thread last measured the write rate ({@link Recorder#msUntilFill}). */
+    long polled;
 
     /** Whether probes record into this ring (false only for {@link #OFF}). */
     final boolean on;
@@ -117,24 +119,38 @@ final class Ring {
         final long first;
         /** True when records before {@code first} were lost (overwritten) since the previous dump. */
         final boolean truncated;
+        /** True when the ring held more records than the dump was allowed to take (they stay in the ring). */
+        final boolean more;
 
-        Window(long[] records, long first, boolean truncated) {
+        Window(long[] records, long first, boolean truncated, boolean more) {
             this.records = records;
             this.first = first;
             this.truncated = truncated;
+            this.more = more;
         }
+    }
+
+    /** {@link #dump(long) dump(Long.MAX_VALUE)}: everything written since the previous dump. */
+    Window dump() {
+        return dump(Long.MAX_VALUE);
     }
 
     /**
      * Copies the records written since the previous dump (those still in the
-     * ring) while the writer keeps writing. Dumper side; callers serialise.
-     * Allocates the returned array (never on the writer's path).
+     * ring), the oldest {@code maxRecords} of them at most, while the writer
+     * keeps writing. Records left behind stay in the ring for the next dump
+     * (which marks itself truncated if the writer overwrites them first).
+     * Dumper side; callers serialise. Allocates the returned array (never on
+     * the writer's path).
+     *
+     * @param maxRecords most records to take, at least 1
      */
-    Window dump() {
+    Window dump(long maxRecords) {
         final int cap = mask + 1;
         final long p1 = published;
         long lo = Math.max(start, p1 - cap + 2);
-        int n = (int) (p1 - lo);
+        long hi = p1 - lo > maxRecords ? lo + maxRecords : p1;
+        int n = (int) (hi - lo);
         long[] copy = new long[n];
         if (n > 0) {
             int from = (int) lo & mask;
@@ -155,8 +171,8 @@ final class Ring {
             lo += drop;
         }
         boolean truncated = lo > start;
-        start = p1;
-        return new Window(copy, lo, truncated);
+        start = hi;
+        return new Window(copy, lo, truncated, hi < p1);
     }
 
     /** Records the dumper has not taken yet (approximate while the writer runs). */

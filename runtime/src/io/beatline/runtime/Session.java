@@ -15,8 +15,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * throws.
  */
 final class Session implements Lifecycle.Hooks {
-    /** How often the flush thread looks at ring fill levels, ms. */
+    /**
+     * Longest wait between two looks of the flush thread at ring fill levels,
+     * ms; it looks sooner when a ring is being written fast enough to reach
+     * {@code flushFill} before then ({@link #pollMillis}).
+     */
     static final long FILL_POLL_MS = 200;
+    /** Shortest wait between two looks at ring fill levels, ms. */
+    static final long MIN_POLL_MS = 10;
 
     final BeatlineConfig cfg;
     final Recorder recorder;
@@ -36,21 +42,38 @@ final class Session implements Lifecycle.Hooks {
     private boolean ended;
     private Thread flusher;
     private Thread sender;
+    /** When the next regular (interval) dump is due, System.nanoTime(); flush thread only. */
+    private long nextDumpNanos;
 
     // counters (under dumpLock): read them with counters()
     private long batchesSpooled;
     private long recordsSpooled;
     private long batchesLost;
     private long truncatedThreads;
+    private long backlogPeak;
+    private long copiesLimited;
+    private boolean limitLogged;
+    // read by counters() while a dump runs: updated under statsLock
+    private final Object statsLock = new Object();
 
-    /** {batches spooled, records spooled, truncated thread entries, batches lost}. */
+    /**
+     * {batches spooled, records spooled, truncated thread entries, batches
+     * lost, most records held copied but unspooled, copies limited by
+     * maxPendingRecords}.
+     */
     long[] counters() {
-        synchronized (dumpLock) {
-            return new long[] {batchesSpooled, recordsSpooled, truncatedThreads, batchesLost};
+        synchronized (statsLock) {
+            return new long[] {batchesSpooled, recordsSpooled, truncatedThreads, batchesLost, backlogPeak,
+                    copiesLimited};
         }
     }
 
     Session(BeatlineConfig cfg) throws IOException {
+        this(cfg, null);
+    }
+
+    /** @param spool the spool to write to (null: the one {@code cfg} describes) */
+    Session(BeatlineConfig cfg, Spool spool) throws IOException {
         this.cfg = cfg;
         this.log = cfg.log != null ? cfg.log : Log.STDERR;
         Clock clock = cfg.clock != null ? cfg.clock : new NanoClock();
@@ -61,8 +84,8 @@ final class Session implements Lifecycle.Hooks {
         sdk = dev.sdkLevel();
         recorder = new Recorder(clock, policy, cfg.mainBufferRecords, cfg.threadBufferRecords, cfg.maxThreads, log);
         recorder.openCallDepth = OpenCalls.depthFor(cfg.maxBatchRecords);
-        spool = new Spool(cfg.spoolDir, cfg.spoolMaxFiles, cfg.spoolMaxBytes, log);
-        uploader = new Uploader(cfg.server, cfg.app, cfg.ingestKey, spool, cfg.backoffBaseMillis,
+        this.spool = spool != null ? spool : new Spool(cfg.spoolDir, cfg.spoolMaxFiles, cfg.spoolMaxBytes, log);
+        uploader = new Uploader(cfg.server, cfg.app, cfg.ingestKey, this.spool, cfg.backoffBaseMillis,
                 cfg.backoffMaxMillis, cfg.httpTimeoutMillis, log);
     }
 
@@ -94,14 +117,15 @@ final class Session implements Lifecycle.Hooks {
     }
 
     private void flushLoop() {
-        long next = System.nanoTime() + cfg.flushIntervalMillis * 1000000L;
+        nextDumpNanos = System.nanoTime() + cfg.flushIntervalMillis * 1000000L;
         while (!stopping) {
             boolean now;
             try {
+                long poll = pollMillis();
                 synchronized (wake) {
-                    long left = (next - System.nanoTime()) / 1000000L;
+                    long left = (nextDumpNanos - System.nanoTime()) / 1000000L;
                     if (!flushWanted && !stopping && left > 0) {
-                        wake.wait(Math.min(left, FILL_POLL_MS));
+                        wake.wait(Math.max(1, Math.min(left, poll)));
                     }
                     now = flushWanted;
                     flushWanted = false;
@@ -109,10 +133,10 @@ final class Session implements Lifecycle.Hooks {
                 if (stopping) {
                     return;
                 }
-                if (now || System.nanoTime() - next >= 0 || cfg.flushFill > 0 && recorder.maxFill() >= cfg.flushFill) {
-                    dumpToSpool();
+                if (now || System.nanoTime() - nextDumpNanos >= 0
+                        || cfg.flushFill > 0 && recorder.maxFill() >= cfg.flushFill) {
+                    drain(false, true);
                     wakeUploader(); // upload as we go: what is left at shutdown must fit in shutdownWaitMs
-                    next = System.nanoTime() + cfg.flushIntervalMillis * 1000000L;
                 }
             } catch (InterruptedException e) {
                 return;
@@ -120,6 +144,22 @@ final class Session implements Lifecycle.Hooks {
                 log.warn("flush failed: " + t);
             }
         }
+    }
+
+    /**
+     * ms until the flush thread looks at the fill levels again: half the
+     * time the fastest-filling ring needs to reach {@code flushFill} at the
+     * rate it was written since the last look, within
+     * {@link #MIN_POLL_MS} … {@link #FILL_POLL_MS} (a thread writing 10^7
+     * records/s fills half of a 2^17-record ring in 6.5 ms, of a 2^24-record
+     * ring in 0.84 s).
+     */
+    private long pollMillis() {
+        if (cfg.flushFill <= 0) {
+            return FILL_POLL_MS;
+        }
+        double ms = recorder.msUntilFill(cfg.flushFill) / 2;
+        return (long) Math.max(MIN_POLL_MS, Math.min(FILL_POLL_MS, ms));
     }
 
     private void uploadLoop() {
@@ -241,7 +281,19 @@ final class Session implements Lifecycle.Hooks {
             wake.notifyAll();
         }
         try {
-            flushAndWait(waitMillis, true);
+            boolean empty = flushAndWait(waitMillis, true);
+            long[] c = counters();
+            long dropped = spool.dropped();
+            String sum = "session " + sessionId + ": " + c[0] + " batches, " + c[1] + " records spooled, "
+                    + uploader.uploaded + " uploaded" + (empty ? "" : ", some left in the spool") + "; "
+                    + c[2] + " truncated thread entries, " + dropped + " batches dropped (spool full), " + c[3]
+                    + " lost; backlog peak " + c[4] + " records, ring fill peak "
+                    + String.format("%.2f", recorder.peakFill());
+            if (c[2] > 0 || dropped > 0 || c[3] > 0) {
+                log.warn(sum);
+            } else {
+                log.debug(sum);
+            }
         } catch (Throwable t) {
             log.warn("shutdown: " + t);
         }
@@ -258,49 +310,144 @@ final class Session implements Lifecycle.Hooks {
     }
 
     /**
-     * Dumps every ring, turns the dump into segments ({@link #split}) in
-     * batches of at most {@code maxBatchRecords} records, and spools them.
-     * Serialised (the dump lock also guards every thread's {@link OpenCalls}).
+     * Dumps every ring, turns the records into segments in batches of at most
+     * {@code maxBatchRecords} records, and spools them, on the caller's
+     * thread; while it works through the batches it copies the rings again
+     * until it has taken what they held when it began (a caller's dump ends
+     * even if a thread never stops writing). Serialised (the dump lock also
+     * guards every thread's {@link OpenCalls}).
      *
      * @param last whether this is the session's final dump (shutdown): its
      *        segments do not set {@code continues}, so the server closes the
      *        calls still open there as incomplete
      */
     void dumpToSpool(boolean last) {
+        drain(last, false);
+    }
+
+    /**
+     * Copies the rings into a {@link Backlog} and spools it batch by batch;
+     * between two batches it copies again what the threads wrote meanwhile
+     * (appended in order to each thread's queued records), so compression
+     * does not hold copying back. Copying stops while {@code maxPendingRecords}
+     * records are held: the rings must then hold the rest, and a ring that
+     * wraps is dumped truncated (counted), its next segment fresh.
+     *
+     * <ul>
+     * <li>caller's dump ({@code background} false: flush, flushAndWait,
+     *     shutdown): copies every ring until it has taken as many records as
+     *     the rings held at the start;</li>
+     * <li>flush thread ({@code background} true): copies every ring at the
+     *     start and when the flush interval is due, and between batches the
+     *     rings at least {@code flushFill / 2} full; it returns when nothing
+     *     is queued, or stops copying when the session stops.</li>
+     * </ul>
+     */
+    private void drain(boolean last, boolean background) {
         synchronized (dumpLock) {
-            Recorder.Snapshot snap = recorder.dump(last);
-            if (snap.threads.isEmpty()) {
-                return;
-            }
-            long wallUs = System.currentTimeMillis() * 1000L;
-            List<List<Recorder.ThreadDump>> batches = split(snap.threads, cfg.maxBatchRecords, snap.nowMicros, last);
-            List<Recorder.ThreadDump> all = new ArrayList<Recorder.ThreadDump>();
-            for (List<Recorder.ThreadDump> part : batches) {
-                all.addAll(part);
-            }
-            long origin = rebase(new Recorder.Snapshot(snap.nowMicros, all));
-            long originWall = wallUs - (snap.nowMicros - origin);
-            for (List<Recorder.ThreadDump> part : batches) {
-                UUID id = UUID.randomUUID();
-                long n = 0;
-                for (Recorder.ThreadDump t : part) {
-                    n += t.records.length;
-                    if (t.truncated) {
-                        truncatedThreads++;
+            final int max = cfg.maxBatchRecords;
+            final double topUp = cfg.flushFill / 2;
+            Backlog work = new Backlog(max);
+            long owed = background ? 0 : recorder.pending();
+            long nowUs = 0;
+            long wallUs = 0;
+            boolean copy = true;
+            double minFill = 0;
+            while (true) {
+                long got = 0;
+                if (copy) {
+                    long budget = cfg.maxPendingRecords - work.held();
+                    boolean limited = budget <= 0;
+                    if (!limited) {
+                        if (background && minFill == 0) {
+                            nextDumpNanos = System.nanoTime() + cfg.flushIntervalMillis * 1000000L;
+                        }
+                        Recorder.Snapshot snap = recorder.dump(last, budget, minFill);
+                        nowUs = snap.nowMicros;
+                        wallUs = System.currentTimeMillis() * 1000L;
+                        work.add(snap.threads);
+                        got = snap.records();
+                        owed -= got;
+                        for (Recorder.ThreadDump t : snap.threads) {
+                            limited |= t.more;
+                        }
+                    }
+                    synchronized (statsLock) {
+                        backlogPeak = Math.max(backlogPeak, work.held());
+                        if (limited) {
+                            copiesLimited++;
+                        }
+                    }
+                    if (limited && !limitLogged) {
+                        limitLogged = true;
+                        log.warn("records come faster than they can be compressed: " + work.held()
+                                + " records held (maxPendingRecords); the rings keep the rest, and a ring that"
+                                + " wraps loses records (counted as truncated)");
                     }
                 }
-                try {
-                    byte[] b = BatchEncoder.encode(new BatchEncoder.Header(id, originWall, sdk, cfg.app, cfg.build,
-                            sessionId, model, os), part, new byte[0]);
-                    File f = spool.write(id, b);
-                    batchesSpooled++;
-                    recordsSpooled += n;
-                    log.debug("spooled " + f.getName() + ": " + n + " records, " + b.length + " bytes");
-                } catch (Throwable e) {
-                    batchesLost++;
-                    log.warn("batch of " + n + " records lost: cannot spool it: " + e);
+                List<Recorder.ThreadDump> batch = work.next(max, nowUs, last);
+                if (batch == null) {
+                    if (background || owed <= 0 || copy && got == 0) {
+                        return;
+                    }
+                    copy = true; // a caller's dump the budget cut short: take the rest
+                    minFill = 0;
+                    continue;
+                }
+                spoolBatch(batch, nowUs, wallUs);
+                wakeUploader();
+                if (background) {
+                    copy = false;
+                    if (stopping) {
+                        minFill = 0; // finish what is queued; the final dump takes the rest
+                    } else if (System.nanoTime() - nextDumpNanos >= 0) {
+                        copy = true;
+                        minFill = 0;
+                    } else if (topUp > 0 && recorder.maxFill() >= topUp) {
+                        copy = true;
+                        minFill = topUp;
+                    }
+                } else {
+                    copy = owed > 0;
+                    minFill = 0;
                 }
             }
+        }
+    }
+
+    /** Rebases, encodes and spools one batch of segments (dump lock held). */
+    private void spoolBatch(List<Recorder.ThreadDump> part, long nowUs, long wallUs) {
+        long origin = rebase(new Recorder.Snapshot(nowUs, part));
+        long originWall = wallUs - (nowUs - origin);
+        UUID id = UUID.randomUUID();
+        long n = 0;
+        int truncated = 0;
+        for (Recorder.ThreadDump t : part) {
+            n += t.records.length;
+            if (t.truncated) {
+                truncated++;
+            }
+        }
+        try {
+            long t0 = System.nanoTime();
+            byte[] b = BatchEncoder.encode(new BatchEncoder.Header(id, originWall, sdk, cfg.app, cfg.build,
+                    sessionId, model, os), part, new byte[0]);
+            long t1 = System.nanoTime();
+            File f = spool.write(id, b);
+            long t2 = System.nanoTime();
+            synchronized (statsLock) {
+                batchesSpooled++;
+                recordsSpooled += n;
+                truncatedThreads += truncated;
+            }
+            log.debug("spooled " + f.getName() + ": " + n + " records, " + b.length + " bytes, encoded in "
+                    + (t1 - t0) / 1000000 + " ms, compressed and written in " + (t2 - t1) / 1000000 + " ms");
+        } catch (Throwable e) {
+            synchronized (statsLock) {
+                batchesLost++;
+                truncatedThreads += truncated;
+            }
+            log.warn("batch of " + n + " records lost: cannot spool it: " + e);
         }
     }
 
@@ -371,6 +518,8 @@ final class Session implements Lifecycle.Hooks {
      * ends) becomes a segment of carried enters only, without
      * {@code continues}, so the server closes them. Records are raw (40-bit
      * times); {@code sinceUs} is in full clock µs: {@link #rebase} follows.
+     * The cutting is {@link Backlog#next}, which the dumper uses batch by
+     * batch; this is all of one dump at once.
      *
      * @param threads a {@link Recorder#dump}; entries without {@link OpenCalls}
      *        (made by hand) are treated as a thread's first dump
@@ -381,60 +530,12 @@ final class Session implements Lifecycle.Hooks {
      */
     static List<List<Recorder.ThreadDump>> split(List<Recorder.ThreadDump> threads, int max, long nowUs,
             boolean last) {
+        Backlog b = new Backlog(max);
+        b.add(threads);
         List<List<Recorder.ThreadDump>> out = new ArrayList<List<Recorder.ThreadDump>>();
-        List<Recorder.ThreadDump> cur = new ArrayList<Recorder.ThreadDump>();
-        int room = max;
-        for (Recorder.ThreadDump t : threads) {
-            OpenCalls oc = t.calls != null ? t.calls : new OpenCalls(OpenCalls.depthFor(max));
-            boolean goesOn = t.alive && !last;
-            int off = 0;
-            boolean first = true;
-            do {
-                int left = t.records.length - off;
-                boolean fresh = first && t.truncated || !oc.canCarry(nowUs)
-                        || oc.depth() + Math.min(1, left) > max; // cannot fit (a stack deeper than depthFor(max))
-                if (fresh) {
-                    oc.clear();
-                }
-                int c = oc.depth();
-                if (c == 0 && left == 0 && !t.truncated) {
-                    oc.chained = false;
-                    break; // nothing left to carry (they could not be): no entry
-                }
-                if (room == 0 || room < c + Math.min(1, left)) {
-                    out.add(cur);
-                    cur = new ArrayList<Recorder.ThreadDump>();
-                    room = max;
-                }
-                int n = Math.min(room - c, left);
-                long[] part = t.records;
-                if (c != 0 || off != 0 || n != t.records.length) {
-                    part = new long[c + n];
-                    for (int k = 0; k < c; k++) {
-                        part[k] = ((long) oc.id(k) << Recorder.ID_SHIFT) | (oc.enterUs(k) & Recorder.T_MASK);
-                    }
-                    System.arraycopy(t.records, off, part, c, n);
-                }
-                long since = oc.lastUs;
-                boolean known = oc.replay(t.records, off, off + n, nowUs, c == 0);
-                if (n > 0) { // where this segment ends: its last record, or since_us if later (clock steps back)
-                    oc.lastUs = c > 0 ? Math.max(since, full(nowUs, t.records[off + n - 1]))
-                            : full(nowUs, t.records[off + n - 1]);
-                }
-                off += n;
-                room -= c + n;
-                boolean continues = known && (off < t.records.length || goesOn);
-                oc.chained = continues;
-                if (!known) {
-                    oc.clear();
-                }
-                cur.add(new Recorder.ThreadDump(t.id, t.name, t.main, first && t.truncated, part, c,
-                        c > 0 ? since : 0, continues));
-                first = false;
-            } while (off < t.records.length);
-        }
-        if (!cur.isEmpty()) {
-            out.add(cur);
+        List<Recorder.ThreadDump> batch;
+        while ((batch = b.next(max, nowUs, last)) != null) {
+            out.add(batch);
         }
         return out;
     }

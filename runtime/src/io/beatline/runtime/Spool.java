@@ -25,9 +25,10 @@ import java.util.zip.GZIPOutputStream;
  * batch files or more than {@code maxBytes} bytes of them, the oldest file
  * is deleted and counted in {@link #dropped}. Several processes may share a
  * spool directory (each uploads what it finds; the server drops duplicates by
- * batch id). Thread-safe.
+ * batch id). Thread-safe. Not final: tests put a slow spool in a
+ * {@link Session}.
  */
-final class Spool {
+class Spool {
     static final String SUFFIX = ".blb.gz";
     private final File dir;
     private final int maxFiles;
