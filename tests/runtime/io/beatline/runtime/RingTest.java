@@ -81,6 +81,37 @@ public class RingTest {
         assertFalse(w.truncated);
     }
 
+    /** A dump limited to n records takes the oldest n; the rest stay for the next dump, or are lost if overwritten. */
+    @Test
+    public void limitedDumpsTakeTheOldestFirst() {
+        Ring r = new Ring(16, Thread.currentThread(), false);
+        for (long v = 0; v < 10; v++) {
+            r.put(v);
+        }
+        Ring.Window a = r.dump(4);
+        assertArrayEquals(new long[] {0, 1, 2, 3}, a.records);
+        assertFalse(a.truncated);
+        assertTrue("records left in the ring", a.more);
+        Ring.Window b = r.dump(100);
+        assertArrayEquals(new long[] {4, 5, 6, 7, 8, 9}, b.records);
+        assertFalse(b.truncated);
+        assertFalse(b.more);
+        for (long v = 10; v < 40; v++) { // 30 records into 16 slots
+            r.put(v);
+        }
+        Ring.Window c = r.dump(3);
+        assertArrayEquals(new long[] {26, 27, 28}, c.records); // the oldest of the newest 14
+        assertTrue(c.truncated);
+        assertTrue(c.more);
+        for (long v = 40; v < 60; v++) { // overwrites 29..43 before they were dumped
+            r.put(v);
+        }
+        Ring.Window d = r.dump(100);
+        assertEquals(46, d.first);
+        assertTrue("lost what the limit left behind", d.truncated);
+        assertFalse(d.more);
+    }
+
     @Test
     public void capacityMustBeAPowerOfTwo() {
         try {
