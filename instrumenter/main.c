@@ -154,6 +154,63 @@ static int runtime_name_ok(char *s)
     return 1;
 }
 
+/* The absolute, symlink-free form of path p in *out (heap; caller frees):
+ * realpath() of p when it exists, else realpath() of its folder plus its
+ * last component. NULL when neither resolves (the later open reports it). */
+static char *canon_path(const char *p)
+{
+    char *r = realpath(p, NULL);
+    if (r)
+        return r;
+    const char *slash = strrchr(p, '/');
+    char *dir = slash ? strndup(p, (size_t)(slash - p) + (slash == p)) : strdup(".");
+    if (!dir)
+        return NULL;
+    char *d = realpath(dir, NULL);
+    free(dir);
+    if (!d)
+        return NULL;
+    const char *base = slash ? slash + 1 : p;
+    size_t n = strlen(d) + strlen(base) + 2;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s/%s", d, base);
+    free(d);
+    return out;
+}
+
+/* 1 when `inner` is `outer` or below it (both canonical). */
+static int path_within(const char *inner, const char *outer)
+{
+    size_t n = strlen(outer);
+    return strncmp(inner, outer, n) == 0 && (inner[n] == '\0' || inner[n] == '/');
+}
+
+/* The method-ID file must not be an input, the output, or inside either:
+ * writing it would destroy an input or collide with the output. Returns 0
+ * or the usage-error status. */
+static int check_method_ids_path(const opts *o)
+{
+    char *ids = canon_path(o->method_ids);
+    if (!ids)
+        return 0;
+    int rc = 0;
+    char *out = canon_path(o->output);
+    if (out && path_within(ids, out))
+        rc = usage_error("--method-ids %s is the output %s or inside it", o->method_ids,
+                         o->output);
+    free(out);
+    for (int i = 0; rc == 0 && i < o->n_inputs; i++) {
+        char *in = canon_path(o->inputs[i]);
+        if (in && path_within(ids, in))
+            rc = usage_error("--method-ids %s is the input %s or inside it", o->method_ids,
+                             o->inputs[i]);
+        free(in);
+    }
+    free(ids);
+    return rc;
+}
+
 static int default_threads(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -282,7 +339,7 @@ static int parse_args(int argc, char **argv, opts *o)
         return usage_error("-o OUTPUT is required");
     if (!o->method_ids)
         return usage_error("--method-ids FILE is required");
-    return 0;
+    return check_method_ids_path(o);
 }
 
 /* ---- work units and threads ---------------------------------------------- */
@@ -348,6 +405,36 @@ static int skipped_by_name(const char *entry)
     return !strcmp(b, "module-info.class") || !strcmp(b, "package-info.class");
 }
 
+static uint16_t rd16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/* 1 when the class already calls the probes: a CONSTANT_Methodref (JVMS
+ * §4.4.2) to runtime.i(I)V or runtime.o(I)V. Apps never call these
+ * themselves, so such a class went through beatline-instrument before, and
+ * probing it again would record every call twice. */
+static int already_probed(const bl_cf *cf, const char *runtime)
+{
+    size_t len;
+    const uint8_t *b = bl_cf_bytes(cf, &len);
+    for (uint32_t i = 1; i < bl_cf_pool_count(cf); i++) {
+        if (bl_cf_pool_tag(cf, i) != 10) /* CONSTANT_Methodref */
+            continue;
+        const uint8_t *e = b + bl_cf_pool_off(cf, i);
+        const char *owner = bl_cf_class_name(cf, rd16(e + 1));
+        uint16_t nat = rd16(e + 3);
+        if (!owner || strcmp(owner, runtime) || bl_cf_pool_tag(cf, nat) != 12)
+            continue;
+        const uint8_t *t = b + bl_cf_pool_off(cf, nat);
+        const char *name = bl_cf_utf8(cf, rd16(t + 1), NULL);
+        const char *desc = bl_cf_utf8(cf, rd16(t + 3), NULL);
+        if (name && desc && (!strcmp(name, "i") || !strcmp(name, "o")) && !strcmp(desc, "(I)V"))
+            return 1;
+    }
+    return 0;
+}
+
 /* Pass 1: parse, choose candidates. */
 static void pass1(job *j, unit *u)
 {
@@ -378,6 +465,11 @@ static void pass1(job *j, unit *u)
     }
     if (ex)
         return;
+    if (already_probed(u->cf, j->o->runtime_class)) {
+        set_err(u, "%s: already instrumented (it calls %s.i/o): instrument the original classes",
+                loc, j->o->runtime_class);
+        return;
+    }
     size_t n = bl_cf_method_count(u->cf);
     u->cand = malloc((n ? n : 1) * sizeof *u->cand);
     if (!u->cand) {

@@ -267,6 +267,15 @@ grep -qF 'garbage.jar!com/x/Bad.class' err.txt; check "one bad input of two: ent
 printf '1,1,a.A x ()V\n1,1,a.A y ()V\n' > badbase.ids
 fails_cleanly "bad base ids" "badbase.ids: line 2" --base-ids badbase.ids "$lang3"
 fails_cleanly "missing input" "nope.jar: No such file" nope.jar
+"$bin" -q "$okio" -o okio-probed.jar --method-ids okio-probed.ids
+check "okio instrumented once" $?
+fails_cleanly "instrumenting twice refused" "already instrumented" okio-probed.jar
+cp "$lang3" same.jar
+"$bin" -q same.jar -o same-out.jar --method-ids same.jar > /dev/null 2> err.txt
+[ $? -eq 2 ] && grep -qF "is the input same.jar" err.txt && cmp -s same.jar "$lang3"
+check "--method-ids naming an input: exit 2, input untouched" $?
+"$bin" -q "$lang3" -o same-out.jar --method-ids ./same-out.jar > /dev/null 2>&1
+[ $? -eq 2 ] && [ ! -e same-out.jar ]; check "--method-ids naming the output: exit 2" $?
 
 # ---- usage errors exit 2 ------------------------------------------------------
 "$bin" > /dev/null 2>&1; [ $? -eq 2 ]; check "no arguments exits 2" $?
