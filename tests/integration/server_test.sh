@@ -274,6 +274,26 @@ http GET "/v1/apps/shop/call-tree?build=7.2&thread=main" "$RD"
 expect "segments: one root" "1 isBlank 1 500 440" \
   "$(jq -r '"\(.roots | length) \(.roots[0].method.name) \(.roots[0].count) \(.roots[0].total_us) \(.roots[0].self_us)"' <<< "$BODY")"
 
+# --- scripts/upload-build, the CI step ---------------------------------------------
+UB="$HERE/../../scripts/upload-build"
+ub() { rc=0; "$UB" "$@" > ub.out 2>&1 || rc=$?; }   # sets rc; output in ub.out
+ub --server "$URL" --app shop --build "7.3 rc+1" --key "$UPL" --mapping mapping.txt \
+  --method-ids method-ids.txt
+expect "upload-build: both files" "0 2" "$rc $(grep -c ': 201 ' ub.out)"
+ub --server "$URL" --app shop --build "7.3 rc+1" --key "$UPL" --mapping mapping.txt
+expect "upload-build: again is unchanged" "0 1" "$rc $(grep -c '"unchanged"' ub.out)"
+ub --server "$URL" --app shop --build "7.3 rc+1" --key "$UPL" --mapping method-ids.txt
+expect "upload-build: conflict fails with the server's error" "1 1" "$rc $(grep -c 'HTTP 409' ub.out)"
+ub --server "$URL" --app shop --build "7.3 rc+1" --key "$RD" --method-ids method-ids.txt
+expect "upload-build: a read key is refused" "1 1" "$rc $(grep -c 'HTTP 403' ub.out)"
+ub --server "$URL" --app shop --build x --key "$UPL" --mapping nope.txt
+expect "upload-build: missing file is a usage error" 2 "$rc"
+ub --server "http://127.0.0.1:1" --app shop --build x --key "$UPL" --mapping mapping.txt
+expect "upload-build: server down" "1 1" "$rc $(grep -c 'could not reach' ub.out)"
+http GET /v1/apps/shop/builds "$RD"
+expect "upload-build: the build as named" "true" \
+  "$(jq -r '[.builds[] | select(.build == "7.3 rc+1") | .symbolicated] | .[0]' <<< "$BODY")"
+
 # --- kill -9 after a 202 loses nothing ---------------------------------------------
 batch c 33333333-3333-4333-8333-333333333333 "[[$ID_BLANK,\"i\",0],[$ID_BLANK,\"o\",1000]]"
 http POST /v1/apps/shop/batches "$ING" --data-binary @c.bin
