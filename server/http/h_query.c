@@ -174,7 +174,11 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
             "JOIN builds b ON b.id = s.build_id "
             "WHERE b.app_id = ?1 AND (?2 IS NULL OR b.name = ?2) AND (?3 = 0 OR s.main = 1) "
             "AND s.hour + 3600000000 > ?4 AND s.hour < ?5 "
-            "GROUP BY m.class, m.name, m.descriptor, m.source_file");
+            "GROUP BY m.class, m.name, m.descriptor, m.source_file "
+            /* rows of calls still running when their batch ended carry only
+             * self time (schema/batch-format.md, "Segments"): a method is
+             * listed once a call of it has finished */
+            "HAVING sum(s.count) > 0");
     if (!st)
         return bl_reply_error(c, h, 500, "database error");
     sqlite3_bind_int64(st, 1, r->app_id);
