@@ -343,6 +343,13 @@ static bl_err open_jar(bl_jio_input *in, char *err, size_t errlen)
                                     : "out of memory");
         return rc;
     }
+    /* libzip opens an empty file as an empty archive; a jar has at least
+     * its 22-byte end-of-central-directory record (APPNOTE 4.3.16) */
+    if (file_size < 22) {
+        snprintf(err, errlen, "%s: cannot open as a jar (zip): %llu bytes, too short", in->path,
+                 (unsigned long long)file_size);
+        return BL_EFORMAT;
+    }
     int code = 0;
     zip_t *za = NULL;
     if (in->file) {
@@ -1341,6 +1348,10 @@ bl_err bl_jio_stage(const bl_jio_input *in, const char *target, bl_jio_notice_fn
             bl_jio_staged_cleanup(st);
             return BL_EIO;
         }
+        /* mkdtemp makes it 0700: give the folder the mode mkdir would */
+        mode_t um = umask(0);
+        umask(um);
+        (void)chmod(tmp, 0777 & ~um);
         st->is_dir = 1;
         st->tmp = tmp;
         e = stage_dir(in, tmp, err, errlen);

@@ -657,6 +657,9 @@ static const char *base_of(const char *p, char *buf, size_t n)
     return buf;
 }
 
+/* 1 when make_targets created the OUTPUT folder (removed again on failure). */
+static int created_output;
+
 /* Targets: OUTPUT itself for one input; OUTPUT/<base name> for several. */
 static int make_targets(const opts *o, char **targets)
 {
@@ -674,6 +677,7 @@ static int make_targets(const opts *o, char **targets)
             fprintf(stderr, PROG ": %s: %s\n", o->output, strerror(errno));
             return -1;
         }
+        created_output = 1;
     } else if (!S_ISDIR(sb.st_mode)) {
         fprintf(stderr, PROG ": %s: with several inputs OUTPUT must be a folder\n", o->output);
         return -1;
@@ -886,6 +890,8 @@ out:
         bl_jio_abort(&staged[i]);
         bl_jio_staged_cleanup(&staged[i]);
     }
+    if (status != 0 && created_output)
+        (void)rmdir(o.output); /* nothing was written: leave no empty folder */
     free(staged);
     free_units(units, n_units);
     bl_mids_free(mids);
