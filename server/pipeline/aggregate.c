@@ -139,8 +139,7 @@ void bl_agg_build_cleanup(bl_agg_build *b)
     free(b->slot_gen);
     free(b->slot_idx);
     free(b->lnode);
-    free(b->nkey);
-    free(b->nval);
+    free(b->nslot);
     bl_u128map_cleanup(&b->id_local);
     memset(b, 0, sizeof *b);
 }
@@ -191,48 +190,43 @@ static inline uint32_t nhash(uint64_t k, uint32_t mask)
 
 static uint32_t *nfind(const bl_agg_build *b, uint64_t key)
 {
-    if (!b->nkey)
+    if (!b->nslot)
         return NULL;
     for (uint32_t i = nhash(key, b->nmask);; i = (i + 1) & b->nmask) {
-        if (b->nkey[i] == key)
-            return &b->nval[i];
-        if (b->nkey[i] == UINT64_MAX)
+        struct bl_agg_nslot *sl = &b->nslot[i];
+        if (sl->key == key)
+            return &sl->val;
+        if (sl->key == UINT64_MAX)
             return NULL;
     }
 }
 
 static bl_err ninsert(bl_agg_build *b, uint64_t key, uint32_t val)
 {
-    if ((uint64_t)(b->nused + 1) * 2 > (uint64_t)b->nmask + 1 || !b->nkey) {
-        uint32_t ncap = b->nkey ? (b->nmask + 1) * 2 : 1024;
-        uint64_t *nk = malloc((size_t)ncap * sizeof *nk);
-        uint32_t *nv = malloc((size_t)ncap * sizeof *nv);
-        if (!nk || !nv) {
-            free(nk);
-            free(nv);
+    if ((uint64_t)(b->nused + 1) * 2 > (uint64_t)b->nmask + 1 || !b->nslot) {
+        uint32_t ncap = b->nslot ? (b->nmask + 1) * 2 : 1024;
+        struct bl_agg_nslot *ns = malloc((size_t)ncap * sizeof *ns);
+        if (!ns)
             return BL_ENOMEM;
-        }
-        memset(nk, 0xff, (size_t)ncap * sizeof *nk);
-        for (uint32_t i = 0; b->nkey && i <= b->nmask; i++) {
-            if (b->nkey[i] == UINT64_MAX)
+        for (uint32_t i = 0; i < ncap; i++)
+            ns[i].key = UINT64_MAX;
+        for (uint32_t i = 0; b->nslot && i <= b->nmask; i++) {
+            if (b->nslot[i].key == UINT64_MAX)
                 continue;
-            uint32_t j = nhash(b->nkey[i], ncap - 1);
-            while (nk[j] != UINT64_MAX)
+            uint32_t j = nhash(b->nslot[i].key, ncap - 1);
+            while (ns[j].key != UINT64_MAX)
                 j = (j + 1) & (ncap - 1);
-            nk[j] = b->nkey[i];
-            nv[j] = b->nval[i];
+            ns[j] = b->nslot[i];
         }
-        free(b->nkey);
-        free(b->nval);
-        b->nkey = nk;
-        b->nval = nv;
+        free(b->nslot);
+        b->nslot = ns;
         b->nmask = ncap - 1;
     }
     uint32_t i = nhash(key, b->nmask);
-    while (b->nkey[i] != UINT64_MAX)
+    while (b->nslot[i].key != UINT64_MAX)
         i = (i + 1) & b->nmask;
-    b->nkey[i] = key;
-    b->nval[i] = val;
+    b->nslot[i].key = key;
+    b->nslot[i].val = val;
     b->nused++;
     return BL_OK;
 }
@@ -491,6 +485,17 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
     /* each distinct path once into the build's node table (parents first) */
     for (size_t i = 0; i < a->n_tpath; i++) {
         struct bl_agg_tpath *tp = &a->tpath[i];
+        /* the node table is large and cold: fetch the slot of a path a few
+         * steps ahead whose parent is already resolved */
+        size_t ahead = i + 8;
+        if (ahead < a->n_tpath && b->nslot) {
+            const struct bl_agg_tpath *tq = &a->tpath[ahead];
+            if (!tq->parent1 || tq->parent1 - 1 < i) {
+                uint32_t gp = tq->parent1 ? a->tpath[tq->parent1 - 1].global1 : 0;
+                uint64_t k = (uint64_t)gp << 32 | (uint64_t)tq->mid << 1 | (uint64_t)main;
+                __builtin_prefetch(&b->nslot[nhash(k, b->nmask)]);
+            }
+        }
         tp->global1 = 0;
         uint32_t gparent1 = tp->parent1 ? a->tpath[tp->parent1 - 1].global1 : 0;
         if (tp->parent1 && !gparent1)

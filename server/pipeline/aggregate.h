@@ -46,8 +46,11 @@ typedef struct bl_agg_build {
                            * hostile batch cannot make the arrays huge; 0 = no cap */
     /* call-path nodes, by local index (order of creation in this process);
      * one cache line each: the hot path touches one node per call */
-    uint64_t *nkey;       /* open addressing: (parent local + 1) << 32 | mid << 1 | main */
-    uint32_t *nval;       /*   -> local; nkey == UINT64_MAX: empty */
+    struct bl_agg_nslot { /* open addressing, key and value in one 16-byte slot */
+        uint64_t key;     /* (parent local + 1) << 32 | mid << 1 | main; UINT64_MAX: empty */
+        uint32_t val;     /* -> local */
+        uint32_t pad;
+    } *nslot;
     uint32_t nmask, nused;
     struct bl_agg_lnode *lnode;
     uint32_t n_local, cap_local;
