@@ -55,6 +55,9 @@ final class Session implements Lifecycle.Hooks {
     private boolean limitLogged;
     // read by counters() while a dump runs: updated under statsLock
     private final Object statsLock = new Object();
+    /** Callers of flush/flushAndWait/shutdown waiting for the dump lock (the flush thread then stops copying). */
+    private final java.util.concurrent.atomic.AtomicInteger callersWaiting =
+            new java.util.concurrent.atomic.AtomicInteger();
 
     /**
      * {batches spooled, records spooled, truncated thread entries, batches
@@ -340,10 +343,24 @@ final class Session implements Lifecycle.Hooks {
      * <li>flush thread ({@code background} true): copies every ring at the
      *     start and when the flush interval is due, and between batches the
      *     rings at least {@code flushFill / 2} full; it returns when nothing
-     *     is queued, or stops copying when the session stops.</li>
+     *     is queued, and stops copying when the session stops or a caller
+     *     waits to dump (the caller's dump takes the rest).</li>
      * </ul>
      */
     private void drain(boolean last, boolean background) {
+        if (!background) {
+            callersWaiting.incrementAndGet(); // the flush thread stops copying and hands the lock over
+        }
+        try {
+            drainLocked(last, background);
+        } finally {
+            if (!background) {
+                callersWaiting.decrementAndGet();
+            }
+        }
+    }
+
+    private void drainLocked(boolean last, boolean background) {
         synchronized (dumpLock) {
             final int max = cfg.maxBatchRecords;
             final double topUp = cfg.flushFill / 2;
@@ -398,8 +415,8 @@ final class Session implements Lifecycle.Hooks {
                 wakeUploader();
                 if (background) {
                     copy = false;
-                    if (stopping) {
-                        minFill = 0; // finish what is queued; the final dump takes the rest
+                    if (stopping || callersWaiting.get() > 0) {
+                        minFill = 0; // finish what is queued; the final dump or the caller's takes the rest
                     } else if (System.nanoTime() - nextDumpNanos >= 0) {
                         copy = true;
                         minFill = 0;
