@@ -186,16 +186,29 @@ static int path_within(const char *inner, const char *outer)
     return strncmp(inner, outer, n) == 0 && (inner[n] == '\0' || inner[n] == '/');
 }
 
-/* The method-ID file must not be an input, the output, or inside either:
- * writing it would destroy an input or collide with the output. Returns 0
- * or the usage-error status. */
-static int check_method_ids_path(const opts *o)
+/* Outputs never replace inputs: OUTPUT must not be an input, inside an input
+ * folder, or a folder holding an input (instrumenting in place would also
+ * replace a symlinked system jar with a regular file). The method-ID file
+ * must not be an input, the output, or inside either. Returns 0 or the
+ * usage-error status. */
+static int check_paths(const opts *o)
 {
+    int rc = 0;
+    char *out = canon_path(o->output);
+    for (int i = 0; out && rc == 0 && i < o->n_inputs; i++) {
+        char *in = canon_path(o->inputs[i]);
+        if (in && (path_within(out, in) || path_within(in, out)))
+            rc = usage_error("-o %s and the input %s overlap: write the output elsewhere",
+                             o->output, o->inputs[i]);
+        free(in);
+    }
+    free(out);
+    if (rc)
+        return rc;
     char *ids = canon_path(o->method_ids);
     if (!ids)
         return 0;
-    int rc = 0;
-    char *out = canon_path(o->output);
+    out = canon_path(o->output);
     if (out && path_within(ids, out))
         rc = usage_error("--method-ids %s is the output %s or inside it", o->method_ids,
                          o->output);
@@ -339,7 +352,7 @@ static int parse_args(int argc, char **argv, opts *o)
         return usage_error("-o OUTPUT is required");
     if (!o->method_ids)
         return usage_error("--method-ids FILE is required");
-    return check_method_ids_path(o);
+    return check_paths(o);
 }
 
 /* ---- work units and threads ---------------------------------------------- */

@@ -276,6 +276,10 @@ cp "$lang3" same.jar
 check "--method-ids naming an input: exit 2, input untouched" $?
 "$bin" -q "$lang3" -o same-out.jar --method-ids ./same-out.jar > /dev/null 2>&1
 [ $? -eq 2 ] && [ ! -e same-out.jar ]; check "--method-ids naming the output: exit 2" $?
+ln -sf same.jar same-link.jar
+"$bin" -q same-link.jar -o same.jar --method-ids same.ids > /dev/null 2> err.txt
+[ $? -eq 2 ] && grep -qF "overlap" err.txt && cmp -s same.jar "$lang3" && [ -L same-link.jar ]
+check "-o naming the input (through a symlink): exit 2, input untouched" $?
 
 # ---- usage errors exit 2 ------------------------------------------------------
 "$bin" > /dev/null 2>&1; [ $? -eq 2 ]; check "no arguments exits 2" $?
