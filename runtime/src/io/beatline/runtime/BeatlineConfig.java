@@ -277,10 +277,12 @@ public final class BeatlineConfig {
          * @throws IllegalArgumentException naming the first bad setting
          */
         public BeatlineConfig build() {
-            require(server != null && (server.startsWith("http://") || server.startsWith("https://")),
-                    "server must be an http:// or https:// URL: " + server);
+            require(server != null && (server.startsWith("http://") || server.startsWith("https://"))
+                    && validUrl(server), "server must be an http:// or https:// URL with a host: " + server);
             require(app != null && !app.isEmpty(), "app is required");
+            require(!app.matches(".*[\\x00-\\x1f\\x7f/].*"), "app must not contain control characters or '/'");
             require(ingestKey != null && !ingestKey.isEmpty(), "ingest key is required");
+            require(ingestKey.matches("[\\x21-\\x7e]+"), "ingest key must be printable ASCII without spaces");
             require(build != null && !build.isEmpty() && build.getBytes(BatchEncoder.UTF8).length <= 128
                     && !build.matches(".*[\\x00-\\x1f\\x7f/\\\\].*"),
                     "build must be 1-128 bytes without control characters, '/' or '\\': " + build);
@@ -302,6 +304,17 @@ public final class BeatlineConfig {
                 server = server.substring(0, server.length() - 1);
             }
             return new BeatlineConfig(this);
+        }
+
+        /** An absolute http(s) URL with a host and, if given, a port 1..65535. */
+        private static boolean validUrl(String u) {
+            try {
+                java.net.URI uri = new java.net.URI(u);
+                return uri.getHost() != null && !uri.getHost().isEmpty()
+                        && (uri.getPort() == -1 || uri.getPort() >= 1 && uri.getPort() <= 65535);
+            } catch (java.net.URISyntaxException e) {
+                return false;
+            }
         }
 
         private static boolean pow2(int n) {
@@ -331,6 +344,12 @@ public final class BeatlineConfig {
         if (server == null) {
             return null;
         }
+        if (s.get("app", "APP") == null) {
+            throw new IllegalArgumentException("beatline.app (BEATLINE_APP) is required");
+        }
+        if (s.get("key", "KEY") == null) {
+            throw new IllegalArgumentException("beatline.key (BEATLINE_KEY), the app's ingest key, is required");
+        }
         Builder b = new Builder().server(server).app(s.get("app", "APP")).ingestKey(s.get("key", "KEY"));
         String v;
         if ((v = s.get("build", "BUILD")) != null) {
@@ -346,13 +365,13 @@ public final class BeatlineConfig {
             b.traceOtherThreads(v.equals("all"));
         }
         if ((v = s.get("mainBuffer", "MAIN_BUFFER")) != null) {
-            b.mainBufferRecords((int) num("mainBuffer", v));
+            b.mainBufferRecords(num32("mainBuffer", v));
         }
         if ((v = s.get("threadBuffer", "THREAD_BUFFER")) != null) {
-            b.threadBufferRecords((int) num("threadBuffer", v));
+            b.threadBufferRecords(num32("threadBuffer", v));
         }
         if ((v = s.get("maxThreads", "MAX_THREADS")) != null) {
-            b.maxThreads((int) num("maxThreads", v));
+            b.maxThreads(num32("maxThreads", v));
         }
         if ((v = s.get("flushIntervalMs", "FLUSH_INTERVAL_MS")) != null) {
             b.flushIntervalMillis(num("flushIntervalMs", v));
@@ -361,7 +380,7 @@ public final class BeatlineConfig {
             b.maxPendingRecords(num("maxPendingRecords", v));
         }
         if ((v = s.get("spoolMaxFiles", "SPOOL_MAX_FILES")) != null) {
-            b.spoolMaxFiles((int) num("spoolMaxFiles", v));
+            b.spoolMaxFiles(num32("spoolMaxFiles", v));
         }
         if ((v = s.get("spoolMaxBytes", "SPOOL_MAX_BYTES")) != null) {
             b.spoolMaxBytes(num("spoolMaxBytes", v));
@@ -389,6 +408,19 @@ public final class BeatlineConfig {
             return checked;
         }
         return b.clock(new TickerClock(1000)).build(); // the ticker thread starts only for a valid config
+    }
+
+    /** An int setting: out of int range is an error naming the property, not a silent wrap. */
+    private static int num32(String name, String v) {
+        long n = num(name, v);
+        if (n < Integer.MIN_VALUE || n > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("beatline." + name + " is out of range: " + v);
+        }
+        if ((name.equals("mainBuffer") || name.equals("threadBuffer"))
+                && (n < 4 || n > (1 << 26) || Long.bitCount(n) != 1)) {
+            throw new IllegalArgumentException("beatline." + name + " must be a power of two 4..2^26: " + v);
+        }
+        return (int) n;
     }
 
     private static long num(String name, String v) {

@@ -103,11 +103,26 @@ public class JvmRunTest {
                 new byte[0]);
         assertEquals(0, r.exit);
         assertEquals("caught boom\ndone\n", r.outText());
-        assertEquals("beatline: not started: ingest key is required\n", r.err);
+        assertEquals("beatline: not started: beatline.key (BEATLINE_KEY), the app's ingest key, is required\n",
+                r.err);
         r = TestSupport.run(java(tmp, "-Dbeatline.server=http://x", "-Dbeatline.app=shop", "-Dbeatline.key=k",
                 "-Dbeatline.mainBuffer=1000"), new byte[0]);
         assertEquals(0, r.exit);
-        assertEquals("beatline: not started: mainBufferRecords must be a power of two 4..2^26: 1000\n", r.err);
+        assertEquals("beatline: not started: beatline.mainBuffer must be a power of two 4..2^26: 1000\n", r.err);
+        // an int setting out of range is refused, not wrapped to 32 bits (2^32 + 16 would be 16)
+        r = TestSupport.run(java(tmp, "-Dbeatline.server=http://x", "-Dbeatline.app=shop", "-Dbeatline.key=k",
+                "-Dbeatline.mainBuffer=4294967312"), new byte[0]);
+        assertEquals(0, r.exit);
+        assertEquals("beatline: not started: beatline.mainBuffer is out of range: 4294967312\n", r.err);
+        // a server URL without a usable host/port, and a key that cannot go in a header, are reported
+        r = TestSupport.run(java(tmp, "-Dbeatline.server=http://127.0.0.1:99999", "-Dbeatline.app=shop",
+                "-Dbeatline.key=k"), new byte[0]);
+        assertEquals(0, r.exit);
+        assertTrue(r.err, r.err.startsWith("beatline: not started: server must be an http:// or https:// URL"));
+        r = TestSupport.run(java(tmp, "-Dbeatline.server=http://x", "-Dbeatline.app=shop", "-Dbeatline.key=a\nb"),
+                new byte[0]);
+        assertEquals(0, r.exit);
+        assertEquals("beatline: not started: ingest key must be printable ASCII without spaces\n", r.err);
     }
 
     /**
