@@ -5,17 +5,15 @@
 FROM debian:bookworm AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config libjansson-dev libxxhash-dev libzstd-dev zlib1g-dev \
-      libmicrohttpd-dev libsqlite3-dev libsodium-dev check \
+      libmicrohttpd-dev libsqlite3-dev libsodium-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY cmake cmake
 COPY server server
 COPY schema schema
-COPY tests tests
-COPY bench bench
-COPY fuzz/CMakeLists.txt fuzz/
-RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release \
+# the server alone: no instrumenter, Java runtime, tests or benchmarks
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DBEATLINE_SERVER_ONLY=ON \
     && cmake --build /build -j"$(nproc)" --target beatline-server beatline-retrace beatline-batch
 
 FROM debian:bookworm-slim
