@@ -936,6 +936,19 @@ typedef struct zsrc {
     zip_error_t error;
 } zsrc;
 
+/* ZIP_SOURCE_READ of both callbacks: up to `want` bytes of src[0, len)
+ * from *pos into data; advances *pos; returns the count. */
+static zip_int64_t read_span(const uint8_t *src, size_t len, size_t *pos, void *data,
+                             zip_uint64_t want)
+{
+    size_t left = len - *pos;
+    size_t n = want < left ? (size_t)want : left;
+    if (n)
+        memcpy(data, src + *pos, n);
+    *pos += n;
+    return (zip_int64_t)n;
+}
+
 static zip_int64_t zsrc_cb(void *ud, void *data, zip_uint64_t len, zip_source_cmd_t cmd)
 {
     zsrc *z = ud;
@@ -943,15 +956,9 @@ static zip_int64_t zsrc_cb(void *ud, void *data, zip_uint64_t len, zip_source_cm
     case ZIP_SOURCE_OPEN:
         z->pos = 0;
         return 0;
-    case ZIP_SOURCE_READ: {
-        const uint8_t *b = z->en->zout ? z->en->zout : z->en->out;
-        size_t left = (z->en->zout ? z->en->zout_len : z->en->out_len) - z->pos;
-        size_t n = len < left ? (size_t)len : left;
-        if (n)
-            memcpy(data, b + z->pos, n);
-        z->pos += n;
-        return (zip_int64_t)n;
-    }
+    case ZIP_SOURCE_READ:
+        return z->en->zout ? read_span(z->en->zout, z->en->zout_len, &z->pos, data, len)
+                           : read_span(z->en->out, z->en->out_len, &z->pos, data, len);
     case ZIP_SOURCE_CLOSE:
         return 0;
     case ZIP_SOURCE_STAT: {
@@ -1026,14 +1033,8 @@ static zip_int64_t memzip_cb(void *ud, void *data, zip_uint64_t len, zip_source_
     case ZIP_SOURCE_OPEN:
         m->pos = 0;
         return 0;
-    case ZIP_SOURCE_READ: {
-        size_t left = m->in_len - m->pos;
-        size_t n = len < left ? (size_t)len : left;
-        if (n)
-            memcpy(data, m->in + m->pos, n);
-        m->pos += n;
-        return (zip_int64_t)n;
-    }
+    case ZIP_SOURCE_READ:
+        return read_span(m->in, m->in_len, &m->pos, data, len);
     case ZIP_SOURCE_CLOSE:
         return 0;
     case ZIP_SOURCE_SEEK: {

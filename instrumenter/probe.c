@@ -156,28 +156,26 @@ static bl_err grow_scratch(scratch *s, uint32_t n)
 {
     if (n <= s->cap)
         return BL_OK;
-    insn *in = realloc(s->in, n * sizeof *in);
-    if (in)
-        s->in = in;
-    uint32_t *a = realloc(s->start, n * sizeof *a);
-    if (a)
-        s->start = a;
-    uint32_t *b = realloc(s->lab, n * sizeof *b);
-    if (b)
-        s->lab = b;
-    uint32_t *c = realloc(s->body, n * sizeof *c);
-    if (c)
-        s->body = c;
-    int32_t *d = realloc(s->idx_of, n * sizeof *d);
-    if (d)
-        s->idx_of = d;
-    uint32_t *f = realloc(s->old, n * sizeof *f);
-    if (f)
-        s->old = f;
-    uint32_t *g = realloc(s->targets, n * sizeof *g);
-    if (g)
-        s->targets = g;
-    if (!in || !a || !b || !c || !d || !f || !g)
+    int ok = 1;
+    /* each array to n elements; a failed one keeps its old block (still
+     * owned by the scratch) */
+#define GROW(field)                                                        \
+    do {                                                                   \
+        void *q_ = realloc(s->field, (size_t)n * sizeof *s->field);        \
+        if (q_)                                                            \
+            s->field = q_;                                                 \
+        else                                                               \
+            ok = 0;                                                        \
+    } while (0)
+    GROW(in);
+    GROW(start);
+    GROW(lab);
+    GROW(body);
+    GROW(idx_of);
+    GROW(old);
+    GROW(targets);
+#undef GROW
+    if (!ok)
         return BL_ENOMEM;
     s->cap = n;
     return BL_OK;
