@@ -74,6 +74,10 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
                    "Records that broke the call-tree rules (lost enters, unmatched exits).",
                    ps.malformed);
     if (!e)
+        e = metric(&b, "beatline_segments_truncated_total", "counter",
+                   "Thread segments whose ring had wrapped in the app (records lost there).",
+                   ps.truncated);
+    if (!e)
         e = metric(&b, "beatline_batches_failed_total", "counter",
                    "Batches that could not be processed (kept in batches/failed).", ps.failed);
     if (!e)

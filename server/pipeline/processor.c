@@ -717,8 +717,12 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
             result = B_ABORT; /* deltas are partial: the transaction must go */
             goto out;
         }
+    uint64_t truncated = 0;
+    for (uint32_t i = 0; i < bt.n_threads; i++)
+        truncated += bt.threads[i].truncated != 0;
     pthread_mutex_lock(&p->mu);
     p->st.malformed += p->agg.malformed - malformed0;
+    p->st.truncated += truncated;
     pthread_mutex_unlock(&p->mu);
     st = bl_db_stmt(p->db, "INSERT INTO batches(batch_id, app_id, build_id, received_at, "
                            "processed_at, records, malformed, bytes) VALUES (?,?,?,?,?,?,?,?)");

@@ -244,6 +244,14 @@ expect "unknown endpoint" 404 "$CODE"
 http GET /healthz ""
 expect "healthz" 200 "$CODE"
 
+# --- a truncated segment (the app's ring wrapped) is counted in /metrics ------------
+batch t 44444444-4444-4444-8444-444444444444 "[[$ID_REPEAT,\"o\",10]]" true
+http POST /v1/apps/shop/batches "$ING" --data-binary @t.bin
+expect "truncated batch accepted" 202 "$CODE"
+wait_processed 3
+expect "truncated segments counted" 1 \
+  "$(curl -s "$URL/metrics" | awk '$1 == "beatline_segments_truncated_total" { print $2 }')"
+
 # --- a call that spans batches (segments) is counted once ---------------------------
 # build 7.2 (same files): isBlank [0,500] calls repeat [10,40] (cut at 25) and
 # repeat [300,320]; the runtime cut the main thread into three segments
@@ -266,7 +274,7 @@ seg s1 55555555-5555-4555-8555-555555555551 ',"continues":true' \
   "[[$ID_BLANK,\"i\",0],[$ID_REPEAT,\"i\",10]]"
 seg s2 55555555-5555-4555-8555-555555555552 ',"continues":true,"carried":2,"since_us":10' \
   "[[$ID_BLANK,\"i\",0],[$ID_REPEAT,\"i\",10],[$ID_REPEAT,\"o\",40],[$ID_TOINT,\"i\",60],[$ID_TOINT,\"o\",70]]"
-wait_processed 5
+wait_processed 6
 http GET "/v1/apps/shop/slow-methods?build=7.2&thread=main&sort=total" "$RD"
 expect "segments: count/total/self/max per method" "isBlank 1 500 440 500|repeat 2 50 50 30|toInt 1 10 10 10" \
   "$(jq -r '[.methods[] | "\(.method.name) \(.count) \(.total_us) \(.self_us) \(.max_us)"] | join("|")' <<< "$BODY")"
@@ -309,7 +317,7 @@ done
 expect "batch processed after restart" "org.apache.commons.lang3.StringUtils.isBlank 2 1100" \
   "$(jq -r '.methods[0] | "\(.method.class).\(.method.name) \(.count) \(.total_us)"' <<< "$BODY")"
 http GET /v1/apps/shop/builds "$RD"
-expect "counted once after restart" "3 16" "$(jq -r '.builds[] | select(.build == "7.1") | "\(.batches) \(.records)"' <<< "$BODY")"
+expect "counted once after restart" "4 19" "$(jq -r '.builds[] | select(.build == "7.1") | "\(.batches) \(.records)"' <<< "$BODY")"
 http GET /metrics ""
 if grep -q '^beatline_http_requests_total{code="200"}' <<< "$BODY"; then ok; else bad "metrics by status"; fi
 
