@@ -108,7 +108,7 @@ public final class BeatlineConfig {
         String app;
         String build = "unknown";
         String ingestKey;
-        int mainBufferRecords = 1 << 17;
+        int mainBufferRecords = 1 << 20;
         int threadBufferRecords = 1 << 15;
         boolean traceOtherThreads = true;
         int maxThreads = 64;
@@ -153,7 +153,7 @@ public final class BeatlineConfig {
             return this;
         }
 
-        /** @param records main thread ring size, power of two 4..2^26 (default 131,072 = 1 MiB) */
+        /** @param records main thread ring size, power of two 4..2^26 (default 1,048,576 = 8 MiB) */
         public Builder mainBufferRecords(int records) {
             this.mainBufferRecords = records;
             return this;
