@@ -35,7 +35,8 @@ import java.util.TimeZone;
  *     uniformly random delay in {@code [c/2, c]}, {@code c = min(max, base·2^n)}.</li>
  * <li>any other 4xx (400 malformed, 401/403 key, 404 app, 413 too large,
  *     415): the file is deleted, counted in {@code dropped4xx} and logged
- *     with the server's message; the next file is tried at once.</li>
+ *     with the server's message (once per distinct status and message); the
+ *     next file is tried at once.</li>
  * </ul>
  * A failure stops the pass (later files wait their turn: order is kept).
  * One pass at a time (callers serialise; {@link Beatline} does).
@@ -53,6 +54,8 @@ final class Uploader {
     /** Counters: written by the one uploading thread (under the session's upload lock), read by stats. */
     volatile long uploaded;
     volatile long dropped4xx;
+    /** Status and message of the last refusal logged (passes run one at a time, under the upload lock). */
+    private String lastRefusal;
     volatile long failures;
 
     Uploader(String server, String app, String key, Spool spool, long baseMs, long maxMs, int timeoutMs, Log log)
@@ -113,8 +116,16 @@ final class Uploader {
                 f.delete();
                 dropped4xx++;
                 attempt = 0;
-                log.warn("server refused batch " + f.getName() + " (HTTP " + r.status + "): " + r.body
-                        + "; batch dropped");
+                // one line per status and message, not per batch (a wrong key refuses them all)
+                String why = r.status + " " + r.body;
+                if (!why.equals(lastRefusal)) {
+                    lastRefusal = why;
+                    log.warn("server refused batch " + f.getName() + " (HTTP " + r.status + "): " + r.body
+                            + "; batch dropped (later batches refused the same way are dropped silently,"
+                            + " counted in dropped4xx)");
+                } else {
+                    log.debug("server refused batch " + f.getName() + " (HTTP " + r.status + "); dropped");
+                }
                 continue;
             }
             failures++;
