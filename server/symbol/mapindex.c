@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -600,13 +601,51 @@ static bl_err handle_header(builder *b, const bl_mapping_line *ml)
     return BL_OK;
 }
 
+/* The obfuscated name of a member line "    ... -> name" (trailing blanks
+ * and CR ignored): 1 and the span, or 0 when the line does not end so. */
+static int member_obf_name(const char *p, const char *le, const char **name, size_t *nn)
+{
+    while (le > p && (le[-1] == ' ' || le[-1] == '\t' || le[-1] == '\r'))
+        le--;
+    const char *s = le;
+    while (s > p && s[-1] != ' ' && s[-1] != '\t')
+        s--;
+    if (s == le || s - p < 4 || memcmp(s - 4, " -> ", 4) != 0)
+        return 0;
+    *name = s;
+    *nn = (size_t)(le - s);
+    return 1;
+}
+
+/* Metadata that acts beyond the member it follows: the map version and a
+ * class's source file. The rest of a skipped member's metadata goes too. */
+static int meta_beyond_member(const char *p, const char *le)
+{
+    static const char *const keys[2] = { "com.android.tools.r8.mapping", "sourceFile" };
+    for (int k = 0; k < 2; k++) {
+        size_t kn = strlen(keys[k]);
+        for (const char *q = p; q + kn <= le; q++) {
+            q = memchr(q, keys[k][0], (size_t)(le - q));
+            if (!q || q + kn > le)
+                break;
+            if (!memcmp(q, keys[k], kn))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 static bl_err parse_all(builder *b, const char *data, size_t len)
 {
     const char *p = data, *end = data + len;
     prev_ids pv;
     memset(&pv, 0, sizeof pv);
-    int skipping = 0; /* members of an unwanted class */
+    int skipping = 0;        /* members of an unwanted class */
+    int skipped_member = 0;  /* the last member line was skipped */
+    const char *cls = NULL;  /* obfuscated name of the current class */
+    size_t cls_n = 0;
     bl_mi_want_fn want = b->opts ? b->opts->want_class : NULL;
+    bl_mi_want_member_fn want_m = b->opts ? b->opts->want_member : NULL;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
@@ -616,6 +655,28 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
             continue;
         }
         skipping = 0;
+        if (want_m && cls && (*p == ' ' || *p == '\t')) {
+            const char *q = p;
+            while (q < le && (*q == ' ' || *q == '\t'))
+                q++;
+            const char *nm;
+            size_t nn;
+            if (q < le && *q == '#') {
+                if (skipped_member && !meta_beyond_member(q, le)) {
+                    p = nl ? nl + 1 : end;
+                    continue;
+                }
+            } else if (q < le && member_obf_name(q, le, &nm, &nn)) {
+                if (!want_m(b->opts->want_ctx, cls, cls_n, nm, nn)) {
+                    close_group(b);
+                    b->last_kind = LK_NONE;
+                    skipped_member = 1;
+                    p = nl ? nl + 1 : end;
+                    continue;
+                }
+                skipped_member = 0;
+            }
+        }
         bl_mapping_line ml;
         const char *why;
         bl_err err = BL_OK;
@@ -638,11 +699,15 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
                 break;
             case BL_ML_CLASS:
                 err = handle_class(b, &ml);
+                cls = ml.b.p;
+                cls_n = ml.b.n;
+                skipped_member = 0;
                 if (!err && want && !want(b->opts->want_ctx, ml.b.p, ml.b.n))
                     skipping = 1;
                 break;
             case BL_ML_FIELD:
             case BL_ML_METHOD:
+                skipped_member = 0;
                 if (b->cur_class < 0) {
                     diag(b, "member line before any class line", 1);
                     if (b->opts && b->opts->strict)
@@ -971,28 +1036,319 @@ out:
     return err;
 }
 
-bl_err bl_mapindex_build(const char *data, size_t len, const bl_mi_build_opts *opts,
-                         bl_buf *out, bl_mi_stats *stats)
+/* ------------------------------------------------------------------------ */
+/* Parallel parse                                                            */
+
+/*
+ * A big mapping is parsed in two halves at once, cut before a class line:
+ * the main thread's builder takes the header and the first half, a second
+ * builder the rest; then the second is appended to the first (its string
+ * ids shifted past the first's, its pool appended: a string found in both
+ * halves is stored twice, which lookups do not mind since they compare
+ * bytes), and the image is written from the merged builder as usual. The
+ * result equals the one-thread parse except for those duplicate strings.
+ * The second half's diagnostics are held and replayed after the first's,
+ * with their line numbers. Falls back to one thread (parsing the second half
+ * again, in order) when the halves do not join cleanly: a class mapped in
+ * both, or a map-version comment after the header.
+ */
+#define PAR_MIN_BYTES ((size_t)8 << 20) /* parse in two halves from 8 MiB */
+
+static bl_err builder_init(builder *b, const bl_mi_build_opts *opts, size_t len)
 {
-    builder b;
-    memset(&b, 0, sizeof b);
-    b.opts = opts;
-    b.cur_class = -1;
-    bl_buf_init(&b.scratch, 1 << 20);
-    bl_err err = interner_init(&b.in);
+    memset(b, 0, sizeof *b);
+    b->opts = opts;
+    b->cur_class = -1;
+    bl_buf_init(&b->scratch, 1 << 20);
+    bl_err err = interner_init(&b->in);
     /* size the big arrays once from the input (a mapping line is ~80 bytes,
      * a third of the bytes are distinct names): growth by copying is what
      * a large mapping would otherwise spend its time on */
     if (!err && len > (1 << 20)) {
         size_t lines = len / 80;
-        b.methods.v = malloc(lines * sizeof *b.methods.v);
-        b.methods.cap = b.methods.v ? lines : 0;
-        err = bl_buf_reserve(&b.in.pool, len / 3);
+        b->methods.v = malloc(lines * sizeof *b->methods.v);
+        b->methods.cap = b->methods.v ? lines : 0;
+        err = bl_buf_reserve(&b->in.pool, len / 3);
         if (err == BL_ETOOBIG)
             err = BL_OK; /* only a hint */
     }
+    return err;
+}
+
+static void builder_free(builder *b)
+{
+    interner_cleanup(&b->in);
+    free(b->classes.v);
+    free(b->methods.v);
+    free(b->fields.v);
+    free(b->extras.v);
+    free(b->cls_of_obf.v);
+    bl_buf_cleanup(&b->scratch);
+}
+
+/* The id of n bytes at p if interned already, else 0 (0 is also ""). */
+static uint32_t interned_id(const interner *in, const char *p, uint32_t n, uint64_t h)
+{
+    for (uint32_t j = (uint32_t)h & in->mask;; j = (j + 1) & in->mask) {
+        uint32_t id1 = in->slots[j];
+        if (!id1)
+            return 0;
+        uint32_t k = id1 - 1, len;
+        if (in->hash[k] == h) {
+            memcpy(&len, in->pool.data + in->ref[k] - 4, 4);
+            if (len == n && memcmp(in->pool.data + in->ref[k], p, n) == 0)
+                return k;
+        }
+    }
+}
+
+typedef struct half {
+    builder b;
+    bl_mi_build_opts opts;     /* the caller's, with diag held here */
+    const char *p;
+    size_t n;
+    VEC(bl_mi_diag) diags;     /* held diagnostics, lines relative */
+    int diags_lost;            /* 1: ran out of memory holding them */
+    bl_err err;
+} half;
+
+static void half_diag(void *ctx, const bl_mi_diag *d)
+{
+    half *h = ctx;
+    bl_err err = BL_OK;
+    VEC_PUSH(h->diags, *d, err);
+    if (err)
+        h->diags_lost = 1;
+}
+
+static void *half_run(void *arg)
+{
+    half *h = arg;
+    h->err = parse_all(&h->b, h->p, h->n);
+    return NULL;
+}
+
+/* Where the header ends (the first class line) and where to cut: the first
+ * class line at or after the middle. 0 when there is no good cut. */
+static size_t find_cut(const char *data, size_t len, size_t *hdr_end)
+{
+    const char *p = data, *end = data + len;
+    *hdr_end = 0;
+    for (;;) { /* header: comment and blank lines */
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        bl_mapping_line ml;
+        const char *why;
+        if (bl_mapping_parse_line(p, (size_t)(le - p), &ml, &why) != BL_OK)
+            return 0;
+        if (ml.kind == BL_ML_CLASS)
+            break;
+        if (ml.kind != BL_ML_BLANK && ml.kind != BL_ML_COMMENT && ml.kind != BL_ML_HEADER &&
+            ml.kind != BL_ML_META)
+            return 0;
+        if (!nl)
+            return 0;
+        p = nl + 1;
+    }
+    *hdr_end = (size_t)(p - data);
+    /* the first class line after the middle, else the last one before it
+     * (other than the first) */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *q = pass == 0 ? memchr(data + len / 2, '\n', len - len / 2) : p;
+        const char *stop = pass == 0 ? end : data + len / 2;
+        size_t found = 0;
+        if (pass == 0 && q)
+            q++;
+        while (q && q < stop) {
+            if (q > p && *q != ' ' && *q != '\t' && *q != '#' && *q != '\n' && *q != '\r') {
+                const char *nl = memchr(q, '\n', (size_t)(end - q));
+                bl_mapping_line ml;
+                const char *why;
+                if (bl_mapping_parse_line(q, (size_t)((nl ? nl : end) - q), &ml, &why) ==
+                        BL_OK &&
+                    ml.kind == BL_ML_CLASS) {
+                    found = (size_t)(q - data);
+                    if (pass == 0)
+                        return found;
+                }
+            }
+            q = memchr(q, '\n', (size_t)(end - q));
+            if (q)
+                q++;
+        }
+        if (found)
+            return found;
+    }
+    return 0;
+}
+
+/* 1 when a class of b is also a class of a (the one-thread parse would
+ * merge their members). */
+static int halves_share_class(const builder *a, const builder *b)
+{
+    for (size_t c = 0; c < b->classes.n; c++) {
+        uint32_t id = b->classes.v[c].obf, n;
+        const char *s = istr(&b->in, id, &n);
+        uint32_t k = interned_id(&a->in, s, n, b->in.hash[id]);
+        if (k && k < a->cls_of_obf.n && a->cls_of_obf.v[k])
+            return 1;
+    }
+    return 0;
+}
+
+#define REMAP(x) ((x) ? base + (x) - 1 : 0)
+
+/* Appends builder b to builder a (see "Parallel parse"). b is only read;
+ * the caller still frees it. */
+static bl_err merge_half(builder *a, builder *b)
+{
+    interner *ia = &a->in;
+    const interner *ib = &b->in;
+    uint32_t base = ia->n; /* b's id k >= 1 becomes base + k - 1 */
+    if ((uint64_t)ia->n + ib->n > UINT32_MAX - 2 ||
+        (uint64_t)ia->pool.len + ib->pool.len > (uint64_t)UINT32_MAX - 16 ||
+        (uint64_t)a->methods.n + b->methods.n >= UINT32_MAX ||
+        (uint64_t)a->classes.n + b->classes.n >= UINT32_MAX)
+        return BL_ETOOBIG;
+    uint32_t need = ia->n + ib->n;
+    if (need > ia->cap) {
+        uint32_t *r = realloc(ia->ref, (size_t)need * sizeof *r);
+        if (!r)
+            return BL_ENOMEM;
+        ia->ref = r;
+        uint64_t *hh = realloc(ia->hash, (size_t)need * sizeof *hh);
+        if (!hh)
+            return BL_ENOMEM;
+        ia->hash = hh;
+        ia->cap = need;
+    }
+    uint32_t shift = (uint32_t)ia->pool.len - 4; /* b's pool minus its 4-byte id 0 */
+    bl_err err = bl_buf_append(&ia->pool, ib->pool.data + 4, ib->pool.len - 4);
+    if (err)
+        return err;
+    for (uint32_t k = 1; k < ib->n; k++) {
+        ia->ref[base + k - 1] = ib->ref[k] + shift;
+        ia->hash[base + k - 1] = ib->hash[k];
+    }
+    ia->n += ib->n - 1;
+    /* ia->slots now misses b's strings: nothing is interned after a merge */
+
+    uint32_t c0 = (uint32_t)a->classes.n, m0 = (uint32_t)a->methods.n;
+    for (size_t i = 0; i < b->classes.n && !err; i++) {
+        bl_mi_class c = b->classes.v[i];
+        c.obf = REMAP(c.obf);
+        c.orig = REMAP(c.orig);
+        c.source_file = REMAP(c.source_file);
+        VEC_PUSH(a->classes, c, err);
+    }
+    for (size_t i = 0; i < b->methods.n && !err; i++) {
+        bmethod m = b->methods.v[i];
+        m.cls += c0;
+        m.m.obf = REMAP(m.m.obf);
+        m.m.orig_class = REMAP(m.m.orig_class);
+        m.m.orig_name = REMAP(m.m.orig_name);
+        m.m.ret = REMAP(m.m.ret);
+        m.m.params = REMAP(m.m.params);
+        m.m.residual = REMAP(m.m.residual);
+        VEC_PUSH(a->methods, m, err);
+    }
+    for (size_t i = 0; i < b->fields.n && !err; i++) {
+        bfield f = b->fields.v[i];
+        f.cls += c0;
+        f.f.obf = REMAP(f.f.obf);
+        f.f.orig = REMAP(f.f.orig);
+        f.f.type = REMAP(f.f.type);
+        f.f.residual = REMAP(f.f.residual);
+        VEC_PUSH(a->fields, f, err);
+    }
+    for (size_t i = 0; i < b->extras.n && !err; i++) {
+        bextra x = b->extras.v[i];
+        x.entry += m0;
+        if (x.kind == EX_OUTLINE || x.kind == EX_RULE)
+            x.a = REMAP(x.a);
+        VEC_PUSH(a->extras, x, err);
+    }
+    for (int i = 0; i < 5; i++)
+        if (!a->hdr[i] && b->hdr[i])
+            a->hdr[i] = REMAP(b->hdr[i]);
+    a->st.lines += b->st.lines;
+    a->st.malformed += b->st.malformed;
+    a->st.warnings += b->st.warnings;
+    if (b->st.map_version > a->st.map_version)
+        a->st.map_version = b->st.map_version;
+    return err;
+}
+
+#undef REMAP
+
+/* Parses data into b, in two halves on two threads when that pays. */
+static bl_err parse_mapping(builder *b, const char *data, size_t len)
+{
+    size_t hdr_end = 0, cut = 0;
+    int threads = b->opts ? b->opts->threads : 0;
+    if (threads == 0 && len >= PAR_MIN_BYTES && sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+        threads = 2;
+    if (threads >= 2)
+        cut = find_cut(data, len, &hdr_end);
+    if (!cut)
+        return parse_all(b, data, len);
+    bl_err err = parse_all(b, data, hdr_end);
+    if (err)
+        return err;
+    half *h = calloc(1, sizeof *h);
+    if (!h)
+        return parse_all(b, data + hdr_end, len - hdr_end);
+    if (b->opts)
+        h->opts = *b->opts;
+    h->opts.diag = half_diag;
+    h->opts.diag_ctx = h;
+    h->p = data + cut;
+    h->n = len - cut;
+    pthread_t th;
+    int started = 0;
+    uint32_t v0 = b->version;
+    if (builder_init(&h->b, &h->opts, len - cut) == BL_OK) {
+        h->b.version = v0;
+        h->b.st.map_version = b->st.map_version;
+        started = pthread_create(&th, NULL, half_run, h) == 0;
+    }
+    err = parse_all(b, data + hdr_end, cut - hdr_end);
+    if (started)
+        pthread_join(th, NULL);
+    int joined = 0;
+    if (!err && started && b->version == v0 && !h->diags_lost &&
+        (h->err == BL_OK || h->err == BL_EFORMAT) && !halves_share_class(b, &h->b)) {
+        uint64_t line0 = b->st.lines;
+        if (h->err == BL_EFORMAT) { /* strict: the second half's first bad line */
+            b->st.lines += h->b.st.lines;
+            err = BL_EFORMAT;
+            joined = 1;
+        } else if ((err = merge_half(b, &h->b)) == BL_OK) {
+            joined = 1;
+        }
+        b->st.threads = joined ? 2 : 1;
+        if (joined && b->opts && b->opts->diag)
+            for (size_t i = 0; i < h->diags.n; i++) {
+                bl_mi_diag d = { line0 + h->diags.v[i].line, h->diags.v[i].message };
+                b->opts->diag(b->opts->diag_ctx, &d);
+            }
+    }
+    if (!err && !joined) /* the second half again, in order */
+        err = parse_all(b, data + cut, len - cut);
+    builder_free(&h->b);
+    free(h->diags.v);
+    free(h);
+    return err;
+}
+
+bl_err bl_mapindex_build(const char *data, size_t len, const bl_mi_build_opts *opts,
+                         bl_buf *out, bl_mi_stats *stats)
+{
+    builder b;
+    bl_err err = builder_init(&b, opts, len);
+    b.st.threads = 1;
     if (!err)
-        err = parse_all(&b, data, len);
+        err = parse_mapping(&b, data, len);
     if (!err)
         err = write_image(&b, out);
     if (!err) {
@@ -1004,13 +1360,7 @@ bl_err bl_mapindex_build(const char *data, size_t len, const bl_mi_build_opts *o
     b.st.fields = (uint32_t)b.fields.n;
     if (stats)
         *stats = b.st;
-    interner_cleanup(&b.in);
-    free(b.classes.v);
-    free(b.methods.v);
-    free(b.fields.v);
-    free(b.extras.v);
-    free(b.cls_of_obf.v);
-    bl_buf_cleanup(&b.scratch);
+    builder_free(&b);
     return err;
 }
 

@@ -135,6 +135,11 @@ typedef void (*bl_mi_diag_fn)(void *ctx, const bl_mi_diag *d);
 /* Says whether the members of a class (by obfuscated name) are needed. */
 typedef int (*bl_mi_want_fn)(void *ctx, const char *obf, size_t n);
 
+/* Says whether the members named `name` (obfuscated, nn bytes) of the class
+ * obfuscated as `cls` (cn bytes) are needed. Neither is NUL-terminated. */
+typedef int (*bl_mi_want_member_fn)(void *ctx, const char *cls, size_t cn, const char *name,
+                                    size_t nn);
+
 typedef struct bl_mi_build_opts {
     int strict;            /* stop at the first malformed line (BL_EFORMAT) */
     bl_mi_diag_fn diag;    /* receives errors and warnings */
@@ -144,13 +149,27 @@ typedef struct bl_mi_build_opts {
      * line and class-level metadata is still indexed, so original-class
      * lookups stay complete. For one-shot retracing of a known trace. */
     bl_mi_want_fn want_class;
+    /* Optional, finer: within a wanted class, member lines whose obfuscated
+     * name it declines are skipped unread, with the metadata comments that
+     * follow them (a skipped line still ends an inline group). A line whose
+     * name cannot be read cheaply is read in full. Both take want_ctx, and
+     * both may be called from two threads at once (a big mapping is parsed
+     * in two halves in parallel). */
+    bl_mi_want_member_fn want_member;
     void *want_ctx;
+    /* Parse threads: 0 = automatic (two for a mapping of 8 MiB or more on a
+     * machine with two or more CPUs), 1 = one, 2 = two whenever the mapping
+     * can be cut before a class line past its header (tests use this on
+     * small mappings). The index is the same either way, except that a
+     * string found in both halves is stored twice. */
+    int threads;
 } bl_mi_build_opts;
 
 typedef struct bl_mi_stats {
     uint64_t lines, malformed, warnings;
     uint32_t classes, methods, fields;
     uint32_t map_version;
+    uint32_t threads; /* parse threads the build used in the end: 1 or 2 */
 } bl_mi_stats;
 
 typedef struct bl_mapindex bl_mapindex;

@@ -12,10 +12,31 @@
 
 #include <stdlib.h>
 #include <string.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #define MAX_SPAN_EXPANSION 32 /* alternatives for an original span N:M */
 #define MAX_ALTERNATIVES 64   /* alternatives printed for one frame */
-#define CLASS_CACHE 1024      /* original-class lookups remembered */
+#define MEMO_MAX (1u << 20)   /* lookups remembered per retracer, at most */
+
+/* A remembered frame lookup: obfuscated (class, method) -> class record and
+ * method bucket. The key bytes are kept in the retracer's key arena. */
+typedef struct memo_ent {
+    uint64_t h;               /* XXH3 of the key; 0 = empty slot */
+    uint32_t key, cls_n;      /* offset of class+method bytes in keys */
+    uint32_t method_n, n;     /* method length; bucket size */
+    const bl_mi_class *c;     /* NULL: class unknown */
+    const bl_mi_method *b;
+} memo_ent;
+
+/* A remembered original-class lookup, keyed by the string's address in the
+ * index pool (a frame's class string always comes from the pool; one that
+ * is there twice — see mapindex.c "Parallel parse" — is remembered twice). */
+typedef struct orig_ent {
+    const char *key; /* NULL = empty */
+    uint32_t n;
+    const bl_mi_class *c;
+} orig_ent;
 
 struct bl_retracer {
     const bl_mapindex *mi;
@@ -28,9 +49,11 @@ struct bl_retracer {
     bl_buf names;        /* inferred file names of this frame */
     int64_t carry;       /* outline position for the next frame, -1 none */
     int after_exc;       /* the next frame is the first under an exception */
-    const char *cc_key[CLASS_CACHE]; /* orig_class cache (see there) */
-    uint32_t cc_len[CLASS_CACHE];
-    const bl_mi_class *cc_val[CLASS_CACHE];
+    memo_ent *memo;      /* frame lookups (see frame_lookup) */
+    uint32_t memo_mask, memo_n;
+    bl_buf keys;         /* memo key bytes */
+    orig_ent *oc;        /* original-class lookups (see orig_class) */
+    uint32_t oc_mask, oc_n;
     char exc_obf[512], exc_orig[512];
 };
 
@@ -44,6 +67,7 @@ bl_err bl_retracer_new(const bl_mapindex *mi, const bl_retrace_opts *opts, bl_re
     if (opts)
         rt->o = *opts;
     bl_buf_init(&rt->names, 1 << 24);
+    bl_buf_init(&rt->keys, (size_t)1 << 30);
     rt->carry = -1;
     *out = rt;
     return BL_OK;
@@ -57,6 +81,9 @@ void bl_retracer_free(bl_retracer *rt)
     free(rt->fr_file);
     free(rt->alt);
     bl_buf_cleanup(&rt->names);
+    bl_buf_cleanup(&rt->keys);
+    free(rt->memo);
+    free(rt->oc);
     free(rt);
 }
 
@@ -149,19 +176,114 @@ static int64_t map_line(const bl_mi_method *m, int64_t L)
 }
 
 /* Looks up the class record for an original class name (source file and
- * synthesized flag), caching the last answer. */
+ * synthesized flag), remembering answers: a trace names the same classes
+ * again and again, and each fresh lookup is a few cache misses. */
 static const bl_mi_class *orig_class(bl_retracer *rt, const char *cls, uint32_t n)
 {
-    /* frames name classes by pointers into the index's string pool, and the
-     * pool holds each string once: the pointer is a perfect cache key */
-    size_t slot = ((uintptr_t)cls >> 2) % CLASS_CACHE;
-    if (rt->cc_key[slot] == cls && rt->cc_len[slot] == n)
-        return rt->cc_val[slot];
+    if (rt->oc) {
+        uintptr_t k = (uintptr_t)cls;
+        for (uint32_t j = (uint32_t)((k >> 3) * 0x9E3779B1u) & rt->oc_mask;;
+             j = (j + 1) & rt->oc_mask) {
+            if (rt->oc[j].key == cls && rt->oc[j].n == n)
+                return rt->oc[j].c;
+            if (!rt->oc[j].key)
+                break;
+        }
+    }
     const bl_mi_class *c = bl_mapindex_class_by_orig(rt->mi, cls, n);
-    rt->cc_key[slot] = cls;
-    rt->cc_len[slot] = n;
-    rt->cc_val[slot] = c;
+    if (rt->oc_n >= MEMO_MAX)
+        return c;
+    if (!rt->oc || (rt->oc_n + 1) * 2 > rt->oc_mask + 1) {
+        uint32_t cap = rt->oc ? (rt->oc_mask + 1) * 2 : 1024;
+        orig_ent *t = calloc(cap, sizeof *t);
+        if (!t)
+            return c; /* remembering is only an optimisation */
+        for (uint32_t i = 0; rt->oc && i <= rt->oc_mask; i++) {
+            if (!rt->oc[i].key)
+                continue;
+            uint32_t j = (uint32_t)(((uintptr_t)rt->oc[i].key >> 3) * 0x9E3779B1u) & (cap - 1);
+            while (t[j].key)
+                j = (j + 1) & (cap - 1);
+            t[j] = rt->oc[i];
+        }
+        free(rt->oc);
+        rt->oc = t;
+        rt->oc_mask = cap - 1;
+    }
+    uint32_t j = (uint32_t)(((uintptr_t)cls >> 3) * 0x9E3779B1u) & rt->oc_mask;
+    while (rt->oc[j].key)
+        j = (j + 1) & rt->oc_mask;
+    rt->oc[j].key = cls;
+    rt->oc[j].n = n;
+    rt->oc[j].c = c;
+    rt->oc_n++;
     return c;
+}
+
+/* Class record and method bucket for an obfuscated frame (class, method),
+ * remembered per retracer (bounded by MEMO_MAX): a big trace repeats its
+ * frames, and a fresh lookup costs several dependent cache misses. */
+static uint32_t frame_lookup(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
+                             size_t method_n, const bl_mi_class **cp, const bl_mi_method **bp)
+{
+    uint64_t h = XXH3_64bits_withSeed(method, method_n, XXH3_64bits(cls, cls_n)) | 1;
+    if (rt->memo) {
+        for (uint32_t j = (uint32_t)h & rt->memo_mask;; j = (j + 1) & rt->memo_mask) {
+            const memo_ent *m = &rt->memo[j];
+            if (!m->h)
+                break;
+            if (m->h == h && m->cls_n == cls_n && m->method_n == method_n &&
+                !memcmp(rt->keys.data + m->key, cls, cls_n) &&
+                !memcmp(rt->keys.data + m->key + cls_n, method, method_n)) {
+                *cp = m->c;
+                *bp = m->b;
+                return m->n;
+            }
+        }
+    }
+    const bl_mi_class *c = bl_mapindex_class_by_obf(rt->mi, cls, cls_n);
+    const bl_mi_method *b = NULL;
+    uint32_t n = c ? bl_mapindex_methods(rt->mi, c, method, method_n, &b) : 0;
+    *cp = c;
+    *bp = b;
+    if (rt->memo_n >= MEMO_MAX || cls_n > UINT32_MAX / 4 || method_n > UINT32_MAX / 4)
+        return n;
+    if (!rt->memo || (rt->memo_n + 1) * 2 > rt->memo_mask + 1) {
+        uint32_t cap = rt->memo ? (rt->memo_mask + 1) * 2 : 1024;
+        memo_ent *t = calloc(cap, sizeof *t);
+        if (!t)
+            return n; /* remembering is only an optimisation */
+        for (uint32_t i = 0; rt->memo && i <= rt->memo_mask; i++) {
+            if (!rt->memo[i].h)
+                continue;
+            uint32_t j = (uint32_t)rt->memo[i].h & (cap - 1);
+            while (t[j].h)
+                j = (j + 1) & (cap - 1);
+            t[j] = rt->memo[i];
+        }
+        free(rt->memo);
+        rt->memo = t;
+        rt->memo_mask = cap - 1;
+    }
+    size_t at = rt->keys.len;
+    if (at > UINT32_MAX - cls_n - method_n || bl_buf_append(&rt->keys, cls, cls_n) ||
+        bl_buf_append(&rt->keys, method, method_n)) {
+        rt->keys.len = at;
+        return n;
+    }
+    uint32_t j = (uint32_t)h & rt->memo_mask;
+    while (rt->memo[j].h)
+        j = (j + 1) & rt->memo_mask;
+    memo_ent *m = &rt->memo[j];
+    m->h = h;
+    m->key = (uint32_t)at;
+    m->cls_n = (uint32_t)cls_n;
+    m->method_n = (uint32_t)method_n;
+    m->n = n;
+    m->c = c;
+    m->b = b;
+    rt->memo_n++;
+    return n;
 }
 
 static bl_err add_entry_frame(bl_retracer *rt, const bl_mi_method *m, int64_t line)
@@ -355,14 +477,14 @@ bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const c
     *alt_start = NULL;
     *n_alts = 0;
     *known_class = 0;
-    const bl_mi_class *c = bl_mapindex_class_by_obf(rt->mi, cls, cls_n);
+    const bl_mi_class *c;
+    const bl_mi_method *b;
+    uint32_t n = frame_lookup(rt, cls, cls_n, method, method_n, &c, &b);
     if (!c) {
         rt->after_exc = 0;
         return BL_OK;
     }
     *known_class = 1;
-    const bl_mi_method *b;
-    uint32_t n = bl_mapindex_methods(rt->mi, c, method, method_n, &b);
     int64_t L = line > 0 ? line : 0;
     if (n && carry >= 0 && L > 0) {
         int64_t nl = callsite_line(rt, b, n, L, carry);
@@ -494,44 +616,65 @@ static bl_err print_frame(bl_retracer *rt, bl_buf *o, const char *ws, size_t ws_
     return BL_OK;
 }
 
-/* Tries the line as a frame. Returns 1 when handled. */
-static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
+/* Reads "WS at [loader/]class.method(" at the start of a line: sets *ws_end
+ * (end of the leading blanks), *pfx (start of "[loader/]"), *name (class
+ * start, after any loader),
+ * *dot (the last '.' before the '('), *open and *close (the last ')').
+ * Returns 0 when the line is not a frame. Shared by the retracer and the
+ * trace-name scan so both read a frame the same way. */
+static int frame_head(const char *line, const char *e, const char **ws_end, const char **pfx,
+                      const char **name, const char **dot, const char **open,
+                      const char **close)
 {
-    const char *p = line, *e = line + len;
+    const char *p = line;
     while (p < e && (*p == ' ' || *p == '\t'))
         p++;
-    const char *ws = line;
-    size_t ws_n = (size_t)(p - line);
+    *ws_end = p;
     if (!starts(p, e, "at "))
         return 0;
     p += 3;
     while (p < e && *p == ' ')
         p++;
-    const char *open = memchr(p, '(', (size_t)(e - p));
-    if (!open)
+    const char *op = memchr(p, '(', (size_t)(e - p));
+    if (!op)
         return 0;
-    const char *close = NULL;
-    for (const char *q = e; q > open; q--)
+    const char *cl = NULL;
+    for (const char *q = e; q > op; q--)
         if (q[-1] == ')') {
-            close = q - 1;
+            cl = q - 1;
             break;
         }
-    if (!close)
+    if (!cl)
         return 0;
-    /* [loader/]class.method */
-    const char *name = p;
-    for (const char *q = p; q < open; q++)
+    const char *nm = p;
+    for (const char *q = p; q < op; q++)
         if (*q == '/')
-            name = q + 1;
-    const char *dot = NULL;
-    for (const char *q = name; q < open; q++) {
+            nm = q + 1;
+    const char *d = NULL;
+    for (const char *q = nm; q < op; q++) {
         if (*q == '.')
-            dot = q;
+            d = q;
         else if (*q == ' ')
             return 0;
     }
-    if (!dot || dot == name || dot + 1 == open)
+    if (!d || d == nm || d + 1 == op)
         return 0;
+    *pfx = p;
+    *name = nm;
+    *dot = d;
+    *open = op;
+    *close = cl;
+    return 1;
+}
+
+/* Tries the line as a frame. Returns 1 when handled. */
+static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
+{
+    const char *e = line + len, *ws_end, *p, *name, *dot, *open, *close;
+    if (!frame_head(line, e, &ws_end, &p, &name, &dot, &open, &close))
+        return 0;
+    const char *ws = line;
+    size_t ws_n = (size_t)(ws_end - line);
     const char *loc = open + 1;
     size_t loc_n = (size_t)(close - loc);
     int64_t lineno = -1;
@@ -572,7 +715,12 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
 }
 
 /* Exception line: retrace the class, remember it for rewriteFrame. */
-static int try_exception(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
+/* Reads an exception line ("[Caused by: |Suppressed: ]cls[: msg]", "Exception
+ * in thread "t" cls...", "[CIRCULAR REFERENCE: cls]"): sets *c / *cn (the
+ * class), *rest (what follows it) and *k (its class record, NULL when the
+ * mapping does not know it). Returns 0 when the line is not one. */
+static int exception_head(const bl_mapindex *mi, const char *line, size_t len, const char **c,
+                          size_t *cn, const char **rest, const bl_mi_class **k)
 {
     const char *p = line, *e = line + len;
     while (p < e && (*p == ' ' || *p == '\t'))
@@ -590,16 +738,26 @@ static int try_exception(bl_retracer *rt, const char *line, size_t len, bl_buf *
             return 0;
         p = q + 2;
     }
-    const char *c = p;
+    const char *s = p;
     while (p < e && is_cls_char(*p))
         p++;
-    if (p == c || (p < e && *p != ':' && !(circular && *p == ']')) || c[0] == '.' ||
+    if (p == s || (p < e && *p != ':' && !(circular && *p == ']')) || s[0] == '.' ||
         p[-1] == '.')
         return 0;
-    size_t cn = (size_t)(p - c);
-    const bl_mi_class *k = bl_mapindex_class_by_obf(rt->mi, c, cn);
+    *c = s;
+    *cn = (size_t)(p - s);
+    *rest = p;
+    *k = bl_mapindex_class_by_obf(mi, s, *cn);
     /* a root-package name ("kj: boom") counts only when the mapping knows it */
-    if (!k && !memchr(c, '.', cn))
+    return *k || memchr(s, '.', *cn) != NULL;
+}
+
+static int try_exception(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
+{
+    const char *c, *p, *e = line + len;
+    size_t cn;
+    const bl_mi_class *k;
+    if (!exception_head(rt->mi, line, len, &c, &cn, &p, &k))
         return 0;
     rt->after_exc = 1;
     rt->carry = -1;
@@ -624,6 +782,18 @@ static int try_exception(bl_retracer *rt, const char *line, size_t len, bl_buf *
     return 1;
 }
 
+int bl_retrace_starts_block(const bl_mapindex *mi, const char *line, size_t len)
+{
+    if (len && line[len - 1] == '\r')
+        len--;
+    const char *e = line + len, *ws_end, *pfx, *name, *dot, *open, *close, *c, *rest;
+    size_t cn;
+    const bl_mi_class *k;
+    if (frame_head(line, e, &ws_end, &pfx, &name, &dot, &open, &close))
+        return 0;
+    return exception_head(mi, line, len, &c, &cn, &rest, &k);
+}
+
 bl_err bl_retracer_line(bl_retracer *rt, const char *line, size_t len, bl_buf *out)
 {
     bl_err err = BL_OK;
@@ -638,32 +808,20 @@ bl_err bl_retracer_line(bl_retracer *rt, const char *line, size_t len, bl_buf *o
     return bl_buf_putc(out, '\n');
 }
 
-void bl_retrace_trace_classes(const char *text, size_t len,
-                              void (*fn)(void *ctx, const char *cls, size_t n), void *ctx)
+void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn, void *ctx)
 {
     const char *p = text, *e = text + len;
     while (p < e) {
         const char *nl = memchr(p, '\n', (size_t)(e - p));
         const char *le = nl ? nl : e;
-        const char *q = p;
-        while (q < le && (*q == ' ' || *q == '\t'))
-            q++;
-        if (starts(q, le, "at ")) {
-            /* [loader/]class.method( */
-            const char *open = memchr(q, '(', (size_t)(le - q));
-            const char *name = q + 3, *dot = NULL;
-            for (const char *r = name; open && r < open; r++) {
-                if (*r == '/')
-                    name = r + 1, dot = NULL;
-                else if (*r == '.')
-                    dot = r;
-            }
-            if (open && dot && dot > name)
-                fn(ctx, name, (size_t)(dot - name));
+        const char *ws_end, *pfx, *name, *dot, *open, *close;
+        if (frame_head(p, le, &ws_end, &pfx, &name, &dot, &open, &close)) {
+            fn(ctx, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1));
         } else {
             /* an exception line: the class token after the known prefixes */
             static const char *const pre[] = { "Caused by: ", "Suppressed: ",
                                                "[CIRCULAR REFERENCE: " };
+            const char *q = ws_end;
             for (int k = 0; k < 3; k++)
                 if (starts(q, le, pre[k]))
                     q += strlen(pre[k]);
@@ -675,7 +833,7 @@ void bl_retrace_trace_classes(const char *text, size_t len,
             while (q < le && is_cls_char(*q))
                 q++;
             if (q > c)
-                fn(ctx, c, (size_t)(q - c));
+                fn(ctx, c, (size_t)(q - c), NULL, 0);
         }
         p = nl ? nl + 1 : e;
     }

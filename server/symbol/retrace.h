@@ -85,18 +85,35 @@ bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const c
                          size_t method_n, int64_t line, const bl_rframe **frames,
                          const uint32_t **alt_start, uint32_t *n_alts, int *known_class);
 
+/*
+ * 1 when bl_retracer_line reads `line` (one line, no '\n') as an exception
+ * line. Such a line sets all the state a retracer carries from line to line
+ * (the exception for rewriteFrame, the outline position), so a text can be
+ * cut before it and the pieces retraced by separate retracers — in
+ * parallel — giving exactly the output of one retracer over the whole text.
+ */
+int bl_retrace_starts_block(const bl_mapindex *mi, const char *line, size_t len);
+
 /* Retraces a whole text (any line ending). Convenience over _line. */
 bl_err bl_retrace_text(const bl_mapindex *mi, const bl_retrace_opts *opts, const char *text,
                        size_t len, bl_buf *out);
 
 /*
- * Calls fn with every class name a stack trace mentions (frame classes and
- * exception classes, as the retracer would read them; a few extra names
- * may come along). Lets a one-shot retrace index only those classes'
- * members (bl_mi_build_opts.want_class).
+ * Receives one name a stack trace mentions: a frame's class and method
+ * (obfuscated, as written; `method` points into the text, not
+ * NUL-terminated), or an exception line's class with method = NULL, mn = 0.
  */
-void bl_retrace_trace_classes(const char *text, size_t len,
-                              void (*fn)(void *ctx, const char *cls, size_t n), void *ctx);
+typedef void (*bl_retrace_name_fn)(void *ctx, const char *cls, size_t cn, const char *method,
+                                   size_t mn);
+
+/*
+ * Calls fn with every (class, method) of a frame and every exception class
+ * in a stack-trace text, read exactly as bl_retracer_line reads them (a few
+ * extra names may come along, never fewer). Lets a one-shot retrace index
+ * only the members it will look up (bl_mi_build_opts.want_class and
+ * want_member).
+ */
+void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn, void *ctx);
 
 /*
  * Source file name inferred from an original class name (R8 rules): the

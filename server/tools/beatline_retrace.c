@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,10 @@
 #include "symbol/retrace.h"
 
 #define MAX_TRACE_BYTES ((size_t)1 << 31) /* 2 GiB of stack-trace text */
+#define MAX_PARTS 8                        /* retrace threads, at most */
+#define PART_MIN_BYTES ((size_t)1 << 20)   /* split only traces of 1 MiB.. */
+#define PART_MAX_BYTES ((size_t)1 << 28)   /* ..to 256 MiB (parts' output is
+                                              held in memory until its turn) */
 
 static const char usage[] =
     "usage: beatline-retrace [options] MAPPING [STACKTRACE]\n"
@@ -38,10 +43,16 @@ static const char usage[] =
     "options:\n"
     "  --verbose            print full signatures: 'ret name(params)'\n"
     "  --strict             read and check every mapping line; fail (exit 2) on\n"
-    "                       the first malformed one. Without it only the classes\n"
-    "                       the stack trace mentions are read in full, and the\n"
-    "                       malformed lines found are reported and skipped\n"
+    "                       the first malformed one. Without it only the class\n"
+    "                       lines and the methods the stack trace names are\n"
+    "                       read in full, and the malformed lines among them\n"
+    "                       are reported and skipped\n"
     "  --quiet              do not report malformed mapping lines\n"
+    "  --threads N          threads to use, 1-8 (default: the CPUs, at most 8).\n"
+    "                       With two or more the mapping is parsed in two\n"
+    "                       halves (by default only from 8 MiB) and a trace of\n"
+    "                       1 MiB or more is retraced in N pieces; the output\n"
+    "                       is the same as with one thread\n"
     "  --stats              print parse figures (bytes, ms, MB/s) on stderr\n"
     "  --build-index FILE   write the mapping's index to FILE and exit; an\n"
     "                       index file can be given as MAPPING later\n"
@@ -71,25 +82,40 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* The set of class names a trace mentions (hashes; a false positive only
- * costs reading one more class). */
+/* A set of names a trace mentions, as 64-bit hashes: a false positive only
+ * costs reading one more class or member; there are no false negatives. */
 typedef struct class_set {
     uint64_t *slot; /* 0 = empty */
     size_t mask, n;
     int failed;
 } class_set;
 
-static uint64_t name_hash(const char *s, size_t n)
+static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a, then never 0 */
     for (size_t i = 0; i < n; i++)
         h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h | 1;
+    return h;
 }
 
-static void set_add(void *ctx, const char *cls, size_t n)
+static uint64_t name_hash(const char *s, size_t n)
 {
-    class_set *s = ctx;
+    return fnv1a(1469598103934665603ull, s, n) | 1; /* never 0 */
+}
+
+/* (class, member): the class, a NUL, the member name. The class part
+ * (member_hash_cls) is the same for all members of a class. */
+static uint64_t member_hash_cls(const char *cls, size_t cn)
+{
+    return fnv1a(1469598103934665603ull, cls, cn) * 1099511628211ull;
+}
+
+static uint64_t member_hash(uint64_t cls_part, const char *name, size_t nn)
+{
+    return fnv1a(cls_part, name, nn) | 1;
+}
+
+static void set_add_hash(class_set *s, uint64_t h)
+{
     if (s->failed)
         return;
     if ((s->n + 1) * 2 > s->mask + 1) {
@@ -101,7 +127,7 @@ static void set_add(void *ctx, const char *cls, size_t n)
         }
         for (size_t i = 0; i <= s->mask; i++)
             if (s->slot[i]) {
-                size_t j = s->slot[i] & (cap - 1);
+                size_t j = (s->slot[i] >> 1) & (cap - 1);
                 while (ns[j])
                     j = (j + 1) & (cap - 1);
                 ns[j] = s->slot[i];
@@ -110,8 +136,7 @@ static void set_add(void *ctx, const char *cls, size_t n)
         s->slot = ns;
         s->mask = cap - 1;
     }
-    uint64_t h = name_hash(cls, n);
-    size_t j = h & s->mask;
+    size_t j = (h >> 1) & s->mask; /* bit 0 is always set */
     while (s->slot[j] && s->slot[j] != h)
         j = (j + 1) & s->mask;
     if (!s->slot[j]) {
@@ -120,11 +145,9 @@ static void set_add(void *ctx, const char *cls, size_t n)
     }
 }
 
-static int set_has(void *ctx, const char *cls, size_t n)
+static int set_has_hash(const class_set *s, uint64_t h)
 {
-    const class_set *s = ctx;
-    uint64_t h = name_hash(cls, n);
-    for (size_t j = h & s->mask;; j = (j + 1) & s->mask) {
+    for (size_t j = (h >> 1) & s->mask;; j = (j + 1) & s->mask) {
         if (s->slot[j] == h)
             return 1;
         if (!s->slot[j])
@@ -132,10 +155,126 @@ static int set_has(void *ctx, const char *cls, size_t n)
     }
 }
 
+/* What a one-shot retrace reads in full: frame classes, and per class the
+ * members its frames name. */
+typedef struct trace_names {
+    class_set classes, members;
+} trace_names;
+
+/* member_hash's class part, cached per class; per thread, as the index
+ * build may parse two halves of the mapping at once */
+static _Thread_local const char *last_cls;
+static _Thread_local size_t last_cn;
+static _Thread_local uint64_t last_h;
+
+static void names_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn)
+{
+    trace_names *t = ctx;
+    if (!method)
+        return; /* an exception class: its class line is always indexed */
+    set_add_hash(&t->classes, name_hash(cls, cn));
+    set_add_hash(&t->members, member_hash(member_hash_cls(cls, cn), method, mn));
+}
+
+static int names_want_class(void *ctx, const char *cls, size_t n)
+{
+    const trace_names *t = ctx;
+    return set_has_hash(&t->classes, name_hash(cls, n));
+}
+
+static int names_want_member(void *ctx, const char *cls, size_t cn, const char *name, size_t nn)
+{
+    const trace_names *t = ctx;
+    if (cls != last_cls || cn != last_cn) {
+        last_cls = cls;
+        last_cn = cn;
+        last_h = member_hash_cls(cls, cn);
+    }
+    return set_has_hash(&t->members, member_hash(last_h, name, nn));
+}
+
+/* One piece of the trace, retraced by its own retracer (see
+ * bl_retrace_starts_block: the pieces are cut before exception lines, so
+ * their outputs joined in order equal one retracer's output). */
+typedef struct part {
+    const bl_mapindex *mi;
+    const bl_retrace_opts *opts;
+    const char *p, *e; /* the piece: whole lines */
+    int fd;            /* >= 0: write output there in 1 MiB chunks, else keep */
+    bl_buf out;        /* output (all of it when fd < 0) */
+    uint64_t lines;
+    bl_err err;        /* BL_EIO: write failed (errno in werr) */
+    int werr;
+    pthread_t th;
+    int started;
+} part;
+
+static void *part_run(void *arg)
+{
+    part *t = arg;
+    bl_retracer *rt = NULL;
+    if ((t->err = bl_retracer_new(t->mi, t->opts, &rt)))
+        return NULL;
+    const char *p = t->p;
+    while (p < t->e) {
+        const char *nl = memchr(p, '\n', (size_t)(t->e - p));
+        const char *le = nl ? nl : t->e;
+        if ((t->err = bl_retracer_line(rt, p, (size_t)(le - p), &t->out)))
+            break;
+        t->lines++;
+        if (!nl && t->out.len && t->out.data[t->out.len - 1] == '\n')
+            t->out.len--; /* the input's last line had no newline */
+        p = nl ? nl + 1 : t->e;
+        if (t->fd >= 0 && (t->out.len >= (1 << 20) || p >= t->e)) {
+            if (bl_fd_write_all(t->fd, t->out.data, t->out.len) != BL_OK) {
+                t->werr = errno;
+                t->err = BL_EIO;
+                break;
+            }
+            bl_buf_reset(&t->out);
+        }
+    }
+    bl_retracer_free(rt);
+    return NULL;
+}
+
+/* Cuts [p, e) into up to `want` pieces before exception lines near equal
+ * sizes; fills parts[] (p, e only) and returns how many. */
+static int cut_parts(const bl_mapindex *mi, const char *p, const char *e, int want, part *parts)
+{
+    int n = 0;
+    const char *start = p;
+    size_t len = (size_t)(e - p);
+    for (int k = 1; k < want; k++) {
+        const char *q = p + len / (size_t)want * (size_t)k;
+        if (q <= start)
+            continue;
+        /* to the next line start, then to the next exception line */
+        const char *nl = memchr(q - 1, '\n', (size_t)(e - (q - 1)));
+        q = nl ? nl + 1 : e;
+        while (q < e) {
+            const char *n2 = memchr(q, '\n', (size_t)(e - q));
+            const char *le = n2 ? n2 : e;
+            if (bl_retrace_starts_block(mi, q, (size_t)(le - q)))
+                break;
+            q = n2 ? n2 + 1 : e;
+        }
+        if (q >= e)
+            break;
+        parts[n].p = start;
+        parts[n].e = q;
+        n++;
+        start = q;
+    }
+    parts[n].p = start;
+    parts[n].e = e;
+    return n + 1;
+}
+
 int main(int argc, char **argv)
 {
     bl_retrace_opts ropts = { 0 };
-    int strict = 0, quiet = 0, stats = 0;
+    int strict = 0, quiet = 0, stats = 0, threads = 0;
     const char *index_out = NULL, *mapping = NULL, *trace = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -147,6 +286,15 @@ int main(int argc, char **argv)
             quiet = 1;
         } else if (!strcmp(a, "--stats")) {
             stats = 1;
+        } else if (!strcmp(a, "--threads")) {
+            char *end = NULL;
+            long v = ++i < argc ? strtol(argv[i], &end, 10) : 0;
+            if (i == argc || !end || *end || v < 1 || v > MAX_PARTS) {
+                fprintf(stderr, "beatline-retrace: --threads needs a number from 1 to %d\n",
+                        MAX_PARTS);
+                return 1;
+            }
+            threads = (int)v;
         } else if (!strcmp(a, "--build-index")) {
             if (++i == argc) {
                 fputs("beatline-retrace: --build-index needs a file name\n", stderr);
@@ -198,13 +346,13 @@ int main(int argc, char **argv)
     close(fd);
 
     int rc = 0;
-    bl_buf img, in, outb;
+    bl_buf img, in;
     bl_buf_init(&img, 0);
     bl_buf_init(&in, MAX_TRACE_BYTES);
-    bl_buf_init(&outb, 0);
     bl_mapindex *mi = NULL;
     bl_err err;
-    class_set want = { NULL, 0, 0, 0 };
+    trace_names want;
+    memset(&want, 0, sizeof want);
 
     /* the trace first: a one-shot retrace reads in full only the classes
      * it mentions (--strict reads and checks every line) */
@@ -225,10 +373,13 @@ int main(int argc, char **argv)
             goto out;
         }
         if (!strict) {
-            want.slot = calloc(64, sizeof *want.slot);
-            want.mask = want.slot ? 63 : 0;
-            want.failed = !want.slot;
-            bl_retrace_trace_classes(in.data ? in.data : "", in.len, set_add, &want);
+            class_set *sets[2] = { &want.classes, &want.members };
+            for (int k = 0; k < 2; k++) {
+                sets[k]->slot = calloc(64, sizeof *sets[k]->slot);
+                sets[k]->mask = sets[k]->slot ? 63 : 0;
+                sets[k]->failed = !sets[k]->slot;
+            }
+            bl_retrace_trace_names(in.data ? in.data : "", in.len, names_add, &want);
         }
     }
     if (mlen >= 8 && !memcmp(mdata, BL_MI_MAGIC, 8)) {
@@ -241,8 +392,10 @@ int main(int argc, char **argv)
     } else {
         diag_ctx dc = { mapping, quiet, 0 };
         bl_mi_build_opts bo = { .strict = strict, .diag = on_diag, .diag_ctx = &dc };
-        if (want.slot && !want.failed) {
-            bo.want_class = set_has;
+        bo.threads = threads == 1 ? 1 : threads >= 2 ? 2 : 0;
+        if (want.classes.slot && !want.classes.failed && !want.members.failed) {
+            bo.want_class = names_want_class;
+            bo.want_member = names_want_member;
             bo.want_ctx = &want;
         }
         bl_mi_stats ms;
@@ -266,9 +419,10 @@ int main(int argc, char **argv)
         if (stats)
             fprintf(stderr,
                     "beatline-retrace: parsed %zu bytes, %llu lines, %u classes, %u methods, "
-                    "%u fields in %.1f ms (%.0f MB/s); index %zu bytes\n",
+                    "%u fields in %.1f ms (%.0f MB/s, %u thread%s); index %zu bytes\n",
                     mlen, (unsigned long long)ms.lines, ms.classes, ms.methods, ms.fields,
-                    t1 - t0, (double)mlen / 1e6 / ((t1 - t0) / 1e3), img.len);
+                    t1 - t0, (double)mlen / 1e6 / ((t1 - t0) / 1e3), ms.threads,
+                    ms.threads > 1 ? "s" : "", img.len);
         if (index_out) {
             struct stat os;
             if (stat(index_out, &os) == 0 && os.st_dev == st.st_dev && os.st_ino == st.st_ino) {
@@ -297,39 +451,56 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    /* retrace line by line, write in chunks */
+    /* retrace line by line, the first piece written as it goes, the others
+     * (on their own threads) written in turn */
     {
-        bl_retracer *rt = NULL;
-        if ((err = bl_retracer_new(mi, &ropts, &rt))) {
-            fprintf(stderr, "beatline-retrace: %s\n", bl_err_str(err));
-            rc = 1;
+        double r0 = now_ms();
+        const char *p = in.data ? in.data : "";
+        long ncpu = threads ? threads : sysconf(_SC_NPROCESSORS_ONLN);
+        int want_parts = ncpu > MAX_PARTS ? MAX_PARTS : ncpu < 1 ? 1 : (int)ncpu;
+        if (in.len < PART_MIN_BYTES || in.len > PART_MAX_BYTES)
+            want_parts = 1;
+        part parts[MAX_PARTS];
+        memset(parts, 0, sizeof parts);
+        int np = cut_parts(mi, p, p + in.len, want_parts, parts);
+        for (int k = 0; k < np; k++) {
+            parts[k].mi = mi;
+            parts[k].opts = &ropts;
+            parts[k].fd = k == 0 ? 1 : -1;
+            bl_buf_init(&parts[k].out, 0);
+            if (k > 0 && pthread_create(&parts[k].th, NULL, part_run, &parts[k]) == 0)
+                parts[k].started = 1;
         }
-        const char *p = in.data ? in.data : "", *e = p + in.len;
-        while (!rc && p < e) {
-            const char *nl = memchr(p, '\n', (size_t)(e - p));
-            const char *le = nl ? nl : e;
-            if ((err = bl_retracer_line(rt, p, (size_t)(le - p), &outb))) {
-                fprintf(stderr, "beatline-retrace: %s\n", bl_err_str(err));
+        uint64_t n_lines = 0;
+        for (int k = 0; k < np; k++) {
+            part *t = &parts[k];
+            if (t->started)
+                pthread_join(t->th, NULL);
+            else if (!rc)
+                part_run(t); /* the first piece, or a thread that did not start */
+            if (!rc && !t->err && t->fd < 0 &&
+                bl_fd_write_all(1, t->out.data, t->out.len) != BL_OK) {
+                t->err = BL_EIO;
+                t->werr = errno;
+            }
+            if (!rc && t->err) {
+                if (t->err == BL_EIO)
+                    fprintf(stderr, "beatline-retrace: write: %s\n", strerror(t->werr));
+                else
+                    fprintf(stderr, "beatline-retrace: %s\n", bl_err_str(t->err));
                 rc = 1;
-                break;
             }
-            if (!nl && outb.len && outb.data[outb.len - 1] == '\n')
-                outb.len--; /* the input's last line had no newline */
-            p = nl ? nl + 1 : e;
-            if (outb.len >= (1 << 20) || p >= e) {
-                if (bl_fd_write_all(1, outb.data, outb.len) != BL_OK) {
-                    fprintf(stderr, "beatline-retrace: write: %s\n", strerror(errno));
-                    rc = 1;
-                }
-                bl_buf_reset(&outb);
-            }
+            n_lines += t->lines;
+            bl_buf_cleanup(&t->out);
         }
-        bl_retracer_free(rt);
+        if (stats && !rc)
+            fprintf(stderr, "beatline-retrace: retraced %llu lines in %.1f ms (%d thread%s)\n",
+                    (unsigned long long)n_lines, now_ms() - r0, np, np > 1 ? "s" : "");
     }
 out:
     bl_buf_cleanup(&in);
-    bl_buf_cleanup(&outb);
-    free(want.slot);
+    free(want.classes.slot);
+    free(want.members.slot);
     bl_mapindex_close(mi);
     bl_buf_cleanup(&img);
     if (mdata)

@@ -42,13 +42,62 @@ m="$cases/0023-malformed-lines"
 check "lenient exits 0" $rc
 cmp -s "$tmp/d.txt" "$m/expected.txt"; check "lenient output" $?
 grep -q "mapping.txt:3: class line must be" "$tmp/err"; check "line 3 reported" $?
+# line 4 is a method 'b' the trace does not name: not read, so not reported
+grep -q "mapping.txt:4: " "$tmp/err"; check "line 4 (not named) not read" $(( $? == 0 ? 1 : 0 ))
+grep -q "1 malformed line(s) skipped" "$tmp/err"; check "summary" $?
+# a trace naming a.b reads line 4 too
+{ cat "$m/input.txt"; printf '\tat a.b(SourceFile:1)\n'; } > "$tmp/in-b.txt"
+"$bin" "$m/mapping.txt" "$tmp/in-b.txt" > /dev/null 2> "$tmp/err"
 grep -q "mapping.txt:4: " "$tmp/err"; check "line 4 reported" $?
-grep -q "2 malformed line(s) skipped" "$tmp/err"; check "summary" $?
+grep -q "2 malformed line(s) skipped" "$tmp/err"; check "summary of both" $?
 "$bin" --strict "$m/mapping.txt" "$m/input.txt" > /dev/null 2> "$tmp/err"; rc=$?
 check "strict exits 2" $(( rc == 2 ? 0 : 1 ))
 grep -q "mapping.txt:3: malformed mapping line (--strict)" "$tmp/err"; check "strict names line 3" $?
 "$bin" --quiet "$m/mapping.txt" "$m/input.txt" > /dev/null 2> "$tmp/err"
 [ ! -s "$tmp/err" ]; check "--quiet is quiet" $?
+
+# --threads: a 1.5 MiB trace retraced in pieces, a mapping parsed in two
+# halves — the output equals the one-thread output (cases whose retrace
+# carries state from line to line: exceptions, rewriteFrame, outlines)
+for k in 0015-exception-lines 0020-outline 0021-rewrite-frame 0026-circular-reference; do
+  c2="$cases/$k"
+  cp "$c2/input.txt" "$tmp/big.txt"
+  while [ "$(stat -c %s "$tmp/big.txt")" -lt 1600000 ]; do # doubling
+    cat "$tmp/big.txt" "$tmp/big.txt" > "$tmp/big2.txt"
+    mv "$tmp/big2.txt" "$tmp/big.txt"
+  done
+  "$bin" --threads 1 --stats "$c2/mapping.txt" "$tmp/big.txt" > "$tmp/t1.txt" 2> "$tmp/s1"
+  "$bin" --threads 3 --stats "$c2/mapping.txt" "$tmp/big.txt" > "$tmp/t3.txt" 2> "$tmp/s3"
+  cmp -s "$tmp/t1.txt" "$tmp/t3.txt"; check "$k: 3 threads = 1 thread" $?
+  grep -q "(3 threads)" "$tmp/s3"; check "$k: retraced in 3 pieces" $?
+  grep -q "(1 thread)" "$tmp/s1"; check "$k: --threads 1 retraced in one piece" $?
+  if [ "$(grep -c '^[^ #]' "$c2/mapping.txt")" -ge 2 ]; then
+    grep -q "MB/s, 2 threads" "$tmp/s3"; check "$k: mapping parsed in two halves" $?
+  fi
+  [ "$(stat -c %s "$tmp/t1.txt")" -gt 1600000 ]; check "$k: output not empty" $?
+done
+# a cut must fall before an exception line, never between one and its
+# frames: plain lines there keep the exception for rewriteFrame
+c2="$cases/0021-rewrite-frame"
+{ echo "java.lang.NullPointerException: null"
+  for r in $(seq 40); do echo "  log line $r"; done
+  printf '\tat a.d(SourceFile:8)\n'; } > "$tmp/block.txt"
+cp "$tmp/block.txt" "$tmp/big.txt"
+while [ "$(stat -c %s "$tmp/big.txt")" -lt 1600000 ]; do
+  cat "$tmp/big.txt" "$tmp/big.txt" > "$tmp/big2.txt"
+  mv "$tmp/big2.txt" "$tmp/big.txt"
+done
+"$bin" --threads 1 "$c2/mapping.txt" "$tmp/big.txt" > "$tmp/t1.txt"
+"$bin" --threads 3 "$c2/mapping.txt" "$tmp/big.txt" > "$tmp/t3.txt"
+cmp -s "$tmp/t1.txt" "$tmp/t3.txt"; check "cut keeps the exception with its frames" $?
+[ "$(grep -c 'Callbacks.get' "$tmp/t1.txt")" -eq 0 ]; check "rewriteFrame applied after plain lines" $?
+
+set +e
+"$bin" --threads 0 "$c/mapping.txt" < /dev/null > /dev/null 2> "$tmp/err"
+check "--threads 0 refused" $(( $? == 1 ? 0 : 1 ))
+"$bin" --threads x "$c/mapping.txt" < /dev/null > /dev/null 2> "$tmp/err"
+check "--threads x refused" $(( $? == 1 ? 0 : 1 ))
+grep -q "from 1 to 8" "$tmp/err"; check "--threads message" $?
 
 # a corrupt index is refused with exit 1, not a crash
 head -c 200 "$tmp/m.idx" > "$tmp/bad.idx"

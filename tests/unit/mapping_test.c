@@ -6,7 +6,10 @@
 #include "symbol/lenient_json.h"
 #include "symbol/mapindex.h"
 #include "symbol/mapping.h"
+#include "symbol_testutil.h"
 #include "testutil.h"
+
+#include <dirent.h>
 
 static bl_mapping_line ml;
 static const char *why;
@@ -260,6 +263,121 @@ START_TEST(empty_and_odd_mappings)
 }
 END_TEST
 
+
+/* Builds `m` with one and with two parse threads: the two indexes dump
+ * equal, statistics and diagnostics equal. Returns the two-thread count. */
+static uint32_t check_two_halves(const char *what, const char *m, size_t n)
+{
+    bl_buf i1, i2, d1, d2, t1, t2;
+    bl_buf_init(&d1, 0);
+    bl_buf_init(&d2, 0);
+    bl_buf_init(&t1, 0);
+    bl_buf_init(&t2, 0);
+    bl_mi_stats s1, s2;
+    bl_mapindex *a = tu_index_threads(m, n, 1, &i1, &s1, &d1);
+    bl_mapindex *b = tu_index_threads(m, n, 2, &i2, &s2, &d2);
+    tu_index_dump(a, &t1);
+    tu_index_dump(b, &t2);
+    ck_assert_msg(t1.len == t2.len && !memcmp(t1.data, t2.data, t1.len),
+                  "%s: indexes differ:\n%.*s---\n%.*s", what, (int)t1.len, t1.data, (int)t2.len,
+                  t2.data);
+    ck_assert_msg(d1.len == d2.len && (!d1.len || !memcmp(d1.data, d2.data, d1.len)),
+                  "%s: diagnostics differ:\n%.*s---\n%.*s", what, (int)d1.len,
+                  d1.data ? d1.data : "", (int)d2.len, d2.data ? d2.data : "");
+    ck_assert(s1.lines == s2.lines && s1.malformed == s2.malformed &&
+              s1.warnings == s2.warnings && s1.classes == s2.classes &&
+              s1.methods == s2.methods && s1.fields == s2.fields &&
+              s1.map_version == s2.map_version);
+    ck_assert_uint_eq(s1.threads, 1);
+    bl_mapindex_close(a);
+    bl_mapindex_close(b);
+    bl_buf_cleanup(&i1);
+    bl_buf_cleanup(&i2);
+    bl_buf_cleanup(&d1);
+    bl_buf_cleanup(&d2);
+    bl_buf_cleanup(&t1);
+    bl_buf_cleanup(&t2);
+    return s2.threads;
+}
+
+/* A mapping using every R8 feature in both halves, with malformed lines
+ * and warnings in both, parses the same in two halves as in one. */
+START_TEST(two_halves_equal_one)
+{
+    bl_buf m;
+    bl_buf_init(&m, 0);
+    bl_buf_puts(&m, "# compiler: R8\n# compiler_version: 8.3.36\n# min_api: 24\n"
+                    "# {\"id\":\"com.android.tools.r8.mapping\",\"version\":\"2.2\"}\n");
+    char l[1024];
+    for (int c = 0; c < 40; c++) {
+        snprintf(l, sizeof l,
+                 "com.example.C%d -> a.%c%d:\n"
+                 "# {\"id\":\"sourceFile\",\"fileName\":\"C%d.kt\"}\n"
+                 "    int count -> a\n"
+                 "    java.lang.String name -> b\n"
+                 "    1:3:void run():10:12 -> a\n"
+                 "    4:4:void inner():50:50 -> a\n"
+                 "    4:4:void run():13 -> a\n"
+                 "    5:5:void outlined():1:1 -> b\n"
+                 "    # {\"id\":\"com.android.tools.r8.outline\"}\n"
+                 "    6:8:void caller(int):20:22 -> c\n"
+                 "    # {\"id\":\"com.android.tools.r8.outlineCallsite\","
+                 "\"positions\":{\"1\":21,\"2\":22},\"outline\":\"La/%c%d;b()V\"}\n"
+                 "    9:9:void lambda$0():30:30 -> d\n"
+                 "    # {\"id\":\"com.android.tools.r8.synthesized\"}\n"
+                 "    10:10:void thrower():40:40 -> e\n"
+                 "    # {\"id\":\"com.android.tools.r8.rewriteFrame\",\"conditions\":"
+                 "[\"throws(Ljava/lang/NullPointerException;)\"],"
+                 "\"actions\":[\"removeInnerFrames(1)\"]}\n"
+                 "    11:11:void sig(int):41:41 -> f\n"
+                 "    # {\"id\":\"com.android.tools.r8.residualsignature\",\"signature\":\"(J)V\"}\n"
+                 "    com.example.Other.moved():60:60 -> g\n",
+                 c, 'a' + c % 26, c, c, 'a' + c % 26, c);
+        bl_buf_puts(&m, l);
+        if (c == 7 || c == 33) /* a malformed line and a warning, both halves */
+            bl_buf_puts(&m, "    x:1:void broken() -> z\n    # {\"no id\":1}\n");
+    }
+    ck_assert_uint_eq(check_two_halves("generated", m.data, m.len), 2);
+    /* a class mapped again in the second half: members merged into the
+     * first mapping, as in one pass (the build parses the half again) */
+    bl_buf_puts(&m, "com.example.C0 -> a.a0:\n    12:12:void late():70:70 -> h\n");
+    ck_assert_uint_eq(check_two_halves("class twice", m.data, m.len), 1);
+    bl_buf_cleanup(&m);
+}
+END_TEST
+
+/* The golden retrace mappings and the real R8 files: same index in two
+ * halves as in one. */
+START_TEST(two_halves_real_files)
+{
+    const char *dirs[2] = { BL_SOURCE_DIR "/tests/cases/retrace", BL_SHARED_DIR "/r8-mappings" };
+    int two = 0;
+    for (int d = 0; d < 2; d++) {
+        DIR *dir = opendir(dirs[d]);
+        if (!dir)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(dir))) {
+            if (e->d_name[0] == '.')
+                continue;
+            char path[2048];
+            if (d == 0)
+                snprintf(path, sizeof path, "%s/%s/mapping.txt", dirs[d], e->d_name);
+            else
+                snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
+            size_t n;
+            char *m = tu_read_file(path, &n);
+            if (!m)
+                continue;
+            two += check_two_halves(path, m, n) == 2;
+            free(m);
+        }
+        closedir(dir);
+    }
+    ck_assert_int_ge(two, 10);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mapping");
@@ -273,6 +391,8 @@ int main(void)
     TCase *ti = tcase_create("index");
     tcase_add_test(ti, index_lookups);
     tcase_add_test(ti, empty_and_odd_mappings);
+    tcase_add_test(ti, two_halves_equal_one);
+    tcase_add_test(ti, two_halves_real_files);
     suite_add_tcase(s, ti);
     return tu_run(s);
 }

@@ -37,6 +37,14 @@ static char *retrace_file(const char *file, const char *prefix, const char *trac
     char *got = tu_retrace_str(mi, verbose, trace);
     bl_mapindex_close(mi);
     bl_buf_cleanup(&img);
+    /* parsed in two halves (R8 metadata on both sides of the cut): same */
+    mi = tu_index_threads(all.data, all.len, 2, &img, &st, NULL);
+    ck_assert_uint_eq(st.threads, 2);
+    char *got2 = tu_retrace_str(mi, verbose, trace);
+    ck_assert_msg(strcmp(got, got2) == 0, "%s: 2 threads differ:\n%s---\n%s", file, got, got2);
+    free(got2);
+    bl_mapindex_close(mi);
+    bl_buf_cleanup(&img);
     bl_buf_cleanup(&all);
     return got;
 }

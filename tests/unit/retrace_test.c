@@ -17,26 +17,52 @@ static int n_cases;
 
 
 
-/* A tiny set of class names for the lazy (want_class) build. */
+/* A tiny set of names for the lazy (want_class / want_member) builds:
+ * frame classes as "cls", frame members as "cls#method". */
 typedef struct names {
     char *v[4096];
     int n;
 } names;
 
-static void add_name(void *ctx, const char *cls, size_t n)
+static void add_str(names *s, const char *p, size_t n)
+{
+    ck_assert_int_lt(s->n, 4096);
+    s->v[s->n] = strndup(p, n);
+    ck_assert_ptr_nonnull(s->v[s->n]);
+    s->n++;
+}
+
+static void add_name(void *ctx, const char *cls, size_t cn, const char *method, size_t mn)
 {
     names *s = ctx;
-    if (s->n < 4096)
-        s->v[s->n++] = strndup(cls, n);
+    if (!method)
+        return; /* exception classes: class lines are always read */
+    add_str(s, cls, cn);
+    char buf[1024];
+    int k = snprintf(buf, sizeof buf, "%.*s#%.*s", (int)cn, cls, (int)mn, method);
+    ck_assert(k > 0 && (size_t)k < sizeof buf);
+    add_str(s, buf, (size_t)k);
+}
+
+static int has_str(const names *s, const char *p, size_t n)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strlen(s->v[i]) == n && !memcmp(s->v[i], p, n))
+            return 1;
+    return 0;
 }
 
 static int has_name(void *ctx, const char *cls, size_t n)
 {
-    names *s = ctx;
-    for (int i = 0; i < s->n; i++)
-        if (strlen(s->v[i]) == n && !memcmp(s->v[i], cls, n))
-            return 1;
-    return 0;
+    return has_str(ctx, cls, n);
+}
+
+static int has_member(void *ctx, const char *cls, size_t cn, const char *name, size_t nn)
+{
+    char buf[1024];
+    int k = snprintf(buf, sizeof buf, "%.*s#%.*s", (int)cn, cls, (int)nn, name);
+    ck_assert(k > 0 && (size_t)k < sizeof buf);
+    return has_str(ctx, buf, (size_t)k);
 }
 
 START_TEST(golden_case)
@@ -64,20 +90,56 @@ START_TEST(golden_case)
     free(got);
     bl_mapindex_close(mi);
     bl_buf_cleanup(&img);
-    /* the same with only the classes the trace names read in full */
-    names *ns = calloc(1, sizeof *ns);
-    ck_assert_ptr_nonnull(ns);
-    bl_retrace_trace_classes(input, in_n, add_name, ns);
-    bl_mi_build_opts lazy = { .want_class = has_name, .want_ctx = ns };
-    bl_buf_init(&img, 0);
-    ck_assert_int_eq(bl_mapindex_build(mapping, mn, &lazy, &img, &st), BL_OK);
-    ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+    /* the same parsed in two halves: same output, statistics, diagnostics */
+    bl_buf d1, d2;
+    bl_buf_init(&d1, 0);
+    bl_buf_init(&d2, 0);
+    bl_mi_stats s1, s2;
+    mi = tu_index_threads(mapping, mn, 1, &img, &s1, &d1);
+    bl_mapindex_close(mi);
+    bl_buf_cleanup(&img);
+    mi = tu_index_threads(mapping, mn, 2, &img, &s2, &d2);
     got = tu_retrace_str(mi, verbose, input);
-    ck_assert_msg(strcmp(got, expected) == 0, "case %s (lazy):\n--- expected\n%s--- got\n%s",
+    ck_assert_msg(strcmp(got, expected) == 0, "case %s (2 threads):\n--- expected\n%s--- got\n%s",
                   name, expected, got);
+    ck_assert_msg(d1.len == d2.len && (!d1.len || !memcmp(d1.data, d2.data, d1.len)),
+                  "case %s: diagnostics differ with 2 threads:\n%.*s---\n%.*s", name,
+                  (int)d1.len, d1.data ? d1.data : "", (int)d2.len, d2.data ? d2.data : "");
+    ck_assert_uint_eq(s1.lines, s2.lines);
+    ck_assert_uint_eq(s1.malformed, s2.malformed);
+    ck_assert_uint_eq(s1.warnings, s2.warnings);
+    ck_assert_uint_eq(s1.classes, s2.classes);
+    ck_assert_uint_eq(s1.methods, s2.methods);
+    ck_assert_uint_eq(s1.fields, s2.fields);
+    ck_assert_uint_eq(s1.map_version, s2.map_version);
+    ck_assert_uint_eq(s1.threads, 1);
     free(got);
     bl_mapindex_close(mi);
     bl_buf_cleanup(&img);
+    bl_buf_cleanup(&d1);
+    bl_buf_cleanup(&d2);
+    /* the same with only the classes the trace names read in full, then
+     * only the members its frames name, then that in two halves */
+    names *ns = calloc(1, sizeof *ns);
+    ck_assert_ptr_nonnull(ns);
+    bl_retrace_trace_names(input, in_n, add_name, ns);
+    for (int mode = 0; mode < 3; mode++) {
+        bl_mi_build_opts lazy = { .want_class = has_name, .want_ctx = ns };
+        if (mode)
+            lazy.want_member = has_member;
+        lazy.threads = mode == 2 ? 2 : 1;
+        bl_buf_init(&img, 0);
+        ck_assert_int_eq(bl_mapindex_build(mapping, mn, &lazy, &img, &st), BL_OK);
+        ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+        got = tu_retrace_str(mi, verbose, input);
+        ck_assert_msg(strcmp(got, expected) == 0,
+                      "case %s (lazy %s):\n--- expected\n%s--- got\n%s", name,
+                      mode == 0 ? "classes" : mode == 1 ? "members" : "members, 2 threads",
+                      expected, got);
+        free(got);
+        bl_mapindex_close(mi);
+        bl_buf_cleanup(&img);
+    }
     for (int i = 0; i < ns->n; i++)
         free(ns->v[i]);
     free(ns);
@@ -91,6 +153,46 @@ END_TEST
 START_TEST(golden_cases_exist)
 {
     ck_assert_int_ge(n_cases, 20);
+}
+END_TEST
+
+/* Every golden mapping with two or more class lines has a cut, so the
+ * two-thread runs above really parsed two halves — except where a map
+ * version comment follows a class line: the build then parses the second
+ * half again in order (its version is only known then). */
+START_TEST(golden_cases_two_threads)
+{
+    int two = 0;
+    for (int i = 0; i < n_cases; i++) {
+        char path[1024];
+        size_t mn;
+        snprintf(path, sizeof path, "%s/%s/mapping.txt", CASES_DIR, case_names[i]);
+        char *mapping = tu_read_file(path, &mn);
+        ck_assert_ptr_nonnull(mapping);
+        int classes = 0, late_version = 0; /* class lines "a -> b:" not indented */
+        for (char *l = mapping; l && *l;) {
+            char *nl = strchr(l, '\n');
+            size_t n = nl ? (size_t)(nl - l) : strlen(l);
+            int arrow = 0;
+            for (size_t k = 0; k + 4 <= n && !arrow; k++)
+                arrow = !memcmp(l + k, " -> ", 4);
+            if (n > 1 && *l != ' ' && *l != '#' && l[n - 1] == ':' && arrow)
+                classes++;
+            for (size_t k = 0; classes && k + 28 <= n && !late_version; k++)
+                late_version = !memcmp(l + k, "com.android.tools.r8.mapping", 28);
+            l = nl ? nl + 1 : NULL;
+        }
+        bl_buf img;
+        bl_mi_stats st;
+        bl_mapindex *mi = tu_index_threads(mapping, mn, 2, &img, &st, NULL);
+        ck_assert_msg(st.threads == (classes >= 2 && !late_version ? 2u : 1u),
+                      "%s: %d classes, %u threads", case_names[i], classes, st.threads);
+        two += st.threads == 2;
+        bl_mapindex_close(mi);
+        bl_buf_cleanup(&img);
+        free(mapping);
+    }
+    ck_assert_int_ge(two, 10);
 }
 END_TEST
 
@@ -166,6 +268,7 @@ int main(void)
     Suite *s = suite_create("retrace");
     TCase *tc = tcase_create("golden");
     tcase_add_test(tc, golden_cases_exist);
+    tcase_add_test(tc, golden_cases_two_threads);
     tcase_add_loop_test(tc, golden_case, 0, n_cases);
     tcase_add_test(tc, malformed_lines_counted);
     suite_add_tcase(s, tc);
