@@ -1,8 +1,27 @@
 /* buf.c — growable byte buffer with a hard cap (see buf.h). */
 #include "common/buf.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+
+void bl_mem_huge(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+    if (!p || n < ((size_t)4 << 20))
+        return;
+    uintptr_t a = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    uintptr_t e = ((uintptr_t)p + n) & ~(HUGE_PAGE - 1);
+    if (e > a)
+        (void)madvise((void *)a, (size_t)(e - a), MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
 
 void bl_buf_init(bl_buf *b, size_t cap_max)
 {
@@ -42,6 +61,7 @@ bl_err bl_buf_reserve(bl_buf *b, size_t extra)
         return BL_ENOMEM;
     b->data = p;
     b->alloc = n;
+    bl_mem_huge(p, n);
     return BL_OK;
 }
 

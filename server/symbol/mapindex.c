@@ -1068,6 +1068,7 @@ static bl_err builder_init(builder *b, const bl_mi_build_opts *opts, size_t len)
         size_t lines = len / 80;
         b->methods.v = malloc(lines * sizeof *b->methods.v);
         b->methods.cap = b->methods.v ? lines : 0;
+        bl_mem_huge(b->methods.v, b->methods.cap * sizeof *b->methods.v);
         err = bl_buf_reserve(&b->in.pool, len / 3);
         if (err == BL_ETOOBIG)
             err = BL_OK; /* only a hint */
