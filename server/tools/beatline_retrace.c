@@ -22,6 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "common/buf.h"
 #include "common/fdio.h"
 #include "symbol/mapindex.h"
@@ -90,28 +93,21 @@ typedef struct class_set {
     int failed;
 } class_set;
 
-static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
 static uint64_t name_hash(const char *s, size_t n)
 {
-    return fnv1a(1469598103934665603ull, s, n) | 1; /* never 0 */
+    return XXH3_64bits(s, n) | 1; /* never 0 */
 }
 
-/* (class, member): the class, a NUL, the member name. The class part
- * (member_hash_cls) is the same for all members of a class. */
+/* (class, member): the member name hashed with the class's hash as seed.
+ * The class part (member_hash_cls) is the same for all members of a class. */
 static uint64_t member_hash_cls(const char *cls, size_t cn)
 {
-    return fnv1a(1469598103934665603ull, cls, cn) * 1099511628211ull;
+    return XXH3_64bits(cls, cn);
 }
 
 static uint64_t member_hash(uint64_t cls_part, const char *name, size_t nn)
 {
-    return fnv1a(cls_part, name, nn) | 1;
+    return XXH3_64bits_withSeed(name, nn, cls_part) | 1;
 }
 
 static void set_add_hash(class_set *s, uint64_t h)

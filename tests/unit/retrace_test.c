@@ -88,6 +88,24 @@ START_TEST(golden_case)
     ck_assert_msg(strcmp(got, expected) == 0, "case %s:\n--- expected\n%s--- got\n%s", name,
                   expected, got);
     free(got);
+    /* three times in one retracer: remembered lookups give the same */
+    {
+        size_t il = strlen(input), el = strlen(expected);
+        ck_assert(il > 0 && input[il - 1] == '\n' && el > 0);
+        char *in3 = malloc(3 * il + 1), *ex3 = malloc(3 * el + 1);
+        ck_assert(in3 && ex3);
+        for (int r = 0; r < 3; r++) {
+            memcpy(in3 + r * il, input, il);
+            memcpy(ex3 + r * el, expected, el);
+        }
+        in3[3 * il] = ex3[3 * el] = '\0';
+        got = tu_retrace_str(mi, verbose, in3);
+        ck_assert_msg(strcmp(got, ex3) == 0, "case %s (x3):\n--- expected\n%s--- got\n%s", name,
+                      ex3, got);
+        free(got);
+        free(in3);
+        free(ex3);
+    }
     bl_mapindex_close(mi);
     bl_buf_cleanup(&img);
     /* the same parsed in two halves: same output, statistics, diagnostics */
@@ -196,6 +214,39 @@ START_TEST(golden_cases_two_threads)
 }
 END_TEST
 
+/* An outline frame met again after a frame (not first under an exception):
+ * it gives its outline position to the next frame each time. */
+START_TEST(remembered_outline_line)
+{
+    size_t n;
+    char *m = tu_read_file(CASES_DIR "/0020-outline/mapping.txt", &n);
+    ck_assert_ptr_nonnull(m);
+    bl_buf img;
+    bl_mi_stats st;
+    bl_mapindex *mi = tu_index_of(m, n, &img, &st);
+    const char *block = "java.io.IOException: CODE\n"
+                        "\tat x.s(SourceFile:10)\n"
+                        "\tat a.a(SourceFile:2)\n"
+                        "\tat x.s(SourceFile:1)\n";
+    char in[1024];
+    snprintf(in, sizeof in, "%s%s%s", block, block, block);
+    char *got = tu_retrace_str(mi, 0, in);
+    /* the outline method's own frame goes, its inlinee stays; position 2
+     * is call-site line 11, original 24 */
+    const char *want = "java.io.IOException: CODE\n"
+                       "\tat outline.Callsite.outlineCaller(Callsite.java:23)\n"
+                       "\tat some.inlinee(some.java:76)\n"
+                       "\tat outline.Callsite.outlineCaller(Callsite.java:24)\n";
+    char want3[1024];
+    snprintf(want3, sizeof want3, "%s%s%s", want, want, want);
+    ck_assert_str_eq(got, want3);
+    free(got);
+    bl_mapindex_close(mi);
+    bl_buf_cleanup(&img);
+    free(m);
+}
+END_TEST
+
 /* The malformed-lines case reports exactly its two bad lines. */
 START_TEST(malformed_lines_counted)
 {
@@ -271,6 +322,7 @@ int main(void)
     tcase_add_test(tc, golden_cases_two_threads);
     tcase_add_loop_test(tc, golden_case, 0, n_cases);
     tcase_add_test(tc, malformed_lines_counted);
+    tcase_add_test(tc, remembered_outline_line);
     suite_add_tcase(s, tc);
     TCase *ix = tcase_create("index");
     tcase_add_test(ix, index_file_roundtrip);
