@@ -836,6 +836,100 @@ static bl_err pad8(bl_buf *o)
     return r ? bl_buf_zero(o, 8 - r) : BL_OK;
 }
 
+/* Work of write_image shared by two threads: classes [c0, c1). */
+typedef struct wi_job {
+    builder *b;
+    uint32_t *order, *tmp;
+    const uint32_t *start, *fstart;
+    size_t c0, c1;
+    uint32_t n_sigs;        /* wi_sort: signatures counted */
+    bl_mi_slot *t1, *t2, *t3; /* wi_tables: the three tables */
+    uint32_t cap1, cap3;
+} wi_job;
+
+/* two threads from this many method entries (opts->threads 2: always) */
+#define WI_PAR_METHODS 65536
+
+/* Sorts each class's methods by obfuscated name (stable), spreads method
+ * flags, sets the class slices and counts signatures. */
+static void *wi_sort(void *arg)
+{
+    wi_job *j = arg;
+    builder *b = j->b;
+    const interner *in = &b->in;
+    for (size_t c = j->c0; c < j->c1; c++) {
+        uint32_t lo = j->start[c], hi = j->start[c + 1];
+        sort_by_name(in, b->methods.v, j->order + lo, j->tmp + lo, hi - lo);
+        b->classes.v[c].method_first = lo;
+        b->classes.v[c].method_count = hi - lo;
+        b->classes.v[c].field_first = j->fstart[c];
+        b->classes.v[c].field_count = j->fstart[c + 1] - j->fstart[c];
+        uint32_t blo = lo;
+        const bl_mi_method *prev_outer = NULL;
+        for (uint32_t i = lo; i < hi; i++) {
+            const bl_mi_method *m = &b->methods.v[j->order[i]].m;
+            if (i + 1 == hi || b->methods.v[j->order[i + 1]].m.obf != m->obf) {
+                spread_method_flags(b->methods.v, j->order, blo, i + 1);
+                blo = i + 1;
+            }
+            if ((m->flags & BL_MIM_OUTER) && !(prev_outer && same_sig(prev_outer, m))) {
+                j->n_sigs++;
+                prev_outer = m;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Fills the class-by-obfuscated, class-by-original and signature tables. */
+static void *wi_tables(void *arg)
+{
+    wi_job *j = arg;
+    const builder *b = j->b;
+    const interner *in = &b->in;
+    for (size_t c = j->c0; c < j->c1; c++) {
+        slot_put(j->t1, j->cap1, in->hash[b->classes.v[c].obf], (uint32_t)c);
+        slot_put(j->t2, j->cap1, in->hash[b->classes.v[c].orig], (uint32_t)c);
+        const bl_mi_method *prev_outer = NULL;
+        for (uint32_t i = j->start[c]; i < j->start[c + 1]; i++) {
+            const bl_mi_method *m = &b->methods.v[j->order[i]].m;
+            if ((m->flags & BL_MIM_OUTER) && !(prev_outer && same_sig(prev_outer, m))) {
+                slot_put(j->t3, j->cap3, sig_hash(in, m->orig_class, m->orig_name), i);
+                prev_outer = m;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* The first class at or after which half of the methods lie. */
+static size_t class_at_half(const uint32_t *start, size_t nc)
+{
+    size_t lo = 0, hi = nc;
+    uint32_t half = start[nc] / 2;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (start[m] < half)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+/* Runs fn(a) and, when two, fn(b) on a second thread (or after, when no
+ * thread can be started). */
+static void run_pair(void *(*fn)(void *), void *a, void *b, int two)
+{
+    pthread_t th;
+    int started = two && pthread_create(&th, NULL, fn, b) == 0;
+    fn(a);
+    if (started)
+        pthread_join(th, NULL);
+    else if (two)
+        fn(b);
+}
+
 static bl_err write_image(builder *b, bl_buf *out)
 {
     interner *in = &b->in;
@@ -870,28 +964,26 @@ static bl_err write_image(builder *b, bl_buf *out)
     for (size_t i = 0; i < nf; i++)
         forder[tmp[b->fields.v[i].cls]++] = (uint32_t)i;
 
-    uint32_t n_sigs = 0;
-    for (size_t c = 0; c < nc; c++) {
-        uint32_t lo = start[c], hi = start[c + 1];
-        sort_by_name(in, b->methods.v, order + lo, tmp, hi - lo);
-        b->classes.v[c].method_first = lo;
-        b->classes.v[c].method_count = hi - lo;
-        b->classes.v[c].field_first = fstart[c];
-        b->classes.v[c].field_count = fstart[c + 1] - fstart[c];
-        uint32_t blo = lo;
-        const bl_mi_method *prev_outer = NULL;
-        for (uint32_t i = lo; i < hi; i++) {
-            const bl_mi_method *m = &b->methods.v[order[i]].m;
-            if (i + 1 == hi || b->methods.v[order[i + 1]].m.obf != m->obf) {
-                spread_method_flags(b->methods.v, order, blo, i + 1);
-                blo = i + 1;
-            }
-            if ((m->flags & BL_MIM_OUTER) && !(prev_outer && same_sig(prev_outer, m))) {
-                n_sigs++;
-                prev_outer = m;
-            }
-        }
+    /* per class: methods by name, flags spread, signatures counted — on two
+     * threads for a big index (classes are independent) */
+    wi_job jobs[2];
+    for (int k = 0; k < 2; k++) {
+        memset(&jobs[k], 0, sizeof jobs[k]);
+        jobs[k].b = b;
+        jobs[k].order = order;
+        jobs[k].tmp = tmp;
+        jobs[k].start = start;
+        jobs[k].fstart = fstart;
     }
+    int threads = b->opts ? b->opts->threads : 0;
+    int par = threads == 2 || (threads == 0 && nm >= WI_PAR_METHODS);
+    size_t mid = par ? class_at_half(start, nc) : nc;
+    jobs[0].c0 = 0;
+    jobs[0].c1 = mid;
+    jobs[1].c0 = mid;
+    jobs[1].c1 = nc;
+    run_pair(wi_sort, &jobs[0], &jobs[1], mid < nc);
+    uint32_t n_sigs = jobs[0].n_sigs + jobs[1].n_sigs;
     /* extras: serialise per entry (items are in entry order) */
     VEC(uint32_t) ex = { 0 };
     uint32_t zero = 0;
@@ -939,18 +1031,19 @@ static bl_err write_image(builder *b, bl_buf *out)
         err = BL_ENOMEM;
         goto out;
     }
-    for (size_t c = 0; c < nc; c++) {
-        slot_put(t1, cap1, in->hash[b->classes.v[c].obf], (uint32_t)c);
-        slot_put(t2, cap1, in->hash[b->classes.v[c].orig], (uint32_t)c);
-        const bl_mi_method *prev_outer = NULL;
-        for (uint32_t i = start[c]; i < start[c + 1]; i++) {
-            const bl_mi_method *m = &b->methods.v[order[i]].m;
-            if ((m->flags & BL_MIM_OUTER) && !(prev_outer && same_sig(prev_outer, m))) {
-                slot_put(t3, cap3, sig_hash(in, m->orig_class, m->orig_name), i);
-                prev_outer = m;
-            }
-        }
-    }
+    /* the hash tables are filled on a second thread while the sections are
+     * written (both only read the builder from here on) */
+    jobs[0].c0 = 0;
+    jobs[0].c1 = nc;
+    jobs[0].t1 = t1;
+    jobs[0].t2 = t2;
+    jobs[0].t3 = t3;
+    jobs[0].cap1 = cap1;
+    jobs[0].cap3 = cap3;
+    pthread_t tables_th;
+    int tables_started = par && pthread_create(&tables_th, NULL, wi_tables, &jobs[0]) == 0;
+    if (!tables_started)
+        wi_tables(&jobs[0]);
 
     /* header + sections */
     bl_mi_header h;
@@ -975,8 +1068,11 @@ static bl_err write_image(builder *b, bl_buf *out)
     size_t total = sizeof h + in->pool.len + 64 + nc * sizeof(bl_mi_class) +
                    nm * sizeof(bl_mi_method) + nf * sizeof(bl_mi_field) + ex.n * 4 +
                    (2 * (size_t)cap1 + cap3) * sizeof(bl_mi_slot);
-    if ((err = bl_buf_reserve(out, total)))
+    if ((err = bl_buf_reserve(out, total))) {
+        if (tables_started)
+            pthread_join(tables_th, NULL);
         goto out_ex;
+    }
     bl_buf_append(out, &h, sizeof h);
     h.off_strings = out->len;
     h.len_strings = in->pool.len;
@@ -1014,6 +1110,9 @@ static bl_err write_image(builder *b, bl_buf *out)
     h.n_extras = ex.n;
     bl_buf_append(out, ex.v, ex.n * 4);
     pad8(out);
+    if (tables_started)
+        pthread_join(tables_th, NULL);
+    tables_started = 0;
     h.off_cls_obf = out->len;
     bl_buf_append(out, t1, cap1 * sizeof *t1);
     h.off_cls_orig = out->len;

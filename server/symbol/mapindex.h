@@ -157,11 +157,12 @@ typedef struct bl_mi_build_opts {
      * in two halves in parallel). */
     bl_mi_want_member_fn want_member;
     void *want_ctx;
-    /* Parse threads: 0 = automatic (two for a mapping of 8 MiB or more on a
-     * machine with two or more CPUs), 1 = one, 2 = two whenever the mapping
-     * can be cut before a class line past its header (tests use this on
-     * small mappings). The index is the same either way, except that a
-     * string found in both halves is stored twice. */
+    /* Threads: 0 = automatic (the parse in two halves for a mapping of
+     * 8 MiB or more on a machine with two or more CPUs; the index written
+     * by two threads from 65,536 method entries), 1 = one, 2 = two whenever
+     * the mapping can be cut before a class line past its header (tests use
+     * this on small mappings). The index is the same either way, except
+     * that a string found in both halves is stored twice. */
     int threads;
 } bl_mi_build_opts;
 
