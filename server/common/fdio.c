@@ -2,13 +2,21 @@
 #include "common/fdio.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 bl_err bl_fd_read_all(int fd, bl_buf *b)
 {
+    /* a regular file: room for all of it at once, read in big pieces */
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size < b->cap_max - b->len)
+        (void)bl_buf_reserve(b, (size_t)st.st_size + 1); /* a hint; the loop checks */
     for (;;) {
         size_t room = b->cap_max - b->len;
         size_t want = room < 65536 ? room : 65536;
+        if (b->data && b->alloc - b->len - 1 > want && room > want)
+            want = b->alloc - b->len - 1 < room ? b->alloc - b->len - 1 : room;
         char probe;
         char *dst = &probe;
         if (want) {

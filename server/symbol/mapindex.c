@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -1153,6 +1154,13 @@ out:
  */
 #define PAR_MIN_BYTES ((size_t)8 << 20) /* parse in two halves from 8 MiB */
 
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 static bl_err builder_init(builder *b, const bl_mi_build_opts *opts, size_t len)
 {
     memset(b, 0, sizeof *b);
@@ -1445,12 +1453,16 @@ bl_err bl_mapindex_build(const char *data, size_t len, const bl_mi_build_opts *o
                          bl_buf *out, bl_mi_stats *stats)
 {
     builder b;
+    uint64_t t0 = mono_us();
     bl_err err = builder_init(&b, opts, len);
     b.st.threads = 1;
     if (!err)
         err = parse_mapping(&b, data, len);
+    uint64_t t1 = mono_us();
     if (!err)
         err = write_image(&b, out);
+    b.st.parse_us = t1 - t0;
+    b.st.write_us = mono_us() - t1;
     if (!err) {
         bl_mi_header *h = (bl_mi_header *)(void *)out->data;
         h->mapping_size = len;

@@ -171,6 +171,7 @@ typedef struct bl_mi_stats {
     uint32_t classes, methods, fields;
     uint32_t map_version;
     uint32_t threads; /* parse threads the build used in the end: 1 or 2 */
+    uint64_t parse_us, write_us; /* wall time of the parse and of the write */
 } bl_mi_stats;
 
 typedef struct bl_mapindex bl_mapindex;

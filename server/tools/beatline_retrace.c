@@ -350,6 +350,7 @@ int main(int argc, char **argv)
     trace_names want;
     memset(&want, 0, sizeof want);
 
+    double m0 = now_ms();
     /* the trace first: a one-shot retrace reads in full only the classes
      * it mentions (--strict reads and checks every line) */
     if (!index_out) {
@@ -396,6 +397,8 @@ int main(int argc, char **argv)
         }
         bl_mi_stats ms;
         double t0 = now_ms();
+        if (stats && !index_out)
+            fprintf(stderr, "beatline-retrace: read and scanned the trace in %.1f ms\n", t0 - m0);
         err = bl_mapindex_build(mdata ? mdata : "", mlen, &bo, &img, &ms);
         double t1 = now_ms();
         if (err == BL_EFORMAT) {
@@ -415,10 +418,11 @@ int main(int argc, char **argv)
         if (stats)
             fprintf(stderr,
                     "beatline-retrace: parsed %zu bytes, %llu lines, %u classes, %u methods, "
-                    "%u fields in %.1f ms (%.0f MB/s, %u thread%s); index %zu bytes\n",
+                    "%u fields in %.1f ms (%.0f MB/s; parse %.1f ms on %u thread%s, write "
+                    "%.1f ms); index %zu bytes\n",
                     mlen, (unsigned long long)ms.lines, ms.classes, ms.methods, ms.fields,
-                    t1 - t0, (double)mlen / 1e6 / ((t1 - t0) / 1e3), ms.threads,
-                    ms.threads > 1 ? "s" : "", img.len);
+                    t1 - t0, (double)mlen / 1e6 / ((t1 - t0) / 1e3), ms.parse_us / 1e3,
+                    ms.threads, ms.threads > 1 ? "s" : "", ms.write_us / 1e3, img.len);
         if (index_out) {
             struct stat os;
             if (stat(index_out, &os) == 0 && os.st_dev == st.st_dev && os.st_ino == st.st_ino) {
