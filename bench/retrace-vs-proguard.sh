@@ -5,7 +5,7 @@
 # ReTrace 6.2.2 on the same big real mapping and the same 100,000-frame trace:
 #   (a) BUILD_DIR/bin/beatline-retrace MAPPING TRACE
 #   (b) java -jar /usr/share/java/retrace.jar MAPPING TRACE
-# Whole-process wall time (best of 3, hyperfine when installed, else bash's
+# Whole-process wall time (best of 5 (RETRACE_BENCH_RUNS), hyperfine when installed, else bash's
 # time) and peak RSS (GNU time), the speed-up factor, and sanity checks of the
 # outputs: 'at' line counts (at least one per input frame), header / "Caused
 # by:" / "... N more" lines all kept, frames still naming an obfuscated class,
@@ -22,7 +22,7 @@
 set -euo pipefail
 
 FRAMES=${RETRACE_BENCH_FRAMES:-100000}
-RUNS=3
+RUNS=${RETRACE_BENCH_RUNS:-5}
 RETRACE_JAR=/usr/share/java/retrace.jar
 PACKAGES=(proguard-cli default-jdk-headless time hyperfine)
 

@@ -17,7 +17,7 @@
 
 #define MAX_SPAN_EXPANSION 32 /* alternatives for an original span N:M */
 #define MAX_ALTERNATIVES 64   /* alternatives printed for one frame */
-#define MEMO_MAX (1u << 20)   /* lookups remembered per retracer, at most */
+#define MEMO_MAX (1u << 18)   /* lookups remembered per retracer, at most */
 
 /* A remembered frame lookup: obfuscated (class, method) -> class record and
  * method bucket. The key bytes are kept in the retracer's key arena. */
