@@ -652,10 +652,23 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
         const char *le = nl ? nl : end;
         b->st.lines++;
         if (skipping && (*p == ' ' || *p == '\t')) {
-            p = nl ? nl + 1 : end;
-            continue;
+            /* a member of an unwanted class: skipped unread; an indented
+             * comment is read as usual (class metadata), or after a
+             * skipped member only when it acts beyond that member */
+            const char *q = p;
+            while (q < le && (*q == ' ' || *q == '\t'))
+                q++;
+            if (q == le || *q != '#' || (b->last_kind == LK_NONE && !meta_beyond_member(q, le))) {
+                if (q < le && *q != '#') {
+                    close_group(b);
+                    b->last_kind = LK_NONE;
+                }
+                p = nl ? nl + 1 : end;
+                continue;
+            }
+        } else {
+            skipping = 0;
         }
-        skipping = 0;
         if (want_m && cls && (*p == ' ' || *p == '\t')) {
             const char *q = p;
             while (q < le && (*q == ' ' || *q == '\t'))
