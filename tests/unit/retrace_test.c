@@ -247,6 +247,48 @@ START_TEST(remembered_outline_line)
 }
 END_TEST
 
+/* A map-version comment indented inside a class the trace does not name
+ * still counts for the classes after it in a lazy build (it enables the
+ * synthesized metadata below: the lambda frame goes). */
+START_TEST(lazy_build_reads_version_in_skipped_class)
+{
+    const char *m = "com.example.Unused -> u:\n"
+                    "    1:1:void x():1:1 -> a\n"
+                    "    # {\"id\":\"com.android.tools.r8.mapping\",\"version\":\"1.0\"}\n"
+                    "com.example.Used -> b:\n"
+                    "    1:1:void lambda$run$0():10:10 -> a\n"
+                    "    # {\"id\":\"com.android.tools.r8.synthesized\"}\n"
+                    "    1:1:void run():20 -> a\n";
+    const char *in = "java.lang.Error\n\tat b.a(SourceFile:1)\n";
+    const char *want = "java.lang.Error\n\tat com.example.Used.run(Used.java:20)\n";
+    names *ns = calloc(1, sizeof *ns);
+    ck_assert_ptr_nonnull(ns);
+    bl_retrace_trace_names(in, strlen(in), add_name, ns);
+    for (int mode = 0; mode < 3; mode++) {
+        bl_mi_build_opts o = { 0 };
+        if (mode > 0) {
+            o.want_class = has_name;
+            o.want_ctx = ns;
+        }
+        if (mode > 1)
+            o.want_member = has_member;
+        bl_buf img;
+        bl_buf_init(&img, 0);
+        ck_assert_int_eq(bl_mapindex_build(m, strlen(m), &o, &img, NULL), BL_OK);
+        bl_mapindex *mi;
+        ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+        char *got = tu_retrace_str(mi, 0, in);
+        ck_assert_msg(strcmp(got, want) == 0, "mode %d:\n%s", mode, got);
+        free(got);
+        bl_mapindex_close(mi);
+        bl_buf_cleanup(&img);
+    }
+    for (int i = 0; i < ns->n; i++)
+        free(ns->v[i]);
+    free(ns);
+}
+END_TEST
+
 /* The malformed-lines case reports exactly its two bad lines. */
 START_TEST(malformed_lines_counted)
 {
@@ -323,6 +365,7 @@ int main(void)
     tcase_add_loop_test(tc, golden_case, 0, n_cases);
     tcase_add_test(tc, malformed_lines_counted);
     tcase_add_test(tc, remembered_outline_line);
+    tcase_add_test(tc, lazy_build_reads_version_in_skipped_class);
     suite_add_tcase(s, tc);
     TCase *ix = tcase_create("index");
     tcase_add_test(ix, index_file_roundtrip);
