@@ -354,7 +354,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES;
         }
         if (r->build[0] && !bl_build_name_valid(r->build, strlen(r->build))) {
-            bl_req_fail(r, 400, "bad build name (1-128 bytes, no control characters, '/' or '\\')");
+            bl_req_fail(r, 400, "bad build name (1-128 bytes, no control characters, '/' or '\\', "
+                                "not '.' or '..')");
             return MHD_YES;
         }
         if (r->route >= R_MAPPING && bl_req_auth(c, h, r, route_role[r->route]) != 0)

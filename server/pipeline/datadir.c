@@ -92,6 +92,8 @@ int bl_build_name_valid(const char *build, size_t n)
 {
     if (n == 0 || n > BL_BUILD_NAME_MAX || bl_utf8_check((const uint8_t *)build, n) != n)
         return 0;
+    if ((n == 1 && build[0] == '.') || (n == 2 && build[0] == '.' && build[1] == '.'))
+        return 0; /* a URL dot segment: clients rewrite it (RFC 3986 5.2.4) */
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)build[i] < 0x20 || build[i] == 0x7f || build[i] == '/' ||
             build[i] == '\\')

@@ -33,7 +33,8 @@ bl_err bl_datadir_db(const char *dir, char *out);
 bl_err bl_datadir_batch(const char *dir, int done, const char *uuid, bl_encoding enc, char *out);
 bl_err bl_datadir_build(const char *dir, int64_t app_id, const char *build, char *out);
 /* A build name is 1..BL_BUILD_NAME_MAX bytes of UTF-8 without control characters,
- * '/' or '\\' (it travels in URL paths). 1 when valid. */
+ * '/' or '\\', and not "." or ".." (it travels in URL paths, where those are
+ * dot segments, RFC 3986 5.2.4). 1 when valid. */
 int bl_build_name_valid(const char *build, size_t n);
 
 /* File extension of an encoding, and back (-1 if unknown). */

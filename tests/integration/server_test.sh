@@ -199,6 +199,11 @@ http PUT /v1/apps/shop/builds/8.0/mapping "$UPL" --data-binary 'this is not a ma
 expect "not a mapping" 400 "$CODE"
 http PUT /v1/apps/shop/builds/8.0/method-ids "$UPL" --data-binary 'nonsense'
 expect "not a method-ID file" 400 "$CODE"
+for dots in . ..; do # dot segments are not build names
+  http PUT "/v1/apps/shop/builds/$dots/mapping" "$UPL" --path-as-is --data-binary @mapping.txt
+  expect "build named '$dots'" 400 "$CODE"
+  case "$BODY" in *"not '.' or '..'"*) ok ;; *) bad "build '$dots': $BODY" ;; esac
+done
 
 # a mapping larger than --max-body streams to disk: allowed as sent
 for k in 1 2 3 4; do
