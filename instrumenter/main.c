@@ -829,6 +829,12 @@ int main(int argc, char **argv)
                     e == BL_EFORMAT ? err : bl_err_str(e));
             goto out;
         }
+        uint32_t dups = bl_mids_base_duplicates(mids);
+        if (dups)
+            fprintf(stderr,
+                    PROG ": warning: %s: %u method(s) listed more than once with different "
+                    "ids; each keeps its smallest id\n",
+                    o.base_ids, dups);
     }
     for (size_t i = 0; i < n_units; i++) {
         unit *u = &units[i];

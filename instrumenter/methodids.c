@@ -42,6 +42,7 @@ struct bl_mids {
     size_t nb;
     bl_methodids *tab;
     uint32_t base_max; /* largest base id or header max-id; 0 without base */
+    uint32_t base_dups; /* base lines repeating an earlier triple */
     int has_base, assigned;
     size_t reused, live;
     uint32_t max_id;
@@ -191,12 +192,21 @@ bl_err bl_mids_load_base(bl_mids *m, const char *text, size_t len, char *err, si
         m->b[m->nb++] = (base_ent){c, ent->name, ent->desc, ent->id};
     }
     qsort(m->b, m->nb, sizeof *m->b, cmp_base);
+    for (size_t i = 1; i < m->nb; i++)
+        if (!cmp_triple(m->b[i - 1].cls, m->b[i - 1].name, m->b[i - 1].desc, m->b[i].cls,
+                        m->b[i].name, m->b[i].desc))
+            m->base_dups++;
     uint32_t limit = bl_methodids_id_limit(m->tab);
     m->base_max = limit ? limit - 1 : 0;
     if (hmax > m->base_max)
         m->base_max = hmax;
     m->has_base = 1;
     return BL_OK;
+}
+
+uint32_t bl_mids_base_duplicates(const bl_mids *m)
+{
+    return m->base_dups;
 }
 
 /* Smallest base id of the triple, or 0 when absent. */

@@ -54,6 +54,11 @@ void bl_mids_free(bl_mids *m);
  * listed twice keeps its smallest id. BL_ENOMEM. */
 bl_err bl_mids_load_base(bl_mids *m, const char *text, size_t len, char *err, size_t errlen);
 
+/* Lines of the base that repeat an earlier (class, method, descriptor)
+ * triple with another id (each such triple keeps its smallest id; the
+ * other ids stay used, never handed out again). */
+uint32_t bl_mids_base_duplicates(const bl_mids *m);
+
 /* Adds a candidate method. cls: internal name (a/b/C), name, desc: JVMS
  * §4.3.3; all NUL-terminated and BORROWED: they must stay valid and
  * unchanged until bl_mids_free. Before bl_mids_assign only. BL_ENOMEM. */

@@ -138,6 +138,14 @@ minnew=$(comm -13 <(sed 1d b.ids | sort) <(sed 1d bt.ids | sort) | cut -d, -f1 |
 [ "${minnew:-0}" -gt "$max1" ]; check "new ids above the base's max-id ($minnew > $max1)" $?
 java -Xverify:all -cp bt.jar:stub Lang3Main | grep -q '^Hello 1,2,3$'; check "--no-skip-trivial jar runs" $?
 "$idcheck" bt.ids > /dev/null; check "--no-skip-trivial file parses" $?
+# a base listing one method twice with different ids: warned, smallest kept
+dupline=$(sed -n 2p b.ids)
+dupid=$(( max1 + 1000 ))
+{ cat b.ids; echo "$dupid,${dupline#*,}"; } > bdup.ids
+"$bin" -q --base-ids bdup.ids "$lang3" -o bd.jar --method-ids bd.ids 2> err.txt
+check "duplicate in base exits 0" $?
+grep -q "bdup.ids: 1 method(s) listed more than once" err.txt; check "duplicate in base warned" $?
+grep -qx "$dupline" bd.ids; check "duplicate keeps the smaller id" $?
 
 # ---- rules and config file ---------------------------------------------------
 "$bin" -q --exclude 'org/apache/commons/lang3/text/' --exclude '**#to*' "$lang3" \

@@ -141,6 +141,7 @@ START_TEST(base_ids_kept_new_ones_above)
     ck_assert_uint_eq(bl_mids_lookup(m, "com/a/Y", "newOne", "()V"), 41);
     ck_assert_uint_eq(bl_mids_lookup(m, "com/c/New", "a", "()V"), 42);
     ck_assert_uint_eq(bl_mids_reused(m), 2);
+    ck_assert_uint_eq(bl_mids_base_duplicates(m), 0);
     char *f1 = file_of(m, 0);
     ck_assert_ptr_nonnull(strstr(f1, "max-id=42\n"));
     ck_assert_ptr_null(strstr(f1, "com.gone.G"));
@@ -157,6 +158,19 @@ START_TEST(base_ids_kept_new_ones_above)
     bl_methodids_free(t);
     free(f2);
     free(f1);
+    bl_mids_free(m);
+}
+END_TEST
+
+START_TEST(base_duplicate_triple)
+{
+    /* the same method twice (ids 5 and 2), once more (9): keeps 2, counted */
+    const char *base = "5,1,a.A x ()V\n2,1,a.A x ()V\n9,1,a.A x ()V\n4,1,a.A y ()V\n";
+    m3 now[] = {{"a/A", "x", "()V", 1}, {"a/A", "z", "()V", 1}};
+    bl_mids *m = assign(now, 2, NULL, base);
+    ck_assert_uint_eq(bl_mids_base_duplicates(m), 2);
+    ck_assert_uint_eq(bl_mids_lookup(m, "a/A", "x", "()V"), 2);
+    ck_assert_uint_eq(bl_mids_lookup(m, "a/A", "z", "()V"), 10); /* above 9: never reused */
     bl_mids_free(m);
 }
 END_TEST
@@ -251,6 +265,7 @@ int main(void)
     tcase_add_test(tc, order_and_duplicates_do_not_matter);
     tcase_add_test(tc, base_ids_kept_new_ones_above);
     tcase_add_test(tc, overflow);
+    tcase_add_test(tc, base_duplicate_triple);
     tcase_add_test(tc, bad_base);
     tcase_add_test(tc, drop);
     tcase_add_test(tc, empty);
