@@ -85,108 +85,138 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* A set of names a trace mentions, as 64-bit hashes: a false positive only
- * costs reading one more class or member; there are no false negatives. */
-typedef struct class_set {
-    uint64_t *slot; /* 0 = empty */
-    size_t mask, n;
-    int failed;
-} class_set;
+/*
+ * What a one-shot retrace reads in full: the classes the trace's frames
+ * name and, per class, the method names. Exact (names compared byte for
+ * byte): an open-addressing table of classes by XXH3 of the obfuscated name,
+ * each with a short list of method names. Names point into the trace text,
+ * which outlives the table. The mapping parse asks for every member line of
+ * a wanted class, so the class found last is remembered per thread and a
+ * member costs a walk of that class's short list, no hashing.
+ */
+typedef struct tn_class {
+    uint64_t h;        /* 0 = empty slot */
+    const char *cls;
+    uint32_t cn;
+    uint32_t first;    /* first method node + 1, 0 = none */
+} tn_class;
 
-static uint64_t name_hash(const char *s, size_t n)
-{
-    return XXH3_64bits(s, n) | 1; /* never 0 */
-}
+typedef struct tn_method {
+    const char *m;
+    uint32_t mn;
+    uint32_t next;     /* next node + 1, 0 = end */
+} tn_method;
 
-/* (class, member): the member name hashed with the class's hash as seed.
- * The class part (member_hash_cls) is the same for all members of a class. */
-static uint64_t member_hash_cls(const char *cls, size_t cn)
-{
-    return XXH3_64bits(cls, cn);
-}
-
-static uint64_t member_hash(uint64_t cls_part, const char *name, size_t nn)
-{
-    return XXH3_64bits_withSeed(name, nn, cls_part) | 1;
-}
-
-static void set_add_hash(class_set *s, uint64_t h)
-{
-    if (s->failed)
-        return;
-    if ((s->n + 1) * 2 > s->mask + 1) {
-        size_t cap = (s->mask + 1) * 2;
-        uint64_t *ns = calloc(cap, sizeof *ns);
-        if (!ns) {
-            s->failed = 1;
-            return;
-        }
-        for (size_t i = 0; i <= s->mask; i++)
-            if (s->slot[i]) {
-                size_t j = (s->slot[i] >> 1) & (cap - 1);
-                while (ns[j])
-                    j = (j + 1) & (cap - 1);
-                ns[j] = s->slot[i];
-            }
-        free(s->slot);
-        s->slot = ns;
-        s->mask = cap - 1;
-    }
-    size_t j = (h >> 1) & s->mask; /* bit 0 is always set */
-    while (s->slot[j] && s->slot[j] != h)
-        j = (j + 1) & s->mask;
-    if (!s->slot[j]) {
-        s->slot[j] = h;
-        s->n++;
-    }
-}
-
-static int set_has_hash(const class_set *s, uint64_t h)
-{
-    for (size_t j = (h >> 1) & s->mask;; j = (j + 1) & s->mask) {
-        if (s->slot[j] == h)
-            return 1;
-        if (!s->slot[j])
-            return 0;
-    }
-}
-
-/* What a one-shot retrace reads in full: frame classes, and per class the
- * members its frames name. */
 typedef struct trace_names {
-    class_set classes, members;
+    tn_class *cls;
+    uint32_t mask, n;
+    tn_method *ms;
+    uint32_t n_ms, cap_ms;
+    int failed;        /* out of memory: read everything */
 } trace_names;
 
-/* member_hash's class part, cached per class; per thread, as the index
- * build may parse two halves of the mapping at once */
-static _Thread_local const char *last_cls;
-static _Thread_local size_t last_cn;
-static _Thread_local uint64_t last_h;
+static tn_class *tn_find(const trace_names *t, const char *cls, size_t cn, uint64_t h)
+{
+    for (uint32_t j = (uint32_t)h & t->mask;; j = (j + 1) & t->mask) {
+        tn_class *c = &t->cls[j];
+        if (!c->h || (c->h == h && c->cn == cn && !memcmp(c->cls, cls, cn)))
+            return c;
+    }
+}
+
+static int tn_grow(trace_names *t)
+{
+    uint32_t cap = t->cls ? (t->mask + 1) * 2 : 1024;
+    tn_class *nt = calloc(cap, sizeof *nt);
+    if (!nt)
+        return -1;
+    for (uint32_t i = 0; t->cls && i <= t->mask; i++) {
+        if (!t->cls[i].h)
+            continue;
+        uint32_t j = (uint32_t)t->cls[i].h & (cap - 1);
+        while (nt[j].h)
+            j = (j + 1) & (cap - 1);
+        nt[j] = t->cls[i];
+    }
+    free(t->cls);
+    t->cls = nt;
+    t->mask = cap - 1;
+    return 0;
+}
 
 static void names_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn)
 {
     trace_names *t = ctx;
-    if (!method)
+    if (!method || t->failed)
         return; /* an exception class: its class line is always indexed */
-    set_add_hash(&t->classes, name_hash(cls, cn));
-    set_add_hash(&t->members, member_hash(member_hash_cls(cls, cn), method, mn));
+    if (cn > UINT32_MAX || mn > UINT32_MAX) {
+        t->failed = 1;
+        return;
+    }
+    if ((!t->cls || (t->n + 1) * 2 > t->mask + 1) && tn_grow(t)) {
+        t->failed = 1;
+        return;
+    }
+    uint64_t h = XXH3_64bits(cls, cn) | 1;
+    tn_class *c = tn_find(t, cls, cn, h);
+    if (!c->h) {
+        c->h = h;
+        c->cls = cls;
+        c->cn = (uint32_t)cn;
+        t->n++;
+    }
+    for (uint32_t k = c->first; k; k = t->ms[k - 1].next)
+        if (t->ms[k - 1].mn == mn && !memcmp(t->ms[k - 1].m, method, mn))
+            return;
+    if (t->n_ms == t->cap_ms) {
+        uint32_t nc = t->cap_ms ? t->cap_ms * 2 : 1024;
+        tn_method *nm = nc > t->cap_ms ? realloc(t->ms, (size_t)nc * sizeof *nm) : NULL;
+        if (!nm) {
+            t->failed = 1;
+            return;
+        }
+        t->ms = nm;
+        t->cap_ms = nc;
+    }
+    t->ms[t->n_ms] = (tn_method){ method, (uint32_t)mn, c->first };
+    c->first = ++t->n_ms;
+}
+
+/* The class entry for cls, remembered per thread (the mapping is parsed in
+ * two halves at once); NULL when the trace names no frame of it. */
+static const tn_class *tn_class_of(const trace_names *t, const char *cls, size_t cn)
+{
+    static _Thread_local const trace_names *last_t;
+    static _Thread_local const char *last_cls;
+    static _Thread_local size_t last_cn;
+    static _Thread_local const tn_class *last_c;
+    if (t == last_t && cls == last_cls && cn == last_cn)
+        return last_c;
+    const tn_class *c = t->cls ? tn_find(t, cls, cn, XXH3_64bits(cls, cn) | 1) : NULL;
+    if (c && !c->h)
+        c = NULL;
+    last_t = t;
+    last_cls = cls;
+    last_cn = cn;
+    last_c = c;
+    return c;
 }
 
 static int names_want_class(void *ctx, const char *cls, size_t n)
 {
-    const trace_names *t = ctx;
-    return set_has_hash(&t->classes, name_hash(cls, n));
+    return tn_class_of(ctx, cls, n) != NULL;
 }
 
 static int names_want_member(void *ctx, const char *cls, size_t cn, const char *name, size_t nn)
 {
     const trace_names *t = ctx;
-    if (cls != last_cls || cn != last_cn) {
-        last_cls = cls;
-        last_cn = cn;
-        last_h = member_hash_cls(cls, cn);
-    }
-    return set_has_hash(&t->members, member_hash(last_h, name, nn));
+    const tn_class *c = tn_class_of(t, cls, cn);
+    if (!c)
+        return 0;
+    for (uint32_t k = c->first; k; k = t->ms[k - 1].next)
+        if (t->ms[k - 1].mn == nn && !memcmp(t->ms[k - 1].m, name, nn))
+            return 1;
+    return 0;
 }
 
 /* One piece of the trace, retraced by its own retracer (see
@@ -349,6 +379,7 @@ int main(int argc, char **argv)
     bl_err err;
     trace_names want;
     memset(&want, 0, sizeof want);
+    int want_ok = 0; /* the trace was scanned: build lazily */
 
     double m0 = now_ms();
     /* the trace first: a one-shot retrace reads in full only the classes
@@ -370,13 +401,8 @@ int main(int argc, char **argv)
             goto out;
         }
         if (!strict) {
-            class_set *sets[2] = { &want.classes, &want.members };
-            for (int k = 0; k < 2; k++) {
-                sets[k]->slot = calloc(64, sizeof *sets[k]->slot);
-                sets[k]->mask = sets[k]->slot ? 63 : 0;
-                sets[k]->failed = !sets[k]->slot;
-            }
             bl_retrace_trace_names(in.data ? in.data : "", in.len, names_add, &want);
+            want_ok = !want.failed;
         }
     }
     if (mlen >= 8 && !memcmp(mdata, BL_MI_MAGIC, 8)) {
@@ -390,7 +416,7 @@ int main(int argc, char **argv)
         diag_ctx dc = { mapping, quiet, 0 };
         bl_mi_build_opts bo = { .strict = strict, .diag = on_diag, .diag_ctx = &dc };
         bo.threads = threads == 1 ? 1 : threads >= 2 ? 2 : 0;
-        if (want.classes.slot && !want.classes.failed && !want.members.failed) {
+        if (want_ok) { /* one-shot: only what the trace names */
             bo.want_class = names_want_class;
             bo.want_member = names_want_member;
             bo.want_ctx = &want;
@@ -499,8 +525,8 @@ int main(int argc, char **argv)
     }
 out:
     bl_buf_cleanup(&in);
-    free(want.classes.slot);
-    free(want.members.slot);
+    free(want.cls);
+    free(want.ms);
     bl_mapindex_close(mi);
     bl_buf_cleanup(&img);
     if (mdata)
