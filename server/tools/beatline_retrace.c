@@ -8,8 +8,9 @@
  * trace is read from STACKTRACE or standard input; the result goes to
  * standard output, line for line in the same shape.
  *
- * Exit status: 0 success; 1 usage or I/O error; 2 malformed mapping line
- * with --strict.
+ * Exit status: 0 success; 1 usage or I/O error, or a compressed MAPPING;
+ * 2 malformed mapping line with --strict, or no class line at all (not a
+ * mapping file).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,7 +40,8 @@
 static const char usage[] =
     "usage: beatline-retrace [options] MAPPING [STACKTRACE]\n"
     "\n"
-    "Retraces an obfuscated Java stack trace (STACKTRACE, or standard input)\n"
+    "Retraces an obfuscated Java stack trace (STACKTRACE, or standard input\n"
+    "when it is absent or '-')\n"
     "with an R8/ProGuard mapping file and prints it with original class,\n"
     "method, file and line names, following R8 retrace's conventions.\n"
     "\n"
@@ -59,7 +61,10 @@ static const char usage[] =
     "  --stats              print parse figures (bytes, ms, MB/s) on stderr\n"
     "  --build-index FILE   write the mapping's index to FILE and exit; an\n"
     "                       index file can be given as MAPPING later\n"
-    "  -h, --help           this text\n";
+    "  -h, --help           this text\n"
+    "\n"
+    "exit status: 0 success; 1 usage or I/O error, or a compressed MAPPING;\n"
+    "2 a malformed mapping line with --strict, or no class line at all\n";
 
 typedef struct diag_ctx {
     const char *path;
@@ -302,6 +307,7 @@ int main(int argc, char **argv)
     bl_retrace_opts ropts = { 0 };
     int strict = 0, quiet = 0, stats = 0, threads = 0;
     const char *index_out = NULL, *mapping = NULL, *trace = NULL;
+    int trace_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--verbose")) {
@@ -312,21 +318,23 @@ int main(int argc, char **argv)
             quiet = 1;
         } else if (!strcmp(a, "--stats")) {
             stats = 1;
-        } else if (!strcmp(a, "--threads")) {
+        } else if (!strcmp(a, "--threads") || !strncmp(a, "--threads=", 10)) {
+            const char *v = a[9] == '=' ? a + 10 : ++i < argc ? argv[i] : NULL;
             char *end = NULL;
-            long v = ++i < argc ? strtol(argv[i], &end, 10) : 0;
-            if (i == argc || !end || *end || v < 1 || v > MAX_PARTS) {
+            long n = v ? strtol(v, &end, 10) : 0;
+            if (!v || !*v || !end || *end || n < 1 || n > MAX_PARTS) {
                 fprintf(stderr, "beatline-retrace: --threads needs a number from 1 to %d\n",
                         MAX_PARTS);
                 return 1;
             }
-            threads = (int)v;
-        } else if (!strcmp(a, "--build-index")) {
-            if (++i == argc) {
+            threads = (int)n;
+        } else if (!strcmp(a, "--build-index") || !strncmp(a, "--build-index=", 14)) {
+            const char *v = a[13] == '=' ? a + 14 : ++i < argc ? argv[i] : NULL;
+            if (!v || !*v) {
                 fputs("beatline-retrace: --build-index needs a file name\n", stderr);
                 return 1;
             }
-            index_out = argv[i];
+            index_out = v;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(usage, stdout);
             return 0;
@@ -335,8 +343,9 @@ int main(int argc, char **argv)
             return 1;
         } else if (!mapping) {
             mapping = a;
-        } else if (!trace) {
-            trace = a;
+        } else if (!trace && !trace_given) {
+            trace = strcmp(a, "-") ? a : NULL; /* "-": standard input */
+            trace_given = 1;
         } else {
             fprintf(stderr, "beatline-retrace: too many arguments\n%s", usage);
             return 1;
@@ -405,6 +414,22 @@ int main(int argc, char **argv)
             want_ok = !want.failed;
         }
     }
+    static const struct {
+        const char *magic;
+        size_t n;
+        const char *what, *how;
+    } packed[] = { { "\x1f\x8b", 2, "gzip", "gzip -dc" },
+                   { "\x28\xb5\x2f\xfd", 4, "zstd", "zstd -dc" },
+                   { "PK\x03\x04", 4, "a zip archive", "unzip -p" } };
+    for (size_t k = 0; k < sizeof packed / sizeof *packed; k++)
+        if (mlen >= packed[k].n && !memcmp(mdata, packed[k].magic, packed[k].n)) {
+            fprintf(stderr,
+                    "beatline-retrace: %s: this is %s, not a mapping text; decompress it "
+                    "first (%s)\n",
+                    mapping, packed[k].what, packed[k].how);
+            rc = 1;
+            goto out;
+        }
     if (mlen >= 8 && !memcmp(mdata, BL_MI_MAGIC, 8)) {
         err = bl_mapindex_from_memory(mdata, mlen, &mi);
         if (err) {
@@ -441,6 +466,14 @@ int main(int argc, char **argv)
         if (ms.malformed && !quiet)
             fprintf(stderr, "beatline-retrace: %s: %llu malformed line(s) skipped\n", mapping,
                     (unsigned long long)ms.malformed);
+        if (ms.classes == 0 && ms.malformed > 0) {
+            fprintf(stderr,
+                    "beatline-retrace: %s: no class line ('original -> obfuscated:') in %llu "
+                    "lines: not a mapping file?\n",
+                    mapping, (unsigned long long)ms.lines);
+            rc = 2;
+            goto out;
+        }
         if (stats)
             fprintf(stderr,
                     "beatline-retrace: parsed %zu bytes, %llu lines, %u classes, %u methods, "

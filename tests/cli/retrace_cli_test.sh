@@ -99,6 +99,25 @@ check "--threads 0 refused" $(( $? == 1 ? 0 : 1 ))
 check "--threads x refused" $(( $? == 1 ? 0 : 1 ))
 grep -q "from 1 to 8" "$tmp/err"; check "--threads message" $?
 
+# mistakes a user makes: a compressed mapping, arguments swapped
+gzip -c "$c/mapping.txt" > "$tmp/m.gz"
+"$bin" "$tmp/m.gz" "$c/input.txt" > /dev/null 2> "$tmp/err"; rc=$?
+check "gzip mapping exits 1" $(( rc == 1 ? 0 : 1 ))
+grep -q "is gzip, not a mapping text; decompress it first (gzip -dc)" "$tmp/err"; check "gzip mapping message" $?
+zstd -q -c "$c/mapping.txt" > "$tmp/m.zst"
+"$bin" "$tmp/m.zst" "$c/input.txt" > /dev/null 2> "$tmp/err"
+grep -q "is zstd" "$tmp/err"; check "zstd mapping message" $?
+"$bin" "$c/input.txt" "$c/mapping.txt" > /dev/null 2> "$tmp/err"; rc=$?
+check "swapped arguments exit 2" $(( rc == 2 ? 0 : 1 ))
+grep -q "no class line ('original -> obfuscated:') in .* lines: not a mapping file?" "$tmp/err"
+check "swapped arguments message" $?
+# --opt=value and '-' for standard input
+"$bin" --threads=2 "$c/mapping.txt" - < "$c/input.txt" > "$tmp/e.txt"; check "--threads=2 and - exit 0" $?
+cmp -s "$tmp/e.txt" "$c/expected.txt"; check "'-' reads standard input" $?
+"$bin" --build-index="$tmp/m2.idx" "$c/mapping.txt" && "$bin" "$tmp/m2.idx" "$c/input.txt" > "$tmp/f.txt"
+cmp -s "$tmp/f.txt" "$c/expected.txt"; check "--build-index=FILE" $?
+"$bin" --threads= "$c/mapping.txt" < /dev/null > /dev/null 2>&1; check "--threads= refused" $(( $? == 1 ? 0 : 1 ))
+
 # a corrupt index is refused with exit 1, not a crash
 head -c 200 "$tmp/m.idx" > "$tmp/bad.idx"
 "$bin" "$tmp/bad.idx" < /dev/null > /dev/null 2> "$tmp/err"; rc=$?
