@@ -92,23 +92,21 @@ static double now_ms(void)
 
 /*
  * What a one-shot retrace reads in full: the classes the trace's frames
- * name and, per class, the method names. Exact (names compared byte for
- * byte): an open-addressing table of classes by XXH3 of the obfuscated name,
- * each with a short list of method names. Names point into the trace text,
- * which outlives the table. The mapping parse asks for every member line of
- * a wanted class, so the class found last is remembered per thread and a
- * member costs a walk of that class's short list, no hashing.
+ * name and, per class, the method names — kept as 64-bit XXH3 hashes (a
+ * collision only makes the parse read one more class or member in full,
+ * never fewer; comparing bytes would cost a cache miss into the trace text
+ * per frame). An open-addressing table of classes, each with a short list
+ * of method hashes. The mapping parse asks for every member line of a
+ * wanted class, so the class found last is remembered per thread and a
+ * member costs one hash of its name and a walk of that short list.
  */
 typedef struct tn_class {
-    uint64_t h;        /* 0 = empty slot */
-    const char *cls;
-    uint32_t cn;
+    uint64_t h;        /* class hash; 0 = empty slot */
     uint32_t first;    /* first method node + 1, 0 = none */
 } tn_class;
 
 typedef struct tn_method {
-    const char *m;
-    uint32_t mn;
+    uint64_t h;        /* method-name hash */
     uint32_t next;     /* next node + 1, 0 = end */
 } tn_method;
 
@@ -120,13 +118,16 @@ typedef struct trace_names {
     int failed;        /* out of memory: read everything */
 } trace_names;
 
-static tn_class *tn_find(const trace_names *t, const char *cls, size_t cn, uint64_t h)
+static uint64_t tn_hash(const char *s, size_t n)
 {
-    for (uint32_t j = (uint32_t)h & t->mask;; j = (j + 1) & t->mask) {
-        tn_class *c = &t->cls[j];
-        if (!c->h || (c->h == h && c->cn == cn && !memcmp(c->cls, cls, cn)))
-            return c;
-    }
+    return XXH3_64bits(s, n) | 1; /* never 0 */
+}
+
+static tn_class *tn_find(const trace_names *t, uint64_t h)
+{
+    for (uint32_t j = (uint32_t)h & t->mask;; j = (j + 1) & t->mask)
+        if (!t->cls[j].h || t->cls[j].h == h)
+            return &t->cls[j];
 }
 
 static int tn_grow(trace_names *t)
@@ -154,24 +155,18 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
     trace_names *t = ctx;
     if (!method || t->failed)
         return; /* an exception class: its class line is always indexed */
-    if (cn > UINT32_MAX || mn > UINT32_MAX) {
-        t->failed = 1;
-        return;
-    }
     if ((!t->cls || (t->n + 1) * 2 > t->mask + 1) && tn_grow(t)) {
         t->failed = 1;
         return;
     }
-    uint64_t h = XXH3_64bits(cls, cn) | 1;
-    tn_class *c = tn_find(t, cls, cn, h);
+    tn_class *c = tn_find(t, tn_hash(cls, cn));
     if (!c->h) {
-        c->h = h;
-        c->cls = cls;
-        c->cn = (uint32_t)cn;
+        c->h = tn_hash(cls, cn);
         t->n++;
     }
+    uint64_t mh = tn_hash(method, mn);
     for (uint32_t k = c->first; k; k = t->ms[k - 1].next)
-        if (t->ms[k - 1].mn == mn && !memcmp(t->ms[k - 1].m, method, mn))
+        if (t->ms[k - 1].h == mh)
             return;
     if (t->n_ms == t->cap_ms) {
         uint32_t nc = t->cap_ms ? t->cap_ms * 2 : 1024;
@@ -183,7 +178,7 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
         t->ms = nm;
         t->cap_ms = nc;
     }
-    t->ms[t->n_ms] = (tn_method){ method, (uint32_t)mn, c->first };
+    t->ms[t->n_ms] = (tn_method){ mh, c->first };
     c->first = ++t->n_ms;
 }
 
@@ -197,7 +192,7 @@ static const tn_class *tn_class_of(const trace_names *t, const char *cls, size_t
     static _Thread_local const tn_class *last_c;
     if (t == last_t && cls == last_cls && cn == last_cn)
         return last_c;
-    const tn_class *c = t->cls ? tn_find(t, cls, cn, XXH3_64bits(cls, cn) | 1) : NULL;
+    const tn_class *c = t->cls ? tn_find(t, tn_hash(cls, cn)) : NULL;
     if (c && !c->h)
         c = NULL;
     last_t = t;
@@ -218,8 +213,9 @@ static int names_want_member(void *ctx, const char *cls, size_t cn, const char *
     const tn_class *c = tn_class_of(t, cls, cn);
     if (!c)
         return 0;
+    uint64_t mh = tn_hash(name, nn);
     for (uint32_t k = c->first; k; k = t->ms[k - 1].next)
-        if (t->ms[k - 1].mn == nn && !memcmp(t->ms[k - 1].m, name, nn))
+        if (t->ms[k - 1].h == mh)
             return 1;
     return 0;
 }
