@@ -619,9 +619,12 @@ static int member_obf_name(const char *p, const char *le, const char **name, siz
 }
 
 /* Metadata that acts beyond the member it follows: the map version and a
- * class's source file. The rest of a skipped member's metadata goes too. */
+ * class's source file. The rest of a skipped member's metadata goes too.
+ * A comment with a backslash may spell an id with JSON escapes: read. */
 static int meta_beyond_member(const char *p, const char *le)
 {
+    if (memchr(p, '\\', (size_t)(le - p)))
+        return 1;
     static const char *const keys[2] = { "com.android.tools.r8.mapping", "sourceFile" };
     for (int k = 0; k < 2; k++) {
         size_t kn = strlen(keys[k]);
@@ -794,27 +797,57 @@ static int same_sig(const bl_mi_method *a, const bl_mi_method *b)
            a->params == b->params && a->ret == b->ret;
 }
 
+/* Orders outer entries by signature ids (see same_sig). */
+static int cmp_sig_ids(const void *x, const void *y)
+{
+    const bl_mi_method *a = *(const bl_mi_method *const *)x, *b = *(const bl_mi_method *const *)y;
+    uint32_t ka[4] = { a->orig_class, a->orig_name, a->params, a->ret };
+    uint32_t kb[4] = { b->orig_class, b->orig_name, b->params, b->ret };
+    for (int i = 0; i < 4; i++)
+        if (ka[i] != kb[i])
+            return ka[i] < kb[i] ? -1 : 1;
+    return 0;
+}
+
 /* Spreads SYNTH/OUTLINE from one outer entry to every outer entry of the
- * same original method in the bucket [lo, hi) of sorted methods. */
-static void spread_method_flags(bmethod *ms, const uint32_t *order, uint32_t lo, uint32_t hi)
+ * same original method in the bucket [lo, hi) of sorted methods: the outer
+ * entries sorted by signature, flags OR-ed per run of equal signatures —
+ * O(n log n) however many entries carry flags (scanning the bucket once per
+ * flagged entry was quadratic: 160,000 ranges of one method with one
+ * synthesized comment took 27 s). BL_ENOMEM. */
+static bl_err spread_method_flags(bmethod *ms, const uint32_t *order, uint32_t lo, uint32_t hi)
 {
     const uint32_t f = BL_MIM_SYNTH | BL_MIM_OUTLINE;
+    uint32_t outer = 0;
     int any = 0;
-    for (uint32_t i = lo; i < hi; i++)
-        if ((ms[order[i]].m.flags & (f | BL_MIM_OUTER)) > BL_MIM_OUTER)
-            any = 1;
-    if (!any)
-        return;
     for (uint32_t i = lo; i < hi; i++) {
-        bl_mi_method *a = &ms[order[i]].m;
-        if (!(a->flags & BL_MIM_OUTER) || !(a->flags & f))
-            continue;
-        for (uint32_t j = lo; j < hi; j++) {
-            bl_mi_method *c = &ms[order[j]].m;
-            if ((c->flags & BL_MIM_OUTER) && same_sig(a, c))
-                c->flags |= a->flags & f;
-        }
+        uint32_t fl = ms[order[i]].m.flags;
+        outer += (fl & BL_MIM_OUTER) != 0;
+        if ((fl & (f | BL_MIM_OUTER)) > BL_MIM_OUTER)
+            any = 1;
     }
+    if (!any || outer < 2)
+        return BL_OK;
+    bl_mi_method *small[64];
+    bl_mi_method **v = outer <= 64 ? small : malloc((size_t)outer * sizeof *v);
+    if (!v)
+        return BL_ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t i = lo; i < hi; i++)
+        if (ms[order[i]].m.flags & BL_MIM_OUTER)
+            v[n++] = &ms[order[i]].m;
+    qsort(v, n, sizeof *v, cmp_sig_ids);
+    for (uint32_t i = 0; i < n;) {
+        uint32_t j = i, u = 0;
+        while (j < n && same_sig(v[i], v[j]))
+            u |= v[j++]->flags & f;
+        for (uint32_t k = i; k < j; k++)
+            v[k]->flags |= u;
+        i = j;
+    }
+    if (v != small)
+        free(v);
+    return BL_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -857,6 +890,7 @@ typedef struct wi_job {
     const uint32_t *start, *fstart;
     size_t c0, c1;
     uint32_t n_sigs;        /* wi_sort: signatures counted */
+    bl_err err;             /* wi_sort: BL_ENOMEM */
     bl_mi_slot *t1, *t2, *t3; /* wi_tables: the three tables */
     uint32_t cap1, cap3;
 } wi_job;
@@ -883,7 +917,8 @@ static void *wi_sort(void *arg)
         for (uint32_t i = lo; i < hi; i++) {
             const bl_mi_method *m = &b->methods.v[j->order[i]].m;
             if (i + 1 == hi || b->methods.v[j->order[i + 1]].m.obf != m->obf) {
-                spread_method_flags(b->methods.v, j->order, blo, i + 1);
+                if (spread_method_flags(b->methods.v, j->order, blo, i + 1) != BL_OK)
+                    j->err = BL_ENOMEM;
                 blo = i + 1;
             }
             if ((m->flags & BL_MIM_OUTER) && !(prev_outer && same_sig(prev_outer, m))) {
@@ -997,6 +1032,10 @@ static bl_err write_image(builder *b, bl_buf *out)
     jobs[1].c0 = mid;
     jobs[1].c1 = nc;
     run_pair(wi_sort, &jobs[0], &jobs[1], mid < nc);
+    if (jobs[0].err || jobs[1].err) {
+        err = BL_ENOMEM;
+        goto out;
+    }
     uint32_t n_sigs = jobs[0].n_sigs + jobs[1].n_sigs;
     /* extras: serialise per entry (items are in entry order) */
     VEC(uint32_t) ex = { 0 };

@@ -264,6 +264,45 @@ START_TEST(empty_and_odd_mappings)
 END_TEST
 
 
+/* A synthesized comment on one range of a method marks every outer range
+ * of that method in the bucket, and no other signature (done by sorting
+ * the bucket's outer entries by signature: a big bucket stays fast). */
+START_TEST(synthesized_spreads_per_signature)
+{
+    bl_buf m;
+    bl_buf_init(&m, 0);
+    bl_buf_puts(&m, "# {\"id\":\"com.android.tools.r8.mapping\",\"version\":\"1.0\"}\n"
+                    "com.example.A -> a:\n");
+    char l[256];
+    for (int i = 1; i <= 3000; i++) {
+        snprintf(l, sizeof l, "    %d:%d:void m(%s):%d:%d -> a\n", i, i, i % 2 ? "int" : "long",
+                 i, i);
+        bl_buf_puts(&m, l);
+        if (i == 2001) /* an int range */
+            bl_buf_puts(&m, "    # {\"id\":\"com.android.tools.r8.synthesized\"}\n");
+    }
+    bl_buf img;
+    bl_mi_stats st;
+    bl_mapindex *mi = tu_index_of(m.data, m.len, &img, &st);
+    const bl_mi_class *c = bl_mapindex_class_by_obf(mi, "a", 1);
+    ck_assert_ptr_nonnull(c);
+    const bl_mi_method *b;
+    uint32_t n = bl_mapindex_methods(mi, c, "a", 1, &b);
+    ck_assert_uint_eq(n, 3000);
+    uint32_t synth_int = 0, synth_long = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int is_int = !strcmp(bl_mapindex_str(mi, b[i].params), "int");
+        if (b[i].flags & BL_MIM_SYNTH)
+            *(is_int ? &synth_int : &synth_long) += 1;
+    }
+    ck_assert_uint_eq(synth_int, 1500);
+    ck_assert_uint_eq(synth_long, 0);
+    bl_mapindex_close(mi);
+    bl_buf_cleanup(&img);
+    bl_buf_cleanup(&m);
+}
+END_TEST
+
 /* Builds `m` with one and with two parse threads: the two indexes dump
  * equal, statistics and diagnostics equal. Returns the two-thread count. */
 static uint32_t check_two_halves(const char *what, const char *m, size_t n)
@@ -392,6 +431,7 @@ int main(void)
     tcase_add_test(ti, index_lookups);
     tcase_add_test(ti, empty_and_odd_mappings);
     tcase_add_test(ti, two_halves_equal_one);
+    tcase_add_test(ti, synthesized_spreads_per_signature);
     tcase_add_test(ti, two_halves_real_files);
     suite_add_tcase(s, ti);
     return tu_run(s);

@@ -247,6 +247,8 @@ START_TEST(remembered_outline_line)
 }
 END_TEST
 
+static void check_lazy_modes(const char *m, const char *in, const char *want);
+
 /* A map-version comment indented inside a class the trace does not name
  * still counts for the classes after it in a lazy build (it enables the
  * synthesized metadata below: the lambda frame goes). */
@@ -261,6 +263,28 @@ START_TEST(lazy_build_reads_version_in_skipped_class)
                     "    1:1:void run():20 -> a\n";
     const char *in = "java.lang.Error\n\tat b.a(SourceFile:1)\n";
     const char *want = "java.lang.Error\n\tat com.example.Used.run(Used.java:20)\n";
+    check_lazy_modes(m, in, want);
+}
+END_TEST
+
+/* A class-level comment whose id is spelled with a JSON escape, after a
+ * member the trace does not name: read in lazy builds too. */
+START_TEST(lazy_build_reads_escaped_metadata)
+{
+    const char *m = "com.example.Foo -> f:\n"
+                    "    void bar() -> b\n"
+                    "    void baz() -> c\n"
+                    "    # {\"id\":\"source\\u0046ile\",\"fileName\":\"Renamed.kt\"}\n";
+    const char *in = "java.lang.Error\n\tat f.b(SourceFile:3)\n";
+    const char *want = "java.lang.Error\n\tat com.example.Foo.bar(Renamed.kt:3)\n";
+    check_lazy_modes(m, in, want);
+}
+END_TEST
+
+/* Retraces `in` with `m` built in full, lazily by class, lazily by member:
+ * each gives `want`. */
+static void check_lazy_modes(const char *m, const char *in, const char *want)
+{
     names *ns = calloc(1, sizeof *ns);
     ck_assert_ptr_nonnull(ns);
     bl_retrace_trace_names(in, strlen(in), add_name, ns);
@@ -287,7 +311,6 @@ START_TEST(lazy_build_reads_version_in_skipped_class)
         free(ns->v[i]);
     free(ns);
 }
-END_TEST
 
 /* The malformed-lines case reports exactly its two bad lines. */
 START_TEST(malformed_lines_counted)
@@ -366,6 +389,7 @@ int main(void)
     tcase_add_test(tc, malformed_lines_counted);
     tcase_add_test(tc, remembered_outline_line);
     tcase_add_test(tc, lazy_build_reads_version_in_skipped_class);
+    tcase_add_test(tc, lazy_build_reads_escaped_metadata);
     suite_add_tcase(s, tc);
     TCase *ix = tcase_create("index");
     tcase_add_test(ix, index_file_roundtrip);
