@@ -850,9 +850,12 @@ bl_err bl_retrace_text(const bl_mapindex *mi, const bl_retrace_opts *opts, const
     while (p < e && !err) {
         const char *nl = memchr(p, '\n', (size_t)(e - p));
         const char *le = nl ? nl : e;
+        size_t before = out->len;
         err = bl_retracer_line(rt, p, (size_t)(le - p), out);
-        if (!err && !nl && out->len && out->data[out->len - 1] == '\n')
-            out->data[--out->len] = '\0'; /* keep a missing final newline missing */
+        /* keep a missing final newline missing (when the last line printed
+         * anything: otherwise the line before keeps its own newline) */
+        if (!err && !nl && out->len > before && out->data[out->len - 1] == '\n')
+            out->data[--out->len] = '\0';
         p = nl ? nl + 1 : e;
     }
     bl_retracer_free(rt);

@@ -34,8 +34,9 @@
 #define MAX_TRACE_BYTES ((size_t)1 << 31) /* 2 GiB of stack-trace text */
 #define MAX_PARTS 8                        /* retrace threads, at most */
 #define PART_MIN_BYTES ((size_t)1 << 20)   /* split only traces of 1 MiB.. */
-#define PART_MAX_BYTES ((size_t)1 << 28)   /* ..to 256 MiB (parts' output is
-                                              held in memory until its turn) */
+#define PART_MAX_BYTES ((size_t)1 << 28)   /* ..to 256 MiB */
+#define PART_OUT_CAP ((size_t)32 << 20)    /* output a piece keeps before its
+                                              turn, at most (it then waits) */
 
 static const char usage[] =
     "usage: beatline-retrace [options] MAPPING [STACKTRACE]\n"
@@ -227,8 +228,10 @@ typedef struct part {
     const bl_mapindex *mi;
     const bl_retrace_opts *opts;
     const char *p, *e; /* the piece: whole lines */
+    const char *pos;   /* where part_run goes on (NULL: at p) */
+    bl_retracer *rt;   /* made by part_run, kept between calls; caller frees */
     int fd;            /* >= 0: write output there in 1 MiB chunks, else keep */
-    bl_buf out;        /* output (all of it when fd < 0) */
+    bl_buf out;        /* output (up to PART_OUT_CAP bytes kept when fd < 0) */
     uint64_t lines;
     bl_err err;        /* BL_EIO: write failed (errno in werr) */
     int werr;
@@ -236,21 +239,28 @@ typedef struct part {
     int started;
 } part;
 
+/* Retraces the piece from t->pos on. A kept piece (fd < 0) stops once its
+ * output reaches PART_OUT_CAP, so memory stays bounded however much a trace
+ * expands; the caller writes what it holds and calls again with fd set, and
+ * the same retracer goes on where it stopped. */
 static void *part_run(void *arg)
 {
     part *t = arg;
-    bl_retracer *rt = NULL;
-    if ((t->err = bl_retracer_new(t->mi, t->opts, &rt)))
+    if (!t->rt && (t->err = bl_retracer_new(t->mi, t->opts, &t->rt)))
         return NULL;
-    const char *p = t->p;
+    const char *p = t->pos ? t->pos : t->p;
     while (p < t->e) {
         const char *nl = memchr(p, '\n', (size_t)(t->e - p));
         const char *le = nl ? nl : t->e;
-        if ((t->err = bl_retracer_line(rt, p, (size_t)(le - p), &t->out)))
+        size_t before = t->out.len;
+        if ((t->err = bl_retracer_line(t->rt, p, (size_t)(le - p), &t->out)))
             break;
         t->lines++;
-        if (!nl && t->out.len && t->out.data[t->out.len - 1] == '\n')
-            t->out.len--; /* the input's last line had no newline */
+        /* the input's last line had no newline: nor has its output (when
+         * it printed any: a line that prints nothing leaves the one before
+         * as it was) */
+        if (!nl && t->out.len > before && t->out.data[t->out.len - 1] == '\n')
+            t->out.len--;
         p = nl ? nl + 1 : t->e;
         if (t->fd >= 0 && (t->out.len >= (1 << 20) || p >= t->e)) {
             if (bl_fd_write_all(t->fd, t->out.data, t->out.len) != BL_OK) {
@@ -259,9 +269,11 @@ static void *part_run(void *arg)
                 break;
             }
             bl_buf_reset(&t->out);
+        } else if (t->fd < 0 && t->out.len >= PART_OUT_CAP) {
+            break;
         }
     }
-    bl_retracer_free(rt);
+    t->pos = p;
     return NULL;
 }
 
@@ -318,7 +330,7 @@ int main(int argc, char **argv)
             const char *v = a[9] == '=' ? a + 10 : ++i < argc ? argv[i] : NULL;
             char *end = NULL;
             long n = v ? strtol(v, &end, 10) : 0;
-            if (!v || !*v || !end || *end || n < 1 || n > MAX_PARTS) {
+            if (!v || *v < '0' || *v > '9' || !end || *end || n < 1 || n > MAX_PARTS) {
                 fprintf(stderr, "beatline-retrace: --threads needs a number from 1 to %d\n",
                         MAX_PARTS);
                 return 1;
@@ -393,6 +405,16 @@ int main(int argc, char **argv)
         int tfd = 0;
         if (trace && (tfd = open(trace, O_RDONLY | O_CLOEXEC)) < 0) {
             fprintf(stderr, "beatline-retrace: %s: %s\n", trace, strerror(errno));
+            rc = 1;
+            goto out;
+        }
+        struct stat ts;
+        if (fstat(tfd, &ts) == 0 && S_ISREG(ts.st_mode) &&
+            (uint64_t)ts.st_size > MAX_TRACE_BYTES) {
+            fprintf(stderr, "beatline-retrace: %s: larger than %zu bytes: split the trace\n",
+                    trace ? trace : "<stdin>", MAX_TRACE_BYTES);
+            if (tfd > 0)
+                close(tfd);
             rc = 1;
             goto out;
         }
@@ -533,11 +555,19 @@ int main(int argc, char **argv)
                 pthread_join(t->th, NULL);
             else if (!rc)
                 part_run(t); /* the first piece, or a thread that did not start */
-            if (!rc && !t->err && t->fd < 0 &&
-                bl_fd_write_all(1, t->out.data, t->out.len) != BL_OK) {
-                t->err = BL_EIO;
-                t->werr = errno;
+            if (!rc && !t->err && t->fd < 0) {
+                /* what the piece kept, then the rest of it streamed */
+                if (bl_fd_write_all(1, t->out.data, t->out.len) != BL_OK) {
+                    t->err = BL_EIO;
+                    t->werr = errno;
+                } else if (t->pos < t->e) {
+                    bl_buf_reset(&t->out);
+                    t->fd = 1;
+                    part_run(t);
+                }
             }
+            bl_retracer_free(t->rt);
+            t->rt = NULL;
             if (!rc && t->err) {
                 if (t->err == BL_EIO)
                     fprintf(stderr, "beatline-retrace: write: %s\n", strerror(t->werr));

@@ -99,6 +99,16 @@ check "--threads 0 refused" $(( $? == 1 ? 0 : 1 ))
 check "--threads x refused" $(( $? == 1 ? 0 : 1 ))
 grep -q "from 1 to 8" "$tmp/err"; check "--threads message" $?
 
+# a last line without a newline that prints nothing (a synthesized frame):
+# the line before keeps its newline, with any thread count
+c3="$cases/0018-synthesized"
+sframe=$(grep -m1 -P '^\tat ' "$c3/input.txt" || true)
+printf 'some text\n%s' "$sframe" > "$tmp/nonl.txt"
+"$bin" --threads 1 "$c3/mapping.txt" "$tmp/nonl.txt" > "$tmp/n1.txt"
+"$bin" "$c3/mapping.txt" - < "$tmp/nonl.txt" > "$tmp/n2.txt"
+cmp -s "$tmp/n1.txt" "$tmp/n2.txt"; check "no final newline: same from file and stdin" $?
+head -c 10 "$tmp/n1.txt" | cmp -s - <(printf 'some text\n'); check "no final newline: earlier newline kept" $?
+
 # mistakes a user makes: a compressed mapping, arguments swapped
 gzip -c "$c/mapping.txt" > "$tmp/m.gz"
 "$bin" "$tmp/m.gz" "$c/input.txt" > /dev/null 2> "$tmp/err"; rc=$?
