@@ -61,7 +61,6 @@ bl_err bl_buf_reserve(bl_buf *b, size_t extra)
         return BL_ENOMEM;
     b->data = p;
     b->alloc = n;
-    bl_mem_huge(p, n);
     return BL_OK;
 }
 

@@ -31,7 +31,9 @@ void bl_buf_cleanup(bl_buf *b);
  * part is advised for transparent huge pages (Linux MADV_HUGEPAGE), which
  * cuts page faults and TLB misses (measured: the one-shot retrace of a
  * 62 MB mapping, ~10 % faster). Only a hint: does nothing under 4 MiB or
- * where unsupported. bl_buf_reserve applies it to buffers from 4 MiB.
+ * where unsupported. Opt-in, for big short-lived build buffers (the mapping
+ * index build uses it): a long-running process should not pay huge pages
+ * for every partly used buffer.
  */
 void bl_mem_huge(void *p, size_t n);
 

@@ -606,7 +606,10 @@ static bl_err handle_header(builder *b, const bl_mapping_line *ml)
  * and CR ignored): 1 and the span, or 0 when the line does not end so. */
 static int member_obf_name(const char *p, const char *le, const char **name, size_t *nn)
 {
-    while (le > p && (le[-1] == ' ' || le[-1] == '\t' || le[-1] == '\r'))
+    /* trimmed as bl_mapping_parse_line trims: one CR, then blanks */
+    if (le > p && le[-1] == '\r')
+        le--;
+    while (le > p && (le[-1] == ' ' || le[-1] == '\t'))
         le--;
     const char *s = le;
     while (s > p && s[-1] != ' ' && s[-1] != '\t')
@@ -618,12 +621,16 @@ static int member_obf_name(const char *p, const char *le, const char **name, siz
     return 1;
 }
 
-/* Metadata that acts beyond the member it follows: the map version and a
- * class's source file. The rest of a skipped member's metadata goes too.
- * A comment with a backslash may spell an id with JSON escapes: read. */
+/* Comments that act beyond the member they follow: the map version, a
+ * class's source file, header comments ("# key: value"). The rest of a
+ * skipped member's metadata goes too. A comment that is not a JSON object,
+ * or has a backslash (an id may be spelt with JSON escapes), is read. */
 static int meta_beyond_member(const char *p, const char *le)
 {
-    if (memchr(p, '\\', (size_t)(le - p)))
+    const char *t = p + 1; /* past '#' */
+    while (t < le && (*t == ' ' || *t == '\t'))
+        t++;
+    if (t == le || *t != '{' || memchr(p, '\\', (size_t)(le - p)))
         return 1;
     static const char *const keys[2] = { "com.android.tools.r8.mapping", "sourceFile" };
     for (int k = 0; k < 2; k++) {
@@ -669,9 +676,10 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
                 p = nl ? nl + 1 : end;
                 continue;
             }
-        } else {
-            skipping = 0;
         }
+        /* skipping ends only at the next class line (a blank line, a
+         * comment or a malformed line at column 0 is read, and the class's
+         * members after it are still skipped) */
         if (want_m && cls && (*p == ' ' || *p == '\t')) {
             const char *q = p;
             while (q < le && (*q == ' ' || *q == '\t'))
@@ -719,8 +727,7 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
                 cls = ml.b.p;
                 cls_n = ml.b.n;
                 skipped_member = 0;
-                if (!err && want && !want(b->opts->want_ctx, ml.b.p, ml.b.n))
-                    skipping = 1;
+                skipping = !err && want && !want(b->opts->want_ctx, ml.b.p, ml.b.n);
                 break;
             case BL_ML_FIELD:
             case BL_ML_METHOD:
@@ -1025,7 +1032,8 @@ static bl_err write_image(builder *b, bl_buf *out)
         jobs[k].fstart = fstart;
     }
     int threads = b->opts ? b->opts->threads : 0;
-    int par = threads == 2 || (threads == 0 && nm >= WI_PAR_METHODS);
+    int par = threads >= 2 ||
+              (threads == 0 && nm >= WI_PAR_METHODS && sysconf(_SC_NPROCESSORS_ONLN) >= 2);
     size_t mid = par ? class_at_half(start, nc) : nc;
     jobs[0].c0 = 0;
     jobs[0].c1 = mid;
@@ -1126,6 +1134,7 @@ static bl_err write_image(builder *b, bl_buf *out)
             pthread_join(tables_th, NULL);
         goto out_ex;
     }
+    bl_mem_huge(out->data, out->alloc);
     bl_buf_append(out, &h, sizeof h);
     h.off_strings = out->len;
     h.len_strings = in->pool.len;
@@ -1202,7 +1211,9 @@ out:
  * The second half's diagnostics are held and replayed after the first's,
  * with their line numbers. Falls back to one thread (parsing the second half
  * again, in order) when the halves do not join cleanly: a class mapped in
- * both, or a map-version comment after the header.
+ * both, a map-version comment after the header, a malformed line in the
+ * second half under --strict (so the failure reports every count as one
+ * pass would), or a merge that would pass the 4 GiB string limit.
  */
 #define PAR_MIN_BYTES ((size_t)8 << 20) /* parse in two halves from 8 MiB */
 
@@ -1231,6 +1242,7 @@ static bl_err builder_init(builder *b, const bl_mi_build_opts *opts, size_t len)
         err = bl_buf_reserve(&b->in.pool, len / 3);
         if (err == BL_ETOOBIG)
             err = BL_OK; /* only a hint */
+        bl_mem_huge(b->in.pool.data, b->in.pool.alloc);
     }
     return err;
 }
@@ -1359,7 +1371,8 @@ static int halves_share_class(const builder *a, const builder *b)
 #define REMAP(x) ((x) ? base + (x) - 1 : 0)
 
 /* Appends builder b to builder a (see "Parallel parse"). b is only read;
- * the caller still frees it. */
+ * the caller still frees it. BL_ETOOBIG (ids or strings past 2^32) comes
+ * before any change to a; BL_ENOMEM may leave a half merged (fatal). */
 static bl_err merge_half(builder *a, builder *b)
 {
     interner *ia = &a->in;
@@ -1476,16 +1489,18 @@ static bl_err parse_mapping(builder *b, const char *data, size_t len)
     if (started)
         pthread_join(th, NULL);
     int joined = 0;
-    if (!err && started && b->version == v0 && !h->diags_lost &&
-        (h->err == BL_OK || h->err == BL_EFORMAT) && !halves_share_class(b, &h->b)) {
+    /* joined only when the second half parsed cleanly (a strict failure
+     * there is found again, with all its counts, by the one-pass parse
+     * below) and the merge fits: BL_ETOOBIG from merge_half leaves b as it
+     * was, and one pass stores shared strings once, so it may still fit */
+    if (!err && started && b->version == v0 && !h->diags_lost && h->err == BL_OK &&
+        !halves_share_class(b, &h->b)) {
         uint64_t line0 = b->st.lines;
-        if (h->err == BL_EFORMAT) { /* strict: the second half's first bad line */
-            b->st.lines += h->b.st.lines;
-            err = BL_EFORMAT;
+        err = merge_half(b, &h->b);
+        if (err == BL_ETOOBIG)
+            err = BL_OK;
+        else if (!err)
             joined = 1;
-        } else if ((err = merge_half(b, &h->b)) == BL_OK) {
-            joined = 1;
-        }
         b->st.threads = joined ? 2 : 1;
         if (joined && b->opts && b->opts->diag)
             for (size_t i = 0; i < h->diags.n; i++) {

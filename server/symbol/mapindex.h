@@ -132,7 +132,8 @@ typedef struct bl_mi_diag {
 /* Called for every malformed line and every warning; may be NULL. */
 typedef void (*bl_mi_diag_fn)(void *ctx, const bl_mi_diag *d);
 
-/* Says whether the members of a class (by obfuscated name) are needed. */
+/* Says whether the members of a class (by obfuscated name, n bytes, not
+ * NUL-terminated) are needed. */
 typedef int (*bl_mi_want_fn)(void *ctx, const char *obf, size_t n);
 
 /* Says whether the members named `name` (obfuscated, nn bytes) of the class
@@ -145,9 +146,11 @@ typedef struct bl_mi_build_opts {
     bl_mi_diag_fn diag;    /* receives errors and warnings */
     void *diag_ctx;
     /* Optional: when set, the member lines (indented lines) of classes it
-     * declines are skipped unread — neither indexed nor checked. Every class
-     * line and class-level metadata is still indexed, so original-class
-     * lookups stay complete. For one-shot retracing of a known trace. */
+     * declines are skipped unread — neither indexed nor checked — up to the
+     * next class line. Every class line, class-level metadata, header
+     * comment and map-version comment is still read, so original-class
+     * lookups and the retrace of the classes it wants stay exactly as in a
+     * full build. For one-shot retracing of a known trace. */
     bl_mi_want_fn want_class;
     /* Optional, finer: within a wanted class, member lines whose obfuscated
      * name it declines are skipped unread, with the metadata comments that
@@ -157,12 +160,13 @@ typedef struct bl_mi_build_opts {
      * in two halves in parallel). */
     bl_mi_want_member_fn want_member;
     void *want_ctx;
-    /* Threads: 0 = automatic (the parse in two halves for a mapping of
-     * 8 MiB or more on a machine with two or more CPUs; the index written
-     * by two threads from 65,536 method entries), 1 = one, 2 = two whenever
-     * the mapping can be cut before a class line past its header (tests use
-     * this on small mappings). The index is the same either way, except
-     * that a string found in both halves is stored twice. */
+    /* Threads: 0 = automatic (on a machine with two or more CPUs, the parse
+     * in two halves for a mapping of 8 MiB or more and the index written by
+     * two threads from 65,536 method entries); 2 or more = two whenever the
+     * mapping can be cut before a class line past its header (tests use
+     * this on small mappings); any other value = one. The index is the same
+     * either way, except that a string found in both halves is stored
+     * twice. */
     int threads;
 } bl_mi_build_opts;
 

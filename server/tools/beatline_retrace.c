@@ -94,61 +94,69 @@ static double now_ms(void)
 
 /*
  * What a one-shot retrace reads in full: the classes the trace's frames
- * name and, per class, the method names — kept as 64-bit XXH3 hashes (a
- * collision only makes the parse read one more class or member in full,
- * never fewer; comparing bytes would cost a cache miss into the trace text
- * per frame). An open-addressing table of classes, each with a short list
- * of method hashes. The mapping parse asks for every member line of a
- * wanted class, so the class found last is remembered per thread and a
- * member costs one hash of its name and a walk of that short list.
+ * name, and the (class, method) pairs. Two open-addressing sets of 64-bit
+ * hashes: XXH3 of the class, and XXH3 of the method seeded with the class
+ * hash (a collision only makes the parse read one more class or member in
+ * full, never fewer). Both add and lookup are O(1) however many methods a
+ * class has. The mapping parse asks about every member line of a wanted
+ * class, so the class hash of the line before is remembered per thread
+ * (with the build's generation: a later build starts afresh).
  */
-typedef struct tn_class {
-    uint64_t h;        /* class hash; 0 = empty slot */
-    uint32_t first;    /* first method node + 1, 0 = none */
-} tn_class;
-
-typedef struct tn_method {
-    uint64_t h;        /* method-name hash */
-    uint32_t next;     /* next node + 1, 0 = end */
-} tn_method;
+typedef struct hset {
+    uint64_t *v;    /* 0 = empty */
+    uint32_t mask, n;
+} hset;
 
 typedef struct trace_names {
-    tn_class *cls;
-    uint32_t mask, n;
-    tn_method *ms;
-    uint32_t n_ms, cap_ms;
-    int failed;        /* out of memory: read everything */
+    hset classes, members;
+    uint64_t gen;   /* bumped before each build that asks */
+    int failed;     /* out of memory: read everything */
 } trace_names;
 
-static uint64_t tn_hash(const char *s, size_t n)
+static uint64_t tn_hash(const char *s, size_t n, uint64_t seed)
 {
-    return XXH3_64bits(s, n) | 1; /* never 0 */
+    return XXH3_64bits_withSeed(s, n, seed) | 1; /* never 0 */
 }
 
-static tn_class *tn_find(const trace_names *t, uint64_t h)
+static int hset_has(const hset *s, uint64_t h)
 {
-    for (uint32_t j = (uint32_t)h & t->mask;; j = (j + 1) & t->mask)
-        if (!t->cls[j].h || t->cls[j].h == h)
-            return &t->cls[j];
-}
-
-static int tn_grow(trace_names *t)
-{
-    uint32_t cap = t->cls ? (t->mask + 1) * 2 : 1024;
-    tn_class *nt = calloc(cap, sizeof *nt);
-    if (!nt)
-        return -1;
-    for (uint32_t i = 0; t->cls && i <= t->mask; i++) {
-        if (!t->cls[i].h)
-            continue;
-        uint32_t j = (uint32_t)t->cls[i].h & (cap - 1);
-        while (nt[j].h)
-            j = (j + 1) & (cap - 1);
-        nt[j] = t->cls[i];
+    if (!s->v)
+        return 0;
+    for (uint32_t j = (uint32_t)(h >> 1) & s->mask;; j = (j + 1) & s->mask) {
+        if (s->v[j] == h)
+            return 1;
+        if (!s->v[j])
+            return 0;
     }
-    free(t->cls);
-    t->cls = nt;
-    t->mask = cap - 1;
+}
+
+/* Adds h; -1 when out of memory. */
+static int hset_add(hset *s, uint64_t h)
+{
+    if (!s->v || (s->n + 1) * 2 > s->mask + 1) {
+        uint32_t cap = s->v ? (s->mask + 1) * 2 : 1024;
+        uint64_t *nv = cap ? calloc(cap, sizeof *nv) : NULL;
+        if (!nv)
+            return -1;
+        for (uint32_t i = 0; s->v && i <= s->mask; i++) {
+            if (!s->v[i])
+                continue;
+            uint32_t j = (uint32_t)(s->v[i] >> 1) & (cap - 1);
+            while (nv[j])
+                j = (j + 1) & (cap - 1);
+            nv[j] = s->v[i];
+        }
+        free(s->v);
+        s->v = nv;
+        s->mask = cap - 1;
+    }
+    uint32_t j = (uint32_t)(h >> 1) & s->mask;
+    while (s->v[j] && s->v[j] != h)
+        j = (j + 1) & s->mask;
+    if (!s->v[j]) {
+        s->v[j] = h;
+        s->n++;
+    }
     return 0;
 }
 
@@ -157,69 +165,40 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
     trace_names *t = ctx;
     if (!method || t->failed)
         return; /* an exception class: its class line is always indexed */
-    if ((!t->cls || (t->n + 1) * 2 > t->mask + 1) && tn_grow(t)) {
+    uint64_t ch = tn_hash(cls, cn, 0);
+    if (hset_add(&t->classes, ch) || hset_add(&t->members, tn_hash(method, mn, ch)))
         t->failed = 1;
-        return;
-    }
-    tn_class *c = tn_find(t, tn_hash(cls, cn));
-    if (!c->h) {
-        c->h = tn_hash(cls, cn);
-        t->n++;
-    }
-    uint64_t mh = tn_hash(method, mn);
-    for (uint32_t k = c->first; k; k = t->ms[k - 1].next)
-        if (t->ms[k - 1].h == mh)
-            return;
-    if (t->n_ms == t->cap_ms) {
-        uint32_t nc = t->cap_ms ? t->cap_ms * 2 : 1024;
-        tn_method *nm = nc > t->cap_ms ? realloc(t->ms, (size_t)nc * sizeof *nm) : NULL;
-        if (!nm) {
-            t->failed = 1;
-            return;
-        }
-        t->ms = nm;
-        t->cap_ms = nc;
-    }
-    t->ms[t->n_ms] = (tn_method){ mh, c->first };
-    c->first = ++t->n_ms;
 }
 
-/* The class entry for cls, remembered per thread (the mapping is parsed in
- * two halves at once); NULL when the trace names no frame of it. */
-static const tn_class *tn_class_of(const trace_names *t, const char *cls, size_t cn)
+/* The class hash of cls, remembered per thread for consecutive calls with
+ * the same class pointer in the same build. */
+static uint64_t tn_class_hash(const trace_names *t, const char *cls, size_t cn)
 {
     static _Thread_local const trace_names *last_t;
+    static _Thread_local uint64_t last_gen;
     static _Thread_local const char *last_cls;
     static _Thread_local size_t last_cn;
-    static _Thread_local const tn_class *last_c;
-    if (t == last_t && cls == last_cls && cn == last_cn)
-        return last_c;
-    const tn_class *c = t->cls ? tn_find(t, tn_hash(cls, cn)) : NULL;
-    if (c && !c->h)
-        c = NULL;
-    last_t = t;
-    last_cls = cls;
-    last_cn = cn;
-    last_c = c;
-    return c;
+    static _Thread_local uint64_t last_h;
+    if (t != last_t || t->gen != last_gen || cls != last_cls || cn != last_cn) {
+        last_t = t;
+        last_gen = t->gen;
+        last_cls = cls;
+        last_cn = cn;
+        last_h = tn_hash(cls, cn, 0);
+    }
+    return last_h;
 }
 
 static int names_want_class(void *ctx, const char *cls, size_t n)
 {
-    return tn_class_of(ctx, cls, n) != NULL;
+    const trace_names *t = ctx;
+    return hset_has(&t->classes, tn_class_hash(t, cls, n));
 }
 
 static int names_want_member(void *ctx, const char *cls, size_t cn, const char *name, size_t nn)
 {
     const trace_names *t = ctx;
-    const tn_class *c = tn_class_of(t, cls, cn);
-    if (!c)
-        return 0;
-    uint64_t mh = tn_hash(name, nn);
-    for (uint32_t k = c->first; k; k = t->ms[k - 1].next)
-        if (t->ms[k - 1].h == mh)
-            return 1;
-    return 0;
+    return hset_has(&t->members, tn_hash(name, nn, tn_class_hash(t, cls, cn)));
 }
 
 /* One piece of the trace, retraced by its own retracer (see
@@ -468,6 +447,7 @@ int main(int argc, char **argv)
         bl_mi_build_opts bo = { .strict = strict, .diag = on_diag, .diag_ctx = &dc };
         bo.threads = threads == 1 ? 1 : threads >= 2 ? 2 : 0;
         if (want_ok) { /* one-shot: only what the trace names */
+            want.gen++;
             bo.want_class = names_want_class;
             bo.want_member = names_want_member;
             bo.want_ctx = &want;
@@ -592,8 +572,8 @@ int main(int argc, char **argv)
     }
 out:
     bl_buf_cleanup(&in);
-    free(want.cls);
-    free(want.ms);
+    free(want.classes.v);
+    free(want.members.v);
     bl_mapindex_close(mi);
     bl_buf_cleanup(&img);
     if (mdata)

@@ -385,6 +385,41 @@ START_TEST(two_halves_equal_one)
 }
 END_TEST
 
+/* --strict with the first malformed line in the second half: the same
+ * error, line and counts as one pass. */
+START_TEST(two_halves_strict_failure)
+{
+    bl_buf m;
+    bl_buf_init(&m, 0);
+    char l[256];
+    for (int c = 0; c < 40; c++) {
+        snprintf(l, sizeof l, "com.example.C%d -> a%d:\n    1:1:void run():1:1 -> a\n", c, c);
+        bl_buf_puts(&m, l);
+        if (c == 30)
+            bl_buf_puts(&m, "    x:1:void broken() -> z\n");
+    }
+    bl_mi_stats s[2];
+    bl_err e[2];
+    for (int k = 0; k < 2; k++) {
+        bl_mi_build_opts o = { 0 };
+        o.strict = 1;
+        o.threads = k + 1;
+        bl_buf img;
+        bl_buf_init(&img, 0);
+        e[k] = bl_mapindex_build(m.data, m.len, &o, &img, &s[k]);
+        bl_buf_cleanup(&img);
+    }
+    ck_assert_int_eq(e[0], BL_EFORMAT);
+    ck_assert_int_eq(e[1], BL_EFORMAT);
+    ck_assert_uint_eq(s[0].lines, 63);
+    ck_assert_uint_eq(s[1].lines, s[0].lines);
+    ck_assert_uint_eq(s[1].malformed, s[0].malformed);
+    ck_assert_uint_eq(s[1].classes, s[0].classes);
+    ck_assert_uint_eq(s[1].methods, s[0].methods);
+    bl_buf_cleanup(&m);
+}
+END_TEST
+
 /* The golden retrace mappings and the real R8 files: same index in two
  * halves as in one. */
 START_TEST(two_halves_real_files)
@@ -431,6 +466,7 @@ int main(void)
     tcase_add_test(ti, index_lookups);
     tcase_add_test(ti, empty_and_odd_mappings);
     tcase_add_test(ti, two_halves_equal_one);
+    tcase_add_test(ti, two_halves_strict_failure);
     tcase_add_test(ti, synthesized_spreads_per_signature);
     tcase_add_test(ti, two_halves_real_files);
     suite_add_tcase(s, ti);

@@ -281,6 +281,43 @@ START_TEST(lazy_build_reads_escaped_metadata)
 }
 END_TEST
 
+/* Header comments after skipped members, and members of a skipped class
+ * after a blank line, in lazy builds: the header is read, the members are
+ * still skipped. */
+START_TEST(lazy_build_header_and_blank_lines)
+{
+    const char *m = "com.example.Used -> b:\n"
+                    "    1:1:void run():20:20 -> a\n"
+                    "    1:1:void other():30:30 -> z\n"
+                    "    # pg_map_id: abc123\n"
+                    "com.example.Unused -> u:\n"
+                    "\n"
+                    "    1:1:void x():1:1 -> a\n"
+                    "    2:2:void y():2:2 -> b\n";
+    const char *in = "java.lang.Error\n\tat b.a(SourceFile:1)\n";
+    names *ns = calloc(1, sizeof *ns);
+    ck_assert_ptr_nonnull(ns);
+    bl_retrace_trace_names(in, strlen(in), add_name, ns);
+    bl_mi_build_opts o = { .want_class = has_name, .want_member = has_member, .want_ctx = ns };
+    bl_buf img;
+    bl_buf_init(&img, 0);
+    bl_mi_stats st;
+    ck_assert_int_eq(bl_mapindex_build(m, strlen(m), &o, &img, &st), BL_OK);
+    bl_mapindex *mi;
+    ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+    ck_assert_str_eq(bl_mapindex_str(mi, bl_mapindex_header(mi)->pg_map_id), "abc123");
+    ck_assert_uint_eq(st.methods, 1); /* only b.a: u's members stay unread */
+    char *got = tu_retrace_str(mi, 0, in);
+    ck_assert_str_eq(got, "java.lang.Error\n\tat com.example.Used.run(Used.java:20)\n");
+    free(got);
+    bl_mapindex_close(mi);
+    bl_buf_cleanup(&img);
+    for (int i = 0; i < ns->n; i++)
+        free(ns->v[i]);
+    free(ns);
+}
+END_TEST
+
 /* Retraces `in` with `m` built in full, lazily by class, lazily by member:
  * each gives `want`. */
 static void check_lazy_modes(const char *m, const char *in, const char *want)
@@ -390,6 +427,7 @@ int main(void)
     tcase_add_test(tc, remembered_outline_line);
     tcase_add_test(tc, lazy_build_reads_version_in_skipped_class);
     tcase_add_test(tc, lazy_build_reads_escaped_metadata);
+    tcase_add_test(tc, lazy_build_header_and_blank_lines);
     suite_add_tcase(s, tc);
     TCase *ix = tcase_create("index");
     tcase_add_test(ix, index_file_roundtrip);
