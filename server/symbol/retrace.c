@@ -618,8 +618,8 @@ static bl_err print_frame(bl_retracer *rt, bl_buf *o, const char *ws, size_t ws_
 
 /* Reads "WS at [loader/]class.method(" at the start of a line: sets *ws_end
  * (end of the leading blanks), *pfx (start of "[loader/]"), *name (class
- * start, after any loader),
- * *dot (the last '.' before the '('), *open and *close (the last ')').
+ * start, after any loader), *dot (the last '.' before the '('), *open and
+ * *close (the last ')').
  * Returns 0 when the line is not a frame. Shared by the retracer and the
  * trace-name scan so both read a frame the same way. */
 static int frame_head(const char *line, const char *e, const char **ws_end, const char **pfx,
@@ -714,7 +714,6 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
     return 1;
 }
 
-/* Exception line: retrace the class, remember it for rewriteFrame. */
 /* Reads an exception line ("[Caused by: |Suppressed: ]cls[: msg]", "Exception
  * in thread "t" cls...", "[CIRCULAR REFERENCE: cls]"): sets *c / *cn (the
  * class), *rest (what follows it) and *k (its class record, NULL when the
@@ -752,6 +751,8 @@ static int exception_head(const bl_mapindex *mi, const char *line, size_t len, c
     return *k || memchr(s, '.', *cn) != NULL;
 }
 
+/* Exception line: retrace the class, remember it for rewriteFrame. Returns
+ * 1 when handled (then *err says whether the output could be written). */
 static int try_exception(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
 {
     const char *c, *p, *e = line + len;

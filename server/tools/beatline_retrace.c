@@ -58,8 +58,9 @@ static const char usage[] =
     "  --threads N          threads to use, 1-8 (default: the CPUs, at most 8).\n"
     "                       With two or more the mapping is parsed in two\n"
     "                       halves (by default only from 8 MiB) and a trace of\n"
-    "                       1 MiB or more is retraced in N pieces; the output\n"
-    "                       is the same as with one thread\n"
+    "                       1 MiB to 256 MiB is retraced in up to N pieces (cut\n"
+    "                       before exception lines); the output is the same as\n"
+    "                       with one thread\n"
     "  --stats              print parse figures (bytes, ms, MB/s) on stderr\n"
     "  --build-index FILE   write the mapping's index to FILE and exit; an\n"
     "                       index file can be given as MAPPING later\n"
@@ -567,7 +568,7 @@ int main(int argc, char **argv)
             bl_buf_cleanup(&t->out);
         }
         if (stats && !rc)
-            fprintf(stderr, "beatline-retrace: retraced %llu lines in %.1f ms (%d thread%s)\n",
+            fprintf(stderr, "beatline-retrace: retraced %llu lines in %.1f ms (%d piece%s)\n",
                     (unsigned long long)n_lines, now_ms() - r0, np, np > 1 ? "s" : "");
     }
 out:

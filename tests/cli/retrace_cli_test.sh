@@ -69,8 +69,8 @@ for k in 0015-exception-lines 0020-outline 0021-rewrite-frame 0026-circular-refe
   "$bin" --threads 1 --stats "$c2/mapping.txt" "$tmp/big.txt" > "$tmp/t1.txt" 2> "$tmp/s1"
   "$bin" --threads 3 --stats "$c2/mapping.txt" "$tmp/big.txt" > "$tmp/t3.txt" 2> "$tmp/s3"
   cmp -s "$tmp/t1.txt" "$tmp/t3.txt"; check "$k: 3 threads = 1 thread" $?
-  grep -q "(3 threads)" "$tmp/s3"; check "$k: retraced in 3 pieces" $?
-  grep -q "(1 thread)" "$tmp/s1"; check "$k: --threads 1 retraced in one piece" $?
+  grep -q "(3 pieces)" "$tmp/s3"; check "$k: retraced in 3 pieces" $?
+  grep -q "(1 piece)" "$tmp/s1"; check "$k: --threads 1 retraced in one piece" $?
   if [ "$(grep -c '^[^ #]' "$c2/mapping.txt")" -ge 2 ]; then
     grep -q "on 2 threads" "$tmp/s3"; check "$k: mapping parsed in two halves" $?
   fi
