@@ -303,6 +303,48 @@ START_TEST(synthesized_spreads_per_signature)
 }
 END_TEST
 
+static void count_call(void *ctx, const bl_mi_class *owner, const bl_mi_method *m)
+{
+    (void)owner;
+    (void)m;
+    (*(uint32_t *)ctx)++;
+}
+
+/* One original method as the residual method of 5,000 classes (a long run
+ * of equal keys in the signature table, inserted by jumping past the run):
+ * every one is found by its original signature, with one or two threads. */
+START_TEST(one_original_method_in_many_classes)
+{
+    bl_buf m;
+    bl_buf_init(&m, 0);
+    char l[256];
+    for (int c = 0; c < 5000; c++) {
+        snprintf(l, sizeof l,
+                 "com.example.C%d -> a%d:\n    1:1:void com.example.Util.check():7:7 -> a\n"
+                 "    2:2:void own%d():9:9 -> b\n",
+                 c, c, c);
+        bl_buf_puts(&m, l);
+    }
+    for (int threads = 1; threads <= 2; threads++) {
+        bl_buf img;
+        bl_mi_stats st;
+        bl_mapindex *mi = tu_index_threads(m.data, m.len, threads, &img, &st, NULL);
+        uint32_t calls = 0;
+        uint32_t n = bl_mapindex_methods_by_orig(mi, "com.example.Util", 16, "check", 5,
+                                                 count_call, &calls);
+        ck_assert_uint_eq(n, 5000);
+        ck_assert_uint_eq(calls, 5000);
+        calls = 0;
+        ck_assert_uint_eq(bl_mapindex_methods_by_orig(mi, "com.example.C4321", 17, "own4321", 7,
+                                                      count_call, &calls),
+                          1);
+        bl_mapindex_close(mi);
+        bl_buf_cleanup(&img);
+    }
+    bl_buf_cleanup(&m);
+}
+END_TEST
+
 /* Builds `m` with one and with two parse threads: the two indexes dump
  * equal, statistics and diagnostics equal. Returns the two-thread count. */
 static uint32_t check_two_halves(const char *what, const char *m, size_t n)
@@ -468,6 +510,7 @@ int main(void)
     tcase_add_test(ti, two_halves_equal_one);
     tcase_add_test(ti, two_halves_strict_failure);
     tcase_add_test(ti, synthesized_spreads_per_signature);
+    tcase_add_test(ti, one_original_method_in_many_classes);
     tcase_add_test(ti, two_halves_real_files);
     suite_add_tcase(s, ti);
     return tu_run(s);
