@@ -48,39 +48,52 @@ static int is_literal(const char *w, size_t n)
     return i == n;
 }
 
-json_t *bl_lenient_json_parse(const char *s, size_t n, bl_buf *b)
+/* Appends, noting an allocation failure (BL_ENOMEM) in *e; a buffer over
+ * its cap is a format problem (the comment is too long to be metadata). */
+static int put(bl_buf *b, const char *p, size_t n, bl_err *e)
 {
+    bl_err r = bl_buf_append(b, p, n);
+    if (r == BL_ENOMEM)
+        *e = BL_ENOMEM;
+    return r != BL_OK;
+}
+
+json_t *bl_lenient_json_parse(const char *s, size_t n, bl_buf *b, bl_err *why)
+{
+    bl_err dummy;
+    bl_err *e = why ? why : &dummy;
+    *e = BL_EFORMAT;
     bl_buf_reset(b);
     size_t i = 0;
     while (i < n) {
         char c = s[i];
         if (c == '"' || c == '\'') {
             char q = c;
-            if (bl_buf_putc(b, '"'))
+            if (put(b, "\"", 1, e))
                 return NULL;
             i++;
             while (i < n && s[i] != q) {
                 if (s[i] == '\\' && i + 1 < n) {
                     if (s[i + 1] == '\'') {
-                        if (bl_buf_putc(b, '\''))
+                        if (put(b, "'", 1, e))
                             return NULL;
-                    } else if (bl_buf_append(b, s + i, 2)) {
+                    } else if (put(b, s + i, 2, e)) {
                         return NULL;
                     }
                     i += 2;
                     continue;
                 }
                 if (s[i] == '"' && q == '\'') {
-                    if (bl_buf_append(b, "\\\"", 2))
+                    if (put(b, "\\\"", 2, e))
                         return NULL;
-                } else if (bl_buf_putc(b, s[i])) {
+                } else if (put(b, s + i, 1, e)) {
                     return NULL;
                 }
                 i++;
             }
             if (i >= n)
                 return NULL; /* unterminated string */
-            if (bl_buf_putc(b, '"'))
+            if (put(b, "\"", 1, e))
                 return NULL;
             i++;
         } else if (is_word_char(c)) {
@@ -88,12 +101,12 @@ json_t *bl_lenient_json_parse(const char *s, size_t n, bl_buf *b)
             while (j < n && is_word_char(s[j]))
                 j++;
             int lit = is_literal(s + i, j - i);
-            if ((!lit && bl_buf_putc(b, '"')) || bl_buf_append(b, s + i, j - i) ||
-                (!lit && bl_buf_putc(b, '"')))
+            if ((!lit && put(b, "\"", 1, e)) || put(b, s + i, j - i, e) ||
+                (!lit && put(b, "\"", 1, e)))
                 return NULL;
             i = j;
         } else {
-            if (bl_buf_putc(b, c))
+            if (put(b, &c, 1, e))
                 return NULL;
             i++;
         }
@@ -101,5 +114,10 @@ json_t *bl_lenient_json_parse(const char *s, size_t n, bl_buf *b)
     if (!b->data)
         return NULL;
     json_error_t err;
-    return json_loadb(b->data, b->len, 0, &err);
+    json_t *j = json_loadb(b->data, b->len, 0, &err);
+    if (!j && json_error_code(&err) == json_error_out_of_memory)
+        *e = BL_ENOMEM;
+    if (j)
+        *e = BL_OK;
+    return j;
 }

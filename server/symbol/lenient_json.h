@@ -17,10 +17,12 @@
 
 /*
  * Parses `n` bytes of lenient JSON. `scratch` is a caller-owned buffer reused
- * between calls (its content is overwritten). Returns a new reference the
- * caller must json_decref(), or NULL when the text is not JSON even leniently
- * or memory ran out.
+ * between calls (its content is overwritten; its cap bounds the text). Returns
+ * a new reference the caller must json_decref(), or NULL with *why (may be
+ * NULL) set to BL_ENOMEM when memory ran out (here or in jansson) or
+ * BL_EFORMAT when the text is not JSON even leniently or is longer than the
+ * scratch cap.
  */
-json_t *bl_lenient_json_parse(const char *s, size_t n, bl_buf *scratch);
+json_t *bl_lenient_json_parse(const char *s, size_t n, bl_buf *scratch, bl_err *why);
 
 #endif

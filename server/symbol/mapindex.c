@@ -407,7 +407,10 @@ static bl_err handle_meta(builder *b, const bl_mapping_line *ml)
             return intern(&b->in, fp, fn, &b->classes.v[b->cur_class].source_file);
         return BL_OK;
     }
-    json_t *j = bl_lenient_json_parse(ml->a.p, ml->a.n, &b->scratch);
+    bl_err jerr;
+    json_t *j = bl_lenient_json_parse(ml->a.p, ml->a.n, &b->scratch, &jerr);
+    if (!j && jerr == BL_ENOMEM)
+        return BL_ENOMEM; /* not a bad comment: the build cannot go on */
     const char *id = j ? json_string_value(json_object_get(j, "id")) : NULL;
     if (!id) {
         diag(b, "metadata comment is not a JSON object with an \"id\"", 0);

@@ -119,7 +119,7 @@ START_TEST(lenient_json)
     bl_buf b;
     bl_buf_init(&b, 0);
     const char *s = "{ id: 'com.android.tools.r8.mapping', version: '2.2', n: 3, ok: true }";
-    json_t *j = bl_lenient_json_parse(s, strlen(s), &b);
+    json_t *j = bl_lenient_json_parse(s, strlen(s), &b, NULL);
     ck_assert_ptr_nonnull(j);
     ck_assert_str_eq(json_string_value(json_object_get(j, "id")), "com.android.tools.r8.mapping");
     ck_assert_str_eq(json_string_value(json_object_get(j, "version")), "2.2");
@@ -127,16 +127,24 @@ START_TEST(lenient_json)
     ck_assert(json_is_true(json_object_get(j, "ok")));
     json_decref(j);
     s = "{'positions': {'1': 4, '2': 5}, 'q': 'say \"hi\"', 'e': 'it\\'s'}";
-    j = bl_lenient_json_parse(s, strlen(s), &b);
+    j = bl_lenient_json_parse(s, strlen(s), &b, NULL);
     ck_assert_ptr_nonnull(j);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "positions"), "2")), 5);
     ck_assert_str_eq(json_string_value(json_object_get(j, "q")), "say \"hi\"");
     ck_assert_str_eq(json_string_value(json_object_get(j, "e")), "it's");
     json_decref(j);
     s = "{'unterminated: 1}";
-    ck_assert_ptr_null(bl_lenient_json_parse(s, strlen(s), &b));
+    ck_assert_ptr_null(bl_lenient_json_parse(s, strlen(s), &b, NULL));
     s = "{\"a\": }";
-    ck_assert_ptr_null(bl_lenient_json_parse(s, strlen(s), &b));
+    bl_err jwhy = BL_OK;
+    ck_assert_ptr_null(bl_lenient_json_parse(s, strlen(s), &b, &jwhy));
+    ck_assert_int_eq(jwhy, BL_EFORMAT);
+    bl_buf_cleanup(&b);
+    /* longer than the scratch cap: a format problem, not out of memory */
+    bl_buf_init(&b, 8);
+    s = "{'id': 'sourceFile', 'fileName': 'A.kt'}";
+    ck_assert_ptr_null(bl_lenient_json_parse(s, strlen(s), &b, &jwhy));
+    ck_assert_int_eq(jwhy, BL_EFORMAT);
     bl_buf_cleanup(&b);
 }
 END_TEST
