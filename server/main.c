@@ -194,7 +194,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int i = 1;
-    for (; i < argc; i++) {
+    for (; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -233,7 +233,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "beatline-server: bad value for %s: '%s'\n", a, v);
             return 1;
         }
-        i++;
     }
 
     if (threads == 0 || threads > 256) {
