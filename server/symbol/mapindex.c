@@ -655,7 +655,6 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
     prev_ids pv;
     memset(&pv, 0, sizeof pv);
     int skipping = 0;        /* members of an unwanted class */
-    int skipped_member = 0;  /* the last member line was skipped */
     const char *cls = NULL;  /* obfuscated name of the current class */
     size_t cls_n = 0;
     bl_mi_want_fn want = b->opts ? b->opts->want_class : NULL;
@@ -690,7 +689,9 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
             const char *nm;
             size_t nn;
             if (q < le && *q == '#') {
-                if (skipped_member && !meta_beyond_member(q, le)) {
+                /* after a skipped member (last_kind NONE) only what acts
+                 * beyond it is read */
+                if (b->last_kind == LK_NONE && !meta_beyond_member(q, le)) {
                     p = nl ? nl + 1 : end;
                     continue;
                 }
@@ -698,11 +699,9 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
                 if (!want_m(b->opts->want_ctx, cls, cls_n, nm, nn)) {
                     close_group(b);
                     b->last_kind = LK_NONE;
-                    skipped_member = 1;
                     p = nl ? nl + 1 : end;
                     continue;
                 }
-                skipped_member = 0;
             }
         }
         bl_mapping_line ml;
@@ -729,12 +728,10 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
                 err = handle_class(b, &ml);
                 cls = ml.b.p;
                 cls_n = ml.b.n;
-                skipped_member = 0;
                 skipping = !err && want && !want(b->opts->want_ctx, ml.b.p, ml.b.n);
                 break;
             case BL_ML_FIELD:
             case BL_ML_METHOD:
-                skipped_member = 0;
                 if (b->cur_class < 0) {
                     diag(b, "member line before any class line", 1);
                     if (b->opts && b->opts->strict)

@@ -44,6 +44,23 @@ static void add_name(void *ctx, const char *cls, size_t cn, const char *method, 
     add_str(s, buf, (size_t)k);
 }
 
+/* The names `in` mentions (frame classes and class#method); free with
+ * names_free. */
+static names *names_of(const char *in, size_t n)
+{
+    names *ns = calloc(1, sizeof *ns);
+    ck_assert_ptr_nonnull(ns);
+    bl_retrace_trace_names(in, n, add_name, ns);
+    return ns;
+}
+
+static void names_free(names *ns)
+{
+    for (int i = 0; i < ns->n; i++)
+        free(ns->v[i]);
+    free(ns);
+}
+
 static int has_str(const names *s, const char *p, size_t n)
 {
     for (int i = 0; i < s->n; i++)
@@ -138,17 +155,13 @@ START_TEST(golden_case)
     bl_buf_cleanup(&d2);
     /* the same with only the classes the trace names read in full, then
      * only the members its frames name, then that in two halves */
-    names *ns = calloc(1, sizeof *ns);
-    ck_assert_ptr_nonnull(ns);
-    bl_retrace_trace_names(input, in_n, add_name, ns);
+    names *ns = names_of(input, in_n);
     for (int mode = 0; mode < 3; mode++) {
         bl_mi_build_opts lazy = { .want_class = has_name, .want_ctx = ns };
         if (mode)
             lazy.want_member = has_member;
         lazy.threads = mode == 2 ? 2 : 1;
-        bl_buf_init(&img, 0);
-        ck_assert_int_eq(bl_mapindex_build(mapping, mn, &lazy, &img, &st), BL_OK);
-        ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+        mi = tu_index_opts(mapping, mn, &lazy, &img, &st);
         got = tu_retrace_str(mi, verbose, input);
         ck_assert_msg(strcmp(got, expected) == 0,
                       "case %s (lazy %s):\n--- expected\n%s--- got\n%s", name,
@@ -158,9 +171,7 @@ START_TEST(golden_case)
         bl_mapindex_close(mi);
         bl_buf_cleanup(&img);
     }
-    for (int i = 0; i < ns->n; i++)
-        free(ns->v[i]);
-    free(ns);
+    names_free(ns);
     free(mapping);
     free(input);
     free(expected);
@@ -295,16 +306,11 @@ START_TEST(lazy_build_header_and_blank_lines)
                     "    1:1:void x():1:1 -> a\n"
                     "    2:2:void y():2:2 -> b\n";
     const char *in = "java.lang.Error\n\tat b.a(SourceFile:1)\n";
-    names *ns = calloc(1, sizeof *ns);
-    ck_assert_ptr_nonnull(ns);
-    bl_retrace_trace_names(in, strlen(in), add_name, ns);
+    names *ns = names_of(in, strlen(in));
     bl_mi_build_opts o = { .want_class = has_name, .want_member = has_member, .want_ctx = ns };
     bl_buf img;
-    bl_buf_init(&img, 0);
     bl_mi_stats st;
-    ck_assert_int_eq(bl_mapindex_build(m, strlen(m), &o, &img, &st), BL_OK);
-    bl_mapindex *mi;
-    ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+    bl_mapindex *mi = tu_index_opts(m, strlen(m), &o, &img, &st);
     ck_assert_str_eq(bl_mapindex_str(mi, bl_mapindex_header(mi)->pg_map_id), "abc123");
     ck_assert_uint_eq(st.methods, 1); /* only b.a: u's members stay unread */
     char *got = tu_retrace_str(mi, 0, in);
@@ -312,9 +318,7 @@ START_TEST(lazy_build_header_and_blank_lines)
     free(got);
     bl_mapindex_close(mi);
     bl_buf_cleanup(&img);
-    for (int i = 0; i < ns->n; i++)
-        free(ns->v[i]);
-    free(ns);
+    names_free(ns);
 }
 END_TEST
 
@@ -322,9 +326,7 @@ END_TEST
  * each gives `want`. */
 static void check_lazy_modes(const char *m, const char *in, const char *want)
 {
-    names *ns = calloc(1, sizeof *ns);
-    ck_assert_ptr_nonnull(ns);
-    bl_retrace_trace_names(in, strlen(in), add_name, ns);
+    names *ns = names_of(in, strlen(in));
     for (int mode = 0; mode < 3; mode++) {
         bl_mi_build_opts o = { 0 };
         if (mode > 0) {
@@ -334,19 +336,14 @@ static void check_lazy_modes(const char *m, const char *in, const char *want)
         if (mode > 1)
             o.want_member = has_member;
         bl_buf img;
-        bl_buf_init(&img, 0);
-        ck_assert_int_eq(bl_mapindex_build(m, strlen(m), &o, &img, NULL), BL_OK);
-        bl_mapindex *mi;
-        ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+        bl_mapindex *mi = tu_index_opts(m, strlen(m), &o, &img, NULL);
         char *got = tu_retrace_str(mi, 0, in);
         ck_assert_msg(strcmp(got, want) == 0, "mode %d:\n%s", mode, got);
         free(got);
         bl_mapindex_close(mi);
         bl_buf_cleanup(&img);
     }
-    for (int i = 0; i < ns->n; i++)
-        free(ns->v[i]);
-    free(ns);
+    names_free(ns);
 }
 
 /* The malformed-lines case reports exactly its two bad lines. */

@@ -22,6 +22,19 @@ static inline void tu_diag_collect(void *ctx, const bl_mi_diag *d)
 /* Builds an in-memory index of `mapping` text with opts->threads =
  * `threads` (see bl_mi_build_opts); the caller closes the index and cleans
  * up img. When diags is not NULL it receives the diagnostics. */
+/* Builds an in-memory index of `mapping` text with `o` (may be NULL); the
+ * caller closes the index and cleans up img. `st` may be NULL. */
+static inline bl_mapindex *tu_index_opts(const char *mapping, size_t n,
+                                         const bl_mi_build_opts *o, bl_buf *img,
+                                         bl_mi_stats *st)
+{
+    bl_buf_init(img, 0);
+    ck_assert_int_eq(bl_mapindex_build(mapping, n, o, img, st), BL_OK);
+    bl_mapindex *mi = NULL;
+    ck_assert_int_eq(bl_mapindex_from_memory(img->data, img->len, &mi), BL_OK);
+    return mi;
+}
+
 static inline bl_mapindex *tu_index_threads(const char *mapping, size_t n, int threads,
                                             bl_buf *img, bl_mi_stats *st, bl_buf *diags)
 {
@@ -31,11 +44,7 @@ static inline bl_mapindex *tu_index_threads(const char *mapping, size_t n, int t
         o.diag = tu_diag_collect;
         o.diag_ctx = diags;
     }
-    bl_buf_init(img, 0);
-    ck_assert_int_eq(bl_mapindex_build(mapping, n, &o, img, st), BL_OK);
-    bl_mapindex *mi = NULL;
-    ck_assert_int_eq(bl_mapindex_from_memory(img->data, img->len, &mi), BL_OK);
-    return mi;
+    return tu_index_opts(mapping, n, &o, img, st);
 }
 
 /* Builds an in-memory index of `mapping` text; the caller closes the index
@@ -43,11 +52,7 @@ static inline bl_mapindex *tu_index_threads(const char *mapping, size_t n, int t
 static inline bl_mapindex *tu_index_of(const char *mapping, size_t n, bl_buf *img,
                                        bl_mi_stats *st)
 {
-    bl_buf_init(img, 0);
-    ck_assert_int_eq(bl_mapindex_build(mapping, n, NULL, img, st), BL_OK);
-    bl_mapindex *mi = NULL;
-    ck_assert_int_eq(bl_mapindex_from_memory(img->data, img->len, &mi), BL_OK);
-    return mi;
+    return tu_index_opts(mapping, n, NULL, img, st);
 }
 
 /* Appends a text dump of the whole index to out: header counts, every
