@@ -1,8 +1,10 @@
 /* fuzz_mapping — arbitrary bytes as a mapping file: parse, build the index,
  * open it, retrace a fixed trace and symbolicate a method with it; then
  * build it again parsed in two halves (opts.threads = 2), and again reading
- * only the members the trace names, both in two halves: every build must
- * retrace the trace to the same text as the first, with the same counts. */
+ * only the members the trace names, then only their ranges holding the
+ * trace's lines, each also in two halves: every build must retrace the
+ * trace to the same text as the first (and the lazy ones with the same
+ * counts in one and two halves). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char trace[] = "java.lang.NullPointerException: x\n"
                             "\tat a.a(SourceFile:1)\n"
+                            "\tat a.a(SourceFile:7)\n"
                             "\tat a.b(Unknown Source)\n"
                             "\tat a.a.a(SourceFile:0)\n"
                             "\tat b.a(:3)\n"
@@ -24,14 +27,17 @@ static const char trace[] = "java.lang.NullPointerException: x\n"
 /* Names of the fixed trace (want_class / want_member): a small list. */
 typedef struct names {
     char v[64][64];
+    int64_t line[64]; /* as looked up: 0 = none */
     int n;
 } names;
 
-static void add_name(void *ctx, const char *cls, size_t cn, const char *method, size_t mn)
+static void add_name(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
+                     int64_t line)
 {
     names *s = ctx;
     if (!method || s->n >= 63 || cn + mn + 2 > 64)
         return;
+    s->line[s->n] = line > 0 ? line : 0;
     memcpy(s->v[s->n], cls, cn);
     s->v[s->n][cn] = '#';
     memcpy(s->v[s->n] + cn + 1, method, mn);
@@ -60,6 +66,20 @@ static int want_class(void *ctx, const char *cls, size_t n)
 static int want_member(void *ctx, const char *cls, size_t cn, const char *name, size_t nn)
 {
     return has(ctx, cls, cn, name, nn);
+}
+
+static int want_range(void *ctx, const char *cls, size_t cn, const char *name, size_t nn,
+                      uint32_t a, uint32_t b)
+{
+    const names *s = ctx;
+    for (int i = 0; i < s->n; i++) {
+        names one = { .n = 1 };
+        memcpy(one.v[0], s->v[i], sizeof one.v[0]);
+        if (has(&one, cls, cn, name, nn) &&
+            (s->line[i] == 0 || (s->line[i] >= a && s->line[i] <= b)))
+            return 1;
+    }
+    return 0;
 }
 
 /* Builds with opts and retraces the fixed trace: the output (malloc'd) or
@@ -103,7 +123,7 @@ static void same_or_abort(const char *a, const bl_mi_stats *sa, const char *b,
 
 static void differential(const uint8_t *data, size_t size)
 {
-    bl_mi_stats s1, s2, s3, s4;
+    bl_mi_stats s1, s2, s3, s4, s5, s6;
     bl_mi_build_opts one = { 0 }, two = { 0 };
     one.threads = 1;
     two.threads = 2;
@@ -124,10 +144,20 @@ static void differential(const uint8_t *data, size_t size)
     /* lazy builds skip lines unread: their counts differ, the output not */
     same_or_abort(r1, &s1, r3, &s3, 0);
     same_or_abort(r3, &s3, r4, &s4, 1);
+    bl_mi_build_opts range1 = lazy1, range2 = lazy2;
+    range1.want_range = range2.want_range = want_range;
+    char *r5 = build_and_retrace(data, size, &range1, &s5);
+    char *r6 = build_and_retrace(data, size, &range2, &s6);
+    same_or_abort(r1, &s1, r5, &s5, 0);
+    same_or_abort(r5, &s5, r6, &s6, 1);
+    if (s5.by_range != s6.by_range)
+        abort();
     free(r1);
     free(r2);
     free(r3);
     free(r4);
+    free(r5);
+    free(r6);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

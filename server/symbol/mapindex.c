@@ -231,6 +231,8 @@ typedef struct builder {
     int64_t cur_class;
     int last_kind;              /* 0 none, 1 class, 2 method, 3 field */
     int group_open;
+    int use_range;              /* opts->want_range in force */
+    int restart;                /* use_range met metadata: parse again without */
 } builder;
 
 enum { LK_NONE, LK_CLASS, LK_METHOD, LK_FIELD };
@@ -649,6 +651,17 @@ static int meta_beyond_member(const char *p, const char *le)
     return 0;
 }
 
+/* 1 when the comment line whose '#' is at p holds a JSON object. */
+static int json_comment(const char *p, const char *le)
+{
+    p++;
+    while (p < le && (*p == ' ' || *p == '\t'))
+        p++;
+    return p < le && *p == '{';
+}
+
+/* Parses [data, data+len) into b. With b->use_range, stops at the first
+ * JSON metadata comment with b->restart set (see want_range). */
 static bl_err parse_all(builder *b, const char *data, size_t len)
 {
     const char *p = data, *end = data + len;
@@ -663,6 +676,15 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
         b->st.lines++;
+        if (b->use_range) {
+            const char *q = p;
+            while (q < le && (*q == ' ' || *q == '\t'))
+                q++;
+            if (q < le && *q == '#' && json_comment(q, le)) {
+                b->restart = 1;
+                return BL_OK;
+            }
+        }
         if (skipping && (*p == ' ' || *p == '\t')) {
             /* a member of an unwanted class: skipped unread; an indented
              * comment is read as usual (class metadata), or after a
@@ -696,7 +718,11 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
                     continue;
                 }
             } else if (q < le && member_obf_name(q, le, &nm, &nn)) {
-                if (!want_m(b->opts->want_ctx, cls, cls_n, nm, nn)) {
+                uint32_t rs, re;
+                if (!want_m(b->opts->want_ctx, cls, cls_n, nm, nn) ||
+                    (b->use_range && *q >= '0' && *q <= '9' &&
+                     bl_mapping_min_range(q, (size_t)(le - q), &rs, &re) &&
+                     !b->opts->want_range(b->opts->want_ctx, cls, cls_n, nm, nn, rs, re))) {
                     close_group(b);
                     b->last_kind = LK_NONE;
                     p = nl ? nl + 1 : end;
@@ -1307,6 +1333,7 @@ static bl_err builder_init(builder *b, const bl_mi_build_opts *opts, size_t len)
     memset(b, 0, sizeof *b);
     b->opts = opts;
     b->cur_class = -1;
+    b->use_range = opts && opts->want_member && opts->want_range;
     bl_buf_init(&b->scratch, 1 << 20);
     bl_err err = interner_init(&b->in);
     /* size the big arrays once from the input (a mapping line is ~80 bytes,
@@ -1532,8 +1559,9 @@ static bl_err merge_half(builder *a, builder *b)
 
 #undef REMAP
 
-/* Parses data into b, in two halves on two threads when that pays. */
-static bl_err parse_mapping(builder *b, const char *data, size_t len)
+/* Parses data into b, in two halves on two threads when that pays. Returns
+ * early with b->restart set when a half met metadata under use_range. */
+static bl_err parse_split(builder *b, const char *data, size_t len)
 {
     size_t hdr_end = 0, cut = 0;
     int threads = b->opts ? b->opts->threads : 0;
@@ -1544,7 +1572,7 @@ static bl_err parse_mapping(builder *b, const char *data, size_t len)
     if (!cut)
         return parse_all(b, data, len);
     bl_err err = parse_all(b, data, hdr_end);
-    if (err)
+    if (err || b->restart)
         return err;
     half *h = calloc(1, sizeof *h);
     if (!h)
@@ -1559,6 +1587,7 @@ static bl_err parse_mapping(builder *b, const char *data, size_t len)
     int started = 0;
     uint32_t v0 = b->version;
     if (builder_init(&h->b, &h->opts, len - cut) == BL_OK) {
+        h->b.use_range = b->use_range;
         h->b.version = v0;
         h->b.st.map_version = b->st.map_version;
         started = pthread_create(&th, NULL, half_run, h) == 0;
@@ -1566,12 +1595,15 @@ static bl_err parse_mapping(builder *b, const char *data, size_t len)
     err = parse_all(b, data + hdr_end, cut - hdr_end);
     if (started)
         pthread_join(th, NULL);
+    if (started && h->b.restart)
+        b->restart = 1;
     int joined = 0;
     /* joined only when the second half parsed cleanly (a strict failure
      * there is found again, with all its counts, by the one-pass parse
      * below) and the merge fits: BL_ETOOBIG from merge_half leaves b as it
      * was, and one pass stores shared strings once, so it may still fit */
-    if (!err && started && b->version == v0 && !h->diags_lost && h->err == BL_OK &&
+    if (!err && !b->restart && started && b->version == v0 && !h->diags_lost &&
+        h->err == BL_OK &&
         !halves_share_class(b, &h->b)) {
         uint64_t line0 = b->st.lines;
         err = merge_half(b, &h->b);
@@ -1586,11 +1618,61 @@ static bl_err parse_mapping(builder *b, const char *data, size_t len)
                 b->opts->diag(b->opts->diag_ctx, &d);
             }
     }
-    if (!err && !joined) /* the second half again, in order */
+    if (!err && !joined && !b->restart) /* the second half again, in order */
         err = parse_all(b, data + cut, len - cut);
     builder_free(&h->b);
     free(h->diags.v);
     free(h);
+    return err;
+}
+
+/* Diagnostics held while a build by range may still start again. */
+typedef struct held_diags {
+    VEC(bl_mi_diag) v;
+    int lost; /* out of memory holding them */
+} held_diags;
+
+static void hold_diag(void *ctx, const bl_mi_diag *d)
+{
+    held_diags *h = ctx;
+    bl_err err = BL_OK;
+    VEC_PUSH(h->v, *d, err);
+    if (err)
+        h->lost = 1;
+}
+
+/* Parses data into b (see parse_split); with want_range, starts again
+ * without it when the mapping shows metadata, reporting each diagnostic
+ * once. */
+static bl_err parse_mapping(builder *b, const char *data, size_t len)
+{
+    if (!b->use_range)
+        return parse_split(b, data, len);
+    const bl_mi_build_opts *caller = b->opts;
+    bl_mi_build_opts held_opts = *caller;
+    held_diags hd;
+    memset(&hd, 0, sizeof hd);
+    held_opts.diag = hold_diag;
+    held_opts.diag_ctx = &hd;
+    b->opts = &held_opts;
+    bl_err err = parse_split(b, data, len);
+    b->opts = caller;
+    if (!err && b->restart) {
+        free(hd.v.v);
+        builder_free(b);
+        if ((err = builder_init(b, caller, len)))
+            return err;
+        b->use_range = 0;
+        b->st.threads = 1;
+        return parse_split(b, data, len);
+    }
+    for (size_t i = 0; i < hd.v.n && caller->diag; i++)
+        caller->diag(caller->diag_ctx, &hd.v.v[i]);
+    free(hd.v.v);
+    if (hd.lost && !err)
+        err = BL_ENOMEM; /* a diagnostic would be missing */
+    if (!err)
+        b->st.by_range = 1;
     return err;
 }
 

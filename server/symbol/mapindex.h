@@ -141,6 +141,12 @@ typedef int (*bl_mi_want_fn)(void *ctx, const char *obf, size_t n);
 typedef int (*bl_mi_want_member_fn)(void *ctx, const char *cls, size_t cn, const char *name,
                                     size_t nn);
 
+/* Says whether a method line of a wanted member (see want_member) whose
+ * minified range is [min_start, min_end] (normalised, as in
+ * bl_mapping_min_range) is needed. */
+typedef int (*bl_mi_want_range_fn)(void *ctx, const char *cls, size_t cn, const char *name,
+                                   size_t nn, uint32_t min_start, uint32_t min_end);
+
 typedef struct bl_mi_build_opts {
     int strict;            /* stop at the first malformed line (BL_EFORMAT) */
     bl_mi_diag_fn diag;    /* receives errors and warnings */
@@ -159,6 +165,20 @@ typedef struct bl_mi_build_opts {
      * both may be called from two threads at once (a big mapping is parsed
      * in two halves in parallel). */
     bl_mi_want_member_fn want_member;
+    /* Optional, finest (with want_member): a method line that want_member
+     * accepts and that starts with a minified range is skipped unread when
+     * want_range declines its range. Sound for a retrace when it declines
+     * only ranges that contain none of the lines the trace's frames of that
+     * member give (a member with a frame without a line must keep them
+     * all): a ProGuard-style mapping is looked up only by the frame's line.
+     * R8 metadata can tie entries to other lines (an outline call site maps
+     * to another position; synthesized and rewriteFrame hold for every
+     * range of a method), so the build uses want_range only while the
+     * mapping has shown no JSON metadata comment ("# {...}"): on the first
+     * one it starts again without want_range (diagnostics are held until
+     * then, so each is reported once). bl_mi_stats.by_range says whether
+     * it was used to the end. May be called from two threads at once. */
+    bl_mi_want_range_fn want_range;
     void *want_ctx;
     /* Threads: 0 = automatic (on a machine with two or more CPUs, the parse
      * in two halves for a mapping of 8 MiB or more and the index written by
@@ -175,6 +195,7 @@ typedef struct bl_mi_stats {
     uint32_t classes, methods, fields;
     uint32_t map_version;
     uint32_t threads; /* parse threads the build used in the end: 1 or 2 */
+    uint32_t by_range; /* 1: want_range was used to the end (no restart) */
     uint64_t parse_us, write_us; /* wall time of the parse and of the write */
 } bl_mi_stats;
 

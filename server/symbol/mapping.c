@@ -47,6 +47,26 @@ static void normalise_range(uint32_t *a, uint32_t *b)
     }
 }
 
+size_t bl_mapping_min_range(const char *p, size_t n, uint32_t *start, uint32_t *end)
+{
+    const char *q = p, *e = p + n;
+    uint32_t a, b;
+    if (!parse_uint(&q, e, &a) || q >= e || *q != ':')
+        return 0;
+    q++;
+    if (q < e && *q >= '0' && *q <= '9') {
+        if (!parse_uint(&q, e, &b) || q >= e || *q != ':')
+            return 0;
+        q++;
+    } else {
+        b = a;
+    }
+    normalise_range(&a, &b);
+    *start = a;
+    *end = b;
+    return (size_t)(q - p);
+}
+
 /* Finds " -> " in [p, e); returns a pointer to the space or NULL. */
 static const char *find_arrow(const char *p, const char *e)
 {
@@ -129,25 +149,13 @@ static bl_err parse_member(const char *p, const char *e, bl_mapping_line *out,
 
     /* optional minified range "a:b:" */
     if (p < le && *p >= '0' && *p <= '9') {
-        uint32_t a, b;
-        if (!parse_uint(&p, le, &a) || p >= le || *p != ':') {
+        size_t used = bl_mapping_min_range(p, (size_t)(le - p), &out->min_start, &out->min_end);
+        if (!used) {
             *why = "bad minified line range";
             return BL_EFORMAT;
         }
-        p++;
-        if (p < le && *p >= '0' && *p <= '9') {
-            if (!parse_uint(&p, le, &b) || p >= le || *p != ':') {
-                *why = "bad minified line range";
-                return BL_EFORMAT;
-            }
-            p++;
-        } else {
-            b = a;
-        }
-        normalise_range(&a, &b);
+        p += used;
         out->has_min = 1;
-        out->min_start = a;
-        out->min_end = b;
     }
 
     /* type */

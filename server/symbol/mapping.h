@@ -78,6 +78,15 @@ typedef struct bl_mapping_line {
 #define BL_MAPPING_MAX_LINE 0x3fffffffu
 
 /*
+ * Reads the minified range "a:b:" (or "a:", meaning a:a) that starts a
+ * method line's text at p (n bytes, after the indentation), normalised as
+ * bl_mapping_parse_line does (descending swapped, "N:0" = N:N). Returns the
+ * bytes it spans (both colons included) and sets *start / *end, or 0 when p
+ * does not start with a well-formed range (then *start / *end are left).
+ */
+size_t bl_mapping_min_range(const char *p, size_t n, uint32_t *start, uint32_t *end);
+
+/*
  * Parses one line (without its '\n'; a trailing '\r' is ignored).
  * Returns BL_OK and fills *out, or BL_EFORMAT with *why set to a static
  * message naming what is wrong. Never reads outside [line, line+len).

@@ -667,6 +667,26 @@ static int frame_head(const char *line, const char *e, const char **ws_end, cons
     return 1;
 }
 
+/* The line number of a frame whose location is between `open` and `close`
+ * (the parentheses): the digits after the last ':', -1 when there are none
+ * or anything else follows. Shared by the retracer and the name scan. */
+static int64_t frame_line(const char *open, const char *close)
+{
+    const char *colon = NULL;
+    for (const char *q = close; q > open + 1; q--)
+        if (q[-1] == ':') {
+            colon = q - 1;
+            break;
+        }
+    if (!colon || colon + 1 >= close)
+        return -1;
+    int64_t v = 0;
+    const char *q = colon + 1;
+    while (q < close && *q >= '0' && *q <= '9' && v < (1ll << 40))
+        v = v * 10 + (*q++ - '0');
+    return q == close ? v : -1;
+}
+
 /* Tries the line as a frame. Returns 1 when handled. */
 static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
 {
@@ -677,22 +697,8 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
     size_t ws_n = (size_t)(ws_end - line);
     const char *loc = open + 1;
     size_t loc_n = (size_t)(close - loc);
-    int64_t lineno = -1;
+    int64_t lineno = frame_line(open, close);
     int native = loc_n == 13 && memcmp(loc, "Native Method", 13) == 0;
-    const char *colon = NULL;
-    for (const char *q = close; q > loc; q--)
-        if (q[-1] == ':') {
-            colon = q - 1;
-            break;
-        }
-    if (colon && colon + 1 < close) {
-        int64_t v = 0;
-        const char *q = colon + 1;
-        while (q < close && *q >= '0' && *q <= '9' && v < (1ll << 40))
-            v = v * 10 + (*q++ - '0');
-        if (q == close)
-            lineno = v;
-    }
     const bl_rframe *fr;
     const uint32_t *alt;
     uint32_t nalt;
@@ -815,9 +821,12 @@ void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn,
     while (p < e) {
         const char *nl = memchr(p, '\n', (size_t)(e - p));
         const char *le = nl ? nl : e;
+        if (le > p && le[-1] == '\r') /* as bl_retracer_line */
+            le--;
         const char *ws_end, *pfx, *name, *dot, *open, *close;
         if (frame_head(p, le, &ws_end, &pfx, &name, &dot, &open, &close)) {
-            fn(ctx, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1));
+            fn(ctx, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1),
+               frame_line(open, close));
         } else {
             /* an exception line: the class token after the known prefixes */
             static const char *const pre[] = { "Caused by: ", "Suppressed: ",
@@ -834,7 +843,7 @@ void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn,
             while (q < le && is_cls_char(*q))
                 q++;
             if (q > c)
-                fn(ctx, c, (size_t)(q - c), NULL, 0);
+                fn(ctx, c, (size_t)(q - c), NULL, 0, -1);
         }
         p = nl ? nl + 1 : e;
     }

@@ -104,17 +104,20 @@ bl_err bl_retrace_text(const bl_mapindex *mi, const bl_retrace_opts *opts, const
 /*
  * Receives one name a stack trace mentions: a frame's class and method
  * (obfuscated, as written; `method` points into the text, not
- * NUL-terminated), or an exception line's class with method = NULL, mn = 0.
+ * NUL-terminated) with the frame's line number as the retracer reads it
+ * (-1 when the frame has none: "Unknown Source", "SourceFile", "Native
+ * Method"; the retracer looks such a frame up as line 0), or an exception
+ * line's class with method = NULL, mn = 0, line = -1.
  */
 typedef void (*bl_retrace_name_fn)(void *ctx, const char *cls, size_t cn, const char *method,
-                                   size_t mn);
+                                   size_t mn, int64_t line);
 
 /*
- * Calls fn with every (class, method) of a frame and every exception class
- * in a stack-trace text, read exactly as bl_retracer_line reads them (a few
- * extra names may come along, never fewer). Lets a one-shot retrace index
- * only the members it will look up (bl_mi_build_opts.want_class and
- * want_member).
+ * Calls fn with every (class, method, line) of a frame and every exception
+ * class in a stack-trace text, read exactly as bl_retracer_line reads them
+ * (a few extra names may come along, never fewer). Lets a one-shot retrace
+ * index only the members and line ranges it will look up
+ * (bl_mi_build_opts.want_class, want_member and want_range).
  */
 void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn, void *ctx);
 

@@ -30,6 +30,7 @@
 #include "common/buf.h"
 #include "common/fdio.h"
 #include "symbol/mapindex.h"
+#include "symbol/mapping.h"
 #include "symbol/retrace.h"
 
 #define MAX_TRACE_BYTES ((size_t)1 << 31) /* 2 GiB of stack-trace text */
@@ -52,8 +53,10 @@ static const char usage[] =
     "  --strict             read and check every mapping line; fail (exit 2) on\n"
     "                       the first malformed one. Without it only the class\n"
     "                       lines and the methods the stack trace names are\n"
-    "                       read in full, and the malformed lines among them\n"
-    "                       are reported and skipped\n"
+    "                       read in full (of a mapping without R8 metadata,\n"
+    "                       only their line ranges the trace's frames fall\n"
+    "                       in), and the malformed lines among them are\n"
+    "                       reported and skipped\n"
     "  --quiet              do not report malformed mapping lines\n"
     "  --threads N          threads to use, 1-8 (default: the CPUs, at most 8).\n"
     "                       With two or more the mapping is parsed in two\n"
@@ -108,10 +111,25 @@ typedef struct hset {
     uint32_t mask, n;
 } hset;
 
+/* A frame's member (its hash in `members`) and line (0: none). */
+typedef struct frame_line {
+    uint64_t h;
+    uint32_t line;
+} frame_line;
+
 typedef struct trace_names {
     hset classes, members;
     uint64_t gen;   /* bumped before each build that asks */
     int failed;     /* out of memory: read everything */
+    /* the frames' lines per member, for want_range: built by lines_index
+     * from `frames`; slot k of `members` owns lines[at[k] .. at[k]+cnt[k]),
+     * sorted */
+    struct {
+        frame_line *v;
+        size_t n, cap;
+    } frames;
+    uint32_t *at, *cnt, *lines;
+    int by_line;    /* lines_index succeeded */
 } trace_names;
 
 static uint64_t tn_hash(const char *s, size_t n, uint64_t seed)
@@ -161,14 +179,103 @@ static int hset_add(hset *s, uint64_t h)
     return 0;
 }
 
-static void names_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn)
+static void names_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
+                      int64_t line)
 {
     trace_names *t = ctx;
     if (!method || t->failed)
         return; /* an exception class: its class line is always indexed */
-    uint64_t ch = tn_hash(cls, cn, 0);
-    if (hset_add(&t->classes, ch) || hset_add(&t->members, tn_hash(method, mn, ch)))
+    uint64_t ch = tn_hash(cls, cn, 0), mh = tn_hash(method, mn, ch);
+    if (hset_add(&t->classes, ch) || hset_add(&t->members, mh)) {
         t->failed = 1;
+        return;
+    }
+    /* the retracer looks a frame without a line up as line 0; a line past
+     * any mapping range (BL_MAPPING_MAX_LINE) is kept as that bound, which
+     * no range passes either */
+    frame_line f = { mh, line <= 0 ? 0 : line > BL_MAPPING_MAX_LINE ? BL_MAPPING_MAX_LINE + 1u
+                                                                   : (uint32_t)line };
+    if (t->frames.n == t->frames.cap) {
+        size_t nc = t->frames.cap ? t->frames.cap * 2 : 4096;
+        frame_line *nv = realloc(t->frames.v, nc * sizeof *nv);
+        if (!nv) {
+            t->failed = 1;
+            return;
+        }
+        t->frames.v = nv;
+        t->frames.cap = nc;
+    }
+    t->frames.v[t->frames.n++] = f;
+}
+
+/* Slot of h in s (which holds it). */
+static uint32_t hset_slot(const hset *s, uint64_t h)
+{
+    uint32_t j = (uint32_t)(h >> 1) & s->mask;
+    while (s->v[j] != h)
+        j = (j + 1) & s->mask;
+    return j;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Groups the frames' lines by member (counting sort over the member slots,
+ * then each member's lines sorted); sets by_line. On failure want_range is
+ * simply not used. */
+static void lines_index(trace_names *t)
+{
+    if (t->failed || !t->members.v)
+        return;
+    size_t slots = (size_t)t->members.mask + 1, n = t->frames.n;
+    t->at = calloc(slots, sizeof *t->at);
+    t->cnt = calloc(slots, sizeof *t->cnt);
+    t->lines = malloc((n ? n : 1) * sizeof *t->lines);
+    if (!t->at || !t->cnt || !t->lines || n > UINT32_MAX)
+        return;
+    for (size_t i = 0; i < n; i++)
+        t->cnt[hset_slot(&t->members, t->frames.v[i].h)]++;
+    uint32_t sum = 0;
+    for (size_t k = 0; k < slots; k++) {
+        t->at[k] = sum;
+        sum += t->cnt[k];
+    }
+    for (size_t k = 0; k < slots; k++)
+        t->cnt[k] = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t k = hset_slot(&t->members, t->frames.v[i].h);
+        t->lines[t->at[k] + t->cnt[k]++] = t->frames.v[i].line;
+    }
+    for (size_t k = 0; k < slots; k++) {
+        uint32_t *v = t->lines + t->at[k], c = t->cnt[k];
+        if (c > 16) {
+            qsort(v, c, sizeof *v, cmp_u32);
+            continue;
+        }
+        for (uint32_t i = 1; i < c; i++) /* insertion sort: most have a few */
+            for (uint32_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+                uint32_t x = v[j];
+                v[j] = v[j - 1];
+                v[j - 1] = x;
+            }
+    }
+    free(t->frames.v);
+    t->frames.v = NULL;
+    t->frames.n = t->frames.cap = 0;
+    t->by_line = 1;
+}
+
+static void names_free(trace_names *t)
+{
+    free(t->classes.v);
+    free(t->members.v);
+    free(t->frames.v);
+    free(t->at);
+    free(t->cnt);
+    free(t->lines);
 }
 
 /* The class hash of cls, remembered per thread for consecutive calls with
@@ -200,6 +307,31 @@ static int names_want_member(void *ctx, const char *cls, size_t cn, const char *
 {
     const trace_names *t = ctx;
     return hset_has(&t->members, tn_hash(name, nn, tn_class_hash(t, cls, cn)));
+}
+
+/* Whether a frame of the member has line 0 (then every range is needed:
+ * the retracer lists all of them) or a line in [a, b]. A hash collision
+ * only merges two members' lines: more is read, never less. */
+static int names_want_range(void *ctx, const char *cls, size_t cn, const char *name, size_t nn,
+                            uint32_t a, uint32_t b)
+{
+    const trace_names *t = ctx;
+    uint64_t h = tn_hash(name, nn, tn_class_hash(t, cls, cn));
+    if (!hset_has(&t->members, h))
+        return 1;
+    uint32_t k = hset_slot(&t->members, h);
+    const uint32_t *v = t->lines + t->at[k];
+    uint32_t lo = 0, hi = t->cnt[k];
+    if (hi == 0 || v[0] == 0)
+        return 1;
+    while (lo < hi) { /* the first line >= a */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < t->cnt[k] && v[lo] <= b;
 }
 
 /* One piece of the trace, retraced by its own retracer (see
@@ -418,6 +550,7 @@ int main(int argc, char **argv)
         if (!strict) {
             bl_retrace_trace_names(in.data ? in.data : "", in.len, names_add, &want);
             want_ok = !want.failed;
+            lines_index(&want);
         }
     }
     static const struct {
@@ -451,6 +584,8 @@ int main(int argc, char **argv)
             want.gen++;
             bo.want_class = names_want_class;
             bo.want_member = names_want_member;
+            if (want.by_line)
+                bo.want_range = names_want_range;
             bo.want_ctx = &want;
         }
         bl_mi_stats ms;
@@ -485,10 +620,11 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "beatline-retrace: parsed %zu bytes, %llu lines, %u classes, %u methods, "
                     "%u fields in %.1f ms (%.0f MB/s; parse %.1f ms on %u thread%s, write "
-                    "%.1f ms); index %zu bytes\n",
+                    "%.1f ms); index %zu bytes%s\n",
                     mlen, (unsigned long long)ms.lines, ms.classes, ms.methods, ms.fields,
                     t1 - t0, (double)mlen / 1e6 / ((t1 - t0) / 1e3), ms.parse_us / 1e3,
-                    ms.threads, ms.threads > 1 ? "s" : "", ms.write_us / 1e3, img.len);
+                    ms.threads, ms.threads > 1 ? "s" : "", ms.write_us / 1e3, img.len,
+                    ms.by_range ? "; methods read by the trace's lines" : "");
         if (index_out) {
             struct stat os;
             if (stat(index_out, &os) == 0 && os.st_dev == st.st_dev && os.st_ino == st.st_ino) {
@@ -573,8 +709,7 @@ int main(int argc, char **argv)
     }
 out:
     bl_buf_cleanup(&in);
-    free(want.classes.v);
-    free(want.members.v);
+    names_free(&want);
     bl_mapindex_close(mi);
     bl_buf_cleanup(&img);
     if (mdata)

@@ -56,6 +56,21 @@ grep -q "mapping.txt:3: malformed mapping line (--strict)" "$tmp/err"; check "st
 "$bin" --quiet "$m/mapping.txt" "$m/input.txt" > /dev/null 2> "$tmp/err"
 [ ! -s "$tmp/err" ]; check "--quiet is quiet" $?
 
+# of a ProGuard-style mapping only the ranges holding the trace's lines are
+# read (a malformed line in another range goes unread); R8 metadata turns
+# that off (the build starts again), with the same output
+printf 'com.example.Foo -> a:\n    1:3:void one():10:12 -> a\n    4:6:void two():20:22 -> a\n    7:8:bad line -> a\n' > "$tmp/pg.txt"
+printf 'java.lang.Error\n\tat a.a(SourceFile:5)\n' > "$tmp/pg-in.txt"
+"$bin" --stats "$tmp/pg.txt" "$tmp/pg-in.txt" > "$tmp/pg-out.txt" 2> "$tmp/err"
+grep -q "1 methods, .*methods read by the trace's lines" "$tmp/err"; check "ranges by the trace's lines" $?
+grep -q "malformed" "$tmp/err"; check "unread range not reported" $(( $? == 0 ? 1 : 0 ))
+printf 'java.lang.Error\n\tat com.example.Foo.two(Foo.java:21)\n' | cmp -s - "$tmp/pg-out.txt"; check "ranges by lines: output" $?
+{ printf '# {"id":"com.android.tools.r8.mapping","version":"2.2"}\n'; cat "$tmp/pg.txt"; } > "$tmp/r8.txt"
+"$bin" --stats "$tmp/r8.txt" "$tmp/pg-in.txt" > "$tmp/r8-out.txt" 2> "$tmp/err"
+grep -q "methods read by the trace's lines" "$tmp/err"; check "R8 mapping: every range of a named method" $(( $? == 0 ? 1 : 0 ))
+grep -q "r8.txt:5: " "$tmp/err"; check "R8 mapping: malformed range reported" $?
+cmp -s "$tmp/pg-out.txt" "$tmp/r8-out.txt"; check "R8 mapping: same output" $?
+
 # --threads: a 1.5 MiB trace retraced in pieces, a mapping parsed in two
 # halves — the output equals the one-thread output (cases whose retrace
 # carries state from line to line: exceptions, rewriteFrame, outlines)

@@ -17,11 +17,15 @@ static int n_cases;
 
 
 
-/* A tiny set of names for the lazy (want_class / want_member) builds:
- * frame classes as "cls", frame members as "cls#method". */
+/* A tiny set of names for the lazy (want_class / want_member / want_range)
+ * builds: frame classes as "cls", frame members as "cls#method", and in
+ * `lines` each frame's member with its line as the retracer looks it up:
+ * "cls#method@L" (L = 0 when the frame has none). */
 typedef struct names {
     char *v[4096];
     int n;
+    char *lines[4096];
+    int nl;
 } names;
 
 static void add_str(names *s, const char *p, size_t n)
@@ -32,7 +36,8 @@ static void add_str(names *s, const char *p, size_t n)
     s->n++;
 }
 
-static void add_name(void *ctx, const char *cls, size_t cn, const char *method, size_t mn)
+static void add_name(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
+                     int64_t line)
 {
     names *s = ctx;
     if (!method)
@@ -42,6 +47,13 @@ static void add_name(void *ctx, const char *cls, size_t cn, const char *method, 
     int k = snprintf(buf, sizeof buf, "%.*s#%.*s", (int)cn, cls, (int)mn, method);
     ck_assert(k > 0 && (size_t)k < sizeof buf);
     add_str(s, buf, (size_t)k);
+    k = snprintf(buf, sizeof buf, "%.*s#%.*s@%lld", (int)cn, cls, (int)mn, method,
+                 (long long)(line > 0 ? line : 0));
+    ck_assert(k > 0 && (size_t)k < sizeof buf);
+    ck_assert_int_lt(s->nl, 4096);
+    s->lines[s->nl] = strdup(buf);
+    ck_assert_ptr_nonnull(s->lines[s->nl]);
+    s->nl++;
 }
 
 /* The names `in` mentions (frame classes and class#method); free with
@@ -58,6 +70,8 @@ static void names_free(names *ns)
 {
     for (int i = 0; i < ns->n; i++)
         free(ns->v[i]);
+    for (int i = 0; i < ns->nl; i++)
+        free(ns->lines[i]);
     free(ns);
 }
 
@@ -80,6 +94,25 @@ static int has_member(void *ctx, const char *cls, size_t cn, const char *name, s
     int k = snprintf(buf, sizeof buf, "%.*s#%.*s", (int)cn, cls, (int)nn, name);
     ck_assert(k > 0 && (size_t)k < sizeof buf);
     return has_str(ctx, buf, (size_t)k);
+}
+
+/* Some frame of cls.name has line 0 or a line in [a, b] (linear: the
+ * oracle for the CLI's sorted per-member lines). */
+static int has_range(void *ctx, const char *cls, size_t cn, const char *name, size_t nn,
+                     uint32_t a, uint32_t b)
+{
+    const names *s = ctx;
+    char buf[1024];
+    int k = snprintf(buf, sizeof buf, "%.*s#%.*s@", (int)cn, cls, (int)nn, name);
+    ck_assert(k > 0 && (size_t)k < sizeof buf);
+    for (int i = 0; i < s->nl; i++) {
+        if (strncmp(s->lines[i], buf, (size_t)k))
+            continue;
+        unsigned long long L = strtoull(s->lines[i] + k, NULL, 10);
+        if (L == 0 || (L >= a && L <= b))
+            return 1;
+    }
+    return 0;
 }
 
 START_TEST(golden_case)
@@ -156,17 +189,20 @@ START_TEST(golden_case)
     /* the same with only the classes the trace names read in full, then
      * only the members its frames name, then that in two halves */
     names *ns = names_of(input, in_n);
-    for (int mode = 0; mode < 3; mode++) {
+    static const char *const mode_name[5] = { "classes", "members", "members, 2 threads",
+                                              "ranges", "ranges, 2 threads" };
+    for (int mode = 0; mode < 5; mode++) {
         bl_mi_build_opts lazy = { .want_class = has_name, .want_ctx = ns };
         if (mode)
             lazy.want_member = has_member;
-        lazy.threads = mode == 2 ? 2 : 1;
+        if (mode >= 3)
+            lazy.want_range = has_range;
+        lazy.threads = mode == 2 || mode == 4 ? 2 : 1;
         mi = tu_index_opts(mapping, mn, &lazy, &img, &st);
         got = tu_retrace_str(mi, verbose, input);
         ck_assert_msg(strcmp(got, expected) == 0,
                       "case %s (lazy %s):\n--- expected\n%s--- got\n%s", name,
-                      mode == 0 ? "classes" : mode == 1 ? "members" : "members, 2 threads",
-                      expected, got);
+                      mode_name[mode], expected, got);
         free(got);
         bl_mapindex_close(mi);
         bl_buf_cleanup(&img);
@@ -322,12 +358,103 @@ START_TEST(lazy_build_header_and_blank_lines)
 }
 END_TEST
 
-/* Retraces `in` with `m` built in full, lazily by class, lazily by member:
- * each gives `want`. */
+/* A build by range reads only the ranges holding the trace's lines (and
+ * every range of a member with a line-less frame), and retraces as the full
+ * build does. */
+START_TEST(range_build_reads_only_traced_ranges)
+{
+    const char *m = "com.example.Foo -> a:\n"
+                    "    1:3:void one():10:12 -> a\n"
+                    "    4:6:void two():20:22 -> a\n"
+                    "    4:6:void outer():30 -> a\n"
+                    "    7:7:void three(int):40:40 -> a\n"
+                    "    void noLines() -> a\n"
+                    "    8:9:void four():50:51 -> b\n"
+                    "    10:11:void five():60:61 -> b\n";
+    const char *in = "java.lang.Error\n\tat a.a(SourceFile:5)\n\tat a.b(Unknown Source)\n";
+    names *ns = names_of(in, strlen(in));
+    bl_mi_build_opts o = { .want_class = has_name, .want_member = has_member,
+                           .want_range = has_range, .want_ctx = ns };
+    bl_buf img, full_img;
+    bl_mi_stats st;
+    bl_mapindex *mi = tu_index_opts(m, strlen(m), &o, &img, &st);
+    bl_mapindex *full = tu_index_of(m, strlen(m), &full_img, NULL);
+    ck_assert_uint_eq(st.by_range, 1);
+    /* a.a: the 4:6 group (two entries) and the range-less line; a.b has a
+     * frame without a line: both of its ranges */
+    ck_assert_uint_eq(st.methods, 5);
+    char *got = tu_retrace_str(mi, 0, in), *want = tu_retrace_str(full, 0, in);
+    ck_assert_str_eq(got, want);
+    ck_assert_str_eq(got, "java.lang.Error\n"
+                          "\tat com.example.Foo.two(Foo.java:21)\n"
+                          "\tat com.example.Foo.outer(Foo.java:30)\n"
+                          "\tat com.example.Foo.four(Foo.java)\n"
+                          "\t<OR> at com.example.Foo.five(Foo.java)\n");
+    free(got);
+    free(want);
+    bl_mapindex_close(mi);
+    bl_mapindex_close(full);
+    bl_buf_cleanup(&img);
+    bl_buf_cleanup(&full_img);
+    names_free(ns);
+}
+END_TEST
+
+/* Metadata met while building by range — here a map-version comment after
+ * the first class, enabling a synthesized comment on a range the trace
+ * does not hit, which holds for the method's other ranges too — makes the
+ * build start again without want_range: the output is the full build's,
+ * and the malformed line before it is reported once, in one pass or two
+ * halves. */
+START_TEST(range_build_restarts_on_metadata)
+{
+    const char *m = "com.example.A -> a:\n"
+                    "    1:1:void x():1:1 -> a\n"
+                    "    this line is malformed\n"
+                    "# {\"id\":\"com.android.tools.r8.mapping\",\"version\":\"1.0\"}\n"
+                    "com.example.B -> b:\n"
+                    "    1:2:void lambda$run$0():10:11 -> a\n"
+                    "    # {\"id\":\"com.android.tools.r8.synthesized\"}\n"
+                    "    3:4:void lambda$run$0():12:13 -> a\n"
+                    "    5:5:void run():20:20 -> a\n";
+    const char *in = "java.lang.Error\n\tat b.a(SourceFile:3)\n\tat a.a(SourceFile:1)\n";
+    bl_buf full_img;
+    bl_mapindex *full = tu_index_of(m, strlen(m), &full_img, NULL);
+    char *want = tu_retrace_str(full, 0, in);
+    ck_assert_str_eq(want, "java.lang.Error\n\tat com.example.A.x(A.java:1)\n");
+    names *ns = names_of(in, strlen(in));
+    for (int threads = 1; threads <= 2; threads++) {
+        bl_buf diags, img;
+        bl_buf_init(&diags, 0);
+        bl_mi_build_opts o = { .want_class = has_name, .want_member = has_member,
+                               .want_range = has_range, .want_ctx = ns, .threads = threads,
+                               .diag = tu_diag_collect, .diag_ctx = &diags };
+        bl_mi_stats st;
+        bl_mapindex *mi = tu_index_opts(m, strlen(m), &o, &img, &st);
+        char *got = tu_retrace_str(mi, 0, in);
+        ck_assert_msg(strcmp(got, want) == 0, "%d thread(s):\n%s", threads, got);
+        ck_assert_uint_eq(st.by_range, 0);
+        ck_assert_uint_eq(st.malformed, 1);
+        ck_assert_ptr_nonnull(diags.data);
+        ck_assert_str_eq(diags.data, "3: member line without ' -> '\n");
+        free(got);
+        bl_mapindex_close(mi);
+        bl_buf_cleanup(&img);
+        bl_buf_cleanup(&diags);
+    }
+    free(want);
+    names_free(ns);
+    bl_mapindex_close(full);
+    bl_buf_cleanup(&full_img);
+}
+END_TEST
+
+/* Retraces `in` with `m` built in full, lazily by class, by member, by
+ * member and range: each gives `want`. */
 static void check_lazy_modes(const char *m, const char *in, const char *want)
 {
     names *ns = names_of(in, strlen(in));
-    for (int mode = 0; mode < 3; mode++) {
+    for (int mode = 0; mode < 4; mode++) {
         bl_mi_build_opts o = { 0 };
         if (mode > 0) {
             o.want_class = has_name;
@@ -335,6 +462,8 @@ static void check_lazy_modes(const char *m, const char *in, const char *want)
         }
         if (mode > 1)
             o.want_member = has_member;
+        if (mode > 2)
+            o.want_range = has_range;
         bl_buf img;
         bl_mapindex *mi = tu_index_opts(m, strlen(m), &o, &img, NULL);
         char *got = tu_retrace_str(mi, 0, in);
@@ -425,6 +554,8 @@ int main(void)
     tcase_add_test(tc, lazy_build_reads_version_in_skipped_class);
     tcase_add_test(tc, lazy_build_reads_escaped_metadata);
     tcase_add_test(tc, lazy_build_header_and_blank_lines);
+    tcase_add_test(tc, range_build_reads_only_traced_ranges);
+    tcase_add_test(tc, range_build_restarts_on_metadata);
     suite_add_tcase(s, tc);
     TCase *ix = tcase_create("index");
     tcase_add_test(ix, index_file_roundtrip);
