@@ -35,8 +35,12 @@ typedef struct memo_ent {
 typedef struct orig_ent {
     const char *key; /* NULL = empty */
     uint32_t n;
+    uint32_t file;   /* inferred file name: offset + 1 in files, 0 = not yet */
+    uint32_t file_n;
     const bl_mi_class *c;
 } orig_ent;
+
+#define FILE_MEMO 0x80000000u /* fr_file: offset in files, not names */
 
 struct bl_retracer {
     const bl_mapindex *mi;
@@ -54,6 +58,7 @@ struct bl_retracer {
     bl_buf keys;         /* memo key bytes */
     orig_ent *oc;        /* original-class lookups (see orig_class) */
     uint32_t oc_mask, oc_n;
+    bl_buf files;        /* inferred file names remembered in oc */
     char exc_obf[512], exc_orig[512];
 };
 
@@ -68,6 +73,7 @@ bl_err bl_retracer_new(const bl_mapindex *mi, const bl_retrace_opts *opts, bl_re
         rt->o = *opts;
     bl_buf_init(&rt->names, 1 << 24);
     bl_buf_init(&rt->keys, (size_t)1 << 30);
+    bl_buf_init(&rt->files, FILE_MEMO - 1);
     rt->carry = -1;
     *out = rt;
     return BL_OK;
@@ -82,6 +88,7 @@ void bl_retracer_free(bl_retracer *rt)
     free(rt->alt);
     bl_buf_cleanup(&rt->names);
     bl_buf_cleanup(&rt->keys);
+    bl_buf_cleanup(&rt->files);
     free(rt->memo);
     free(rt->oc);
     free(rt);
@@ -177,15 +184,20 @@ static int64_t map_line(const bl_mi_method *m, int64_t L)
 
 /* Looks up the class record for an original class name (source file and
  * synthesized flag), remembering answers: a trace names the same classes
- * again and again, and each fresh lookup is a few cache misses. */
-static const bl_mi_class *orig_class(bl_retracer *rt, const char *cls, uint32_t n)
+ * again and again, and each fresh lookup is a few cache misses. *ep gets
+ * the remembered entry (valid until the next call), or NULL. */
+static const bl_mi_class *orig_class(bl_retracer *rt, const char *cls, uint32_t n,
+                                     orig_ent **ep)
 {
+    *ep = NULL;
     if (rt->oc) {
         uintptr_t k = (uintptr_t)cls;
         for (uint32_t j = (uint32_t)((k >> 3) * 0x9E3779B1u) & rt->oc_mask;;
              j = (j + 1) & rt->oc_mask) {
-            if (rt->oc[j].key == cls && rt->oc[j].n == n)
+            if (rt->oc[j].key == cls && rt->oc[j].n == n) {
+                *ep = &rt->oc[j];
                 return rt->oc[j].c;
+            }
             if (!rt->oc[j].key)
                 break;
         }
@@ -215,8 +227,10 @@ static const bl_mi_class *orig_class(bl_retracer *rt, const char *cls, uint32_t 
         j = (j + 1) & rt->oc_mask;
     rt->oc[j].key = cls;
     rt->oc[j].n = n;
+    rt->oc[j].file = rt->oc[j].file_n = 0;
     rt->oc[j].c = c;
     rt->oc_n++;
+    *ep = &rt->oc[j];
     return c;
 }
 
@@ -366,7 +380,8 @@ static int frame_synthesized(bl_retracer *rt, const bl_rframe *f)
 {
     if (f->m && (f->m->flags & BL_MIM_SYNTH))
         return 1;
-    const bl_mi_class *c = orig_class(rt, f->cls, f->cls_n);
+    orig_ent *e;
+    const bl_mi_class *c = orig_class(rt, f->cls, f->cls_n, &e);
     return c && (c->flags & BL_MIC_SYNTH);
 }
 
@@ -444,23 +459,41 @@ static bl_err resolve_files(bl_retracer *rt)
     bl_buf_reset(&rt->names);
     for (uint32_t i = 0; i < rt->nfr; i++) {
         bl_rframe *f = &rt->fr[i];
-        const bl_mi_class *c = orig_class(rt, f->cls, f->cls_n);
+        orig_ent *e;
+        const bl_mi_class *c = orig_class(rt, f->cls, f->cls_n, &e);
         if (c && c->source_file) {
             f->file = bl_mapindex_str(rt->mi, c->source_file);
             f->file_n = bl_mapindex_strlen(rt->mi, c->source_file);
             continue;
         }
+        if (e && e->file) { /* inferred before */
+            rt->fr_file[i] = FILE_MEMO | e->file;
+            f->file_n = e->file_n;
+            continue;
+        }
         char tmp[512];
         size_t n = bl_retrace_infer_file(f->cls, f->cls_n, tmp, sizeof tmp);
+        f->file_n = (uint32_t)n;
+        size_t at = rt->files.len;
+        if (e && bl_buf_append(&rt->files, tmp, n + 1) == BL_OK) {
+            e->file = (uint32_t)at + 1;
+            e->file_n = (uint32_t)n;
+            rt->fr_file[i] = FILE_MEMO | e->file;
+            continue;
+        }
+        rt->files.len = at; /* remembering is only an optimisation */
         rt->fr_file[i] = (uint32_t)rt->names.len + 1;
         bl_err err = bl_buf_append(&rt->names, tmp, n + 1);
         if (err)
             return err;
-        f->file_n = (uint32_t)n;
     }
-    for (uint32_t i = 0; i < rt->nfr; i++)
-        if (rt->fr_file[i])
-            rt->fr[i].file = rt->names.data + rt->fr_file[i] - 1;
+    for (uint32_t i = 0; i < rt->nfr; i++) {
+        uint32_t v = rt->fr_file[i];
+        if (v & FILE_MEMO)
+            rt->fr[i].file = rt->files.data + (v & ~FILE_MEMO) - 1;
+        else if (v)
+            rt->fr[i].file = rt->names.data + v - 1;
+    }
     return BL_OK;
 }
 

@@ -98,38 +98,62 @@ static double now_ms(void)
 
 /*
  * What a one-shot retrace reads in full: the classes the trace's frames
- * name, and the (class, method) pairs. Two open-addressing sets of 64-bit
- * hashes: XXH3 of the class, and XXH3 of the method seeded with the class
- * hash (a collision only makes the parse read one more class or member in
- * full, never fewer). Both add and lookup are O(1) however many methods a
- * class has. The mapping parse asks about every member line of a wanted
- * class, so the class hash of the line before is remembered per thread
- * (with the build's generation: a later build starts afresh).
+ * name, their (class, method) members, and each member's frame lines.
+ * Names are kept as 64-bit hashes: XXH3 of the class, XXH3 of the method
+ * seeded with the class hash (a collision only makes the parse read more,
+ * never less). The scan numbers classes and members as it meets them (two
+ * open-addressing maps); names_index then lays out, per class, its members
+ * and, per member, its sorted lines.
+ *
+ * The mapping parse asks about every class line, then about every member
+ * line of a wanted class, then about the range of each wanted method line:
+ * the answer for the class line before (and the member line before) is
+ * remembered per thread, so a member line costs one hash of its short
+ * obfuscated name and a look at its class's few members. A class with many
+ * named members is looked up in the member map instead (O(1) however many
+ * methods a class has).
  */
-typedef struct hset {
-    uint64_t *v;    /* 0 = empty */
+typedef struct hmap {
+    uint64_t *key;  /* 0 = empty */
+    uint32_t *val;
     uint32_t mask, n;
-} hset;
+} hmap;
 
-/* A frame's member (its hash in `members`) and line (0: none). */
-typedef struct frame_line {
+#define NO_INDEX UINT32_MAX
+#define SCAN_MEMBERS 16 /* a class's members checked one by one, at most */
+
+typedef struct tn_class {
     uint64_t h;
-    uint32_t line;
-} frame_line;
+    uint32_t first, n; /* its members: member_of[first .. first+n) */
+} tn_class;
+
+typedef struct tn_member {
+    uint64_t h;
+    uint32_t cls;         /* class index */
+    uint32_t first, n;    /* its lines: lines[first .. first+n), sorted */
+} tn_member;
+
+/* A frame as scanned: member index and line (0: none). */
+typedef struct tn_frame {
+    uint32_t member, line;
+} tn_frame;
+
+#define VEC_OF(T)                                                                     \
+    struct {                                                                          \
+        T *v;                                                                         \
+        size_t n, cap;                                                                \
+    }
 
 typedef struct trace_names {
-    hset classes, members;
+    hmap class_ix, member_ix;   /* hash -> index */
+    VEC_OF(tn_class) classes;
+    VEC_OF(tn_member) members;
+    VEC_OF(tn_frame) frames;    /* freed by names_index */
+    uint32_t *member_of;        /* members grouped by class */
+    uint32_t *lines;            /* lines grouped by member */
     uint64_t gen;   /* bumped before each build that asks */
-    int failed;     /* out of memory: read everything */
-    /* the frames' lines per member, for want_range: built by lines_index
-     * from `frames`; slot k of `members` owns lines[at[k] .. at[k]+cnt[k]),
-     * sorted */
-    struct {
-        frame_line *v;
-        size_t n, cap;
-    } frames;
-    uint32_t *at, *cnt, *lines;
-    int by_line;    /* lines_index succeeded */
+    int failed;     /* out of memory while scanning: read everything */
+    int by_line;    /* names_index succeeded: want_range may be used */
 } trace_names;
 
 static uint64_t tn_hash(const char *s, size_t n, uint64_t seed)
@@ -137,47 +161,74 @@ static uint64_t tn_hash(const char *s, size_t n, uint64_t seed)
     return XXH3_64bits_withSeed(s, n, seed) | 1; /* never 0 */
 }
 
-static int hset_has(const hset *s, uint64_t h)
+/* The value of h, or NO_INDEX. */
+static uint32_t hmap_get(const hmap *m, uint64_t h)
 {
-    if (!s->v)
-        return 0;
-    for (uint32_t j = (uint32_t)(h >> 1) & s->mask;; j = (j + 1) & s->mask) {
-        if (s->v[j] == h)
-            return 1;
-        if (!s->v[j])
-            return 0;
+    if (!m->key)
+        return NO_INDEX;
+    for (uint32_t j = (uint32_t)(h >> 1) & m->mask;; j = (j + 1) & m->mask) {
+        if (m->key[j] == h)
+            return m->val[j];
+        if (!m->key[j])
+            return NO_INDEX;
     }
 }
 
-/* Adds h; -1 when out of memory. */
-static int hset_add(hset *s, uint64_t h)
+/* The value of h, adding h -> val when absent (*added = 1); NO_INDEX when
+ * out of memory. */
+static uint32_t hmap_put(hmap *m, uint64_t h, uint32_t val, int *added)
 {
-    if (!s->v || (s->n + 1) * 2 > s->mask + 1) {
-        uint32_t cap = s->v ? (s->mask + 1) * 2 : 1024;
-        uint64_t *nv = cap ? calloc(cap, sizeof *nv) : NULL;
-        if (!nv)
-            return -1;
-        for (uint32_t i = 0; s->v && i <= s->mask; i++) {
-            if (!s->v[i])
-                continue;
-            uint32_t j = (uint32_t)(s->v[i] >> 1) & (cap - 1);
-            while (nv[j])
-                j = (j + 1) & (cap - 1);
-            nv[j] = s->v[i];
+    *added = 0;
+    if (!m->key || (m->n + 1) * 2 > m->mask + 1) {
+        uint32_t cap = m->key ? (m->mask + 1) * 2 : 1024;
+        uint64_t *nk = cap ? calloc(cap, sizeof *nk) : NULL;
+        uint32_t *nv = cap ? malloc(cap * sizeof *nv) : NULL;
+        if (!nk || !nv) {
+            free(nk);
+            free(nv);
+            return NO_INDEX;
         }
-        free(s->v);
-        s->v = nv;
-        s->mask = cap - 1;
+        for (uint32_t i = 0; m->key && i <= m->mask; i++) {
+            if (!m->key[i])
+                continue;
+            uint32_t j = (uint32_t)(m->key[i] >> 1) & (cap - 1);
+            while (nk[j])
+                j = (j + 1) & (cap - 1);
+            nk[j] = m->key[i];
+            nv[j] = m->val[i];
+        }
+        free(m->key);
+        free(m->val);
+        m->key = nk;
+        m->val = nv;
+        m->mask = cap - 1;
     }
-    uint32_t j = (uint32_t)(h >> 1) & s->mask;
-    while (s->v[j] && s->v[j] != h)
-        j = (j + 1) & s->mask;
-    if (!s->v[j]) {
-        s->v[j] = h;
-        s->n++;
-    }
-    return 0;
+    uint32_t j = (uint32_t)(h >> 1) & m->mask;
+    while (m->key[j] && m->key[j] != h)
+        j = (j + 1) & m->mask;
+    if (m->key[j])
+        return m->val[j];
+    m->key[j] = h;
+    m->val[j] = val;
+    m->n++;
+    *added = 1;
+    return val;
 }
+
+#define VEC_ADD(vec, item, fail)                                                      \
+    do {                                                                              \
+        if ((vec).n == (vec).cap) {                                                   \
+            size_t nc_ = (vec).cap ? (vec).cap * 2 : 1024;                            \
+            void *nv_ = realloc((vec).v, nc_ * sizeof *(vec).v);                      \
+            if (!nv_) {                                                               \
+                (fail) = 1;                                                           \
+                break;                                                                \
+            }                                                                         \
+            (vec).v = nv_;                                                            \
+            (vec).cap = nc_;                                                          \
+        }                                                                             \
+        (vec).v[(vec).n++] = (item);                                                  \
+    } while (0)
 
 static void names_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
                       int64_t line)
@@ -186,35 +237,34 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
     if (!method || t->failed)
         return; /* an exception class: its class line is always indexed */
     uint64_t ch = tn_hash(cls, cn, 0), mh = tn_hash(method, mn, ch);
-    if (hset_add(&t->classes, ch) || hset_add(&t->members, mh)) {
+    int added;
+    uint32_t ci = hmap_put(&t->class_ix, ch, (uint32_t)t->classes.n, &added);
+    if (ci == NO_INDEX || t->classes.n >= NO_INDEX - 1 || t->members.n >= NO_INDEX - 1 ||
+        t->frames.n >= NO_INDEX - 1) {
         t->failed = 1;
         return;
     }
-    /* the retracer looks a frame without a line up as line 0; a line past
-     * any mapping range (BL_MAPPING_MAX_LINE) is kept as that bound, which
-     * no range passes either */
-    frame_line f = { mh, line <= 0 ? 0 : line > BL_MAPPING_MAX_LINE ? BL_MAPPING_MAX_LINE + 1u
-                                                                   : (uint32_t)line };
-    if (t->frames.n == t->frames.cap) {
-        size_t nc = t->frames.cap ? t->frames.cap * 2 : 4096;
-        frame_line *nv = realloc(t->frames.v, nc * sizeof *nv);
-        if (!nv) {
-            t->failed = 1;
-            return;
-        }
-        t->frames.v = nv;
-        t->frames.cap = nc;
+    if (added) {
+        tn_class c = { ch, 0, 0 };
+        VEC_ADD(t->classes, c, t->failed);
     }
-    t->frames.v[t->frames.n++] = f;
-}
-
-/* Slot of h in s (which holds it). */
-static uint32_t hset_slot(const hset *s, uint64_t h)
-{
-    uint32_t j = (uint32_t)(h >> 1) & s->mask;
-    while (s->v[j] != h)
-        j = (j + 1) & s->mask;
-    return j;
+    uint32_t mi = hmap_put(&t->member_ix, mh, (uint32_t)t->members.n, &added);
+    if (mi == NO_INDEX) {
+        t->failed = 1;
+        return;
+    }
+    if (added) {
+        tn_member m = { mh, ci, 0, 0 };
+        VEC_ADD(t->members, m, t->failed);
+        if (!t->failed)
+            t->classes.v[ci].n++;
+    }
+    /* the retracer looks a frame without a line up as line 0; a line past
+     * any mapping range (BL_MAPPING_MAX_LINE) is kept as just past that
+     * bound, which no range holds either */
+    tn_frame f = { mi, line <= 0 ? 0 : line > BL_MAPPING_MAX_LINE ? BL_MAPPING_MAX_LINE + 1u
+                                                                  : (uint32_t)line };
+    VEC_ADD(t->frames, f, t->failed);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -223,34 +273,45 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Groups the frames' lines by member (counting sort over the member slots,
- * then each member's lines sorted); sets by_line. On failure want_range is
- * simply not used. */
-static void lines_index(trace_names *t)
+/* Lays out members by class and lines by member (counting sorts; each
+ * member's lines then sorted); sets by_line. On failure only want_range
+ * goes unused: want_class and want_member need the maps alone. */
+static void names_index(trace_names *t)
 {
-    if (t->failed || !t->members.v)
+    if (t->failed)
         return;
-    size_t slots = (size_t)t->members.mask + 1, n = t->frames.n;
-    t->at = calloc(slots, sizeof *t->at);
-    t->cnt = calloc(slots, sizeof *t->cnt);
-    t->lines = malloc((n ? n : 1) * sizeof *t->lines);
-    if (!t->at || !t->cnt || !t->lines || n > UINT32_MAX)
+    size_t nc = t->classes.n, nm = t->members.n, nf = t->frames.n;
+    t->member_of = malloc((nm ? nm : 1) * sizeof *t->member_of);
+    t->lines = malloc((nf ? nf : 1) * sizeof *t->lines);
+    if (!t->member_of || !t->lines) {
+        free(t->member_of); /* tn_ask_member then uses the member map */
+        t->member_of = NULL;
         return;
-    for (size_t i = 0; i < n; i++)
-        t->cnt[hset_slot(&t->members, t->frames.v[i].h)]++;
+    }
     uint32_t sum = 0;
-    for (size_t k = 0; k < slots; k++) {
-        t->at[k] = sum;
-        sum += t->cnt[k];
+    for (size_t c = 0; c < nc; c++) {
+        t->classes.v[c].first = sum;
+        sum += t->classes.v[c].n;
+        t->classes.v[c].n = 0;
     }
-    for (size_t k = 0; k < slots; k++)
-        t->cnt[k] = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t k = hset_slot(&t->members, t->frames.v[i].h);
-        t->lines[t->at[k] + t->cnt[k]++] = t->frames.v[i].line;
+    for (size_t m = 0; m < nm; m++) {
+        tn_class *c = &t->classes.v[t->members.v[m].cls];
+        t->member_of[c->first + c->n++] = (uint32_t)m;
     }
-    for (size_t k = 0; k < slots; k++) {
-        uint32_t *v = t->lines + t->at[k], c = t->cnt[k];
+    for (size_t i = 0; i < nf; i++)
+        t->members.v[t->frames.v[i].member].n++;
+    sum = 0;
+    for (size_t m = 0; m < nm; m++) {
+        t->members.v[m].first = sum;
+        sum += t->members.v[m].n;
+        t->members.v[m].n = 0;
+    }
+    for (size_t i = 0; i < nf; i++) {
+        tn_member *m = &t->members.v[t->frames.v[i].member];
+        t->lines[m->first + m->n++] = t->frames.v[i].line;
+    }
+    for (size_t m = 0; m < nm; m++) {
+        uint32_t *v = t->lines + t->members.v[m].first, c = t->members.v[m].n;
         if (c > 16) {
             qsort(v, c, sizeof *v, cmp_u32);
             continue;
@@ -270,58 +331,93 @@ static void lines_index(trace_names *t)
 
 static void names_free(trace_names *t)
 {
+    free(t->class_ix.key);
+    free(t->class_ix.val);
+    free(t->member_ix.key);
+    free(t->member_ix.val);
     free(t->classes.v);
     free(t->members.v);
     free(t->frames.v);
-    free(t->at);
-    free(t->cnt);
+    free(t->member_of);
     free(t->lines);
 }
 
-/* The class hash of cls, remembered per thread for consecutive calls with
- * the same class pointer in the same build. */
-static uint64_t tn_class_hash(const trace_names *t, const char *cls, size_t cn)
+/* What this thread last asked about: the class line (by its address in
+ * the mapping, with the build's generation) and the member line. */
+typedef struct tn_last {
+    const trace_names *t;
+    uint64_t gen;
+    const char *cls, *name;
+    size_t cn, nn;
+    uint64_t ch;
+    uint32_t ci, mi; /* class and member index, NO_INDEX: not named */
+} tn_last;
+
+static _Thread_local tn_last tn_cache;
+
+static tn_last *tn_ask_class(const trace_names *t, const char *cls, size_t cn)
 {
-    static _Thread_local const trace_names *last_t;
-    static _Thread_local uint64_t last_gen;
-    static _Thread_local const char *last_cls;
-    static _Thread_local size_t last_cn;
-    static _Thread_local uint64_t last_h;
-    if (t != last_t || t->gen != last_gen || cls != last_cls || cn != last_cn) {
-        last_t = t;
-        last_gen = t->gen;
-        last_cls = cls;
-        last_cn = cn;
-        last_h = tn_hash(cls, cn, 0);
+    tn_last *l = &tn_cache;
+    if (l->t != t || l->gen != t->gen || l->cls != cls || l->cn != cn) {
+        l->t = t;
+        l->gen = t->gen;
+        l->cls = cls;
+        l->cn = cn;
+        l->ch = tn_hash(cls, cn, 0);
+        l->ci = hmap_get(&t->class_ix, l->ch);
+        l->name = NULL;
     }
-    return last_h;
+    return l;
+}
+
+/* Member index of cls.name, or NO_INDEX. */
+static uint32_t tn_ask_member(const trace_names *t, const char *cls, size_t cn, const char *name,
+                          size_t nn)
+{
+    tn_last *l = tn_ask_class(t, cls, cn);
+    if (l->name == name && l->nn == nn)
+        return l->mi;
+    l->name = name;
+    l->nn = nn;
+    l->mi = NO_INDEX;
+    if (l->ci == NO_INDEX)
+        return NO_INDEX;
+    uint64_t mh = tn_hash(name, nn, l->ch);
+    const tn_class *c = &t->classes.v[l->ci];
+    if (!t->member_of || c->n > SCAN_MEMBERS) {
+        l->mi = hmap_get(&t->member_ix, mh);
+    } else {
+        for (uint32_t k = 0; k < c->n; k++)
+            if (t->members.v[t->member_of[c->first + k]].h == mh) {
+                l->mi = t->member_of[c->first + k];
+                break;
+            }
+    }
+    return l->mi;
 }
 
 static int names_want_class(void *ctx, const char *cls, size_t n)
 {
-    const trace_names *t = ctx;
-    return hset_has(&t->classes, tn_class_hash(t, cls, n));
+    return tn_ask_class(ctx, cls, n)->ci != NO_INDEX;
 }
 
 static int names_want_member(void *ctx, const char *cls, size_t cn, const char *name, size_t nn)
 {
-    const trace_names *t = ctx;
-    return hset_has(&t->members, tn_hash(name, nn, tn_class_hash(t, cls, cn)));
+    return tn_ask_member(ctx, cls, cn, name, nn) != NO_INDEX;
 }
 
 /* Whether a frame of the member has line 0 (then every range is needed:
- * the retracer lists all of them) or a line in [a, b]. A hash collision
- * only merges two members' lines: more is read, never less. */
+ * the retracer lists all of them) or a line in [a, b]. */
 static int names_want_range(void *ctx, const char *cls, size_t cn, const char *name, size_t nn,
                             uint32_t a, uint32_t b)
 {
     const trace_names *t = ctx;
-    uint64_t h = tn_hash(name, nn, tn_class_hash(t, cls, cn));
-    if (!hset_has(&t->members, h))
-        return 1;
-    uint32_t k = hset_slot(&t->members, h);
-    const uint32_t *v = t->lines + t->at[k];
-    uint32_t lo = 0, hi = t->cnt[k];
+    uint32_t mi = tn_ask_member(t, cls, cn, name, nn);
+    if (mi == NO_INDEX)
+        return 1; /* not asked of an unnamed member; reading is safe */
+    const tn_member *m = &t->members.v[mi];
+    const uint32_t *v = t->lines + m->first;
+    uint32_t lo = 0, hi = m->n;
     if (hi == 0 || v[0] == 0)
         return 1;
     while (lo < hi) { /* the first line >= a */
@@ -331,7 +427,7 @@ static int names_want_range(void *ctx, const char *cls, size_t cn, const char *n
         else
             hi = mid;
     }
-    return lo < t->cnt[k] && v[lo] <= b;
+    return lo < m->n && v[lo] <= b;
 }
 
 /* One piece of the trace, retraced by its own retracer (see
@@ -550,7 +646,7 @@ int main(int argc, char **argv)
         if (!strict) {
             bl_retrace_trace_names(in.data ? in.data : "", in.len, names_add, &want);
             want_ok = !want.failed;
-            lines_index(&want);
+            names_index(&want);
         }
     }
     static const struct {
