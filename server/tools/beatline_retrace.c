@@ -39,6 +39,8 @@
 #define PART_MAX_BYTES ((size_t)1 << 28)   /* ..to 256 MiB */
 #define PART_OUT_CAP ((size_t)32 << 20)    /* output a piece keeps before its
                                               turn, at most (it then waits) */
+#define PIECES_PER_THREAD 4                /* a late piece delays the end less */
+#define PIECE_MIN_BYTES ((size_t)256 << 10)
 
 static const char usage[] =
     "usage: beatline-retrace [options] MAPPING [STACKTRACE]\n"
@@ -430,73 +432,184 @@ static int names_want_range(void *ctx, const char *cls, size_t cn, const char *n
     return lo < m->n && v[lo] <= b;
 }
 
-/* One piece of the trace, retraced by its own retracer (see
- * bl_retrace_starts_block: the pieces are cut before exception lines, so
- * their outputs joined in order equal one retracer's output). */
-typedef struct part {
+/*
+ * Retracing a big trace on several threads. The trace is cut into pieces
+ * before exception lines (see bl_retrace_starts_block: such a line resets
+ * every state a retracer carries from line to line, so pieces retraced
+ * apart and joined in order give one retracer's output). Workers — the
+ * main thread and the others — each own one retracer (its remembered
+ * lookups serve every piece it takes) and take pieces in order. A piece's
+ * output goes straight to standard output once every piece before it is
+ * written (its turn); until then it is held, up to PART_OUT_CAP bytes,
+ * after which the worker waits for the turn. Whoever finishes the piece
+ * whose turn it is writes the held pieces that follow.
+ */
+enum { PIECE_WAITING, PIECE_TAKEN, PIECE_HELD, PIECE_WRITTEN };
+
+typedef struct piece {
+    const char *p, *e; /* whole lines */
+    bl_buf out;        /* held output */
+    int state;         /* PIECE_*, under crew.mu */
+} piece;
+
+typedef struct crew {
     const bl_mapindex *mi;
     const bl_retrace_opts *opts;
-    const char *p, *e; /* the piece: whole lines */
-    const char *pos;   /* where part_run goes on (NULL: at p) */
-    bl_retracer *rt;   /* made by part_run, kept between calls; caller frees */
-    int fd;            /* >= 0: write output there in 1 MiB chunks, else keep */
-    bl_buf out;        /* output (up to PART_OUT_CAP bytes kept when fd < 0) */
-    uint64_t lines;
-    bl_err err;        /* BL_EIO: write failed (errno in werr) */
+    piece *pc;
+    int np;
+    pthread_mutex_t mu;
+    pthread_cond_t turn_cv; /* next_write moved, or a failure */
+    int next_take;          /* the next piece to take */
+    int next_write;         /* the piece whose turn it is */
+    int writer;             /* a worker is writing held pieces */
+    bl_err err;             /* first failure; BL_EIO: write (errno in werr) */
     int werr;
-    pthread_t th;
-    int started;
-} part;
+    uint64_t lines;
+    size_t max_held;        /* most output a piece held before its turn */
+} crew;
 
-/* Retraces the piece from t->pos on. A kept piece (fd < 0) stops once its
- * output reaches PART_OUT_CAP, so memory stays bounded however much a trace
- * expands; the caller writes what it holds and calls again with fd set, and
- * the same retracer goes on where it stopped. */
-static void *part_run(void *arg)
+static void crew_fail(crew *c, bl_err err, int werr)
 {
-    part *t = arg;
-    if (!t->rt && (t->err = bl_retracer_new(t->mi, t->opts, &t->rt)))
-        return NULL;
-    const char *p = t->pos ? t->pos : t->p;
-    while (p < t->e) {
-        const char *nl = memchr(p, '\n', (size_t)(t->e - p));
-        const char *le = nl ? nl : t->e;
-        size_t before = t->out.len;
-        if ((t->err = bl_retracer_line(t->rt, p, (size_t)(le - p), &t->out)))
-            break;
-        t->lines++;
+    pthread_mutex_lock(&c->mu);
+    if (!c->err) {
+        c->err = err;
+        c->werr = werr;
+    }
+    pthread_cond_broadcast(&c->turn_cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Writes the held pieces from next_write on while they are done; called
+ * with mu held (released while writing: only one writer at a time). */
+static void crew_write_held(crew *c)
+{
+    while (!c->err && !c->writer && c->next_write < c->np &&
+           c->pc[c->next_write].state == PIECE_HELD) {
+        piece *q = &c->pc[c->next_write];
+        c->writer = 1;
+        pthread_mutex_unlock(&c->mu);
+        bl_err err = bl_fd_write_all(1, q->out.data, q->out.len);
+        int werr = errno;
+        bl_buf_cleanup(&q->out);
+        pthread_mutex_lock(&c->mu);
+        c->writer = 0;
+        if (err && !c->err) {
+            c->err = BL_EIO;
+            c->werr = werr;
+        }
+        q->state = PIECE_WRITTEN;
+        c->next_write++;
+        pthread_cond_broadcast(&c->turn_cv);
+    }
+}
+
+/* Whether it is piece k's turn (waiting for it when `wait`); `held` is the
+ * output piece k holds now. */
+static int crew_turn(crew *c, int k, int wait, size_t held)
+{
+    pthread_mutex_lock(&c->mu);
+    if (held > c->max_held)
+        c->max_held = held;
+    while (wait && !c->err && (c->next_write != k || c->writer))
+        pthread_cond_wait(&c->turn_cv, &c->mu);
+    int mine = !c->err && c->next_write == k && !c->writer;
+    pthread_mutex_unlock(&c->mu);
+    return mine;
+}
+
+/* Retraces piece k with rt. Returns 0 on failure (recorded in c). */
+static int crew_piece(crew *c, bl_retracer *rt, int k, uint64_t *lines)
+{
+    piece *pc = &c->pc[k];
+    int streaming = crew_turn(c, k, 0, 0);
+    size_t ask_at = (size_t)1 << 20; /* held output at which to ask again */
+    const char *p = pc->p;
+    while (p < pc->e) {
+        const char *nl = memchr(p, '\n', (size_t)(pc->e - p));
+        const char *le = nl ? nl : pc->e;
+        size_t before = pc->out.len;
+        bl_err err = bl_retracer_line(rt, p, (size_t)(le - p), &pc->out);
+        if (err) {
+            crew_fail(c, err, 0);
+            return 0;
+        }
+        (*lines)++;
         /* the input's last line had no newline: nor has its output (when
          * it printed any: a line that prints nothing leaves the one before
          * as it was) */
-        if (!nl && t->out.len > before && t->out.data[t->out.len - 1] == '\n')
-            t->out.len--;
-        p = nl ? nl + 1 : t->e;
-        if (t->fd >= 0 && (t->out.len >= (1 << 20) || p >= t->e)) {
-            if (bl_fd_write_all(t->fd, t->out.data, t->out.len) != BL_OK) {
-                t->werr = errno;
-                t->err = BL_EIO;
-                break;
-            }
-            bl_buf_reset(&t->out);
-        } else if (t->fd < 0 && t->out.len >= PART_OUT_CAP) {
-            break;
+        if (!nl && pc->out.len > before && pc->out.data[pc->out.len - 1] == '\n')
+            pc->out.len--;
+        p = nl ? nl + 1 : pc->e;
+        if (!streaming && pc->out.len >= PART_OUT_CAP) {
+            streaming = crew_turn(c, k, 1, pc->out.len); /* held enough: wait */
+        } else if (!streaming && pc->out.len >= ask_at) {
+            streaming = crew_turn(c, k, 0, pc->out.len);
+            ask_at = pc->out.len + ((size_t)1 << 20);
         }
+        if (streaming && (pc->out.len >= (1 << 20) || p >= pc->e)) {
+            if (bl_fd_write_all(1, pc->out.data, pc->out.len) != BL_OK) {
+                crew_fail(c, BL_EIO, errno);
+                return 0;
+            }
+            bl_buf_reset(&pc->out);
+        }
+        if (!streaming && pc->out.len >= PART_OUT_CAP)
+            return 0; /* waited, and a failure came instead of the turn */
     }
-    t->pos = p;
+    pthread_mutex_lock(&c->mu);
+    if (streaming) { /* written: the turn passes on */
+        bl_buf_cleanup(&pc->out);
+        pc->state = PIECE_WRITTEN;
+        c->next_write = k + 1;
+        pthread_cond_broadcast(&c->turn_cv);
+    } else {
+        pc->state = PIECE_HELD;
+        if (pc->out.len > c->max_held)
+            c->max_held = pc->out.len;
+    }
+    crew_write_held(c);
+    pthread_mutex_unlock(&c->mu);
+    return 1;
+}
+
+static void *crew_work(void *arg)
+{
+    crew *c = arg;
+    bl_retracer *rt;
+    bl_err err = bl_retracer_new(c->mi, c->opts, &rt);
+    if (err) {
+        crew_fail(c, err, 0);
+        return NULL;
+    }
+    uint64_t lines = 0;
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        int k = c->err ? c->np : c->next_take;
+        if (k < c->np) {
+            c->next_take++;
+            c->pc[k].state = PIECE_TAKEN;
+        }
+        pthread_mutex_unlock(&c->mu);
+        if (k >= c->np || !crew_piece(c, rt, k, &lines))
+            break;
+    }
+    bl_retracer_free(rt);
+    pthread_mutex_lock(&c->mu);
+    c->lines += lines;
+    pthread_mutex_unlock(&c->mu);
     return NULL;
 }
 
-/* Cuts [p, e) into up to `want` pieces before exception lines near equal
- * sizes; fills parts[] (p, e only) and returns how many. */
-static int cut_parts(const bl_mapindex *mi, const char *p, const char *e, int want, part *parts)
+/* Cuts [p, e) into pieces of about `size` bytes, each after the first
+ * starting at an exception line; fills pc (p, e) and returns how many
+ * (at most max). */
+static int cut_pieces(const bl_mapindex *mi, const char *p, const char *e, size_t size,
+                      int max, piece *pc)
 {
     int n = 0;
     const char *start = p;
-    size_t len = (size_t)(e - p);
-    for (int k = 1; k < want; k++) {
-        const char *q = p + len / (size_t)want * (size_t)k;
-        if (q <= start)
-            continue;
+    while (n + 1 < max && (size_t)(e - start) > size + size / 2) {
+        const char *q = start + size;
         /* to the next line start, then to the next exception line */
         const char *nl = memchr(q - 1, '\n', (size_t)(e - (q - 1)));
         q = nl ? nl + 1 : e;
@@ -509,14 +622,63 @@ static int cut_parts(const bl_mapindex *mi, const char *p, const char *e, int wa
         }
         if (q >= e)
             break;
-        parts[n].p = start;
-        parts[n].e = q;
+        pc[n].p = start;
+        pc[n].e = q;
         n++;
         start = q;
     }
-    parts[n].p = start;
-    parts[n].e = e;
+    pc[n].p = start;
+    pc[n].e = e;
     return n + 1;
+}
+
+/* Retraces [p, p+len) to standard output on up to `threads` threads.
+ * Returns 0, or 1 after printing why it failed; *pieces, *lines and *held
+ * (the most output bytes a piece held before its turn) say what was done. */
+static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, const char *p,
+                       size_t len, int threads, int *pieces, uint64_t *lines, size_t *held)
+{
+    crew c;
+    memset(&c, 0, sizeof c);
+    c.mi = mi;
+    c.opts = ropts;
+    int want = 1;
+    if (threads > 1 && len >= PART_MIN_BYTES && len <= PART_MAX_BYTES)
+        want = threads * PIECES_PER_THREAD;
+    size_t size = len / (size_t)want;
+    if (size < PIECE_MIN_BYTES)
+        size = PIECE_MIN_BYTES;
+    c.pc = calloc((size_t)want, sizeof *c.pc);
+    if (!c.pc) {
+        fprintf(stderr, "beatline-retrace: %s\n", bl_err_str(BL_ENOMEM));
+        return 1;
+    }
+    c.np = cut_pieces(mi, p, p + len, size, want, c.pc);
+    for (int k = 0; k < c.np; k++)
+        bl_buf_init(&c.pc[k].out, 0);
+    pthread_mutex_init(&c.mu, NULL);
+    pthread_cond_init(&c.turn_cv, NULL);
+    pthread_t th[MAX_PARTS];
+    int started = 0;
+    for (int k = 1; k < threads && k < c.np && k < MAX_PARTS; k++)
+        if (pthread_create(&th[started], NULL, crew_work, &c) == 0)
+            started++;
+    crew_work(&c);
+    for (int k = 0; k < started; k++)
+        pthread_join(th[k], NULL);
+    for (int k = 0; k < c.np; k++)
+        bl_buf_cleanup(&c.pc[k].out);
+    pthread_mutex_destroy(&c.mu);
+    pthread_cond_destroy(&c.turn_cv);
+    free(c.pc);
+    *pieces = c.np;
+    *lines = c.lines;
+    *held = c.max_held;
+    if (c.err == BL_EIO)
+        fprintf(stderr, "beatline-retrace: write: %s\n", strerror(c.werr));
+    else if (c.err)
+        fprintf(stderr, "beatline-retrace: %s\n", bl_err_str(c.err));
+    return c.err ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -749,59 +911,23 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    /* retrace line by line, the first piece written as it goes, the others
-     * (on their own threads) written in turn */
+    /* retrace line by line (see "Retracing a big trace on several threads") */
     {
         double r0 = now_ms();
-        const char *p = in.data ? in.data : "";
         long ncpu = threads ? threads : sysconf(_SC_NPROCESSORS_ONLN);
-        int want_parts = ncpu > MAX_PARTS ? MAX_PARTS : ncpu < 1 ? 1 : (int)ncpu;
-        if (in.len < PART_MIN_BYTES || in.len > PART_MAX_BYTES)
-            want_parts = 1;
-        part parts[MAX_PARTS];
-        memset(parts, 0, sizeof parts);
-        int np = cut_parts(mi, p, p + in.len, want_parts, parts);
-        for (int k = 0; k < np; k++) {
-            parts[k].mi = mi;
-            parts[k].opts = &ropts;
-            parts[k].fd = k == 0 ? 1 : -1;
-            bl_buf_init(&parts[k].out, 0);
-            if (k > 0 && pthread_create(&parts[k].th, NULL, part_run, &parts[k]) == 0)
-                parts[k].started = 1;
-        }
+        int nth = ncpu > MAX_PARTS ? MAX_PARTS : ncpu < 1 ? 1 : (int)ncpu;
+        int pieces = 0;
         uint64_t n_lines = 0;
-        for (int k = 0; k < np; k++) {
-            part *t = &parts[k];
-            if (t->started)
-                pthread_join(t->th, NULL);
-            else if (!rc)
-                part_run(t); /* the first piece, or a thread that did not start */
-            if (!rc && !t->err && t->fd < 0) {
-                /* what the piece kept, then the rest of it streamed */
-                if (bl_fd_write_all(1, t->out.data, t->out.len) != BL_OK) {
-                    t->err = BL_EIO;
-                    t->werr = errno;
-                } else if (t->pos < t->e) {
-                    bl_buf_reset(&t->out);
-                    t->fd = 1;
-                    part_run(t);
-                }
-            }
-            bl_retracer_free(t->rt);
-            t->rt = NULL;
-            if (!rc && t->err) {
-                if (t->err == BL_EIO)
-                    fprintf(stderr, "beatline-retrace: write: %s\n", strerror(t->werr));
-                else
-                    fprintf(stderr, "beatline-retrace: %s\n", bl_err_str(t->err));
-                rc = 1;
-            }
-            n_lines += t->lines;
-            bl_buf_cleanup(&t->out);
-        }
+        size_t held = 0;
+        rc = retrace_all(mi, &ropts, in.data ? in.data : "", in.len, nth, &pieces, &n_lines,
+                         &held);
         if (stats && !rc)
-            fprintf(stderr, "beatline-retrace: retraced %llu lines in %.1f ms (%d piece%s)\n",
-                    (unsigned long long)n_lines, now_ms() - r0, np, np > 1 ? "s" : "");
+            fprintf(stderr,
+                    "beatline-retrace: retraced %llu lines in %.1f ms (%d piece%s on %d "
+                    "thread%s; a piece held at most %.1f MiB of output before its turn)\n",
+                    (unsigned long long)n_lines, now_ms() - r0, pieces, pieces > 1 ? "s" : "",
+                    pieces > 1 ? nth : 1, pieces > 1 && nth > 1 ? "s" : "",
+                    (double)held / (1 << 20));
     }
 out:
     bl_buf_cleanup(&in);

@@ -84,8 +84,8 @@ for k in 0015-exception-lines 0020-outline 0021-rewrite-frame 0026-circular-refe
   "$bin" --threads 1 --stats "$c2/mapping.txt" "$tmp/big.txt" > "$tmp/t1.txt" 2> "$tmp/s1"
   "$bin" --threads 3 --stats "$c2/mapping.txt" "$tmp/big.txt" > "$tmp/t3.txt" 2> "$tmp/s3"
   cmp -s "$tmp/t1.txt" "$tmp/t3.txt"; check "$k: 3 threads = 1 thread" $?
-  grep -q "(3 pieces)" "$tmp/s3"; check "$k: retraced in 3 pieces" $?
-  grep -q "(1 piece)" "$tmp/s1"; check "$k: --threads 1 retraced in one piece" $?
+  grep -qE "\([0-9]+ pieces on 3 threads;" "$tmp/s3"; check "$k: retraced in pieces on 3 threads" $?
+  grep -q "(1 piece on 1 thread;" "$tmp/s1"; check "$k: --threads 1 retraced in one piece" $?
   if [ "$(grep -c '^[^ #]' "$c2/mapping.txt")" -ge 2 ]; then
     grep -q "on 2 threads" "$tmp/s3"; check "$k: mapping parsed in two halves" $?
   fi
@@ -106,6 +106,21 @@ done
 "$bin" --threads 3 "$c2/mapping.txt" "$tmp/big.txt" > "$tmp/t3.txt"
 cmp -s "$tmp/t1.txt" "$tmp/t3.txt"; check "cut keeps the exception with its frames" $?
 [ "$(grep -c 'Callbacks.get' "$tmp/t1.txt")" -eq 0 ]; check "rewriteFrame applied after plain lines" $?
+
+# output that expands 250-fold (64 alternatives per frame): a piece holds
+# at most 32 MiB before its turn, then waits, and the output stays the one
+# thread's
+{ echo "com.example.Big -> a:"
+  for i in $(seq 0 63); do echo "    $((i + 1)):$((i + 1)):void m$i():$((i + 1)) -> a"; done
+} > "$tmp/big-map.txt"
+awk 'BEGIN { print "java.lang.Error: x"
+             for (i = 1; i <= 120000; i++) { print "at a.a()"; if (i % 1000 == 0) print "java.lang.Error: y" } }' \
+  > "$tmp/expand.txt"
+"$bin" --threads 2 --stats "$tmp/big-map.txt" "$tmp/expand.txt" 2> "$tmp/s2" | md5sum > "$tmp/x2.md5"
+"$bin" --threads 1 "$tmp/big-map.txt" "$tmp/expand.txt" | md5sum > "$tmp/x1.md5"
+cmp -s "$tmp/x1.md5" "$tmp/x2.md5"; check "expanding output: 2 threads = 1 thread" $?
+held=$(sed -nE 's/.*held at most ([0-9.]+) MiB.*/\1/p' "$tmp/s2")
+awk -v h="$held" 'BEGIN { exit !(h + 0 >= 32 && h + 0 < 33) }'; check "expanding output: held at most 32 MiB (held $held)" $?
 
 set +e
 "$bin" --threads 0 "$c/mapping.txt" < /dev/null > /dev/null 2> "$tmp/err"
