@@ -353,6 +353,11 @@ typedef struct tn_last {
     size_t cn, nn;
     uint64_t ch;
     uint32_t ci, mi; /* class and member index, NO_INDEX: not named */
+    /* the class's members (when it has at most SCAN_MEMBERS and they are
+     * laid out), copied here to be looked at without a cache miss */
+    int nm;          /* -1: ask the member map */
+    uint64_t mh[SCAN_MEMBERS];
+    uint32_t mx[SCAN_MEMBERS];
 } tn_last;
 
 static _Thread_local tn_last tn_cache;
@@ -368,13 +373,22 @@ static tn_last *tn_ask_class(const trace_names *t, const char *cls, size_t cn)
         l->ch = tn_hash(cls, cn, 0);
         l->ci = hmap_get(&t->class_ix, l->ch);
         l->name = NULL;
+        l->nm = -1;
+        const tn_class *c = l->ci != NO_INDEX ? &t->classes.v[l->ci] : NULL;
+        if (c && t->member_of && c->n <= SCAN_MEMBERS) {
+            l->nm = (int)c->n;
+            for (uint32_t k = 0; k < c->n; k++) {
+                l->mx[k] = t->member_of[c->first + k];
+                l->mh[k] = t->members.v[l->mx[k]].h;
+            }
+        }
     }
     return l;
 }
 
 /* Member index of cls.name, or NO_INDEX. */
-static uint32_t tn_ask_member(const trace_names *t, const char *cls, size_t cn, const char *name,
-                          size_t nn)
+static uint32_t tn_ask_member(const trace_names *t, const char *cls, size_t cn,
+                              const char *name, size_t nn)
 {
     tn_last *l = tn_ask_class(t, cls, cn);
     if (l->name == name && l->nn == nn)
@@ -385,13 +399,12 @@ static uint32_t tn_ask_member(const trace_names *t, const char *cls, size_t cn, 
     if (l->ci == NO_INDEX)
         return NO_INDEX;
     uint64_t mh = tn_hash(name, nn, l->ch);
-    const tn_class *c = &t->classes.v[l->ci];
-    if (!t->member_of || c->n > SCAN_MEMBERS) {
+    if (l->nm < 0) {
         l->mi = hmap_get(&t->member_ix, mh);
     } else {
-        for (uint32_t k = 0; k < c->n; k++)
-            if (t->members.v[t->member_of[c->first + k]].h == mh) {
-                l->mi = t->member_of[c->first + k];
+        for (int k = 0; k < l->nm; k++)
+            if (l->mh[k] == mh) {
+                l->mi = l->mx[k];
                 break;
             }
     }
