@@ -35,6 +35,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "common/u64map.h"
 #include "symbol/lenient_json.h"
 #include "symbol/mapping.h"
 
@@ -966,9 +967,7 @@ static void *wi_sort(void *arg)
 /* Fills the class-by-obfuscated, class-by-original and signature tables. */
 /* Where the last entry of a much-repeated key went (see slot_put_run). */
 typedef struct run_map {
-    uint64_t *key;  /* hash; 0 = empty */
-    uint32_t *last; /* slot of the key's last entry */
-    uint32_t mask, n;
+    bl_u64map last; /* key -> slot of its last entry */
     int failed;     /* out of memory: plain probing */
 } run_map;
 
@@ -987,45 +986,14 @@ static void slot_put_run(bl_mi_slot *t, uint32_t cap, uint64_t h, uint32_t idx, 
         j = (j + 1) & (cap - 1);
         probes++;
     }
-    uint64_t key = h | 1;
     uint32_t *lastp = NULL;
     if (t[j].idx1 && !rm->failed) { /* a long run: jump past the key's entries */
-        if (!rm->key || (rm->n + 1) * 2 > rm->mask + 1) {
-            uint32_t nc = rm->key ? (rm->mask + 1) * 2 : 1024;
-            uint64_t *nk = calloc(nc, sizeof *nk);
-            uint32_t *nl = malloc((size_t)nc * sizeof *nl);
-            if (!nk || !nl) {
-                free(nk);
-                free(nl);
-                rm->failed = 1;
-            } else {
-                for (uint32_t i = 0; rm->key && i <= rm->mask; i++) {
-                    if (!rm->key[i])
-                        continue;
-                    uint32_t k = (uint32_t)(rm->key[i] >> 7) & (nc - 1);
-                    while (nk[k])
-                        k = (k + 1) & (nc - 1);
-                    nk[k] = rm->key[i];
-                    nl[k] = rm->last[i];
-                }
-                free(rm->key);
-                free(rm->last);
-                rm->key = nk;
-                rm->last = nl;
-                rm->mask = nc - 1;
-            }
-        }
-        if (!rm->failed) {
-            uint32_t k = (uint32_t)(key >> 7) & rm->mask;
-            while (rm->key[k] && rm->key[k] != key)
-                k = (k + 1) & rm->mask;
-            if (rm->key[k])
-                j = (rm->last[k] + 1) & (cap - 1);
-            else {
-                rm->key[k] = key;
-                rm->n++;
-            }
-            lastp = &rm->last[k];
+        int added;
+        if (bl_u64map_put(&rm->last, h | 1, 0, &lastp, &added) != BL_OK) {
+            rm->failed = 1;
+            lastp = NULL;
+        } else if (!added) {
+            j = (*lastp + 1) & (cap - 1);
         }
     }
     while (t[j].idx1)
@@ -1043,7 +1011,8 @@ static void *wi_tables(void *arg)
     const builder *b = j->b;
     const interner *in = &b->in;
     run_map rm;
-    memset(&rm, 0, sizeof rm);
+    bl_u64map_init(&rm.last);
+    rm.failed = 0;
     for (size_t c = j->c0; c < j->c1; c++) {
         slot_put(j->t1, j->cap1, in->hash[b->classes.v[c].obf], (uint32_t)c);
         slot_put(j->t2, j->cap1, in->hash[b->classes.v[c].orig], (uint32_t)c);
@@ -1057,8 +1026,7 @@ static void *wi_tables(void *arg)
             }
         }
     }
-    free(rm.key);
-    free(rm.last);
+    bl_u64map_cleanup(&rm.last);
     return NULL;
 }
 

@@ -42,11 +42,21 @@ typedef struct orig_ent {
 
 #define FILE_MEMO 0x80000000u /* fr_file: offset in files, not names */
 
+/* A frame's original-class lookup, made when its alternative ends (the
+ * synthesized check) and used again for its file name: the class record
+ * and its slot in the original-class memo (slot + 1, 0 = not remembered;
+ * valid while the memo has not grown since: gen). */
+typedef struct fr_class {
+    const bl_mi_class *c;
+    uint32_t slot1, gen;
+} fr_class;
+
 struct bl_retracer {
     const bl_mapindex *mi;
     bl_retrace_opts o;
     bl_rframe *fr;       /* frames of all alternatives */
     uint32_t *fr_file;   /* per frame: offset+1 into names, 0 = none */
+    fr_class *fr_cls;    /* per frame, set by end_alt */
     uint32_t nfr, capfr;
     uint32_t *alt;       /* alternative start offsets (n_alts + 1) */
     uint32_t nalt, capalt;
@@ -57,7 +67,7 @@ struct bl_retracer {
     uint32_t memo_mask, memo_n;
     bl_buf keys;         /* memo key bytes */
     orig_ent *oc;        /* original-class lookups (see orig_class) */
-    uint32_t oc_mask, oc_n;
+    uint32_t oc_mask, oc_n, oc_gen; /* gen: bumped when oc grows */
     bl_buf files;        /* inferred file names remembered in oc */
     char exc_obf[512], exc_orig[512];
 };
@@ -85,6 +95,7 @@ void bl_retracer_free(bl_retracer *rt)
         return;
     free(rt->fr);
     free(rt->fr_file);
+    free(rt->fr_cls);
     free(rt->alt);
     bl_buf_cleanup(&rt->names);
     bl_buf_cleanup(&rt->keys);
@@ -138,6 +149,10 @@ static bl_err push_frame(bl_retracer *rt, const bl_rframe *f)
         if (!b)
             return BL_ENOMEM;
         rt->fr_file = b;
+        fr_class *k = realloc(rt->fr_cls, nc * sizeof *k);
+        if (!k)
+            return BL_ENOMEM;
+        rt->fr_cls = k;
         rt->capfr = nc;
     }
     rt->fr_file[rt->nfr] = 0;
@@ -221,6 +236,7 @@ static const bl_mi_class *orig_class(bl_retracer *rt, const char *cls, uint32_t 
         free(rt->oc);
         rt->oc = t;
         rt->oc_mask = cap - 1;
+        rt->oc_gen++;
     }
     uint32_t j = (uint32_t)(((uintptr_t)cls >> 3) * 0x9E3779B1u) & rt->oc_mask;
     while (rt->oc[j].key)
@@ -376,13 +392,19 @@ static uint32_t rewrite_remove(bl_retracer *rt, const bl_mi_method *b, uint32_t 
     return remove;
 }
 
-static int frame_synthesized(bl_retracer *rt, const bl_rframe *f)
+/* 1 when frame f goes as synthesized; else records its class lookup in k. */
+static int frame_synthesized(bl_retracer *rt, const bl_rframe *f, fr_class *k)
 {
     if (f->m && (f->m->flags & BL_MIM_SYNTH))
         return 1;
     orig_ent *e;
     const bl_mi_class *c = orig_class(rt, f->cls, f->cls_n, &e);
-    return c && (c->flags & BL_MIC_SYNTH);
+    if (c && (c->flags & BL_MIC_SYNTH))
+        return 1;
+    k->c = c;
+    k->slot1 = e ? (uint32_t)(e - rt->oc) + 1 : 0;
+    k->gen = rt->oc_gen;
+    return 0;
 }
 
 static int same_frame(const bl_rframe *a, const bl_rframe *b, int verbose)
@@ -413,7 +435,7 @@ static bl_err end_alt(bl_retracer *rt, uint32_t remove_inner, int is_outline)
     /* synthesized frames go */
     uint32_t w = s;
     for (uint32_t i = s; i < rt->nfr; i++)
-        if (!frame_synthesized(rt, &rt->fr[i]))
+        if (!frame_synthesized(rt, &rt->fr[i], &rt->fr_cls[w]))
             rt->fr[w++] = rt->fr[i];
     rt->nfr = w;
     uint32_t n = rt->nfr - s;
@@ -459,8 +481,13 @@ static bl_err resolve_files(bl_retracer *rt)
     bl_buf_reset(&rt->names);
     for (uint32_t i = 0; i < rt->nfr; i++) {
         bl_rframe *f = &rt->fr[i];
-        orig_ent *e;
-        const bl_mi_class *c = orig_class(rt, f->cls, f->cls_n, &e);
+        const fr_class *k = &rt->fr_cls[i];
+        orig_ent *e = NULL;
+        const bl_mi_class *c = k->c;
+        if (k->slot1 && k->gen == rt->oc_gen)
+            e = &rt->oc[k->slot1 - 1];
+        else if (k->slot1) /* the memo grew since: look again */
+            c = orig_class(rt, f->cls, f->cls_n, &e);
         if (c && c->source_file) {
             f->file = bl_mapindex_str(rt->mi, c->source_file);
             f->file_n = bl_mapindex_strlen(rt->mi, c->source_file);

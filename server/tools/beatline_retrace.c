@@ -29,6 +29,7 @@
 
 #include "common/buf.h"
 #include "common/fdio.h"
+#include "common/u64map.h"
 #include "symbol/mapindex.h"
 #include "symbol/mapping.h"
 #include "symbol/retrace.h"
@@ -115,12 +116,6 @@ static double now_ms(void)
  * named members is looked up in the member map instead (O(1) however many
  * methods a class has).
  */
-typedef struct hmap {
-    uint64_t *key;  /* 0 = empty */
-    uint32_t *val;
-    uint32_t mask, n;
-} hmap;
-
 #define NO_INDEX UINT32_MAX
 #define SCAN_MEMBERS 16 /* a class's members checked one by one, at most */
 
@@ -147,7 +142,7 @@ typedef struct tn_frame {
     }
 
 typedef struct trace_names {
-    hmap class_ix, member_ix;   /* hash -> index */
+    bl_u64map class_ix, member_ix; /* hash -> index */
     VEC_OF(tn_class) classes;
     VEC_OF(tn_member) members;
     VEC_OF(tn_frame) frames;    /* freed by names_index */
@@ -163,58 +158,14 @@ static uint64_t tn_hash(const char *s, size_t n, uint64_t seed)
     return XXH3_64bits_withSeed(s, n, seed) | 1; /* never 0 */
 }
 
-/* The value of h, or NO_INDEX. */
-static uint32_t hmap_get(const hmap *m, uint64_t h)
+/* The index of h in m, adding h -> val when absent (*added = 1); NO_INDEX
+ * when out of memory. */
+static uint32_t index_put(bl_u64map *m, uint64_t h, uint32_t val, int *added)
 {
-    if (!m->key)
+    uint32_t *v;
+    if (bl_u64map_put(m, h, val, &v, added) != BL_OK)
         return NO_INDEX;
-    for (uint32_t j = (uint32_t)(h >> 1) & m->mask;; j = (j + 1) & m->mask) {
-        if (m->key[j] == h)
-            return m->val[j];
-        if (!m->key[j])
-            return NO_INDEX;
-    }
-}
-
-/* The value of h, adding h -> val when absent (*added = 1); NO_INDEX when
- * out of memory. */
-static uint32_t hmap_put(hmap *m, uint64_t h, uint32_t val, int *added)
-{
-    *added = 0;
-    if (!m->key || (m->n + 1) * 2 > m->mask + 1) {
-        uint32_t cap = m->key ? (m->mask + 1) * 2 : 1024;
-        uint64_t *nk = cap ? calloc(cap, sizeof *nk) : NULL;
-        uint32_t *nv = cap ? malloc(cap * sizeof *nv) : NULL;
-        if (!nk || !nv) {
-            free(nk);
-            free(nv);
-            return NO_INDEX;
-        }
-        for (uint32_t i = 0; m->key && i <= m->mask; i++) {
-            if (!m->key[i])
-                continue;
-            uint32_t j = (uint32_t)(m->key[i] >> 1) & (cap - 1);
-            while (nk[j])
-                j = (j + 1) & (cap - 1);
-            nk[j] = m->key[i];
-            nv[j] = m->val[i];
-        }
-        free(m->key);
-        free(m->val);
-        m->key = nk;
-        m->val = nv;
-        m->mask = cap - 1;
-    }
-    uint32_t j = (uint32_t)(h >> 1) & m->mask;
-    while (m->key[j] && m->key[j] != h)
-        j = (j + 1) & m->mask;
-    if (m->key[j])
-        return m->val[j];
-    m->key[j] = h;
-    m->val[j] = val;
-    m->n++;
-    *added = 1;
-    return val;
+    return *v;
 }
 
 #define VEC_ADD(vec, item, fail)                                                      \
@@ -240,7 +191,7 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
         return; /* an exception class: its class line is always indexed */
     uint64_t ch = tn_hash(cls, cn, 0), mh = tn_hash(method, mn, ch);
     int added;
-    uint32_t ci = hmap_put(&t->class_ix, ch, (uint32_t)t->classes.n, &added);
+    uint32_t ci = index_put(&t->class_ix, ch, (uint32_t)t->classes.n, &added);
     if (ci == NO_INDEX || t->classes.n >= NO_INDEX - 1 || t->members.n >= NO_INDEX - 1 ||
         t->frames.n >= NO_INDEX - 1) {
         t->failed = 1;
@@ -250,7 +201,7 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
         tn_class c = { ch, 0, 0 };
         VEC_ADD(t->classes, c, t->failed);
     }
-    uint32_t mi = hmap_put(&t->member_ix, mh, (uint32_t)t->members.n, &added);
+    uint32_t mi = index_put(&t->member_ix, mh, (uint32_t)t->members.n, &added);
     if (mi == NO_INDEX) {
         t->failed = 1;
         return;
@@ -333,10 +284,8 @@ static void names_index(trace_names *t)
 
 static void names_free(trace_names *t)
 {
-    free(t->class_ix.key);
-    free(t->class_ix.val);
-    free(t->member_ix.key);
-    free(t->member_ix.val);
+    bl_u64map_cleanup(&t->class_ix);
+    bl_u64map_cleanup(&t->member_ix);
     free(t->classes.v);
     free(t->members.v);
     free(t->frames.v);
@@ -371,7 +320,7 @@ static tn_last *tn_ask_class(const trace_names *t, const char *cls, size_t cn)
         l->cls = cls;
         l->cn = cn;
         l->ch = tn_hash(cls, cn, 0);
-        l->ci = hmap_get(&t->class_ix, l->ch);
+        l->ci = bl_u64map_get(&t->class_ix, l->ch, NO_INDEX);
         l->name = NULL;
         l->nm = -1;
         const tn_class *c = l->ci != NO_INDEX ? &t->classes.v[l->ci] : NULL;
@@ -400,7 +349,7 @@ static uint32_t tn_ask_member(const trace_names *t, const char *cls, size_t cn,
         return NO_INDEX;
     uint64_t mh = tn_hash(name, nn, l->ch);
     if (l->nm < 0) {
-        l->mi = hmap_get(&t->member_ix, mh);
+        l->mi = bl_u64map_get(&t->member_ix, mh, NO_INDEX);
     } else {
         for (int k = 0; k < l->nm; k++)
             if (l->mh[k] == mh) {

@@ -8,6 +8,7 @@
 
 #include "common/decomp.h"
 #include "common/u128map.h"
+#include "common/u64map.h"
 #include "common/utf8.h"
 #include "testutil.h"
 
@@ -154,6 +155,36 @@ START_TEST(u128map)
 }
 END_TEST
 
+/* Keys that differ only in their high bits (hashes whose low bits picked a
+ * slot elsewhere) still find their own values through growth. */
+START_TEST(u64map)
+{
+    bl_u64map m;
+    bl_u64map_init(&m);
+    ck_assert_uint_eq(bl_u64map_get(&m, 1, 77), 77);
+    uint32_t *v;
+    int added;
+    ck_assert_int_eq(bl_u64map_put(&m, 0, 1, &v, &added), BL_EINVAL);
+    for (uint64_t i = 1; i <= 100000; i++) {
+        ck_assert_int_eq(bl_u64map_put(&m, i << 40, (uint32_t)i + 7, &v, &added), BL_OK);
+        ck_assert_int_eq(added, 1);
+        ck_assert_uint_eq(*v, i + 7);
+    }
+    ck_assert_uint_eq(m.n, 100000);
+    for (uint64_t i = 1; i <= 100000; i++) {
+        ck_assert_uint_eq(bl_u64map_get(&m, i << 40, 0), i + 7);
+        ck_assert_uint_eq(bl_u64map_get(&m, (i << 40) | 1, 0), 0);
+    }
+    ck_assert_int_eq(bl_u64map_put(&m, 5ull << 40, 99, &v, &added), BL_OK);
+    ck_assert_int_eq(added, 0);
+    ck_assert_uint_eq(*v, 12);
+    *v = 13;
+    ck_assert_uint_eq(bl_u64map_get(&m, 5ull << 40, 0), 13);
+    bl_u64map_cleanup(&m);
+    ck_assert_uint_eq(bl_u64map_get(&m, 5ull << 40, 0), 0);
+}
+END_TEST
+
 START_TEST(buffer_cap)
 {
     bl_buf b;
@@ -176,6 +207,7 @@ int main(void)
     tcase_add_test(tc, decompression);
     tcase_add_test(tc, utf8);
     tcase_add_test(tc, u128map);
+    tcase_add_test(tc, u64map);
     tcase_add_test(tc, buffer_cap);
     suite_add_tcase(s, tc);
     return tu_run(s);
