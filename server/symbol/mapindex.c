@@ -36,6 +36,7 @@
 #include <xxhash.h>
 
 #include "common/u64map.h"
+#include "common/vec.h"
 #include "symbol/lenient_json.h"
 #include "symbol/mapping.h"
 
@@ -201,29 +202,14 @@ typedef struct bextra {
     uint32_t entry, kind, a, b;
 } bextra;
 
-#define VEC(T) struct { T *v; size_t n, cap; }
-#define VEC_PUSH(vec, item, err)                                                   \
-    do {                                                                           \
-        if ((vec).n == (vec).cap) {                                                \
-            size_t nc_ = (vec).cap ? (vec).cap * 2 : 256;                          \
-            void *nv_ = realloc((vec).v, nc_ * sizeof *(vec).v);                   \
-            if (!nv_) {                                                            \
-                (err) = BL_ENOMEM;                                                 \
-                break;                                                             \
-            }                                                                      \
-            (vec).v = nv_;                                                         \
-            (vec).cap = nc_;                                                       \
-        }                                                                          \
-        (vec).v[(vec).n++] = (item);                                               \
-    } while (0)
 
 typedef struct builder {
     interner in;
-    VEC(bl_mi_class) classes;   /* string fields are ids */
-    VEC(bmethod) methods;
-    VEC(bfield) fields;
-    VEC(bextra) extras;
-    VEC(uint32_t) cls_of_obf;   /* obf id -> class index + 1 (dedupe) */
+    BL_VEC(bl_mi_class) classes;   /* string fields are ids */
+    BL_VEC(bmethod) methods;
+    BL_VEC(bfield) fields;
+    BL_VEC(bextra) extras;
+    BL_VEC(uint32_t) cls_of_obf;   /* obf id -> class index + 1 (dedupe) */
     bl_buf scratch;             /* lenient JSON */
     const bl_mi_build_opts *opts;
     bl_mi_stats st;
@@ -341,7 +327,7 @@ static bl_err meta_rewrite(builder *b, json_t *j, uint32_t entry)
     }
     bl_err err = BL_OK;
     bextra x = { entry, EX_RULE, throws_id, remove };
-    VEC_PUSH(b->extras, x, err);
+    BL_VEC_PUSH(b->extras, x, err);
     if (!err)
         b->methods.v[entry].m.flags |= BL_MIM_REWRITE;
     return err;
@@ -366,7 +352,7 @@ static bl_err meta_callsite(builder *b, json_t *j, uint32_t entry)
             continue;
         }
         bextra x = { entry, EX_POS, (uint32_t)key, (uint32_t)json_integer_value(v) };
-        VEC_PUSH(b->extras, x, err);
+        BL_VEC_PUSH(b->extras, x, err);
         if (err)
             return err;
     }
@@ -377,7 +363,7 @@ static bl_err meta_callsite(builder *b, json_t *j, uint32_t entry)
         if (err)
             return err;
         bextra x = { entry, EX_OUTLINE, id, 0 };
-        VEC_PUSH(b->extras, x, err);
+        BL_VEC_PUSH(b->extras, x, err);
     }
     if (!err)
         b->methods.v[entry].m.flags |= BL_MIM_CALLSITE;
@@ -483,7 +469,7 @@ static bl_err handle_class(builder *b, const bl_mapping_line *ml)
     while (b->cls_of_obf.n <= obf) {
         uint32_t z = 0;
         err = BL_OK;
-        VEC_PUSH(b->cls_of_obf, z, err);
+        BL_VEC_PUSH(b->cls_of_obf, z, err);
         if (err)
             return err;
     }
@@ -493,7 +479,7 @@ static bl_err handle_class(builder *b, const bl_mapping_line *ml)
     } else {
         bl_mi_class c = { obf, orig, 0, 0, 0, 0, 0, 0 };
         err = BL_OK;
-        VEC_PUSH(b->classes, c, err);
+        BL_VEC_PUSH(b->classes, c, err);
         if (err)
             return err;
         if (b->classes.n >= UINT32_MAX)
@@ -569,7 +555,7 @@ static bl_err handle_method(builder *b, const bl_mapping_line *ml, prev_ids *pv)
         m->flags |= BL_MIM_GROUP_START;
     }
     err = BL_OK;
-    VEC_PUSH(b->methods, bm, err);
+    BL_VEC_PUSH(b->methods, bm, err);
     if (err)
         return err;
     if (b->methods.n >= UINT32_MAX)
@@ -591,7 +577,7 @@ static bl_err handle_field(builder *b, const bl_mapping_line *ml)
         (err = intern(&b->in, ml->type.p, ml->type.n, &bf.f.type)))
         return err;
     err = BL_OK;
-    VEC_PUSH(b->fields, bf, err);
+    BL_VEC_PUSH(b->fields, bf, err);
     if (err)
         return err;
     b->last_kind = LK_FIELD;
@@ -1118,9 +1104,9 @@ static bl_err write_image(builder *b, bl_buf *out)
     }
     uint32_t n_sigs = jobs[0].n_sigs + jobs[1].n_sigs;
     /* extras: serialise per entry (items are in entry order) */
-    VEC(uint32_t) ex = { 0 };
+    BL_VEC(uint32_t) ex = { 0 };
     uint32_t zero = 0;
-    VEC_PUSH(ex, zero, err); /* word 0 unused: extra == 0 means none */
+    BL_VEC_PUSH(ex, zero, err); /* word 0 unused: extra == 0 means none */
     for (size_t i = 0; i < b->extras.n && !err;) {
         uint32_t entry = b->extras.v[i].entry;
         size_t j = i;
@@ -1134,19 +1120,19 @@ static bl_err write_image(builder *b, bl_buf *out)
                 outline = in->ref[b->extras.v[k].a];
         }
         b->methods.v[entry].m.extra = (uint32_t)ex.n;
-        VEC_PUSH(ex, npos, err);
+        BL_VEC_PUSH(ex, npos, err);
         for (size_t k = i; k < j && !err; k++)
             if (b->extras.v[k].kind == EX_POS) {
-                VEC_PUSH(ex, b->extras.v[k].a, err);
-                VEC_PUSH(ex, b->extras.v[k].b, err);
+                BL_VEC_PUSH(ex, b->extras.v[k].a, err);
+                BL_VEC_PUSH(ex, b->extras.v[k].b, err);
             }
-        VEC_PUSH(ex, outline, err);
-        VEC_PUSH(ex, nrules, err);
+        BL_VEC_PUSH(ex, outline, err);
+        BL_VEC_PUSH(ex, nrules, err);
         for (size_t k = i; k < j && !err; k++)
             if (b->extras.v[k].kind == EX_RULE) {
                 uint32_t cls_ref = in->ref[b->extras.v[k].a];
-                VEC_PUSH(ex, cls_ref, err);
-                VEC_PUSH(ex, b->extras.v[k].b, err);
+                BL_VEC_PUSH(ex, cls_ref, err);
+                BL_VEC_PUSH(ex, b->extras.v[k].b, err);
             }
         i = j;
     }
@@ -1352,7 +1338,7 @@ typedef struct half {
     bl_mi_build_opts opts;     /* the caller's, with diag held here */
     const char *p;
     size_t n;
-    VEC(bl_mi_diag) diags;     /* held diagnostics, lines relative */
+    BL_VEC(bl_mi_diag) diags;     /* held diagnostics, lines relative */
     int diags_lost;            /* 1: ran out of memory holding them */
     bl_err err;
 } half;
@@ -1361,7 +1347,7 @@ static void half_diag(void *ctx, const bl_mi_diag *d)
 {
     half *h = ctx;
     bl_err err = BL_OK;
-    VEC_PUSH(h->diags, *d, err);
+    BL_VEC_PUSH(h->diags, *d, err);
     if (err)
         h->diags_lost = 1;
 }
@@ -1485,7 +1471,7 @@ static bl_err merge_half(builder *a, builder *b)
         c.obf = REMAP(c.obf);
         c.orig = REMAP(c.orig);
         c.source_file = REMAP(c.source_file);
-        VEC_PUSH(a->classes, c, err);
+        BL_VEC_PUSH(a->classes, c, err);
     }
     for (size_t i = 0; i < b->methods.n && !err; i++) {
         bmethod m = b->methods.v[i];
@@ -1496,7 +1482,7 @@ static bl_err merge_half(builder *a, builder *b)
         m.m.ret = REMAP(m.m.ret);
         m.m.params = REMAP(m.m.params);
         m.m.residual = REMAP(m.m.residual);
-        VEC_PUSH(a->methods, m, err);
+        BL_VEC_PUSH(a->methods, m, err);
     }
     for (size_t i = 0; i < b->fields.n && !err; i++) {
         bfield f = b->fields.v[i];
@@ -1505,14 +1491,14 @@ static bl_err merge_half(builder *a, builder *b)
         f.f.orig = REMAP(f.f.orig);
         f.f.type = REMAP(f.f.type);
         f.f.residual = REMAP(f.f.residual);
-        VEC_PUSH(a->fields, f, err);
+        BL_VEC_PUSH(a->fields, f, err);
     }
     for (size_t i = 0; i < b->extras.n && !err; i++) {
         bextra x = b->extras.v[i];
         x.entry += m0;
         if (x.kind == EX_OUTLINE || x.kind == EX_RULE)
             x.a = REMAP(x.a);
-        VEC_PUSH(a->extras, x, err);
+        BL_VEC_PUSH(a->extras, x, err);
     }
     for (int i = 0; i < 5; i++)
         if (!a->hdr[i] && b->hdr[i])
@@ -1596,7 +1582,7 @@ static bl_err parse_split(builder *b, const char *data, size_t len)
 
 /* Diagnostics held while a build by range may still start again. */
 typedef struct held_diags {
-    VEC(bl_mi_diag) v;
+    BL_VEC(bl_mi_diag) v;
     int lost; /* out of memory holding them */
 } held_diags;
 
@@ -1604,7 +1590,7 @@ static void hold_diag(void *ctx, const bl_mi_diag *d)
 {
     held_diags *h = ctx;
     bl_err err = BL_OK;
-    VEC_PUSH(h->v, *d, err);
+    BL_VEC_PUSH(h->v, *d, err);
     if (err)
         h->lost = 1;
 }

@@ -30,6 +30,7 @@
 #include "common/buf.h"
 #include "common/fdio.h"
 #include "common/u64map.h"
+#include "common/vec.h"
 #include "symbol/mapindex.h"
 #include "symbol/mapping.h"
 #include "symbol/retrace.h"
@@ -135,17 +136,11 @@ typedef struct tn_frame {
     uint32_t member, line;
 } tn_frame;
 
-#define VEC_OF(T)                                                                     \
-    struct {                                                                          \
-        T *v;                                                                         \
-        size_t n, cap;                                                                \
-    }
-
 typedef struct trace_names {
     bl_u64map class_ix, member_ix; /* hash -> index */
-    VEC_OF(tn_class) classes;
-    VEC_OF(tn_member) members;
-    VEC_OF(tn_frame) frames;    /* freed by names_index */
+    BL_VEC(tn_class) classes;
+    BL_VEC(tn_member) members;
+    BL_VEC(tn_frame) frames;    /* freed by names_index */
     uint32_t *member_of;        /* members grouped by class */
     uint32_t *lines;            /* lines grouped by member */
     uint64_t gen;   /* bumped before each build that asks */
@@ -168,21 +163,6 @@ static uint32_t index_put(bl_u64map *m, uint64_t h, uint32_t val, int *added)
     return *v;
 }
 
-#define VEC_ADD(vec, item, fail)                                                      \
-    do {                                                                              \
-        if ((vec).n == (vec).cap) {                                                   \
-            size_t nc_ = (vec).cap ? (vec).cap * 2 : 1024;                            \
-            void *nv_ = realloc((vec).v, nc_ * sizeof *(vec).v);                      \
-            if (!nv_) {                                                               \
-                (fail) = 1;                                                           \
-                break;                                                                \
-            }                                                                         \
-            (vec).v = nv_;                                                            \
-            (vec).cap = nc_;                                                          \
-        }                                                                             \
-        (vec).v[(vec).n++] = (item);                                                  \
-    } while (0)
-
 static void names_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
                       int64_t line)
 {
@@ -190,6 +170,7 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
     if (!method || t->failed)
         return; /* an exception class: its class line is always indexed */
     uint64_t ch = tn_hash(cls, cn, 0), mh = tn_hash(method, mn, ch);
+    bl_err err = BL_OK;
     int added;
     uint32_t ci = index_put(&t->class_ix, ch, (uint32_t)t->classes.n, &added);
     if (ci == NO_INDEX || t->classes.n >= NO_INDEX - 1 || t->members.n >= NO_INDEX - 1 ||
@@ -199,17 +180,17 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
     }
     if (added) {
         tn_class c = { ch, 0, 0 };
-        VEC_ADD(t->classes, c, t->failed);
+        BL_VEC_PUSH(t->classes, c, err);
     }
-    uint32_t mi = index_put(&t->member_ix, mh, (uint32_t)t->members.n, &added);
+    uint32_t mi = err ? NO_INDEX : index_put(&t->member_ix, mh, (uint32_t)t->members.n, &added);
     if (mi == NO_INDEX) {
         t->failed = 1;
         return;
     }
     if (added) {
         tn_member m = { mh, ci, 0, 0 };
-        VEC_ADD(t->members, m, t->failed);
-        if (!t->failed)
+        BL_VEC_PUSH(t->members, m, err);
+        if (!err)
             t->classes.v[ci].n++;
     }
     /* the retracer looks a frame without a line up as line 0; a line past
@@ -217,7 +198,10 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
      * bound, which no range holds either */
     tn_frame f = { mi, line <= 0 ? 0 : line > BL_MAPPING_MAX_LINE ? BL_MAPPING_MAX_LINE + 1u
                                                                   : (uint32_t)line };
-    VEC_ADD(t->frames, f, t->failed);
+    if (!err)
+        BL_VEC_PUSH(t->frames, f, err);
+    if (err)
+        t->failed = 1;
 }
 
 static int cmp_u32(const void *a, const void *b)
