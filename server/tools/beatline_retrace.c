@@ -411,6 +411,7 @@ typedef struct crew {
     bl_err err;             /* first failure; BL_EIO: write (errno in werr) */
     int werr;
     uint64_t lines;
+    size_t hold_max;        /* PART_OUT_CAP (tests: BEATLINE_RETRACE_HOLD_MAX) */
     size_t max_held;        /* most output a piece held before its turn */
 } crew;
 
@@ -486,7 +487,7 @@ static int crew_piece(crew *c, bl_retracer *rt, int k, uint64_t *lines)
         if (!nl && pc->out.len > before && pc->out.data[pc->out.len - 1] == '\n')
             pc->out.len--;
         p = nl ? nl + 1 : pc->e;
-        if (!streaming && pc->out.len >= PART_OUT_CAP) {
+        if (!streaming && pc->out.len >= c->hold_max) {
             streaming = crew_turn(c, k, 1, pc->out.len); /* held enough: wait */
         } else if (!streaming && pc->out.len >= ask_at) {
             streaming = crew_turn(c, k, 0, pc->out.len);
@@ -499,7 +500,7 @@ static int crew_piece(crew *c, bl_retracer *rt, int k, uint64_t *lines)
             }
             bl_buf_reset(&pc->out);
         }
-        if (!streaming && pc->out.len >= PART_OUT_CAP)
+        if (!streaming && pc->out.len >= c->hold_max)
             return 0; /* waited, and a failure came instead of the turn */
     }
     pthread_mutex_lock(&c->mu);
@@ -588,6 +589,14 @@ static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, cons
     memset(&c, 0, sizeof c);
     c.mi = mi;
     c.opts = ropts;
+    c.hold_max = PART_OUT_CAP;
+    /* tests make pieces wait without writing gigabytes: a smaller bound */
+    const char *hm = getenv("BEATLINE_RETRACE_HOLD_MAX");
+    if (hm && *hm >= '1' && *hm <= '9') {
+        unsigned long long v = strtoull(hm, NULL, 10);
+        if (v >= 4096 && v < PART_OUT_CAP)
+            c.hold_max = (size_t)v;
+    }
     int want = 1;
     if (threads > 1 && len >= PART_MIN_BYTES && len <= PART_MAX_BYTES)
         want = threads * PIECES_PER_THREAD;
