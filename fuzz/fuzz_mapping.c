@@ -35,12 +35,13 @@ static void add_name(void *ctx, const char *cls, size_t cn, const char *method, 
                      int64_t line)
 {
     names *s = ctx;
-    if (!method || s->n >= 63 || cn + mn + 2 > 64)
-        return;
+    if (s->n >= 63 || cn + mn + 2 > 64)
+        return; /* an exception line's class (method NULL) as "cls#" */
     s->line[s->n] = line > 0 ? line : 0;
     memcpy(s->v[s->n], cls, cn);
     s->v[s->n][cn] = '#';
-    memcpy(s->v[s->n] + cn + 1, method, mn);
+    if (mn)
+        memcpy(s->v[s->n] + cn + 1, method, mn);
     s->v[s->n][cn + 1 + mn] = '\0';
     s->n++;
 }

@@ -738,10 +738,16 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
                 err = handle_meta(b, &ml);
                 break;
             case BL_ML_CLASS:
-                err = handle_class(b, &ml);
                 cls = ml.b.p;
                 cls_n = ml.b.n;
-                skipping = !err && want && !want(b->opts->want_ctx, ml.b.p, ml.b.n);
+                skipping = want && !want(b->opts->want_ctx, ml.b.p, ml.b.n);
+                if (skipping && b->use_range) { /* no record either (see want_range) */
+                    close_group(b);
+                    b->cur_class = -1;
+                    b->last_kind = LK_NONE;
+                    break;
+                }
+                err = handle_class(b, &ml);
                 break;
             case BL_ML_FIELD:
             case BL_ML_METHOD:

@@ -177,7 +177,13 @@ typedef struct bl_mi_build_opts {
      * mapping has shown no JSON metadata comment ("# {...}"): on the first
      * one it starts again without want_range (diagnostics are held until
      * then, so each is reported once). bl_mi_stats.by_range says whether
-     * it was used to the end. May be called from two threads at once. */
+     * it was used to the end. Under want_range a class that want_class
+     * declines gets no record at all (its class line is not read): without
+     * metadata a record says nothing beyond the names, and a retrace looks
+     * up only the classes its frames and exception lines name — so
+     * want_class must then accept exception lines' classes too (the names
+     * bl_retrace_trace_names reports with method = NULL). May be called
+     * from two threads at once. */
     bl_mi_want_range_fn want_range;
     void *want_ctx;
     /* Threads: 0 = automatic (on a machine with two or more CPUs, the parse

@@ -167,9 +167,9 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
                       int64_t line)
 {
     trace_names *t = ctx;
-    if (!method || t->failed)
-        return; /* an exception class: its class line is always indexed */
-    uint64_t ch = tn_hash(cls, cn, 0), mh = tn_hash(method, mn, ch);
+    if (t->failed)
+        return;
+    uint64_t ch = tn_hash(cls, cn, 0);
     bl_err err = BL_OK;
     int added;
     uint32_t ci = index_put(&t->class_ix, ch, (uint32_t)t->classes.n, &added);
@@ -182,6 +182,12 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
         tn_class c = { ch, 0, 0 };
         BL_VEC_PUSH(t->classes, c, err);
     }
+    if (!method) { /* an exception line's class: its record, no members */
+        if (err)
+            t->failed = 1;
+        return;
+    }
+    uint64_t mh = tn_hash(method, mn, ch);
     uint32_t mi = err ? NO_INDEX : index_put(&t->member_ix, mh, (uint32_t)t->members.n, &added);
     if (mi == NO_INDEX) {
         t->failed = 1;

@@ -40,9 +40,9 @@ static void add_name(void *ctx, const char *cls, size_t cn, const char *method, 
                      int64_t line)
 {
     names *s = ctx;
+    add_str(s, cls, cn); /* an exception line's class too (method NULL) */
     if (!method)
-        return; /* exception classes: class lines are always read */
-    add_str(s, cls, cn);
+        return;
     char buf[1024];
     int k = snprintf(buf, sizeof buf, "%.*s#%.*s", (int)cn, cls, (int)mn, method);
     ck_assert(k > 0 && (size_t)k < sizeof buf);
