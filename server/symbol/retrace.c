@@ -782,10 +782,10 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
 
 /* Reads an exception line ("[Caused by: |Suppressed: ]cls[: msg]", "Exception
  * in thread "t" cls...", "[CIRCULAR REFERENCE: cls]"): sets *c / *cn (the
- * class), *rest (what follows it) and *k (its class record, NULL when the
- * mapping does not know it). Returns 0 when the line is not one. */
-static int exception_head(const bl_mapindex *mi, const char *line, size_t len, const char **c,
-                          size_t *cn, const char **rest, const bl_mi_class **k)
+ * class) and *rest (what follows it). Returns 0 when the line cannot be one.
+ * Shared by the retracer and the name scan. */
+static int exception_token(const char *line, size_t len, const char **c, size_t *cn,
+                           const char **rest)
 {
     const char *p = line, *e = line + len;
     while (p < e && (*p == ' ' || *p == '\t'))
@@ -812,9 +812,19 @@ static int exception_head(const bl_mapindex *mi, const char *line, size_t len, c
     *c = s;
     *cn = (size_t)(p - s);
     *rest = p;
-    *k = bl_mapindex_class_by_obf(mi, s, *cn);
+    return 1;
+}
+
+/* An exception line (see exception_token) whose class the mapping knows,
+ * or any with a package: sets *k to its class record (NULL when unknown). */
+static int exception_head(const bl_mapindex *mi, const char *line, size_t len, const char **c,
+                          size_t *cn, const char **rest, const bl_mi_class **k)
+{
+    if (!exception_token(line, len, c, cn, rest))
+        return 0;
+    *k = bl_mapindex_class_by_obf(mi, *c, *cn);
     /* a root-package name ("kj: boom") counts only when the mapping knows it */
-    return *k || memchr(s, '.', *cn) != NULL;
+    return *k || memchr(*c, '.', *cn) != NULL;
 }
 
 /* Exception line: retrace the class, remember it for rewriteFrame. Returns
@@ -888,22 +898,10 @@ void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn,
             fn(ctx, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1),
                frame_line(open, close));
         } else {
-            /* an exception line: the class token after the known prefixes */
-            static const char *const pre[] = { "Caused by: ", "Suppressed: ",
-                                               "[CIRCULAR REFERENCE: " };
-            const char *q = ws_end;
-            for (int k = 0; k < 3; k++)
-                if (starts(q, le, pre[k]))
-                    q += strlen(pre[k]);
-            if (starts(q, le, "Exception in thread \"")) {
-                const char *r = memchr(q + 21, '"', (size_t)(le - q - 21));
-                q = r && r + 2 <= le ? r + 2 : le;
-            }
-            const char *c = q;
-            while (q < le && is_cls_char(*q))
-                q++;
-            if (q > c)
-                fn(ctx, c, (size_t)(q - c), NULL, 0, -1);
+            const char *c, *rest;
+            size_t cn;
+            if (exception_token(p, (size_t)(le - p), &c, &cn, &rest))
+                fn(ctx, c, cn, NULL, 0, -1);
         }
         p = nl ? nl + 1 : e;
     }

@@ -449,6 +449,21 @@ START_TEST(range_build_restarts_on_metadata)
 }
 END_TEST
 
+/* The name scan reads an exception line exactly as the retracer does: here
+ * the class after "Caused by: " is the one named "Suppressed" (a by-range
+ * build keeps only the class records the scan names). */
+START_TEST(range_build_exception_class_as_retraced)
+{
+    const char *m = "com.example.Sup -> Suppressed:\n"
+                    "com.example.Used -> b:\n"
+                    "    1:1:void run():20:20 -> a\n";
+    const char *in = "Caused by: Suppressed: boom\n\tat b.a(SourceFile:1)\n";
+    const char *want = "Caused by: com.example.Sup: boom\n"
+                       "\tat com.example.Used.run(Used.java:20)\n";
+    check_lazy_modes(m, in, want);
+}
+END_TEST
+
 /* Retraces `in` with `m` built in full, lazily by class, by member, by
  * member and range: each gives `want`. */
 static void check_lazy_modes(const char *m, const char *in, const char *want)
@@ -556,6 +571,7 @@ int main(void)
     tcase_add_test(tc, lazy_build_header_and_blank_lines);
     tcase_add_test(tc, range_build_reads_only_traced_ranges);
     tcase_add_test(tc, range_build_restarts_on_metadata);
+    tcase_add_test(tc, range_build_exception_class_as_retraced);
     suite_add_tcase(s, tc);
     TCase *ix = tcase_create("index");
     tcase_add_test(ix, index_file_roundtrip);
