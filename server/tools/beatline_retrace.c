@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,9 +66,9 @@ static const char usage[] =
     "  --threads N          threads to use, 1-8 (default: the CPUs, at most 8).\n"
     "                       With two or more the mapping is parsed in two\n"
     "                       halves (by default only from 8 MiB) and a trace of\n"
-    "                       1 MiB to 256 MiB is retraced in up to N pieces (cut\n"
-    "                       before exception lines); the output is the same as\n"
-    "                       with one thread\n"
+    "                       1 MiB to 256 MiB is retraced by N threads in up to\n"
+    "                       4 x N pieces (cut before exception lines); the\n"
+    "                       output is the same as with one thread\n"
     "  --stats              print parse figures (bytes, ms, MB/s) on stderr\n"
     "  --build-index FILE   write the mapping's index to FILE and exit; an\n"
     "                       index file can be given as MAPPING later\n"
@@ -415,6 +416,7 @@ typedef struct crew {
     int next_write;         /* the piece whose turn it is */
     int writer;             /* a worker is writing held pieces */
     bl_err err;             /* first failure; BL_EIO: write (errno in werr) */
+    atomic_int stop;        /* set with err: workers leave their piece */
     int werr;
     uint64_t lines;
     size_t hold_max;        /* PART_OUT_CAP (tests: BEATLINE_RETRACE_HOLD_MAX) */
@@ -428,6 +430,7 @@ static void crew_fail(crew *c, bl_err err, int werr)
         c->err = err;
         c->werr = werr;
     }
+    atomic_store(&c->stop, 1);
     pthread_cond_broadcast(&c->turn_cv);
     pthread_mutex_unlock(&c->mu);
 }
@@ -449,6 +452,7 @@ static void crew_write_held(crew *c)
         if (err && !c->err) {
             c->err = BL_EIO;
             c->werr = werr;
+            atomic_store(&c->stop, 1);
         }
         q->state = PIECE_WRITTEN;
         c->next_write++;
@@ -486,7 +490,8 @@ static int crew_piece(crew *c, bl_retracer *rt, int k, uint64_t *lines)
             crew_fail(c, err, 0);
             return 0;
         }
-        (*lines)++;
+        if ((++*lines & 1023) == 0 && atomic_load_explicit(&c->stop, memory_order_relaxed))
+            return 0; /* another worker failed: this output would be dropped */
         /* the input's last line had no newline: nor has its output (when
          * it printed any: a line that prints nothing leaves the one before
          * as it was) */
@@ -593,6 +598,7 @@ static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, cons
 {
     crew c;
     memset(&c, 0, sizeof c);
+    atomic_init(&c.stop, 0);
     c.mi = mi;
     c.opts = ropts;
     c.hold_max = PART_OUT_CAP;

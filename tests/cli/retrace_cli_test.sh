@@ -141,6 +141,16 @@ awk -v h="$held" 'BEGIN { exit !(h + 0 >= 1 && h + 0 < 1.1) }'; check "expanding
 "$bin" --threads 2 --stats "$tmp/big-map.txt" "$tmp/expand.txt" 2> "$tmp/s2" > /dev/null
 held=$(sed -nE 's/.*held at most ([0-9.]+) MiB.*/\1/p' "$tmp/s2")
 awk -v h="$held" 'BEGIN { exit !(h + 0 > 1.1 && h + 0 < 32) }'; check "expanding output: the 32 MiB bound by default (held $held)" $?
+# a write error (a full disk) while pieces wait for their turn: exit 1 with
+# the reason, promptly, with any thread count
+for t in 1 2 8; do
+  BEATLINE_RETRACE_HOLD_MAX=1048576 timeout 60 "$bin" --threads "$t" "$tmp/big-map.txt" \
+    "$tmp/expand.txt" > /dev/full 2> "$tmp/err"
+  rc=$?
+  check "write error, $t thread(s): exit 1 (got $rc)" $(( rc == 1 ? 0 : 1 ))
+  grep -q "beatline-retrace: write: No space left on device" "$tmp/err"
+  check "write error, $t thread(s): message" $?
+done
 
 "$bin" --threads 0 "$c/mapping.txt" < /dev/null > /dev/null 2> "$tmp/err"
 check "--threads 0 refused" $(( $? == 1 ? 0 : 1 ))
