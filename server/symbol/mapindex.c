@@ -738,6 +738,7 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
                 err = handle_meta(b, &ml);
                 break;
             case BL_ML_CLASS:
+                b->st.class_lines++;
                 cls = ml.b.p;
                 cls_n = ml.b.n;
                 skipping = want && !want(b->opts->want_ctx, ml.b.p, ml.b.n);
@@ -1510,6 +1511,7 @@ static bl_err merge_half(builder *a, builder *b)
         if (!a->hdr[i] && b->hdr[i])
             a->hdr[i] = REMAP(b->hdr[i]);
     a->st.lines += b->st.lines;
+    a->st.class_lines += b->st.class_lines;
     a->st.malformed += b->st.malformed;
     a->st.warnings += b->st.warnings;
     if (b->st.map_version > a->st.map_version)

@@ -198,7 +198,8 @@ typedef struct bl_mi_build_opts {
 
 typedef struct bl_mi_stats {
     uint64_t lines, malformed, warnings;
-    uint32_t classes, methods, fields;
+    uint64_t class_lines; /* class lines met, with or without a record */
+    uint32_t classes, methods, fields; /* records in the index */
     uint32_t map_version;
     uint32_t threads; /* parse threads the build used in the end: 1 or 2 */
     uint32_t by_range; /* 1: want_range was used to the end (no restart) */

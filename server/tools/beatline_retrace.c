@@ -48,34 +48,41 @@
 static const char usage[] =
     "usage: beatline-retrace [options] MAPPING [STACKTRACE]\n"
     "\n"
-    "Retraces an obfuscated Java stack trace (STACKTRACE, or standard input\n"
-    "when it is absent or '-')\n"
-    "with an R8/ProGuard mapping file and prints it with original class,\n"
-    "method, file and line names, following R8 retrace's conventions.\n"
+    "Retraces an obfuscated Java stack trace with an R8/ProGuard mapping file\n"
+    "(MAPPING; or an index made by --build-index) and prints it with original\n"
+    "class and method names, file names and line numbers, following R8\n"
+    "retrace's conventions. STACKTRACE is a file; standard input when it is\n"
+    "absent or '-'.\n"
     "\n"
     "options:\n"
     "  --verbose            print full signatures: 'ret name(params)'\n"
     "  --strict             read and check every mapping line; fail (exit 2) on\n"
-    "                       the first malformed one. Without it only the class\n"
-    "                       lines and the methods the stack trace names are\n"
-    "                       read in full (of a mapping without R8 metadata,\n"
-    "                       only their line ranges the trace's frames fall\n"
-    "                       in), and the malformed lines among them are\n"
-    "                       reported and skipped\n"
+    "                       the first malformed one. Without it, only what the\n"
+    "                       trace needs is read: every class line, and in full\n"
+    "                       only the methods its frames name (and, when the\n"
+    "                       mapping has no R8 metadata, only those method\n"
+    "                       lines whose line range holds a line of the trace);\n"
+    "                       malformed lines among them are reported, skipped\n"
     "  --quiet              do not report malformed mapping lines\n"
     "  --threads N          threads to use, 1-8 (default: the CPUs, at most 8).\n"
-    "                       With two or more the mapping is parsed in two\n"
-    "                       halves (by default only from 8 MiB) and a trace of\n"
-    "                       1 MiB to 256 MiB is retraced by N threads in up to\n"
-    "                       4 x N pieces (cut before exception lines); the\n"
+    "                       With two or more, a mapping of 8 MiB or more (any\n"
+    "                       size when N is given) is parsed in two halves, and\n"
+    "                       a trace of 1 MiB to 256 MiB is retraced by N\n"
+    "                       threads in up to 4 x N pieces cut before exception\n"
+    "                       lines (a smaller or bigger one by one thread); the\n"
     "                       output is the same as with one thread\n"
-    "  --stats              print parse figures (bytes, ms, MB/s) on stderr\n"
-    "  --build-index FILE   write the mapping's index to FILE and exit; an\n"
-    "                       index file can be given as MAPPING later\n"
+    "  --stats              print on stderr where the time went: trace scan,\n"
+    "                       mapping parse and index (sizes, counts, MB/s),\n"
+    "                       retrace (pieces, threads)\n"
+    "  --build-index FILE   write the whole mapping's index to FILE and exit\n"
+    "                       (no STACKTRACE); give FILE as MAPPING later\n"
     "  -h, --help           this text\n"
     "\n"
     "exit status: 0 success; 1 usage or I/O error, or a compressed MAPPING;\n"
-    "2 a malformed mapping line with --strict, or no class line at all\n";
+    "2 a malformed mapping line with --strict, or a MAPPING with malformed\n"
+    "lines and no class line at all (not a mapping). A MAPPING with no class\n"
+    "line and nothing malformed (empty, only comments) is warned about and the\n"
+    "trace printed unchanged.\n";
 
 typedef struct diag_ctx {
     const char *path;
@@ -708,6 +715,10 @@ int main(int argc, char **argv)
         fputs(usage, stderr);
         return 1;
     }
+    if (index_out && trace_given) {
+        fprintf(stderr, "beatline-retrace: --build-index takes no STACKTRACE\n");
+        return 1;
+    }
 
     /* map the mapping (or index) file */
     int fd = open(mapping, O_RDONLY | O_CLOEXEC);
@@ -819,8 +830,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "beatline-retrace: read and scanned the trace in %.1f ms\n", t0 - m0);
         err = bl_mapindex_build(mdata ? mdata : "", mlen, &bo, &img, &ms);
         double t1 = now_ms();
-        if (err == BL_EFORMAT) {
-            fprintf(stderr, "beatline-retrace: %s:%llu: malformed mapping line (--strict)\n",
+        if (err == BL_EFORMAT) { /* the line itself was reported (unless --quiet) */
+            fprintf(stderr, "beatline-retrace: %s:%llu: stopped at this malformed line (--strict)\n",
                     mapping, (unsigned long long)ms.lines);
             rc = 2;
             goto out;
@@ -833,7 +844,7 @@ int main(int argc, char **argv)
         if (ms.malformed && !quiet)
             fprintf(stderr, "beatline-retrace: %s: %llu malformed line(s) skipped\n", mapping,
                     (unsigned long long)ms.malformed);
-        if (ms.classes == 0 && ms.malformed > 0) {
+        if (ms.class_lines == 0 && ms.malformed > 0) {
             fprintf(stderr,
                     "beatline-retrace: %s: no class line ('original -> obfuscated:') in %llu "
                     "lines: not a mapping file?\n",
@@ -841,15 +852,25 @@ int main(int argc, char **argv)
             rc = 2;
             goto out;
         }
+        if (ms.class_lines == 0 && !quiet)
+            fprintf(stderr,
+                    "beatline-retrace: %s: no class line in %llu lines (an empty mapping): "
+                    "nothing is renamed\n",
+                    mapping, (unsigned long long)ms.lines);
         if (stats)
             fprintf(stderr,
-                    "beatline-retrace: parsed %zu bytes, %llu lines, %u classes, %u methods, "
-                    "%u fields in %.1f ms (%.0f MB/s; parse %.1f ms on %u thread%s, write "
-                    "%.1f ms); index %zu bytes%s\n",
-                    mlen, (unsigned long long)ms.lines, ms.classes, ms.methods, ms.fields,
+                    "beatline-retrace: mapping: %zu bytes, %llu lines, %llu class lines; "
+                    "indexed %u class%s, %u method line%s, %u field%s (%s) in %.1f ms = %.0f "
+                    "MB/s (parse %.1f ms on %u thread%s, index written in memory in %.1f ms, "
+                    "%zu bytes)\n",
+                    mlen, (unsigned long long)ms.lines, (unsigned long long)ms.class_lines,
+                    ms.classes, ms.classes == 1 ? "" : "es", ms.methods,
+                    ms.methods == 1 ? "" : "s", ms.fields, ms.fields == 1 ? "" : "s",
+                    index_out || !want_ok ? "all"
+                    : ms.by_range     ? "those the trace names, by its lines"
+                                      : "those the trace names",
                     t1 - t0, (double)mlen / 1e6 / ((t1 - t0) / 1e3), ms.parse_us / 1e3,
-                    ms.threads, ms.threads > 1 ? "s" : "", ms.write_us / 1e3, img.len,
-                    ms.by_range ? "; methods read by the trace's lines" : "");
+                    ms.threads, ms.threads > 1 ? "s" : "", ms.write_us / 1e3, img.len);
         if (index_out) {
             struct stat os;
             if (stat(index_out, &os) == 0 && os.st_dev == st.st_dev && os.st_ino == st.st_ino) {
@@ -891,7 +912,7 @@ int main(int argc, char **argv)
         if (stats && !rc)
             fprintf(stderr,
                     "beatline-retrace: retraced %llu lines in %.1f ms (%d piece%s on %d "
-                    "thread%s; a piece held at most %.1f MiB of output before its turn)\n",
+                    "thread%s; output held back to keep the order: at most %.1f MiB)\n",
                     (unsigned long long)n_lines, now_ms() - r0, pieces, pieces > 1 ? "s" : "",
                     pieces > 1 ? nth : 1, pieces > 1 && nth > 1 ? "s" : "",
                     (double)held / (1 << 20));

@@ -67,7 +67,7 @@ grep -q "mapping.txt:4: " "$tmp/err"; check "line 4 reported" $?
 grep -q "2 malformed line(s) skipped" "$tmp/err"; check "summary of both" $?
 "$bin" --strict "$m/mapping.txt" "$m/input.txt" > /dev/null 2> "$tmp/err"; rc=$?
 check "strict exits 2" $(( rc == 2 ? 0 : 1 ))
-grep -q "mapping.txt:3: malformed mapping line (--strict)" "$tmp/err"; check "strict names line 3" $?
+grep -q "mapping.txt:3: stopped at this malformed line (--strict)" "$tmp/err"; check "strict names line 3" $?
 "$bin" --quiet "$m/mapping.txt" "$m/input.txt" > /dev/null 2> "$tmp/err"
 [ ! -s "$tmp/err" ]; check "--quiet is quiet" $?
 
@@ -77,12 +77,12 @@ grep -q "mapping.txt:3: malformed mapping line (--strict)" "$tmp/err"; check "st
 printf 'com.example.Foo -> a:\n    1:3:void one():10:12 -> a\n    4:6:void two():20:22 -> a\n    7:8:bad line -> a\n' > "$tmp/pg.txt"
 printf 'java.lang.Error\n\tat a.a(SourceFile:5)\n' > "$tmp/pg-in.txt"
 "$bin" --stats "$tmp/pg.txt" "$tmp/pg-in.txt" > "$tmp/pg-out.txt" 2> "$tmp/err"
-grep -q "1 methods, .*methods read by the trace's lines" "$tmp/err"; check "ranges by the trace's lines" $?
+grep -q "indexed 1 class, 1 method line, 0 fields (those the trace names, by its lines)" "$tmp/err"; check "ranges by the trace's lines" $?
 grep -q "malformed" "$tmp/err"; check "unread range not reported" $(( $? == 0 ? 1 : 0 ))
 printf 'java.lang.Error\n\tat com.example.Foo.two(Foo.java:21)\n' | cmp -s - "$tmp/pg-out.txt"; check "ranges by lines: output" $?
 { printf '# {"id":"com.android.tools.r8.mapping","version":"2.2"}\n'; cat "$tmp/pg.txt"; } > "$tmp/r8.txt"
 "$bin" --stats "$tmp/r8.txt" "$tmp/pg-in.txt" > "$tmp/r8-out.txt" 2> "$tmp/err"
-grep -q "methods read by the trace's lines" "$tmp/err"; check "R8 mapping: every range of a named method" $(( $? == 0 ? 1 : 0 ))
+grep -q "indexed 1 class, 2 method lines, 0 fields (those the trace names)" "$tmp/err"; check "R8 mapping: every range of a named method" $?
 grep -q "r8.txt:5: " "$tmp/err"; check "R8 mapping: malformed range reported" $?
 cmp -s "$tmp/pg-out.txt" "$tmp/r8-out.txt"; check "R8 mapping: same output" $?
 
@@ -136,10 +136,10 @@ BEATLINE_RETRACE_HOLD_MAX=1048576 "$bin" --threads 2 --stats "$tmp/big-map.txt" 
   2> "$tmp/s2" | md5sum > "$tmp/x2.md5"
 "$bin" --threads 1 "$tmp/big-map.txt" "$tmp/expand.txt" | md5sum > "$tmp/x1.md5"
 cmp -s "$tmp/x1.md5" "$tmp/x2.md5"; check "expanding output: 2 threads = 1 thread" $?
-held=$(sed -nE 's/.*held at most ([0-9.]+) MiB.*/\1/p' "$tmp/s2")
+held=$(sed -nE 's/.*keep the order: at most ([0-9.]+) MiB.*/\1/p' "$tmp/s2")
 awk -v h="$held" 'BEGIN { exit !(h + 0 >= 1 && h + 0 < 1.1) }'; check "expanding output: held at most 1 MiB (held $held)" $?
 "$bin" --threads 2 --stats "$tmp/big-map.txt" "$tmp/expand.txt" 2> "$tmp/s2" > /dev/null
-held=$(sed -nE 's/.*held at most ([0-9.]+) MiB.*/\1/p' "$tmp/s2")
+held=$(sed -nE 's/.*keep the order: at most ([0-9.]+) MiB.*/\1/p' "$tmp/s2")
 awk -v h="$held" 'BEGIN { exit !(h + 0 > 1.1 && h + 0 < 32) }'; check "expanding output: the 32 MiB bound by default (held $held)" $?
 # a write error (a full disk) while pieces wait for their turn: exit 1 with
 # the reason, promptly, with any thread count
@@ -180,6 +180,22 @@ grep -q "is zstd" "$tmp/err"; check "zstd mapping message" $?
 check "swapped arguments exit 2" $(( rc == 2 ? 0 : 1 ))
 grep -q "no class line ('original -> obfuscated:') in .* lines: not a mapping file?" "$tmp/err"
 check "swapped arguments message" $?
+# a mapping with a malformed line whose classes the trace does not name is
+# still a mapping (exit 0, the trace unchanged); an empty one is warned about
+printf 'com.example.A -> a:\n    1:1:void x():1:1 -> a\nnot a class line\ncom.example.B -> b:\n' > "$tmp/m-other.txt"
+printf 'java.lang.Error: boom\n\tat c.d(SourceFile:1)\n' > "$tmp/t-other.txt"
+"$bin" "$tmp/m-other.txt" "$tmp/t-other.txt" > "$tmp/o.txt" 2> "$tmp/err"; rc=$?
+check "malformed line, classes not named: exit 0 (got $rc)" $rc
+cmp -s "$tmp/o.txt" "$tmp/t-other.txt"; check "malformed line, classes not named: trace unchanged" $?
+printf '# just a comment\n\n' > "$tmp/m-empty.txt"
+"$bin" "$tmp/m-empty.txt" "$tmp/t-other.txt" > "$tmp/o.txt" 2> "$tmp/err"; rc=$?
+check "empty mapping: exit 0 (got $rc)" $rc
+grep -q "no class line in 2 lines (an empty mapping): nothing is renamed" "$tmp/err"; check "empty mapping: warned" $?
+cmp -s "$tmp/o.txt" "$tmp/t-other.txt"; check "empty mapping: trace unchanged" $?
+"$bin" --build-index "$tmp/x.idx" "$c/mapping.txt" "$c/input.txt" > /dev/null 2> "$tmp/err"; rc=$?
+check "--build-index with a STACKTRACE: exit 1 (got $rc)" $(( rc == 1 ? 0 : 1 ))
+grep -q "build-index takes no STACKTRACE" "$tmp/err"; check "--build-index with a STACKTRACE: message" $?
+
 # --opt=value and '-' for standard input
 "$bin" --threads=2 "$c/mapping.txt" - < "$c/input.txt" > "$tmp/e.txt"; check "--threads=2 and - exit 0" $?
 cmp -s "$tmp/e.txt" "$c/expected.txt"; check "'-' reads standard input" $?
