@@ -920,6 +920,7 @@ typedef struct wi_job {
     bl_err err;             /* wi_sort: BL_ENOMEM */
     bl_mi_slot *t1, *t2, *t3; /* wi_tables: the three tables */
     uint32_t cap1, cap3;
+    int sigs;               /* wi_tables fills t3 */
 } wi_job;
 
 /* two threads from this many method entries (opts->threads 2: always) */
@@ -1010,7 +1011,7 @@ static void *wi_tables(void *arg)
         slot_put(j->t1, j->cap1, in->hash[b->classes.v[c].obf], (uint32_t)c);
         slot_put(j->t2, j->cap1, in->hash[b->classes.v[c].orig], (uint32_t)c);
         const bl_mi_method *prev_outer = NULL;
-        for (uint32_t i = j->start[c]; i < j->start[c + 1]; i++) {
+        for (uint32_t i = j->start[c]; j->sigs && i < j->start[c + 1]; i++) {
             const bl_mi_method *m = &b->methods.v[j->order[i]].m;
             if ((m->flags & BL_MIM_OUTER) && !(prev_outer && same_sig(prev_outer, m))) {
                 slot_put_run(j->t3, j->cap3, sig_hash(in, m->orig_class, m->orig_name), i,
@@ -1110,6 +1111,11 @@ static bl_err write_image(builder *b, bl_buf *out)
         goto out;
     }
     uint32_t n_sigs = jobs[0].n_sigs + jobs[1].n_sigs;
+    /* a lazy build serves one retrace, which never looks a method up by its
+     * original signature: an empty table (see want_class) */
+    int sigs = !(b->opts && b->opts->want_class);
+    if (!sigs)
+        n_sigs = 0;
     /* extras: serialise per entry (items are in entry order) */
     BL_VEC(uint32_t) ex = { 0 };
     uint32_t zero = 0;
@@ -1166,6 +1172,7 @@ static bl_err write_image(builder *b, bl_buf *out)
     jobs[0].t3 = t3;
     jobs[0].cap1 = cap1;
     jobs[0].cap3 = cap3;
+    jobs[0].sigs = sigs;
     pthread_t tables_th;
     int tables_started = par && pthread_create(&tables_th, NULL, wi_tables, &jobs[0]) == 0;
     if (!tables_started)

@@ -156,7 +156,9 @@ typedef struct bl_mi_build_opts {
      * next class line. Every class line, class-level metadata, header
      * comment and map-version comment is still read, so original-class
      * lookups and the retrace of the classes it wants stay exactly as in a
-     * full build. For one-shot retracing of a known trace. */
+     * full build. For one-shot retracing of a known trace: such an index
+     * has no original-signature table (bl_mapindex_methods_by_orig finds
+     * nothing; symbolication needs a full build). */
     bl_mi_want_fn want_class;
     /* Optional, finer: within a wanted class, member lines whose obfuscated
      * name it declines are skipped unread, with the metadata comments that

@@ -383,6 +383,11 @@ START_TEST(range_build_reads_only_traced_ranges)
     /* a.a: the 4:6 group (two entries) and the range-less line; a.b has a
      * frame without a line: both of its ranges */
     ck_assert_uint_eq(st.methods, 5);
+    /* a one-shot index has no original-signature table, the full one has */
+    ck_assert_uint_eq(bl_mapindex_methods_by_orig(mi, "com.example.Foo", 15, "outer", 5, NULL, NULL),
+                      0);
+    ck_assert_uint_eq(
+        bl_mapindex_methods_by_orig(full, "com.example.Foo", 15, "outer", 5, NULL, NULL), 1);
     char *got = tu_retrace_str(mi, 0, in), *want = tu_retrace_str(full, 0, in);
     ck_assert_str_eq(got, want);
     ck_assert_str_eq(got, "java.lang.Error\n"
