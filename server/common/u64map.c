@@ -68,20 +68,27 @@ bl_err bl_u64map_put(bl_u64map *m, uint64_t key, uint32_t init, uint32_t **val, 
     *added = 0;
     if (!key)
         return BL_EINVAL;
+    if (m->key) { /* present: no growth */
+        uint32_t j = home(key, m->mask);
+        while (m->key[j] && m->key[j] != key)
+            j = (j + 1) & m->mask;
+        if (m->key[j]) {
+            *val = &m->val[j];
+            return BL_OK;
+        }
+    }
     if (!m->key || ((uint64_t)m->n + 1) * 2 > (uint64_t)m->mask + 1) {
         bl_err err = grow(m);
         if (err)
             return err;
     }
     uint32_t j = home(key, m->mask);
-    while (m->key[j] && m->key[j] != key)
+    while (m->key[j])
         j = (j + 1) & m->mask;
-    if (!m->key[j]) {
-        m->key[j] = key;
-        m->val[j] = init;
-        m->n++;
-        *added = 1;
-    }
+    m->key[j] = key;
+    m->val[j] = init;
+    m->n++;
+    *added = 1;
     *val = &m->val[j];
     return BL_OK;
 }

@@ -18,7 +18,9 @@ typedef struct bl_u64map {
     uint32_t n;    /* keys held */
 } bl_u64map;
 
+/* An empty map (no allocation; a zeroed struct is the same). */
 void bl_u64map_init(bl_u64map *m);
+/* Frees the table; the map is empty again and may be reused. */
 void bl_u64map_cleanup(bl_u64map *m);
 
 /* The value of key, or `none` when the map does not hold it. */

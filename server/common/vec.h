@@ -4,6 +4,7 @@
  *   BL_VEC(bl_mi_class) classes;      a struct { T *v; size_t n, cap; }
  *   BL_VEC_PUSH(classes, item, err);  appends; on a failed allocation sets
  *                                     err = BL_ENOMEM and leaves the array
+ *                                     as it was
  *
  * Zero-initialised is empty; the owner frees .v. Capacity doubles from 256.
  */

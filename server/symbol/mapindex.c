@@ -613,16 +613,28 @@ static int member_obf_name(const char *p, const char *le, const char **name, siz
     return 1;
 }
 
+/* The first byte of [p, le) that is not a blank (space or tab), or le. */
+static const char *skip_blanks(const char *p, const char *le)
+{
+    while (p < le && (*p == ' ' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* 1 when the comment line whose '#' is at p holds a JSON object. */
+static int json_comment(const char *p, const char *le)
+{
+    p = skip_blanks(p + 1, le);
+    return p < le && *p == '{';
+}
+
 /* Comments that act beyond the member they follow: the map version, a
  * class's source file, header comments ("# key: value"). The rest of a
  * skipped member's metadata goes too. A comment that is not a JSON object,
  * or has a backslash (an id may be spelt with JSON escapes), is read. */
 static int meta_beyond_member(const char *p, const char *le)
 {
-    const char *t = p + 1; /* past '#' */
-    while (t < le && (*t == ' ' || *t == '\t'))
-        t++;
-    if (t == le || *t != '{' || memchr(p, '\\', (size_t)(le - p)))
+    if (!json_comment(p, le) || memchr(p, '\\', (size_t)(le - p)))
         return 1;
     static const char *const keys[2] = { "com.android.tools.r8.mapping", "sourceFile" };
     for (int k = 0; k < 2; k++) {
@@ -636,15 +648,6 @@ static int meta_beyond_member(const char *p, const char *le)
         }
     }
     return 0;
-}
-
-/* 1 when the comment line whose '#' is at p holds a JSON object. */
-static int json_comment(const char *p, const char *le)
-{
-    p++;
-    while (p < le && (*p == ' ' || *p == '\t'))
-        p++;
-    return p < le && *p == '{';
 }
 
 /* Parses [data, data+len) into b. With b->use_range, stops at the first
@@ -664,9 +667,7 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
         const char *le = nl ? nl : end;
         b->st.lines++;
         if (b->use_range) {
-            const char *q = p;
-            while (q < le && (*q == ' ' || *q == '\t'))
-                q++;
+            const char *q = skip_blanks(p, le);
             if (q < le && *q == '#' && json_comment(q, le)) {
                 b->restart = 1;
                 return BL_OK;
@@ -676,9 +677,7 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
             /* a member of an unwanted class: skipped unread; an indented
              * comment is read as usual (class metadata), or after a
              * skipped member only when it acts beyond that member */
-            const char *q = p;
-            while (q < le && (*q == ' ' || *q == '\t'))
-                q++;
+            const char *q = skip_blanks(p, le);
             if (q == le || *q != '#' || (b->last_kind == LK_NONE && !meta_beyond_member(q, le))) {
                 if (q < le && *q != '#') {
                     close_group(b);
@@ -692,9 +691,7 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
          * comment or a malformed line at column 0 is read, and the class's
          * members after it are still skipped) */
         if (want_m && cls && (*p == ' ' || *p == '\t')) {
-            const char *q = p;
-            while (q < le && (*q == ' ' || *q == '\t'))
-                q++;
+            const char *q = skip_blanks(p, le);
             const char *nm;
             size_t nn;
             if (q < le && *q == '#') {
@@ -1347,24 +1344,30 @@ static uint32_t interned_id(const interner *in, const char *p, uint32_t n, uint6
     }
 }
 
+/* Diagnostics held back (a second half's, or a build's that may start
+ * again), to be reported later or dropped. */
+typedef struct held_diags {
+    BL_VEC(bl_mi_diag) v;
+    int lost; /* out of memory holding them */
+} held_diags;
+
+static void hold_diag(void *ctx, const bl_mi_diag *d)
+{
+    held_diags *h = ctx;
+    bl_err err = BL_OK;
+    BL_VEC_PUSH(h->v, *d, err);
+    if (err)
+        h->lost = 1;
+}
+
 typedef struct half {
     builder b;
     bl_mi_build_opts opts;     /* the caller's, with diag held here */
     const char *p;
     size_t n;
-    BL_VEC(bl_mi_diag) diags;     /* held diagnostics, lines relative */
-    int diags_lost;            /* 1: ran out of memory holding them */
+    held_diags diags;          /* lines relative to the half */
     bl_err err;
 } half;
-
-static void half_diag(void *ctx, const bl_mi_diag *d)
-{
-    half *h = ctx;
-    bl_err err = BL_OK;
-    BL_VEC_PUSH(h->diags, *d, err);
-    if (err)
-        h->diags_lost = 1;
-}
 
 static void *half_run(void *arg)
 {
@@ -1548,8 +1551,8 @@ static bl_err parse_split(builder *b, const char *data, size_t len)
         return parse_all(b, data + hdr_end, len - hdr_end);
     if (b->opts)
         h->opts = *b->opts;
-    h->opts.diag = half_diag;
-    h->opts.diag_ctx = h;
+    h->opts.diag = hold_diag;
+    h->opts.diag_ctx = &h->diags;
     h->p = data + cut;
     h->n = len - cut;
     pthread_t th;
@@ -1571,7 +1574,7 @@ static bl_err parse_split(builder *b, const char *data, size_t len)
      * there is found again, with all its counts, by the one-pass parse
      * below) and the merge fits: BL_ETOOBIG from merge_half leaves b as it
      * was, and one pass stores shared strings once, so it may still fit */
-    if (!err && !b->restart && started && b->version == v0 && !h->diags_lost &&
+    if (!err && !b->restart && started && b->version == v0 && !h->diags.lost &&
         h->err == BL_OK &&
         !halves_share_class(b, &h->b)) {
         uint64_t line0 = b->st.lines;
@@ -1582,32 +1585,17 @@ static bl_err parse_split(builder *b, const char *data, size_t len)
             joined = 1;
         b->st.threads = joined ? 2 : 1;
         if (joined && b->opts && b->opts->diag)
-            for (size_t i = 0; i < h->diags.n; i++) {
-                bl_mi_diag d = { line0 + h->diags.v[i].line, h->diags.v[i].message };
+            for (size_t i = 0; i < h->diags.v.n; i++) {
+                bl_mi_diag d = { line0 + h->diags.v.v[i].line, h->diags.v.v[i].message };
                 b->opts->diag(b->opts->diag_ctx, &d);
             }
     }
     if (!err && !joined && !b->restart) /* the second half again, in order */
         err = parse_all(b, data + cut, len - cut);
     builder_free(&h->b);
-    free(h->diags.v);
+    free(h->diags.v.v);
     free(h);
     return err;
-}
-
-/* Diagnostics held while a build by range may still start again. */
-typedef struct held_diags {
-    BL_VEC(bl_mi_diag) v;
-    int lost; /* out of memory holding them */
-} held_diags;
-
-static void hold_diag(void *ctx, const bl_mi_diag *d)
-{
-    held_diags *h = ctx;
-    bl_err err = BL_OK;
-    BL_VEC_PUSH(h->v, *d, err);
-    if (err)
-        h->lost = 1;
 }
 
 /* Parses data into b (see parse_split); with want_range, starts again
@@ -1621,12 +1609,16 @@ static bl_err parse_mapping(builder *b, const char *data, size_t len)
     bl_mi_build_opts held_opts = *caller;
     held_diags hd;
     memset(&hd, 0, sizeof hd);
-    held_opts.diag = hold_diag;
-    held_opts.diag_ctx = &hd;
-    b->opts = &held_opts;
+    if (caller->diag) { /* held until the parse stands */
+        held_opts.diag = hold_diag;
+        held_opts.diag_ctx = &hd;
+        b->opts = &held_opts;
+    }
     bl_err err = parse_split(b, data, len);
     b->opts = caller;
-    if (!err && b->restart) {
+    /* metadata met, or out of memory holding diagnostics (then they are
+     * reported as they come): parse again without want_range */
+    if (!err && (b->restart || hd.lost)) {
         free(hd.v.v);
         builder_free(b);
         if ((err = builder_init(b, caller, len)))
@@ -1635,11 +1627,9 @@ static bl_err parse_mapping(builder *b, const char *data, size_t len)
         b->st.threads = 1;
         return parse_split(b, data, len);
     }
-    for (size_t i = 0; i < hd.v.n && caller->diag; i++)
+    for (size_t i = 0; i < hd.v.n; i++)
         caller->diag(caller->diag_ctx, &hd.v.v[i]);
     free(hd.v.v);
-    if (hd.lost && !err)
-        err = BL_ENOMEM; /* a diagnostic would be missing */
     if (!err)
         b->st.by_range = 1;
     return err;

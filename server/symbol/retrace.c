@@ -41,6 +41,7 @@ typedef struct orig_ent {
 } orig_ent;
 
 #define FILE_MEMO 0x80000000u /* fr_file: offset in files, not names */
+#define FILES_MAX (16u << 20)  /* inferred file names remembered, bytes */
 
 /* A frame's original-class lookup, made when its alternative ends (the
  * synthesized check) and used again for its file name: the class record
@@ -83,7 +84,7 @@ bl_err bl_retracer_new(const bl_mapindex *mi, const bl_retrace_opts *opts, bl_re
         rt->o = *opts;
     bl_buf_init(&rt->names, 1 << 24);
     bl_buf_init(&rt->keys, (size_t)1 << 30);
-    bl_buf_init(&rt->files, FILE_MEMO - 1);
+    bl_buf_init(&rt->files, FILES_MAX);
     rt->carry = -1;
     *out = rt;
     return BL_OK;

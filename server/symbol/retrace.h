@@ -65,8 +65,9 @@ typedef struct bl_retracer bl_retracer;
 /* Creates a retracer over `mi` (borrowed; must outlive the retracer).
  * `opts` may be NULL. BL_ENOMEM. The retracer remembers its lookups: at
  * most 2^18 (class, method) and 2^18 original-class entries (~16 MiB of
- * tables plus the distinct obfuscated names it met), freed by
- * bl_retracer_free; a retracer per request or per trace is the usual use. */
+ * tables, plus the distinct obfuscated names it met and at most 16 MiB of
+ * inferred file names), freed by bl_retracer_free; a retracer per request
+ * or per trace is the usual use. */
 bl_err bl_retracer_new(const bl_mapindex *mi, const bl_retrace_opts *opts, bl_retracer **out);
 void bl_retracer_free(bl_retracer *rt);
 

@@ -112,8 +112,10 @@ static double now_ms(void)
  * What a one-shot retrace reads in full: the classes the trace's frames
  * name, their (class, method) members, and each member's frame lines.
  * Names are kept as 64-bit hashes: XXH3 of the class, XXH3 of the method
- * seeded with the class hash (a collision only makes the parse read more,
- * never less). The scan numbers classes and members as it meets them (two
+ * seeded with the class hash. Two classes with one hash only make the
+ * parse read more; two (class, method) pairs with one hash (odds about
+ * 10^-10 for 35,000 pairs) could file one pair's frames under the other's
+ * class, and its lines would then go unread. The scan numbers classes and members as it meets them (two
  * open-addressing maps); names_index then lays out, per class, its members
  * and, per member, its sorted lines.
  *
@@ -402,14 +404,17 @@ static int names_want_range(void *ctx, const char *cls, size_t cn, const char *n
  * output goes straight to standard output once every piece before it is
  * written (its turn); until then it is held, up to PART_OUT_CAP bytes,
  * after which the worker waits for the turn. Whoever finishes the piece
- * whose turn it is writes the held pieces that follow.
+ * whose turn it is writes the held pieces that follow. A worker takes no
+ * new piece while finished pieces hold PART_OUT_CAP bytes or more between
+ * them, so held output stays below (workers + 1) x PART_OUT_CAP plus a line.
  */
-enum { PIECE_WAITING, PIECE_TAKEN, PIECE_HELD, PIECE_WRITTEN };
+enum { PIECE_OPEN, PIECE_HELD, PIECE_WRITTEN };
 
 typedef struct piece {
     const char *p, *e; /* whole lines */
     bl_buf out;        /* held output */
-    int state;         /* PIECE_*, under crew.mu */
+    int state;         /* PIECE_OPEN (not taken or in progress), HELD,
+                          WRITTEN; under crew.mu */
 } piece;
 
 typedef struct crew {
@@ -427,6 +432,7 @@ typedef struct crew {
     int werr;
     uint64_t lines;
     size_t hold_max;        /* PART_OUT_CAP (tests: BEATLINE_RETRACE_HOLD_MAX) */
+    size_t held_done;       /* output held by finished pieces */
     size_t max_held;        /* most output a piece held before its turn */
 } crew;
 
@@ -453,8 +459,10 @@ static void crew_write_held(crew *c)
         pthread_mutex_unlock(&c->mu);
         bl_err err = bl_fd_write_all(1, q->out.data, q->out.len);
         int werr = errno;
+        size_t n = q->out.len;
         bl_buf_cleanup(&q->out);
         pthread_mutex_lock(&c->mu);
+        c->held_done -= n;
         c->writer = 0;
         if (err && !c->err) {
             c->err = BL_EIO;
@@ -529,6 +537,7 @@ static int crew_piece(crew *c, bl_retracer *rt, int k, uint64_t *lines)
         pthread_cond_broadcast(&c->turn_cv);
     } else {
         pc->state = PIECE_HELD;
+        c->held_done += pc->out.len;
         if (pc->out.len > c->max_held)
             c->max_held = pc->out.len;
     }
@@ -549,11 +558,13 @@ static void *crew_work(void *arg)
     uint64_t lines = 0;
     for (;;) {
         pthread_mutex_lock(&c->mu);
+        /* finished pieces hold enough: wait until they are written (the
+         * piece whose turn it is is in progress or being written) */
+        while (!c->err && c->held_done >= c->hold_max && c->next_take < c->np)
+            pthread_cond_wait(&c->turn_cv, &c->mu);
         int k = c->err ? c->np : c->next_take;
-        if (k < c->np) {
+        if (k < c->np)
             c->next_take++;
-            c->pc[k].state = PIECE_TAKEN;
-        }
         pthread_mutex_unlock(&c->mu);
         if (k >= c->np || !crew_piece(c, rt, k, &lines))
             break;
@@ -598,10 +609,12 @@ static int cut_pieces(const bl_mapindex *mi, const char *p, const char *e, size_
 }
 
 /* Retraces [p, p+len) to standard output on up to `threads` threads.
- * Returns 0, or 1 after printing why it failed; *pieces, *lines and *held
- * (the most output bytes a piece held before its turn) say what was done. */
+ * Returns 0, or 1 after printing why it failed; *pieces, *workers (threads
+ * that retraced), *lines and *held (the most output bytes a piece held
+ * before its turn) say what was done. */
 static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, const char *p,
-                       size_t len, int threads, int *pieces, uint64_t *lines, size_t *held)
+                       size_t len, int threads, int *pieces, int *workers, uint64_t *lines,
+                       size_t *held)
 {
     crew c;
     memset(&c, 0, sizeof c);
@@ -630,8 +643,14 @@ static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, cons
     c.np = cut_pieces(mi, p, p + len, size, want, c.pc);
     for (int k = 0; k < c.np; k++)
         bl_buf_init(&c.pc[k].out, 0);
-    pthread_mutex_init(&c.mu, NULL);
-    pthread_cond_init(&c.turn_cv, NULL);
+    int mu_ok = pthread_mutex_init(&c.mu, NULL) == 0;
+    if (!mu_ok || pthread_cond_init(&c.turn_cv, NULL) != 0) {
+        if (mu_ok)
+            pthread_mutex_destroy(&c.mu);
+        free(c.pc);
+        fprintf(stderr, "beatline-retrace: cannot set up the retrace threads\n");
+        return 1;
+    }
     pthread_t th[MAX_PARTS];
     int started = 0;
     for (int k = 1; k < threads && k < c.np && k < MAX_PARTS; k++)
@@ -646,6 +665,7 @@ static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, cons
     pthread_cond_destroy(&c.turn_cv);
     free(c.pc);
     *pieces = c.np;
+    *workers = started + 1;
     *lines = c.lines;
     *held = c.max_held;
     if (c.err == BL_EIO)
@@ -904,17 +924,18 @@ int main(int argc, char **argv)
         double r0 = now_ms();
         long ncpu = threads ? threads : sysconf(_SC_NPROCESSORS_ONLN);
         int nth = ncpu > MAX_PARTS ? MAX_PARTS : ncpu < 1 ? 1 : (int)ncpu;
-        int pieces = 0;
+        int pieces = 0, workers = 1;
         uint64_t n_lines = 0;
         size_t held = 0;
-        rc = retrace_all(mi, &ropts, in.data ? in.data : "", in.len, nth, &pieces, &n_lines,
-                         &held);
+        rc = retrace_all(mi, &ropts, in.data ? in.data : "", in.len, nth, &pieces, &workers,
+                         &n_lines, &held);
         if (stats && !rc)
             fprintf(stderr,
                     "beatline-retrace: retraced %llu lines in %.1f ms (%d piece%s on %d "
-                    "thread%s; output held back to keep the order: at most %.1f MiB)\n",
+                    "thread%s; output a piece held back to keep the order: at most %.1f "
+                    "MiB)\n",
                     (unsigned long long)n_lines, now_ms() - r0, pieces, pieces > 1 ? "s" : "",
-                    pieces > 1 ? nth : 1, pieces > 1 && nth > 1 ? "s" : "",
+                    workers, workers > 1 ? "s" : "",
                     (double)held / (1 << 20));
     }
 out:

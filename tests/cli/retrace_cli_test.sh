@@ -138,6 +138,8 @@ BEATLINE_RETRACE_HOLD_MAX=1048576 "$bin" --threads 2 --stats "$tmp/big-map.txt" 
 cmp -s "$tmp/x1.md5" "$tmp/x2.md5"; check "expanding output: 2 threads = 1 thread" $?
 held=$(sed -nE 's/.*keep the order: at most ([0-9.]+) MiB.*/\1/p' "$tmp/s2")
 awk -v h="$held" 'BEGIN { exit !(h + 0 >= 1 && h + 0 < 1.1) }'; check "expanding output: held at most 1 MiB (held $held)" $?
+BEATLINE_RETRACE_HOLD_MAX=65536 "$bin" --threads 8 "$tmp/big-map.txt" "$tmp/expand.txt" | md5sum > "$tmp/x8.md5"
+cmp -s "$tmp/x1.md5" "$tmp/x8.md5"; check "expanding output, 8 threads, 64 KiB held: = 1 thread" $?
 "$bin" --threads 2 --stats "$tmp/big-map.txt" "$tmp/expand.txt" 2> "$tmp/s2" > /dev/null
 held=$(sed -nE 's/.*keep the order: at most ([0-9.]+) MiB.*/\1/p' "$tmp/s2")
 awk -v h="$held" 'BEGIN { exit !(h + 0 > 1.1 && h + 0 < 32) }'; check "expanding output: the 32 MiB bound by default (held $held)" $?
