@@ -955,7 +955,6 @@ static void *wi_sort(void *arg)
     return NULL;
 }
 
-/* Fills the class-by-obfuscated, class-by-original and signature tables. */
 /* Where the last entry of a much-repeated key went (see slot_put_run). */
 typedef struct run_map {
     bl_u64map last; /* key -> slot of its last entry */

@@ -115,9 +115,9 @@ static double now_ms(void)
  * seeded with the class hash. Two classes with one hash only make the
  * parse read more; two (class, method) pairs with one hash (odds about
  * 10^-10 for 35,000 pairs) could file one pair's frames under the other's
- * class, and its lines would then go unread. The scan numbers classes and members as it meets them (two
- * open-addressing maps); names_index then lays out, per class, its members
- * and, per member, its sorted lines.
+ * class, and its lines would then go unread. The scan numbers classes and
+ * members as it meets them (two u64maps); names_index then lays out, per
+ * class, its members and, per member, its sorted lines.
  *
  * The mapping parse asks about every class line, then about every member
  * line of a wanted class, then about the range of each wanted method line:
