@@ -22,6 +22,7 @@
 
 #include "http/http.h"
 #include "pipeline/datadir.h"
+#include "pipeline/datahealth.h"
 #include "pipeline/processor.h"
 #include "store/apps.h"
 #include "store/db.h"
@@ -52,6 +53,9 @@ static const char usage[] =
     "  --max-inflight BYTES     decompressed bodies held in memory by all requests\n"
     "                           together; past it requests get 503 + Retry-After\n"
     "                           [BEATLINE_MAX_INFLIGHT] (default 536870912)\n"
+    "  --min-free BYTES         free space the data directory's disk keeps: below\n"
+    "                           it POST/PUT get 507 and /healthz 503\n"
+    "                           [BEATLINE_MIN_FREE] (default 67108864 = 64 MiB)\n"
     "  --port-file FILE         write the bound port to FILE once listening\n"
     "  -h, --help               this text\n"
     "\n"
@@ -174,7 +178,7 @@ int main(int argc, char **argv)
     const char *data = (env = getenv("BEATLINE_DATA")) && *env ? env : "./beatline-data";
     const char *port_file = NULL;
     uint64_t threads = 4, max_body = 16u << 20, max_dec = 256u << 20, max_map = 1u << 30,
-             max_inflight = 512u << 20;
+             max_inflight = 512u << 20, min_free = 64u << 20;
     struct {
         const char *env;
         uint64_t *v;
@@ -182,7 +186,8 @@ int main(int argc, char **argv)
                  { "BEATLINE_MAX_BODY", &max_body },
                  { "BEATLINE_MAX_DECOMPRESSED", &max_dec },
                  { "BEATLINE_MAX_MAPPING", &max_map },
-                 { "BEATLINE_MAX_INFLIGHT", &max_inflight } };
+                 { "BEATLINE_MAX_INFLIGHT", &max_inflight },
+                 { "BEATLINE_MIN_FREE", &min_free } };
     for (size_t i = 0; i < sizeof envs / sizeof *envs; i++)
         if ((env = getenv(envs[i].env)) && *env && parse_u64(env, envs[i].v)) {
             fprintf(stderr, "beatline-server: %s: not a number: %s\n", envs[i].env, env);
@@ -223,6 +228,8 @@ int main(int argc, char **argv)
             bad = parse_u64(v, &max_map) || max_map == 0;
         else if (!strcmp(a, "--max-inflight"))
             bad = parse_u64(v, &max_inflight) || max_inflight == 0;
+        else if (!strcmp(a, "--min-free"))
+            bad = parse_u64(v, &min_free);
         else if (!strcmp(a, "--port-file"))
             port_file = v;
         else {
@@ -239,18 +246,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "beatline-server: threads must be 1-256\n");
         return 1;
     }
-    if (bl_datadir_init(data) != BL_OK) {
-        fprintf(stderr, "beatline-server: %s: %s\n", data, strerror(errno));
-        return 1;
-    }
     /* one server per data directory: two writers would hand out the same
-     * call-path node ids */
-    char lockp[BL_PATH_MAX];
+     * call-path node ids. A missing, unwritable or locked directory is
+     * told apart (pipeline/datahealth.h). */
     int lock_fd = -1;
-    if (bl_path_join(lockp, data, ".server.lock") == BL_OK)
-        lock_fd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
-    if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        fprintf(stderr, "beatline-server: %s is in use by another beatline-server\n", data);
+    char derr[BL_PATH_MAX + 256];
+    if (bl_datadir_open(data, &lock_fd, derr, sizeof derr) != BL_OK) {
+        fprintf(stderr, "beatline-server: %s\n", derr);
         return 1;
     }
     /* temporary files of uploads cut short by a crash */
@@ -279,7 +281,7 @@ int main(int argc, char **argv)
         return 1;
     }
     bl_http_config hc = { addr, port, data, max_body, max_dec, max_map, (unsigned)threads,
-                          max_inflight, proc };
+                          max_inflight, proc, min_free };
     if (hc.max_inflight < max_dec)
         hc.max_inflight = max_dec;
     bl_http *http;
