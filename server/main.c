@@ -56,6 +56,22 @@ static const char usage[] =
     "  --min-free BYTES         free space the data directory's disk keeps: below\n"
     "                           it POST/PUT get 507 and /healthz 503\n"
     "                           [BEATLINE_MIN_FREE] (default 67108864 = 64 MiB)\n"
+    "\n"
+    "per-app ingest quotas on batches waiting for their build's method-ID file\n"
+    "or mapping (past one, POST batches gets 429 + Retry-After; 0 = no limit;\n"
+    "batches of builds that have their files are never refused):\n"
+    "  --quota-waiting-builds N   builds with waiting batches\n"
+    "                           [BEATLINE_QUOTA_WAITING_BUILDS] (default 50)\n"
+    "  --quota-waiting-batches N  waiting batches\n"
+    "                           [BEATLINE_QUOTA_WAITING_BATCHES] (default 10000)\n"
+    "  --quota-waiting-bytes BYTES  bytes of waiting batches (as received)\n"
+    "                           [BEATLINE_QUOTA_WAITING_BYTES] (default 1073741824)\n"
+    "  --quota-new-builds N     builds first seen in a batch, per clock hour\n"
+    "                           [BEATLINE_QUOTA_NEW_BUILDS] (default 100)\n"
+    "  --waiting-expiry SECONDS a batch waiting longer is deleted (counted in\n"
+    "                           beatline_batches_expired_total)\n"
+    "                           [BEATLINE_WAITING_EXPIRY] (default 604800 = 7 days)\n"
+    "\n"
     "  --port-file FILE         write the bound port to FILE once listening\n"
     "  -h, --help               this text\n"
     "\n"
@@ -179,6 +195,9 @@ int main(int argc, char **argv)
     const char *port_file = NULL;
     uint64_t threads = 4, max_body = 16u << 20, max_dec = 256u << 20, max_map = 1u << 30,
              max_inflight = 512u << 20, min_free = 64u << 20;
+    /* per-app ingest quotas (pipeline/quota.h) and the expiry of waiting batches */
+    uint64_t q_builds = 50, q_batches = 10000, q_bytes = 1u << 30, q_new = 100,
+             expiry = 7 * 24 * 3600;
     struct {
         const char *env;
         uint64_t *v;
@@ -187,7 +206,12 @@ int main(int argc, char **argv)
                  { "BEATLINE_MAX_DECOMPRESSED", &max_dec },
                  { "BEATLINE_MAX_MAPPING", &max_map },
                  { "BEATLINE_MAX_INFLIGHT", &max_inflight },
-                 { "BEATLINE_MIN_FREE", &min_free } };
+                 { "BEATLINE_MIN_FREE", &min_free },
+                 { "BEATLINE_QUOTA_WAITING_BUILDS", &q_builds },
+                 { "BEATLINE_QUOTA_WAITING_BATCHES", &q_batches },
+                 { "BEATLINE_QUOTA_WAITING_BYTES", &q_bytes },
+                 { "BEATLINE_QUOTA_NEW_BUILDS", &q_new },
+                 { "BEATLINE_WAITING_EXPIRY", &expiry } };
     for (size_t i = 0; i < sizeof envs / sizeof *envs; i++)
         if ((env = getenv(envs[i].env)) && *env && parse_u64(env, envs[i].v)) {
             fprintf(stderr, "beatline-server: %s: not a number: %s\n", envs[i].env, env);
@@ -230,6 +254,16 @@ int main(int argc, char **argv)
             bad = parse_u64(v, &max_inflight) || max_inflight == 0;
         else if (!strcmp(a, "--min-free"))
             bad = parse_u64(v, &min_free);
+        else if (!strcmp(a, "--quota-waiting-builds"))
+            bad = parse_u64(v, &q_builds);
+        else if (!strcmp(a, "--quota-waiting-batches"))
+            bad = parse_u64(v, &q_batches);
+        else if (!strcmp(a, "--quota-waiting-bytes"))
+            bad = parse_u64(v, &q_bytes);
+        else if (!strcmp(a, "--quota-new-builds"))
+            bad = parse_u64(v, &q_new);
+        else if (!strcmp(a, "--waiting-expiry"))
+            bad = parse_u64(v, &expiry) || expiry == 0;
         else if (!strcmp(a, "--port-file"))
             port_file = v;
         else {
@@ -274,7 +308,10 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
 
     char err[512] = "";
-    bl_proc_opts po = { data, 256, max_dec, 0 };
+    bl_proc_opts po = { .data_dir = data, .max_batches_per_txn = 256,
+                        .max_decompressed = max_dec,
+                        .quota = { q_builds, q_batches, q_bytes, q_new },
+                        .waiting_expiry_s = expiry };
     bl_processor *proc;
     if (bl_processor_start(&po, &proc, err, sizeof err) != BL_OK) {
         fprintf(stderr, "beatline-server: %s\n", err);

@@ -131,6 +131,15 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
         e = metric(&b, "beatline_batches_waiting", "gauge",
                    "Batches waiting for their build's method-ID file or mapping.", ps.waiting);
     if (!e)
+        e = metric(&b, "beatline_batches_expired_total", "counter",
+                   "Batches deleted after waiting longer than --waiting-expiry for their "
+                   "build's method-ID file or mapping.",
+                   ps.expired);
+    if (!e)
+        e = metric(&b, "beatline_batches_quota_refused_total", "counter",
+                   "Batches refused with 429 by a per-app ingest quota.",
+                   atomic_load(&h->quota_refused));
+    if (!e)
         e = metric(&b, "beatline_call_paths_dropped_total", "counter",
                    "Calls left out of call trees because their build reached the node limit "
                    "(still counted in slow-methods).",

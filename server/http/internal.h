@@ -40,6 +40,7 @@ struct bl_http {
     uint16_t port;
     _Atomic uint64_t status_count[600];
     _Atomic uint64_t bytes_in, batches_in, records_in, duplicates_in;
+    _Atomic uint64_t quota_refused; /* batches answered 429 by a quota */
     _Atomic uint64_t inflight;  /* decompressed body bytes held by requests now */
 };
 
