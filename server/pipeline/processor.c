@@ -22,6 +22,7 @@
 #include <unistd.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#include <jansson.h>
 
 #include "agg/calltree.h"
 #include "agg/sketch.h"
@@ -29,6 +30,7 @@
 #include "common/u128map.h"
 #include "ingest/batch.h"
 #include "ingest/methodid.h"
+#include "ingest/namecheck.h"
 #include "pipeline/aggregate.h"
 #include "pipeline/datadir.h"
 #include "pipeline/quota.h"
@@ -437,6 +439,51 @@ static bl_err requeue_waiting(bl_processor *p, bstate *b)
     return BL_OK;
 }
 
+/* builds.warnings after the build's files changed: a headerless method-ID
+ * file whose classes are obfuscated names of the mapping (namecheck.h).
+ * *mids is loaded when needed (caller frees). */
+static bl_err update_warnings(bl_processor *p, bstate *b, const char *dir, int have_mapping,
+                              int have_mids, bl_methodids **mids)
+{
+    char text[1024] = "";
+    if (have_mapping && have_mids && (*mids || load_methodids(dir, mids) == BL_OK) &&
+        !bl_methodids_obfuscated(*mids)) {
+        char path[BL_PATH_MAX];
+        bl_mapindex *mi = NULL;
+        if (!bl_path_join(path, dir, "mapping.idx") && bl_mapindex_open(path, &mi) == BL_OK) {
+            bl_names_check nc;
+            int obf = 0;
+            bl_err err = bl_names_check_run(*mids, mi, &nc, &obf);
+            bl_mapindex_close(mi);
+            if (err)
+                return err;
+            if (obf) {
+                char w[900];
+                bl_names_warning(&nc, w, sizeof w);
+                json_t *arr = json_pack("[s]", w);
+                char *js = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+                json_decref(arr);
+                if (!js)
+                    return BL_ENOMEM;
+                snprintf(text, sizeof text, "%s", js);
+                free(js);
+                logf_("build %s: %s", b->build, w);
+            }
+        }
+    }
+    sqlite3_stmt *st = bl_db_stmt(p->db, "UPDATE builds SET warnings = ? WHERE id = ?");
+    if (!st)
+        return sql_err(p, "builds warnings");
+    if (text[0])
+        sqlite3_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, 1);
+    sqlite3_bind_int64(st, 2, b->build_id);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? BL_OK : sql_err(p, "builds warnings");
+}
+
 /* Brings the builds row and the methods table in line with the files.
  * *mids caches the parsed method-ID file (caller frees). */
 static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build,
@@ -504,6 +551,9 @@ static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build
             return sql_err(p, "builds methodids");
         symbolicated = 0;
     }
+    if ((mchanged || ichanged) &&
+        (err = update_warnings(p, b, dir, mhash[0] != 0, ihash[0] != 0, mids)))
+        return err;
     int can = ihash[0] && (!obf || mhash[0]);
     if (!can) {
         b->ready = 0;
