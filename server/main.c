@@ -6,6 +6,7 @@
  *   beatline-server [--data DIR] app create NAME
  *   beatline-server [--data DIR] app list
  *   beatline-server [--data DIR] app rotate-keys NAME
+ *   beatline-server [--data DIR] app set NAME QUOTA=N|default ...
  *
  * Exit status: 0 on a clean stop (SIGINT/SIGTERM); 1 on usage or start-up
  * errors; 2 when an app command fails.
@@ -32,6 +33,7 @@ static const char usage[] =
     "       beatline-server [--data DIR] app create NAME\n"
     "       beatline-server [--data DIR] app list\n"
     "       beatline-server [--data DIR] app rotate-keys NAME\n"
+    "       beatline-server [--data DIR] app set NAME QUOTA=N|default ...\n"
     "\n"
     "Runs the Beatline server: apps POST batches of method traces, CI uploads\n"
     "each build's mapping.txt and method-ID file, people query slow methods\n"
@@ -77,7 +79,11 @@ static const char usage[] =
     "\n"
     "app commands print JSON; 'app create' and 'app rotate-keys' print the\n"
     "keys once: {\"app\", \"ingest_key\", \"upload_key\", \"read_key\"}. Keys are\n"
-    "stored hashed and cannot be shown again.\n";
+    "stored hashed and cannot be shown again. 'app set' sets the app's own\n"
+    "ingest quotas (QUOTA: waiting-builds, waiting-batches, waiting-bytes,\n"
+    "new-builds; N = 0 for no limit, 'default' for the server's option) and\n"
+    "prints {\"app\", \"quotas\": {QUOTA: N or null = the server's option}};\n"
+    "a running server applies them to the next batch.\n";
 
 static volatile sig_atomic_t stop_flag;
 
@@ -125,6 +131,60 @@ static int parse_listen(const char *s, char *addr, size_t an, uint16_t *port)
     return 0;
 }
 
+/* app set NAME QUOTA=N|default ...: all or nothing (one transaction). */
+static int app_set(bl_db *db, const char *name, int argc, char **argv)
+{
+    int64_t id;
+    bl_err e = bl_apps_find(db, name, &id);
+    if (e) {
+        fprintf(stderr, "beatline-server: app set %s: %s\n", name,
+                e == BL_ENOTFOUND ? "no such app" : sqlite3_errmsg(bl_db_handle(db)));
+        return 2;
+    }
+    if (bl_db_exec(db, "BEGIN IMMEDIATE")) {
+        fprintf(stderr, "beatline-server: app set: %s\n", sqlite3_errmsg(bl_db_handle(db)));
+        return 2;
+    }
+    for (int i = 0; i < argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        int which = -1;
+        for (int k = 0; eq && k < BL_APP_QUOTAS; k++)
+            if (strlen(bl_apps_quota_names[k]) == (size_t)(eq - argv[i]) &&
+                !strncmp(argv[i], bl_apps_quota_names[k], (size_t)(eq - argv[i])))
+                which = k;
+        uint64_t v = 0;
+        int dflt = eq && !strcmp(eq + 1, "default");
+        if (which < 0 || (!dflt && (parse_u64(eq + 1, &v) || v > INT64_MAX))) {
+            fprintf(stderr,
+                    "beatline-server: app set: bad setting '%s' (QUOTA=N or QUOTA=default; "
+                    "QUOTA: waiting-builds, waiting-batches, waiting-bytes, new-builds)\n",
+                    argv[i]);
+            bl_db_exec(db, "ROLLBACK");
+            return 1;
+        }
+        if (bl_apps_set_quota(db, name, which, dflt ? -1 : (int64_t)v) != BL_OK) {
+            fprintf(stderr, "beatline-server: app set: %s\n", sqlite3_errmsg(bl_db_handle(db)));
+            bl_db_exec(db, "ROLLBACK");
+            return 2;
+        }
+    }
+    int64_t q[BL_APP_QUOTAS];
+    if (bl_db_exec(db, "COMMIT") || bl_apps_quotas(db, id, q) != BL_OK) {
+        fprintf(stderr, "beatline-server: app set: %s\n", sqlite3_errmsg(bl_db_handle(db)));
+        bl_db_exec(db, "ROLLBACK");
+        return 2;
+    }
+    printf("{\"app\": \"%s\", \"quotas\": {", name);
+    for (int k = 0; k < BL_APP_QUOTAS; k++) {
+        if (q[k] < 0)
+            printf("%s\"%s\": null", k ? ", " : "", bl_apps_quota_names[k]);
+        else
+            printf("%s\"%s\": %lld", k ? ", " : "", bl_apps_quota_names[k], (long long)q[k]);
+    }
+    printf("}}\n");
+    return 0;
+}
+
 static int app_command(const char *data, int argc, char **argv)
 {
     if (argc < 1) {
@@ -168,6 +228,8 @@ static int app_command(const char *data, int argc, char **argv)
                    "\"read_key\": \"%s\"}\n",
                    argv[1], keys[0], keys[1], keys[2]);
         }
+    } else if (!strcmp(argv[0], "set") && argc >= 3) {
+        rc = app_set(db, argv[1], argc - 2, argv + 2);
     } else if (!strcmp(argv[0], "list") && argc == 1) {
         bl_buf b;
         bl_buf_init(&b, 0);

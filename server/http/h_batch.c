@@ -14,6 +14,23 @@
 
 #include "ingest/batch.h"
 
+/* The quotas of app r->app_id: the server's options, overridden by
+ * `beatline-server app set` (store/apps.h). A database error leaves the
+ * server's options. */
+static void app_limits(bl_http *h, req *r, bl_quota *q, bl_quota_limits *out)
+{
+    *out = *bl_quota_defaults(q);
+    int64_t v[BL_APP_QUOTAS];
+    bl_db *db = bl_http_db(h);
+    if (!db || bl_apps_quotas(db, r->app_id, v) != BL_OK)
+        return;
+    uint64_t *f[BL_APP_QUOTAS] = { &out->waiting_builds, &out->waiting_batches,
+                                   &out->waiting_bytes, &out->new_builds_per_hour };
+    for (int i = 0; i < BL_APP_QUOTAS; i++)
+        if (v[i] >= 0)
+            *f[i] = (uint64_t)v[i];
+}
+
 /* The batch id is pending, done or failed already (any encoding). */
 static int seen(bl_http *h, const char *uuid)
 {
@@ -68,7 +85,10 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
     /* per-app quotas on batches that would wait for uploads (pipeline/quota.h) */
     snprintf(build, sizeof build, "%.*s", (int)b.build.n, b.build.p);
     unsigned retry = 0;
-    int qr = bl_quota_admit(q, r->app_id, build, r->raw.len, &counted, &retry, msg, sizeof msg);
+    bl_quota_limits lim;
+    app_limits(h, r, q, &lim);
+    int qr = bl_quota_admit(q, &lim, r->app_id, build, r->raw.len, &counted, &retry, msg,
+                            sizeof msg);
     if (qr < 0) {
         rc = bl_reply_error(c, h, 503, "out of memory");
         goto out;

@@ -187,8 +187,13 @@ static void add_held(qapp *a, qent *e, uint64_t bytes)
     a->waiting_bytes += bytes;
 }
 
-int bl_quota_admit(bl_quota *q, int64_t app, const char *build, uint64_t bytes, int *counted,
-                   unsigned *retry_after, char *msg, size_t n)
+const bl_quota_limits *bl_quota_defaults(const bl_quota *q)
+{
+    return &q->lim;
+}
+
+int bl_quota_admit(bl_quota *q, const bl_quota_limits *lim, int64_t app, const char *build,
+                   uint64_t bytes, int *counted, unsigned *retry_after, char *msg, size_t n)
 {
     *counted = 0;
     *retry_after = 0;
@@ -202,7 +207,7 @@ int bl_quota_admit(bl_quota *q, int64_t app, const char *build, uint64_t bytes, 
         rc = 0;
         goto out;
     }
-    const bl_quota_limits *l = &q->lim;
+    const bl_quota_limits *l = lim ? lim : &q->lim;
     int64_t now = (int64_t)time(NULL);
     int64_t hour = now / 3600;
     if (a->hour != hour) {
@@ -214,8 +219,9 @@ int bl_quota_admit(bl_quota *q, int64_t app, const char *build, uint64_t bytes, 
     if (!e && l->new_builds_per_hour && a->new_in_hour >= l->new_builds_per_hour) {
         snprintf(msg, n,
                  "too many new builds: this app's batches named %" PRIu64
-                 " builds this hour that the server had not seen (the limit, "
-                 "--quota-new-builds); upload the build's method-ID file first or retry later",
+                 " builds new to the server this hour, the app's limit (--quota-new-builds "
+                 "or 'app set NAME new-builds=N'); upload the build's method-ID file first "
+                 "or retry later",
                  a->new_in_hour);
         *retry_after = next_hour ? next_hour : 1;
         goto out;
@@ -224,7 +230,8 @@ int bl_quota_admit(bl_quota *q, int64_t app, const char *build, uint64_t bytes, 
         snprintf(msg, n,
                  "too many builds waiting for uploads: %" PRIu64
                  " builds of this app have batches waiting for their method-ID file or "
-                 "mapping (the limit, --quota-waiting-builds); upload them or retry later",
+                 "mapping, the app's limit (--quota-waiting-builds or 'app set NAME "
+                 "waiting-builds=N'); upload their files or retry later",
                  a->waiting_builds);
         *retry_after = 600;
         goto out;
@@ -232,8 +239,9 @@ int bl_quota_admit(bl_quota *q, int64_t app, const char *build, uint64_t bytes, 
     if (l->waiting_batches && a->waiting_batches >= l->waiting_batches) {
         snprintf(msg, n,
                  "too many batches waiting for uploads: %" PRIu64
-                 " batches of this app wait for their build's method-ID file or mapping "
-                 "(the limit, --quota-waiting-batches); upload them or retry later",
+                 " batches of this app wait for their build's method-ID file "
+                 "or mapping, the app's limit (--quota-waiting-batches or 'app set NAME "
+                 "waiting-batches=N'); upload their files or retry later",
                  a->waiting_batches);
         *retry_after = 600;
         goto out;
@@ -242,8 +250,9 @@ int bl_quota_admit(bl_quota *q, int64_t app, const char *build, uint64_t bytes, 
                              bytes > l->waiting_bytes - a->waiting_bytes)) {
         snprintf(msg, n,
                  "too many bytes waiting for uploads: %" PRIu64 " bytes of this app's "
-                 "batches wait for their build's uploads, the limit is %" PRIu64
-                 " (--quota-waiting-bytes); upload them or retry later",
+                 "batches wait for their build's uploads, the app's limit is %" PRIu64
+                 " (--quota-waiting-bytes or 'app set NAME waiting-bytes=N'); upload their "
+                 "files or retry later",
                  a->waiting_bytes, l->waiting_bytes);
         *retry_after = 600;
         goto out;

@@ -53,7 +53,8 @@ void bl_quota_free(bl_quota *q);
 bl_err bl_quota_set_ready(bl_quota *q, int64_t app, const char *build, int ready);
 
 /*
- * Admission of a batch of `bytes` bytes for (app, build), before its 202.
+ * Admission of a batch of `bytes` bytes for (app, build), before its 202,
+ * under `lim` (the app's own limits; NULL: the tracker's).
  * Returns 0 when admitted: *counted = 1 when the batch now counts against
  * the app's quotas (its build cannot be processed yet), else 0. Returns 1
  * when refused: msg (n bytes) says which quota, *retry_after the seconds
@@ -61,8 +62,11 @@ bl_err bl_quota_set_ready(bl_quota *q, int64_t app, const char *build, int ready
  * A refused batch changes nothing; an admitted batch that is finally not
  * stored must be given back with bl_quota_release when *counted.
  */
-int bl_quota_admit(bl_quota *q, int64_t app, const char *build, uint64_t bytes, int *counted,
-                   unsigned *retry_after, char *msg, size_t n);
+int bl_quota_admit(bl_quota *q, const bl_quota_limits *lim, int64_t app, const char *build,
+                   uint64_t bytes, int *counted, unsigned *retry_after, char *msg, size_t n);
+
+/* The limits the tracker was made with (the server's options). */
+const bl_quota_limits *bl_quota_defaults(const bl_quota *q);
 
 /* The writer parks a batch that was not counted (found on disk at start,
  * or its build lost its files): counted now, whatever the limits. */

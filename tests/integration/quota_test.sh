@@ -10,7 +10,8 @@
 # --quota-new-builds; batches of a build that has its files are never
 # refused; an upload frees the quota; the counts survive a restart (batches
 # found on disk count again); with a short --waiting-expiry a waiting batch
-# is deleted, counted in beatline_batches_expired_total, and frees its quota.
+# is deleted, counted in beatline_batches_expired_total, and frees its quota;
+# `beatline-server app set NAME QUOTA=N` overrides an option for one app.
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 WORK=$2
@@ -139,6 +140,32 @@ wait_metric beatline_batches_waiting 2
 post b6
 expect "after a restart, batches found on disk count (2 builds wait)" 429 "$CODE"
 post b4 && expect "a build that already waits may get more" 202 "$CODE"
+stop_server
+
+# --- per-app quotas: app set -----------------------------------------------------
+DATA3=$WORK/data3
+keys=$("$BIN/beatline-server" --data "$DATA3" app create shop)
+ING=$(jq -r .ingest_key <<< "$keys")
+"$BIN/beatline-server" --data "$DATA3" app create other > /dev/null
+out=$("$BIN/beatline-server" --data "$DATA3" app set shop new-builds=2 waiting-bytes=0)
+expect "app set prints the quotas" '{"app":"shop","quotas":{"waiting-builds":null,"waiting-batches":null,"waiting-bytes":0,"new-builds":2}}' "$(jq -c . <<< "$out")"
+set +e
+"$BIN/beatline-server" --data "$DATA3" app set shop new-builds=-1 2> set.err
+rc=$?
+"$BIN/beatline-server" --data "$DATA3" app set nope new-builds=1 2>> set.err
+rc2=$?
+set -e
+expect "app set: a bad value is a usage error" 1 "$rc"
+expect "app set: unknown app" 2 "$rc2"
+expect_grep "app set: says what is bad" "bad setting 'new-builds=-1'" "$(cat set.err)"
+start_server "$DATA3" --quota-new-builds 50
+post n1 && expect "shop new build 1 of 2" 202 "$CODE"
+post n2 && expect "shop new build 2 of 2" 202 "$CODE"
+post n3 && expect "shop's own new-builds quota" 429 "$CODE"
+expect_grep "the 429 says it is the app's limit" "app set NAME new-builds=N" "$(jq -r .error <<< "$BODY")"
+# a running server applies a change at the next batch
+"$BIN/beatline-server" --data "$DATA3" app set shop new-builds=default > /dev/null
+post n3 && expect "back to the server's option (50)" 202 "$CODE"
 stop_server
 
 # --- expiry ------------------------------------------------------------------
