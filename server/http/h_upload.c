@@ -151,9 +151,9 @@ static void mid_diag(void *ctx, uint64_t line, const char *message)
     }
 }
 
-/* Appends the namecheck.h warning to `warnings` when the headerless
- * method-ID file `t` holds obfuscated names of the mapping index at
- * `idx_path` (nothing when there is no index there). Borrowed arguments. */
+/* Appends the namecheck.h warning to `warnings` when the method-ID file
+ * `t`, read as original names, holds obfuscated names of the mapping index
+ * at `idx_path` (nothing when there is no index there). Borrowed arguments. */
 static bl_err names_warning(const bl_methodids *t, const char *idx_path, json_t *warnings)
 {
     if (bl_methodids_obfuscated(t))

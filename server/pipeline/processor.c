@@ -439,9 +439,10 @@ static bl_err requeue_waiting(bl_processor *p, bstate *b)
     return BL_OK;
 }
 
-/* builds.warnings after the build's files changed: a headerless method-ID
- * file whose classes are obfuscated names of the mapping (namecheck.h).
- * *mids is loaded when needed (caller frees). */
+/* builds.warnings after the build's files changed: a method-ID file read
+ * as original names whose classes are obfuscated names of the mapping
+ * (namecheck.h); NULL when nothing is wrong. *mids is loaded when needed
+ * (caller frees). */
 static bl_err update_warnings(bl_processor *p, bstate *b, const char *dir, int have_mapping,
                               int have_mids, bl_methodids **mids)
 {

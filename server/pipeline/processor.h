@@ -11,7 +11,10 @@
  *
  * A batch whose build has no method-ID file yet (or no mapping while its
  * method-ID file says names are obfuscated) waits in batches/pending and is
- * processed when the upload arrives: nothing lost. The batches table guards
+ * processed when the upload arrives: nothing lost — unless it waits longer
+ * than waiting_expiry_s, when it is deleted and counted (st.expired). What
+ * waits counts against its app's quotas (quota.h, bl_processor_quota),
+ * checked by the HTTP thread before the 202. The batches table guards
  * against counting a batch twice (after a crash between commit and move).
  * At start the writer re-registers builds found on disk and re-queues every
  * pending batch, so what was acknowledged survives a kill -9.
