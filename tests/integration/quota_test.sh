@@ -166,6 +166,12 @@ expect_grep "the 429 says it is the app's limit" "app set NAME new-builds=N" "$(
 # a running server applies a change at the next batch
 "$BIN/beatline-server" --data "$DATA3" app set shop new-builds=default > /dev/null
 post n3 && expect "back to the server's option (50)" 202 "$CODE"
+"$BIN/beatline-server" --data "$DATA3" app set shop waiting-bytes=1 > /dev/null
+post n1
+expect "shop's own waiting-bytes quota" 429 "$CODE"
+expect_grep "the 429 names the bytes" "too many bytes waiting for uploads" "$(jq -r .error <<< "$BODY")"
+"$BIN/beatline-server" --data "$DATA3" app set shop waiting-bytes=0 > /dev/null
+post n1 && expect "waiting-bytes=0: no limit" 202 "$CODE"
 stop_server
 
 # --- expiry ------------------------------------------------------------------
