@@ -6,6 +6,7 @@
  *   beatline-server [--data DIR] app create NAME
  *   beatline-server [--data DIR] app list
  *   beatline-server [--data DIR] app rotate-keys NAME
+ *   beatline-server [--data DIR] app set NAME QUOTA=N|default ...
  *
  * Exit status: 0 on a clean stop (SIGINT/SIGTERM); 1 on usage or start-up
  * errors; 2 when an app command fails.
@@ -22,6 +23,7 @@
 
 #include "http/http.h"
 #include "pipeline/datadir.h"
+#include "pipeline/datahealth.h"
 #include "pipeline/processor.h"
 #include "store/apps.h"
 #include "store/db.h"
@@ -31,6 +33,7 @@ static const char usage[] =
     "       beatline-server [--data DIR] app create NAME\n"
     "       beatline-server [--data DIR] app list\n"
     "       beatline-server [--data DIR] app rotate-keys NAME\n"
+    "       beatline-server [--data DIR] app set NAME QUOTA=N|default ...\n"
     "\n"
     "Runs the Beatline server: apps POST batches of method traces, CI uploads\n"
     "each build's mapping.txt and method-ID file, people query slow methods\n"
@@ -52,12 +55,37 @@ static const char usage[] =
     "  --max-inflight BYTES     decompressed bodies held in memory by all requests\n"
     "                           together; past it requests get 503 + Retry-After\n"
     "                           [BEATLINE_MAX_INFLIGHT] (default 536870912)\n"
+    "  --min-free BYTES         free space the data directory's disk keeps: below\n"
+    "                           it POST/PUT get 507 and /healthz 503\n"
+    "                           [BEATLINE_MIN_FREE] (default 67108864 = 64 MiB)\n"
+    "\n"
+    "per-app ingest quotas on batches waiting for their build's method-ID file\n"
+    "or mapping (past one, POST batches gets 429 + Retry-After; 0 = no limit;\n"
+    "batches of builds that have their files are never refused):\n"
+    "  --quota-waiting-builds N   builds with waiting batches\n"
+    "                           [BEATLINE_QUOTA_WAITING_BUILDS] (default 50)\n"
+    "  --quota-waiting-batches N  waiting batches\n"
+    "                           [BEATLINE_QUOTA_WAITING_BATCHES] (default 10000)\n"
+    "  --quota-waiting-bytes BYTES  bytes of waiting batches (as received)\n"
+    "                           [BEATLINE_QUOTA_WAITING_BYTES] (default 1073741824)\n"
+    "  --quota-new-builds N     builds first seen in a batch, per clock hour\n"
+    "                           [BEATLINE_QUOTA_NEW_BUILDS] (default 100)\n"
+    "  --waiting-expiry SECONDS a batch waiting longer is deleted (counted in\n"
+    "                           beatline_batches_expired_total)\n"
+    "                           [BEATLINE_WAITING_EXPIRY] (default 604800 = 7 days)\n"
+    "'app set' (below) overrides the quotas for one app.\n"
+    "\n"
+    "other options:\n"
     "  --port-file FILE         write the bound port to FILE once listening\n"
     "  -h, --help               this text\n"
     "\n"
     "app commands print JSON; 'app create' and 'app rotate-keys' print the\n"
     "keys once: {\"app\", \"ingest_key\", \"upload_key\", \"read_key\"}. Keys are\n"
-    "stored hashed and cannot be shown again.\n";
+    "stored hashed and cannot be shown again. 'app set' sets the app's own\n"
+    "ingest quotas (QUOTA: waiting-builds, waiting-batches, waiting-bytes,\n"
+    "new-builds; N = 0 for no limit, 'default' for the server's option) and\n"
+    "prints {\"app\", \"quotas\": {QUOTA: N or null = the server's option}};\n"
+    "a running server applies them to the next batch.\n";
 
 static volatile sig_atomic_t stop_flag;
 
@@ -105,6 +133,60 @@ static int parse_listen(const char *s, char *addr, size_t an, uint16_t *port)
     return 0;
 }
 
+/* app set NAME QUOTA=N|default ...: all or nothing (one transaction). */
+static int app_set(bl_db *db, const char *name, int argc, char **argv)
+{
+    int64_t id;
+    bl_err e = bl_apps_find(db, name, &id);
+    if (e) {
+        fprintf(stderr, "beatline-server: app set %s: %s\n", name,
+                e == BL_ENOTFOUND ? "no such app" : sqlite3_errmsg(bl_db_handle(db)));
+        return 2;
+    }
+    if (bl_db_exec(db, "BEGIN IMMEDIATE")) {
+        fprintf(stderr, "beatline-server: app set: %s\n", sqlite3_errmsg(bl_db_handle(db)));
+        return 2;
+    }
+    for (int i = 0; i < argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        int which = -1;
+        for (int k = 0; eq && k < BL_APP_QUOTAS; k++)
+            if (strlen(bl_apps_quota_names[k]) == (size_t)(eq - argv[i]) &&
+                !strncmp(argv[i], bl_apps_quota_names[k], (size_t)(eq - argv[i])))
+                which = k;
+        uint64_t v = 0;
+        int dflt = eq && !strcmp(eq + 1, "default");
+        if (which < 0 || (!dflt && (parse_u64(eq + 1, &v) || v > INT64_MAX))) {
+            fprintf(stderr,
+                    "beatline-server: app set: bad setting '%s' (QUOTA=N or QUOTA=default; "
+                    "QUOTA: waiting-builds, waiting-batches, waiting-bytes, new-builds)\n",
+                    argv[i]);
+            bl_db_exec(db, "ROLLBACK");
+            return 1;
+        }
+        if (bl_apps_set_quota(db, name, which, dflt ? -1 : (int64_t)v) != BL_OK) {
+            fprintf(stderr, "beatline-server: app set: %s\n", sqlite3_errmsg(bl_db_handle(db)));
+            bl_db_exec(db, "ROLLBACK");
+            return 2;
+        }
+    }
+    int64_t q[BL_APP_QUOTAS];
+    if (bl_db_exec(db, "COMMIT") || bl_apps_quotas(db, id, q) != BL_OK) {
+        fprintf(stderr, "beatline-server: app set: %s\n", sqlite3_errmsg(bl_db_handle(db)));
+        bl_db_exec(db, "ROLLBACK");
+        return 2;
+    }
+    printf("{\"app\": \"%s\", \"quotas\": {", name);
+    for (int k = 0; k < BL_APP_QUOTAS; k++) {
+        if (q[k] < 0)
+            printf("%s\"%s\": null", k ? ", " : "", bl_apps_quota_names[k]);
+        else
+            printf("%s\"%s\": %lld", k ? ", " : "", bl_apps_quota_names[k], (long long)q[k]);
+    }
+    printf("}}\n");
+    return 0;
+}
+
 static int app_command(const char *data, int argc, char **argv)
 {
     if (argc < 1) {
@@ -148,6 +230,8 @@ static int app_command(const char *data, int argc, char **argv)
                    "\"read_key\": \"%s\"}\n",
                    argv[1], keys[0], keys[1], keys[2]);
         }
+    } else if (!strcmp(argv[0], "set") && argc >= 3) {
+        rc = app_set(db, argv[1], argc - 2, argv + 2);
     } else if (!strcmp(argv[0], "list") && argc == 1) {
         bl_buf b;
         bl_buf_init(&b, 0);
@@ -174,7 +258,10 @@ int main(int argc, char **argv)
     const char *data = (env = getenv("BEATLINE_DATA")) && *env ? env : "./beatline-data";
     const char *port_file = NULL;
     uint64_t threads = 4, max_body = 16u << 20, max_dec = 256u << 20, max_map = 1u << 30,
-             max_inflight = 512u << 20;
+             max_inflight = 512u << 20, min_free = 64u << 20;
+    /* per-app ingest quotas (pipeline/quota.h) and the expiry of waiting batches */
+    uint64_t q_builds = 50, q_batches = 10000, q_bytes = 1u << 30, q_new = 100,
+             expiry = 7 * 24 * 3600;
     struct {
         const char *env;
         uint64_t *v;
@@ -182,7 +269,13 @@ int main(int argc, char **argv)
                  { "BEATLINE_MAX_BODY", &max_body },
                  { "BEATLINE_MAX_DECOMPRESSED", &max_dec },
                  { "BEATLINE_MAX_MAPPING", &max_map },
-                 { "BEATLINE_MAX_INFLIGHT", &max_inflight } };
+                 { "BEATLINE_MAX_INFLIGHT", &max_inflight },
+                 { "BEATLINE_MIN_FREE", &min_free },
+                 { "BEATLINE_QUOTA_WAITING_BUILDS", &q_builds },
+                 { "BEATLINE_QUOTA_WAITING_BATCHES", &q_batches },
+                 { "BEATLINE_QUOTA_WAITING_BYTES", &q_bytes },
+                 { "BEATLINE_QUOTA_NEW_BUILDS", &q_new },
+                 { "BEATLINE_WAITING_EXPIRY", &expiry } };
     for (size_t i = 0; i < sizeof envs / sizeof *envs; i++)
         if ((env = getenv(envs[i].env)) && *env && parse_u64(env, envs[i].v)) {
             fprintf(stderr, "beatline-server: %s: not a number: %s\n", envs[i].env, env);
@@ -223,6 +316,18 @@ int main(int argc, char **argv)
             bad = parse_u64(v, &max_map) || max_map == 0;
         else if (!strcmp(a, "--max-inflight"))
             bad = parse_u64(v, &max_inflight) || max_inflight == 0;
+        else if (!strcmp(a, "--min-free"))
+            bad = parse_u64(v, &min_free);
+        else if (!strcmp(a, "--quota-waiting-builds"))
+            bad = parse_u64(v, &q_builds);
+        else if (!strcmp(a, "--quota-waiting-batches"))
+            bad = parse_u64(v, &q_batches);
+        else if (!strcmp(a, "--quota-waiting-bytes"))
+            bad = parse_u64(v, &q_bytes);
+        else if (!strcmp(a, "--quota-new-builds"))
+            bad = parse_u64(v, &q_new);
+        else if (!strcmp(a, "--waiting-expiry"))
+            bad = parse_u64(v, &expiry) || expiry == 0;
         else if (!strcmp(a, "--port-file"))
             port_file = v;
         else {
@@ -239,18 +344,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "beatline-server: threads must be 1-256\n");
         return 1;
     }
-    if (bl_datadir_init(data) != BL_OK) {
-        fprintf(stderr, "beatline-server: %s: %s\n", data, strerror(errno));
-        return 1;
-    }
     /* one server per data directory: two writers would hand out the same
-     * call-path node ids */
-    char lockp[BL_PATH_MAX];
+     * call-path node ids. A missing, unwritable or locked directory is
+     * told apart (pipeline/datahealth.h). */
     int lock_fd = -1;
-    if (bl_path_join(lockp, data, ".server.lock") == BL_OK)
-        lock_fd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
-    if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        fprintf(stderr, "beatline-server: %s is in use by another beatline-server\n", data);
+    char derr[BL_PATH_MAX + 256];
+    if (bl_datadir_open(data, &lock_fd, derr, sizeof derr) != BL_OK) {
+        fprintf(stderr, "beatline-server: %s\n", derr);
         return 1;
     }
     /* temporary files of uploads cut short by a crash */
@@ -272,14 +372,17 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
 
     char err[512] = "";
-    bl_proc_opts po = { data, 256, max_dec, 0 };
+    bl_proc_opts po = { .data_dir = data, .max_batches_per_txn = 256,
+                        .max_decompressed = max_dec,
+                        .quota = { q_builds, q_batches, q_bytes, q_new },
+                        .waiting_expiry_s = expiry };
     bl_processor *proc;
     if (bl_processor_start(&po, &proc, err, sizeof err) != BL_OK) {
         fprintf(stderr, "beatline-server: %s\n", err);
         return 1;
     }
     bl_http_config hc = { addr, port, data, max_body, max_dec, max_map, (unsigned)threads,
-                          max_inflight, proc };
+                          max_inflight, proc, min_free };
     if (hc.max_inflight < max_dec)
         hc.max_inflight = max_dec;
     bl_http *http;

@@ -14,6 +14,23 @@
 
 #include "ingest/batch.h"
 
+/* The quotas of app r->app_id: the server's options, overridden by
+ * `beatline-server app set` (store/apps.h). A database error leaves the
+ * server's options. */
+static void app_limits(bl_http *h, req *r, bl_quota *q, bl_quota_limits *out)
+{
+    *out = *bl_quota_defaults(q);
+    int64_t v[BL_APP_QUOTAS];
+    bl_db *db = bl_http_db(h);
+    if (!db || bl_apps_quotas(db, r->app_id, v) != BL_OK)
+        return;
+    uint64_t *f[BL_APP_QUOTAS] = { &out->waiting_builds, &out->waiting_batches,
+                                   &out->waiting_bytes, &out->new_builds_per_hour };
+    for (int i = 0; i < BL_APP_QUOTAS; i++)
+        if (v[i] >= 0)
+            *f[i] = (uint64_t)v[i];
+}
+
 /* The batch id is pending, done or failed already (any encoding). */
 static int seen(bl_http *h, const char *uuid)
 {
@@ -45,6 +62,10 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
     }
     enum MHD_Result rc;
     char uuid[37];
+    /* quota: set before any goto out (out releases a count not handed on) */
+    bl_quota *q = bl_processor_quota(h->c.proc);
+    int counted = 0;
+    char build[BL_BUILD_NAME_MAX + 1] = "";
     bl_uuid_format(b.batch_id, uuid);
     if (b.app.n != strlen(r->app) || memcmp(b.app.p, r->app, b.app.n) != 0) {
         snprintf(msg, sizeof msg, "batch is for app '%.*s', not '%s'",
@@ -59,6 +80,22 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
     if (seen(h, uuid)) {
         atomic_fetch_add(&h->duplicates_in, 1);
         rc = bl_reply_json(c, h, 200, json_pack("{s:s,s:b}", "batch_id", uuid, "duplicate", 1));
+        goto out;
+    }
+    /* per-app quotas on batches that would wait for uploads (pipeline/quota.h) */
+    snprintf(build, sizeof build, "%.*s", (int)b.build.n, b.build.p);
+    unsigned retry = 0;
+    bl_quota_limits lim;
+    app_limits(h, r, q, &lim);
+    int qr = bl_quota_admit(q, &lim, r->app_id, build, r->raw.len, &counted, &retry, msg,
+                            sizeof msg);
+    if (qr < 0) {
+        rc = bl_reply_error(c, h, 503, "out of memory");
+        goto out;
+    }
+    if (qr > 0) {
+        atomic_fetch_add(&h->quota_refused, 1);
+        rc = bl_reply_error_retry(c, h, 429, msg, retry);
         goto out;
     }
     char tmp[BL_PATH_MAX], dst[BL_PATH_MAX];
@@ -101,15 +138,20 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
         rc = bl_reply_error(c, h, 500, "cannot store the batch");
         goto out;
     }
-    if (bl_processor_enqueue(h->c.proc, uuid, r->enc) != BL_OK) {
+    if (bl_processor_enqueue_admitted(h->c.proc, uuid, r->enc, r->app_id, build, r->raw.len,
+                                      counted) != BL_OK) {
         /* durable already: it will be picked up at the next start */
         fprintf(stderr, "beatline-server: cannot queue batch %s (out of memory)\n", uuid);
+    } else {
+        counted = 0; /* the writer releases it */
     }
     atomic_fetch_add(&h->batches_in, 1);
     atomic_fetch_add(&h->records_in, b.n_records);
     rc = bl_reply_json(c, h, 202,
                        json_pack("{s:s,s:I}", "batch_id", uuid, "records", (json_int_t)b.n_records));
 out:
+    if (counted) /* admitted but not handed to the writer */
+        bl_quota_release(q, r->app_id, build, r->raw.len);
     bl_batch_cleanup(&b);
     return rc;
 }

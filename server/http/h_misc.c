@@ -4,14 +4,58 @@
  */
 #include "http/internal.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "pipeline/datahealth.h"
+
+/* 200 {"status":"ok"} only when the server can take data: the database
+ * answers a query, the data directory is writable and its disk has more
+ * than --min-free bytes free, and the writer commits. Otherwise 503
+ * {"status":"unhealthy"|"degraded","error": what is wrong, ...}. Cheap: one
+ * SELECT on the thread's read connection, one statvfs, two access(). */
 enum MHD_Result bl_h_health(struct MHD_Connection *c, bl_http *h, req *r)
 {
     (void)r;
     bl_db *db = bl_http_db(h);
     if (!db)
-        return bl_reply_error(c, h, 503, "database unavailable");
+        return bl_reply_json(c, h, 503,
+                             json_pack("{s:s,s:s}", "status", "unhealthy", "error",
+                                       "database unavailable (see the server log)"));
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT count(*) FROM apps");
+    int rc = st ? sqlite3_step(st) : SQLITE_ERROR;
+    if (st)
+        sqlite3_reset(st);
+    if (rc != SQLITE_ROW) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "database does not answer: %s",
+                 sqlite3_errmsg(bl_db_handle(db)));
+        return bl_reply_json(c, h, 503,
+                             json_pack("{s:s,s:s}", "status", "unhealthy", "error", msg));
+    }
+    bl_disk_state ds;
+    if (bl_disk_state_read(h->data_dir, &ds) != BL_OK) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "cannot check the data directory: %s", strerror(errno));
+        return bl_reply_json(c, h, 503,
+                             json_pack("{s:s,s:s}", "status", "unhealthy", "error", msg));
+    }
+    if (ds.read_only)
+        return bl_reply_json(c, h, 503,
+                             json_pack("{s:s,s:s}", "status", "unhealthy", "error",
+                                       "the data directory is not writable (read-only): "
+                                       "POST and PUT are refused"));
+    if (ds.free_bytes < h->c.min_free || ds.free_inodes < 16)
+        return bl_reply_json(
+            c, h, 503,
+            json_pack("{s:s,s:s,s:I,s:I}", "status", "unhealthy", "error",
+                      ds.free_inodes < 16 ? "the data directory's disk has no free inodes: "
+                                            "POST and PUT are refused (507)"
+                                          : "the data directory's disk is (nearly) full: "
+                                            "POST and PUT are refused (507)",
+                      "free_bytes", (json_int_t)ds.free_bytes, "min_free_bytes",
+                      (json_int_t)h->c.min_free));
     bl_proc_stats ps;
     bl_processor_stats(h->c.proc, &ps);
     if (ps.failing >= 3)
@@ -86,6 +130,15 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
     if (!e)
         e = metric(&b, "beatline_batches_waiting", "gauge",
                    "Batches waiting for their build's method-ID file or mapping.", ps.waiting);
+    if (!e)
+        e = metric(&b, "beatline_batches_expired_total", "counter",
+                   "Batches deleted after waiting longer than --waiting-expiry for their "
+                   "build's method-ID file or mapping.",
+                   ps.expired);
+    if (!e)
+        e = metric(&b, "beatline_batches_quota_refused_total", "counter",
+                   "Batches refused with 429 by a per-app ingest quota.",
+                   atomic_load(&h->quota_refused));
     if (!e)
         e = metric(&b, "beatline_call_paths_dropped_total", "counter",
                    "Calls left out of call trees because their build reached the node limit "

@@ -40,7 +40,7 @@ enum MHD_Result bl_h_builds(struct MHD_Connection *c, bl_http *h, req *r)
     sqlite3_stmt *st = bl_db_stmt(
         db, "SELECT name, created_at, mapping_hash, mapping_size, mapping_at, methodids_hash, "
             "methodids_count, methodids_obfuscated, methodids_at, symbolicated_at, batches, "
-            "records FROM builds WHERE app_id = ? ORDER BY created_at DESC, id DESC");
+            "records, warnings FROM builds WHERE app_id = ? ORDER BY created_at DESC, id DESC");
     if (!st)
         return bl_reply_error(c, h, 500, "database error");
     sqlite3_bind_int64(st, 1, r->app_id);
@@ -55,12 +55,21 @@ enum MHD_Result bl_h_builds(struct MHD_Connection *c, bl_http *h, req *r)
                              col_int_or_null(st, 6), "names",
                              sqlite3_column_int(st, 7) ? "obfuscated" : "original",
                              "uploaded_at", col_int_or_null(st, 8));
+        /* warnings: a JSON array of strings written by the processor */
+        json_t *warn = NULL;
+        if (sqlite3_column_type(st, 12) == SQLITE_TEXT)
+            warn = json_loads((const char *)sqlite3_column_text(st, 12), 0, NULL);
+        if (!json_is_array(warn)) {
+            json_decref(warn);
+            warn = json_array();
+        }
         json_array_append_new(
-            arr, json_pack("{s:o,s:o,s:o,s:o,s:b,s:o,s:o}", "build", col_text_or_null(st, 0),
+            arr, json_pack("{s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o}", "build", col_text_or_null(st, 0),
                            "created_at", col_int_or_null(st, 1), "mapping", mapping,
                            "method_ids", mids, "symbolicated",
                            sqlite3_column_type(st, 9) != SQLITE_NULL, "batches",
-                           col_int_or_null(st, 10), "records", col_int_or_null(st, 11)));
+                           col_int_or_null(st, 10), "records", col_int_or_null(st, 11),
+                           "warnings", warn));
     }
     sqlite3_reset(st);
     return bl_reply_json(c, h, 200, json_pack("{s:s,s:o}", "app", r->app, "builds", arr));

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "ingest/methodid.h"
+#include "ingest/namecheck.h"
 #include "symbol/mapindex.h"
 
 static bl_err sink_file(void *ctx, const void *p, size_t n)
@@ -150,6 +151,49 @@ static void mid_diag(void *ctx, uint64_t line, const char *message)
     }
 }
 
+/* Appends the namecheck.h warning to `warnings` when the method-ID file
+ * `t`, read as original names, holds obfuscated names of the mapping index
+ * at `idx_path` (nothing when there is no index there). Borrowed arguments. */
+static bl_err names_warning(const bl_methodids *t, const char *idx_path, json_t *warnings)
+{
+    if (bl_methodids_obfuscated(t))
+        return BL_OK;
+    bl_mapindex *mi;
+    if (bl_mapindex_open(idx_path, &mi) != BL_OK)
+        return BL_OK; /* no mapping (yet): checked when it arrives */
+    bl_names_check nc;
+    int obf = 0;
+    bl_err e = bl_names_check_run(t, mi, &nc, &obf);
+    bl_mapindex_close(mi);
+    if (!e && obf) {
+        char w[900];
+        bl_names_warning(&nc, w, sizeof w);
+        if (json_array_append_new(warnings, json_string(w)) != 0)
+            e = BL_ENOMEM;
+    }
+    return e;
+}
+
+/* The same for a mapping upload (index at idx_path) and the build's
+ * current method-ID file in dir, if any. */
+static bl_err names_warning_of_build(bl_http *h, const char *dir, const char *idx_path,
+                                     json_t *warnings)
+{
+    char path[BL_PATH_MAX], *text;
+    size_t len;
+    if (bl_path_join(path, dir, "method-ids.txt") != BL_OK ||
+        bl_read_file(path, (size_t)h->c.max_decompressed, &text, &len) != BL_OK)
+        return BL_OK; /* no method-ID file (yet): checked when it arrives */
+    bl_methodids *t = NULL;
+    uint64_t bad;
+    bl_err e = bl_methodids_parse(text, len, 0, NULL, NULL, &t, &bad);
+    free(text);
+    if (!e)
+        e = names_warning(t, idx_path, warnings);
+    bl_methodids_free(t);
+    return e == BL_ENOMEM ? e : BL_OK;
+}
+
 enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
 {
     int mapping = r->route == R_MAPPING;
@@ -184,6 +228,14 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     }
     enum MHD_Result rc;
     json_t *extra = json_object();
+    json_t *warnings = json_array();
+    if (!extra || !warnings) {
+        json_decref(warnings);
+        bl_h_upload_abort(r);
+        rc = bl_reply_error(c, h, 503, "out of memory");
+        goto out;
+    }
+    json_object_set_new(extra, "warnings", warnings); /* borrowed from here on */
     /* compare with what the build has */
     char old[80] = "";
     char *od;
@@ -250,6 +302,12 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
             rc = bl_reply_error(c, h, 400, msg);
             goto out;
         }
+        if (names_warning_of_build(h, dir, idx_tmp, warnings) != BL_OK) {
+            bl_h_upload_abort(r);
+            unlink(idx_tmp);
+            rc = bl_reply_error(c, h, 503, "out of memory");
+            goto out;
+        }
         json_object_set_new(extra, "classes", json_integer(st.classes));
         json_object_set_new(extra, "methods", json_integer(st.methods));
         json_object_set_new(extra, "malformed_lines", json_integer((json_int_t)st.malformed));
@@ -284,6 +342,14 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
                             json_integer((json_int_t)bl_methodids_malformed(t)));
         json_object_set_new(extra, "names",
                             json_string(bl_methodids_obfuscated(t) ? "obfuscated" : "original"));
+        char idx[BL_PATH_MAX];
+        if (bl_path_join(idx, dir, "mapping.idx") == BL_OK &&
+            names_warning(t, idx, warnings) == BL_ENOMEM) {
+            bl_methodids_free(t);
+            bl_h_upload_abort(r);
+            rc = bl_reply_error(c, h, 503, "out of memory");
+            goto out;
+        }
         bl_methodids_free(t);
     }
     if (bl_path_join(path, dir, fname) != BL_OK ||

@@ -11,8 +11,10 @@
 #include "http/internal.h"
 
 #include "common/utf8.h"
+#include "pipeline/datahealth.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -86,7 +88,12 @@ enum MHD_Result bl_reply_text(struct MHD_Connection *c, bl_http *h, unsigned sta
 enum MHD_Result bl_reply_json(struct MHD_Connection *c, bl_http *h, unsigned status,
                               json_t *body)
 {
-    int retry = status == 503;
+    return bl_reply_json_retry(c, h, status, body, status == 503 ? 5 : 0);
+}
+
+enum MHD_Result bl_reply_json_retry(struct MHD_Connection *c, bl_http *h, unsigned status,
+                                    json_t *body, unsigned retry)
+{
     char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!s)
@@ -101,8 +108,11 @@ enum MHD_Result bl_reply_json(struct MHD_Connection *c, bl_http *h, unsigned sta
     }
     MHD_add_response_header(resp, "Content-Type", "application/json");
     MHD_add_response_header(resp, "Cache-Control", "no-store");
-    if (retry)
-        MHD_add_response_header(resp, "Retry-After", "5");
+    if (retry) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%u", retry);
+        MHD_add_response_header(resp, "Retry-After", ra);
+    }
     count_status(h, status);
     rc = MHD_queue_response(c, status, resp);
     MHD_destroy_response(resp);
@@ -125,13 +135,19 @@ json_t *bl_json_text(const char *s)
 enum MHD_Result bl_reply_error(struct MHD_Connection *c, bl_http *h, unsigned status,
                                const char *msg)
 {
+    return bl_reply_error_retry(c, h, status, msg, status == 503 ? 5 : 0);
+}
+
+enum MHD_Result bl_reply_error_retry(struct MHD_Connection *c, bl_http *h, unsigned status,
+                                     const char *msg, unsigned retry)
+{
     json_t *o = json_object();
     json_t *t = bl_json_text(msg);
     if (o && t)
         json_object_set_new(o, "error", t);
     else
         json_decref(t);
-    return bl_reply_json(c, h, status, o);
+    return bl_reply_json_retry(c, h, status, o, retry);
 }
 
 const char *bl_arg(struct MHD_Connection *c, const char *name)
@@ -253,6 +269,11 @@ int bl_req_body_feed(bl_http *h, req *r, const char *data, size_t n)
                     r->enc == BL_ENC_GZIP ? "gzip" : r->enc == BL_ENC_ZSTD ? "zstd" : "");
         return -1;
     }
+    if (e == BL_EIO && (errno == ENOSPC || errno == EDQUOT)) {
+        bl_req_fail(r, 507, "insufficient storage: the data directory's disk is full");
+        r->retry_after = 60;
+        return -1;
+    }
     if (e) {
         bl_req_fail(r, e == BL_EIO ? 500 : 500, "cannot store the body: %s", bl_err_str(e));
         return -1;
@@ -360,6 +381,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         if (r->route >= R_MAPPING && bl_req_auth(c, h, r, route_role[r->route]) != 0)
             return MHD_YES;
+        if (r->route == R_MAPPING || r->route == R_METHODIDS || r->route == R_BATCHES) {
+            /* refused before the body is read: a full or read-only disk
+             * cannot take it (the Content-Length, when sent, must fit too) */
+            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+            unsigned long long need = cl ? strtoull(cl, NULL, 10) : 0;
+            char msg[256];
+            unsigned st = bl_disk_refuse(h->data_dir, h->c.min_free, need, msg, sizeof msg);
+            if (st) {
+                bl_req_fail(r, st, "%s", msg);
+                r->retry_after = st == 507 ? 60 : 5;
+                return MHD_YES;
+            }
+        }
         if (r->route == R_MAPPING || r->route == R_METHODIDS) {
             bl_h_upload_begin(c, h, r);
         } else if (r->route == R_BATCHES || r->route == R_RETRACE) {
@@ -391,7 +425,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (r->failed) {
         if (r->route == R_MAPPING || r->route == R_METHODIDS)
             bl_h_upload_abort(r);
-        return bl_reply_error(c, h, r->status, r->err);
+        return bl_reply_error_retry(c, h, r->status, r->err,
+                                    r->retry_after ? r->retry_after
+                                                   : r->status == 503 ? 5 : 0);
     }
     switch (r->route) {
     case R_HEALTH: return bl_h_health(c, h, r);

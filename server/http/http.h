@@ -33,6 +33,8 @@ typedef struct bl_http_config {
     uint64_t max_inflight;     /* decompressed bodies held in memory by all requests
                                 * together, bytes (512 MiB): past it → 503 + Retry-After */
     bl_processor *proc;        /* borrowed */
+    uint64_t min_free;         /* bytes the data directory's disk keeps free (64 MiB):
+                                * below it POST/PUT → 507, /healthz → 503 */
 } bl_http_config;
 
 typedef struct bl_http bl_http;

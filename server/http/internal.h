@@ -40,6 +40,7 @@ struct bl_http {
     uint16_t port;
     _Atomic uint64_t status_count[600];
     _Atomic uint64_t bytes_in, batches_in, records_in, duplicates_in;
+    _Atomic uint64_t quota_refused; /* batches answered 429 by a quota */
     _Atomic uint64_t inflight;  /* decompressed body bytes held by requests now */
 };
 
@@ -52,6 +53,7 @@ typedef struct req {
     int failed;            /* an error response is queued or due */
     int bad_name;          /* 1: app name too long, 2: build name too long */
     unsigned status;       /* error status when failed */
+    unsigned retry_after;  /* Retry-After seconds of that error (0: 5 for a 503, else none) */
     char err[320];
     /* body */
     bl_encoding enc;
@@ -81,6 +83,12 @@ enum MHD_Result bl_reply_text(struct MHD_Connection *c, bl_http *h, unsigned sta
                               const char *type, const char *text, size_t n);
 enum MHD_Result bl_reply_error(struct MHD_Connection *c, bl_http *h, unsigned status,
                                const char *msg);
+/* The same with a Retry-After of `retry` seconds (0: no header). A 503 from
+ * the two above says Retry-After: 5. */
+enum MHD_Result bl_reply_json_retry(struct MHD_Connection *c, bl_http *h, unsigned status,
+                                    json_t *body /* stolen */, unsigned retry);
+enum MHD_Result bl_reply_error_retry(struct MHD_Connection *c, bl_http *h, unsigned status,
+                                     const char *msg, unsigned retry);
 
 /* Marks the request failed with a status and message (first one wins). */
 void bl_req_fail(req *r, unsigned status, const char *fmt, ...)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#include <jansson.h>
 
 #include "agg/calltree.h"
 #include "agg/sketch.h"
@@ -29,8 +30,10 @@
 #include "common/u128map.h"
 #include "ingest/batch.h"
 #include "ingest/methodid.h"
+#include "ingest/namecheck.h"
 #include "pipeline/aggregate.h"
 #include "pipeline/datadir.h"
+#include "pipeline/quota.h"
 #include "store/apps.h"
 #include "store/db.h"
 #include "symbol/mapindex.h"
@@ -45,12 +48,19 @@ typedef struct work {
     int64_t app_id;
     char build[BL_BUILD_NAME_MAX + 1];
     double t_enq; /* monotonic seconds */
+    /* batches: counted against the app's quotas (quota.h) under (app_id,
+     * build) with `bytes`, released when the writer is done with it */
+    int counted;
+    uint64_t bytes;
 } work;
 
 typedef struct pending_batch {
     char uuid[37];
     bl_encoding enc;
     double t_enq;
+    int counted;     /* waiting batches are always counted (quota.h) */
+    uint64_t bytes;  /* as received (the file's size) */
+    int64_t mtime;   /* the file's modification time, Unix seconds: expiry */
 } pending_batch;
 
 typedef struct bstate {
@@ -87,6 +97,8 @@ struct bl_processor {
     pending_batch *moves;
     size_t n_moves, cap_moves;
     int *move_failed;
+    bl_quota *quota;     /* owned; thread-safe */
+    double next_sweep;   /* monotonic seconds of the next expiry sweep */
 };
 
 static double mono_s(void)
@@ -144,6 +156,36 @@ bl_err bl_processor_enqueue(bl_processor *p, const char *uuid, bl_encoding enc)
     w.enc = enc;
     w.t_enq = mono_s();
     return push(p, &w);
+}
+
+bl_err bl_processor_enqueue_admitted(bl_processor *p, const char *uuid, bl_encoding enc,
+                                     int64_t app_id, const char *build, uint64_t bytes,
+                                     int counted)
+{
+    work w;
+    memset(&w, 0, sizeof w);
+    w.kind = W_BATCH;
+    snprintf(w.uuid, sizeof w.uuid, "%s", uuid);
+    w.enc = enc;
+    w.t_enq = mono_s();
+    w.app_id = app_id;
+    snprintf(w.build, sizeof w.build, "%s", build);
+    w.bytes = bytes;
+    w.counted = counted;
+    return push(p, &w);
+}
+
+bl_quota *bl_processor_quota(bl_processor *p)
+{
+    return p->quota;
+}
+
+/* The writer is done with a batch that is not waiting: its quota count goes. */
+static void release(bl_processor *p, work *w)
+{
+    if (w->counted)
+        bl_quota_release(p->quota, w->app_id, w->build, w->bytes);
+    w->counted = 0;
 }
 
 bl_err bl_processor_build_changed(bl_processor *p, int64_t app_id, const char *build)
@@ -382,6 +424,10 @@ static bl_err requeue_waiting(bl_processor *p, bstate *b)
         memcpy(w.uuid, b->waiting[i].uuid, sizeof w.uuid);
         w.enc = b->waiting[i].enc;
         w.t_enq = b->waiting[i].t_enq;
+        w.app_id = b->app_id;
+        memcpy(w.build, b->build, sizeof w.build);
+        w.counted = b->waiting[i].counted;
+        w.bytes = b->waiting[i].bytes;
         pthread_mutex_lock(&p->mu);
         p->st.waiting--;
         pthread_mutex_unlock(&p->mu);
@@ -391,6 +437,52 @@ static bl_err requeue_waiting(bl_processor *p, bstate *b)
     }
     b->n_waiting = 0;
     return BL_OK;
+}
+
+/* builds.warnings after the build's files changed: a method-ID file read
+ * as original names whose classes are obfuscated names of the mapping
+ * (namecheck.h); NULL when nothing is wrong. *mids is loaded when needed
+ * (caller frees). */
+static bl_err update_warnings(bl_processor *p, bstate *b, const char *dir, int have_mapping,
+                              int have_mids, bl_methodids **mids)
+{
+    char text[1024] = "";
+    if (have_mapping && have_mids && (*mids || load_methodids(dir, mids) == BL_OK) &&
+        !bl_methodids_obfuscated(*mids)) {
+        char path[BL_PATH_MAX];
+        bl_mapindex *mi = NULL;
+        if (!bl_path_join(path, dir, "mapping.idx") && bl_mapindex_open(path, &mi) == BL_OK) {
+            bl_names_check nc;
+            int obf = 0;
+            bl_err err = bl_names_check_run(*mids, mi, &nc, &obf);
+            bl_mapindex_close(mi);
+            if (err)
+                return err;
+            if (obf) {
+                char w[900];
+                bl_names_warning(&nc, w, sizeof w);
+                json_t *arr = json_pack("[s]", w);
+                char *js = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+                json_decref(arr);
+                if (!js)
+                    return BL_ENOMEM;
+                snprintf(text, sizeof text, "%s", js);
+                free(js);
+                logf_("build %s: %s", b->build, w);
+            }
+        }
+    }
+    sqlite3_stmt *st = bl_db_stmt(p->db, "UPDATE builds SET warnings = ? WHERE id = ?");
+    if (!st)
+        return sql_err(p, "builds warnings");
+    if (text[0])
+        sqlite3_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, 1);
+    sqlite3_bind_int64(st, 2, b->build_id);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? BL_OK : sql_err(p, "builds warnings");
 }
 
 /* Brings the builds row and the methods table in line with the files.
@@ -460,10 +552,13 @@ static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build
             return sql_err(p, "builds methodids");
         symbolicated = 0;
     }
+    if ((mchanged || ichanged) &&
+        (err = update_warnings(p, b, dir, mhash[0] != 0, ihash[0] != 0, mids)))
+        return err;
     int can = ihash[0] && (!obf || mhash[0]);
     if (!can) {
         b->ready = 0;
-        return BL_OK;
+        return bl_quota_set_ready(p->quota, app_id, build, 0);
     }
     if (!symbolicated) {
         if (!*mids)
@@ -471,7 +566,8 @@ static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build
         if (err || (err = symbolicate_build(p, b, dir, obf, *mids))) {
             logf_("cannot symbolicate build %s: %s", build, bl_err_str(err));
             b->ready = 0;
-            return err == BL_ENOMEM ? err : BL_OK;
+            bl_err qe = bl_quota_set_ready(p->quota, app_id, build, 0);
+            return err == BL_ENOMEM ? err : qe;
         }
         st = bl_db_stmt(p->db, "UPDATE builds SET symbolicated_at = ? WHERE id = ?");
         if (!st)
@@ -484,6 +580,8 @@ static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build
     if ((err = load_rows(p, b)))
         return err;
     b->ready = 1;
+    if ((err = bl_quota_set_ready(p->quota, app_id, build, 1)))
+        return err;
     return requeue_waiting(p, b);
 }
 
@@ -692,6 +790,13 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
         memcpy(pb->uuid, w->uuid, sizeof pb->uuid);
         pb->enc = w->enc;
         pb->t_enq = w->t_enq;
+        struct stat sb;
+        int have = stat(path, &sb) == 0;
+        pb->mtime = have ? (int64_t)sb.st_mtime : (int64_t)time(NULL);
+        pb->bytes = w->counted ? w->bytes : have ? (uint64_t)sb.st_size : 0;
+        if (!w->counted) /* found on disk at start, or its build lost its files */
+            bl_quota_hold(p->quota, app_id, build, pb->bytes);
+        pb->counted = 1;
         pthread_mutex_lock(&p->mu);
         p->st.waiting++;
         pthread_mutex_unlock(&p->mu);
@@ -852,6 +957,10 @@ static void run_txn(bl_processor *p, work *items, size_t n)
         }
         uint64_t r;
         int res = process_batch(p, &items[i], &r);
+        if (res == B_WAITING)
+            items[i].counted = 0; /* the count moved to the build's waiting list */
+        else if (res != B_ABORT)
+            release(p, &items[i]);
         if (res == B_DONE) {
             recs += r;
             done++;
@@ -877,9 +986,11 @@ static void run_txn(bl_processor *p, work *items, size_t n)
             /* the batch that broke the transaction is kept aside; the others
              * are processed again at once */
             pending_batch pb;
+            memset(&pb, 0, sizeof pb);
             memcpy(pb.uuid, items[aborted].uuid, sizeof pb.uuid);
             pb.enc = items[aborted].enc;
             move_batch(p, &pb, 1);
+            release(p, &items[aborted]);
             pthread_mutex_lock(&p->mu);
             p->st.failed++;
             pthread_mutex_unlock(&p->mu);
@@ -927,6 +1038,54 @@ retry:
         push(p, &items[i]);
 }
 
+/* Seconds between expiry sweeps: a quarter of the expiry time, 1..60. */
+static double sweep_every(const bl_processor *p)
+{
+    double s = (double)p->o.waiting_expiry_s / 4;
+    return s < 1 ? 1 : s > 60 ? 60 : s;
+}
+
+/* Deletes the waiting batches older than the expiry time (their file's
+ * modification time; it survives restarts), releases their quota counts and
+ * counts them in st.expired. Writer thread only, between transactions. */
+static void expire_waiting(bl_processor *p)
+{
+    int64_t cutoff = (int64_t)time(NULL) - (int64_t)p->o.waiting_expiry_s;
+    uint64_t expired = 0;
+    for (size_t i = 0; i < p->n_builds; i++) {
+        bstate *b = p->builds[i];
+        size_t keep = 0, gone = 0;
+        for (size_t j = 0; j < b->n_waiting; j++) {
+            pending_batch *pb = &b->waiting[j];
+            char path[BL_PATH_MAX];
+            if (pb->mtime > cutoff ||
+                bl_datadir_batch(p->data_dir, 0, pb->uuid, pb->enc, path) != BL_OK ||
+                (unlink(path) != 0 && errno != ENOENT)) {
+                b->waiting[keep++] = *pb;
+                continue;
+            }
+            if (pb->counted)
+                bl_quota_release(p->quota, b->app_id, b->build, pb->bytes);
+            gone++;
+        }
+        b->n_waiting = keep;
+        if (gone)
+            logf_("build %s: %zu batch(es) expired after waiting %llu s for the build's "
+                  "method-ID file or mapping (deleted; --waiting-expiry)",
+                  b->build, gone, (unsigned long long)p->o.waiting_expiry_s);
+        expired += gone;
+    }
+    if (!expired)
+        return;
+    char d[BL_PATH_MAX];
+    if (!bl_path_join(d, p->data_dir, "batches/pending"))
+        bl_fsync_dir(d);
+    pthread_mutex_lock(&p->mu);
+    p->st.expired += expired;
+    p->st.waiting -= expired <= p->st.waiting ? expired : p->st.waiting;
+    pthread_mutex_unlock(&p->mu);
+}
+
 static void *writer_main(void *arg)
 {
     bl_processor *p = arg;
@@ -935,11 +1094,32 @@ static void *writer_main(void *arg)
     if (!items)
         return NULL;
     for (;;) {
+        if (mono_s() >= p->next_sweep) {
+            expire_waiting(p);
+            p->next_sweep = mono_s() + sweep_every(p);
+        }
         pthread_mutex_lock(&p->mu);
         while (p->qlen == 0 && !p->stop) {
             p->busy = 0;
             pthread_cond_broadcast(&p->idle_cv);
-            pthread_cond_wait(&p->cv, &p->mu);
+            /* wake for the next expiry sweep (CLOCK_REALTIME: the cv's clock) */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            double left = p->next_sweep - mono_s();
+            if (left < 0.05)
+                left = 0.05;
+            ts.tv_sec += (time_t)left;
+            ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            if (pthread_cond_timedwait(&p->cv, &p->mu, &ts) != 0 && p->qlen == 0)
+                break; /* timed out: sweep, then wait again */
+        }
+        if (p->qlen == 0 && !p->stop) {
+            pthread_mutex_unlock(&p->mu);
+            continue;
         }
         if (p->stop) { /* what is queued is durable on disk: picked up at next start */
             p->busy = 0;
@@ -962,6 +1142,29 @@ static void *writer_main(void *arg)
     }
     free(items);
     return NULL;
+}
+
+/* The quota tracker learns which builds can be processed (from the builds
+ * table: the writer corrects it as it registers them), so that a batch of a
+ * known build is not taken for a new one right after a start. */
+static bl_err preload_quota(bl_processor *p, char *errbuf, size_t n)
+{
+    sqlite3_stmt *st = bl_db_stmt(
+        p->db, "SELECT app_id, name, methodids_hash IS NOT NULL AND "
+               "(coalesce(methodids_obfuscated, 0) = 0 OR mapping_hash IS NOT NULL) FROM builds");
+    if (!st) {
+        snprintf(errbuf, n, "cannot read builds: %s", sqlite3_errmsg(bl_db_handle(p->db)));
+        return BL_EIO;
+    }
+    bl_err err = BL_OK;
+    while (!err && sqlite3_step(st) == SQLITE_ROW)
+        err = bl_quota_set_ready(p->quota, sqlite3_column_int64(st, 0),
+                                 (const char *)sqlite3_column_text(st, 1),
+                                 sqlite3_column_int(st, 2));
+    sqlite3_reset(st);
+    if (err)
+        snprintf(errbuf, n, "out of memory");
+    return err;
 }
 
 /* Queues every build folder and every pending batch found on disk. */
@@ -1037,6 +1240,8 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
         p->o.max_decompressed = (uint64_t)256 << 20;
     if (!p->o.max_nodes_per_build)
         p->o.max_nodes_per_build = 1000000;
+    if (!p->o.waiting_expiry_s)
+        p->o.waiting_expiry_s = 7 * 24 * 3600;
     snprintf(p->data_dir, sizeof p->data_dir, "%s", o->data_dir);
     p->o.data_dir = p->data_dir;
     pthread_mutex_init(&p->mu, NULL);
@@ -1045,8 +1250,13 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     bl_u128map_init(&p->build_ix);
     bl_agg_init(&p->agg, 1, p->o.max_nodes_per_build, new_row, p);
     bl_buf_init(&p->body, p->o.max_decompressed);
+    p->next_sweep = mono_s() + sweep_every(p);
     char dbp[BL_PATH_MAX];
-    bl_err err = bl_datadir_db(p->data_dir, dbp);
+    bl_err err = bl_quota_new(&p->o.quota, &p->quota);
+    if (err)
+        snprintf(errbuf, n, "out of memory");
+    else
+        err = bl_datadir_db(p->data_dir, dbp);
     if (!err)
         err = bl_db_open(dbp, 0, &p->db, errbuf, n);
     if (!err) {
@@ -1058,6 +1268,8 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
         if (st)
             sqlite3_reset(st);
     }
+    if (!err)
+        err = preload_quota(p, errbuf, n);
     if (!err)
         err = recover(p);
     if (!err) {
@@ -1096,6 +1308,7 @@ void bl_processor_stop(bl_processor *p)
     free(p->moves);
     free(p->move_failed);
     free(p->q);
+    bl_quota_free(p->quota);
     bl_db_close(p->db);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);

@@ -11,7 +11,10 @@
  *
  * A batch whose build has no method-ID file yet (or no mapping while its
  * method-ID file says names are obfuscated) waits in batches/pending and is
- * processed when the upload arrives: nothing lost. The batches table guards
+ * processed when the upload arrives: nothing lost — unless it waits longer
+ * than waiting_expiry_s, when it is deleted and counted (st.expired). What
+ * waits counts against its app's quotas (quota.h, bl_processor_quota),
+ * checked by the HTTP thread before the 202. The batches table guards
  * against counting a batch twice (after a crash between commit and move).
  * At start the writer re-registers builds found on disk and re-queues every
  * pending batch, so what was acknowledged survives a kill -9.
@@ -24,12 +27,17 @@
 #include <stdint.h>
 #include "common/blerr.h"
 #include "common/decomp.h"
+#include "pipeline/quota.h"
 
 typedef struct bl_proc_opts {
     const char *data_dir;
     uint32_t max_batches_per_txn; /* batches committed together at most, default 64 */
     uint64_t max_decompressed;    /* bytes, default 256 MiB */
     uint32_t max_nodes_per_build; /* call-path nodes per build and thread kind, default 1,000,000 */
+    bl_quota_limits quota;        /* per-app ingest quotas (quota.h); 0 = no limit */
+    uint64_t waiting_expiry_s;    /* a batch waiting for its build's uploads longer than
+                                   * this (seconds, from its file's mtime) is deleted and
+                                   * counted in `expired`; default 7 days */
 } bl_proc_opts;
 
 /* Figures for /metrics (monotonic counters unless said). */
@@ -42,6 +50,7 @@ typedef struct bl_proc_stats {
     uint64_t truncated;        /* thread segments whose ring had wrapped (records lost in the app) */
     uint64_t failed;           /* batches that could not be processed (moved to failed/) */
     uint64_t duplicates;       /* batches already counted */
+    uint64_t expired;          /* waiting batches deleted after waiting_expiry_s */
     uint64_t txn;              /* transactions committed */
     uint64_t failing;          /* gauge: transactions failed in a row (0 = healthy) */
     uint64_t dropped_paths;    /* calls not kept in the call tree: their build hit
@@ -63,6 +72,15 @@ void bl_processor_stop(bl_processor *p);
 
 /* A batch file is durable in batches/pending: process it. BL_ENOMEM. */
 bl_err bl_processor_enqueue(bl_processor *p, const char *uuid, bl_encoding enc);
+/* The same for a batch admitted by bl_quota_admit on the quota of
+ * bl_processor_quota(p): app_id, build, bytes and `counted` as admitted (the
+ * writer releases the count when it is done with the batch). BL_ENOMEM:
+ * the caller releases the count (the batch is picked up at next start). */
+bl_err bl_processor_enqueue_admitted(bl_processor *p, const char *uuid, bl_encoding enc,
+                                     int64_t app_id, const char *build, uint64_t bytes,
+                                     int counted);
+/* The processor's quota tracker (owned by it; thread-safe). */
+bl_quota *bl_processor_quota(bl_processor *p);
 /* A build's files (mapping / method-IDs) changed on disk. BL_ENOMEM. */
 bl_err bl_processor_build_changed(bl_processor *p, int64_t app_id, const char *build);
 

@@ -191,3 +191,48 @@ bl_err bl_apps_auth(bl_db *db, const char *app_name, const char *key, bl_role ro
     sqlite3_reset(st);
     return err;
 }
+
+const char *const bl_apps_quota_names[BL_APP_QUOTAS] = { "waiting-builds", "waiting-batches",
+                                                         "waiting-bytes", "new-builds" };
+
+bl_err bl_apps_set_quota(bl_db *db, const char *name, int which, int64_t value)
+{
+    /* one statement per column: column names cannot be bound */
+    static const char *const sql[BL_APP_QUOTAS] = {
+        "UPDATE apps SET quota_waiting_builds = ? WHERE name = ?",
+        "UPDATE apps SET quota_waiting_batches = ? WHERE name = ?",
+        "UPDATE apps SET quota_waiting_bytes = ? WHERE name = ?",
+        "UPDATE apps SET quota_new_builds = ? WHERE name = ?",
+    };
+    if (which < 0 || which >= BL_APP_QUOTAS || value < -1)
+        return BL_EINVAL;
+    sqlite3_stmt *st = bl_db_stmt(db, sql[which]);
+    if (!st)
+        return BL_EIO;
+    if (value < 0)
+        sqlite3_bind_null(st, 1);
+    else
+        sqlite3_bind_int64(st, 1, value);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return BL_EIO;
+    return sqlite3_changes(bl_db_handle(db)) == 1 ? BL_OK : BL_ENOTFOUND;
+}
+
+bl_err bl_apps_quotas(bl_db *db, int64_t app_id, int64_t out[BL_APP_QUOTAS])
+{
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT quota_waiting_builds, quota_waiting_batches, "
+                                      "quota_waiting_bytes, quota_new_builds FROM apps WHERE id = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, app_id);
+    int rc = sqlite3_step(st);
+    for (int i = 0; i < BL_APP_QUOTAS; i++)
+        out[i] = rc == SQLITE_ROW && sqlite3_column_type(st, i) != SQLITE_NULL
+                     ? sqlite3_column_int64(st, i)
+                     : -1;
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? BL_OK : rc == SQLITE_DONE ? BL_ENOTFOUND : BL_EIO;
+}

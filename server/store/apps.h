@@ -42,4 +42,18 @@ bl_err bl_apps_find(bl_db *db, const char *name, int64_t *app_id);
 bl_err bl_apps_auth(bl_db *db, const char *app_name, const char *key, bl_role role,
                     int64_t *app_id);
 
+/* Per-app ingest quotas (pipeline/quota.h), in the order of
+ * bl_apps_quota_names: waiting-builds, waiting-batches, waiting-bytes,
+ * new-builds. A value of -1 means "the server's option", 0 no limit. */
+#define BL_APP_QUOTAS 4
+extern const char *const bl_apps_quota_names[BL_APP_QUOTAS];
+
+/* Sets quota `which` (0 .. BL_APP_QUOTAS-1) of app `name` to `value`
+ * (-1: back to the server's option). BL_ENOTFOUND, BL_EINVAL, BL_EIO. */
+bl_err bl_apps_set_quota(bl_db *db, const char *name, int which, int64_t value);
+
+/* The app's quotas (-1 where the server's option applies). BL_ENOTFOUND,
+ * BL_EIO. */
+bl_err bl_apps_quotas(bl_db *db, int64_t app_id, int64_t out[BL_APP_QUOTAS]);
+
 #endif
