@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ingest/batch.h"
+#include "pipeline/aggregate.h"
 
 /* The batch id is pending, done or failed already (any encoding). */
 static int seen(bl_http *h, const char *uuid)
@@ -54,6 +55,13 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
     }
     if (!bl_build_name_valid(b.build.p, b.build.n)) {
         rc = bl_reply_error(c, h, 400, "batch has no valid build name");
+        goto out;
+    }
+    /* what the writer would refuse is refused here, before the 202 */
+    e = bl_agg_check_batch(&b, msg, sizeof msg);
+    if (e) {
+        rc = e == BL_ETOOBIG ? bl_reply_error(c, h, 413, msg)
+                             : bl_reply_error(c, h, 503, "out of memory");
         goto out;
     }
     if (seen(h, uuid)) {

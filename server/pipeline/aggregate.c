@@ -10,6 +10,7 @@
  */
 #include "pipeline/aggregate.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -510,6 +511,34 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
             d->self += tp->self;
             tp->global1 = g1;
         }
+    }
+    return BL_OK;
+}
+
+bl_err bl_agg_check_batch(const bl_batch *b, char *msg, size_t n)
+{
+    if (n)
+        msg[0] = '\0';
+    if (b->n_records > BL_AGG_MAX_BATCH_RECORDS) {
+        snprintf(msg, n, "batch has %llu records; the limit is %u records per batch",
+                 (unsigned long long)b->n_records, (unsigned)BL_AGG_MAX_BATCH_RECORDS);
+        return BL_ETOOBIG;
+    }
+    for (uint32_t i = 0; i < b->n_threads; i++) {
+        const bl_batch_thread *t = &b->threads[i];
+        bl_segment seg = { .truncated = t->truncated, .continues = t->continues,
+                           .n_carried = t->n_carried, .since_us = t->since_us };
+        uint32_t depth;
+        bl_err e = bl_calltree_nesting(t->records, t->n_records, &seg, BL_AGG_MAX_NESTING,
+                                       &depth);
+        if (e == BL_ETOOBIG)
+            snprintf(msg, n,
+                     "thread %u (id %llu) nests calls more than %u deep (counting enters "
+                     "lost before the segment start); the limit is %u nested calls per thread",
+                     i, (unsigned long long)t->id, (unsigned)BL_AGG_MAX_NESTING,
+                     (unsigned)BL_AGG_MAX_NESTING);
+        if (e)
+            return e;
     }
     return BL_OK;
 }

