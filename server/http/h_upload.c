@@ -97,7 +97,9 @@ static void map_diag(void *ctx, const bl_mi_diag *d)
 
 typedef struct diag_first diag_first;
 
-/* Rebuilds dir/mapping.idx from dir/mapping.txt when it does not open. */
+/* Rebuilds dir/mapping.idx from dir/mapping.txt when it does not open.
+ * Called with the build's lock held: the repair takes it too, so it is
+ * done here directly. */
 static bl_err repair_index(bl_http *h, const char *dir)
 {
     char idx[BL_PATH_MAX], txt[BL_PATH_MAX], tmp[BL_PATH_MAX];

@@ -4,6 +4,7 @@
 #include "pipeline/datadir.h"
 
 #include "common/fdio.h"
+#include "symbol/mapindex.h"
 #include "common/utf8.h"
 
 #include <dirent.h>
@@ -15,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sodium.h>
+#include <stdatomic.h>
+#include <sys/file.h>
 
 static bl_err dir_of(const char *path, char *out);
 
@@ -482,4 +485,66 @@ bl_err bl_read_file(const char *path, size_t max, char **data, size_t *len)
     *data = p;
     *len = n;
     return BL_OK;
+}
+
+static _Atomic uint64_t index_rebuilds;
+
+uint64_t bl_datadir_index_rebuilds(void)
+{
+    return atomic_load(&index_rebuilds);
+}
+
+bl_err bl_datadir_open_index(const char *dir, const char *build_dir, struct bl_mapindex **mi,
+                             int *rebuilt)
+{
+    char idx[BL_PATH_MAX], txt[BL_PATH_MAX], lockp[BL_PATH_MAX], tmp[BL_PATH_MAX];
+    *mi = NULL;
+    if (rebuilt)
+        *rebuilt = 0;
+    bl_err e;
+    if ((e = bl_path_join(idx, build_dir, "mapping.idx")) ||
+        (e = bl_path_join(txt, build_dir, "mapping.txt")) ||
+        (e = bl_path_join(lockp, build_dir, ".lock")))
+        return e;
+    bl_err first = bl_mapindex_open(idx, mi);
+    if (first == BL_OK)
+        return BL_OK;
+    if (access(txt, F_OK) != 0)
+        return errno == ENOENT ? BL_ENOTFOUND : BL_EIO;
+    int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (lfd < 0)
+        return BL_EIO;
+    if (flock(lfd, LOCK_EX) != 0) {
+        close(lfd);
+        return BL_EIO;
+    }
+    /* another thread may have rebuilt it while this one waited */
+    if ((e = bl_mapindex_open(idx, mi)) == BL_OK)
+        goto out;
+    int fd;
+    if ((e = bl_tmpfile(dir, &fd, tmp)))
+        goto out;
+    close(fd);
+    e = bl_mapindex_build_file(txt, tmp, NULL, NULL);
+    if (!e && rename(tmp, idx) != 0)
+        e = BL_EIO;
+    if (e) {
+        unlink(tmp);
+        fprintf(stderr, "beatline-server: %s: cannot rebuild the mapping index: %s\n", build_dir,
+                bl_err_str(e));
+        goto out;
+    }
+    if ((e = bl_fsync_dir(build_dir)))
+        goto out;
+    atomic_fetch_add(&index_rebuilds, 1);
+    fprintf(stderr, "beatline-server: %s: mapping index %s (%s); rebuilt from mapping.txt\n",
+            build_dir, first == BL_EIO ? "missing" : "damaged",
+            first == BL_EVERSION ? "another format version" : bl_err_str(first));
+    if (rebuilt)
+        *rebuilt = 1;
+    e = bl_mapindex_open(idx, mi);
+out:
+    flock(lfd, LOCK_UN);
+    close(lfd);
+    return e;
 }

@@ -93,6 +93,24 @@ bl_err bl_file_commit(int fd, const char *tmp, const char *dst, int *exists);
 bl_err bl_file_replace(int fd, const char *tmp, const char *dst);
 void bl_file_abort(int fd, const char *tmp);
 
+/*
+ * Opens build_dir/mapping.idx (symbol/mapindex.h; verified by its
+ * checksum). When it is missing, damaged or of another format while
+ * build_dir/mapping.txt exists, rebuilds it from mapping.txt — under the
+ * build's lock (build_dir/.lock, as uploads take it), into DIR/tmp, then
+ * renamed over the old one and the folder fsync'ed — logs it, counts it
+ * (bl_datadir_index_rebuilds) and opens the new one. *mi is the caller's
+ * (bl_mapindex_close). *rebuilt (may be NULL) = 1 when it rebuilt.
+ * BL_ENOTFOUND when the build has no mapping; BL_ENOMEM; BL_EIO; the
+ * builder's errors when the stored mapping cannot be indexed.
+ */
+struct bl_mapindex;
+bl_err bl_datadir_open_index(const char *dir, const char *build_dir, struct bl_mapindex **mi,
+                             int *rebuilt);
+/* Mapping indexes rebuilt by bl_datadir_open_index since the start (for
+ * /metrics). */
+uint64_t bl_datadir_index_rebuilds(void);
+
 /* Reads a whole file (at most max bytes) into a new heap buffer. */
 bl_err bl_read_file(const char *path, size_t max, char **data, size_t *len);
 

@@ -331,11 +331,9 @@ static bl_err load_methodids(const char *dir, bl_methodids **out)
 static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int obfuscated,
                                 const bl_methodids *t)
 {
-    char path[BL_PATH_MAX];
     bl_err err = BL_OK;
     bl_mapindex *mi = NULL;
-    if (obfuscated && ((err = bl_path_join(path, dir, "mapping.idx")) ||
-                       (err = bl_mapindex_open(path, &mi))))
+    if (obfuscated && (err = bl_datadir_open_index(p->data_dir, dir, &mi, NULL)))
         return err;
     sqlite3_stmt *st = bl_db_stmt(
         p->db, "INSERT INTO methods(build_id, method_id, class, name, descriptor, source_file) "

@@ -198,5 +198,67 @@ expect "nothing in batches/failed" "" "$(ls "$DATA/batches/failed" 2> /dev/null 
 http GET /v1/apps/shop/builds "$RD"
 expect "legacy counted once" "2" "$(jq -r '.builds[] | select(.build == "legacy") | .batches' <<< "$BODY")"
 
+# --- defect 12: a damaged mapping index is rebuilt from the stored mapping ----
+IDX=$DATA/builds/$APP_ID/$(sha legacy)/mapping.idx
+idx_size=$(stat -c %s "$IDX")
+flip() { # file offset: inverts one byte
+  local b
+  b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+  printf "$(printf '\\%03o' $((b ^ 0xff)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+retrace_ok() { # label
+  http POST "/v1/apps/shop/builds/legacy/retrace" "$RD" --data-binary $'x\n\tat a.a.b(SourceFile:7)\n\tat a.a.a(SourceFile:3)\n'
+  expect "$1" "200 at com.example.Main.step(Main.java:7)|at com.example.Main.run(Main.java:3)" \
+    "$CODE $(sed -n 2,3p body.out | tr -d '\t' | paste -sd'|')"
+}
+retrace_ok "retrace before damage"
+rebuilt=0
+for off in 20 100 200 $((idx_size / 2)) $((idx_size - 1)); do
+  flip "$IDX" "$off"
+  retrace_ok "retrace after flipping byte $off of $idx_size"
+  rebuilt=$((rebuilt + 1))
+  expect "rebuild counted (byte $off)" $rebuilt "$(metric beatline_mapping_index_rebuilt_total)"
+done
+cmp -s "$IDX" "$DATA/builds/$APP_ID/$(sha cut)/mapping.idx" && ok || bad "rebuilt index equals a fresh one"
+contains "rebuild logged" "mapping index damaged" "$(cat server.log)"
+# damaged while the server is down, then read by the writer: an obfuscated
+# build re-symbolicated after a new method-ID file
+printf '# beatline method-ids v1 names=obfuscated\n1,1,a.a a ()V\n' > obf-ids.txt
+printf '# beatline method-ids v1 names=obfuscated\n1,1,a.a a ()V\n2,1,a.a b (I)V\n' > obf-ids2.txt
+upload obf mapping mapping.txt
+expect "obf mapping" 201 "$CODE"
+upload obf method-ids obf-ids.txt
+expect "obf method-ids" 201 "$CODE"
+batch obf1 40000000-0000-4000-8000-000000000001 obf "$T1"
+post obf1
+expect "obf batch" 202 "$CODE"
+expect_processed 1
+stop_server
+flip "$DATA/builds/$APP_ID/$(sha obf)/mapping.idx" 300
+start_server
+http PUT "/v1/apps/shop/builds/obf/method-ids?replace=true" "$UPL" --data-binary @obf-ids2.txt
+expect "obf method-ids replaced" 200 "$CODE"
+wait_metric beatline_mapping_index_rebuilt_total 1
+for _ in $(seq 100); do
+  http GET "/v1/apps/shop/slow-methods?build=obf&sort=total" "$RD"
+  [ "$(jq -r '.methods | length' <<< "$BODY")" == 2 ] && break
+  sleep 0.05
+done
+expect "symbolicated through the rebuilt index" "com.example.Main.run|com.example.Main.step" \
+  "$(jq -r '[.methods[] | "\(.method.class).\(.method.name)"] | join("|")' <<< "$BODY")"
+# the command-line retracer refuses a damaged index file with a clear error
+"$BIN/beatline-retrace" --build-index cli.idx mapping.txt 2> /dev/null
+printf 'x\n\tat a.a.b(SourceFile:7)\n' > trace.txt
+expect "CLI: index file works" "	at com.example.Main.step(Main.java:7)" \
+  "$("$BIN/beatline-retrace" cli.idx trace.txt | sed -n 2p)"
+flip cli.idx $(($(stat -c %s cli.idx) / 2))
+set +e
+"$BIN/beatline-retrace" cli.idx trace.txt > cli.out 2> cli.err
+rc=$?
+set -e
+expect "CLI: damaged index exit status" 1 "$rc"
+contains "CLI: damaged index error" "bad index: checksum mismatch" "$(cat cli.err)"
+expect "CLI: nothing printed" "" "$(cat cli.out)"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
