@@ -261,29 +261,39 @@ static void read_hash(const char *dir, const char *name, char *out, size_t cap)
  * transaction's deltas point into them. */
 static bl_err load_rows(bl_processor *p, bstate *b)
 {
-    sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT method_id, id FROM methods WHERE build_id = ?");
+    /* methodIds far past the method-ID file's range are kept in a map (at
+     * most BL_AGG_MAX_FAR of them), not in the per-methodId arrays */
+    sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT coalesce(max(method_id), -1) FROM methods "
+                                         "WHERE build_id = ? AND NOT (class = '?' AND "
+                                         "descriptor = '')");
     if (!st)
-        return sql_err(p, "methods load");
+        return sql_err(p, "methods range");
     sqlite3_bind_int64(st, 1, b->build_id);
-    bl_err err = BL_OK;
-    uint32_t limit = 0;
-    while (!err && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t mid = sqlite3_column_int64(st, 0);
-        if (mid >= 0 && mid <= BL_REC_ID_MAX) {
-            err = bl_agg_build_set_row(&b->ab, (uint32_t)mid, sqlite3_column_int64(st, 1));
-            if ((uint32_t)mid >= limit)
-                limit = (uint32_t)mid + 1;
-        }
-    }
+    int64_t top = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
     sqlite3_reset(st);
-    if (err)
-        return err;
-    /* methodIds far past the method-ID file's range share one slot */
+    uint32_t limit = top >= 0 && top <= BL_REC_ID_MAX ? (uint32_t)top + 1 : 0;
     uint32_t cap = ((limit + 1023) / 1024) * 1024 + 1024;
     if (cap > BL_REC_ID_MAX)
         cap = 0;
     if (!b->ab.id_cap || cap > b->ab.id_cap)
         b->ab.id_cap = cap;
+    /* placeholders of unknown methods: class '?' and no descriptor (a method
+     * of the method-ID file always has a class name) */
+    st = bl_db_stmt(p->db, "SELECT method_id, id, class = '?' AND descriptor = '' FROM methods "
+                           "WHERE build_id = ?");
+    if (!st)
+        return sql_err(p, "methods load");
+    sqlite3_bind_int64(st, 1, b->build_id);
+    bl_err err = BL_OK;
+    while (!err && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t mid = sqlite3_column_int64(st, 0);
+        if (mid >= 0 && mid <= BL_AGG_MID_OVERFLOW)
+            err = bl_agg_build_set_row(&b->ab, (uint32_t)mid, sqlite3_column_int64(st, 1),
+                                       sqlite3_column_int(st, 2));
+    }
+    sqlite3_reset(st);
+    if (err)
+        return err;
     if (b->loaded)
         return BL_OK;
     st = bl_db_stmt(p->db, "SELECT n.id, n.main, n.parent, m.method_id FROM call_nodes n "
@@ -293,7 +303,7 @@ static bl_err load_rows(bl_processor *p, bstate *b)
     sqlite3_bind_int64(st, 1, b->build_id);
     while (!err && sqlite3_step(st) == SQLITE_ROW) {
         int64_t mid = sqlite3_column_int64(st, 3);
-        if (mid < 0 || mid > BL_REC_ID_MAX)
+        if (mid < 0 || mid > BL_AGG_MID_OVERFLOW)
             continue;
         err = bl_agg_build_add_node(&b->ab, sqlite3_column_int64(st, 0),
                                     sqlite3_column_int64(st, 2), sqlite3_column_int(st, 1),
@@ -498,19 +508,23 @@ static bl_err register_build(bl_processor *p, int64_t app_id, const char *build)
 /* Aggregation                                                               */
 
 /* bl_agg_new_row_fn: a methodId the method-ID file does not know gets a
- * placeholder method, so the tree stays whole. */
+ * placeholder method, so the tree stays whole: class "?", name "unknown
+ * method N", no descriptor (docs/api.md). A placeholder made by an older
+ * server ("methodId:N") is renamed; a method of the file is left alone. */
 static bl_err new_row(void *ctx, bl_agg_build *ab, uint32_t mid, int64_t *row)
 {
     bl_processor *p = ctx;
-    char name[64];
-    if (ab->id_cap && mid == ab->id_cap)
-        snprintf(name, sizeof name, "methodId>=%u (outside the method-ID file)", mid);
+    char name[96];
+    if (mid == BL_AGG_MID_OVERFLOW)
+        snprintf(name, sizeof name, "unknown methods (past %u distinct methodIds outside the "
+                                    "method-ID file)", BL_AGG_MAX_FAR);
     else
-        snprintf(name, sizeof name, "methodId:%u", mid);
+        snprintf(name, sizeof name, "unknown method %u", mid);
     sqlite3_stmt *st = bl_db_stmt(
         p->db, "INSERT INTO methods(build_id, method_id, class, name, descriptor, source_file) "
                "VALUES (?, ?, '?', ?, '', '') ON CONFLICT(build_id, method_id) DO UPDATE SET "
-               "build_id = build_id RETURNING id");
+               "name = CASE WHEN class = '?' AND descriptor = '' THEN excluded.name "
+               "ELSE name END RETURNING id");
     if (!st)
         return sql_err(p, "methods unknown");
     sqlite3_bind_int64(st, 1, ab->build_id);
@@ -709,7 +723,7 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
         result = B_LATER;
         goto out;
     }
-    uint64_t malformed0 = p->agg.malformed;
+    uint64_t malformed0 = p->agg.malformed, unknown0 = p->agg.unknown_records;
     for (uint32_t i = 0; i < bt.n_threads; i++)
         if ((err = bl_agg_thread(&p->agg, &b->ab, &bt.threads[i], origin))) {
             logf_("batch %s: %s", w->uuid, bl_err_str(err));
@@ -722,6 +736,7 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
         truncated += bt.threads[i].truncated != 0;
     pthread_mutex_lock(&p->mu);
     p->st.malformed += p->agg.malformed - malformed0;
+    p->st.unknown_method += p->agg.unknown_records - unknown0;
     p->st.truncated += truncated;
     pthread_mutex_unlock(&p->mu);
     st = bl_db_stmt(p->db, "INSERT INTO batches(batch_id, app_id, build_id, received_at, "

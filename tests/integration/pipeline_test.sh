@@ -260,5 +260,35 @@ expect "CLI: damaged index exit status" 1 "$rc"
 contains "CLI: damaged index error" "bad index: checksum mismatch" "$(cat cli.err)"
 expect "CLI: nothing printed" "" "$(cat cli.out)"
 
+# --- defect 11: calls of methodIds not in the method-ID file -----------------
+# balanced, so nothing is malformed: method 1 calls 500 (inside the file's
+# range + slack) twice, and 5,000,000 (far past it) once
+malformed0=$(metric beatline_records_malformed_total)
+unknown0=$(metric beatline_records_unknown_method_total)
+TU='[{"id":1,"name":"main","main":true,"truncated":false,"records":[[1,"i",0],[500,"i",10],[500,"o",20],[500,"i",30],[500,"o",35],[5000000,"i",40],[5000000,"o",70],[1,"o",100]]}]'
+batch unk 50000000-0000-4000-8000-000000000001 legacy "$TU"
+post unk
+expect "batch with unknown methodIds" 202 "$CODE"
+expect_processed 1
+expect "unknown methods are not malformed" "$malformed0" "$(metric beatline_records_malformed_total)"
+expect "unknown-method records counted" $((unknown0 + 6)) "$(metric beatline_records_unknown_method_total)"
+http GET "/v1/apps/shop/slow-methods?build=legacy&sort=count" "$RD"
+expect "unknown methods listed by id" "?|unknown method 500|2|15 ?|unknown method 5000000|1|30" \
+  "$(jq -r '[.methods[] | select(.method.class == "?") | "\(.method.class)|\(.method.name)|\(.count)|\(.total_us)"] | join(" ")' <<< "$BODY")"
+http GET "/v1/apps/shop/call-tree?build=legacy&root=com.example.Main.run" "$RD"
+expect "unknown methods in the call tree" "unknown method 5000000 30|unknown method 500 15" \
+  "$(jq -r '[.roots[0].children[] | select(.method.class == "?") | "\(.method.name) \(.total_us)"] | join("|")' <<< "$BODY")"
+# after a restart (rows loaded from the database) they are still unknown
+stop_server
+start_server
+batch unk2 50000000-0000-4000-8000-000000000002 legacy "$TU"
+post unk2
+expect_processed 1
+expect "unknown counted after a restart" 6 "$(metric beatline_records_unknown_method_total)"
+expect "nothing malformed after a restart" 0 "$(metric beatline_records_malformed_total)"
+http GET "/v1/apps/shop/slow-methods?build=legacy&sort=count" "$RD"
+expect "same rows after a restart" "unknown method 500|4 unknown method 5000000|2" \
+  "$(jq -r '[.methods[] | select(.method.class == "?") | "\(.method.name)|\(.count)"] | join(" ")' <<< "$BODY")"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
