@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/utf8.h"
 #include "ingest/batch.h"
 #include "pipeline/aggregate.h"
 
@@ -48,8 +49,9 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
     char uuid[37];
     bl_uuid_format(b.batch_id, uuid);
     if (b.app.n != strlen(r->app) || memcmp(b.app.p, r->app, b.app.n) != 0) {
-        snprintf(msg, sizeof msg, "batch is for app '%.*s', not '%s'",
-                 (int)(b.app.n > 64 ? 64 : b.app.n), b.app.p, r->app);
+        char shown[160];
+        snprintf(msg, sizeof msg, "batch is for app '%s', not '%s'",
+                 bl_escape_quoted(b.app.p, b.app.n, shown, sizeof shown), r->app);
         rc = bl_reply_error(c, h, 400, msg);
         goto out;
     }

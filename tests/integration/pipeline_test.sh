@@ -290,5 +290,28 @@ http GET "/v1/apps/shop/slow-methods?build=legacy&sort=count" "$RD"
 expect "same rows after a restart" "unknown method 500|4 unknown method 5000000|2" \
   "$(jq -r '[.methods[] | select(.method.class == "?") | "\(.method.name)|\(.count)"] | join(" ")' <<< "$BODY")"
 
+# --- 13: a NUL in an app name shows in the error -------------------------------
+batch nul 60000000-0000-4000-8000-000000000001 legacy "$T1"
+sed 's/"app":"shop"/"app":"shopXY"/' nul.json | "$BIN/beatline-batch" encode > nul1.bin
+python3 -c '
+import sys
+d = open("nul1.bin", "rb").read()
+sys.stdout.buffer.write(d.replace(b"shopXY", b"shop\x00x", 1))' > nul2.bin
+"$BIN/beatline-batch" decode nul2.bin > /dev/null 2>&1 && ok || bad "hand-made batch decodes"
+http POST /v1/apps/shop/batches "$ING" --data-binary @nul2.bin
+expect "app with a NUL refused" 400 "$CODE"
+expect "the NUL is shown" "batch is for app 'shop\\x00x', not 'shop'" "$(jq -r .error <<< "$BODY")"
+# a NUL in a mapping line: refused with its line number, the rest indexed
+printf 'com.example.Main -> a.a:\n    1:5:void ru\0n() -> a\n    6:9:void step(int) -> b\n' > nul-map.txt
+upload nulmap mapping nul-map.txt
+expect "mapping with a NUL line" "201 1" "$CODE $(jq -r .malformed_lines <<< "$BODY")"
+http POST "/v1/apps/shop/builds/nulmap/retrace" "$RD" --data-binary $'x\n\tat a.a.a(SourceFile:3)\n'
+expect "the NUL line is not indexed cut" "at com.example.Main.a(Main.java:3)" "$(sed -n 2p body.out | tr -d '\t')"
+printf 'x\n\tat a.a.a(SourceFile:3)\n' > trace-a.txt
+set +e
+"$BIN/beatline-retrace" nul-map.txt trace-a.txt > /dev/null 2> nul.err
+set -e
+contains "CLI names the line" "nul-map.txt:2: NUL byte in the line" "$(cat nul.err)"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
