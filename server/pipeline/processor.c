@@ -88,6 +88,7 @@ struct bl_processor {
     size_t n_moves, cap_moves;
     int *move_failed;
     uint64_t round_batches; /* batches counted in the open transaction */
+    uint8_t *waited;        /* per item of the round: went to a waiting list */
 };
 
 static double mono_s(void)
@@ -677,18 +678,22 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
         goto out;
     }
     bstate *b;
-    if (get_build(p, app_id, build, &b) != BL_OK)
+    if ((err = get_build(p, app_id, build, &b))) {
+        result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
         goto out;
-    if (!b->ready) {
-        if (register_build(p, app_id, build) != BL_OK)
-            goto out;
+    }
+    if (!b->ready && (err = register_build(p, app_id, build))) {
+        result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
+        goto out;
     }
     if (!b->ready) {
         if (b->n_waiting == b->cap_waiting) {
             size_t nc = b->cap_waiting ? b->cap_waiting * 2 : 16;
             pending_batch *nw = realloc(b->waiting, nc * sizeof *nw);
-            if (!nw)
+            if (!nw) {
+                result = B_RETRY;
                 goto out;
+            }
             b->waiting = nw;
             b->cap_waiting = nc;
         }
@@ -855,6 +860,9 @@ static void run_txn(bl_processor *p, work *items, size_t n)
     uint64_t recs = 0, done = 0, dup = 0, failed = 0;
     size_t aborted = SIZE_MAX;
     p->n_moves = 0;
+    /* items that went to a build's waiting list: a rollback's reset_states
+     * queues those again itself, so they are not pushed a second time */
+    memset(p->waited, 0, n);
     if (bl_db_exec(p->db, "BEGIN IMMEDIATE")) {
         sql_err(p, "begin");
         goto retry;
@@ -880,6 +888,8 @@ static void run_txn(bl_processor *p, work *items, size_t n)
             reset_states(p);
             goto retry;
         }
+        if (res == B_WAITING)
+            p->waited[i] = 1;
         if (res == B_DONE) {
             recs += r;
             done++;
@@ -913,7 +923,7 @@ static void run_txn(bl_processor *p, work *items, size_t n)
             p->st.failed++;
             pthread_mutex_unlock(&p->mu);
             for (size_t i = 0; i < n; i++)
-                if (i != aborted)
+                if (i != aborted && !p->waited[i])
                     push(p, &items[i]);
             return;
         }
@@ -955,7 +965,8 @@ retry:
         return;
     sleep(1);
     for (size_t i = 0; i < n; i++)
-        push(p, &items[i]);
+        if (!p->waited[i])
+            push(p, &items[i]);
 }
 
 static void *writer_main(void *arg)
@@ -963,8 +974,11 @@ static void *writer_main(void *arg)
     bl_processor *p = arg;
     size_t cap = p->o.max_batches_per_txn;
     work *items = malloc(cap * sizeof *items);
-    if (!items)
+    p->waited = malloc(cap);
+    if (!items || !p->waited) {
+        free(items);
         return NULL;
+    }
     for (;;) {
         pthread_mutex_lock(&p->mu);
         while (p->qlen == 0 && !p->stop) {
@@ -1119,6 +1133,7 @@ void bl_processor_stop(bl_processor *p)
     bl_buf_cleanup(&p->body);
     free(p->moves);
     free(p->move_failed);
+    free(p->waited);
     free(p->q);
     bl_db_close(p->db);
     pthread_mutex_destroy(&p->mu);
