@@ -537,9 +537,11 @@ bl_err bl_datadir_open_index(const char *dir, const char *build_dir, struct bl_m
     if ((e = bl_fsync_dir(build_dir)))
         goto out;
     atomic_fetch_add(&index_rebuilds, 1);
-    fprintf(stderr, "beatline-server: %s: mapping index %s (%s); rebuilt from mapping.txt\n",
-            build_dir, first == BL_EIO ? "missing" : "damaged",
-            first == BL_EVERSION ? "another format version" : bl_err_str(first));
+    fprintf(stderr, "beatline-server: %s: mapping index %s; rebuilt from mapping.txt\n",
+            build_dir,
+            first == BL_EIO        ? "missing or unreadable"
+            : first == BL_EVERSION ? "of another format version"
+                                   : "damaged (checksum or structure)");
     if (rebuilt)
         *rebuilt = 1;
     e = bl_mapindex_open(idx, mi);

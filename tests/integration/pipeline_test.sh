@@ -219,8 +219,12 @@ for off in 20 100 200 $((idx_size / 2)) $((idx_size - 1)); do
   rebuilt=$((rebuilt + 1))
   expect "rebuild counted (byte $off)" $rebuilt "$(metric beatline_mapping_index_rebuilt_total)"
 done
+# an index of the format before the checksum (format 1) is rebuilt too
+printf '\001' | dd of="$IDX" bs=1 seek=8 conv=notrunc status=none
+retrace_ok "retrace with a format-1 index"
+expect "format-1 index rebuilt" $((rebuilt + 1)) "$(metric beatline_mapping_index_rebuilt_total)"
 cmp -s "$IDX" "$DATA/builds/$APP_ID/$(sha cut)/mapping.idx" && ok || bad "rebuilt index equals a fresh one"
-contains "rebuild logged" "mapping index damaged" "$(cat server.log)"
+contains "rebuild logged" "mapping index damaged (checksum or structure); rebuilt" "$(cat server.log)"
 # damaged while the server is down, then read by the writer: an obfuscated
 # build re-symbolicated after a new method-ID file
 printf '# beatline method-ids v1 names=obfuscated\n1,1,a.a a ()V\n' > obf-ids.txt
