@@ -4,8 +4,8 @@
 #include "pipeline/datadir.h"
 
 #include "common/fdio.h"
-#include "symbol/mapindex.h"
 #include "common/utf8.h"
+#include "symbol/mapindex.h"
 
 #include <dirent.h>
 #include <errno.h>
