@@ -69,7 +69,7 @@ int main(int argc, char **argv)
     bl_agg_init(&agg, 1, 1000000, NULL, NULL);
     bl_agg_build_init(&ab, 1);
     for (uint32_t m = 0; m <= n_methods; m++) /* symbolicated at upload */
-        bl_agg_build_set_row(&ab, m, 1000 + m);
+        bl_agg_build_set_row(&ab, m, 1000 + m, 0);
     for (int r = 0; r < 4; r++) {
         records = 0;
         calls = 0;

@@ -354,16 +354,17 @@ int main(int argc, char **argv)
         return 1;
     }
     /* temporary files of uploads cut short by a crash */
-    char tmpd[BL_PATH_MAX];
-    DIR *td = bl_path_join(tmpd, data, "tmp") == BL_OK ? opendir(tmpd) : NULL;
-    struct dirent *te;
-    while (td && (te = readdir(td))) {
-        char f[BL_PATH_MAX];
-        if (te->d_name[0] != '.' && bl_path_join(f, tmpd, te->d_name) == BL_OK)
-            unlink(f);
+    bl_datadir_clean_tmp(data);
+    /* build folders of the layout before issue 11 (hex names) */
+    unsigned migrated = 0;
+    if (bl_datadir_migrate(data, &migrated) != BL_OK) {
+        fprintf(stderr, "beatline-server: %s: cannot migrate the build folders: %s\n", data,
+                strerror(errno));
+        return 1;
     }
-    if (td)
-        closedir(td);
+    if (migrated)
+        fprintf(stderr, "beatline-server: renamed %u build folder(s) to the hashed layout\n",
+                migrated);
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

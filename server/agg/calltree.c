@@ -88,6 +88,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/u64map.h"
 #include "ingest/batch.h"
 
 #define SCAN_MAX 32              /* deeper stacks use the method index */
@@ -544,4 +545,124 @@ bl_err bl_calltree_build(bl_calltree *t, const uint8_t *records, uint32_t n, int
 {
     bl_segment seg = { .truncated = truncated };
     return bl_calltree_build_segment(t, records, n, &seg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Nesting only (bl_calltree_nesting)                                        */
+
+/* The open stack of the check: method per frame, and for frames in the
+ * method index the next lower frame of the same method + 1 (as pass 1). */
+typedef struct nest {
+    uint32_t *method, *below;
+    uint32_t sd, w;
+    bl_u64map idx; /* method + 1 -> topmost indexed frame + 1 */
+} nest;
+
+/* Pops the top frame; returns its depth. */
+static uint32_t nest_pop(nest *s)
+{
+    uint32_t d = --s->sd;
+    if (d < s->w) { /* indexed: its method's entry goes back to the frame below */
+        uint32_t *v;
+        int added;
+        /* the key is present: put only finds it (never allocates) */
+        if (bl_u64map_put(&s->idx, (uint64_t)s->method[d] + 1, 0, &v, &added) == BL_OK)
+            *v = s->below[d];
+        s->w = d;
+    }
+    return d;
+}
+
+bl_err bl_calltree_nesting(const uint8_t *records, uint32_t n, const bl_segment *seg,
+                           uint32_t limit, uint32_t *nesting)
+{
+    (void)seg; /* carried enters nest like any enter; times do not matter here */
+    *nesting = 0;
+    if (n == 0)
+        return BL_OK;
+    nest s = { 0 };
+    bl_err err = BL_OK;
+    uint32_t cap = limit < n ? limit : n;
+    s.method = malloc(((size_t)cap + 1) * sizeof *s.method);
+    s.below = malloc(((size_t)cap + 1) * sizeof *s.below);
+    if (!s.method || !s.below) {
+        err = BL_ENOMEM;
+        goto out;
+    }
+    /* a call closed at depth d while `synths` synthesized calls came before
+     * it ends at final depth d + (synths after it) = d + S - before - self;
+     * so nesting = max(d + 1 - before - self) + S, kept as `best` + S */
+    int64_t best = 0;
+    uint64_t synths = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t r = load_rec(records + (size_t)i * 8);
+        uint32_t m = bl_rec_method(r);
+        if (!bl_rec_is_exit(r)) {
+            if (s.sd >= limit) {
+                err = BL_ETOOBIG;
+                goto out;
+            }
+            s.method[s.sd++] = m;
+            continue;
+        }
+        if (s.sd && s.method[s.sd - 1] == m) {
+            int64_t v = (int64_t)nest_pop(&s) + 1 - (int64_t)synths;
+            best = v > best ? v : best;
+            continue;
+        }
+        if (s.sd == 0) { /* a lost enter: a synthesized call at depth 0 */
+            int64_t v = 0 - (int64_t)synths;
+            best = v > best ? v : best;
+            synths++;
+            if ((uint64_t)best + synths > limit) {
+                err = BL_ETOOBIG;
+                goto out;
+            }
+            continue;
+        }
+        /* the topmost frame of m below the top, as pass 1 finds it */
+        uint32_t at = NO_FRAME;
+        if (s.sd <= SCAN_MAX) {
+            for (uint32_t d = s.sd - 1; d-- > 0;)
+                if (s.method[d] == m) {
+                    at = d;
+                    break;
+                }
+        } else {
+            for (; s.w < s.sd; s.w++) {
+                uint32_t *v;
+                int added;
+                if ((err = bl_u64map_put(&s.idx, (uint64_t)s.method[s.w] + 1, 0, &v, &added)))
+                    goto out;
+                s.below[s.w] = *v;
+                *v = s.w + 1;
+            }
+            uint32_t v = bl_u64map_get(&s.idx, (uint64_t)m + 1, 0);
+            if (v)
+                at = v - 1;
+        }
+        if (at == NO_FRAME)
+            continue; /* matches nothing: ignored */
+        while (s.sd > at) {
+            int64_t v = (int64_t)nest_pop(&s) + 1 - (int64_t)synths;
+            best = v > best ? v : best;
+        }
+    }
+    /* frames still open close at the end, after every synthesized call */
+    while (s.sd) {
+        int64_t v = (int64_t)nest_pop(&s) + 1 - (int64_t)synths;
+        best = v > best ? v : best;
+    }
+    if ((uint64_t)best + synths > limit) {
+        err = BL_ETOOBIG;
+        goto out;
+    }
+    *nesting = (uint32_t)((uint64_t)best + synths);
+out:
+    if (err == BL_ETOOBIG)
+        *nesting = limit + 1;
+    free(s.method);
+    free(s.below);
+    bl_u64map_cleanup(&s.idx);
+    return err;
 }

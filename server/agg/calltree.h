@@ -104,4 +104,18 @@ typedef struct bl_segment {
 bl_err bl_calltree_build_segment(bl_calltree *t, const uint8_t *records, uint32_t n,
                                  const bl_segment *seg);
 
+/*
+ * The nesting the rebuild of these records reaches: the deepest final depth
+ * + 1 of bl_calltree_build_segment's calls (0 for no records), counting the
+ * enters synthesized for exits whose enter was lost (each makes the calls
+ * finished before it one level deeper) — exactly, with the same matching of
+ * exits to frames, but storing only the open stack (no calls). Stops early:
+ * once the nesting is certain to exceed `limit`, returns BL_ETOOBIG with
+ * *nesting = limit + 1. BL_ENOMEM. The stack holds at most limit frames
+ * (4 bytes × 2 each). For limit < BL_CALLTREE_MAX_DEPTH, BL_OK here means
+ * bl_calltree_build_segment cannot fail with BL_ETOOBIG.
+ */
+bl_err bl_calltree_nesting(const uint8_t *records, uint32_t n, const bl_segment *seg,
+                           uint32_t limit, uint32_t *nesting);
+
 #endif

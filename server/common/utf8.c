@@ -67,3 +67,34 @@ bl_err bl_utf8_repair(const char *s, size_t n, bl_buf *out)
     }
     return bl_buf_append(out, "", 0);
 }
+
+char *bl_escape_quoted(const char *s, size_t n, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char e[5];
+        size_t k = 0;
+        if (c < 0x20 || c == 0x7f) {
+            e[k++] = '\\';
+            e[k++] = 'x';
+            e[k++] = hex[c >> 4];
+            e[k++] = hex[c & 15];
+        } else if (c == '\\' || c == '\'') {
+            e[k++] = '\\';
+            e[k++] = (char)c;
+        } else {
+            e[k++] = (char)c;
+        }
+        if (o + k + 4 > cap) { /* room for "..." and the NUL */
+            memcpy(out + o, "...", 3);
+            o += 3;
+            break;
+        }
+        memcpy(out + o, e, k);
+        o += k;
+    }
+    out[o] = '\0';
+    return out;
+}

@@ -19,4 +19,10 @@ size_t bl_utf8_check(const uint8_t *s, size_t n);
  * and a NUL. BL_ENOMEM / BL_ETOOBIG from out. */
 bl_err bl_utf8_repair(const char *s, size_t n, bl_buf *out);
 
+/* Writes s[0..n) into out (cap >= 8 bytes, NUL-terminated) for quoting in
+ * a message: control bytes (NUL included) and DEL become \xNN, a backslash
+ * \\ and a quote \', so two different names never print alike. Text that
+ * does not fit ends with "..." after the last whole escape. Returns out. */
+char *bl_escape_quoted(const char *s, size_t n, char *out, size_t cap);
+
 #endif

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/utf8.h"
 #include "ingest/batch.h"
+#include "pipeline/aggregate.h"
 
 /* The quotas of app r->app_id: the server's options, overridden by
  * `beatline-server app set` (store/apps.h). A database error leaves the
@@ -68,13 +70,21 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
     char build[BL_BUILD_NAME_MAX + 1] = "";
     bl_uuid_format(b.batch_id, uuid);
     if (b.app.n != strlen(r->app) || memcmp(b.app.p, r->app, b.app.n) != 0) {
-        snprintf(msg, sizeof msg, "batch is for app '%.*s', not '%s'",
-                 (int)(b.app.n > 64 ? 64 : b.app.n), b.app.p, r->app);
+        char shown[160];
+        snprintf(msg, sizeof msg, "batch is for app '%s', not '%s'",
+                 bl_escape_quoted(b.app.p, b.app.n, shown, sizeof shown), r->app);
         rc = bl_reply_error(c, h, 400, msg);
         goto out;
     }
     if (!bl_build_name_valid(b.build.p, b.build.n)) {
         rc = bl_reply_error(c, h, 400, "batch has no valid build name");
+        goto out;
+    }
+    /* what the writer would refuse is refused here, before the 202 */
+    e = bl_agg_check_batch(&b, msg, sizeof msg);
+    if (e) {
+        rc = e == BL_ETOOBIG ? bl_reply_error(c, h, 413, msg)
+                             : bl_reply_error(c, h, 503, "out of memory");
         goto out;
     }
     if (seen(h, uuid)) {

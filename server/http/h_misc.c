@@ -118,6 +118,16 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
                    "Records that broke the call-tree rules (lost enters, unmatched exits).",
                    ps.malformed);
     if (!e)
+        e = metric(&b, "beatline_records_unknown_method_total", "counter",
+                   "Records of calls whose methodId is not in the build's method-ID file "
+                   "(shown as \"unknown method N\").",
+                   ps.unknown_method);
+    if (!e)
+        e = metric(&b, "beatline_mapping_index_rebuilt_total", "counter",
+                   "Mapping indexes found damaged (checksum) or missing and rebuilt from the "
+                   "stored mapping.",
+                   bl_datadir_index_rebuilds());
+    if (!e)
         e = metric(&b, "beatline_segments_truncated_total", "counter",
                    "Thread segments whose ring had wrapped in the app (records lost there).",
                    ps.truncated);

@@ -14,19 +14,21 @@
 
 enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r)
 {
-    char dir[BL_PATH_MAX], idx[BL_PATH_MAX];
-    if (bl_datadir_build(h->data_dir, r->app_id, r->build, dir) != BL_OK ||
-        bl_path_join(idx, dir, "mapping.idx") != BL_OK)
+    char dir[BL_PATH_MAX];
+    if (bl_datadir_build(h->data_dir, r->app_id, r->build, dir) != BL_OK)
         return bl_reply_error(c, h, 400, "bad build name");
     bl_mapindex *mi;
-    bl_err e = bl_mapindex_open(idx, &mi);
-    if (e == BL_EIO) {
+    bl_err e = bl_datadir_open_index(h->data_dir, dir, &mi, NULL);
+    if (e == BL_ENOTFOUND) {
         char msg[300];
         snprintf(msg, sizeof msg, "build '%s' has no mapping", r->build);
         return bl_reply_error(c, h, 404, msg);
     }
+    if (e == BL_ENOMEM)
+        return bl_reply_error(c, h, 503, "out of memory");
     if (e)
-        return bl_reply_error(c, h, 500, "the build's mapping index is damaged");
+        return bl_reply_error(c, h, 500, "the build's mapping index is damaged and cannot be "
+                                         "rebuilt from its mapping");
     const char *v = bl_arg(c, "verbose");
     bl_retrace_opts o = { v && (!strcmp(v, "true") || !strcmp(v, "1")) };
     bl_buf out;

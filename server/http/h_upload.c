@@ -64,24 +64,6 @@ void bl_h_upload_abort(req *r)
     }
 }
 
-static bl_err mkdirs(const char *path)
-{
-    char tmp[BL_PATH_MAX];
-    size_t n = strlen(path);
-    if (n >= sizeof tmp)
-        return BL_ETOOBIG;
-    memcpy(tmp, path, n + 1);
-    for (size_t i = 1; i <= n; i++)
-        if (tmp[i] == '/' || tmp[i] == '\0') {
-            char ch = tmp[i];
-            tmp[i] = '\0';
-            if (mkdir(tmp, 0750) != 0 && errno != EEXIST)
-                return BL_EIO;
-            tmp[i] = ch;
-        }
-    return BL_OK;
-}
-
 /* Writes text durably to dir/name (tmp + rename). */
 static bl_err write_small(bl_http *h, const char *dir, const char *name, const char *text)
 {
@@ -116,7 +98,9 @@ static void map_diag(void *ctx, const bl_mi_diag *d)
 
 typedef struct diag_first diag_first;
 
-/* Rebuilds dir/mapping.idx from dir/mapping.txt when it does not open. */
+/* Rebuilds dir/mapping.idx from dir/mapping.txt when it does not open.
+ * Called with the build's lock held: the repair takes it too, so it is
+ * done here directly. */
 static bl_err repair_index(bl_http *h, const char *dir)
 {
     char idx[BL_PATH_MAX], txt[BL_PATH_MAX], tmp[BL_PATH_MAX];
@@ -214,7 +198,7 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     uint64_t bytes = bl_decomp_total(r->dec);
 
     char dir[BL_PATH_MAX], lockp[BL_PATH_MAX], path[BL_PATH_MAX], idx_tmp[BL_PATH_MAX] = "";
-    if (bl_datadir_build(h->data_dir, r->app_id, r->build, dir) != BL_OK || mkdirs(dir) != BL_OK ||
+    if (bl_datadir_build_create(h->data_dir, r->app_id, r->build, dir) != BL_OK ||
         bl_path_join(lockp, dir, ".lock") != BL_OK) {
         bl_h_upload_abort(r);
         return bl_reply_error(c, h, 500, "cannot create the build folder");

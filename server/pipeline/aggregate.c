@@ -10,6 +10,7 @@
  */
 #include "pipeline/aggregate.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,21 @@ void bl_agg_cleanup(bl_agg *a)
     free(a->tval);
     bl_sketch_cleanup(&a->scratch);
     bl_buf_cleanup(&a->blobs);
+}
+
+/* methodIds past the method-ID file's range: kept in far_rows */
+static int is_far(const bl_agg_build *b, uint32_t mid)
+{
+    return b->id_cap && mid >= b->id_cap;
+}
+
+/* methods.id of mid, 0 when not known yet. */
+static int64_t row_of(const bl_agg_build *b, uint32_t mid)
+{
+    if (mid < b->n_rows && b->rows[mid])
+        return b->rows[mid];
+    uint64_t *v = bl_u128map_get(&b->far_rows, mid, 0);
+    return v ? (int64_t)*v : 0;
 }
 
 bl_err bl_agg_finish(bl_agg *a)
@@ -116,7 +132,7 @@ bl_err bl_agg_finish(bl_agg *a)
         d->id = ln->id;
         d->build_id = b->build_id;
         d->parent = ln->parent1 ? b->lnode[ln->parent1 - 1].id : 0;
-        d->method = b->rows[ln->key >> 1];
+        d->method = row_of(b, (uint32_t)(ln->key >> 1));
         d->main = (int)(ln->key & 1);
         d->count = ln->count;
         d->total = ln->total;
@@ -131,11 +147,14 @@ void bl_agg_build_init(bl_agg_build *b, int64_t build_id)
     memset(b, 0, sizeof *b);
     b->build_id = build_id;
     bl_u128map_init(&b->id_local);
+    bl_u128map_init(&b->far_rows);
 }
 
 void bl_agg_build_cleanup(bl_agg_build *b)
 {
     free(b->rows);
+    free(b->unknown);
+    bl_u128map_cleanup(&b->far_rows);
     free(b->slot_gen);
     free(b->slot_idx);
     free(b->lnode);
@@ -156,6 +175,11 @@ static bl_err grow_rows(bl_agg_build *b, uint32_t mid)
         return BL_ENOMEM;
     memset(r + b->n_rows, 0, (size_t)(n - b->n_rows) * sizeof *r);
     b->rows = r;
+    uint8_t *u = realloc(b->unknown, n);
+    if (!u)
+        return BL_ENOMEM;
+    memset(u + b->n_rows, 0, n - b->n_rows);
+    b->unknown = u;
     b->n_rows = n;
     uint64_t *g = realloc(b->slot_gen, (size_t)n * 2 * sizeof *g);
     if (!g)
@@ -170,12 +194,23 @@ static bl_err grow_rows(bl_agg_build *b, uint32_t mid)
     return BL_OK;
 }
 
-bl_err bl_agg_build_set_row(bl_agg_build *b, uint32_t mid, int64_t row)
+bl_err bl_agg_build_set_row(bl_agg_build *b, uint32_t mid, int64_t row, int unknown)
 {
+    if (mid > BL_AGG_MID_OVERFLOW)
+        return BL_EINVAL;
+    if (is_far(b, mid)) {
+        uint64_t *v;
+        int ins;
+        bl_err e = bl_u128map_put(&b->far_rows, mid, 0, (uint64_t)row, &v, &ins);
+        if (!e)
+            *v = (uint64_t)row;
+        return e;
+    }
     bl_err e = grow_rows(b, mid);
     if (e)
         return e;
     b->rows[mid] = row;
+    b->unknown[mid] = unknown != 0;
     return BL_OK;
 }
 
@@ -261,7 +296,7 @@ static bl_err new_local(bl_agg_build *b, int64_t id, uint32_t parent_local1, uin
 
 bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int main, uint32_t mid)
 {
-    if (mid > BL_REC_ID_MAX)
+    if (mid > BL_AGG_MID_OVERFLOW)
         return BL_EINVAL;
     uint32_t parent_local1 = 0;
     if (parent) {
@@ -283,7 +318,8 @@ static bl_err stat_slot(bl_agg *a, bl_agg_build *b, uint32_t mid, int64_t row, i
                         int64_t hour, bl_agg_stat **out)
 {
     size_t k = (size_t)mid * 2 + (size_t)main;
-    if (b->slot_gen[k] == a->gen) {
+    int cached = k < b->n_slots; /* far methodIds may be past the cache */
+    if (cached && b->slot_gen[k] == a->gen) {
         bl_agg_stat *s = &a->stats[b->slot_idx[k]];
         if (s->hour == hour) {
             *out = s;
@@ -314,8 +350,10 @@ static bl_err stat_slot(bl_agg *a, bl_agg_build *b, uint32_t mid, int64_t row, i
         s->main = main;
         s->hour = hour;
     }
-    b->slot_gen[k] = a->gen;
-    b->slot_idx[k] = (uint32_t)*v;
+    if (cached) {
+        b->slot_gen[k] = a->gen;
+        b->slot_idx[k] = (uint32_t)*v;
+    }
     *out = &a->stats[*v];
     return BL_OK;
 }
@@ -423,18 +461,34 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
     for (uint32_t k = n; k-- > 0;) {
         const bl_call *c = &a->tree.calls[k];
         uint32_t mid = c->method_id;
-        if (b->id_cap && mid > b->id_cap) {
-            mid = b->id_cap;
-            a->malformed++;
+        int64_t row;
+        int far = is_far(b, mid), unknown;
+        if (!far) {
+            if (mid >= b->n_rows && (err = grow_rows(b, mid)))
+                return err;
+            row = b->rows[mid];
+            if (!row) {
+                if (!a->new_row || (err = a->new_row(a->new_row_ctx, b, mid, &row)))
+                    return err ? err : BL_EINVAL;
+                b->rows[mid] = row;
+                b->unknown[mid] = 1;
+            }
+            unknown = b->unknown[mid];
+        } else {
+            if (!(row = row_of(b, mid)) && b->far_rows.n >= BL_AGG_MAX_FAR)
+                row = row_of(b, mid = BL_AGG_MID_OVERFLOW);
+            if (!row) {
+                if (!a->new_row || (err = a->new_row(a->new_row_ctx, b, mid, &row)))
+                    return err ? err : BL_EINVAL;
+                if ((err = bl_agg_build_set_row(b, mid, row, 1)))
+                    return err;
+            }
+            unknown = 1;
         }
-        if (mid >= b->n_rows && (err = grow_rows(b, mid)))
-            return err;
-        int64_t row = b->rows[mid];
-        if (!row) {
-            if (!a->new_row || (err = a->new_row(a->new_row_ctx, b, mid, &row)))
-                return err ? err : BL_EINVAL;
-            b->rows[mid] = row;
-        }
+        if (unknown) /* its enter and exit, when they are in this segment */
+            a->unknown_records +=
+                (uint64_t)!(c->flags & BL_CALL_SYNTH_ENTER) +
+                !(c->flags & (BL_CALL_INCOMPLETE | BL_CALL_CONTINUES | BL_CALL_UNBALANCED));
         uint64_t incl = c->end_us - c->start_us;
         int64_t t = origin + (int64_t)c->start_us;
         int64_t hour = t - t % BL_HOUR_US;
@@ -510,6 +564,34 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
             d->self += tp->self;
             tp->global1 = g1;
         }
+    }
+    return BL_OK;
+}
+
+bl_err bl_agg_check_batch(const bl_batch *b, char *msg, size_t n)
+{
+    if (n)
+        msg[0] = '\0';
+    if (b->n_records > BL_AGG_MAX_BATCH_RECORDS) {
+        snprintf(msg, n, "batch has %llu records; the limit is %u records per batch",
+                 (unsigned long long)b->n_records, (unsigned)BL_AGG_MAX_BATCH_RECORDS);
+        return BL_ETOOBIG;
+    }
+    for (uint32_t i = 0; i < b->n_threads; i++) {
+        const bl_batch_thread *t = &b->threads[i];
+        bl_segment seg = { .truncated = t->truncated, .continues = t->continues,
+                           .n_carried = t->n_carried, .since_us = t->since_us };
+        uint32_t depth;
+        bl_err e = bl_calltree_nesting(t->records, t->n_records, &seg, BL_AGG_MAX_NESTING,
+                                       &depth);
+        if (e == BL_ETOOBIG)
+            snprintf(msg, n,
+                     "thread %u (id %llu) nests calls more than %u deep (counting enters "
+                     "lost before the segment start); the limit is %u nested calls per thread",
+                     i, (unsigned long long)t->id, (unsigned)BL_AGG_MAX_NESTING,
+                     (unsigned)BL_AGG_MAX_NESTING);
+        if (e)
+            return e;
     }
     return BL_OK;
 }

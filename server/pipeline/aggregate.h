@@ -25,6 +25,14 @@
 
 #define BL_HOUR_US 3600000000ll
 
+/* Calls whose methodId is not in the build's method-ID file are kept under
+ * their own methods row (class "?", name "unknown method N", descriptor "")
+ * and counted in bl_agg.unknown_records. Past the method-ID file's range a
+ * build keeps at most BL_AGG_MAX_FAR such methodIds apart; the calls of any
+ * further ones are counted under the pseudo methodId BL_AGG_MID_OVERFLOW. */
+#define BL_AGG_MAX_FAR 65536u
+#define BL_AGG_MID_OVERFLOW (BL_REC_ID_MAX + 1u)
+
 /* A call-path node as the aggregator keeps it (64 bytes). */
 typedef struct bl_agg_lnode {
     uint64_t key;        /* methodId << 1 | main */
@@ -40,10 +48,15 @@ typedef struct bl_agg_lnode {
 typedef struct bl_agg_build {
     int64_t build_id;
     int64_t *rows;        /* methodId -> methods.id, 0 = unknown yet */
+    uint8_t *unknown;     /* per methodId (n_rows): 1 = not in the method-ID
+                           * file (an "unknown method N" row) */
     uint32_t n_rows;
-    uint32_t id_cap;      /* methodIds >= id_cap (not in the method-ID file's
-                           * range) are all counted as methodId id_cap, so a
-                           * hostile batch cannot make the arrays huge; 0 = no cap */
+    uint32_t id_cap;      /* methodIds >= id_cap are past the method-ID file's
+                           * range: not in the arrays above (a hostile batch
+                           * cannot make them huge) but in far_rows, up to
+                           * BL_AGG_MAX_FAR distinct ones; more are counted as
+                           * BL_AGG_MID_OVERFLOW. 0 = no cap */
+    bl_u128map far_rows;  /* methodId (>= id_cap) -> methods.id; all unknown */
     /* call-path nodes, by local index (order of creation in this process);
      * one cache line each: the hot path touches one node per call */
     struct bl_agg_nslot { /* open addressing, key and value in one 16-byte slot */
@@ -74,6 +87,23 @@ typedef uint64_t bl_agg_val;
 #define BL_AGG_VAL_US_BITS 40
 #define BL_AGG_MAX_STATS (1u << 24) /* stats in one round */
 
+/*
+ * What a decoded batch must meet to be processed — checked at POST (before
+ * the 202, http/h_batch.c) and again by the writer, with this one function,
+ * so a batch acknowledged is never refused later:
+ *   - at most BL_AGG_MAX_BATCH_RECORDS records (every call makes at most one
+ *     stat, so one batch always fits a transaction's BL_AGG_MAX_STATS);
+ *   - per thread, a call-tree nesting (bl_calltree_nesting: deepest call,
+ *     counting enters synthesized for lost ones) of at most
+ *     BL_AGG_MAX_NESTING calls.
+ * BL_OK, or BL_ETOOBIG with a message naming the limit in msg (n bytes);
+ * BL_ENOMEM. The decoder's own limits (thread count, string sizes) are
+ * checked by bl_batch_decode.
+ */
+#define BL_AGG_MAX_BATCH_RECORDS BL_AGG_MAX_STATS
+#define BL_AGG_MAX_NESTING (BL_CALLTREE_MAX_DEPTH - 1)
+bl_err bl_agg_check_batch(const bl_batch *b, char *msg, size_t n);
+
 typedef struct bl_agg_node {
     int64_t id, build_id, parent, method;
     int main;
@@ -81,7 +111,8 @@ typedef struct bl_agg_node {
 } bl_agg_node;
 
 /* Resolves a methodId that the build does not know yet (not in its method-ID
- * file): returns its methods.id in *row, creating it. */
+ * file; BL_AGG_MID_OVERFLOW for the shared row of far methodIds past
+ * BL_AGG_MAX_FAR): returns its methods.id in *row, creating it. */
 typedef bl_err (*bl_agg_new_row_fn)(void *ctx, bl_agg_build *b, uint32_t method_id, int64_t *row);
 
 typedef struct bl_agg {
@@ -102,6 +133,7 @@ typedef struct bl_agg {
     int64_t next_node;    /* next call-path node id */
     uint32_t max_nodes;   /* per build and thread kind; deeper paths are not kept */
     uint64_t malformed;   /* records that broke call-tree rules (sum) */
+    uint64_t unknown_records; /* records of calls of unknown methods (sum) */
     uint64_t dropped_nodes;
     bl_calltree tree;
     uint32_t *node_of;    /* per call of the current thread: its path + 1 */
@@ -136,11 +168,13 @@ bl_err bl_agg_finish(bl_agg *a);
 
 void bl_agg_build_init(bl_agg_build *b, int64_t build_id);
 void bl_agg_build_cleanup(bl_agg_build *b);
-/* Sets methods.id of methodId mid. BL_ENOMEM. */
-bl_err bl_agg_build_set_row(bl_agg_build *b, uint32_t mid, int64_t row);
+/* Sets methods.id of methodId mid (<= BL_AGG_MID_OVERFLOW); unknown: the
+ * row is an "unknown method" placeholder. Set b->id_cap first: mids at or
+ * past it go to far_rows. BL_ENOMEM. */
+bl_err bl_agg_build_set_row(bl_agg_build *b, uint32_t mid, int64_t row, int unknown);
 /* Adds a known node (loaded from the database, parents before children:
- * ascending id) of methodId mid. BL_ENOMEM; BL_EINVAL when the parent is
- * unknown or mid is out of range. */
+ * ascending id) of methodId mid (<= BL_AGG_MID_OVERFLOW). BL_ENOMEM;
+ * BL_EINVAL when the parent is unknown or mid is out of range. */
 bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int main, uint32_t mid);
 
 /* Rebuilds the thread's calls and adds them. origin_wall_us: wall clock of

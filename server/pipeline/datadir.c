@@ -3,8 +3,11 @@
  */
 #include "pipeline/datadir.h"
 
+#include "common/fdio.h"
 #include "common/utf8.h"
+#include "symbol/mapindex.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,6 +15,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sodium.h>
+#include <stdatomic.h>
+#include <sys/file.h>
+
+static bl_err dir_of(const char *path, char *out);
 
 static bl_err fits(int n)
 {
@@ -42,6 +50,8 @@ static bl_err mkdir_p(const char *path)
 
 bl_err bl_datadir_init(const char *dir)
 {
+    if (sodium_init() < 0) /* SHA-256 of build names */
+        return BL_EIO;
     static const char *const sub[] = { "", "/batches/pending", "/batches/done", "/builds",
                                        "/tmp" };
     for (size_t i = 0; i < sizeof sub / sizeof *sub; i++) {
@@ -101,21 +111,245 @@ int bl_build_name_valid(const char *build, size_t n)
     return 1;
 }
 
+/* The folder name of a build: SHA-256 of the name, lowercase hex. */
+static void build_hash(const char *build, size_t n, char hex[65])
+{
+    unsigned char h[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256(h, (const unsigned char *)build, n);
+    sodium_bin2hex(hex, 65, h, sizeof h);
+}
+
 bl_err bl_datadir_build(const char *dir, int64_t app_id, const char *build, char *out)
 {
     size_t n = strlen(build);
     if (!bl_build_name_valid(build, n))
         return BL_EINVAL;
-    char hex[2 * BL_BUILD_NAME_MAX + 1];
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        hex[2 * i] = digits[(unsigned char)build[i] >> 4];
-        hex[2 * i + 1] = digits[(unsigned char)build[i] & 15];
+    char hex[65];
+    build_hash(build, n, hex);
+    return fmt(out, "%s/builds/%lld/%s", dir, (long long)app_id, hex);
+}
+
+/* Writes data to dir/name durably via a temporary file in the same folder. */
+static bl_err write_in(const char *dir, const char *name, const char *data, size_t n)
+{
+    char tmp[BL_PATH_MAX], dst[BL_PATH_MAX];
+    bl_err e = fmt(tmp, "%s/.%s.tmp%s", dir, name, "");
+    if (e || (e = bl_path_join(dst, dir, name)))
+        return e;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return BL_EIO;
+    if ((e = bl_fd_write_all(fd, data, n))) {
+        bl_file_abort(fd, tmp);
+        return e;
     }
-    hex[2 * n] = '\0';
-    char id[32];
-    snprintf(id, sizeof id, "%lld", (long long)app_id);
-    return fmt(out, "%s/builds/%s/%s", dir, id, hex);
+    return bl_file_replace(fd, tmp, dst);
+}
+
+bl_err bl_datadir_build_create(const char *dir, int64_t app_id, const char *build, char *out)
+{
+    bl_err e = bl_datadir_build(dir, app_id, build, out);
+    if (e)
+        return e;
+    struct stat sb;
+    if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return BL_OK;
+    char parent[BL_PATH_MAX], tmpd[BL_PATH_MAX];
+    if ((e = dir_of(out, parent)) || (e = mkdir_p(parent)) ||
+        (e = fmt(tmpd, "%s/tmp/build-XXXXXX%s", dir, "")))
+        return e;
+    if (!mkdtemp(tmpd))
+        return BL_EIO;
+    char namef[BL_PATH_MAX];
+    e = write_in(tmpd, "build-name", build, strlen(build));
+    if (!e && rename(tmpd, out) != 0) {
+        /* another request created it meanwhile: theirs is as good */
+        e = (errno == EEXIST || errno == ENOTEMPTY) && stat(out, &sb) == 0 ? BL_OK : BL_EIO;
+        int saved = errno;
+        if (!bl_path_join(namef, tmpd, "build-name"))
+            unlink(namef);
+        rmdir(tmpd);
+        errno = saved;
+        return e;
+    }
+    if (e) {
+        if (!bl_path_join(namef, tmpd, "build-name"))
+            unlink(namef);
+        rmdir(tmpd);
+        return e;
+    }
+    return bl_fsync_dir(parent);
+}
+
+/* Reads a build-name file: BL_OK with a valid name (NUL-terminated). */
+static bl_err read_name(const char *build_dir, char *name)
+{
+    char path[BL_PATH_MAX];
+    bl_err e = bl_path_join(path, build_dir, "build-name");
+    if (e)
+        return e;
+    char *d;
+    size_t n;
+    if ((e = bl_read_file(path, BL_BUILD_NAME_MAX + 1, &d, &n)))
+        return e == BL_ETOOBIG ? BL_EFORMAT : e;
+    int ok = n <= BL_BUILD_NAME_MAX && memchr(d, 0, n) == NULL && bl_build_name_valid(d, n);
+    if (ok)
+        memcpy(name, d, n + 1);
+    free(d);
+    return ok ? BL_OK : BL_EFORMAT;
+}
+
+bl_err bl_datadir_build_name(const char *build_dir, char *name)
+{
+    bl_err e = read_name(build_dir, name);
+    if (e)
+        return e;
+    const char *base = strrchr(build_dir, '/');
+    base = base ? base + 1 : build_dir;
+    char hex[65];
+    build_hash(name, strlen(name), hex);
+    return strcmp(base, hex) ? BL_EFORMAT : BL_OK;
+}
+
+/* The build name an old-layout folder name stands for (hex of the name). */
+static int old_name(const char *f, char *name)
+{
+    size_t hl = strlen(f);
+    if (hl == 0 || hl % 2 || hl > 2 * BL_BUILD_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < hl / 2; i++) {
+        int v = 0;
+        for (int k = 0; k < 2; k++) {
+            char c = f[2 * i + (size_t)k];
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (d < 0)
+                return 0;
+            v = v * 16 + d;
+        }
+        name[i] = (char)v;
+    }
+    name[hl / 2] = '\0';
+    return memchr(name, 0, hl / 2) == NULL && bl_build_name_valid(name, hl / 2);
+}
+
+/* Migrates one folder builds/APP/F (see bl_datadir_migrate). */
+static bl_err migrate_one(const char *app_dir, const char *f, unsigned *migrated)
+{
+    char from[BL_PATH_MAX], to[BL_PATH_MAX], name[BL_BUILD_NAME_MAX + 1], hex[65];
+    bl_err e = bl_path_join(from, app_dir, f);
+    if (e)
+        return BL_OK; /* cannot be a folder of ours */
+    struct stat sb;
+    if (stat(from, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return BL_OK;
+    e = read_name(from, name);
+    if (e == BL_ENOTFOUND) {
+        if (!old_name(f, name)) {
+            fprintf(stderr, "beatline-server: %s: not a build folder (no build-name, not a "
+                            "hex name); left alone\n", from);
+            return BL_OK;
+        }
+        /* step 1: the name goes inside, durably */
+        if ((e = write_in(from, "build-name", name, strlen(name))))
+            return e;
+    } else if (e) {
+        fprintf(stderr, "beatline-server: %s: unreadable build-name; left alone\n", from);
+        return e == BL_EIO ? e : BL_OK;
+    }
+    build_hash(name, strlen(name), hex);
+    if (!strcmp(f, hex))
+        return BL_OK; /* new layout already */
+    if ((e = bl_path_join(to, app_dir, hex)))
+        return e;
+    if (lstat(to, &sb) == 0) {
+        fprintf(stderr, "beatline-server: %s: its new name %s exists already; left alone\n",
+                from, hex);
+        return BL_OK;
+    }
+    /* step 2: rename, then make the rename durable */
+    if (rename(from, to) != 0)
+        return BL_EIO;
+    if (migrated)
+        (*migrated)++;
+    return bl_fsync_dir(app_dir);
+}
+
+bl_err bl_datadir_migrate(const char *dir, unsigned *migrated)
+{
+    if (migrated)
+        *migrated = 0;
+    char bd[BL_PATH_MAX];
+    bl_err err = fmt(bd, "%s/builds%s%s", dir, "", "");
+    if (err)
+        return err;
+    DIR *apps = opendir(bd);
+    if (!apps)
+        return errno == ENOENT ? BL_OK : BL_EIO;
+    struct dirent *ae;
+    while (!err && (ae = readdir(apps))) {
+        if (ae->d_name[0] == '.')
+            continue;
+        char ad[BL_PATH_MAX];
+        if (bl_path_join(ad, bd, ae->d_name))
+            continue;
+        DIR *b = opendir(ad);
+        if (!b)
+            continue;
+        /* names first, renames after: renaming while reading a folder may
+         * make readdir return an entry twice or not at all */
+        char (*names)[256] = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *be;
+        while ((be = readdir(b))) {
+            if (be->d_name[0] == '.')
+                continue;
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 16;
+                char (*nn)[256] = realloc(names, nc * sizeof *nn);
+                if (!nn) {
+                    err = BL_ENOMEM;
+                    break;
+                }
+                names = nn;
+                cap = nc;
+            }
+            snprintf(names[n++], 256, "%s", be->d_name);
+        }
+        closedir(b);
+        for (size_t i = 0; i < n && !err; i++)
+            err = migrate_one(ad, names[i], migrated);
+        free(names);
+    }
+    closedir(apps);
+    return err;
+}
+
+void bl_datadir_clean_tmp(const char *dir)
+{
+    char td[BL_PATH_MAX];
+    if (fmt(td, "%s/tmp%s%s", dir, "", ""))
+        return;
+    DIR *d = opendir(td);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char f[BL_PATH_MAX], inner[BL_PATH_MAX];
+        if (e->d_name[0] == '.' || bl_path_join(f, td, e->d_name))
+            continue;
+        if (unlink(f) != 0 && (errno == EISDIR || errno == EPERM)) {
+            /* a build folder whose creation was cut short */
+            DIR *sub = opendir(f);
+            struct dirent *se;
+            while (sub && (se = readdir(sub)))
+                if (strcmp(se->d_name, ".") && strcmp(se->d_name, "..") &&
+                    !bl_path_join(inner, f, se->d_name))
+                    unlink(inner);
+            if (sub)
+                closedir(sub);
+            rmdir(f);
+        }
+    }
+    if (d)
+        closedir(d);
 }
 
 bl_err bl_path_join(char *out, const char *dir, const char *name)
@@ -251,4 +485,68 @@ bl_err bl_read_file(const char *path, size_t max, char **data, size_t *len)
     *data = p;
     *len = n;
     return BL_OK;
+}
+
+static _Atomic uint64_t index_rebuilds;
+
+uint64_t bl_datadir_index_rebuilds(void)
+{
+    return atomic_load(&index_rebuilds);
+}
+
+bl_err bl_datadir_open_index(const char *dir, const char *build_dir, struct bl_mapindex **mi,
+                             int *rebuilt)
+{
+    char idx[BL_PATH_MAX], txt[BL_PATH_MAX], lockp[BL_PATH_MAX], tmp[BL_PATH_MAX];
+    *mi = NULL;
+    if (rebuilt)
+        *rebuilt = 0;
+    bl_err e;
+    if ((e = bl_path_join(idx, build_dir, "mapping.idx")) ||
+        (e = bl_path_join(txt, build_dir, "mapping.txt")) ||
+        (e = bl_path_join(lockp, build_dir, ".lock")))
+        return e;
+    bl_err first = bl_mapindex_open(idx, mi);
+    if (first == BL_OK)
+        return BL_OK;
+    if (access(txt, F_OK) != 0)
+        return errno == ENOENT ? BL_ENOTFOUND : BL_EIO;
+    int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (lfd < 0)
+        return BL_EIO;
+    if (flock(lfd, LOCK_EX) != 0) {
+        close(lfd);
+        return BL_EIO;
+    }
+    /* another thread may have rebuilt it while this one waited */
+    if ((e = bl_mapindex_open(idx, mi)) == BL_OK)
+        goto out;
+    int fd;
+    if ((e = bl_tmpfile(dir, &fd, tmp)))
+        goto out;
+    close(fd);
+    e = bl_mapindex_build_file(txt, tmp, NULL, NULL);
+    if (!e && rename(tmp, idx) != 0)
+        e = BL_EIO;
+    if (e) {
+        unlink(tmp);
+        fprintf(stderr, "beatline-server: %s: cannot rebuild the mapping index: %s\n", build_dir,
+                bl_err_str(e));
+        goto out;
+    }
+    if ((e = bl_fsync_dir(build_dir)))
+        goto out;
+    atomic_fetch_add(&index_rebuilds, 1);
+    fprintf(stderr, "beatline-server: %s: mapping index %s; rebuilt from mapping.txt\n",
+            build_dir,
+            first == BL_EIO        ? "missing or unreadable"
+            : first == BL_EVERSION ? "of another format version"
+                                   : "damaged (checksum or structure)");
+    if (rebuilt)
+        *rebuilt = 1;
+    e = bl_mapindex_open(idx, mi);
+out:
+    flock(lfd, LOCK_UN);
+    close(lfd);
+    return e;
 }

@@ -6,11 +6,19 @@
  *   DIR/beatline.db                    SQLite database (WAL)
  *   DIR/batches/pending/UUID.EXT       accepted, not yet processed
  *   DIR/batches/done/UUID.EXT          processed (kept: the raw batch store)
- *   DIR/builds/APP_ID/HEX/             one folder per build; HEX is the build
- *        mapping.txt, mapping.idx,     name hex-encoded, so no request text
- *        mapping.hash, method-ids.txt, ever becomes a path component
- *        method-ids.hash
+ *   DIR/builds/APP_ID/HASH/            one folder per build; HASH is the
+ *        build-name,                   SHA-256 of the build name in lowercase
+ *        mapping.txt, mapping.idx,     hex (64 characters, whatever the name's
+ *        mapping.hash, method-ids.txt, length), so no request text ever
+ *        method-ids.hash               becomes a path component and every
+ *                                      valid name fits the 255-byte file-name
+ *                                      limit. build-name holds the name's
+ *                                      bytes exactly (no newline).
  *   DIR/tmp/                           temporary files (same filesystem)
+ *
+ * Before issue 11 a build folder was named by the build name in hex (a
+ * 128-byte name made a 256-byte file name: uploads failed).
+ * bl_datadir_migrate renames such folders at start.
  *
  * EXT is the body's Content-Encoding as received: bin (identity), gz, zst.
  */
@@ -31,7 +39,33 @@ bl_err bl_datadir_init(const char *dir);
 /* Builds a path into out (BL_PATH_MAX bytes); BL_ETOOBIG when it does not fit. */
 bl_err bl_datadir_db(const char *dir, char *out);
 bl_err bl_datadir_batch(const char *dir, int done, const char *uuid, bl_encoding enc, char *out);
+/* DIR/builds/APP_ID/HASH (see above); BL_EINVAL for an invalid build name. */
 bl_err bl_datadir_build(const char *dir, int64_t app_id, const char *build, char *out);
+/* As bl_datadir_build, and creates the folder with its build-name file when
+ * absent. The folder appears whole or not at all: it is made in DIR/tmp with
+ * build-name written and fsync'ed, then renamed into place (a concurrent
+ * creation of the same build wins harmlessly). BL_EIO with errno. */
+bl_err bl_datadir_build_create(const char *dir, int64_t app_id, const char *build, char *out);
+/* Reads build_dir/build-name into name (BL_BUILD_NAME_MAX + 1 bytes, NUL-
+ * terminated): BL_OK only when the file holds a valid build name whose hash
+ * is the folder's own name. BL_ENOTFOUND when absent, BL_EFORMAT otherwise. */
+bl_err bl_datadir_build_name(const char *build_dir, char *name);
+/*
+ * Renames every build folder of the old layout (the name in hex) under
+ * DIR/builds to its hash name. Crash-safe and idempotent: for each old
+ * folder, build-name is written first (durably, inside the old folder), then
+ * the folder is renamed and its parent fsync'ed; a folder that has a
+ * build-name file but not its hash as name is a migration cut short and is
+ * finished. A folder whose target already exists, or whose name is neither
+ * layout, is left alone and logged. Call before anything else uses the data
+ * directory (the server calls it under its lock, before the writer starts).
+ * *migrated (may be NULL) gets the number of folders renamed.
+ * BL_EIO when a rename or fsync fails (errno kept; the next start retries).
+ */
+bl_err bl_datadir_migrate(const char *dir, unsigned *migrated);
+/* Removes what a creation cut short left in DIR/tmp (files, and folders of
+ * bl_datadir_build_create with their build-name file). */
+void bl_datadir_clean_tmp(const char *dir);
 /* A build name is 1..BL_BUILD_NAME_MAX bytes of UTF-8 without control characters,
  * '/' or '\\', and not "." or ".." (it travels in URL paths, where those are
  * dot segments, RFC 3986 5.2.4). 1 when valid. */
@@ -58,6 +92,24 @@ bl_err bl_tmpfile(const char *dir, int *fd, char *path);
 bl_err bl_file_commit(int fd, const char *tmp, const char *dst, int *exists);
 bl_err bl_file_replace(int fd, const char *tmp, const char *dst);
 void bl_file_abort(int fd, const char *tmp);
+
+/*
+ * Opens build_dir/mapping.idx (symbol/mapindex.h; verified by its
+ * checksum). When it is missing, damaged or of another format while
+ * build_dir/mapping.txt exists, rebuilds it from mapping.txt — under the
+ * build's lock (build_dir/.lock, as uploads take it), into DIR/tmp, then
+ * renamed over the old one and the folder fsync'ed — logs it, counts it
+ * (bl_datadir_index_rebuilds) and opens the new one. *mi is the caller's
+ * (bl_mapindex_close). *rebuilt (may be NULL) = 1 when it rebuilt.
+ * BL_ENOTFOUND when the build has no mapping; BL_ENOMEM; BL_EIO; the
+ * builder's errors when the stored mapping cannot be indexed.
+ */
+struct bl_mapindex;
+bl_err bl_datadir_open_index(const char *dir, const char *build_dir, struct bl_mapindex **mi,
+                             int *rebuilt);
+/* Mapping indexes rebuilt by bl_datadir_open_index since the start (for
+ * /metrics). */
+uint64_t bl_datadir_index_rebuilds(void);
 
 /* Reads a whole file (at most max bytes) into a new heap buffer. */
 bl_err bl_read_file(const char *path, size_t max, char **data, size_t *len);

@@ -99,6 +99,8 @@ struct bl_processor {
     int *move_failed;
     bl_quota *quota;     /* owned; thread-safe */
     double next_sweep;   /* monotonic seconds of the next expiry sweep */
+    uint64_t round_batches; /* batches counted in the open transaction */
+    uint8_t *waited;        /* per item of the round: went to a waiting list */
 };
 
 static double mono_s(void)
@@ -302,29 +304,39 @@ static void read_hash(const char *dir, const char *name, char *out, size_t cap)
  * transaction's deltas point into them. */
 static bl_err load_rows(bl_processor *p, bstate *b)
 {
-    sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT method_id, id FROM methods WHERE build_id = ?");
+    /* methodIds far past the method-ID file's range are kept in a map (at
+     * most BL_AGG_MAX_FAR of them), not in the per-methodId arrays */
+    sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT coalesce(max(method_id), -1) FROM methods "
+                                         "WHERE build_id = ? AND NOT (class = '?' AND "
+                                         "descriptor = '')");
     if (!st)
-        return sql_err(p, "methods load");
+        return sql_err(p, "methods range");
     sqlite3_bind_int64(st, 1, b->build_id);
-    bl_err err = BL_OK;
-    uint32_t limit = 0;
-    while (!err && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t mid = sqlite3_column_int64(st, 0);
-        if (mid >= 0 && mid <= BL_REC_ID_MAX) {
-            err = bl_agg_build_set_row(&b->ab, (uint32_t)mid, sqlite3_column_int64(st, 1));
-            if ((uint32_t)mid >= limit)
-                limit = (uint32_t)mid + 1;
-        }
-    }
+    int64_t top = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
     sqlite3_reset(st);
-    if (err)
-        return err;
-    /* methodIds far past the method-ID file's range share one slot */
+    uint32_t limit = top >= 0 && top <= BL_REC_ID_MAX ? (uint32_t)top + 1 : 0;
     uint32_t cap = ((limit + 1023) / 1024) * 1024 + 1024;
     if (cap > BL_REC_ID_MAX)
         cap = 0;
     if (!b->ab.id_cap || cap > b->ab.id_cap)
         b->ab.id_cap = cap;
+    /* placeholders of unknown methods: class '?' and no descriptor (a method
+     * of the method-ID file always has a class name) */
+    st = bl_db_stmt(p->db, "SELECT method_id, id, class = '?' AND descriptor = '' FROM methods "
+                           "WHERE build_id = ?");
+    if (!st)
+        return sql_err(p, "methods load");
+    sqlite3_bind_int64(st, 1, b->build_id);
+    bl_err err = BL_OK;
+    while (!err && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t mid = sqlite3_column_int64(st, 0);
+        if (mid >= 0 && mid <= BL_AGG_MID_OVERFLOW)
+            err = bl_agg_build_set_row(&b->ab, (uint32_t)mid, sqlite3_column_int64(st, 1),
+                                       sqlite3_column_int(st, 2));
+    }
+    sqlite3_reset(st);
+    if (err)
+        return err;
     if (b->loaded)
         return BL_OK;
     st = bl_db_stmt(p->db, "SELECT n.id, n.main, n.parent, m.method_id FROM call_nodes n "
@@ -334,7 +346,7 @@ static bl_err load_rows(bl_processor *p, bstate *b)
     sqlite3_bind_int64(st, 1, b->build_id);
     while (!err && sqlite3_step(st) == SQLITE_ROW) {
         int64_t mid = sqlite3_column_int64(st, 3);
-        if (mid < 0 || mid > BL_REC_ID_MAX)
+        if (mid < 0 || mid > BL_AGG_MID_OVERFLOW)
             continue;
         err = bl_agg_build_add_node(&b->ab, sqlite3_column_int64(st, 0),
                                     sqlite3_column_int64(st, 2), sqlite3_column_int(st, 1),
@@ -372,11 +384,9 @@ static bl_err load_methodids(const char *dir, bl_methodids **out)
 static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int obfuscated,
                                 const bl_methodids *t)
 {
-    char path[BL_PATH_MAX];
     bl_err err = BL_OK;
     bl_mapindex *mi = NULL;
-    if (obfuscated && ((err = bl_path_join(path, dir, "mapping.idx")) ||
-                       (err = bl_mapindex_open(path, &mi))))
+    if (obfuscated && (err = bl_datadir_open_index(p->data_dir, dir, &mi, NULL)))
         return err;
     sqlite3_stmt *st = bl_db_stmt(
         p->db, "INSERT INTO methods(build_id, method_id, class, name, descriptor, source_file) "
@@ -597,19 +607,23 @@ static bl_err register_build(bl_processor *p, int64_t app_id, const char *build)
 /* Aggregation                                                               */
 
 /* bl_agg_new_row_fn: a methodId the method-ID file does not know gets a
- * placeholder method, so the tree stays whole. */
+ * placeholder method, so the tree stays whole: class "?", name "unknown
+ * method N", no descriptor (docs/api.md). A placeholder made by an older
+ * server ("methodId:N") is renamed; a method of the file is left alone. */
 static bl_err new_row(void *ctx, bl_agg_build *ab, uint32_t mid, int64_t *row)
 {
     bl_processor *p = ctx;
-    char name[64];
-    if (ab->id_cap && mid == ab->id_cap)
-        snprintf(name, sizeof name, "methodId>=%u (outside the method-ID file)", mid);
+    char name[96];
+    if (mid == BL_AGG_MID_OVERFLOW)
+        snprintf(name, sizeof name, "unknown methods (past %u distinct methodIds outside the "
+                                    "method-ID file)", BL_AGG_MAX_FAR);
     else
-        snprintf(name, sizeof name, "methodId:%u", mid);
+        snprintf(name, sizeof name, "unknown method %u", mid);
     sqlite3_stmt *st = bl_db_stmt(
         p->db, "INSERT INTO methods(build_id, method_id, class, name, descriptor, source_file) "
                "VALUES (?, ?, '?', ?, '', '') ON CONFLICT(build_id, method_id) DO UPDATE SET "
-               "build_id = build_id RETURNING id");
+               "name = CASE WHEN class = '?' AND descriptor = '' THEN excluded.name "
+               "ELSE name END RETURNING id");
     if (!st)
         return sql_err(p, "methods unknown");
     sqlite3_bind_int64(st, 1, ab->build_id);
@@ -690,23 +704,12 @@ static void clear_deltas(bl_processor *p)
 /* ------------------------------------------------------------------------ */
 /* Batches                                                                   */
 
-enum { B_DONE, B_WAITING, B_DUPLICATE, B_FAILED, B_ABORT };
-
-/* The deepest nesting of a thread's records stays under the call-tree limit
- * (counted like the rebuild does: exits never go below zero). */
-static int depth_ok(const bl_batch_thread *t)
-{
-    uint32_t depth = 0;
-    for (uint32_t i = 0; i < t->n_records; i++) {
-        if (bl_rec_is_exit(bl_batch_record(t, i))) {
-            if (depth)
-                depth--;
-        } else if (++depth >= BL_CALLTREE_MAX_DEPTH) {
-            return 0;
-        }
-    }
-    return 1;
-}
+/* B_LATER: does not fit this transaction, process in the next one;
+ * B_RETRY: out of memory, roll back and try the whole transaction again
+ * later (the batches stay in batches/pending: never moved to failed for a
+ * passing shortage); B_GONE: the file left batches/pending already (the
+ * batch was queued twice and handled): nothing to do */
+enum { B_DONE, B_WAITING, B_DUPLICATE, B_FAILED, B_ABORT, B_LATER, B_RETRY, B_GONE };
 
 static bl_err sink_body(void *ctx, const void *d, size_t n)
 {
@@ -741,6 +744,8 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
     if (bl_datadir_batch(p->data_dir, 0, w->uuid, w->enc, path))
         return B_FAILED;
     bl_err err = load_batch(p, path, w->enc);
+    if (err == BL_ENOTFOUND)
+        return B_GONE; /* queued twice (a retry re-queues): handled already */
     if (err) {
         logf_("batch %s: cannot read: %s", w->uuid, bl_err_str(err));
         return B_FAILED;
@@ -771,18 +776,22 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
         goto out;
     }
     bstate *b;
-    if (get_build(p, app_id, build, &b) != BL_OK)
+    if ((err = get_build(p, app_id, build, &b))) {
+        result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
         goto out;
-    if (!b->ready) {
-        if (register_build(p, app_id, build) != BL_OK)
-            goto out;
+    }
+    if (!b->ready && (err = register_build(p, app_id, build))) {
+        result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
+        goto out;
     }
     if (!b->ready) {
         if (b->n_waiting == b->cap_waiting) {
             size_t nc = b->cap_waiting ? b->cap_waiting * 2 : 16;
             pending_batch *nw = realloc(b->waiting, nc * sizeof *nw);
-            if (!nw)
+            if (!nw) {
+                result = B_RETRY;
                 goto out;
+            }
             b->waiting = nw;
             b->cap_waiting = nc;
         }
@@ -807,19 +816,29 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
     int64_t origin = bt.origin_wall_us;
     if (origin < 946684800000000ll || origin > 7258118400000000ll)
         origin = bl_now_us();
-    /* all or nothing: refuse a batch that cannot be rebuilt before any of
-     * its threads is counted */
-    for (uint32_t i = 0; i < bt.n_threads; i++)
-        if (!depth_ok(&bt.threads[i])) {
-            logf_("batch %s: thread %u nests deeper than %d calls; batch refused", w->uuid, i,
-                  BL_CALLTREE_MAX_DEPTH);
-            goto out;
-        }
-    uint64_t malformed0 = p->agg.malformed;
+    /* the POST checked this already (http/h_batch.c); a batch stored by an
+     * older server may still break a limit: refused whole, before any of its
+     * threads is counted */
+    char why[300];
+    if ((err = bl_agg_check_batch(&bt, why, sizeof why))) {
+        logf_("batch %s: %s; batch refused", w->uuid,
+              err == BL_ETOOBIG ? why : bl_err_str(err));
+        result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
+        goto out;
+    }
+    /* a transaction holds at most BL_AGG_MAX_STATS stats; a batch makes at
+     * most one per record: when it might not fit, the transaction is
+     * committed first and the batch goes to the next one */
+    if (p->agg.n_stats + bt.n_records > BL_AGG_MAX_STATS && p->round_batches > 0) {
+        result = B_LATER;
+        goto out;
+    }
+    uint64_t malformed0 = p->agg.malformed, unknown0 = p->agg.unknown_records;
     for (uint32_t i = 0; i < bt.n_threads; i++)
         if ((err = bl_agg_thread(&p->agg, &b->ab, &bt.threads[i], origin))) {
             logf_("batch %s: %s", w->uuid, bl_err_str(err));
-            result = B_ABORT; /* deltas are partial: the transaction must go */
+            /* deltas are partial: the transaction must go */
+            result = err == BL_ENOMEM ? B_RETRY : B_ABORT;
             goto out;
         }
     uint64_t truncated = 0;
@@ -827,6 +846,7 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
         truncated += bt.threads[i].truncated != 0;
     pthread_mutex_lock(&p->mu);
     p->st.malformed += p->agg.malformed - malformed0;
+    p->st.unknown_method += p->agg.unknown_records - unknown0;
     p->st.truncated += truncated;
     pthread_mutex_unlock(&p->mu);
     st = bl_db_stmt(p->db, "INSERT INTO batches(batch_id, app_id, build_id, received_at, "
@@ -945,10 +965,15 @@ static void run_txn(bl_processor *p, work *items, size_t n)
     uint64_t recs = 0, done = 0, dup = 0, failed = 0;
     size_t aborted = SIZE_MAX;
     p->n_moves = 0;
+    /* items that went to a build's waiting list: a rollback's reset_states
+     * queues those again itself, so they are not pushed a second time */
+    memset(p->waited, 0, n);
     if (bl_db_exec(p->db, "BEGIN IMMEDIATE")) {
         sql_err(p, "begin");
         goto retry;
     }
+    p->round_batches = 0;
+    size_t later = n; /* items[later..n) go to the next transaction */
     for (size_t i = 0; i < n; i++) {
         if (items[i].kind == W_BUILD) {
             if (register_build(p, items[i].app_id, items[i].build) != BL_OK)
@@ -957,13 +982,27 @@ static void run_txn(bl_processor *p, work *items, size_t n)
         }
         uint64_t r;
         int res = process_batch(p, &items[i], &r);
-        if (res == B_WAITING)
+        if (res == B_LATER) {
+            later = i;
+            break;
+        }
+        if (res == B_RETRY) {
+            logf_("batch %s: out of memory; the transaction is tried again", items[i].uuid);
+            bl_db_exec(p->db, "ROLLBACK");
+            clear_deltas(p);
+            reset_states(p);
+            goto retry;
+        }
+        if (res == B_WAITING) {
             items[i].counted = 0; /* the count moved to the build's waiting list */
-        else if (res != B_ABORT)
+            p->waited[i] = 1;
+        } else if (res != B_ABORT) {
             release(p, &items[i]);
+        }
         if (res == B_DONE) {
             recs += r;
             done++;
+            p->round_batches++;
             add_move(p, &items[i], 0);
         } else if (res == B_DUPLICATE) {
             dup++;
@@ -995,13 +1034,15 @@ static void run_txn(bl_processor *p, work *items, size_t n)
             p->st.failed++;
             pthread_mutex_unlock(&p->mu);
             for (size_t i = 0; i < n; i++)
-                if (i != aborted)
+                if (i != aborted && !p->waited[i])
                     push(p, &items[i]);
             return;
         }
         goto retry;
     }
     clear_deltas(p);
+    for (size_t i = later; i < n; i++)
+        push(p, &items[i]);
     double now = mono_s();
     for (size_t i = 0; i < p->n_moves; i++)
         move_batch(p, &p->moves[i], p->move_failed[i]);
@@ -1035,7 +1076,8 @@ retry:
         return;
     sleep(1);
     for (size_t i = 0; i < n; i++)
-        push(p, &items[i]);
+        if (!p->waited[i])
+            push(p, &items[i]);
 }
 
 /* Seconds between expiry sweeps: a quarter of the expiry time, 1..60. */
@@ -1091,8 +1133,11 @@ static void *writer_main(void *arg)
     bl_processor *p = arg;
     size_t cap = p->o.max_batches_per_txn;
     work *items = malloc(cap * sizeof *items);
-    if (!items)
+    p->waited = malloc(cap);
+    if (!items || !p->waited) {
+        free(items);
         return NULL;
+    }
     for (;;) {
         if (mono_s() >= p->next_sweep) {
             expire_waiting(p);
@@ -1186,20 +1231,13 @@ static bl_err recover(bl_processor *p)
         DIR *bd = opendir(ad);
         struct dirent *be;
         while (bd && (be = readdir(bd))) {
-            size_t hl = strlen(be->d_name);
-            if (be->d_name[0] == '.' || hl % 2 || hl == 0 || hl > 2 * BL_BUILD_NAME_MAX)
+            char bp[BL_PATH_MAX], build[BL_BUILD_NAME_MAX + 1];
+            if (be->d_name[0] == '.' || bl_path_join(bp, ad, be->d_name))
                 continue;
-            char build[BL_BUILD_NAME_MAX + 1];
-            int ok = 1;
-            for (size_t i = 0; i < hl / 2; i++) {
-                unsigned v;
-                if (sscanf(be->d_name + 2 * i, "%2x", &v) != 1)
-                    ok = 0;
-                build[i] = (char)v;
-            }
-            build[hl / 2] = '\0';
-            if (ok && bl_build_name_valid(build, hl / 2))
+            if (bl_datadir_build_name(bp, build) == BL_OK)
                 bl_processor_build_changed(p, app_id, build);
+            else
+                logf_("%s: not a build folder (no build-name matching its name); ignored", bp);
         }
         if (bd)
             closedir(bd);
@@ -1307,6 +1345,7 @@ void bl_processor_stop(bl_processor *p)
     bl_buf_cleanup(&p->body);
     free(p->moves);
     free(p->move_failed);
+    free(p->waited);
     free(p->q);
     bl_quota_free(p->quota);
     bl_db_close(p->db);

@@ -47,6 +47,8 @@ typedef struct bl_proc_stats {
     uint64_t batches;          /* processed */
     uint64_t records;          /* processed */
     uint64_t malformed;        /* records that broke call-tree rules */
+    uint64_t unknown_method;   /* records of calls whose methodId is not in the
+                                * build's method-ID file ("unknown method N") */
     uint64_t truncated;        /* thread segments whose ring had wrapped (records lost in the app) */
     uint64_t failed;           /* batches that could not be processed (moved to failed/) */
     uint64_t duplicates;       /* batches already counted */

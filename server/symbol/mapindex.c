@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <stddef.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -1634,6 +1635,50 @@ static bl_err parse_mapping(builder *b, const char *data, size_t len)
     return err;
 }
 
+/* XXH3-64 of an image (at least a header long) with the header's checksum
+ * field taken as 0. */
+static uint64_t image_checksum(const void *img, size_t len)
+{
+    const size_t at = offsetof(bl_mi_header, checksum);
+    static const uint8_t zero[8];
+    XXH3_state_t st;
+    XXH3_INITSTATE(&st);
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, img, at);
+    XXH3_64bits_update(&st, zero, sizeof zero);
+    XXH3_64bits_update(&st, (const uint8_t *)img + at + 8, len - at - 8);
+    return XXH3_64bits_digest(&st);
+}
+
+bl_err bl_mapindex_verify(const void *img, size_t len, const char **why)
+{
+    const char *w = "";
+    bl_err e = BL_OK;
+    bl_mi_header h;
+    uint32_t format = 0;
+    if (len >= 12)
+        memcpy(&format, (const uint8_t *)img + 8, 4);
+    if (len < 12 || memcmp(img, BL_MI_MAGIC, 8) != 0) {
+        w = "not an index";
+        e = BL_EFORMAT;
+    } else if (format != BL_MI_FORMAT) {
+        w = "written by another index format version";
+        e = BL_EVERSION;
+    } else if (len < sizeof h) {
+        w = "too short";
+        e = BL_EFORMAT;
+    } else if (memcpy(&h, img, sizeof h), h.file_size != len) {
+        w = "size mismatch";
+        e = BL_EFORMAT;
+    } else if (image_checksum(img, len) != h.checksum) {
+        w = "checksum mismatch";
+        e = BL_EFORMAT;
+    }
+    if (why)
+        *why = w;
+    return e;
+}
+
 bl_err bl_mapindex_build(const char *data, size_t len, const bl_mi_build_opts *opts,
                          bl_buf *out, bl_mi_stats *stats)
 {
@@ -1651,6 +1696,8 @@ bl_err bl_mapindex_build(const char *data, size_t len, const bl_mi_build_opts *o
     if (!err) {
         bl_mi_header *h = (bl_mi_header *)(void *)out->data;
         h->mapping_size = len;
+        h->checksum = 0;
+        h->checksum = image_checksum(out->data, out->len);
     }
     b.st.classes = (uint32_t)b.classes.n;
     b.st.methods = (uint32_t)b.methods.n;
@@ -1803,8 +1850,11 @@ bl_err bl_mapindex_open(const char *index_path, bl_mapindex **out)
     close(fd);
     if (map == MAP_FAILED)
         return BL_EIO;
+    (void)madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
+    bl_err err = bl_mapindex_verify(map, (size_t)st.st_size, NULL);
     (void)madvise(map, (size_t)st.st_size, MADV_RANDOM);
-    bl_err err = bl_mapindex_from_memory(map, (size_t)st.st_size, out);
+    if (!err)
+        err = bl_mapindex_from_memory(map, (size_t)st.st_size, out);
     if (err) {
         munmap(map, (size_t)st.st_size);
         return err;

@@ -47,7 +47,7 @@
 #include "common/buf.h"
 
 #define BL_MI_MAGIC "BLMAPIX\x01"
-#define BL_MI_FORMAT 1
+#define BL_MI_FORMAT 2 /* 2: checksum in the header (issue 11) */
 
 /* R8 map versions, as major * 100 + minor. */
 #define BL_MAPVER_NONE 0
@@ -75,6 +75,9 @@ typedef struct bl_mi_header {
     /* header comments (string refs, 0 when absent) */
     uint32_t compiler, compiler_version, min_api, pg_map_id, pg_map_hash;
     uint32_t reserved1;
+    /* XXH3-64 of the whole image with this field taken as 0 (format 2):
+     * bl_mapindex_verify */
+    uint64_t checksum;
 } bl_mi_header;
 
 /* Class flags */
@@ -237,7 +240,20 @@ bl_err bl_mapindex_build_file(const char *mapping_path, const char *index_path,
  */
 bl_err bl_mapindex_from_memory(const void *img, size_t len, bl_mapindex **out);
 
-/* Opens an index file read-only with mmap. BL_EIO, BL_EFORMAT, BL_EVERSION. */
+/*
+ * Checks an index image whole: magic, format version, size and the header's
+ * checksum. BL_OK; BL_EVERSION (another format, e.g. an index written before
+ * the checksum); BL_EFORMAT when the image is damaged (*why, when not NULL,
+ * gets a static text: "too short", "not an index", "size mismatch",
+ * "checksum mismatch"). Reads every byte: O(len).
+ * bl_mapindex_from_memory does not call it (it is for images just built);
+ * bl_mapindex_open does.
+ */
+bl_err bl_mapindex_verify(const void *img, size_t len, const char **why);
+
+/* Opens an index file read-only with mmap, verified (bl_mapindex_verify)
+ * then validated. BL_EIO (cannot open/map; errno kept), BL_EFORMAT,
+ * BL_EVERSION. */
 bl_err bl_mapindex_open(const char *index_path, bl_mapindex **out);
 
 /* Unmaps / releases. NULL is allowed. */

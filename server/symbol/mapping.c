@@ -272,6 +272,11 @@ bl_err bl_mapping_parse_line(const char *line, size_t len, bl_mapping_line *out,
         out->kind = BL_ML_BLANK;
         return BL_OK;
     }
+    /* names are stored NUL-terminated: a NUL would cut one silently */
+    if (memchr(p, '\0', (size_t)(e - p))) {
+        *why = "NUL byte in the line (a name cannot hold NUL)";
+        return BL_EFORMAT;
+    }
     if (*p == '#')
         return parse_comment(p, e, out);
     if (p != line)

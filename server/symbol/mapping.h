@@ -89,7 +89,9 @@ size_t bl_mapping_min_range(const char *p, size_t n, uint32_t *start, uint32_t *
 /*
  * Parses one line (without its '\n'; a trailing '\r' is ignored).
  * Returns BL_OK and fills *out, or BL_EFORMAT with *why set to a static
- * message naming what is wrong. Never reads outside [line, line+len).
+ * message naming what is wrong. A line holding a NUL byte (other than a
+ * blank one) is malformed: names are stored NUL-terminated, so a NUL would
+ * cut a name silently. Never reads outside [line, line+len).
  */
 bl_err bl_mapping_parse_line(const char *line, size_t len, bl_mapping_line *out,
                              const char **why);

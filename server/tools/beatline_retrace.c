@@ -826,6 +826,16 @@ int main(int argc, char **argv)
             goto out;
         }
     if (mlen >= 8 && !memcmp(mdata, BL_MI_MAGIC, 8)) {
+        const char *why;
+        err = bl_mapindex_verify(mdata, mlen, &why);
+        if (err) {
+            fprintf(stderr,
+                    "beatline-retrace: %s: bad index: %s; build it again from the mapping "
+                    "(--build-index)\n",
+                    mapping, why);
+            rc = 1;
+            goto out;
+        }
         err = bl_mapindex_from_memory(mdata, mlen, &mi);
         if (err) {
             fprintf(stderr, "beatline-retrace: %s: bad index: %s\n", mapping, bl_err_str(err));

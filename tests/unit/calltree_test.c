@@ -953,6 +953,82 @@ START_TEST(random_damaged)
 }
 END_TEST
 
+
+/* bl_calltree_nesting (the check made at POST, pipeline/aggregate.h) gives
+ * exactly the rebuild's deepest depth + 1, on damaged input too: lost
+ * enters (each makes the calls before it one level deeper), exits that
+ * close deeper frames or match nothing, deep stacks (method index). */
+static uint32_t rebuilt_nesting(const uint64_t *v, uint32_t n, int truncated)
+{
+    ck_assert_int_eq(bl_calltree_build(&T, encode(v, n), n, truncated), BL_OK);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < T.n_calls; i++)
+        if (T.calls[i].depth + 1 > m)
+            m = T.calls[i].depth + 1;
+    return m;
+}
+
+START_TEST(nesting_matches_rebuild)
+{
+    uint32_t n = 20000;
+    uint64_t *v = malloc(n * sizeof *v);
+    uint32_t *st = malloc(n * sizeof *st);
+    ck_assert(v && st);
+    bl_segment seg = { 0 };
+    uint32_t got;
+    for (uint64_t seed = 1; seed <= 80; seed++) {
+        rng = seed * 0x9E3779B97F4A7C15ull;
+        uint32_t enter_pct = 35 + rnd(30);
+        uint32_t methods = 2 + rnd(seed % 3 ? 30 : 3000);
+        uint32_t max_sp = seed % 4 ? 10 + rnd(100) : 2000;
+        uint32_t lost_pct = seed % 5 ? 1 : 20; /* exits with nothing open */
+        uint32_t sp = 0;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t dice = rnd(100);
+            if (dice < enter_pct && sp < max_sp) {
+                st[sp] = rnd(methods);
+                v[k] = bl_rec_make(0, st[sp++], k);
+            } else if (sp && dice < 95) {
+                v[k] = bl_rec_make(1, st[--sp], k);
+            } else if (!sp || rnd(100) < lost_pct) {
+                v[k] = bl_rec_make(1, rnd(methods), k);
+                for (uint32_t d = sp; d-- > 0;)
+                    if (st[d] == (uint32_t)(bl_rec_method(v[k]))) {
+                        sp = d;
+                        break;
+                    }
+            } else {
+                uint32_t m = rnd(2) ? rnd(methods) : 100000 + rnd(100);
+                v[k] = bl_rec_make(1, m, k);
+                for (uint32_t d = sp; d-- > 0;)
+                    if (st[d] == m) {
+                        sp = d;
+                        break;
+                    }
+            }
+        }
+        uint32_t want = rebuilt_nesting(v, n, (int)(seed & 1));
+        ck_assert_int_eq(bl_calltree_nesting(encode(v, n), n, &seg, BL_CALLTREE_MAX_DEPTH, &got),
+                         BL_OK);
+        ck_assert_uint_eq(got, want);
+        ck_assert_int_eq(bl_calltree_nesting(encode(v, n), n, &seg, want, &got), BL_OK);
+        ck_assert_int_eq(bl_calltree_nesting(encode(v, n), n, &seg, want - 1, &got), BL_ETOOBIG);
+        ck_assert_uint_eq(got, want);
+    }
+    /* lost enters alone: k exits nest k deep */
+    for (uint32_t k = 0; k < 3000; k++)
+        v[k] = bl_rec_make(1, 7, k);
+    ck_assert_uint_eq(rebuilt_nesting(v, 3000, 1), 3000);
+    ck_assert_int_eq(bl_calltree_nesting(encode(v, 3000), 3000, &seg, 3000, &got), BL_OK);
+    ck_assert_uint_eq(got, 3000);
+    ck_assert_int_eq(bl_calltree_nesting(encode(v, 3000), 3000, &seg, 2999, &got), BL_ETOOBIG);
+    ck_assert_int_eq(bl_calltree_nesting(NULL, 0, &seg, 1, &got), BL_OK);
+    ck_assert_uint_eq(got, 0);
+    free(st);
+    free(v);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("calltree");
@@ -984,6 +1060,7 @@ int main(void)
     tcase_add_test(tr, random_balanced);
     tcase_add_test(tr, random_cut_ring);
     tcase_add_test(tr, random_damaged);
+    tcase_add_test(tr, nesting_matches_rebuild);
     suite_add_tcase(s, tr);
     return tu_run(s);
 }

@@ -127,6 +127,18 @@ START_TEST(utf8)
 }
 END_TEST
 
+START_TEST(escape_quoted)
+{
+    char out[32];
+    ck_assert_str_eq(bl_escape_quoted("shop\0x", 6, out, sizeof out), "shop\\x00x");
+    ck_assert_str_eq(bl_escape_quoted("a'b\\c\x7f\n", 7, out, sizeof out), "a\\'b\\\\c\\x7f\\x0a");
+    ck_assert_str_eq(bl_escape_quoted("caf\xc3\xa9", 5, out, sizeof out), "caf\xc3\xa9");
+    char small[8];
+    ck_assert_str_eq(bl_escape_quoted("abcdefgh", 8, small, sizeof small), "abcd...");
+    ck_assert_str_eq(bl_escape_quoted("", 0, small, sizeof small), "");
+}
+END_TEST
+
 START_TEST(u128map)
 {
     bl_u128map m;
@@ -206,6 +218,7 @@ int main(void)
     TCase *tc = tcase_create("common");
     tcase_add_test(tc, decompression);
     tcase_add_test(tc, utf8);
+    tcase_add_test(tc, escape_quoted);
     tcase_add_test(tc, u128map);
     tcase_add_test(tc, u64map);
     tcase_add_test(tc, buffer_cap);

@@ -272,6 +272,53 @@ START_TEST(empty_and_odd_mappings)
 END_TEST
 
 
+/* Issue 11: a NUL byte would cut a name (names are stored NUL-terminated):
+ * the line is refused with its line number, never indexed cut. */
+static uint64_t nul_diag_line;
+static void nul_diag(void *ctx, const bl_mi_diag *d)
+{
+    (void)ctx;
+    if (!nul_diag_line)
+        nul_diag_line = d->line;
+}
+
+START_TEST(nul_bytes)
+{
+    static const char line[] = "com.example.A\0x -> a:";
+    ck_assert_int_eq(bl_mapping_parse_line(line, sizeof line - 1, &ml, &why), BL_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(why, "NUL"));
+    static const char member[] = "    1:1:void ru\0n() -> a";
+    ck_assert_int_eq(bl_mapping_parse_line(member, sizeof member - 1, &ml, &why), BL_EFORMAT);
+    static const char map[] = "com.example.A -> a:\n"
+                              "    1:1:void ru\0n() -> a\n"
+                              "    2:2:void ok() -> b\n"
+                              "com.example.B\0C -> b:\n";
+    bl_buf img;
+    bl_buf_init(&img, 0);
+    bl_mi_stats st;
+    bl_mi_build_opts o = { .diag = nul_diag };
+    nul_diag_line = 0;
+    ck_assert_int_eq(bl_mapindex_build(map, sizeof map - 1, &o, &img, &st), BL_OK);
+    ck_assert_uint_eq(st.malformed, 2);
+    ck_assert_uint_eq(nul_diag_line, 2);
+    bl_mapindex *mi;
+    ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+    const bl_mi_class *c = bl_mapindex_class_by_obf(mi, "a", 1);
+    ck_assert_ptr_nonnull(c);
+    const bl_mi_method *m;
+    ck_assert_uint_eq(bl_mapindex_methods(mi, c, "a", 1, &m), 0); /* not "ru" */
+    ck_assert_uint_eq(bl_mapindex_methods(mi, c, "b", 1, &m), 1);
+    ck_assert_ptr_null(bl_mapindex_class_by_obf(mi, "b", 1));
+    ck_assert_ptr_null(bl_mapindex_class_by_orig(mi, "com.example.B", 13));
+    bl_mapindex_close(mi);
+    bl_buf_reset(&img);
+    o.strict = 1;
+    ck_assert_int_eq(bl_mapindex_build(map, sizeof map - 1, &o, &img, &st), BL_EFORMAT);
+    ck_assert_uint_eq(st.lines, 2);
+    bl_buf_cleanup(&img);
+}
+END_TEST
+
 /* A synthesized comment on one range of a method marks every outer range
  * of that method in the bucket, and no other signature (done by sorting
  * the bucket's outer entries by signature: a big bucket stays fast). */
@@ -507,6 +554,7 @@ int main(void)
     Suite *s = suite_create("mapping");
     TCase *tc = tcase_create("parser");
     tcase_add_test(tc, class_line);
+    tcase_add_test(tc, nul_bytes);
     tcase_add_test(tc, field_line);
     tcase_add_test(tc, method_lines);
     tcase_add_test(tc, comment_lines);

@@ -556,6 +556,25 @@ START_TEST(index_file_roundtrip)
     free(al);
     free(raw);
     ck_assert_int_eq(bl_mapindex_open("/nonexistent/x.idx", &mi), BL_EIO);
+    /* issue 11: one flipped byte anywhere in the file (header, strings,
+     * tables, last byte) is found by the checksum at open */
+    raw = tu_read_file(idx, &n);
+    ck_assert_ptr_nonnull(raw);
+    const size_t offs[] = { 17, 100, 200, n / 3, n / 2, n - 1 };
+    for (size_t k = 0; k < sizeof offs / sizeof *offs; k++) {
+        raw[offs[k]] ^= 0x10;
+        FILE *f = fopen(idx, "wb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_uint_eq(fwrite(raw, 1, n, f), n);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_int_eq(bl_mapindex_open(idx, &mi), BL_EFORMAT);
+        const char *why = NULL;
+        ck_assert_int_eq(bl_mapindex_verify(raw, n, &why), BL_EFORMAT);
+        ck_assert_str_eq(why, offs[k] >= 16 && offs[k] < 24 ? "size mismatch" : "checksum mismatch");
+        raw[offs[k]] ^= 0x10;
+    }
+    ck_assert_int_eq(bl_mapindex_verify(raw, n, NULL), BL_OK);
+    free(raw);
     unlink(idx);
     rmdir(dir);
 }
