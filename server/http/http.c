@@ -27,7 +27,6 @@
 #include "common/utf8.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -150,11 +149,16 @@ static json_t *error_body(const char *msg)
 {
     json_t *o = json_object();
     json_t *t = bl_json_text(msg);
-    if (o && t && json_object_set_new(o, "error", t) == 0)
-        return o;
-    json_decref(o);
-    json_decref(t);
-    return NULL;
+    if (!o || !t) {
+        json_decref(o);
+        json_decref(t);
+        return NULL;
+    }
+    if (json_object_set_new(o, "error", t) != 0) { /* t is released by it */
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 json_t *bl_json_text(const char *s)
