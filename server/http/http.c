@@ -556,9 +556,6 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
         k->in_request = 1;
         pthread_mutex_unlock(&h->conn_mu);
     }
-    req *r = req_new(h);
-    if (!r)
-        return NULL; /* on_request tries again */
     const char *q = strchr(uri, '?');
     size_t args = 0;
     if (q) {
@@ -566,10 +563,14 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
         for (const char *p = q + 1; *p; p++)
             args += *p == '&';
     }
-    r->target_too_long = strlen(uri) > BL_HTTP_MAX_TARGET;
-    r->too_many_args = args > BL_HTTP_MAX_ARGS;
-    if (q && (r->target_too_long || r->too_many_args))
+    int too_long = strlen(uri) > BL_HTTP_MAX_TARGET, too_many = args > BL_HTTP_MAX_ARGS;
+    if (q && (too_long || too_many))
         ((char *)q)[1] = '\0';
+    req *r = req_new(h);
+    if (!r)
+        return NULL; /* on_request answers 503 */
+    r->target_too_long = too_long;
+    r->too_many_args = too_many;
     return r;
 }
 
@@ -708,10 +709,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     bl_http *h = cls;
     req *r = *con_cls;
     if (!r) {
+        /* on_uri runs first for every request and could not allocate it */
         r = req_new(h);
         if (!r)
             return MHD_NO;
         *con_cls = r;
+        r->started = 1;
+        r->conn = conn_of(c);
+        bl_req_fail(r, 503, "out of memory");
+        return reply_now(c, h, r);
     }
     if (r->replied) {
         *upload_size = 0;
