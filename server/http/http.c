@@ -805,6 +805,28 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
+/* libmicrohttpd's messages, to stderr (cut at 2 KiB), except the line it
+ * logs for every connection that a client or the watchdog ends early
+ * ("closed ...", "disconnected ...") and for every body answered and closed
+ * by reply_midbody ("Application reported internal error"): under a
+ * slowloris load they would be hundreds of lines a second and say nothing. */
+static void on_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    static const char *const quiet[] = {
+        "Connection socket is closed when reading request",
+        "Connection was closed by remote side",
+        "Socket has been disconnected when reading request",
+        "Application reported internal error",
+    };
+    char line[2048];
+    vsnprintf(line, sizeof line, fmt, ap);
+    for (size_t i = 0; i < sizeof quiet / sizeof *quiet; i++)
+        if (!strncmp(line, quiet[i], strlen(quiet[i])))
+            return;
+    fputs(line, stderr);
+}
+
 bl_err bl_http_start(const bl_http_config *c, bl_http **out, char *errbuf, size_t n)
 {
     *out = NULL;
@@ -854,6 +876,7 @@ bl_err bl_http_start(const bl_http_config *c, bl_http **out, char *errbuf, size_
     if (idle < h->c.header_timeout + 5)
         idle = h->c.header_timeout + 5;
     h->d = MHD_start_daemon(flags, c->port, NULL, NULL, on_request, h,
+                            MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(c->threads ? c->threads : 4),
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
