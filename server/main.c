@@ -76,6 +76,20 @@ static const char usage[] =
     "'app set' (below) overrides the quotas for one app.\n"
     "\n"
     "other options:\n"
+    "  --header-timeout SECONDS total time for a request's line and headers, from\n"
+    "                           the connection (or the previous answer) on; past it\n"
+    "                           408 and the connection is closed (slowloris)\n"
+    "                           [BEATLINE_HEADER_TIMEOUT] (default 10; 2 while 3/4\n"
+    "                           of --max-connections are open)\n"
+    "  --body-timeout SECONDS   a body may take this long whatever its rate; past it\n"
+    "                           it must average --min-body-rate or get 408\n"
+    "                           [BEATLINE_BODY_TIMEOUT] (default 60)\n"
+    "  --min-body-rate BYTES    bytes/s [BEATLINE_MIN_BODY_RATE] (default 16384)\n"
+    "  --max-connections N      open connections, all clients together\n"
+    "                           [BEATLINE_MAX_CONNECTIONS] (default 1000)\n"
+    "  --max-connections-per-ip N  open connections from one address, 0 = no limit\n"
+    "                           [BEATLINE_MAX_CONNECTIONS_PER_IP] (default 0: behind\n"
+    "                           a proxy or NAT one address is every client)\n"
     "  --port-file FILE         write the bound port to FILE once listening\n"
     "  -h, --help               this text\n"
     "\n"
@@ -258,7 +272,8 @@ int main(int argc, char **argv)
     const char *data = (env = getenv("BEATLINE_DATA")) && *env ? env : "./beatline-data";
     const char *port_file = NULL;
     uint64_t threads = 4, max_body = 16u << 20, max_dec = 256u << 20, max_map = 1u << 30,
-             max_inflight = 512u << 20, min_free = 64u << 20;
+             max_inflight = 512u << 20, min_free = 64u << 20, header_timeout = 10,
+             body_timeout = 60, min_body_rate = 16384, max_conns = 1000, max_per_ip = 0;
     /* per-app ingest quotas (pipeline/quota.h) and the expiry of waiting batches */
     uint64_t q_builds = 50, q_batches = 10000, q_bytes = 1u << 30, q_new = 100,
              expiry = 7 * 24 * 3600;
@@ -275,7 +290,12 @@ int main(int argc, char **argv)
                  { "BEATLINE_QUOTA_WAITING_BATCHES", &q_batches },
                  { "BEATLINE_QUOTA_WAITING_BYTES", &q_bytes },
                  { "BEATLINE_QUOTA_NEW_BUILDS", &q_new },
-                 { "BEATLINE_WAITING_EXPIRY", &expiry } };
+                 { "BEATLINE_WAITING_EXPIRY", &expiry },
+                 { "BEATLINE_HEADER_TIMEOUT", &header_timeout },
+                 { "BEATLINE_BODY_TIMEOUT", &body_timeout },
+                 { "BEATLINE_MIN_BODY_RATE", &min_body_rate },
+                 { "BEATLINE_MAX_CONNECTIONS", &max_conns },
+                 { "BEATLINE_MAX_CONNECTIONS_PER_IP", &max_per_ip } };
     for (size_t i = 0; i < sizeof envs / sizeof *envs; i++)
         if ((env = getenv(envs[i].env)) && *env && parse_u64(env, envs[i].v)) {
             fprintf(stderr, "beatline-server: %s: not a number: %s\n", envs[i].env, env);
@@ -328,6 +348,16 @@ int main(int argc, char **argv)
             bad = parse_u64(v, &q_new);
         else if (!strcmp(a, "--waiting-expiry"))
             bad = parse_u64(v, &expiry) || expiry == 0;
+        else if (!strcmp(a, "--header-timeout"))
+            bad = parse_u64(v, &header_timeout);
+        else if (!strcmp(a, "--body-timeout"))
+            bad = parse_u64(v, &body_timeout);
+        else if (!strcmp(a, "--min-body-rate"))
+            bad = parse_u64(v, &min_body_rate);
+        else if (!strcmp(a, "--max-connections"))
+            bad = parse_u64(v, &max_conns);
+        else if (!strcmp(a, "--max-connections-per-ip"))
+            bad = parse_u64(v, &max_per_ip);
         else if (!strcmp(a, "--port-file"))
             port_file = v;
         else {
@@ -342,6 +372,14 @@ int main(int argc, char **argv)
 
     if (threads == 0 || threads > 256) {
         fprintf(stderr, "beatline-server: threads must be 1-256\n");
+        return 1;
+    }
+    if (header_timeout == 0 || header_timeout > 3600 || body_timeout == 0 ||
+        body_timeout > 86400 || min_body_rate == 0 || max_conns == 0 || max_conns > 100000 ||
+        max_per_ip > max_conns) {
+        fprintf(stderr, "beatline-server: --header-timeout must be 1-3600, --body-timeout "
+                        "1-86400, --min-body-rate at least 1, --max-connections 1-100000 and "
+                        "--max-connections-per-ip 0 to --max-connections\n");
         return 1;
     }
     /* one server per data directory: two writers would hand out the same
@@ -383,7 +421,9 @@ int main(int argc, char **argv)
         return 1;
     }
     bl_http_config hc = { addr, port, data, max_body, max_dec, max_map, (unsigned)threads,
-                          max_inflight, proc, min_free };
+                          max_inflight, proc, min_free, (unsigned)header_timeout,
+                          (unsigned)body_timeout, min_body_rate, (unsigned)max_conns,
+                          (unsigned)max_per_ip };
     if (hc.max_inflight < max_dec)
         hc.max_inflight = max_dec;
     bl_http *http;

@@ -5,8 +5,22 @@
  * libmicrohttpd calls the access handler several times per request: first
  * with the headers (we route, authenticate and set up body decoding), then
  * once per body chunk, then once more with an empty chunk (we answer).
- * A request that fails early keeps consuming (and discarding) its body and
- * answers the error at the end, so clients always read a JSON error.
+ * Everything that can be decided on the headers (size caps, framing, route,
+ * names, key, Content-Length over the limit) is answered on that first
+ * call, before any body byte is read: libmicrohttpd then sends no
+ * "100 Continue", and the answer carries "Connection: close" so the unread
+ * body is never consumed. A body that fails while streaming (over the
+ * limit, corrupt compressed data) is answered at once the same way.
+ *
+ * Total-time limits (slowloris): libmicrohttpd's own timeout is per idle
+ * period only, so a client sending a byte every few seconds would hold a
+ * connection for ever. Each connection is tracked from accept to close
+ * (on_connection); a watchdog thread answers 408 and shuts the socket down
+ * when the headers are not in within header_timeout of the connection (or
+ * of the end of the previous answer on a kept-alive connection), or when a
+ * body older than body_timeout has averaged less than min_body_rate. When
+ * three quarters of max_connections are open, the header limit drops to
+ * 2 s so slow clients cannot crowd out the others.
  */
 #include "http/internal.h"
 
@@ -21,7 +35,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+enum { CONN_HEADERS, CONN_BODY, CONN_BUSY };
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 /* One read-only connection per HTTP thread, closed when the thread ends. */
 static pthread_key_t db_key;
@@ -79,27 +104,24 @@ enum MHD_Result bl_reply_text(struct MHD_Connection *c, bl_http *h, unsigned sta
         return MHD_NO;
     MHD_add_response_header(resp, "Content-Type", type);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
-    count_status(h, status);
     enum MHD_Result rc = MHD_queue_response(c, status, resp);
+    if (rc == MHD_YES)
+        count_status(h, status);
     MHD_destroy_response(resp);
     return rc;
 }
 
-enum MHD_Result bl_reply_json(struct MHD_Connection *c, bl_http *h, unsigned status,
-                              json_t *body)
-{
-    return bl_reply_json_retry(c, h, status, body, status == 503 ? 5 : 0);
-}
-
-enum MHD_Result bl_reply_json_retry(struct MHD_Connection *c, bl_http *h, unsigned status,
-                                    json_t *body, unsigned retry)
+/* Queues body (stolen) as JSON. retry: Retry-After seconds (0: none); close
+ * adds "Connection: close" (an early answer: the rest of the request is
+ * never read). */
+static enum MHD_Result queue_json(struct MHD_Connection *c, bl_http *h, unsigned status,
+                                  json_t *body, unsigned retry, int close)
 {
     char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!s)
         return bl_reply_text(c, h, 500, "application/json", "{\"error\":\"out of memory\"}", 25);
     size_t n = strlen(s);
-    s[n] = '\0';
     enum MHD_Result rc;
     struct MHD_Response *resp = MHD_create_response_from_buffer(n, s, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
@@ -113,10 +135,41 @@ enum MHD_Result bl_reply_json_retry(struct MHD_Connection *c, bl_http *h, unsign
         snprintf(ra, sizeof ra, "%u", retry);
         MHD_add_response_header(resp, "Retry-After", ra);
     }
-    count_status(h, status);
+    if (close)
+        MHD_add_response_header(resp, "Connection", "close");
     rc = MHD_queue_response(c, status, resp);
+    if (rc == MHD_YES)
+        count_status(h, status);
     MHD_destroy_response(resp);
     return rc;
+}
+
+enum MHD_Result bl_reply_json(struct MHD_Connection *c, bl_http *h, unsigned status,
+                              json_t *body)
+{
+    return queue_json(c, h, status, body, status == 503 ? 5 : 0, 0);
+}
+
+enum MHD_Result bl_reply_json_retry(struct MHD_Connection *c, bl_http *h, unsigned status,
+                                    json_t *body, unsigned retry)
+{
+    return queue_json(c, h, status, body, retry, 0);
+}
+
+static json_t *error_body(const char *msg)
+{
+    json_t *o = json_object();
+    json_t *t = bl_json_text(msg);
+    if (!o || !t) {
+        json_decref(o);
+        json_decref(t);
+        return NULL;
+    }
+    if (json_object_set_new(o, "error", t) != 0) { /* t is released by it */
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 json_t *bl_json_text(const char *s)
@@ -141,13 +194,7 @@ enum MHD_Result bl_reply_error(struct MHD_Connection *c, bl_http *h, unsigned st
 enum MHD_Result bl_reply_error_retry(struct MHD_Connection *c, bl_http *h, unsigned status,
                                      const char *msg, unsigned retry)
 {
-    json_t *o = json_object();
-    json_t *t = bl_json_text(msg);
-    if (o && t)
-        json_object_set_new(o, "error", t);
-    else
-        json_decref(t);
-    return bl_reply_json_retry(c, h, status, o, retry);
+    return queue_json(c, h, status, error_body(msg), retry, 0);
 }
 
 const char *bl_arg(struct MHD_Connection *c, const char *name)
@@ -170,18 +217,12 @@ int bl_req_auth(struct MHD_Connection *c, bl_http *h, req *r, bl_role role)
         bl_req_fail(r, 503, "database unavailable");
         return -1;
     }
-    int64_t id;
-    bl_err e = bl_apps_find(db, r->app, &id);
-    if (e == BL_ENOTFOUND) {
-        bl_req_fail(r, 404, "unknown app '%s'", r->app);
-        return -1;
-    }
-    if (e) {
-        bl_req_fail(r, 500, "database error");
-        return -1;
-    }
-    e = bl_apps_auth(db, r->app, key, role, &r->app_id);
-    if (e == BL_EINVAL) {
+    /* The key is checked before anything about the app is looked at: a key
+     * that is not a live key of this app with this role gets the same 403
+     * whether the app exists or not (one query by the key's hash, so the
+     * time does not tell either). Only a valid key reveals the app. */
+    bl_err e = bl_apps_auth(db, r->app, key, role, &r->app_id);
+    if (e == BL_EINVAL || e == BL_ENOTFOUND) {
         static const char *const need[3] = { "an ingest", "an upload", "a read" };
         bl_req_fail(r, 403, "this endpoint needs %s key of app '%s'", need[role], r->app);
         return -1;
@@ -345,6 +386,360 @@ static const bl_role route_role[] = {
     [R_RETRACE] = BL_ROLE_READ,
 };
 
+/* ---- connection tracking and the watchdog (total-time limits) ---------- */
+
+static bl_conn *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* Moves the connection to `stage`; -1 when the watchdog has already
+ * answered it (the caller returns MHD_NO so libmicrohttpd closes it). */
+static int conn_enter(bl_http *h, bl_conn *k, int stage)
+{
+    if (!k)
+        return 0;
+    pthread_mutex_lock(&h->conn_mu);
+    int killed = k->killed;
+    if (!killed && k->stage != stage) {
+        k->stage = stage;
+        k->since_ms = now_ms();
+        k->body_bytes = 0;
+    }
+    pthread_mutex_unlock(&h->conn_mu);
+    return killed ? -1 : 0;
+}
+
+/* Counts body bytes; -1 when the watchdog has answered the connection. */
+static int conn_body(bl_http *h, bl_conn *k, size_t n)
+{
+    if (!k)
+        return 0;
+    pthread_mutex_lock(&h->conn_mu);
+    int killed = k->killed;
+    k->body_bytes += n;
+    pthread_mutex_unlock(&h->conn_mu);
+    return killed ? -1 : 0;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    bl_http *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        bl_conn *k = calloc(1, sizeof *k);
+        if (!k || !ci) {
+            /* untracked: only libmicrohttpd's idle timeout applies to it */
+            free(k);
+            return;
+        }
+        k->fd = ci->connect_fd;
+        k->stage = CONN_HEADERS;
+        k->since_ms = now_ms();
+        pthread_mutex_lock(&h->conn_mu);
+        k->next = h->conns;
+        if (h->conns)
+            h->conns->prev = k;
+        h->conns = k;
+        h->n_conns++;
+        pthread_mutex_unlock(&h->conn_mu);
+        *socket_context = k;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        /* libmicrohttpd closes the socket after this call: once unlinked
+         * here the watchdog can no longer touch the descriptor */
+        bl_conn *k = *socket_context;
+        if (!k)
+            return;
+        pthread_mutex_lock(&h->conn_mu);
+        if (k->prev)
+            k->prev->next = k->next;
+        else
+            h->conns = k->next;
+        if (k->next)
+            k->next->prev = k->prev;
+        h->n_conns--;
+        pthread_mutex_unlock(&h->conn_mu);
+        free(k);
+        *socket_context = NULL;
+    }
+}
+
+/* Writes a whole JSON error answer with "Connection: close" straight to
+ * the socket. Only for moments when libmicrohttpd itself writes nothing on
+ * it (it is receiving the headers or the body) and will not (the caller
+ * then makes libmicrohttpd close the connection). */
+static void raw_answer(bl_http *h, int fd, unsigned status, const char *msg, unsigned retry)
+{
+    /* r->err is at most 319 bytes; JSON escaping at most sextuples it */
+    char body[2048], buf[2560], ra[32] = "";
+    json_t *o = error_body(msg);
+    char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    snprintf(body, sizeof body, "%s", js ? js : "{\"error\":\"request refused\"}");
+    free(js);
+    if (retry)
+        snprintf(ra, sizeof ra, "Retry-After: %u\r\n", retry);
+    const char *reason = MHD_get_reason_phrase_for(status);
+    int n = snprintf(buf, sizeof buf,
+                     "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\n"
+                     "Cache-Control: no-store\r\n%sConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                     status, reason && *reason ? reason : "Error", ra, strlen(body), body);
+    if (fd >= 0 && n > 0 && (size_t)n < sizeof buf &&
+        send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n)
+        count_status(h, status);
+}
+
+/* Answers 408 on the socket and shuts it down; libmicrohttpd then sees the
+ * end of the stream and closes the connection. Called with conn_mu held,
+ * while libmicrohttpd is only reading from this socket (headers or body
+ * stage): it writes nothing before the access handler, which takes conn_mu
+ * and sees `killed`, queues an answer. msg NULL: no answer. */
+static void conn_kill(bl_http *h, bl_conn *k, const char *msg)
+{
+    /* msg NULL: a kept-alive connection with no new request is closed
+     * quietly; an unasked 408 could be read as the answer to a request
+     * sent at that moment */
+    if (msg)
+        raw_answer(h, k->fd, 408, msg, 0);
+    shutdown(k->fd, SHUT_RDWR);
+    k->killed = 1;
+}
+
+static void *watchdog_main(void *arg)
+{
+    bl_http *h = arg;
+    pthread_mutex_lock(&h->conn_mu);
+    while (!h->stopping) {
+        uint64_t now = now_ms();
+        uint64_t header_ms = (uint64_t)h->c.header_timeout * 1000u;
+        uint64_t body_ms = (uint64_t)h->c.body_timeout * 1000u;
+        /* under pressure slow headers lose their slot sooner */
+        if ((uint64_t)h->n_conns * 4 >= (uint64_t)h->c.max_connections * 3 && header_ms > 2000)
+            header_ms = 2000;
+        for (bl_conn *k = h->conns; k; k = k->next) {
+            if (k->killed || k->fd < 0)
+                continue;
+            uint64_t age = now > k->since_ms ? now - k->since_ms : 0;
+            char msg[200];
+            if (k->stage == CONN_HEADERS && age > header_ms) {
+                snprintf(msg, sizeof msg, "request headers not complete within %llu s",
+                         (unsigned long long)(header_ms / 1000u));
+                conn_kill(h, k, k->in_request || !k->requests ? msg : NULL);
+            } else if (k->stage == CONN_BODY && age > body_ms &&
+                       k->body_bytes / (age / 1000u ? age / 1000u : 1) < h->c.min_body_rate) {
+                snprintf(msg, sizeof msg,
+                         "request body too slow: %llu bytes in %llu s (after %u s at least "
+                         "%llu bytes/s on average)",
+                         (unsigned long long)k->body_bytes, (unsigned long long)(age / 1000u),
+                         h->c.body_timeout, (unsigned long long)h->c.min_body_rate);
+                conn_kill(h, k, msg);
+            }
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 200 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->conn_cv, &h->conn_mu, &ts);
+    }
+    pthread_mutex_unlock(&h->conn_mu);
+    return NULL;
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static req *req_new(bl_http *h)
+{
+    req *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->fd = -1;
+    r->h = h;
+    bl_buf_init(&r->raw, h->c.max_body);
+    return r;
+}
+
+/* Called by libmicrohttpd once the request line is in, before it parses
+ * the query: creates the request and measures the target. libmicrohttpd
+ * 0.9.75 stores every query parameter in the connection's fixed memory
+ * pool and, when the pool runs out, closes the connection without an
+ * answer; so a query over the caps is cut here (the buffer is
+ * libmicrohttpd's own writable copy of the request line, parsed right after
+ * this call) and the request is answered 414 by the handler. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    bl_http *h = cls;
+    bl_conn *k = conn_of(c);
+    if (k) {
+        pthread_mutex_lock(&h->conn_mu);
+        k->in_request = 1;
+        pthread_mutex_unlock(&h->conn_mu);
+    }
+    const char *q = strchr(uri, '?');
+    size_t args = 0;
+    if (q) {
+        args = 1;
+        for (const char *p = q + 1; *p; p++)
+            args += *p == '&';
+    }
+    int too_long = strlen(uri) > BL_HTTP_MAX_TARGET, too_many = args > BL_HTTP_MAX_ARGS;
+    if (q && (too_long || too_many))
+        ((char *)q)[1] = '\0';
+    req *r = req_new(h);
+    if (!r)
+        return NULL; /* on_request answers 503 */
+    r->target_too_long = too_long;
+    r->too_many_args = too_many;
+    return r;
+}
+
+struct hdr_stats {
+    size_t n, bytes, content_length, transfer_encoding;
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    struct hdr_stats *st = cls;
+    st->n++;
+    st->bytes += (key ? strlen(key) : 0) + (value ? strlen(value) : 0);
+    if (key && !strcasecmp(key, "Content-Length"))
+        st->content_length++;
+    if (key && !strcasecmp(key, "Transfer-Encoding"))
+        st->transfer_encoding++;
+    return MHD_YES;
+}
+
+/* Everything decided on the headers alone; -1 with r failed. */
+static int begin(struct MHD_Connection *c, bl_http *h, req *r, const char *method,
+                 const char *url)
+{
+    if (r->target_too_long) {
+        bl_req_fail(r, 414, "request target over %d bytes", BL_HTTP_MAX_TARGET);
+        return -1;
+    }
+    if (r->too_many_args) {
+        bl_req_fail(r, 414, "more than %d query parameters", BL_HTTP_MAX_ARGS);
+        return -1;
+    }
+    struct hdr_stats st = { 0, 0, 0, 0 };
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &st);
+    if (st.n > BL_HTTP_MAX_HEADERS || st.bytes > BL_HTTP_MAX_HEADER_BYTES) {
+        bl_req_fail(r, 431, "request headers over the limit (%d fields, %d bytes)",
+                    BL_HTTP_MAX_HEADERS, BL_HTTP_MAX_HEADER_BYTES);
+        return -1;
+    }
+    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (te && strcasecmp(te, "chunked") != 0) {
+        bl_req_fail(r, 501, "Transfer-Encoding '%s' is not supported (only chunked; compress "
+                            "with Content-Encoding)", te);
+        return -1;
+    }
+    if (st.content_length + st.transfer_encoding > 1) {
+        bl_req_fail(r, 400, "more than one Content-Length / Transfer-Encoding header");
+        return -1;
+    }
+    int has_body = te || (cl && strtoull(cl, NULL, 10) > 0);
+    r->route = route_of(method, url, r);
+    if (r->bad_name) {
+        bl_req_fail(r, 400, r->bad_name == 1 ? "bad app name (1-64 characters of A-Z a-z 0-9 . _ -)"
+                                             : "bad build name (1-128 bytes)");
+        return -1;
+    }
+    if (r->route == R_NONE) {
+        bl_req_fail(r, 404, "no endpoint %s %s", method, url);
+        return -1;
+    }
+    if (r->app[0] && !bl_app_name_valid(r->app)) {
+        bl_req_fail(r, 400, "bad app name");
+        return -1;
+    }
+    if (r->build[0] && !bl_build_name_valid(r->build, strlen(r->build))) {
+        bl_req_fail(r, 400, "bad build name (1-128 bytes, no control characters, '/' or '\\', "
+                            "not '.' or '..')");
+        return -1;
+    }
+    if (r->route >= R_MAPPING && bl_req_auth(c, h, r, route_role[r->route]) != 0)
+        return -1;
+    int takes_body = r->route == R_MAPPING || r->route == R_METHODIDS ||
+                     r->route == R_BATCHES || r->route == R_RETRACE;
+    if (has_body && !takes_body) {
+        bl_req_fail(r, 400, "this endpoint takes no body");
+        return -1;
+    }
+    if (r->route == R_MAPPING || r->route == R_METHODIDS || r->route == R_BATCHES) {
+        /* refused before the body is read: a full or read-only disk cannot
+         * take it (the Content-Length, when sent, must fit too) */
+        unsigned long long need = cl ? strtoull(cl, NULL, 10) : 0;
+        char msg[256];
+        unsigned dst = bl_disk_refuse(h->data_dir, h->c.min_free, need, msg, sizeof msg);
+        if (dst) {
+            bl_req_fail(r, dst, "%s", msg);
+            r->retry_after = dst == 507 ? 60 : 5;
+            return -1;
+        }
+    }
+    if (r->route == R_MAPPING || r->route == R_METHODIDS)
+        return bl_h_upload_begin(c, h, r);
+    if (r->route == R_BATCHES || r->route == R_RETRACE)
+        return bl_req_body_begin(c, h, r, h->c.max_decompressed, NULL, NULL);
+    return 0;
+}
+
+/* Answers r's error while its body streams in, and closes: libmicrohttpd
+ * 0.9.75 refuses MHD_queue_response between the first call and the end of
+ * the body, and would otherwise read the rest of a body we already refuse
+ * (an endless chunked body for ever). The answer is written to the socket
+ * directly (libmicrohttpd is only reading it now) and MHD_NO makes
+ * libmicrohttpd close the connection. */
+static enum MHD_Result reply_midbody(struct MHD_Connection *c, bl_http *h, req *r)
+{
+    if (r->route == R_MAPPING || r->route == R_METHODIDS)
+        bl_h_upload_abort(r);
+    r->replied = 1;
+    int fd = -1;
+    bl_conn *k = r->conn;
+    if (k) {
+        pthread_mutex_lock(&h->conn_mu);
+        if (!k->killed) {
+            k->killed = 1; /* the watchdog leaves it alone from now on */
+            fd = k->fd;
+        }
+        pthread_mutex_unlock(&h->conn_mu);
+    } else {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        fd = ci ? ci->connect_fd : -1;
+    }
+    if (fd >= 0) {
+        raw_answer(h, fd, r->status, r->err,
+                   r->retry_after ? r->retry_after : r->status == 503 ? 5 : 0);
+        shutdown(fd, SHUT_WR);
+    }
+    return MHD_NO;
+}
+
+/* Answers r's error now, on the first call, with "Connection: close": the
+ * body (if any) is never read. */
+static enum MHD_Result reply_now(struct MHD_Connection *c, bl_http *h, req *r)
+{
+    if (r->route == R_MAPPING || r->route == R_METHODIDS)
+        bl_h_upload_abort(r);
+    r->replied = 1;
+    if (conn_enter(h, r->conn, CONN_BUSY) != 0)
+        return MHD_NO;
+    return queue_json(c, h, r->status, error_body(r->err),
+                      r->retry_after ? r->retry_after : r->status == 503 ? 5 : 0, 1);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_size, void **con_cls)
@@ -353,82 +748,58 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     bl_http *h = cls;
     req *r = *con_cls;
     if (!r) {
-        r = calloc(1, sizeof *r);
+        /* on_uri runs first for every request and could not allocate it */
+        r = req_new(h);
         if (!r)
             return MHD_NO;
-        r->fd = -1;
-        r->h = h;
-        bl_buf_init(&r->raw, h->c.max_body);
         *con_cls = r;
-        r->route = route_of(method, url, r);
-        if (r->bad_name) {
-            bl_req_fail(r, 400, r->bad_name == 1 ? "bad app name (1-64 characters of A-Z a-z 0-9 . _ -)"
-                                                 : "bad build name (1-128 bytes)");
-            return MHD_YES;
-        }
-        if (r->route == R_NONE) {
-            bl_req_fail(r, 404, "no endpoint %s %s", method, url);
-            return MHD_YES;
-        }
-        if (r->app[0] && !bl_app_name_valid(r->app)) {
-            bl_req_fail(r, 400, "bad app name");
-            return MHD_YES;
-        }
-        if (r->build[0] && !bl_build_name_valid(r->build, strlen(r->build))) {
-            bl_req_fail(r, 400, "bad build name (1-128 bytes, no control characters, '/' or '\\', "
-                                "not '.' or '..')");
-            return MHD_YES;
-        }
-        if (r->route >= R_MAPPING && bl_req_auth(c, h, r, route_role[r->route]) != 0)
-            return MHD_YES;
-        if (r->route == R_MAPPING || r->route == R_METHODIDS || r->route == R_BATCHES) {
-            /* refused before the body is read: a full or read-only disk
-             * cannot take it (the Content-Length, when sent, must fit too) */
-            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-            unsigned long long need = cl ? strtoull(cl, NULL, 10) : 0;
-            char msg[256];
-            unsigned st = bl_disk_refuse(h->data_dir, h->c.min_free, need, msg, sizeof msg);
-            if (st) {
-                bl_req_fail(r, st, "%s", msg);
-                r->retry_after = st == 507 ? 60 : 5;
-                return MHD_YES;
-            }
-        }
-        if (r->route == R_MAPPING || r->route == R_METHODIDS) {
-            bl_h_upload_begin(c, h, r);
-        } else if (r->route == R_BATCHES || r->route == R_RETRACE) {
-            bl_req_body_begin(c, h, r, h->c.max_decompressed, NULL, NULL);
-        }
+        r->started = 1;
+        r->conn = conn_of(c);
+        bl_req_fail(r, 503, "out of memory");
+        return reply_now(c, h, r);
+    }
+    if (r->replied) {
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (!r->started) {
+        r->started = 1;
+        r->conn = conn_of(c);
+        if (conn_enter(h, r->conn, CONN_BODY) != 0)
+            return MHD_NO; /* answered 408 by the watchdog */
+        if (begin(c, h, r, method, url) != 0 || r->failed)
+            return reply_now(c, h, r);
         return MHD_YES;
     }
     if (*upload_size > 0) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (r->failed)
-            return MHD_YES; /* discard the rest of the body */
+        if (conn_body(h, r->conn, n) != 0)
+            return MHD_NO; /* answered 408 by the watchdog */
         if (r->route == R_MAPPING || r->route == R_METHODIDS) {
             bl_h_upload_feed(h, r, upload_data, n);
-        } else if (r->route == R_BATCHES || r->route == R_RETRACE) {
-            if (r->route == R_BATCHES && bl_buf_append(&r->raw, upload_data, n) != BL_OK)
-                bl_req_fail(r, 413, "body is over the limit of %llu bytes",
-                            (unsigned long long)h->c.max_body);
-            else
-                bl_req_body_feed(h, r, upload_data, n);
+        } else if (r->route == R_BATCHES && bl_buf_append(&r->raw, upload_data, n) != BL_OK) {
+            bl_req_fail(r, 413, "body is over the limit of %llu bytes",
+                        (unsigned long long)h->c.max_body);
         } else {
-            bl_req_fail(r, 400, "this endpoint takes no body");
+            bl_req_body_feed(h, r, upload_data, n);
         }
-        return MHD_YES;
+        return r->failed ? reply_midbody(c, h, r) : MHD_YES;
     }
     /* the whole request is in */
+    if (conn_enter(h, r->conn, CONN_BUSY) != 0)
+        return MHD_NO;
     if (!r->failed && r->dec && r->route != R_MAPPING && r->route != R_METHODIDS)
         bl_req_body_end(r);
     if (r->failed) {
         if (r->route == R_MAPPING || r->route == R_METHODIDS)
             bl_h_upload_abort(r);
+        r->replied = 1;
         return bl_reply_error_retry(c, h, r->status, r->err,
                                     r->retry_after ? r->retry_after
                                                    : r->status == 503 ? 5 : 0);
     }
+    r->replied = 1;
     switch (r->route) {
     case R_HEALTH: return bl_h_health(c, h, r);
     case R_METRICS: return bl_h_metrics(c, h, r);
@@ -447,21 +818,54 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)c;
     (void)toe;
+    bl_http *h = cls;
+    /* a kept-alive connection now waits for its next request: the header
+     * limit starts again */
+    bl_conn *k = conn_of(c);
+    if (k) {
+        pthread_mutex_lock(&h->conn_mu);
+        k->stage = CONN_HEADERS;
+        k->since_ms = now_ms();
+        k->in_request = 0;
+        k->requests++;
+        pthread_mutex_unlock(&h->conn_mu);
+    }
     req *r = *con_cls;
     if (!r)
         return;
     if (r->route == R_MAPPING || r->route == R_METHODIDS)
         bl_h_upload_abort(r); /* no-op when finished */
     bl_decomp_free(r->dec);
-    atomic_fetch_sub(&((bl_http *)cls)->inflight, r->held);
+    atomic_fetch_sub(&h->inflight, r->held);
     bl_buf_cleanup(&r->raw);
     bl_buf_cleanup(&r->body);
     if (r->hash)
         XXH3_freeState(r->hash);
     free(r);
     *con_cls = NULL;
+}
+
+/* libmicrohttpd's messages, to stderr (cut at 2 KiB), except the line it
+ * logs for every connection that a client or the watchdog ends early
+ * ("closed ...", "disconnected ...") and for every body answered and closed
+ * by reply_midbody ("Application reported internal error"): under a
+ * slowloris load they would be hundreds of lines a second and say nothing. */
+static void on_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    static const char *const quiet[] = {
+        "Connection socket is closed when reading request",
+        "Connection was closed by remote side",
+        "Socket has been disconnected when reading request",
+        "Application reported internal error",
+    };
+    char line[2048];
+    vsnprintf(line, sizeof line, fmt, ap);
+    for (size_t i = 0; i < sizeof quiet / sizeof *quiet; i++)
+        if (!strncmp(line, quiet[i], strlen(quiet[i])))
+            return;
+    fputs(line, stderr);
 }
 
 bl_err bl_http_start(const bl_http_config *c, bl_http **out, char *errbuf, size_t n)
@@ -473,40 +877,73 @@ bl_err bl_http_start(const bl_http_config *c, bl_http **out, char *errbuf, size_
     h->c = *c;
     snprintf(h->data_dir, sizeof h->data_dir, "%s", c->data_dir);
     h->c.data_dir = h->data_dir;
+    if (!h->c.header_timeout)
+        h->c.header_timeout = 10;
+    if (!h->c.body_timeout)
+        h->c.body_timeout = 60;
+    if (!h->c.min_body_rate)
+        h->c.min_body_rate = 16384;
+    if (!h->c.max_connections)
+        h->c.max_connections = 1000;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-    socklen_t sl;
     struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
     if (inet_pton(AF_INET, c->bind_addr, &s4->sin_addr) == 1) {
         s4->sin_family = AF_INET;
         s4->sin_port = htons(c->port);
-        sl = sizeof *s4;
     } else if (inet_pton(AF_INET6, c->bind_addr, &s6->sin6_addr) == 1) {
         s6->sin6_family = AF_INET6;
         s6->sin6_port = htons(c->port);
-        sl = sizeof *s6;
         flags |= MHD_USE_IPv6;
     } else {
         snprintf(errbuf, n, "bad listen address '%s' (use an IP literal)", c->bind_addr);
         free(h);
         return BL_EINVAL;
     }
-    (void)sl;
+    if (pthread_mutex_init(&h->conn_mu, NULL) != 0) {
+        free(h);
+        return BL_ENOMEM;
+    }
+    if (pthread_cond_init(&h->conn_cv, NULL) != 0) {
+        pthread_mutex_destroy(&h->conn_mu);
+        free(h);
+        return BL_ENOMEM;
+    }
+    /* libmicrohttpd's idle timeout only catches a connection that sends
+     * nothing at all; the watchdog's limits come first */
+    unsigned idle = h->c.body_timeout + 5;
+    if (idle < h->c.header_timeout + 5)
+        idle = h->c.header_timeout + 5;
     h->d = MHD_start_daemon(flags, c->port, NULL, NULL, on_request, h,
+                            MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(c->threads ? c->threads : 4),
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)256,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                            MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)BL_HTTP_POOL_BYTES,
+                            MHD_OPTION_CONNECTION_TIMEOUT, idle,
+                            MHD_OPTION_CONNECTION_LIMIT, h->c.max_connections,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->c.max_per_ip,
                             MHD_OPTION_END);
     if (!h->d) {
         snprintf(errbuf, n, "cannot listen on %s:%u", c->bind_addr, (unsigned)c->port);
+        pthread_cond_destroy(&h->conn_cv);
+        pthread_mutex_destroy(&h->conn_mu);
         free(h);
         return BL_EIO;
     }
+    if (pthread_create(&h->watchdog, NULL, watchdog_main, h) != 0) {
+        snprintf(errbuf, n, "cannot start the connection watchdog thread");
+        MHD_stop_daemon(h->d);
+        pthread_cond_destroy(&h->conn_cv);
+        pthread_mutex_destroy(&h->conn_mu);
+        free(h);
+        return BL_ENOMEM;
+    }
+    h->watchdog_running = 1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : c->port;
     *out = h;
@@ -522,6 +959,15 @@ void bl_http_stop(bl_http *h)
 {
     if (!h)
         return;
+    if (h->watchdog_running) {
+        pthread_mutex_lock(&h->conn_mu);
+        h->stopping = 1;
+        pthread_cond_signal(&h->conn_cv);
+        pthread_mutex_unlock(&h->conn_mu);
+        pthread_join(h->watchdog, NULL);
+    }
     MHD_stop_daemon(h->d);
+    pthread_cond_destroy(&h->conn_cv);
+    pthread_mutex_destroy(&h->conn_mu);
     free(h);
 }

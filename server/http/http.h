@@ -35,7 +35,27 @@ typedef struct bl_http_config {
     bl_processor *proc;        /* borrowed */
     uint64_t min_free;         /* bytes the data directory's disk keeps free (64 MiB):
                                 * below it POST/PUT → 507, /healthz → 503 */
+    /* Connection limits (docs/api.md "Connections and time limits"); 0 takes
+     * the default in parentheses. */
+    unsigned header_timeout;   /* seconds from connect (or the end of the previous
+                                * answer) to the end of the headers (10) */
+    unsigned body_timeout;     /* seconds a body may take whatever its rate (60) */
+    uint64_t min_body_rate;    /* past body_timeout, the body's average rate must stay
+                                * at least this, bytes/s (16384) */
+    unsigned max_connections;  /* open connections, all clients together (1000) */
+    unsigned max_per_ip;       /* open connections from one address; 0 = no limit (0) */
 } bl_http_config;
+
+/* Request size caps answered in JSON by the server itself (docs/api.md). */
+#define BL_HTTP_MAX_TARGET 16384      /* bytes of the request target (path + query): 414 */
+#define BL_HTTP_MAX_ARGS 64           /* query parameters: 414 */
+#define BL_HTTP_MAX_HEADERS 100       /* header fields: 431 */
+#define BL_HTTP_MAX_HEADER_BYTES 32768 /* bytes of all header names and values: 431 */
+/* libmicrohttpd's per-connection memory; a request line or header section
+ * that does not fit gets libmicrohttpd's own 414/431 (HTML body). It is
+ * several times the caps above so that everything up to a cap, and well
+ * past it, reaches our handler. */
+#define BL_HTTP_POOL_BYTES (256u * 1024)
 
 typedef struct bl_http bl_http;
 

@@ -6,6 +6,7 @@
 #define BL_HTTP_INTERNAL_H
 
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -33,6 +34,20 @@ enum route {
     R_RETRACE
 };
 
+/* One open connection, for the total-time limits (http.c "watchdog").
+ * Created when libmicrohttpd accepts the connection and freed when it is
+ * closed; every field is guarded by bl_http.conn_mu. */
+typedef struct bl_conn {
+    struct bl_conn *prev, *next;
+    int fd;                /* the socket, valid until the connection closes */
+    int stage;             /* CONN_HEADERS, CONN_BODY or CONN_BUSY (http.c) */
+    int killed;            /* the watchdog answered 408 and shut the socket down */
+    int in_request;        /* a request line has arrived (stage CONN_HEADERS) */
+    uint64_t requests;     /* requests completed on this connection */
+    uint64_t since_ms;     /* monotonic ms the stage began */
+    uint64_t body_bytes;   /* body bytes received in CONN_BODY */
+} bl_conn;
+
 struct bl_http {
     bl_http_config c;
     char data_dir[BL_PATH_MAX];
@@ -42,10 +57,22 @@ struct bl_http {
     _Atomic uint64_t bytes_in, batches_in, records_in, duplicates_in;
     _Atomic uint64_t quota_refused; /* batches answered 429 by a quota */
     _Atomic uint64_t inflight;  /* decompressed body bytes held by requests now */
+    pthread_mutex_t conn_mu;     /* guards conns, n_conns and every bl_conn */
+    pthread_cond_t conn_cv;      /* wakes the watchdog to stop */
+    bl_conn *conns;              /* open connections (list) */
+    unsigned n_conns;
+    int stopping;
+    int watchdog_running;
+    pthread_t watchdog;
 };
 
 /* Per-request state, created on the first callback. */
 typedef struct req {
+    int started;           /* the access handler has seen the headers */
+    int replied;           /* a response is queued: ignore further calls */
+    int target_too_long;   /* set by the URI callback (over BL_HTTP_MAX_TARGET) */
+    int too_many_args;     /* set by the URI callback (over BL_HTTP_MAX_ARGS) */
+    bl_conn *conn;         /* the connection's tracker (may be NULL) */
     enum route route;
     char app[72];
     char build[BL_BUILD_NAME_MAX + 1];

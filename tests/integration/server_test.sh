@@ -123,7 +123,7 @@ expect "no key" 401 "$CODE"
 http POST /v1/apps/shop/batches "$RD" --data-binary @a.bin
 expect "read key cannot ingest" 403 "$CODE"
 http POST /v1/apps/nope/batches "$ING" --data-binary @a.bin
-expect "unknown app" 404 "$CODE"
+expect "unknown app: same 403 as a wrong key (the key is checked first)" 403 "$CODE"
 http GET /v1/apps/shop/slow-methods "$ING"
 expect "ingest key cannot read" 403 "$CODE"
 if jq -e .error <<< "$BODY" > /dev/null; then ok; else bad "error body is JSON"; fi
