@@ -64,6 +64,22 @@ bl_err bl_buf_reserve(bl_buf *b, size_t extra)
     return BL_OK;
 }
 
+bl_err bl_buf_grow_to(bl_buf *b, size_t alloc)
+{
+    if (alloc <= b->len)
+        return BL_EINVAL;
+    if (alloc - 1 > b->cap_max)
+        return BL_ETOOBIG;
+    char *p = realloc(b->data, alloc);
+    if (!p)
+        return BL_ENOMEM;
+    if (!b->data)
+        p[0] = '\0';
+    b->data = p;
+    b->alloc = alloc;
+    return BL_OK;
+}
+
 bl_err bl_buf_append(bl_buf *b, const void *p, size_t n)
 {
     bl_err e = bl_buf_reserve(b, n);

@@ -39,6 +39,12 @@ void bl_mem_huge(void *p, size_t n);
 
 /* Ensures room for `extra` more bytes. BL_ENOMEM or BL_ETOOBIG on failure. */
 bl_err bl_buf_reserve(bl_buf *b, size_t extra);
+/* Reallocates the storage to exactly `alloc` bytes (room for alloc - 1
+ * bytes and the NUL), for callers that choose their own growth (e.g. to
+ * charge each allocation against a memory budget before making it).
+ * BL_EINVAL when alloc <= len (the content would not fit), BL_ETOOBIG when
+ * alloc - 1 > cap_max, BL_ENOMEM; the buffer is unchanged on failure. */
+bl_err bl_buf_grow_to(bl_buf *b, size_t alloc);
 /* Appends n bytes from p (p may be NULL only when n == 0). */
 bl_err bl_buf_append(bl_buf *b, const void *p, size_t n);
 /* Appends a NUL-terminated string. */
