@@ -8,7 +8,6 @@
  */
 #include "http/internal.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,20 +65,27 @@ enum MHD_Result bl_h_builds(struct MHD_Connection *c, bl_http *h, req *r)
     return bl_reply_json(c, h, 200, json_pack("{s:s,s:o}", "app", r->app, "builds", arr));
 }
 
-/* Parses an optional non-negative integer argument; -1 with error text. */
-static int arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t max,
-                   int64_t *out, char *err, size_t n)
+/* Parses an optional integer argument in [min, max] (max <= INT64_MAX / 10 - 1): decimal
+ * digits only, no sign, spaces or other characters; absent or empty gives
+ * dflt. -1 with the error text (naming the parameter and its range). */
+static int arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t min,
+                   int64_t max, int64_t *out, char *err, size_t n)
 {
     const char *v = bl_arg(c, name);
     if (!v || !*v) {
         *out = dflt;
         return 0;
     }
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || *end || x < 0 || x > max) {
-        snprintf(err, n, "'%s' must be an integer from 0 to %lld", name, (long long)max);
+    int64_t x = 0;
+    const char *p = v;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        x = x * 10 + (*p - '0');
+        if (x > max)
+            break;
+    }
+    if (*p || x < min || x > max) {
+        snprintf(err, n, "'%s' must be an integer from %lld to %lld (decimal digits only)", name,
+                 (long long)min, (long long)max);
         return -1;
     }
     *out = x;
@@ -102,30 +108,95 @@ static int arg_thread(struct MHD_Connection *c, int *main_only, char *err, size_
     return -1;
 }
 
-typedef struct slow_row {
-    json_t *obj;
-    uint64_t key, total;
-} slow_row;
+/* ---- answers written as text into a charged buffer ----------------------
+ * Big answers are not built as a jansson tree (about 1 KiB per row): each
+ * row is written as JSON text at once into a buffer whose growth is
+ * charged to the request's in-flight budget (http/internal.h). */
 
-/* by the sort key, then total time, both descending; then by name */
-static int cmp_slow(const void *a, const void *b)
+typedef struct out {
+    req *r;
+    bl_buf b;
+    bl_err e; /* first error; later writes do nothing */
+} out;
+
+static void out_init(out *o, req *r)
 {
-    const slow_row *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key < y->key ? 1 : -1;
-    if (x->total != y->total)
-        return x->total < y->total ? 1 : -1;
-    json_t *mx = json_object_get(x->obj, "method"), *my = json_object_get(y->obj, "method");
-    static const char *const keys[3] = { "class", "name", "descriptor" };
-    for (int k = 0; k < 3; k++) {
-        const char *sx = json_string_value(json_object_get(mx, keys[k]));
-        const char *sy = json_string_value(json_object_get(my, keys[k]));
-        int c = strcmp(sx ? sx : "", sy ? sy : "");
-        if (c)
-            return c;
-    }
-    return 0;
+    o->r = r;
+    bl_buf_init(&o->b, 0);
+    o->e = BL_OK;
 }
+
+static void out_raw(out *o, const char *s, size_t n)
+{
+    if (!o->e)
+        o->e = bl_req_append(o->r, &o->b, s, n);
+}
+
+static void out_str(out *o, const char *s)
+{
+    out_raw(o, s, strlen(s));
+}
+
+static int dump_cb(const char *p, size_t n, void *ctx)
+{
+    out *o = ctx;
+    out_raw(o, p, n);
+    return o->e ? -1 : 0;
+}
+
+/* Writes v (stolen; NULL means out of memory) as compact JSON. */
+static void out_json(out *o, json_t *v)
+{
+    if (!v && !o->e)
+        o->e = BL_ENOMEM;
+    if (v && !o->e && json_dump_callback(v, dump_cb, o, JSON_COMPACT | JSON_ENCODE_ANY) != 0 &&
+        !o->e)
+        o->e = BL_ENOMEM;
+    json_decref(v);
+}
+
+/* Answers the text, or 503 (budget spent / out of memory) when writing
+ * failed; frees o either way. */
+static enum MHD_Result out_reply(struct MHD_Connection *c, bl_http *h, out *o)
+{
+    if (o->e) {
+        bl_req_buf_free(o->r, &o->b);
+        return bl_reply_error(c, h, 503, "not enough memory for this answer now; retry later "
+                                         "or ask for fewer rows (limit)");
+    }
+    return bl_reply_buf(c, h, 200, &o->b);
+}
+
+/* ---- slow methods ---------------------------------------------------------
+ * Sort and limit happen in SQL (ORDER BY … LIMIT keeps only `limit` rows
+ * while the groups stream by), so memory does not grow with the number of
+ * methods; the percentile sorts compute each group's quantile from its
+ * merged sketch (store/sqlfuncs.h), clamped to the exact max as the answer
+ * is. Ties: total time descending, then class, name, descriptor. */
+#define SLOW_SQL(key)                                                                          \
+    "SELECT m.class, m.name, m.descriptor, m.source_file, sum(s.count) AS cnt, "              \
+    "sum(s.total_us) AS tot, sum(s.self_us) AS slf, max(s.max_us) AS mx, "                     \
+    "sketch_union(s.sketch) AS sk "                                                            \
+    "FROM method_stats s JOIN methods m ON m.id = s.method "                                   \
+    "JOIN builds b ON b.id = s.build_id "                                                      \
+    "WHERE b.app_id = ?1 AND (?2 IS NULL OR b.name = ?2) AND (?3 = 0 OR s.main = 1) "          \
+    "AND s.hour + 3600000000 > ?4 AND s.hour < ?5 "                                            \
+    "GROUP BY m.class, m.name, m.descriptor, m.source_file "                                   \
+    /* rows of calls still running when their batch ended carry only self                      \
+     * time (schema/batch-format.md, "Segments"): a method is listed once a                    \
+     * call of it has finished */                                                              \
+    "HAVING cnt > 0 "                                                                          \
+    "ORDER BY " key " DESC, tot DESC, m.class, m.name, m.descriptor LIMIT ?6"
+
+static const char *const slow_sql[7] = {
+    SLOW_SQL("min(sketch_quantile(sk, 0.5), mx)"),
+    SLOW_SQL("min(sketch_quantile(sk, 0.9), mx)"),
+    SLOW_SQL("min(sketch_quantile(sk, 0.99), mx)"),
+    SLOW_SQL("cnt"),
+    SLOW_SQL("tot"),
+    SLOW_SQL("slf"),
+    SLOW_SQL("mx"),
+};
 
 enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
 {
@@ -146,9 +217,10 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
                                   "'sort' must be one of p50, p90, p99, count, total, self, max");
     }
     if (arg_thread(c, &main_only, err, sizeof err) ||
-        arg_i64(c, "since", 0, INT64_MAX / 1000000, &since, err, sizeof err) ||
-        arg_i64(c, "until", INT64_MAX / 1000000, INT64_MAX / 1000000, &until, err, sizeof err) ||
-        arg_i64(c, "limit", 50, 10000, &limit, err, sizeof err))
+        arg_i64(c, "since", 0, 0, INT64_MAX / 1000000, &since, err, sizeof err) ||
+        arg_i64(c, "until", INT64_MAX / 1000000, 0, INT64_MAX / 1000000, &until, err,
+                sizeof err) ||
+        arg_i64(c, "limit", 50, 0, 10000, &limit, err, sizeof err))
         return bl_reply_error(c, h, 400, err);
     bl_db *db = bl_http_db(h);
     if (!db)
@@ -167,18 +239,7 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
             return bl_reply_error(c, h, 404, err);
         }
     }
-    st = bl_db_stmt(
-        db, "SELECT m.class, m.name, m.descriptor, m.source_file, sum(s.count), sum(s.total_us), "
-            "sum(s.self_us), max(s.max_us), sketch_union(s.sketch) "
-            "FROM method_stats s JOIN methods m ON m.id = s.method "
-            "JOIN builds b ON b.id = s.build_id "
-            "WHERE b.app_id = ?1 AND (?2 IS NULL OR b.name = ?2) AND (?3 = 0 OR s.main = 1) "
-            "AND s.hour + 3600000000 > ?4 AND s.hour < ?5 "
-            "GROUP BY m.class, m.name, m.descriptor, m.source_file "
-            /* rows of calls still running when their batch ended carry only
-             * self time (schema/batch-format.md, "Segments"): a method is
-             * listed once a call of it has finished */
-            "HAVING sum(s.count) > 0");
+    st = bl_db_stmt(db, slow_sql[sort_ix]);
     if (!st)
         return bl_reply_error(c, h, 500, "database error");
     sqlite3_bind_int64(st, 1, r->app_id);
@@ -187,12 +248,20 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
     sqlite3_bind_int(st, 3, main_only);
     sqlite3_bind_int64(st, 4, since * 1000000);
     sqlite3_bind_int64(st, 5, until > INT64_MAX / 1000000 - 1 ? INT64_MAX : until * 1000000);
-    slow_row *rows = NULL;
-    size_t n = 0, cap = 0;
-    int rc;
+    sqlite3_bind_int64(st, 6, limit);
+    out o;
+    out_init(&o, r);
+    out_str(&o, "{\"app\":");
+    out_json(&o, bl_json_text(r->app));
+    out_str(&o, ",\"build\":");
+    out_json(&o, build ? bl_json_text(build) : json_null());
+    out_str(&o, main_only ? ",\"thread\":\"main\",\"sort\":\"" : ",\"thread\":\"all\",\"sort\":\"");
+    out_str(&o, sorts[sort_ix]);
+    out_str(&o, "\",\"methods\":[");
+    int rc = SQLITE_DONE, first = 1;
     bl_sketch sk;
     bl_sketch_init(&sk);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while (!o.e && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         bl_sketch_reset(&sk);
         const void *blob = sqlite3_column_blob(st, 8);
         int bn = sqlite3_column_bytes(st, 8);
@@ -202,57 +271,28 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
         /* a bucket midpoint can sit above the exact max: clamp */
         uint64_t q50 = bl_sketch_quantile(&sk, 0.50), q90 = bl_sketch_quantile(&sk, 0.90),
                  q99 = bl_sketch_quantile(&sk, 0.99);
-        uint64_t v[7] = { q50 < max ? q50 : max,
-                          q90 < max ? q90 : max,
-                          q99 < max ? q99 : max,
-                          (uint64_t)sqlite3_column_int64(st, 4),
-                          (uint64_t)sqlite3_column_int64(st, 5),
-                          (uint64_t)sqlite3_column_int64(st, 6),
-                          (uint64_t)sqlite3_column_int64(st, 7) };
-        json_t *o = json_pack(
-            "{s:{s:o,s:o,s:o,s:o},s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "method", "class",
-            col_text_or_null(st, 0), "name", col_text_or_null(st, 1), "descriptor",
-            col_text_or_null(st, 2), "source_file", col_text_or_null(st, 3), "count",
-            (json_int_t)v[3], "total_us", (json_int_t)v[4], "self_us", (json_int_t)v[5], "p50_us",
-            (json_int_t)v[0], "p90_us", (json_int_t)v[1], "p99_us", (json_int_t)v[2], "max_us",
-            (json_int_t)v[6]);
-        if (!o)
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            slow_row *nr = realloc(rows, cap * sizeof *nr);
-            if (!nr) {
-                json_decref(o);
-                break;
-            }
-            rows = nr;
-        }
-        rows[n].obj = o;
-        rows[n].key = v[sort_ix];
-        rows[n].total = v[4];
-        n++;
+        if (!first)
+            out_raw(&o, ",", 1);
+        first = 0;
+        out_json(&o, json_pack("{s:{s:o,s:o,s:o,s:o},s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "method",
+                               "class", col_text_or_null(st, 0), "name", col_text_or_null(st, 1),
+                               "descriptor", col_text_or_null(st, 2), "source_file",
+                               col_text_or_null(st, 3), "count",
+                               (json_int_t)sqlite3_column_int64(st, 4), "total_us",
+                               (json_int_t)sqlite3_column_int64(st, 5), "self_us",
+                               (json_int_t)sqlite3_column_int64(st, 6), "p50_us",
+                               (json_int_t)(q50 < max ? q50 : max), "p90_us",
+                               (json_int_t)(q90 < max ? q90 : max), "p99_us",
+                               (json_int_t)(q99 < max ? q99 : max), "max_us", (json_int_t)max));
     }
     sqlite3_reset(st);
     bl_sketch_cleanup(&sk);
-    if (n > 1)
-        qsort(rows, n, sizeof *rows, cmp_slow);
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n; i++) {
-        if ((int64_t)i < limit)
-            json_array_append_new(arr, rows[i].obj);
-        else
-            json_decref(rows[i].obj);
-    }
-    free(rows);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-        json_decref(arr);
+    if (!o.e && rc != SQLITE_DONE) {
+        bl_req_buf_free(r, &o.b);
         return bl_reply_error(c, h, 500, "database error");
     }
-    return bl_reply_json(c, h, 200,
-                         json_pack("{s:s,s:o,s:s,s:s,s:o}", "app", r->app, "build",
-                                   build ? bl_json_text(build) : json_null(), "thread",
-                                   main_only ? "main" : "all", "sort", sorts[sort_ix],
-                                   "methods", arr));
+    out_str(&o, "]}");
+    return out_reply(c, h, &o);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -405,11 +445,9 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     const char *build = bl_arg(c, "build");
     const char *root = bl_arg(c, "root");
     if (arg_thread(c, &main_only, err, sizeof err) ||
-        arg_i64(c, "max_depth", 64, 4096, &max_depth, err, sizeof err) ||
-        arg_i64(c, "limit", 10000, 1000000, &limit, err, sizeof err))
+        arg_i64(c, "max_depth", 64, 1, 4096, &max_depth, err, sizeof err) ||
+        arg_i64(c, "limit", 10000, 0, 1000000, &limit, err, sizeof err))
         return bl_reply_error(c, h, 400, err);
-    if (max_depth < 1)
-        return bl_reply_error(c, h, 400, "'max_depth' must be an integer from 1 to 4096");
     bl_db *db = bl_http_db(h);
     if (!db)
         return bl_reply_error(c, h, 503, "database unavailable");
