@@ -225,6 +225,16 @@ static void give(req *r, uint64_t n)
     r->held -= n;
 }
 
+int bl_req_take(req *r, uint64_t n)
+{
+    return take(r, n);
+}
+
+void bl_req_give(req *r, uint64_t n)
+{
+    give(r, n);
+}
+
 static int dec_take(void *ctx, size_t n)
 {
     return take(ctx, n);

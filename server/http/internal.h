@@ -104,6 +104,10 @@ const char *bl_arg(struct MHD_Connection *c, const char *name);
  * b is unchanged on failure. bl_req_append appends n bytes the same way.
  * bl_req_buf_free frees a charged buffer early and gives its charge back. */
 bl_err bl_req_reserve(req *r, bl_buf *b, size_t extra);
+/* Charges n bytes the caller is about to allocate (-1: over the budget,
+ * nothing charged) / gives back n bytes it freed. */
+int bl_req_take(req *r, uint64_t n);
+void bl_req_give(req *r, uint64_t n);
 bl_err bl_req_append(req *r, bl_buf *b, const void *p, size_t n);
 void bl_req_buf_free(req *r, bl_buf *b);
 /* Answers b's text as application/json; takes b's storage (left empty),
