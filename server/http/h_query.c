@@ -164,7 +164,7 @@ static enum MHD_Result out_reply(struct MHD_Connection *c, bl_http *h, out *o)
         return bl_reply_error(c, h, 503, "not enough memory for this answer now; retry later "
                                          "or ask for fewer rows (limit)");
     }
-    return bl_reply_buf(c, h, 200, &o->b);
+    return bl_reply_buf(c, h, 200, "application/json", &o->b);
 }
 
 /* ---- slow methods ---------------------------------------------------------

@@ -110,7 +110,7 @@ enum MHD_Result bl_reply_json(struct MHD_Connection *c, bl_http *h, unsigned sta
 }
 
 enum MHD_Result bl_reply_buf(struct MHD_Connection *c, bl_http *h, unsigned status,
-                             bl_buf *b)
+                             const char *type, bl_buf *b)
 {
     if (!b->data && bl_buf_grow_to(b, 1) != BL_OK)
         return bl_reply_text(c, h, 500, "application/json", "{\"error\":\"out of memory\"}", 25);
@@ -123,7 +123,7 @@ enum MHD_Result bl_reply_buf(struct MHD_Connection *c, bl_http *h, unsigned stat
     /* MHD frees the text; its charge is given back when the request completes */
     b->data = NULL;
     b->len = b->alloc = 0;
-    MHD_add_response_header(resp, "Content-Type", "application/json");
+    MHD_add_response_header(resp, "Content-Type", type);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     count_status(h, status);
     enum MHD_Result rc = MHD_queue_response(c, status, resp);
@@ -256,12 +256,15 @@ bl_err bl_req_reserve(req *r, bl_buf *b, size_t extra)
     size_t need = b->len + extra + 1;
     if (need <= b->alloc)
         return BL_OK;
-    size_t n = b->alloc < 128 ? 256 : b->alloc < GROW_DOUBLE_MAX ? b->alloc * 2
-                                                                  : b->alloc + b->alloc / 8;
+    size_t n = b->mapped                    ? need /* committed in 64 KiB steps, no copies */
+               : b->alloc < 128             ? 256
+               : b->alloc < GROW_DOUBLE_MAX ? b->alloc * 2
+                                            : b->alloc + b->alloc / 8;
     if (n < need)
         n = need;
     if (n - 1 > b->cap_max)
         n = b->cap_max + 1; /* >= need: need - 1 <= cap_max was checked */
+    n = bl_buf_grow_size(b, n);
     if (take(r, n - b->alloc) != 0)
         return BL_ENOMEM;
     size_t before = b->alloc;
@@ -298,6 +301,19 @@ static void release_body(req *r)
     r->dec = NULL;
     bl_req_buf_free(r, &r->raw);
     bl_req_buf_free(r, &r->body);
+}
+
+/* A request body buffer (mapped: see bl_buf_init_mapped), its first
+ * committed bytes charged; -1 over the budget. */
+static int body_buf_init(req *r, bl_buf *b, size_t cap)
+{
+    bl_buf_cleanup(b);
+    bl_buf_init_mapped(b, cap);
+    if (take(r, b->alloc) != 0) {
+        bl_buf_cleanup(b);
+        return -1;
+    }
+    return 0;
 }
 
 /* Decompressed bytes into r->body. */
@@ -350,9 +366,15 @@ int bl_req_body_begin(struct MHD_Connection *c, bl_http *h, req *r, uint64_t max
     }
     bl_buf *whole = NULL; /* the buffer that will hold the body as sent, if any */
     if (!sink) {
-        bl_buf_init(&r->body, max_out);
+        int identity_batch = r->route == R_BATCHES && r->enc == BL_ENC_IDENTITY;
+        if ((!identity_batch && body_buf_init(r, &r->body, max_out) != 0) ||
+            (r->route == R_BATCHES && body_buf_init(r, &r->raw, h->c.max_body) != 0)) {
+            bl_req_fail(r, 503, "the server is busy with other uploads; retry later");
+            release_body(r);
+            return -1;
+        }
         ctx = r;
-        if (r->route == R_BATCHES && r->enc == BL_ENC_IDENTITY) {
+        if (identity_batch) {
             sink = sink_none;
             whole = &r->raw;
         } else {

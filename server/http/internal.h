@@ -110,9 +110,10 @@ int bl_req_take(req *r, uint64_t n);
 void bl_req_give(req *r, uint64_t n);
 bl_err bl_req_append(req *r, bl_buf *b, const void *p, size_t n);
 void bl_req_buf_free(req *r, bl_buf *b);
-/* Answers b's text as application/json; takes b's storage (left empty),
- * which stays charged to r until the request completes. */
-enum MHD_Result bl_reply_buf(struct MHD_Connection *c, bl_http *h, unsigned status, bl_buf *b);
+/* Answers b's text with Content-Type `type`; takes b's storage (left
+ * empty), which stays charged to r until the request completes. */
+enum MHD_Result bl_reply_buf(struct MHD_Connection *c, bl_http *h, unsigned status,
+                             const char *type, bl_buf *b);
 
 /* Body handling shared by uploads: sets up decompression into r->body
  * (or a sink) according to Content-Encoding; -1 with r failed on error. */
