@@ -223,7 +223,15 @@ bl_err bl_decomp_feed(bl_decomp *d, const void *p, size_t n)
         }
         return BL_OK;
     }
-    /* zstd: several concatenated frames are allowed (RFC 8878 §3.1) */
+    /* zstd: several concatenated frames are allowed (RFC 8878 §3.1). A
+     * first frame that declares more content than max_out is refused before
+     * anything is decoded (the later frames are cut by emit as they come). */
+    if (d->total == 0 && !d->zs_hint && n) {
+        ZSTD_frameHeader fh;
+        if (ZSTD_getFrameHeader(&fh, p, n) == 0 && fh.frameType == ZSTD_frame &&
+            fh.frameContentSize != ZSTD_CONTENTSIZE_UNKNOWN && fh.frameContentSize > d->max_out)
+            return BL_ETOOBIG;
+    }
     ZSTD_inBuffer in = { p, n, 0 };
     int last_full = 0;
     while (in.pos < in.size) {

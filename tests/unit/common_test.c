@@ -213,6 +213,20 @@ START_TEST(decoder_budget)
     ck_assert_uint_gt(b.held, (size_t)32 << 10);
     bl_decomp_free(d);
     ck_assert_uint_eq(b.held, 0);
+    /* a zstd frame that declares more than the cap is refused before
+     * anything is decoded */
+    char *zeros = calloc(1, (size_t)2 << 20);
+    ck_assert_ptr_nonnull(zeros);
+    n = ZSTD_compress(c, sizeof c, zeros, (size_t)2 << 20, 3); /* declares its size */
+    ck_assert(!ZSTD_isError(n));
+    free(zeros);
+    b.most = 0;
+    ck_assert_int_eq(bl_decomp_new_mem(BL_ENC_ZSTD, (size_t)1 << 20, discard, NULL, &mem, &d),
+                     BL_OK);
+    ck_assert_int_eq(bl_decomp_feed(d, c, n), BL_ETOOBIG);
+    ck_assert_uint_eq(bl_decomp_total(d), 0);
+    ck_assert_uint_lt(b.most, (size_t)1 << 20); /* no window either */
+    bl_decomp_free(d);
     /* a budget that refuses the decoder itself */
     budget none = { 100, 0, 0 };
     mem.ctx = &none;
