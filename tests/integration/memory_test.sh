@@ -217,6 +217,22 @@ expect "the budget is whole again: 20 MB bodies decompress (400: not a batch)" "
 http POST /v1/apps/big/batches "$ING" --data-binary @small.bin
 expect "a batch after the storm" 202 "$CODE"
 
+# --- retrace: an answer many times the trace (ambiguous names) ---------------
+# the answer buffer is sized from the trace and charged; when short, the
+# trace is retraced again into a bigger one
+{ echo "com.example.VeryLongOriginalClassNameForTheRetraceTest -> a:"
+  for m in One Two Three Four; do
+    echo "    void aMethodWithAVeryLongOriginalNameNumber$m() -> a"
+  done; } > amb-mapping.txt
+http PUT /v1/apps/big/builds/rt/mapping "$UPL" --data-binary @amb-mapping.txt
+expect "ambiguous mapping" 201 "$CODE"
+{ echo "java.lang.IllegalStateException: boom"
+  for _ in $(seq 3000); do printf '\tat a.a(SourceFile)\n'; done; } > amb-trace.txt
+http POST /v1/apps/big/builds/rt/retrace "$RD" --data-binary @amb-trace.txt
+expect "retrace answer of $((3000 * 4)) frames for 3000" "200 12000" \
+  "$CODE $(grep -c 'aMethodWithAVeryLongOriginalNameNumber' body.out)"
+echo "retrace: $(wc -c < amb-trace.txt) bytes in, $(wc -c < body.out) bytes out"
+
 # --- 6. query parameters: decimal digits in range, errors say the range -----
 for q in "slow-methods?limit=%2B5" "slow-methods?limit=%205" "slow-methods?limit=5%20" \
   "slow-methods?limit=-1" "slow-methods?limit=10001" "slow-methods?limit=0x10" \
