@@ -52,9 +52,11 @@ static const char usage[] =
     "                           [BEATLINE_MAX_DECOMPRESSED] (default 268435456)\n"
     "  --max-mapping BYTES      largest decompressed mapping.txt\n"
     "                           [BEATLINE_MAX_MAPPING] (default 1073741824)\n"
-    "  --max-inflight BYTES     decompressed bodies held in memory by all requests\n"
-    "                           together; past it requests get 503 + Retry-After\n"
-    "                           [BEATLINE_MAX_INFLIGHT] (default 536870912)\n"
+    "  --max-inflight BYTES     memory held by all requests together (bodies as\n"
+    "                           sent and decompressed, decoder state, answers being\n"
+    "                           built); past it requests get 503 + Retry-After\n"
+    "                           [BEATLINE_MAX_INFLIGHT] (default 536870912; at least\n"
+    "                           --max-decompressed + --max-body + 16 MiB)\n"
     "  --min-free BYTES         free space the data directory's disk keeps: below\n"
     "                           it POST/PUT get 507 and /healthz 503\n"
     "                           [BEATLINE_MIN_FREE] (default 67108864 = 64 MiB)\n"
@@ -424,8 +426,13 @@ int main(int argc, char **argv)
                           max_inflight, proc, min_free, (unsigned)header_timeout,
                           (unsigned)body_timeout, min_body_rate, (unsigned)max_conns,
                           (unsigned)max_per_ip };
-    if (hc.max_inflight < max_dec)
-        hc.max_inflight = max_dec;
+    /* the largest single request must fit: its body as sent and
+     * decompressed plus decoder state (zstd window <= 8 MiB) and slack */
+    uint64_t slack = 16u << 20, least = UINT64_MAX;
+    if (max_body <= UINT64_MAX - slack && max_dec <= UINT64_MAX - slack - max_body)
+        least = max_dec + max_body + slack;
+    if (hc.max_inflight < least)
+        hc.max_inflight = least;
     bl_http *http;
     if (bl_http_start(&hc, &http, err, sizeof err) != BL_OK) {
         fprintf(stderr, "beatline-server: %s\n", err);

@@ -29,14 +29,37 @@ void bl_buf_init(bl_buf *b, size_t cap_max)
     b->len = 0;
     b->alloc = 0;
     b->cap_max = cap_max ? cap_max : SIZE_MAX / 2;
+    b->mapped = 0;
+}
+
+#define MAP_STEP ((size_t)64 << 10)
+
+void bl_buf_init_mapped(bl_buf *b, size_t cap_max)
+{
+    bl_buf_init(b, cap_max);
+    if (b->cap_max > SIZE_MAX - MAP_STEP)
+        return;
+    size_t n = (b->cap_max + 1 + MAP_STEP - 1) / MAP_STEP * MAP_STEP;
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED)
+        return; /* heap storage */
+    b->data = p;
+    b->data[0] = '\0';
+    b->alloc = MAP_STEP; /* the first page is written */
+    b->mapped = n;
 }
 
 void bl_buf_cleanup(bl_buf *b)
 {
-    free(b->data);
+    if (b->mapped)
+        munmap(b->data, b->mapped);
+    else
+        free(b->data);
     b->data = NULL;
     b->len = 0;
     b->alloc = 0;
+    b->mapped = 0;
 }
 
 void bl_buf_reset(bl_buf *b)
@@ -53,6 +76,10 @@ bl_err bl_buf_reserve(bl_buf *b, size_t extra)
     size_t need = b->len + extra + 1;
     if (need <= b->alloc)
         return BL_OK;
+    if (b->mapped) { /* need <= cap_max + 1 <= mapped */
+        b->alloc = bl_buf_grow_size(b, need);
+        return BL_OK;
+    }
     size_t n = b->alloc ? b->alloc : 256;
     while (n < need)
         n = n > SIZE_MAX / 2 ? need : n * 2;
@@ -61,6 +88,35 @@ bl_err bl_buf_reserve(bl_buf *b, size_t extra)
         return BL_ENOMEM;
     b->data = p;
     b->alloc = n;
+    return BL_OK;
+}
+
+size_t bl_buf_grow_size(const bl_buf *b, size_t alloc)
+{
+    if (!b->mapped)
+        return alloc;
+    size_t c = alloc > b->mapped - MAP_STEP ? b->mapped
+                                            : (alloc + MAP_STEP - 1) / MAP_STEP * MAP_STEP;
+    return c;
+}
+
+bl_err bl_buf_grow_to(bl_buf *b, size_t alloc)
+{
+    if (alloc <= b->len)
+        return BL_EINVAL;
+    if (alloc - 1 > b->cap_max)
+        return BL_ETOOBIG;
+    if (b->mapped) { /* committed bytes only: the reservation holds them */
+        b->alloc = bl_buf_grow_size(b, alloc);
+        return BL_OK;
+    }
+    char *p = realloc(b->data, alloc);
+    if (!p)
+        return BL_ENOMEM;
+    if (!b->data)
+        p[0] = '\0';
+    b->data = p;
+    b->alloc = alloc;
     return BL_OK;
 }
 

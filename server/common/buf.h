@@ -17,13 +17,27 @@
 typedef struct bl_buf {
     char *data;      /* owned; NULL until the first append */
     size_t len;      /* bytes in use */
-    size_t alloc;    /* bytes allocated (>= len + 1 when data != NULL) */
+    size_t alloc;    /* bytes allocated (>= len + 1 when data != NULL); for a
+                      * mapped buffer, bytes committed so far */
     size_t cap_max;  /* hard limit on len; 0 means SIZE_MAX/2 */
+    size_t mapped;   /* 0: heap storage; else bytes of address space reserved
+                      * at data (bl_buf_init_mapped) */
 } bl_buf;
 
 /* Initialises an empty buffer whose length may not exceed cap_max bytes
  * (0: no limit other than memory). */
 void bl_buf_init(bl_buf *b, size_t cap_max);
+/*
+ * As bl_buf_init, but the storage is cap_max + 1 bytes of address space
+ * reserved at once (anonymous mmap, MAP_NORESERVE): the buffer never moves
+ * nor copies, only the pages written take memory, and cleanup gives them
+ * back to the system at once (heap storage grown by realloc can hold old
+ * and new copies together, and freed heap memory stays in the process).
+ * For big request bodies. `alloc` then counts the bytes committed by
+ * reserve / grow_to (rounded up to 64 KiB; 64 KiB at first), so that
+ * callers can charge them. Falls back to heap storage (nothing allocated
+ * yet) when the reservation fails. Not for buffers handed to free(). */
+void bl_buf_init_mapped(bl_buf *b, size_t cap_max);
 /* Frees the storage; the buffer is empty and reusable afterwards. */
 void bl_buf_cleanup(bl_buf *b);
 /*
@@ -39,6 +53,16 @@ void bl_mem_huge(void *p, size_t n);
 
 /* Ensures room for `extra` more bytes. BL_ENOMEM or BL_ETOOBIG on failure. */
 bl_err bl_buf_reserve(bl_buf *b, size_t extra);
+/* Reallocates the storage to exactly `alloc` bytes (room for alloc - 1
+ * bytes and the NUL), for callers that choose their own growth (e.g. to
+ * charge each allocation against a memory budget before making it).
+ * BL_EINVAL when alloc <= len (the content would not fit), BL_ETOOBIG when
+ * alloc - 1 > cap_max, BL_ENOMEM; the buffer is unchanged on failure. */
+bl_err bl_buf_grow_to(bl_buf *b, size_t alloc);
+/* The `alloc` a successful bl_buf_grow_to(b, alloc) leaves: alloc itself
+ * for heap storage; rounded up to 64 KiB (at most the reservation) for a
+ * mapped buffer. */
+size_t bl_buf_grow_size(const bl_buf *b, size_t alloc);
 /* Appends n bytes from p (p may be NULL only when n == 0). */
 bl_err bl_buf_append(bl_buf *b, const void *p, size_t n);
 /* Appends a NUL-terminated string. */

@@ -68,6 +68,18 @@ static bl_err grow(bl_u128map *m)
     return BL_OK;
 }
 
+size_t bl_u128map_grow_bytes(const bl_u128map *m)
+{
+    if ((m->n + 1) * 4 > m->cap * 3)
+        return (m->cap ? m->cap * 2 : 64) * sizeof(bl_u128map_slot);
+    return 0;
+}
+
+size_t bl_u128map_bytes(const bl_u128map *m)
+{
+    return m->cap * sizeof(bl_u128map_slot);
+}
+
 bl_err bl_u128map_put(bl_u128map *m, uint64_t a, uint64_t b, uint64_t init, uint64_t **val,
                       int *inserted)
 {

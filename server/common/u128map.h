@@ -24,6 +24,12 @@ void bl_u128map_init(bl_u128map *m);
 void bl_u128map_cleanup(bl_u128map *m);
 /* Empties the map, keeping its table. */
 void bl_u128map_clear(bl_u128map *m);
+/* Bytes of table the next bl_u128map_put allocates (the table doubles
+ * when it would be over 3/4 full; the old table is freed afterwards), or
+ * 0 when it will not grow: lets a caller charge a memory budget first. */
+size_t bl_u128map_grow_bytes(const bl_u128map *m);
+/* Bytes of table held now. */
+size_t bl_u128map_bytes(const bl_u128map *m);
 /* Pointer to the value of (a, b), or NULL. */
 uint64_t *bl_u128map_get(const bl_u128map *m, uint64_t a, uint64_t b);
 /* Pointer to the value of (a, b), inserting it with value `init` if absent

@@ -53,8 +53,8 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
     bl_batch b;
     bl_batch_error be = { 0, NULL };
     char msg[400];
-    bl_err e = bl_batch_decode((const uint8_t *)(r->body.data ? r->body.data : ""), r->body.len,
-                               &b, &be);
+    const bl_buf *dec = r->enc == BL_ENC_IDENTITY ? &r->raw : &r->body; /* see req.body */
+    bl_err e = bl_batch_decode((const uint8_t *)(dec->data ? dec->data : ""), dec->len, &b, &be);
     if (e == BL_ENOMEM)
         return bl_reply_error(c, h, 503, "out of memory");
     if (e) {

@@ -8,7 +8,6 @@
  */
 #include "http/internal.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,20 +74,27 @@ enum MHD_Result bl_h_builds(struct MHD_Connection *c, bl_http *h, req *r)
     return bl_reply_json(c, h, 200, json_pack("{s:s,s:o}", "app", r->app, "builds", arr));
 }
 
-/* Parses an optional non-negative integer argument; -1 with error text. */
-static int arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t max,
-                   int64_t *out, char *err, size_t n)
+/* Parses an optional integer argument in [min, max] (max <= INT64_MAX / 10 - 1): decimal
+ * digits only, no sign, spaces or other characters; absent or empty gives
+ * dflt. -1 with the error text (naming the parameter and its range). */
+static int arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t min,
+                   int64_t max, int64_t *out, char *err, size_t n)
 {
     const char *v = bl_arg(c, name);
     if (!v || !*v) {
         *out = dflt;
         return 0;
     }
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || *end || x < 0 || x > max) {
-        snprintf(err, n, "'%s' must be an integer from 0 to %lld", name, (long long)max);
+    int64_t x = 0;
+    const char *p = v;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        x = x * 10 + (*p - '0');
+        if (x > max)
+            break;
+    }
+    if (*p || x < min || x > max) {
+        snprintf(err, n, "'%s' must be an integer from %lld to %lld (decimal digits only)", name,
+                 (long long)min, (long long)max);
         return -1;
     }
     *out = x;
@@ -111,30 +117,95 @@ static int arg_thread(struct MHD_Connection *c, int *main_only, char *err, size_
     return -1;
 }
 
-typedef struct slow_row {
-    json_t *obj;
-    uint64_t key, total;
-} slow_row;
+/* ---- answers written as text into a charged buffer ----------------------
+ * Big answers are not built as a jansson tree (about 1 KiB per row): each
+ * row is written as JSON text at once into a buffer whose growth is
+ * charged to the request's in-flight budget (http/internal.h). */
 
-/* by the sort key, then total time, both descending; then by name */
-static int cmp_slow(const void *a, const void *b)
+typedef struct out {
+    req *r;
+    bl_buf b;
+    bl_err e; /* first error; later writes do nothing */
+} out;
+
+static void out_init(out *o, req *r)
 {
-    const slow_row *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key < y->key ? 1 : -1;
-    if (x->total != y->total)
-        return x->total < y->total ? 1 : -1;
-    json_t *mx = json_object_get(x->obj, "method"), *my = json_object_get(y->obj, "method");
-    static const char *const keys[3] = { "class", "name", "descriptor" };
-    for (int k = 0; k < 3; k++) {
-        const char *sx = json_string_value(json_object_get(mx, keys[k]));
-        const char *sy = json_string_value(json_object_get(my, keys[k]));
-        int c = strcmp(sx ? sx : "", sy ? sy : "");
-        if (c)
-            return c;
-    }
-    return 0;
+    o->r = r;
+    bl_buf_init(&o->b, 0);
+    o->e = BL_OK;
 }
+
+static void out_raw(out *o, const char *s, size_t n)
+{
+    if (!o->e)
+        o->e = bl_req_append(o->r, &o->b, s, n);
+}
+
+static void out_str(out *o, const char *s)
+{
+    out_raw(o, s, strlen(s));
+}
+
+static int dump_cb(const char *p, size_t n, void *ctx)
+{
+    out *o = ctx;
+    out_raw(o, p, n);
+    return o->e ? -1 : 0;
+}
+
+/* Writes v (stolen; NULL means out of memory) as compact JSON. */
+static void out_json(out *o, json_t *v)
+{
+    if (!v && !o->e)
+        o->e = BL_ENOMEM;
+    if (v && !o->e && json_dump_callback(v, dump_cb, o, JSON_COMPACT | JSON_ENCODE_ANY) != 0 &&
+        !o->e)
+        o->e = BL_ENOMEM;
+    json_decref(v);
+}
+
+/* Answers the text, or 503 (budget spent / out of memory) when writing
+ * failed; frees o either way. */
+static enum MHD_Result out_reply(struct MHD_Connection *c, bl_http *h, out *o)
+{
+    if (o->e) {
+        bl_req_buf_free(o->r, &o->b);
+        return bl_reply_error(c, h, 503, "not enough memory for this answer now; retry later "
+                                         "or ask for fewer rows (limit)");
+    }
+    return bl_reply_buf(c, h, 200, "application/json", &o->b);
+}
+
+/* ---- slow methods ---------------------------------------------------------
+ * Sort and limit happen in SQL (ORDER BY … LIMIT keeps only `limit` rows
+ * while the groups stream by), so memory does not grow with the number of
+ * methods; the percentile sorts compute each group's quantile from its
+ * merged sketch (store/sqlfuncs.h), clamped to the exact max as the answer
+ * is. Ties: total time descending, then class, name, descriptor. */
+#define SLOW_SQL(key)                                                                          \
+    "SELECT m.class, m.name, m.descriptor, m.source_file, sum(s.count) AS cnt, "              \
+    "sum(s.total_us) AS tot, sum(s.self_us) AS slf, max(s.max_us) AS mx, "                     \
+    "sketch_union(s.sketch) AS sk "                                                            \
+    "FROM method_stats s JOIN methods m ON m.id = s.method "                                   \
+    "JOIN builds b ON b.id = s.build_id "                                                      \
+    "WHERE b.app_id = ?1 AND (?2 IS NULL OR b.name = ?2) AND (?3 = 0 OR s.main = 1) "          \
+    "AND s.hour + 3600000000 > ?4 AND s.hour < ?5 "                                            \
+    "GROUP BY m.class, m.name, m.descriptor, m.source_file "                                   \
+    /* rows of calls still running when their batch ended carry only self                      \
+     * time (schema/batch-format.md, "Segments"): a method is listed once a                    \
+     * call of it has finished */                                                              \
+    "HAVING cnt > 0 "                                                                          \
+    "ORDER BY " key " DESC, tot DESC, m.class, m.name, m.descriptor LIMIT ?6"
+
+static const char *const slow_sql[7] = {
+    SLOW_SQL("min(sketch_quantile(sk, 0.5), mx)"),
+    SLOW_SQL("min(sketch_quantile(sk, 0.9), mx)"),
+    SLOW_SQL("min(sketch_quantile(sk, 0.99), mx)"),
+    SLOW_SQL("cnt"),
+    SLOW_SQL("tot"),
+    SLOW_SQL("slf"),
+    SLOW_SQL("mx"),
+};
 
 enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
 {
@@ -155,9 +226,10 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
                                   "'sort' must be one of p50, p90, p99, count, total, self, max");
     }
     if (arg_thread(c, &main_only, err, sizeof err) ||
-        arg_i64(c, "since", 0, INT64_MAX / 1000000, &since, err, sizeof err) ||
-        arg_i64(c, "until", INT64_MAX / 1000000, INT64_MAX / 1000000, &until, err, sizeof err) ||
-        arg_i64(c, "limit", 50, 10000, &limit, err, sizeof err))
+        arg_i64(c, "since", 0, 0, INT64_MAX / 1000000, &since, err, sizeof err) ||
+        arg_i64(c, "until", INT64_MAX / 1000000, 0, INT64_MAX / 1000000, &until, err,
+                sizeof err) ||
+        arg_i64(c, "limit", 50, 0, 10000, &limit, err, sizeof err))
         return bl_reply_error(c, h, 400, err);
     bl_db *db = bl_http_db(h);
     if (!db)
@@ -176,18 +248,7 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
             return bl_reply_error(c, h, 404, err);
         }
     }
-    st = bl_db_stmt(
-        db, "SELECT m.class, m.name, m.descriptor, m.source_file, sum(s.count), sum(s.total_us), "
-            "sum(s.self_us), max(s.max_us), sketch_union(s.sketch) "
-            "FROM method_stats s JOIN methods m ON m.id = s.method "
-            "JOIN builds b ON b.id = s.build_id "
-            "WHERE b.app_id = ?1 AND (?2 IS NULL OR b.name = ?2) AND (?3 = 0 OR s.main = 1) "
-            "AND s.hour + 3600000000 > ?4 AND s.hour < ?5 "
-            "GROUP BY m.class, m.name, m.descriptor, m.source_file "
-            /* rows of calls still running when their batch ended carry only
-             * self time (schema/batch-format.md, "Segments"): a method is
-             * listed once a call of it has finished */
-            "HAVING sum(s.count) > 0");
+    st = bl_db_stmt(db, slow_sql[sort_ix]);
     if (!st)
         return bl_reply_error(c, h, 500, "database error");
     sqlite3_bind_int64(st, 1, r->app_id);
@@ -196,12 +257,20 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
     sqlite3_bind_int(st, 3, main_only);
     sqlite3_bind_int64(st, 4, since * 1000000);
     sqlite3_bind_int64(st, 5, until > INT64_MAX / 1000000 - 1 ? INT64_MAX : until * 1000000);
-    slow_row *rows = NULL;
-    size_t n = 0, cap = 0;
-    int rc;
+    sqlite3_bind_int64(st, 6, limit);
+    out o;
+    out_init(&o, r);
+    out_str(&o, "{\"app\":");
+    out_json(&o, bl_json_text(r->app));
+    out_str(&o, ",\"build\":");
+    out_json(&o, build ? bl_json_text(build) : json_null());
+    out_str(&o, main_only ? ",\"thread\":\"main\",\"sort\":\"" : ",\"thread\":\"all\",\"sort\":\"");
+    out_str(&o, sorts[sort_ix]);
+    out_str(&o, "\",\"methods\":[");
+    int rc = SQLITE_DONE, first = 1;
     bl_sketch sk;
     bl_sketch_init(&sk);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while (!o.e && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         bl_sketch_reset(&sk);
         const void *blob = sqlite3_column_blob(st, 8);
         int bn = sqlite3_column_bytes(st, 8);
@@ -211,199 +280,245 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
         /* a bucket midpoint can sit above the exact max: clamp */
         uint64_t q50 = bl_sketch_quantile(&sk, 0.50), q90 = bl_sketch_quantile(&sk, 0.90),
                  q99 = bl_sketch_quantile(&sk, 0.99);
-        uint64_t v[7] = { q50 < max ? q50 : max,
-                          q90 < max ? q90 : max,
-                          q99 < max ? q99 : max,
-                          (uint64_t)sqlite3_column_int64(st, 4),
-                          (uint64_t)sqlite3_column_int64(st, 5),
-                          (uint64_t)sqlite3_column_int64(st, 6),
-                          (uint64_t)sqlite3_column_int64(st, 7) };
-        json_t *o = json_pack(
-            "{s:{s:o,s:o,s:o,s:o},s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "method", "class",
-            col_text_or_null(st, 0), "name", col_text_or_null(st, 1), "descriptor",
-            col_text_or_null(st, 2), "source_file", col_text_or_null(st, 3), "count",
-            (json_int_t)v[3], "total_us", (json_int_t)v[4], "self_us", (json_int_t)v[5], "p50_us",
-            (json_int_t)v[0], "p90_us", (json_int_t)v[1], "p99_us", (json_int_t)v[2], "max_us",
-            (json_int_t)v[6]);
-        if (!o)
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            slow_row *nr = realloc(rows, cap * sizeof *nr);
-            if (!nr) {
-                json_decref(o);
-                break;
-            }
-            rows = nr;
-        }
-        rows[n].obj = o;
-        rows[n].key = v[sort_ix];
-        rows[n].total = v[4];
-        n++;
+        if (!first)
+            out_raw(&o, ",", 1);
+        first = 0;
+        out_json(&o, json_pack("{s:{s:o,s:o,s:o,s:o},s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "method",
+                               "class", col_text_or_null(st, 0), "name", col_text_or_null(st, 1),
+                               "descriptor", col_text_or_null(st, 2), "source_file",
+                               col_text_or_null(st, 3), "count",
+                               (json_int_t)sqlite3_column_int64(st, 4), "total_us",
+                               (json_int_t)sqlite3_column_int64(st, 5), "self_us",
+                               (json_int_t)sqlite3_column_int64(st, 6), "p50_us",
+                               (json_int_t)(q50 < max ? q50 : max), "p90_us",
+                               (json_int_t)(q90 < max ? q90 : max), "p99_us",
+                               (json_int_t)(q99 < max ? q99 : max), "max_us", (json_int_t)max));
     }
     sqlite3_reset(st);
     bl_sketch_cleanup(&sk);
-    if (n > 1)
-        qsort(rows, n, sizeof *rows, cmp_slow);
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n; i++) {
-        if ((int64_t)i < limit)
-            json_array_append_new(arr, rows[i].obj);
-        else
-            json_decref(rows[i].obj);
-    }
-    free(rows);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-        json_decref(arr);
+    if (!o.e && rc != SQLITE_DONE) {
+        bl_req_buf_free(r, &o.b);
         return bl_reply_error(c, h, 500, "database error");
     }
-    return bl_reply_json(c, h, 200,
-                         json_pack("{s:s,s:o,s:s,s:s,s:o}", "app", r->app, "build",
-                                   build ? bl_json_text(build) : json_null(), "thread",
-                                   main_only ? "main" : "all", "sort", sorts[sort_ix],
-                                   "methods", arr));
+    out_str(&o, "]}");
+    return out_reply(c, h, &o);
 }
 
 /* ------------------------------------------------------------------------ */
 /* call tree: nodes of the build are merged by call path (and, for
- * thread=all, across main and other threads) into an output tree. */
+ * thread=all, across main and other threads; with root=, across every
+ * subtree rooted at that method) into an output tree, printed depth-first
+ * with children by total time, until `limit` nodes are printed.
+ *
+ * Memory, all of it charged to the request's in-flight budget (503 when it
+ * is spent): per output-tree node within max_depth levels 48 bytes plus its
+ * (parent, method) index entry (43-85 bytes); 16 bytes per stored node of
+ * the chosen subtrees (source id -> output node); the children list of the
+ * node being printed; the answer text (about 100 bytes per printed node)
+ * and each printed method's names once. Nodes below max_depth are not
+ * loaded: they only mark their ancestor on the last printed level as cut. */
 
 typedef struct tnode {
     int64_t method;
     uint64_t count, total, self;
-    int64_t first_child, next_sibling; /* indexes, -1 none */
+    int32_t first_child, next_sibling; /* indexes, -1 none */
     uint32_t depth;
+    uint8_t cut; /* has children below max_depth (not loaded) */
 } tnode;
 
+#define PRUNED (-1) /* src_ix.ti of a node inside an output tree, below max_depth */
+
+typedef struct src_ix {
+    int64_t id; /* call_nodes.id, ascending */
+    int64_t ti; /* output-tree index, or PRUNED */
+} src_ix;
+
 typedef struct tree {
-    tnode *n;
-    size_t len, cap;
-    bl_u128map ix; /* (parent index + 1, method) -> index */
+    req *r;
+    bl_buf nodes;  /* tnode[len], charged */
+    bl_buf src;    /* src_ix[] by ascending id, charged */
+    bl_u128map ix; /* (parent index + 1, method) -> index; growth charged */
+    size_t len;
 } tree;
+
+static tnode *tn(const tree *t)
+{
+    return (tnode *)(void *)t->nodes.data;
+}
+
+/* bl_u128map_put with the table's growth charged to r. */
+static bl_err map_put(req *r, bl_u128map *m, uint64_t a, uint64_t b, uint64_t init,
+                      uint64_t **v, int *ins)
+{
+    size_t g = bl_u128map_grow_bytes(m), old = bl_u128map_bytes(m);
+    if (g && bl_req_take(r, g) != 0)
+        return BL_ENOMEM;
+    bl_err e = bl_u128map_put(m, a, b, init, v, ins);
+    if (g)
+        bl_req_give(r, e ? g : old); /* grown: the old table is freed */
+    return e;
+}
+
+static void map_free(req *r, bl_u128map *m)
+{
+    bl_req_give(r, bl_u128map_bytes(m));
+    bl_u128map_cleanup(m);
+}
 
 static int64_t tree_child(tree *t, int64_t parent, int64_t method, uint32_t depth)
 {
     uint64_t *v;
     int ins;
-    if (bl_u128map_put(&t->ix, (uint64_t)(parent + 1), (uint64_t)method, t->len, &v, &ins))
+    if (t->len >= INT32_MAX ||
+        map_put(t->r, &t->ix, (uint64_t)(parent + 1), (uint64_t)method, t->len, &v, &ins))
         return -1;
     if (!ins)
         return (int64_t)*v;
-    if (t->len == t->cap) {
-        size_t nc = t->cap ? t->cap * 2 : 256;
-        tnode *nn = realloc(t->n, nc * sizeof *nn);
-        if (!nn)
-            return -1;
-        t->n = nn;
-        t->cap = nc;
-    }
-    tnode *x = &t->n[t->len];
+    if (bl_req_reserve(t->r, &t->nodes, sizeof(tnode)) != BL_OK)
+        return -1; /* the whole answer fails: the dangling index entry is never read */
+    tnode *x = &tn(t)[t->len];
     memset(x, 0, sizeof *x);
     x->method = method;
     x->first_child = -1;
-    x->depth = depth;
     x->next_sibling = -1;
+    x->depth = depth;
     if (parent >= 0) {
-        x->next_sibling = t->n[parent].first_child;
-        t->n[parent].first_child = (int64_t)t->len;
+        x->next_sibling = tn(t)[parent].first_child;
+        tn(t)[parent].first_child = (int32_t)t->len;
     }
+    t->nodes.len += sizeof(tnode);
     return (int64_t)t->len++;
 }
 
-typedef struct mname {
-    int64_t id;
-    json_t *obj; /* {"class","name","descriptor","source_file"} */
-} mname;
-
-static json_t *method_json(bl_db *db, bl_u128map *cache, json_t *store, int64_t id)
+static const src_ix *src_find(const tree *t, int64_t id)
 {
-    uint64_t *v = bl_u128map_get(cache, (uint64_t)id, 0);
-    if (v)
-        return json_array_get(store, *v);
-    sqlite3_stmt *st =
-        bl_db_stmt(db, "SELECT class, name, descriptor, source_file FROM methods WHERE id = ?");
-    json_t *o = NULL;
-    if (st) {
-        sqlite3_bind_int64(st, 1, id);
-        if (sqlite3_step(st) == SQLITE_ROW)
-            o = json_pack("{s:o,s:o,s:o,s:o}", "class", col_text_or_null(st, 0), "name",
-                          col_text_or_null(st, 1), "descriptor", col_text_or_null(st, 2),
-                          "source_file", col_text_or_null(st, 3));
-        sqlite3_reset(st);
+    const src_ix *a = (const src_ix *)(const void *)t->src.data;
+    size_t lo = 0, hi = t->src.len / sizeof *a;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    if (!o)
-        o = json_pack("{s:s,s:s}", "class", "?", "name", "?");
-    int ins;
-    uint64_t *slot;
-    if (bl_u128map_put(cache, (uint64_t)id, 0, json_array_size(store), &slot, &ins) == BL_OK)
-        json_array_append_new(store, o);
-    else
-        return o;
-    return o;
+    return lo < t->src.len / sizeof *a && a[lo].id == id ? &a[lo] : NULL;
 }
 
 typedef struct emit_ctx {
     bl_db *db;
     tree *t;
-    bl_u128map names;
-    json_t *name_store;
-    uint64_t budget; /* nodes left to print */
+    out *o;
+    bl_u128map names; /* method id -> offset in text; growth charged */
+    bl_buf text;      /* printed methods' JSON, each NUL-terminated; charged */
+    uint64_t budget;  /* nodes left to print */
     int truncated;
 } emit_ctx;
 
-static _Thread_local const tree *cmp_tree; /* qsort has no context argument */
+/* Writes the method's JSON ({"class","name","descriptor","source_file"}),
+ * looked up once per method. */
+static void out_method(emit_ctx *e, int64_t id)
+{
+    out *o = e->o;
+    uint64_t *v;
+    int ins;
+    if (o->e)
+        return;
+    if ((o->e = map_put(o->r, &e->names, (uint64_t)id, 0, e->text.len, &v, &ins)))
+        return;
+    if (ins) {
+        sqlite3_stmt *st =
+            bl_db_stmt(e->db, "SELECT class, name, descriptor, source_file FROM methods WHERE id = ?");
+        json_t *m = NULL;
+        if (st) {
+            sqlite3_bind_int64(st, 1, id);
+            if (sqlite3_step(st) == SQLITE_ROW)
+                m = json_pack("{s:o,s:o,s:o,s:o}", "class", col_text_or_null(st, 0), "name",
+                              col_text_or_null(st, 1), "descriptor", col_text_or_null(st, 2),
+                              "source_file", col_text_or_null(st, 3));
+            sqlite3_reset(st);
+        }
+        if (!m)
+            m = json_pack("{s:s,s:s}", "class", "?", "name", "?");
+        /* dumped into the names text, then NUL-terminated */
+        out tmp = { o->r, e->text, BL_OK };
+        out_json(&tmp, m);
+        e->text = tmp.b;
+        if (!tmp.e)
+            tmp.e = bl_req_append(o->r, &e->text, "", 1);
+        if ((o->e = tmp.e))
+            return;
+    }
+    out_str(o, e->text.data + *v);
+}
+
+static _Thread_local const tnode *cmp_nodes; /* qsort has no context argument */
 
 static int cmp_total(const void *a, const void *b)
 {
-    const tnode *n = cmp_tree->n;
-    uint64_t x = n[*(const int64_t *)a].total, y = n[*(const int64_t *)b].total;
+    uint64_t x = cmp_nodes[*(const int64_t *)a].total, y = cmp_nodes[*(const int64_t *)b].total;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static json_t *emit(emit_ctx *e, int64_t i, uint32_t max_depth);
+static void emit(emit_ctx *e, int64_t i, uint32_t max_depth);
 
-static json_t *emit_children(emit_ctx *e, int64_t first, uint32_t max_depth)
+/* Writes the children list starting at `first` (linked by next_sibling),
+ * by total time descending, while the node budget lasts. */
+static void emit_children(emit_ctx *e, int64_t first, uint32_t max_depth)
 {
-    json_t *arr = json_array();
+    const tnode *n = tn(e->t);
     size_t k = 0;
-    for (int64_t c = first; c >= 0; c = e->t->n[c].next_sibling)
+    out_raw(e->o, "[", 1);
+    for (int64_t c = first; c >= 0; c = n[c].next_sibling)
         k++;
-    if (!k)
-        return arr;
-    int64_t *ids = malloc(k * sizeof *ids);
-    if (!ids)
-        return arr;
-    k = 0;
-    for (int64_t c = first; c >= 0; c = e->t->n[c].next_sibling)
-        ids[k++] = c;
-    cmp_tree = e->t;
-    qsort(ids, k, sizeof *ids, cmp_total);
-    for (size_t j = 0; j < k; j++) {
-        if (e->budget == 0) {
-            e->truncated = 1;
-            break;
+    if (k && !e->o->e) {
+        int64_t *ids = NULL;
+        if (bl_req_take(e->o->r, k * sizeof *ids) == 0) {
+            ids = malloc(k * sizeof *ids);
+            if (!ids)
+                bl_req_give(e->o->r, k * sizeof *ids);
         }
-        json_array_append_new(arr, emit(e, ids[j], max_depth));
+        if (!ids)
+            e->o->e = BL_ENOMEM;
+        if (ids) {
+            k = 0;
+            for (int64_t c = first; c >= 0; c = n[c].next_sibling)
+                ids[k++] = c;
+            cmp_nodes = n;
+            qsort(ids, k, sizeof *ids, cmp_total);
+            for (size_t j = 0; j < k && !e->o->e; j++) {
+                if (e->budget == 0) {
+                    e->truncated = 1;
+                    break;
+                }
+                if (j)
+                    out_raw(e->o, ",", 1);
+                emit(e, ids[j], max_depth);
+            }
+            free(ids);
+            bl_req_give(e->o->r, k * sizeof *ids);
+        }
     }
-    free(ids);
-    return arr;
+    out_raw(e->o, "]", 1);
 }
 
-static json_t *emit(emit_ctx *e, int64_t i, uint32_t max_depth)
+static void emit(emit_ctx *e, int64_t i, uint32_t max_depth)
 {
-    tnode *x = &e->t->n[i];
+    const tnode *x = &tn(e->t)[i];
+    char num[100];
     e->budget--;
-    json_t *m = method_json(e->db, &e->names, e->name_store, x->method);
-    json_t *o = json_pack("{s:O,s:I,s:I,s:I}", "method", m, "count", (json_int_t)x->count,
-                          "total_us", (json_int_t)x->total, "self_us", (json_int_t)x->self);
-    if (x->depth + 1 < max_depth)
-        json_object_set_new(o, "children", emit_children(e, x->first_child, max_depth));
-    else {
-        json_object_set_new(o, "children", json_array());
-        if (x->first_child >= 0)
+    out_str(e->o, "{\"method\":");
+    out_method(e, x->method);
+    snprintf(num, sizeof num, ",\"count\":%lld,\"total_us\":%lld,\"self_us\":%lld,\"children\":",
+             (long long)x->count, (long long)x->total, (long long)x->self);
+    out_str(e->o, num);
+    if (x->depth + 1 < max_depth) {
+        emit_children(e, x->first_child, max_depth);
+    } else {
+        out_raw(e->o, "[]", 2);
+        if (x->first_child >= 0 || x->cut)
             e->truncated = 1;
     }
-    return o;
+    out_raw(e->o, "}", 1);
 }
 
 enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
@@ -414,11 +529,9 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     const char *build = bl_arg(c, "build");
     const char *root = bl_arg(c, "root");
     if (arg_thread(c, &main_only, err, sizeof err) ||
-        arg_i64(c, "max_depth", 64, 4096, &max_depth, err, sizeof err) ||
-        arg_i64(c, "limit", 10000, 1000000, &limit, err, sizeof err))
+        arg_i64(c, "max_depth", 64, 1, 4096, &max_depth, err, sizeof err) ||
+        arg_i64(c, "limit", 10000, 0, 1000000, &limit, err, sizeof err))
         return bl_reply_error(c, h, 400, err);
-    if (max_depth < 1)
-        return bl_reply_error(c, h, 400, "'max_depth' must be an integer from 1 to 4096");
     bl_db *db = bl_http_db(h);
     if (!db)
         return bl_reply_error(c, h, 503, "database unavailable");
@@ -477,62 +590,76 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     }
     tree t;
     memset(&t, 0, sizeof t);
+    t.r = r;
+    bl_buf_init(&t.nodes, 0);
+    bl_buf_init(&t.src, 0);
     bl_u128map_init(&t.ix);
-    bl_u128map srcmap; /* source node id -> tree index + 1 */
-    bl_u128map_init(&srcmap);
-    int failed = 0;
-    while (sqlite3_step(st) == SQLITE_ROW && !failed) {
+    int failed = 0, rc = SQLITE_DONE;
+    while (!failed && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0), parent = sqlite3_column_int64(st, 1);
         int64_t method = sqlite3_column_int64(st, 2);
         int is_root = sqlite3_column_int(st, 6);
-        int64_t tparent = -2; /* -2: not in an output tree */
-        if (parent) {
-            uint64_t *v = bl_u128map_get(&srcmap, (uint64_t)parent, 0);
-            if (v)
-                tparent = (int64_t)*v - 1;
+        const src_ix *p = parent ? src_find(&t, parent) : NULL;
+        int64_t ti;
+        if (p && p->ti == PRUNED) {
+            ti = PRUNED;
+        } else if (p && tn(&t)[p->ti].depth + 1 >= (uint64_t)max_depth) {
+            tn(&t)[p->ti].cut = 1; /* printed with no children: truncated */
+            ti = PRUNED;
+        } else if (p) {
+            ti = tree_child(&t, p->ti, method, tn(&t)[p->ti].depth + 1);
+        } else if (root ? is_root : parent == 0) {
+            ti = tree_child(&t, -1, method, 0);
+        } else {
+            continue; /* not in an output tree */
         }
-        if (tparent == -2 && (root ? is_root : parent == 0))
-            tparent = -1;
-        if (tparent == -2)
-            continue;
-        uint32_t depth = tparent < 0 ? 0 : t.n[tparent].depth + 1;
-        int64_t ti = tree_child(&t, tparent, method, depth);
-        if (ti < 0) {
+        if (ti < 0 && ti != PRUNED) {
             failed = 1;
             break;
         }
-        t.n[ti].count += (uint64_t)sqlite3_column_int64(st, 3);
-        t.n[ti].total += (uint64_t)sqlite3_column_int64(st, 4);
-        t.n[ti].self += (uint64_t)sqlite3_column_int64(st, 5);
-        uint64_t *v;
-        int ins;
-        if (bl_u128map_put(&srcmap, (uint64_t)id, 0, (uint64_t)ti + 1, &v, &ins))
+        if (ti >= 0) {
+            tnode *x = &tn(&t)[ti];
+            x->count += (uint64_t)sqlite3_column_int64(st, 3);
+            x->total += (uint64_t)sqlite3_column_int64(st, 4);
+            x->self += (uint64_t)sqlite3_column_int64(st, 5);
+        }
+        src_ix si = { id, ti };
+        if (bl_req_append(r, &t.src, &si, sizeof si) != BL_OK)
             failed = 1;
     }
     sqlite3_reset(st);
-    bl_u128map_cleanup(&srcmap);
-    if (failed) {
-        free(t.n);
-        bl_u128map_cleanup(&t.ix);
-        return bl_reply_error(c, h, 503, "out of memory");
+    bl_req_buf_free(r, &t.src);
+    if (!failed && rc != SQLITE_DONE) {
+        bl_req_buf_free(r, &t.nodes);
+        map_free(r, &t.ix);
+        return bl_reply_error(c, h, 500, "database error");
     }
+    map_free(r, &t.ix); /* merging is done */
+    out o;
+    out_init(&o, r);
+    if (failed)
+        o.e = BL_ENOMEM;
     /* roots are the nodes at depth 0, linked through a virtual head */
-    emit_ctx e = { db, &t, { 0 }, json_array(), (uint64_t)limit, 0 };
+    emit_ctx e = { db, &t, &o, { 0 }, { 0 }, (uint64_t)limit, 0 };
     bl_u128map_init(&e.names);
+    bl_buf_init(&e.text, 0);
     int64_t head = -1;
     for (size_t i = 0; i < t.len; i++)
-        if (t.n[i].depth == 0) {
-            t.n[i].next_sibling = head;
+        if (tn(&t)[i].depth == 0) {
+            tn(&t)[i].next_sibling = (int32_t)head;
             head = (int64_t)i;
         }
-    json_t *roots = emit_children(&e, head, (uint32_t)max_depth);
-    json_t *body = json_pack("{s:s,s:s,s:s,s:o,s:o,s:b}", "app", r->app, "build", bname,
-                             "thread", main_only ? "main" : "all", "root",
-                             root ? bl_json_text(root) : json_null(), "roots", roots, "truncated",
-                             e.truncated);
-    json_decref(e.name_store);
-    bl_u128map_cleanup(&e.names);
-    bl_u128map_cleanup(&t.ix);
-    free(t.n);
-    return bl_reply_json(c, h, 200, body);
+    out_str(&o, "{\"app\":");
+    out_json(&o, bl_json_text(r->app));
+    out_str(&o, ",\"build\":");
+    out_json(&o, bl_json_text(bname));
+    out_str(&o, main_only ? ",\"thread\":\"main\",\"root\":" : ",\"thread\":\"all\",\"root\":");
+    out_json(&o, root ? bl_json_text(root) : json_null());
+    out_str(&o, ",\"roots\":");
+    emit_children(&e, head, (uint32_t)max_depth);
+    out_str(&o, e.truncated ? ",\"truncated\":true}" : ",\"truncated\":false}");
+    map_free(r, &e.names);
+    bl_req_buf_free(r, &e.text);
+    bl_req_buf_free(r, &t.nodes);
+    return out_reply(c, h, &o);
 }

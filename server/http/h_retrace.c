@@ -31,16 +31,29 @@ enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r)
                                          "rebuilt from its mapping");
     const char *v = bl_arg(c, "verbose");
     bl_retrace_opts o = { v && (!strcmp(v, "true") || !strcmp(v, "1")) };
+    /* The answer goes into a buffer charged to the in-flight budget before
+     * it is allocated, sized from the trace and never grown: when it is too
+     * small the trace is retraced again into one four times the size, up
+     * to the 64 MiB cap (ambiguous mappings multiply frames). */
+    size_t want = r->body.len * 2 + 4096, cap = (size_t)64 << 20;
+    if (want > cap)
+        want = cap;
     bl_buf out;
-    bl_buf_init(&out, (size_t)64 << 20); /* ambiguous mappings multiply frames */
-    e = bl_retrace_text(mi, &o, r->body.data ? r->body.data : "", r->body.len, &out);
+    for (;;) {
+        bl_buf_init(&out, want);
+        e = bl_req_reserve(r, &out, want);
+        if (!e)
+            e = bl_retrace_text(mi, &o, r->body.data ? r->body.data : "", r->body.len, &out);
+        if (e != BL_ETOOBIG || want == cap)
+            break;
+        bl_req_buf_free(r, &out);
+        want = want > cap / 4 ? cap : want * 4;
+    }
     bl_mapindex_close(mi);
-    enum MHD_Result rc =
-        e == BL_ETOOBIG ? bl_reply_error(c, h, 413, "the retraced text would exceed 64 MiB; "
-                                                    "send a shorter stack trace")
-        : e           ? bl_reply_error(c, h, 503, "out of memory")
-          : bl_reply_text(c, h, 200, "text/plain; charset=utf-8", out.data ? out.data : "",
-                          out.len);
-    bl_buf_cleanup(&out);
-    return rc;
+    if (!e)
+        return bl_reply_buf(c, h, 200, "text/plain; charset=utf-8", &out);
+    bl_req_buf_free(r, &out);
+    return e == BL_ETOOBIG ? bl_reply_error(c, h, 413, "the retraced text would exceed 64 MiB; "
+                                                       "send a shorter stack trace")
+                           : bl_reply_error(c, h, 503, "out of memory");
 }

@@ -72,6 +72,11 @@ bl_db *bl_http_db(bl_http *h)
             fprintf(stderr, "beatline-server: read connection: %s\n", err);
             return NULL;
         }
+        /* bounded per thread: a page cache of at most 2 MiB, and the sorts of
+         * big queries (slow-methods groups every method) spill to temporary
+         * files instead of memory */
+        if (bl_db_exec(db, "PRAGMA cache_size = -2048; PRAGMA temp_store = FILE") != BL_OK)
+            fprintf(stderr, "beatline-server: read connection: cannot set its cache size\n");
         pthread_setspecific(db_key, db);
     }
     return db;
@@ -172,6 +177,28 @@ static json_t *error_body(const char *msg)
     return o;
 }
 
+enum MHD_Result bl_reply_buf(struct MHD_Connection *c, bl_http *h, unsigned status,
+                             const char *type, bl_buf *b)
+{
+    if (!b->data && bl_buf_grow_to(b, 1) != BL_OK)
+        return bl_reply_text(c, h, 500, "application/json", "{\"error\":\"out of memory\"}", 25);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(b->len, b->data, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        bl_buf_cleanup(b);
+        return MHD_NO;
+    }
+    /* MHD frees the text; its charge is given back when the request completes */
+    b->data = NULL;
+    b->len = b->alloc = 0;
+    MHD_add_response_header(resp, "Content-Type", type);
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    count_status(h, status);
+    enum MHD_Result rc = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
 json_t *bl_json_text(const char *s)
 {
     json_t *j = json_string(s);
@@ -234,16 +261,137 @@ int bl_req_auth(struct MHD_Connection *c, bl_http *h, req *r, bl_role role)
     return 0;
 }
 
-/* Decompressed bytes into r->body, counted against the server-wide budget
- * so that many small compressed bodies cannot exhaust memory together. */
+/* ---- request memory, counted against c.max_inflight -------------------
+ * Every buffer a request holds is charged to h->inflight before it is
+ * allocated (r->held sums the request's share), so all requests together
+ * never hold more than max_inflight: the raw batch body, the decompressed
+ * body, the decoder's state and window, and response text built with
+ * bl_req_reserve. What a request still holds is given back when it
+ * completes (on_completed). */
+
+static int take(req *r, uint64_t n)
+{
+    bl_http *h = r->h;
+    uint64_t cur = atomic_load(&h->inflight);
+    do {
+        if (cur > h->c.max_inflight || n > h->c.max_inflight - cur)
+            return -1;
+    } while (!atomic_compare_exchange_weak(&h->inflight, &cur, cur + n));
+    r->held += n;
+    return 0;
+}
+
+static void give(req *r, uint64_t n)
+{
+    atomic_fetch_sub(&r->h->inflight, n);
+    r->held -= n;
+}
+
+int bl_req_take(req *r, uint64_t n)
+{
+    return take(r, n);
+}
+
+void bl_req_give(req *r, uint64_t n)
+{
+    give(r, n);
+}
+
+static int dec_take(void *ctx, size_t n)
+{
+    return take(ctx, n);
+}
+
+static void dec_give(void *ctx, size_t n)
+{
+    give(ctx, n);
+}
+
+/* Buffers grow by doubling up to 4 MiB, then by an eighth: a charged
+ * buffer holds at most 1/8 more than its content. */
+#define GROW_DOUBLE_MAX ((size_t)4 << 20)
+
+bl_err bl_req_reserve(req *r, bl_buf *b, size_t extra)
+{
+    if (extra > b->cap_max || b->len > b->cap_max - extra)
+        return BL_ETOOBIG;
+    size_t need = b->len + extra + 1;
+    if (need <= b->alloc)
+        return BL_OK;
+    size_t n = b->mapped                    ? need /* committed in 64 KiB steps, no copies */
+               : b->alloc < 128             ? 256
+               : b->alloc < GROW_DOUBLE_MAX ? b->alloc * 2
+                                            : b->alloc + b->alloc / 8;
+    if (n < need)
+        n = need;
+    if (n - 1 > b->cap_max)
+        n = b->cap_max + 1; /* >= need: need - 1 <= cap_max was checked */
+    n = bl_buf_grow_size(b, n);
+    if (take(r, n - b->alloc) != 0)
+        return BL_ENOMEM;
+    size_t before = b->alloc;
+    bl_err e = bl_buf_grow_to(b, n);
+    if (e)
+        give(r, n - before);
+    return e;
+}
+
+bl_err bl_req_append(req *r, bl_buf *b, const void *p, size_t n)
+{
+    bl_err e = bl_req_reserve(r, b, n);
+    if (e)
+        return e;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return BL_OK;
+}
+
+void bl_req_buf_free(req *r, bl_buf *b)
+{
+    give(r, b->alloc);
+    bl_buf_cleanup(b);
+}
+
+/* Frees what the body holds once the request has failed: its error is
+ * answered without it, and the memory goes back to other requests now
+ * rather than when the client has finished sending. */
+static void release_body(req *r)
+{
+    bl_decomp_free(r->dec);
+    r->dec = NULL;
+    bl_req_buf_free(r, &r->raw);
+    bl_req_buf_free(r, &r->body);
+}
+
+/* A request body buffer (mapped: see bl_buf_init_mapped), its first
+ * committed bytes charged; -1 over the budget. */
+static int body_buf_init(req *r, bl_buf *b, size_t cap)
+{
+    bl_buf_cleanup(b);
+    bl_buf_init_mapped(b, cap);
+    if (take(r, b->alloc) != 0) {
+        bl_buf_cleanup(b);
+        return -1;
+    }
+    return 0;
+}
+
+/* Decompressed bytes into r->body. */
 static bl_err sink_buf(void *ctx, const void *p, size_t n)
 {
     req *r = ctx;
-    uint64_t now = atomic_fetch_add(&r->h->inflight, n) + n;
-    r->held += n;
-    if (now > r->h->c.max_inflight)
-        return BL_ENOMEM; /* answered 503: try again later */
-    return bl_buf_append(&r->body, p, n);
+    return bl_req_append(r, &r->body, p, n);
+}
+
+/* Identity batches: the raw body (r->raw) is the batch; no second copy. */
+static bl_err sink_none(void *ctx, const void *p, size_t n)
+{
+    (void)ctx;
+    (void)p;
+    (void)n;
+    return BL_OK;
 }
 
 /* The largest body as sent: uploads stream to disk and may be as large as
@@ -266,6 +414,7 @@ int bl_req_body_begin(struct MHD_Connection *c, bl_http *h, req *r, uint64_t max
         return -1;
     }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    unsigned long long declared = 0;
     if (cl) {
         char *end;
         unsigned long long v = strtoull(cl, &end, 10);
@@ -274,14 +423,41 @@ int bl_req_body_begin(struct MHD_Connection *c, bl_http *h, req *r, uint64_t max
                         (unsigned long long)raw_limit(h, r));
             return -1;
         }
+        if (*end == '\0' && end != cl)
+            declared = v;
     }
+    bl_buf *whole = NULL; /* the buffer that will hold the body as sent, if any */
     if (!sink) {
-        bl_buf_init(&r->body, max_out);
-        sink = sink_buf;
+        int identity_batch = r->route == R_BATCHES && r->enc == BL_ENC_IDENTITY;
+        if ((!identity_batch && body_buf_init(r, &r->body, max_out) != 0) ||
+            (r->route == R_BATCHES && body_buf_init(r, &r->raw, h->c.max_body) != 0)) {
+            bl_req_fail(r, 503, "the server is busy with other uploads; retry later");
+            release_body(r);
+            return -1;
+        }
         ctx = r;
+        if (identity_batch) {
+            sink = sink_none;
+            whole = &r->raw;
+        } else {
+            sink = sink_buf;
+            whole = r->route == R_BATCHES ? &r->raw : r->enc == BL_ENC_IDENTITY ? &r->body : NULL;
+        }
     }
-    if (bl_decomp_new(r->enc, max_out, sink, ctx, &r->dec) != BL_OK) {
-        bl_req_fail(r, 500, "out of memory");
+    /* a declared length within the limits is reserved (and charged) at
+     * once: no growth, no slack */
+    if (whole && declared && declared <= whole->cap_max) {
+        bl_err e = bl_req_reserve(r, whole, (size_t)declared);
+        if (e == BL_ENOMEM) {
+            bl_req_fail(r, 503, "the server is busy with other uploads; retry later");
+            return -1;
+        }
+    }
+    bl_decomp_mem mem = { dec_take, dec_give, r };
+    bl_err e = bl_decomp_new_mem(r->enc, max_out, sink, ctx, &mem, &r->dec);
+    if (e != BL_OK) {
+        bl_req_fail(r, 503, "the server is busy with other uploads; retry later");
+        release_body(r);
         return -1;
     }
     return 0;
@@ -291,32 +467,36 @@ int bl_req_body_feed(bl_http *h, req *r, const char *data, size_t n)
 {
     r->raw_bytes += n;
     atomic_fetch_add(&h->bytes_in, n);
+    bl_err e = BL_OK;
     if (r->raw_bytes > raw_limit(h, r)) {
         bl_req_fail(r, 413, "body is over the limit of %llu bytes",
                     (unsigned long long)raw_limit(h, r));
+        release_body(r);
         return -1;
     }
-    bl_err e = bl_decomp_feed(r->dec, data, n);
+    if (r->route == R_BATCHES) /* kept as sent: it is what gets stored */
+        e = bl_req_append(r, &r->raw, data, n);
+    if (!e)
+        e = bl_decomp_feed(r->dec, data, n);
     if (e == BL_ETOOBIG) {
         bl_req_fail(r, 413, "decompressed body is over the limit");
-        return -1;
-    }
-    if (e == BL_ENOMEM) {
+    } else if (e == BL_ENOMEM) {
         bl_req_fail(r, 503, "the server is busy with other uploads; retry later");
-        return -1;
-    }
-    if (e == BL_EFORMAT) {
-        bl_req_fail(r, 400, "body is not valid %s data",
-                    r->enc == BL_ENC_GZIP ? "gzip" : r->enc == BL_ENC_ZSTD ? "zstd" : "");
-        return -1;
-    }
-    if (e == BL_EIO && (errno == ENOSPC || errno == EDQUOT)) {
+    } else if (e == BL_EFORMAT) {
+        const char *why = bl_decomp_why(r->dec);
+        if (why)
+            bl_req_fail(r, 400, "%s", why);
+        else
+            bl_req_fail(r, 400, "body is not valid %s data",
+                        r->enc == BL_ENC_GZIP ? "gzip" : r->enc == BL_ENC_ZSTD ? "zstd" : "");
+    } else if (e == BL_EIO && (errno == ENOSPC || errno == EDQUOT)) {
         bl_req_fail(r, 507, "insufficient storage: the data directory's disk is full");
         r->retry_after = 60;
-        return -1;
+    } else if (e) {
+        bl_req_fail(r, 500, "cannot store the body: %s", bl_err_str(e));
     }
     if (e) {
-        bl_req_fail(r, e == BL_EIO ? 500 : 500, "cannot store the body: %s", bl_err_str(e));
+        release_body(r);
         return -1;
     }
     return 0;
@@ -326,6 +506,7 @@ int bl_req_body_end(req *r)
 {
     if (bl_decomp_end(r->dec) != BL_OK) {
         bl_req_fail(r, 400, "body ends inside a compressed frame (truncated)");
+        release_body(r);
         return -1;
     }
     return 0;
@@ -778,10 +959,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_NO; /* answered 408 by the watchdog */
         if (r->route == R_MAPPING || r->route == R_METHODIDS) {
             bl_h_upload_feed(h, r, upload_data, n);
-        } else if (r->route == R_BATCHES && bl_buf_append(&r->raw, upload_data, n) != BL_OK) {
-            bl_req_fail(r, 413, "body is over the limit of %llu bytes",
-                        (unsigned long long)h->c.max_body);
         } else {
+            /* batches and retrace (begin() refuses a body anywhere else);
+             * a batch keeps its raw body too */
             bl_req_body_feed(h, r, upload_data, n);
         }
         return r->failed ? reply_midbody(c, h, r) : MHD_YES;
@@ -836,7 +1016,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         return;
     if (r->route == R_MAPPING || r->route == R_METHODIDS)
         bl_h_upload_abort(r); /* no-op when finished */
-    bl_decomp_free(r->dec);
+    bl_decomp_free(r->dec); /* gives its state back */
     atomic_fetch_sub(&h->inflight, r->held);
     bl_buf_cleanup(&r->raw);
     bl_buf_cleanup(&r->body);

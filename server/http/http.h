@@ -30,8 +30,9 @@ typedef struct bl_http_config {
     uint64_t max_decompressed; /* decompressed body, bytes (256 MiB) */
     uint64_t max_mapping;      /* decompressed mapping.txt, bytes (1 GiB) */
     unsigned threads;          /* HTTP worker threads (4) */
-    uint64_t max_inflight;     /* decompressed bodies held in memory by all requests
-                                * together, bytes (512 MiB): past it → 503 + Retry-After */
+    uint64_t max_inflight;     /* memory held by all requests together, bytes (512 MiB):
+                                * bodies as sent and decompressed, decoder state, answers
+                                * being built; past it → 503 + Retry-After */
     bl_processor *proc;        /* borrowed */
     uint64_t min_free;         /* bytes the data directory's disk keeps free (64 MiB):
                                 * below it POST/PUT → 507, /healthz → 503 */

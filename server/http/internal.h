@@ -56,7 +56,8 @@ struct bl_http {
     _Atomic uint64_t status_count[600];
     _Atomic uint64_t bytes_in, batches_in, records_in, duplicates_in;
     _Atomic uint64_t quota_refused; /* batches answered 429 by a quota */
-    _Atomic uint64_t inflight;  /* decompressed body bytes held by requests now */
+    _Atomic uint64_t inflight;  /* bytes held by requests now (bodies, decoders, answers):
+                                 * never above c.max_inflight (http.c, take()) */
     pthread_mutex_t conn_mu;     /* guards conns, n_conns and every bl_conn */
     pthread_cond_t conn_cv;      /* wakes the watchdog to stop */
     bl_conn *conns;              /* open connections (list) */
@@ -86,10 +87,12 @@ typedef struct req {
     bl_encoding enc;
     bl_decomp *dec;
     uint64_t raw_bytes;
-    uint64_t held;         /* bytes of r->body counted in bl_http.inflight */
+    uint64_t held;         /* this request's share of bl_http.inflight: raw, body,
+                            * decoder state, answers built with bl_req_reserve */
     struct bl_http *h;
-    bl_buf raw;            /* batches: the body as received */
-    bl_buf body;           /* decompressed (batches, method-ids, retrace) */
+    bl_buf raw;            /* batches: the body as received (charged) */
+    bl_buf body;           /* decompressed (batches unless identity, retrace; charged);
+                            * an identity batch is only in raw */
     int fd;                /* mapping: temporary file */
     char tmp[BL_PATH_MAX];
     XXH3_state_t *hash;    /* mapping / method-ids content hash */
@@ -128,11 +131,32 @@ int bl_req_auth(struct MHD_Connection *c, bl_http *h, req *r, bl_role role);
 /* Query argument or NULL. */
 const char *bl_arg(struct MHD_Connection *c, const char *name);
 
+/* Request memory, charged against c.max_inflight (bl_http.inflight) before
+ * it is allocated and given back when the request completes.
+ * bl_req_reserve makes room for `extra` more bytes in b (growth: doubling
+ * to 4 MiB, then +1/8): BL_ETOOBIG past b->cap_max, BL_ENOMEM when the
+ * server-wide budget is spent (answer 503 + Retry-After) or malloc fails;
+ * b is unchanged on failure. bl_req_append appends n bytes the same way.
+ * bl_req_buf_free frees a charged buffer early and gives its charge back. */
+bl_err bl_req_reserve(req *r, bl_buf *b, size_t extra);
+/* Charges n bytes the caller is about to allocate (-1: over the budget,
+ * nothing charged) / gives back n bytes it freed. */
+int bl_req_take(req *r, uint64_t n);
+void bl_req_give(req *r, uint64_t n);
+bl_err bl_req_append(req *r, bl_buf *b, const void *p, size_t n);
+void bl_req_buf_free(req *r, bl_buf *b);
+/* Answers b's text with Content-Type `type`; takes b's storage (left
+ * empty), which stays charged to r until the request completes. */
+enum MHD_Result bl_reply_buf(struct MHD_Connection *c, bl_http *h, unsigned status,
+                             const char *type, bl_buf *b);
+
 /* Body handling shared by uploads: sets up decompression into r->body
  * (or a sink) according to Content-Encoding; -1 with r failed on error. */
 int bl_req_body_begin(struct MHD_Connection *c, bl_http *h, req *r, uint64_t max_out,
                       bl_decomp_sink sink, void *ctx);
-/* Feeds a chunk; -1 with r failed (413 / 400 / 500). */
+/* Feeds a chunk (batches: also kept as sent in r->raw); -1 with r failed
+ * (413 / 400 / 503 over the in-flight budget / 500); a failed request's
+ * body memory is freed at once. */
 int bl_req_body_feed(bl_http *h, req *r, const char *data, size_t n);
 /* Ends the body; -1 with r failed. */
 int bl_req_body_end(req *r);

@@ -1,7 +1,8 @@
 /*
  * common_test.c — the small shared pieces: streaming decompression (gzip,
  * zstd, identity; caps; truncation; several members/frames), UTF-8 check
- * and repair, the (u64, u64) hash map, the capped buffer.
+ * and repair, the (u64, u64) hash map, the capped buffer; the decoder's
+ * memory budget and window limit; mapped buffers.
  */
 #include <zlib.h>
 #include <zstd.h>
@@ -108,6 +109,164 @@ START_TEST(decompression)
     ck_assert_int_eq(bl_encoding_parse(NULL, &enc), 0);
     ck_assert_int_eq(enc, BL_ENC_IDENTITY);
     ck_assert_int_eq(bl_encoding_parse("br", &enc), -1);
+}
+END_TEST
+
+/* a budget of `left` bytes; `held` what the decoder holds now */
+typedef struct budget {
+    size_t left, held, most;
+} budget;
+
+static int b_take(void *ctx, size_t n)
+{
+    budget *b = ctx;
+    if (n > b->left)
+        return -1;
+    b->left -= n;
+    b->held += n;
+    if (b->held > b->most)
+        b->most = b->held;
+    return 0;
+}
+
+static void b_give(void *ctx, size_t n)
+{
+    budget *b = ctx;
+    ck_assert_uint_le(n, b->held);
+    b->left += n;
+    b->held -= n;
+}
+
+static bl_err discard(void *ctx, const void *p, size_t n)
+{
+    (void)ctx;
+    (void)p;
+    (void)n;
+    return BL_OK;
+}
+
+/* zstd frame of n zero bytes compressed with the given window log */
+static size_t zst_window(int wlog, size_t n, unsigned char *out, size_t cap)
+{
+    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    ck_assert_ptr_nonnull(cc);
+    ck_assert(!ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_windowLog, wlog)));
+    ck_assert(!ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_enableLongDistanceMatching, 1)));
+    char *src = calloc(1, n);
+    ck_assert_ptr_nonnull(src);
+    /* streaming without a pledged size: the frame declares the window */
+    ZSTD_inBuffer in = { src, n, 0 };
+    ZSTD_outBuffer ob = { out, cap, 0 };
+    size_t rc;
+    do
+        rc = ZSTD_compressStream2(cc, &ob, &in, ZSTD_e_end);
+    while (rc != 0 && !ZSTD_isError(rc));
+    ck_assert(!ZSTD_isError(rc));
+    free(src);
+    ZSTD_freeCCtx(cc);
+    return ob.pos;
+}
+
+START_TEST(decoder_budget)
+{
+    static unsigned char c[1 << 20];
+    /* a window of 8 MiB (the HTTP limit) decodes, every byte of state taken
+     * from the budget and given back */
+    size_t n = zst_window(BL_DECOMP_HTTP_WINDOW_LOG, (size_t)10 << 20, c, sizeof c);
+    budget b = { (size_t)64 << 20, 0, 0 };
+    bl_decomp_mem mem = { b_take, b_give, &b };
+    bl_decomp *d;
+    ck_assert_int_eq(bl_decomp_new_mem(BL_ENC_ZSTD, (uint64_t)1 << 30, discard, NULL, &mem, &d),
+                     BL_OK);
+    ck_assert_int_eq(bl_decomp_feed(d, c, n), BL_OK);
+    ck_assert_int_eq(bl_decomp_end(d), BL_OK);
+    ck_assert_uint_eq(bl_decomp_total(d), (size_t)10 << 20);
+    ck_assert_uint_ge(b.most, (size_t)8 << 20); /* the window was counted */
+    bl_decomp_free(d);
+    ck_assert_uint_eq(b.held, 0);
+    /* a budget too small for the window: BL_ENOMEM, nothing kept */
+    budget small = { (size_t)1 << 20, 0, 0 };
+    mem.ctx = &small;
+    ck_assert_int_eq(bl_decomp_new_mem(BL_ENC_ZSTD, (uint64_t)1 << 30, discard, NULL, &mem, &d),
+                     BL_OK);
+    ck_assert_int_eq(bl_decomp_feed(d, c, n), BL_ENOMEM);
+    bl_decomp_free(d);
+    ck_assert_uint_eq(small.held, 0);
+    /* a 16 MiB window is refused for HTTP bodies, with the reason */
+    n = zst_window(BL_DECOMP_HTTP_WINDOW_LOG + 1, (size_t)10 << 20, c, sizeof c);
+    b.most = 0;
+    mem.ctx = &b;
+    ck_assert_int_eq(bl_decomp_new_mem(BL_ENC_ZSTD, (uint64_t)1 << 30, discard, NULL, &mem, &d),
+                     BL_OK);
+    ck_assert_int_eq(bl_decomp_feed(d, c, n), BL_EFORMAT);
+    ck_assert_ptr_nonnull(bl_decomp_why(d));
+    ck_assert_uint_lt(b.most, (size_t)1 << 20); /* refused before the window */
+    bl_decomp_free(d);
+    ck_assert_uint_eq(b.held, 0);
+    /* gzip: zlib's state and window are counted too */
+    static char text[100000];
+    memset(text, 'x', sizeof text);
+    n = gz(text, sizeof text, c, sizeof c);
+    ck_assert_int_eq(bl_decomp_new_mem(BL_ENC_GZIP, sizeof text, discard, NULL, &mem, &d), BL_OK);
+    ck_assert_int_eq(bl_decomp_feed(d, c, n), BL_OK);
+    ck_assert_int_eq(bl_decomp_end(d), BL_OK);
+    ck_assert_uint_gt(b.held, (size_t)32 << 10);
+    bl_decomp_free(d);
+    ck_assert_uint_eq(b.held, 0);
+    /* a zstd frame that declares more than the cap is refused before
+     * anything is decoded */
+    char *zeros = calloc(1, (size_t)2 << 20);
+    ck_assert_ptr_nonnull(zeros);
+    n = ZSTD_compress(c, sizeof c, zeros, (size_t)2 << 20, 3); /* declares its size */
+    ck_assert(!ZSTD_isError(n));
+    free(zeros);
+    b.most = 0;
+    ck_assert_int_eq(bl_decomp_new_mem(BL_ENC_ZSTD, (size_t)1 << 20, discard, NULL, &mem, &d),
+                     BL_OK);
+    ck_assert_int_eq(bl_decomp_feed(d, c, n), BL_ETOOBIG);
+    ck_assert_uint_eq(bl_decomp_total(d), 0);
+    ck_assert_uint_lt(b.most, (size_t)1 << 20); /* no window either */
+    bl_decomp_free(d);
+    /* a budget that refuses the decoder itself */
+    budget none = { 100, 0, 0 };
+    mem.ctx = &none;
+    ck_assert_int_eq(bl_decomp_new_mem(BL_ENC_GZIP, 10, discard, NULL, &mem, &d), BL_ENOMEM);
+    ck_assert_uint_eq(none.held, 0);
+}
+END_TEST
+
+START_TEST(mapped_buffer)
+{
+    bl_buf b;
+    bl_buf_init_mapped(&b, (size_t)32 << 20);
+    ck_assert_uint_gt(b.mapped, (size_t)32 << 20);
+    char *at = b.data;
+    static char chunk[100000];
+    memset(chunk, 'y', sizeof chunk);
+    size_t total = 0;
+    while (total + sizeof chunk <= ((size_t)32 << 20)) {
+        ck_assert_int_eq(bl_buf_append(&b, chunk, sizeof chunk), BL_OK);
+        total += sizeof chunk;
+        ck_assert_ptr_eq(b.data, at); /* never moves */
+        ck_assert_uint_ge(b.alloc, b.len + 1);
+        ck_assert_uint_lt(b.alloc, b.len + 1 + (64 << 10) + 1); /* committed in 64 KiB steps */
+    }
+    ck_assert_int_eq(bl_buf_append(&b, chunk, sizeof chunk), BL_ETOOBIG);
+    ck_assert_uint_eq(b.len, total);
+    ck_assert_int_eq(b.data[total], '\0');
+    ck_assert_uint_eq(bl_buf_grow_size(&b, 1), 64 << 10);
+    ck_assert_uint_eq(bl_buf_grow_size(&b, (size_t)1 << 40), b.mapped);
+    bl_buf_cleanup(&b);
+    ck_assert_ptr_null(b.data);
+    ck_assert_uint_eq(b.mapped, 0);
+    /* heap buffers: grow_to is exact */
+    bl_buf_init(&b, 1000);
+    ck_assert_int_eq(bl_buf_grow_to(&b, 10), BL_OK);
+    ck_assert_uint_eq(b.alloc, 10);
+    ck_assert_int_eq(bl_buf_grow_to(&b, 1002), BL_ETOOBIG);
+    ck_assert_int_eq(bl_buf_append(&b, "abc", 3), BL_OK);
+    ck_assert_int_eq(bl_buf_grow_to(&b, 3), BL_EINVAL);
+    bl_buf_cleanup(&b);
 }
 END_TEST
 
@@ -222,6 +381,8 @@ int main(void)
     tcase_add_test(tc, u128map);
     tcase_add_test(tc, u64map);
     tcase_add_test(tc, buffer_cap);
+    tcase_add_test(tc, decoder_budget);
+    tcase_add_test(tc, mapped_buffer);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
