@@ -19,6 +19,7 @@ pass=0
 check() { # name, condition result
   if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fails=$((fails + 1)); fi
 }
+jd=$(printf '%s' /usr/share/java)
 has() { # name, file, fixed string
   grep -qF -- "$3" "$2"; check "$1" $?
 }
@@ -45,6 +46,9 @@ say() { echo "$*"; }
 say hello
 bash -c 'ls /'
 EOF
+  # line 12; the jar's directory comes from a command so that the check, run
+  # on this checkout, does not take this test for a user of the jar
+  echo "wc -c $jd/beatline-no-such-lib.jar" >> "$t/scripts/use"
   cat > "$t/tests/unresolved.sh" << 'EOF'
 X=${X:-/usr/share/java}
 cat "$X/$(ls | head -1).jar"
@@ -80,14 +84,16 @@ has "system() command of no package" "$out" \
   "tests/probe.c:3: command beatline-fake-fetch: no package provides it"
 has "jar path from an unknown value" "$out" \
   "tests/unresolved.sh:2: jar path /usr/share/java/?.jar: depends on a value this file does not set"
-has "verdict" "$out" "check-deps: FAIL: 6 problem(s)"
+has "jar of no package" "$out" \
+  "scripts/use:12: jar $jd/beatline-no-such-lib.jar: no package provides it (not on this machine)"
+has "verdict" "$out" "check-deps: FAIL: 7 problem(s)"
 # listed (curl), essential (sha256sum, ls, bash), builtins and functions pass
 grep -Eq 'command (curl|sha256sum|ls|bash|say|echo|cat|wc):' "$out"
 check "listed, essential, builtins and functions are not reported" "$(( $? == 0 ))"
 
 # --- 2. everything listed, nothing unknown: exit 0 ---------------------------
 make_tree "$work/good" curl junit4 unzip
-sed -i '/beatline-no-such-tool-4711/d' "$work/good/scripts/use"
+sed -i '/beatline-no-such/d' "$work/good/scripts/use"
 rm "$work/good/tests/unresolved.sh" "$work/good/CMakeLists.txt" "$work/good/tests/probe.c"
 python3 "$check_deps" "$work/good" > "$work/good.out" 2>&1
 rc=$?
