@@ -45,8 +45,9 @@ curl -s http://127.0.0.1:1/ | sha256sum
 say() { echo "$*"; }
 say hello
 bash -c 'ls /'
+beatline-fake-pkg-4711 --version
 EOF
-  # line 12; the jar's directory comes from a command so that the check, run
+  # line 13; the jar's directory comes from a command so that the check, run
   # on this checkout, does not take this test for a user of the jar
   echo "wc -c $jd/beatline-no-such-lib.jar" >> "$t/scripts/use"
   cat > "$t/tests/unresolved.sh" << 'EOF'
@@ -67,7 +68,8 @@ EOF
 }
 
 # --- 1. named but not provided: exit 1, with file:line and the package -------
-make_tree "$work/bad" curl
+# beatline-fake-pkg-4711: listed, not installed, and no package apt knows
+make_tree "$work/bad" curl beatline-fake-pkg-4711
 python3 "$check_deps" "$work/bad" > "$work/bad.out" 2>&1
 rc=$?
 [ "$rc" -eq 1 ]; check "missing packages: exit 1 (got $rc)" $?
@@ -85,15 +87,20 @@ has "system() command of no package" "$out" \
 has "jar path from an unknown value" "$out" \
   "tests/unresolved.sh:2: jar path /usr/share/java/?.jar: depends on a value this file does not set"
 has "jar of no package" "$out" \
-  "scripts/use:12: jar $jd/beatline-no-such-lib.jar: no package provides it (not on this machine)"
-has "verdict" "$out" "check-deps: FAIL: 7 problem(s)"
+  "scripts/use:13: jar $jd/beatline-no-such-lib.jar: no package provides it (not on this machine)"
+has "listed name apt does not know" "$out" \
+  "scripts/use:12: command beatline-fake-pkg-4711: no package provides it"
+has "verdict" "$out" "check-deps: FAIL: 8 problem(s)"
 # listed (curl), essential (sha256sum, ls, bash), builtins and functions pass
 grep -Eq 'command (curl|sha256sum|ls|bash|say|echo|cat|wc):' "$out"
 check "listed, essential, builtins and functions are not reported" "$(( $? == 0 ))"
 
 # --- 2. everything listed, nothing unknown: exit 0 ---------------------------
-make_tree "$work/good" curl junit4 unzip
-sed -i '/beatline-no-such/d' "$work/good/scripts/use"
+# socat: a package apt knows, listed; where it is not installed (as on a
+# fresh machine) its command passes by name, like podman in a group of
+# install-deps that is not installed
+make_tree "$work/good" curl junit4 unzip socat
+sed -i '/beatline-no-such/d; s/^beatline-fake-pkg-4711 /socat /' "$work/good/scripts/use"
 rm "$work/good/tests/unresolved.sh" "$work/good/CMakeLists.txt" "$work/good/tests/probe.c"
 python3 "$check_deps" "$work/good" > "$work/good.out" 2>&1
 rc=$?
