@@ -108,19 +108,12 @@ fi
 start=$SECONDS
 
 # --- 1. packages ---------------------------------------------------------------
-missing=()
+# scripts/install-deps lists all of them (it is the only place packages come from)
+bash "$here/../scripts/install-deps"
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-    missing+=("$p")
+    { note "$p is not installed: add it to scripts/install-deps"; exit 1; }
 done
-if [ "${#missing[@]}" -gt 0 ]; then
-  sudo=()
-  if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
-  note "installing ${missing[*]}"
-  "${sudo[@]}" apt-get update -q
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends \
-    "${missing[@]}"
-fi
 
 work="$outdir/.big-work"
 rm -rf "$work" "$outdir"/big-proguard-*.log*

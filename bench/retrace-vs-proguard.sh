@@ -24,7 +24,6 @@ set -euo pipefail
 FRAMES=${RETRACE_BENCH_FRAMES:-100000}
 RUNS=${RETRACE_BENCH_RUNS:-5}
 RETRACE_JAR=/usr/share/java/retrace.jar
-PACKAGES=(proguard-cli default-jdk-headless time hyperfine)
 
 if [ "$#" -ne 1 ]; then
   echo "usage: $0 BUILD_DIR" >&2
@@ -38,19 +37,9 @@ mkdir -p "$data"
 note() { echo "retrace-bench: $*" >&2; }
 
 # --- tools ---------------------------------------------------------------------
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-    missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  sudo=()
-  if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
-  note "installing ${missing[*]}"
-  if ! { "${sudo[@]}" apt-get update -q &&
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q "${missing[@]}"; }; then
-    note "could not install ${missing[*]}; going on with what is there"
-  fi
+# scripts/install-deps installs them (it is the only place packages come from)
+if ! bash "$here/../scripts/install-deps"; then
+  note "scripts/install-deps failed; going on with what is there"
 fi
 if [ ! -x /usr/bin/time ]; then
   note "GNU time (/usr/bin/time, package 'time') is required"

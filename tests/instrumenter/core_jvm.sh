@@ -14,7 +14,7 @@ ASM=$J/asm.jar:$J/asm-tree.jar:$J/asm-analysis.jar:$J/asm-util.jar
 rm -rf "$work" && mkdir -p "$work/j"
 javac -d "$work/j" -cp "$ASM" "$src/tests/instrumenter/java/VerifyDir.java" \
     "$src/tests/instrumenter/java/io/beatline/runtime/Beatline.java"
-deps=$J/okio.jar:$J/failureaccess.jar:$J/jsr305.jar:$J/error-prone-annotations.jar
+deps=$J/okio.jar:$J/jsr305.jar:$J/error-prone-annotations.jar
 fail=0
 for jar in okio commons-lang3 asm okhttp guava; do
     out=$work/$jar
