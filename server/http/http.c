@@ -770,7 +770,16 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
             args += *p == '&';
     }
     int too_long = strlen(uri) > BL_HTTP_MAX_TARGET, too_many = args > BL_HTTP_MAX_ARGS;
-    if (q && (too_long || too_many))
+    /* Cut an over-cap query so that libmicrohttpd stores no parameters: with
+     * thousands of them its per-connection memory runs out and it closes the
+     * connection without an answer. This writes into libmicrohttpd's read
+     * buffer (not const there, but const in the API): libmicrohttpd 0.9.75
+     * passes `uri` pointing into that buffer and parses the query from the
+     * '?' it found, up to a NUL, after this callback returns. Verified for
+     * that version only (h->query_cut, set at start from MHD_get_version());
+     * with another version the query is left alone and a request with very
+     * many parameters may be closed without an answer. */
+    if (q && (too_long || too_many) && h->query_cut)
         ((char *)q)[1] = '\0';
     req *r = req_new(h);
     if (!r)
@@ -1055,6 +1064,14 @@ bl_err bl_http_start(const bl_http_config *c, bl_http **out, char *errbuf, size_
     if (!h)
         return BL_ENOMEM;
     h->c = *c;
+    /* the query cut of on_uri relies on libmicrohttpd 0.9.75's internals */
+    const char *mhd_version = MHD_get_version();
+    h->query_cut = mhd_version && !strcmp(mhd_version, "0.9.75");
+    if (!h->query_cut)
+        fprintf(stderr, "beatline-server: libmicrohttpd %s (not 0.9.75): over-long queries are "
+                        "not cut before parsing; a request with thousands of query "
+                        "parameters may be closed without an answer\n",
+                mhd_version ? mhd_version : "?");
     snprintf(h->data_dir, sizeof h->data_dir, "%s", c->data_dir);
     h->c.data_dir = h->data_dir;
     if (!h->c.header_timeout)

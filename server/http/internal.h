@@ -55,6 +55,7 @@ struct bl_http {
     uint16_t port;
     _Atomic uint64_t status_count[600];
     _Atomic uint64_t bytes_in, batches_in, records_in, duplicates_in;
+    int query_cut;               /* on_uri may cut over-cap queries (libmicrohttpd 0.9.75) */
     _Atomic uint64_t quota_refused; /* batches answered 429 by a quota */
     _Atomic uint64_t inflight;  /* bytes held by requests now (bodies, decoders, answers):
                                  * never above c.max_inflight (http.c, take()) */
