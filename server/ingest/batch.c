@@ -294,7 +294,10 @@ bl_err bl_batch_decode(const uint8_t *buf, size_t len, bl_batch *out, bl_batch_e
     /* fixed header */
     if (len < 8 || memcmp(buf, BL_BATCH_MAGIC, 8) != 0) {
         int prefix = len < 8 && (len == 0 || memcmp(buf, BL_BATCH_MAGIC, len) == 0);
+        int json = len > 0 && (buf[0] == '{' || buf[0] == '[');
         e = fail(&r, 0, prefix ? "magic: truncated"
+                        : json ? "magic: not a Beatline batch (expected \"BEATLINE\"; this looks "
+                                 "like JSON: encode it first with beatline-batch encode)"
                                : "magic: not a Beatline batch (expected \"BEATLINE\")");
         goto out;
     }

@@ -816,6 +816,9 @@ START_TEST(header_rules)
     p[0] = 'B';
     expect_bad(p, 5, BL_EFORMAT, 0, "magic: truncated");
     expect_bad("BEATLIMX", 8, BL_EFORMAT, 0, "magic: not a Beatline batch");
+    expect_bad("{\"app\": \"x\"}", 12, BL_EFORMAT, 0,
+               "magic: not a Beatline batch (expected \"BEATLINE\"; this looks like JSON: "
+               "encode it first with beatline-batch encode)");
     expect_bad(p, 9, BL_EFORMAT, 8, "version: truncated");
     static const uint16_t versions[] = { 0, 2, 0x100, 0xFFFF };
     for (size_t i = 0; i < 4; i++) {
