@@ -46,7 +46,7 @@ enum MHD_Result bl_h_health(struct MHD_Connection *c, bl_http *h, req *r)
                              json_pack("{s:s,s:s}", "status", "unhealthy", "error",
                                        "the data directory is not writable (read-only): "
                                        "POST and PUT are refused"));
-    if (ds.free_bytes < h->c.min_free || ds.free_inodes < 16)
+    if (ds.free_bytes == 0 || ds.free_bytes < h->c.min_free || ds.free_inodes < 16)
         return bl_reply_json(
             c, h, 503,
             json_pack("{s:s,s:s,s:I,s:I}", "status", "unhealthy", "error",

@@ -587,6 +587,7 @@ static int conn_enter(bl_http *h, bl_conn *k, int stage)
     if (!killed && k->stage != stage) {
         k->stage = stage;
         k->since_ms = now_ms();
+        k->last_body_ms = k->since_ms;
         k->body_bytes = 0;
     }
     pthread_mutex_unlock(&h->conn_mu);
@@ -601,6 +602,8 @@ static int conn_body(bl_http *h, bl_conn *k, size_t n)
     pthread_mutex_lock(&h->conn_mu);
     int killed = k->killed;
     k->body_bytes += n;
+    if (n)
+        k->last_body_ms = now_ms();
     pthread_mutex_unlock(&h->conn_mu);
     return killed ? -1 : 0;
 }
@@ -710,6 +713,13 @@ static void *watchdog_main(void *arg)
                 snprintf(msg, sizeof msg, "request headers not complete within %llu s",
                          (unsigned long long)(header_ms / 1000u));
                 conn_kill(h, k, k->in_request || !k->requests ? msg : NULL);
+            } else if (k->stage == CONN_BODY && now > k->last_body_ms &&
+                       now - k->last_body_ms > body_ms) {
+                /* a stalled body: answered before libmicrohttpd's idle
+                 * timeout (body_timeout + 5 s) closes it without a word */
+                snprintf(msg, sizeof msg, "request body stalled: no byte for %u s after %llu bytes",
+                         h->c.body_timeout, (unsigned long long)k->body_bytes);
+                conn_kill(h, k, msg);
             } else if (k->stage == CONN_BODY && age > body_ms &&
                        k->body_bytes / (age / 1000u ? age / 1000u : 1) < h->c.min_body_rate) {
                 snprintf(msg, sizeof msg,
@@ -785,6 +795,9 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     if (!r)
         return NULL; /* on_request answers 503 */
     r->target_too_long = too_long;
+    /* libmicrohttpd decodes %00 and then cuts the value there: "limit=5%00x"
+     * would read as "5", "builds/x%00y" as "builds/x". Refused whole. */
+    r->nul_in_target = strstr(uri, "%00") != NULL;
     r->too_many_args = too_many;
     return r;
 }
@@ -811,6 +824,10 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
 static int begin(struct MHD_Connection *c, bl_http *h, req *r, const char *method,
                  const char *url)
 {
+    if (r->nul_in_target) {
+        bl_req_fail(r, 400, "a NUL byte (%%00) in the request target");
+        return -1;
+    }
     if (r->target_too_long) {
         bl_req_fail(r, 414, "request target over %d bytes", BL_HTTP_MAX_TARGET);
         return -1;

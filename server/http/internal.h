@@ -46,6 +46,7 @@ typedef struct bl_conn {
     uint64_t requests;     /* requests completed on this connection */
     uint64_t since_ms;     /* monotonic ms the stage began */
     uint64_t body_bytes;   /* body bytes received in CONN_BODY */
+    uint64_t last_body_ms; /* monotonic ms of the last body bytes (or of CONN_BODY's start) */
 } bl_conn;
 
 struct bl_http {
@@ -73,6 +74,7 @@ typedef struct req {
     int started;           /* the access handler has seen the headers */
     int replied;           /* a response is queued: ignore further calls */
     int target_too_long;   /* set by the URI callback (over BL_HTTP_MAX_TARGET) */
+    int nul_in_target;     /* set by the URI callback: "%00" in the target */
     int too_many_args;     /* set by the URI callback (over BL_HTTP_MAX_ARGS) */
     bl_conn *conn;         /* the connection's tracker (may be NULL) */
     enum route route;

@@ -171,7 +171,8 @@ unsigned bl_disk_refuse(const char *dir, uint64_t min_free, uint64_t need, char 
                          "store data");
         return 503;
     }
-    if (ds.free_bytes < min_free || ds.free_bytes - min_free < need) {
+    /* a disk with no byte free takes nothing, whatever --min-free says */
+    if (ds.free_bytes == 0 || ds.free_bytes < min_free || ds.free_bytes - min_free < need) {
         snprintf(msg, n,
                  "insufficient storage: the data directory's disk has %" PRIu64
                  " bytes free, the server keeps at least %" PRIu64 " (--min-free)",

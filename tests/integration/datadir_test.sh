@@ -168,8 +168,19 @@ JSON
   expect "method-ids upload on a full disk" 507 "$CODE"
   http GET /metrics ""
   expect "metrics still answer" 200 "$CODE"
+  # --min-free 0 does not make a disk with no byte free healthy
+  stop_server
+  start_server "$DATA" --min-free 0
+  # start-up may have freed a few blocks (temporary files): take them too
+  dd if=/dev/zero of="$WORK/small/fill2" bs=4k count=16384 2> /dev/null || true
+  http GET /healthz ""
+  expect "healthz on a full disk with --min-free 0" 503 "$CODE"
+  http POST /v1/apps/shop/batches "$ING" --data-binary @b.bin
+  expect "batch on a full disk with --min-free 0" 507 "$CODE"
+  stop_server
+  start_server "$DATA" --min-free 4194304
 
-  rm -f "$WORK/small/fill"
+  rm -f "$WORK/small/fill" "$WORK/small/fill2"
   http GET /healthz ""
   expect "healthz after space is back" 200 "$CODE"
   http POST /v1/apps/shop/batches "$ING" --data-binary @b.bin

@@ -217,6 +217,23 @@ def cmd_slowbody(port, path, key, seconds):
     print(trickle(s, b"\0", float(seconds)))
 
 
+def cmd_stall(port, path, key, declared, sent, seconds):
+    """Declares `declared` body bytes, sends `sent` at once, then nothing:
+    prints the answer's status (and its error unless 408), or -1 when the
+    connection closed without one."""
+    s = connect(port)
+    sent = int(sent)
+    s.sendall(("POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "Content-Length: %d\r\n\r\n" % (path, key, int(declared))).encode())
+    try:
+        s.sendall(b"\0" * sent)
+    except OSError:
+        pass  # answered and closed early: the answer says why
+    resp = read_answer(s, time.time() + float(seconds))
+    st, body = parse(resp)
+    print(st or -1, body if st and st != 408 else "")
+
+
 def cmd_slowloris(port, n, seconds):
     n, seconds = int(n), float(seconds)
     stop = time.time() + seconds
@@ -285,6 +302,7 @@ def main():
         "trickle": lambda: cmd_trickle(int(a[1]), a[2]),
         "slowbody": lambda: cmd_slowbody(int(a[1]), a[2], a[3], a[4]),
         "slowloris": lambda: cmd_slowloris(int(a[1]), a[2], a[3]),
+        "stall": lambda: cmd_stall(int(a[1]), a[2], a[3], a[4], a[5], a[6]),
     }
     if not a or a[0] not in cmds:
         sys.exit(__doc__)

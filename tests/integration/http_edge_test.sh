@@ -123,6 +123,11 @@ expect "600 query parameters" "414 more than 64 query parameters" \
 params=$(head -c 8000 /dev/zero | sed 's/\x0/\&a/g')
 expect "8000 query parameters" "414 more than 64 query parameters" \
   "$(printf 'GET /healthz?a%s HTTP/1.1\r\nHost: x\r\n\r\n' "$params" | raw)"
+# libmicrohttpd decodes %00 and cuts the value there ("5%00" read as "5")
+http GET "/v1/apps/shop/slow-methods?limit=5%00" "$RD"
+expect "%00 in a query value" "400 a NUL byte (%00) in the request target" "$CODE $(jq -r .error <<< "$BODY")"
+http PUT "/v1/apps/shop/builds/x%00y/method-ids" "$UPL" --data-binary 'x'
+expect "%00 in a build name" 400 "$CODE"
 expect "Transfer-Encoding: gzip" "501 Transfer-Encoding 'gzip' is not supported (only chunked; compress with Content-Encoding)" \
   "$(printf 'POST /v1/apps/shop/batches HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nTransfer-Encoding: gzip\r\n\r\nxx' "$ING" | raw)"
 expect "Content-Length and Transfer-Encoding" "400 more than one Content-Length / Transfer-Encoding header" \
@@ -146,8 +151,14 @@ expect "server still answers after the malformed requests" 200 "$CODE"
 expect "headers trickled for 15 s: 408 (--header-timeout 3)" 408 "$($CLIENT trickle "$PORT" 15)"
 expect "body trickled for 15 s: 408 (--body-timeout 2)" 408 \
   "$($CLIENT slowbody "$PORT" /v1/apps/shop/batches "$ING" 15)"
+# 900 KB of a 1 MB body sent at once, then nothing: its average rate stays
+# over --min-body-rate (100 KB/s) for 9 s, past libmicrohttpd's idle timeout
+# (8 s here), so only the stall rule answers it before libmicrohttpd closes
+# the connection without a word
+expect "body stalled after 900 KB: 408 (no byte for --body-timeout)" "408 " \
+  "$($CLIENT stall "$PORT" /v1/apps/shop/batches "$ING" 1000000 900000 15)"
 http GET /metrics ""
-if grep -q '^beatline_http_requests_total{code="408"} 2$' <<< "$BODY"; then ok; else bad "408s counted in /metrics"; fi
+if grep -q '^beatline_http_requests_total{code="408"} 3$' <<< "$BODY"; then ok; else bad "408s counted in /metrics"; fi
 # 300 slow connections from this address (one header byte per second each):
 # /healthz from the same address keeps answering
 res=$($CLIENT slowloris "$PORT" 300 10)
