@@ -195,5 +195,19 @@ if ls "$DATA2/batches/pending/" | grep -q "$uuid_x"; then bad "the expired batch
 post y && expect "y once x expired" 202 "$CODE"
 stop_server
 
+# an expiry past 100 years is refused at start: 2^64-1 once wrapped to a
+# negative age limit and expired every waiting batch
+for v in 18446744073709551615 9223372036854775808 3155760001; do
+  rc=0
+  timeout 10 "$BIN/beatline-server" --data "$DATA2" --listen 127.0.0.1:0 --waiting-expiry "$v" \
+    > /dev/null 2> expiry.err || rc=$?
+  expect "--waiting-expiry $v refused at start" 1 "$rc"
+  expect_grep "--waiting-expiry $v: says the range" "must be 1-3155760000 seconds" "$(cat expiry.err)"
+done
+rc=0
+BEATLINE_WAITING_EXPIRY=18446744073709551615 timeout 10 "$BIN/beatline-server" --data "$DATA2" \
+  --listen 127.0.0.1:0 > /dev/null 2> expiry.err || rc=$?
+expect "BEATLINE_WAITING_EXPIRY=2^64-1 refused at start" 1 "$rc"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
