@@ -98,34 +98,6 @@ static void map_diag(void *ctx, const bl_mi_diag *d)
 
 typedef struct diag_first diag_first;
 
-/* Rebuilds dir/mapping.idx from dir/mapping.txt when it does not open.
- * Called with the build's lock held: the repair takes it too, so it is
- * done here directly. */
-static bl_err repair_index(bl_http *h, const char *dir)
-{
-    char idx[BL_PATH_MAX], txt[BL_PATH_MAX], tmp[BL_PATH_MAX];
-    bl_err e;
-    if ((e = bl_path_join(idx, dir, "mapping.idx")) || (e = bl_path_join(txt, dir, "mapping.txt")))
-        return e;
-    bl_mapindex *mi;
-    if (bl_mapindex_open(idx, &mi) == BL_OK) {
-        bl_mapindex_close(mi);
-        return BL_OK;
-    }
-    int fd;
-    if ((e = bl_tmpfile(h->data_dir, &fd, tmp)))
-        return e;
-    close(fd);
-    e = bl_mapindex_build_file(txt, tmp, NULL, NULL);
-    if (!e && rename(tmp, idx) != 0)
-        e = BL_EIO;
-    if (e)
-        unlink(tmp);
-    else
-        e = bl_fsync_dir(dir);
-    return e;
-}
-
 static void mid_diag(void *ctx, uint64_t line, const char *message)
 {
     diag_first *d = ctx;
@@ -235,9 +207,21 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     }
     if (old[0] && !strcmp(old, hex)) {
         bl_h_upload_abort(r);
-        if (mapping && repair_index(h, dir) != BL_OK) {
-            rc = bl_reply_error(c, h, 500, "the build's mapping index is damaged and cannot be rebuilt");
-            goto out;
+        if (mapping) {
+            /* the same mapping again: its index is repaired if it needs it
+             * (the build's lock is held: the _locked variant) */
+            bl_mapindex *mi;
+            bl_err e = bl_datadir_open_index_locked(h->data_dir, dir, &mi, NULL);
+            int err = errno;
+            bl_mapindex_close(mi);
+            if (e) {
+                int busy = e == BL_ENOMEM || (e == BL_EIO && (err == EMFILE || err == ENFILE));
+                rc = bl_reply_error(c, h, busy ? 503 : 500,
+                                    busy ? "out of memory or file descriptors; try again"
+                                         : "the build's mapping index cannot be opened or "
+                                           "rebuilt from its mapping");
+                goto out;
+            }
         }
         rc = bl_reply_json(c, h, 200,
                            json_pack("{s:s,s:s,s:s,s:I,s:s,s:s}", "app", r->app, "build",
