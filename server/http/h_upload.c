@@ -185,13 +185,15 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     enum MHD_Result rc;
     json_t *extra = json_object();
     json_t *warnings = json_array();
-    if (!extra || !warnings) {
-        json_decref(warnings);
+    /* `warnings` is extra's from here on, borrowed by this function: on a
+     * failure json_object_set_new has freed it already */
+    if (!extra || !warnings || json_object_set_new(extra, "warnings", warnings) != 0) {
+        if (!extra)
+            json_decref(warnings);
         bl_h_upload_abort(r);
         rc = bl_reply_error(c, h, 503, "out of memory");
         goto out;
     }
-    json_object_set_new(extra, "warnings", warnings); /* borrowed from here on */
     /* compare with what the build has */
     char old[80] = "";
     char *od;
@@ -276,9 +278,15 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
             rc = bl_reply_error(c, h, 503, "out of memory");
             goto out;
         }
-        json_object_set_new(extra, "classes", json_integer(st.classes));
-        json_object_set_new(extra, "methods", json_integer(st.methods));
-        json_object_set_new(extra, "malformed_lines", json_integer((json_int_t)st.malformed));
+        if (json_object_set_new(extra, "classes", json_integer(st.classes)) != 0 ||
+            json_object_set_new(extra, "methods", json_integer(st.methods)) != 0 ||
+            json_object_set_new(extra, "malformed_lines",
+                                json_integer((json_int_t)st.malformed)) != 0) {
+            bl_h_upload_abort(r);
+            unlink(idx_tmp);
+            rc = bl_reply_error(c, h, 503, "out of memory");
+            goto out;
+        }
     } else {
         char *text;
         size_t len;
@@ -305,14 +313,16 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
             bl_methodids_free(t);
             goto out;
         }
-        json_object_set_new(extra, "methods", json_integer(bl_methodids_count(t)));
-        json_object_set_new(extra, "malformed_lines",
-                            json_integer((json_int_t)bl_methodids_malformed(t)));
-        json_object_set_new(extra, "names",
-                            json_string(bl_methodids_obfuscated(t) ? "obfuscated" : "original"));
+        int oom =
+            json_object_set_new(extra, "methods", json_integer(bl_methodids_count(t))) != 0 ||
+            json_object_set_new(extra, "malformed_lines",
+                                json_integer((json_int_t)bl_methodids_malformed(t))) != 0 ||
+            json_object_set_new(extra, "names",
+                                json_string(bl_methodids_obfuscated(t) ? "obfuscated"
+                                                                       : "original")) != 0;
         char idx[BL_PATH_MAX];
-        if (bl_path_join(idx, dir, "mapping.idx") == BL_OK &&
-            names_warning(t, idx, warnings) == BL_ENOMEM) {
+        if (oom || (bl_path_join(idx, dir, "mapping.idx") == BL_OK &&
+                    names_warning(t, idx, warnings) == BL_ENOMEM)) {
             bl_methodids_free(t);
             bl_h_upload_abort(r);
             rc = bl_reply_error(c, h, 503, "out of memory");
@@ -352,7 +362,12 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
                              "file", mapping ? "mapping" : "method-ids", "bytes",
                              (json_int_t)bytes, "hash", hex, "status",
                              old[0] ? "replaced" : "created");
-    json_object_update(body, extra);
+    if (!body || json_object_update(body, extra) != 0) {
+        /* stored and told to the processor: only the answer is lost */
+        json_decref(body);
+        rc = bl_reply_error(c, h, 503, "out of memory");
+        goto out;
+    }
     rc = bl_reply_json(c, h, old[0] ? 200 : 201, body);
 out:
     json_decref(extra);
