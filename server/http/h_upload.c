@@ -98,6 +98,13 @@ static void map_diag(void *ctx, const bl_mi_diag *d)
 
 typedef struct diag_first diag_first;
 
+/* Whether dir/name exists. */
+static int has_file(const char *dir, const char *name)
+{
+    char p[BL_PATH_MAX];
+    return bl_path_join(p, dir, name) == BL_OK && access(p, F_OK) == 0;
+}
+
 static void mid_diag(void *ctx, uint64_t line, const char *message)
 {
     diag_first *d = ctx;
@@ -183,6 +190,7 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
         return bl_reply_error(c, h, 500, "cannot lock the build");
     }
     enum MHD_Result rc;
+    int obf_names = 0; /* a method-ID upload: its names are obfuscated */
     json_t *extra = json_object();
     json_t *warnings = json_array();
     /* `warnings` is extra's from here on, borrowed by this function: on a
@@ -328,6 +336,7 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
             rc = bl_reply_error(c, h, 503, "out of memory");
             goto out;
         }
+        obf_names = bl_methodids_obfuscated(t);
         bl_methodids_free(t);
     }
     if (bl_path_join(path, dir, fname) != BL_OK ||
@@ -355,6 +364,18 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
         goto out;
     }
     if (bl_processor_build_changed(h->c.proc, r->app_id, r->build) != BL_OK) {
+        rc = bl_reply_error(c, h, 503, "out of memory");
+        goto out;
+    }
+    /* When the build can now be processed (method-ID file, and the mapping
+     * when its names are obfuscated), the quota tracker learns it before
+     * the answer, so a batch sent right after it is never refused by a
+     * quota; the writer confirms it (or withdraws it when the build cannot
+     * be symbolicated) when it registers the build. */
+    int ready = mapping ? has_file(dir, "method-ids.hash")
+                        : !obf_names || has_file(dir, "mapping.hash");
+    if (ready && bl_quota_set_ready(bl_processor_quota(h->c.proc), r->app_id, r->build, 1) !=
+                     BL_OK) {
         rc = bl_reply_error(c, h, 503, "out of memory");
         goto out;
     }
