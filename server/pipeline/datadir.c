@@ -29,12 +29,18 @@ static bl_err fits(int n)
 /* snprintf into a BL_PATH_MAX buffer; BL_ETOOBIG when it does not fit. */
 #define fmt(out, ...) fits(snprintf((out), BL_PATH_MAX, __VA_ARGS__))
 
-static bl_err mkdir_p(const char *path)
+bl_err bl_mkdir_p(const char *path)
 {
     char tmp[BL_PATH_MAX];
     size_t n = strlen(path);
-    if (n == 0 || n >= sizeof tmp)
+    if (n == 0) {
+        errno = EINVAL;
         return BL_EINVAL;
+    }
+    if (n >= sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return BL_ETOOBIG;
+    }
     memcpy(tmp, path, n + 1);
     for (size_t i = 1; i <= n; i++) {
         if (tmp[i] == '/' || tmp[i] == '\0') {
@@ -57,7 +63,7 @@ bl_err bl_datadir_init(const char *dir)
     for (size_t i = 0; i < sizeof sub / sizeof *sub; i++) {
         char p[BL_PATH_MAX];
         bl_err e = fmt(p, "%s%s%s", dir, sub[i], "");
-        if (e || (e = mkdir_p(p)))
+        if (e || (e = bl_mkdir_p(p)))
             return e;
     }
     return BL_OK;
@@ -155,7 +161,7 @@ bl_err bl_datadir_build_create(const char *dir, int64_t app_id, const char *buil
     if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode))
         return BL_OK;
     char parent[BL_PATH_MAX], tmpd[BL_PATH_MAX];
-    if ((e = dir_of(out, parent)) || (e = mkdir_p(parent)) ||
+    if ((e = dir_of(out, parent)) || (e = bl_mkdir_p(parent)) ||
         (e = fmt(tmpd, "%s/tmp/build-XXXXXX%s", dir, "")))
         return e;
     if (!mkdtemp(tmpd))

@@ -77,6 +77,10 @@ int bl_enc_from_ext(const char *ext, bl_encoding *enc);
 
 /* out = dir + "/" + name, checked against BL_PATH_MAX (BL_ETOOBIG). */
 bl_err bl_path_join(char *out, const char *dir, const char *name);
+/* Creates `path` and its missing parents (mode 0750; existing ones are
+ * fine). BL_OK; BL_EINVAL (empty path) or BL_ETOOBIG (BL_PATH_MAX or
+ * longer, errno ENAMETOOLONG); BL_EIO with errno of the mkdir that failed. */
+bl_err bl_mkdir_p(const char *path);
 
 /* fsyncs a directory. */
 bl_err bl_fsync_dir(const char *dir);
