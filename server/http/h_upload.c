@@ -98,6 +98,42 @@ static void map_diag(void *ctx, const bl_mi_diag *d)
 
 typedef struct diag_first diag_first;
 
+/* XXH3-128 of the file at path as 32 hex digits into hex[33]. BL_EIO,
+ * BL_ENOMEM. */
+static bl_err hash_file(const char *path, char *hex)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return BL_EIO;
+    XXH3_state_t *st = XXH3_createState();
+    if (!st || XXH3_128bits_reset(st) != XXH_OK) {
+        XXH3_freeState(st);
+        close(fd);
+        return BL_ENOMEM;
+    }
+    bl_err e = BL_OK;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            e = BL_EIO;
+            break;
+        }
+        if (n == 0)
+            break;
+        XXH3_128bits_update(st, buf, (size_t)n);
+    }
+    close(fd);
+    XXH128_hash_t hv = XXH3_128bits_digest(st);
+    XXH3_freeState(st);
+    if (!e)
+        snprintf(hex, 33, "%016llx%016llx", (unsigned long long)hv.high64,
+                 (unsigned long long)hv.low64);
+    return e;
+}
+
 /* Whether dir/name exists. */
 static int has_file(const char *dir, const char *name)
 {
@@ -214,6 +250,34 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     if (bl_read_file(path, 200, &od, &on) == BL_OK) {
         snprintf(old, sizeof old, "%.*s", (int)(on && od[on - 1] == '\n' ? on - 1 : on), od);
         free(od);
+    }
+    /* the hash file is written after its file: a file newer than its hash
+     * (a crash between the two, or a file put there by hand) has its own
+     * hash computed and recorded, and the processor is told */
+    int resync = 0;
+    if (old[0]) {
+        char fpath[BL_PATH_MAX], fresh[40];
+        struct stat fs, hs;
+        if (bl_path_join(fpath, dir, fname) == BL_OK && stat(fpath, &fs) == 0 &&
+            stat(path, &hs) == 0 &&
+            (fs.st_mtim.tv_sec > hs.st_mtim.tv_sec ||
+             (fs.st_mtim.tv_sec == hs.st_mtim.tv_sec && fs.st_mtim.tv_nsec > hs.st_mtim.tv_nsec))) {
+            char line[48];
+            if (hash_file(fpath, fresh) != BL_OK ||
+                snprintf(line, sizeof line, "%s\n", fresh) >= (int)sizeof line ||
+                write_small(h, dir, hname, line) != BL_OK) {
+                bl_h_upload_abort(r);
+                rc = bl_reply_error(c, h, 500, "cannot read the build's stored file back");
+                goto out;
+            }
+            resync = strcmp(old, fresh) != 0;
+            snprintf(old, sizeof old, "%s", fresh);
+        }
+    }
+    if (resync && bl_processor_build_changed(h->c.proc, r->app_id, r->build) != BL_OK) {
+        bl_h_upload_abort(r);
+        rc = bl_reply_error(c, h, 503, "out of memory");
+        goto out;
     }
     if (old[0] && !strcmp(old, hex)) {
         bl_h_upload_abort(r);

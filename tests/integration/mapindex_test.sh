@@ -5,7 +5,8 @@
 # with a valid checksum) makes the index stale and it is rebuilt; an index
 # that cannot be opened for another reason than missing/damaged/old format
 # is not rebuilt (500, nothing counted); the same mapping uploaded again
-# repairs a damaged index through the one repair (logged and counted).
+# repairs a damaged index through the one repair (logged and counted); the
+# recorded hash of a mapping.txt newer than it is computed again.
 #
 #   mapindex_test.sh BUILD_DIR WORK_DIR
 set -euo pipefail
@@ -117,6 +118,15 @@ rm "$DIR/mapping.idx"
 retrace
 expect "a missing index is rebuilt" "200 at com.example.Ozher.step(Ozher.java:7)" "$CODE $FRAME"
 expect "missing: counted" 3 "$(metric beatline_mapping_index_rebuilt_total)"
+
+# --- the stored hash follows the stored mapping.txt ----------------------------
+# mapping.hash still says A (written after mapping.txt: what a crash between
+# the two leaves); the build's mapping is C
+http PUT /v1/apps/shop/builds/m/mapping "$UPL" --data-binary @map-a.txt
+expect "A again is not 'unchanged': the build has C" 409 "$CODE"
+http PUT /v1/apps/shop/builds/m/mapping "$UPL" --data-binary @map-c.txt
+expect "C again is" "200 unchanged" "$CODE $(jq -r .status <<< "$BODY")"
+expect "mapping.hash recorded again" "$(jq -r .hash <<< "$BODY")" "$(cat "$DIR/mapping.hash")"
 
 # --- the same mapping uploaded again repairs a damaged index, counted --------
 http PUT "/v1/apps/shop/builds/m/mapping?replace=true" "$UPL" --data-binary @map-d.txt
