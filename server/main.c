@@ -73,7 +73,8 @@ static const char usage[] =
     "  --quota-new-builds N     builds first seen in a batch, per clock hour\n"
     "                           [BEATLINE_QUOTA_NEW_BUILDS] (default 100)\n"
     "  --waiting-expiry SECONDS a batch waiting longer is deleted (counted in\n"
-    "                           beatline_batches_expired_total)\n"
+    "                           beatline_batches_expired_total); 1-3155760000\n"
+    "                           (100 years)\n"
     "                           [BEATLINE_WAITING_EXPIRY] (default 604800 = 7 days)\n"
     "'app set' (below) overrides the quotas for one app.\n"
     "\n"
@@ -374,6 +375,13 @@ int main(int argc, char **argv)
 
     if (threads == 0 || threads > 256) {
         fprintf(stderr, "beatline-server: threads must be 1-256\n");
+        return 1;
+    }
+    /* bounded so that "now - expiry" and the like stay far from overflow */
+    if (expiry == 0 || expiry > BL_WAITING_EXPIRY_MAX) {
+        fprintf(stderr, "beatline-server: --waiting-expiry (BEATLINE_WAITING_EXPIRY) must be "
+                        "1-%llu seconds (100 years)\n",
+                (unsigned long long)BL_WAITING_EXPIRY_MAX);
         return 1;
     }
     if (header_timeout == 0 || header_timeout > 3600 || body_timeout == 0 ||

@@ -44,7 +44,8 @@ enum MHD_Result bl_h_builds(struct MHD_Connection *c, bl_http *h, req *r)
         return bl_reply_error(c, h, 500, "database error");
     sqlite3_bind_int64(st, 1, r->app_id);
     json_t *arr = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int oom = !arr;
+    while (!oom && sqlite3_step(st) == SQLITE_ROW) {
         json_t *mapping = json_null(), *mids = json_null();
         if (sqlite3_column_type(st, 2) != SQLITE_NULL)
             mapping = json_pack("{s:o,s:o,s:o}", "hash", col_text_or_null(st, 2), "bytes",
@@ -62,15 +63,20 @@ enum MHD_Result bl_h_builds(struct MHD_Connection *c, bl_http *h, req *r)
             json_decref(warn);
             warn = json_array();
         }
-        json_array_append_new(
+        /* a build left out of the list would be a wrong answer: 503 */
+        oom = json_array_append_new(
             arr, json_pack("{s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o}", "build", col_text_or_null(st, 0),
                            "created_at", col_int_or_null(st, 1), "mapping", mapping,
                            "method_ids", mids, "symbolicated",
                            sqlite3_column_type(st, 9) != SQLITE_NULL, "batches",
                            col_int_or_null(st, 10), "records", col_int_or_null(st, 11),
-                           "warnings", warn));
+                           "warnings", warn)) != 0;
     }
     sqlite3_reset(st);
+    if (oom) {
+        json_decref(arr);
+        return bl_reply_error(c, h, 503, "out of memory");
+    }
     return bl_reply_json(c, h, 200, json_pack("{s:s,s:o}", "app", r->app, "builds", arr));
 }
 

@@ -6,6 +6,7 @@
  */
 #include "http/internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r)
         return bl_reply_error(c, h, 400, "bad build name");
     bl_mapindex *mi;
     bl_err e = bl_datadir_open_index(h->data_dir, dir, &mi, NULL);
+    int err = errno;
     if (e == BL_ENOTFOUND) {
         char msg[300];
         snprintf(msg, sizeof msg, "build '%s' has no mapping", r->build);
@@ -26,8 +28,10 @@ enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r)
     }
     if (e == BL_ENOMEM)
         return bl_reply_error(c, h, 503, "out of memory");
+    if (e == BL_EIO && (err == EMFILE || err == ENFILE))
+        return bl_reply_error(c, h, 503, "out of file descriptors; try again");
     if (e)
-        return bl_reply_error(c, h, 500, "the build's mapping index is damaged and cannot be "
+        return bl_reply_error(c, h, 500, "the build's mapping index cannot be opened or "
                                          "rebuilt from its mapping");
     const char *v = bl_arg(c, "verbose");
     bl_retrace_opts o = { v && (!strcmp(v, "true") || !strcmp(v, "1")) };

@@ -98,32 +98,47 @@ static void map_diag(void *ctx, const bl_mi_diag *d)
 
 typedef struct diag_first diag_first;
 
-/* Rebuilds dir/mapping.idx from dir/mapping.txt when it does not open.
- * Called with the build's lock held: the repair takes it too, so it is
- * done here directly. */
-static bl_err repair_index(bl_http *h, const char *dir)
+/* XXH3-128 of the file at path as 32 hex digits into hex[33]. BL_EIO,
+ * BL_ENOMEM. */
+static bl_err hash_file(const char *path, char *hex)
 {
-    char idx[BL_PATH_MAX], txt[BL_PATH_MAX], tmp[BL_PATH_MAX];
-    bl_err e;
-    if ((e = bl_path_join(idx, dir, "mapping.idx")) || (e = bl_path_join(txt, dir, "mapping.txt")))
-        return e;
-    bl_mapindex *mi;
-    if (bl_mapindex_open(idx, &mi) == BL_OK) {
-        bl_mapindex_close(mi);
-        return BL_OK;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return BL_EIO;
+    XXH3_state_t *st = XXH3_createState();
+    if (!st || XXH3_128bits_reset(st) != XXH_OK) {
+        XXH3_freeState(st);
+        close(fd);
+        return BL_ENOMEM;
     }
-    int fd;
-    if ((e = bl_tmpfile(h->data_dir, &fd, tmp)))
-        return e;
+    bl_err e = BL_OK;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            e = BL_EIO;
+            break;
+        }
+        if (n == 0)
+            break;
+        XXH3_128bits_update(st, buf, (size_t)n);
+    }
     close(fd);
-    e = bl_mapindex_build_file(txt, tmp, NULL, NULL);
-    if (!e && rename(tmp, idx) != 0)
-        e = BL_EIO;
-    if (e)
-        unlink(tmp);
-    else
-        e = bl_fsync_dir(dir);
+    XXH128_hash_t hv = XXH3_128bits_digest(st);
+    XXH3_freeState(st);
+    if (!e)
+        snprintf(hex, 33, "%016llx%016llx", (unsigned long long)hv.high64,
+                 (unsigned long long)hv.low64);
     return e;
+}
+
+/* Whether dir/name exists. */
+static int has_file(const char *dir, const char *name)
+{
+    char p[BL_PATH_MAX];
+    return bl_path_join(p, dir, name) == BL_OK && access(p, F_OK) == 0;
 }
 
 static void mid_diag(void *ctx, uint64_t line, const char *message)
@@ -211,15 +226,18 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
         return bl_reply_error(c, h, 500, "cannot lock the build");
     }
     enum MHD_Result rc;
+    int obf_names = 0; /* a method-ID upload: its names are obfuscated */
     json_t *extra = json_object();
     json_t *warnings = json_array();
-    if (!extra || !warnings) {
-        json_decref(warnings);
+    /* `warnings` is extra's from here on, borrowed by this function: on a
+     * failure json_object_set_new has freed it already */
+    if (!extra || !warnings || json_object_set_new(extra, "warnings", warnings) != 0) {
+        if (!extra)
+            json_decref(warnings);
         bl_h_upload_abort(r);
         rc = bl_reply_error(c, h, 503, "out of memory");
         goto out;
     }
-    json_object_set_new(extra, "warnings", warnings); /* borrowed from here on */
     /* compare with what the build has */
     char old[80] = "";
     char *od;
@@ -233,11 +251,51 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
         snprintf(old, sizeof old, "%.*s", (int)(on && od[on - 1] == '\n' ? on - 1 : on), od);
         free(od);
     }
+    /* the hash file is written after its file: a file newer than its hash
+     * (a crash between the two, or a file put there by hand) has its own
+     * hash computed and recorded, and the processor is told */
+    int resync = 0;
+    if (old[0]) {
+        char fpath[BL_PATH_MAX], fresh[40];
+        struct stat fs, hs;
+        if (bl_path_join(fpath, dir, fname) == BL_OK && stat(fpath, &fs) == 0 &&
+            stat(path, &hs) == 0 &&
+            (fs.st_mtim.tv_sec > hs.st_mtim.tv_sec ||
+             (fs.st_mtim.tv_sec == hs.st_mtim.tv_sec && fs.st_mtim.tv_nsec > hs.st_mtim.tv_nsec))) {
+            char line[48];
+            if (hash_file(fpath, fresh) != BL_OK ||
+                snprintf(line, sizeof line, "%s\n", fresh) >= (int)sizeof line ||
+                write_small(h, dir, hname, line) != BL_OK) {
+                bl_h_upload_abort(r);
+                rc = bl_reply_error(c, h, 500, "cannot read the build's stored file back");
+                goto out;
+            }
+            resync = strcmp(old, fresh) != 0;
+            snprintf(old, sizeof old, "%s", fresh);
+        }
+    }
+    if (resync && bl_processor_build_changed(h->c.proc, r->app_id, r->build) != BL_OK) {
+        bl_h_upload_abort(r);
+        rc = bl_reply_error(c, h, 503, "out of memory");
+        goto out;
+    }
     if (old[0] && !strcmp(old, hex)) {
         bl_h_upload_abort(r);
-        if (mapping && repair_index(h, dir) != BL_OK) {
-            rc = bl_reply_error(c, h, 500, "the build's mapping index is damaged and cannot be rebuilt");
-            goto out;
+        if (mapping) {
+            /* the same mapping again: its index is repaired if it needs it
+             * (the build's lock is held: the _locked variant) */
+            bl_mapindex *mi;
+            bl_err e = bl_datadir_open_index_locked(h->data_dir, dir, &mi, NULL);
+            int err = errno;
+            bl_mapindex_close(mi);
+            if (e) {
+                int busy = e == BL_ENOMEM || (e == BL_EIO && (err == EMFILE || err == ENFILE));
+                rc = bl_reply_error(c, h, busy ? 503 : 500,
+                                    busy ? "out of memory or file descriptors; try again"
+                                         : "the build's mapping index cannot be opened or "
+                                           "rebuilt from its mapping");
+                goto out;
+            }
         }
         rc = bl_reply_json(c, h, 200,
                            json_pack("{s:s,s:s,s:s,s:I,s:s,s:s}", "app", r->app, "build",
@@ -292,9 +350,15 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
             rc = bl_reply_error(c, h, 503, "out of memory");
             goto out;
         }
-        json_object_set_new(extra, "classes", json_integer(st.classes));
-        json_object_set_new(extra, "methods", json_integer(st.methods));
-        json_object_set_new(extra, "malformed_lines", json_integer((json_int_t)st.malformed));
+        if (json_object_set_new(extra, "classes", json_integer(st.classes)) != 0 ||
+            json_object_set_new(extra, "methods", json_integer(st.methods)) != 0 ||
+            json_object_set_new(extra, "malformed_lines",
+                                json_integer((json_int_t)st.malformed)) != 0) {
+            bl_h_upload_abort(r);
+            unlink(idx_tmp);
+            rc = bl_reply_error(c, h, 503, "out of memory");
+            goto out;
+        }
     } else {
         char *text;
         size_t len;
@@ -321,19 +385,22 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
             bl_methodids_free(t);
             goto out;
         }
-        json_object_set_new(extra, "methods", json_integer(bl_methodids_count(t)));
-        json_object_set_new(extra, "malformed_lines",
-                            json_integer((json_int_t)bl_methodids_malformed(t)));
-        json_object_set_new(extra, "names",
-                            json_string(bl_methodids_obfuscated(t) ? "obfuscated" : "original"));
+        int oom =
+            json_object_set_new(extra, "methods", json_integer(bl_methodids_count(t))) != 0 ||
+            json_object_set_new(extra, "malformed_lines",
+                                json_integer((json_int_t)bl_methodids_malformed(t))) != 0 ||
+            json_object_set_new(extra, "names",
+                                json_string(bl_methodids_obfuscated(t) ? "obfuscated"
+                                                                       : "original")) != 0;
         char idx[BL_PATH_MAX];
-        if (bl_path_join(idx, dir, "mapping.idx") == BL_OK &&
-            names_warning(t, idx, warnings) == BL_ENOMEM) {
+        if (oom || (bl_path_join(idx, dir, "mapping.idx") == BL_OK &&
+                    names_warning(t, idx, warnings) == BL_ENOMEM)) {
             bl_methodids_free(t);
             bl_h_upload_abort(r);
             rc = bl_reply_error(c, h, 503, "out of memory");
             goto out;
         }
+        obf_names = bl_methodids_obfuscated(t);
         bl_methodids_free(t);
     }
     if (bl_path_join(path, dir, fname) != BL_OK ||
@@ -364,11 +431,28 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
         rc = bl_reply_error(c, h, 503, "out of memory");
         goto out;
     }
+    /* When the build can now be processed (method-ID file, and the mapping
+     * when its names are obfuscated), the quota tracker learns it before
+     * the answer, so a batch sent right after it is never refused by a
+     * quota; the writer confirms it (or withdraws it when the build cannot
+     * be symbolicated) when it registers the build. */
+    int ready = mapping ? has_file(dir, "method-ids.hash")
+                        : !obf_names || has_file(dir, "mapping.hash");
+    if (ready && bl_quota_set_ready(bl_processor_quota(h->c.proc), r->app_id, r->build, 1) !=
+                     BL_OK) {
+        rc = bl_reply_error(c, h, 503, "out of memory");
+        goto out;
+    }
     json_t *body = json_pack("{s:s,s:s,s:s,s:I,s:s,s:s}", "app", r->app, "build", r->build,
                              "file", mapping ? "mapping" : "method-ids", "bytes",
                              (json_int_t)bytes, "hash", hex, "status",
                              old[0] ? "replaced" : "created");
-    json_object_update(body, extra);
+    if (!body || json_object_update(body, extra) != 0) {
+        /* stored and told to the processor: only the answer is lost */
+        json_decref(body);
+        rc = bl_reply_error(c, h, 503, "out of memory");
+        goto out;
+    }
     rc = bl_reply_json(c, h, old[0] ? 200 : 201, body);
 out:
     json_decref(extra);

@@ -29,12 +29,18 @@ static bl_err fits(int n)
 /* snprintf into a BL_PATH_MAX buffer; BL_ETOOBIG when it does not fit. */
 #define fmt(out, ...) fits(snprintf((out), BL_PATH_MAX, __VA_ARGS__))
 
-static bl_err mkdir_p(const char *path)
+bl_err bl_mkdir_p(const char *path)
 {
     char tmp[BL_PATH_MAX];
     size_t n = strlen(path);
-    if (n == 0 || n >= sizeof tmp)
+    if (n == 0) {
+        errno = EINVAL;
         return BL_EINVAL;
+    }
+    if (n >= sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return BL_ETOOBIG;
+    }
     memcpy(tmp, path, n + 1);
     for (size_t i = 1; i <= n; i++) {
         if (tmp[i] == '/' || tmp[i] == '\0') {
@@ -57,7 +63,7 @@ bl_err bl_datadir_init(const char *dir)
     for (size_t i = 0; i < sizeof sub / sizeof *sub; i++) {
         char p[BL_PATH_MAX];
         bl_err e = fmt(p, "%s%s%s", dir, sub[i], "");
-        if (e || (e = mkdir_p(p)))
+        if (e || (e = bl_mkdir_p(p)))
             return e;
     }
     return BL_OK;
@@ -155,7 +161,7 @@ bl_err bl_datadir_build_create(const char *dir, int64_t app_id, const char *buil
     if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode))
         return BL_OK;
     char parent[BL_PATH_MAX], tmpd[BL_PATH_MAX];
-    if ((e = dir_of(out, parent)) || (e = mkdir_p(parent)) ||
+    if ((e = dir_of(out, parent)) || (e = bl_mkdir_p(parent)) ||
         (e = fmt(tmpd, "%s/tmp/build-XXXXXX%s", dir, "")))
         return e;
     if (!mkdtemp(tmpd))
@@ -494,10 +500,106 @@ uint64_t bl_datadir_index_rebuilds(void)
     return atomic_load(&index_rebuilds);
 }
 
+/* Why the index at idx cannot be used as it is (how opening it failed, or
+ * STALE when it opens but was not built from the mapping.txt beside it), or
+ * BL_OK with *mi open. */
+#define STALE (-1)
+static int try_open(const char *idx, const char *txt, struct bl_mapindex **mi)
+{
+    bl_err e = bl_mapindex_open(idx, mi);
+    if (e)
+        return e;
+    /* mapping.txt is replaced before its index (h_upload.c): a crash in
+     * between, or a mapping.txt put there by hand, leaves the old index
+     * beside a newer text. The index records the size it was built from,
+     * and its file is written after its text; a text of another size or
+     * newer than the index makes the index stale. */
+    struct stat ts, is;
+    if (stat(txt, &ts) != 0 || stat(idx, &is) != 0)
+        return BL_OK; /* no text (kept index) or gone meanwhile: as opened */
+    if ((uint64_t)ts.st_size == bl_mapindex_header(*mi)->mapping_size &&
+        (ts.st_mtim.tv_sec < is.st_mtim.tv_sec ||
+         (ts.st_mtim.tv_sec == is.st_mtim.tv_sec && ts.st_mtim.tv_nsec <= is.st_mtim.tv_nsec)))
+        return BL_OK;
+    bl_mapindex_close(*mi);
+    *mi = NULL;
+    return STALE;
+}
+
+/* Whether a failure of try_open calls for a rebuild: the index is missing,
+ * damaged, of another format or stale. Other errors (EMFILE, EACCES,
+ * ENOMEM, ...) say nothing about the index and are returned. `err` is the
+ * errno of the failure. */
+static int rebuildable(int why, int err)
+{
+    return why == STALE || why == BL_EFORMAT || why == BL_EVERSION ||
+           (why == BL_EIO && err == ENOENT);
+}
+
+bl_err bl_datadir_open_index_locked(const char *dir, const char *build_dir,
+                                    struct bl_mapindex **mi, int *rebuilt)
+{
+    char idx[BL_PATH_MAX], txt[BL_PATH_MAX], tmp[BL_PATH_MAX];
+    *mi = NULL;
+    if (rebuilt)
+        *rebuilt = 0;
+    bl_err e;
+    if ((e = bl_path_join(idx, build_dir, "mapping.idx")) ||
+        (e = bl_path_join(txt, build_dir, "mapping.txt")))
+        return e;
+    int why = try_open(idx, txt, mi);
+    if (why == BL_OK)
+        return BL_OK;
+    int err = errno;
+    if (!rebuildable(why, err)) {
+        errno = err;
+        return why == BL_ENOMEM ? BL_ENOMEM : BL_EIO;
+    }
+    struct stat ts;
+    if (stat(txt, &ts) != 0)
+        return errno == ENOENT ? BL_ENOTFOUND : BL_EIO;
+    int fd;
+    if ((e = bl_tmpfile(dir, &fd, tmp)))
+        return e;
+    close(fd);
+    e = bl_mapindex_build_file(txt, tmp, NULL, NULL);
+    if (!e) {
+        /* not older than its text, even when the text's time is ahead of
+         * the clock: else it would be found stale at every open */
+        struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, ts.st_mtim };
+        struct stat is;
+        if (stat(tmp, &is) == 0 &&
+            (is.st_mtim.tv_sec < ts.st_mtim.tv_sec ||
+             (is.st_mtim.tv_sec == ts.st_mtim.tv_sec && is.st_mtim.tv_nsec < ts.st_mtim.tv_nsec)) &&
+            utimensat(AT_FDCWD, tmp, t, 0) != 0)
+            e = BL_EIO;
+    }
+    if (!e && rename(tmp, idx) != 0)
+        e = BL_EIO;
+    if (e) {
+        unlink(tmp);
+        fprintf(stderr, "beatline-server: %s: cannot rebuild the mapping index: %s\n", build_dir,
+                bl_err_str(e));
+        return e;
+    }
+    if ((e = bl_fsync_dir(build_dir)))
+        return e;
+    atomic_fetch_add(&index_rebuilds, 1);
+    fprintf(stderr, "beatline-server: %s: mapping index %s; rebuilt from mapping.txt\n",
+            build_dir,
+            why == STALE         ? "older than mapping.txt or of another mapping"
+            : why == BL_EIO      ? "missing"
+            : why == BL_EVERSION ? "of another format version"
+                                 : "damaged (checksum or structure)");
+    if (rebuilt)
+        *rebuilt = 1;
+    return bl_mapindex_open(idx, mi);
+}
+
 bl_err bl_datadir_open_index(const char *dir, const char *build_dir, struct bl_mapindex **mi,
                              int *rebuilt)
 {
-    char idx[BL_PATH_MAX], txt[BL_PATH_MAX], lockp[BL_PATH_MAX], tmp[BL_PATH_MAX];
+    char idx[BL_PATH_MAX], txt[BL_PATH_MAX], lockp[BL_PATH_MAX];
     *mi = NULL;
     if (rebuilt)
         *rebuilt = 0;
@@ -506,9 +608,14 @@ bl_err bl_datadir_open_index(const char *dir, const char *build_dir, struct bl_m
         (e = bl_path_join(txt, build_dir, "mapping.txt")) ||
         (e = bl_path_join(lockp, build_dir, ".lock")))
         return e;
-    bl_err first = bl_mapindex_open(idx, mi);
-    if (first == BL_OK)
+    int why = try_open(idx, txt, mi);
+    if (why == BL_OK)
         return BL_OK;
+    int err = errno;
+    if (!rebuildable(why, err)) {
+        errno = err;
+        return why == BL_ENOMEM ? BL_ENOMEM : BL_EIO;
+    }
     if (access(txt, F_OK) != 0)
         return errno == ENOENT ? BL_ENOTFOUND : BL_EIO;
     int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
@@ -518,35 +625,12 @@ bl_err bl_datadir_open_index(const char *dir, const char *build_dir, struct bl_m
         close(lfd);
         return BL_EIO;
     }
-    /* another thread may have rebuilt it while this one waited */
-    if ((e = bl_mapindex_open(idx, mi)) == BL_OK)
-        goto out;
-    int fd;
-    if ((e = bl_tmpfile(dir, &fd, tmp)))
-        goto out;
-    close(fd);
-    e = bl_mapindex_build_file(txt, tmp, NULL, NULL);
-    if (!e && rename(tmp, idx) != 0)
-        e = BL_EIO;
-    if (e) {
-        unlink(tmp);
-        fprintf(stderr, "beatline-server: %s: cannot rebuild the mapping index: %s\n", build_dir,
-                bl_err_str(e));
-        goto out;
-    }
-    if ((e = bl_fsync_dir(build_dir)))
-        goto out;
-    atomic_fetch_add(&index_rebuilds, 1);
-    fprintf(stderr, "beatline-server: %s: mapping index %s; rebuilt from mapping.txt\n",
-            build_dir,
-            first == BL_EIO        ? "missing or unreadable"
-            : first == BL_EVERSION ? "of another format version"
-                                   : "damaged (checksum or structure)");
-    if (rebuilt)
-        *rebuilt = 1;
-    e = bl_mapindex_open(idx, mi);
-out:
+    /* another thread may have rebuilt it while this one waited: the locked
+     * version opens it again first */
+    e = bl_datadir_open_index_locked(dir, build_dir, mi, rebuilt);
+    err = errno;
     flock(lfd, LOCK_UN);
     close(lfd);
+    errno = err;
     return e;
 }

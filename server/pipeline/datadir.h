@@ -77,6 +77,10 @@ int bl_enc_from_ext(const char *ext, bl_encoding *enc);
 
 /* out = dir + "/" + name, checked against BL_PATH_MAX (BL_ETOOBIG). */
 bl_err bl_path_join(char *out, const char *dir, const char *name);
+/* Creates `path` and its missing parents (mode 0750; existing ones are
+ * fine). BL_OK; BL_EINVAL (empty path) or BL_ETOOBIG (BL_PATH_MAX or
+ * longer, errno ENAMETOOLONG); BL_EIO with errno of the mkdir that failed. */
+bl_err bl_mkdir_p(const char *path);
 
 /* fsyncs a directory. */
 bl_err bl_fsync_dir(const char *dir);
@@ -95,18 +99,26 @@ void bl_file_abort(int fd, const char *tmp);
 
 /*
  * Opens build_dir/mapping.idx (symbol/mapindex.h; verified by its
- * checksum). When it is missing, damaged or of another format while
- * build_dir/mapping.txt exists, rebuilds it from mapping.txt — under the
- * build's lock (build_dir/.lock, as uploads take it), into DIR/tmp, then
- * renamed over the old one and the folder fsync'ed — logs it, counts it
+ * checksum). When it is missing (ENOENT), damaged (BL_EFORMAT), of another
+ * format (BL_EVERSION) or stale — build_dir/mapping.txt is of another size
+ * than the index was built from, or newer than the index (a crash between
+ * the two renames of a mapping upload, or a file put there by hand) — and
+ * mapping.txt exists, rebuilds it from mapping.txt — under the build's lock
+ * (build_dir/.lock, as uploads take it), into DIR/tmp, then renamed over
+ * the old one and the folder fsync'ed — logs it, counts it
  * (bl_datadir_index_rebuilds) and opens the new one. *mi is the caller's
  * (bl_mapindex_close). *rebuilt (may be NULL) = 1 when it rebuilt.
- * BL_ENOTFOUND when the build has no mapping; BL_ENOMEM; BL_EIO; the
- * builder's errors when the stored mapping cannot be indexed.
+ * BL_ENOTFOUND when the build has no mapping; BL_ENOMEM; BL_EIO (errno
+ * kept) when the index cannot be opened for another reason (EMFILE,
+ * EACCES, ...: nothing is rebuilt) or the rebuild failed; the builder's
+ * errors when the stored mapping cannot be indexed.
  */
 struct bl_mapindex;
 bl_err bl_datadir_open_index(const char *dir, const char *build_dir, struct bl_mapindex **mi,
                              int *rebuilt);
+/* The same for a caller that holds the build's lock already (an upload). */
+bl_err bl_datadir_open_index_locked(const char *dir, const char *build_dir,
+                                    struct bl_mapindex **mi, int *rebuilt);
 /* Mapping indexes rebuilt by bl_datadir_open_index since the start (for
  * /metrics). */
 uint64_t bl_datadir_index_rebuilds(void);

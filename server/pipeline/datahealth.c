@@ -25,28 +25,6 @@ static int not_writable(int e)
     return e == EACCES || e == EPERM || e == EROFS;
 }
 
-/* Creates dir and its parents (0750); errno of the first failure. */
-static int mkdir_parents(const char *dir)
-{
-    char tmp[BL_PATH_MAX];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof tmp) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(tmp, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (tmp[i] != '/' && tmp[i] != '\0')
-            continue;
-        char c = tmp[i];
-        tmp[i] = '\0';
-        if (mkdir(tmp, 0750) != 0 && errno != EEXIST)
-            return -1;
-        tmp[i] = c;
-    }
-    return 0;
-}
-
 /* Creates and removes an empty file in folder `d`; errno on failure. */
 static int probe(const char *d)
 {
@@ -68,7 +46,7 @@ bl_err bl_datadir_open(const char *dir, int *lock_fd, char *err, size_t n)
     *lock_fd = -1;
     struct stat st;
     if (stat(dir, &st) != 0) {
-        if (errno != ENOENT || mkdir_parents(dir) != 0) {
+        if (errno != ENOENT || bl_mkdir_p(dir) != BL_OK) {
             snprintf(err, n, "cannot create the data directory %s: %s", dir, strerror(errno));
             return BL_EIO;
         }

@@ -1092,7 +1092,11 @@ static double sweep_every(const bl_processor *p)
  * counts them in st.expired. Writer thread only, between transactions. */
 static void expire_waiting(bl_processor *p)
 {
-    int64_t cutoff = (int64_t)time(NULL) - (int64_t)p->o.waiting_expiry_s;
+    /* age = now - mtime, without overflow: both are far from the int64
+     * limits (mtimes come from stat, expiry <= BL_WAITING_EXPIRY_MAX); a file
+     * whose time is in the future has age 0 and waits */
+    int64_t now = (int64_t)time(NULL);
+    uint64_t expiry = p->o.waiting_expiry_s;
     uint64_t expired = 0;
     for (size_t i = 0; i < p->n_builds; i++) {
         bstate *b = p->builds[i];
@@ -1100,7 +1104,7 @@ static void expire_waiting(bl_processor *p)
         for (size_t j = 0; j < b->n_waiting; j++) {
             pending_batch *pb = &b->waiting[j];
             char path[BL_PATH_MAX];
-            if (pb->mtime > cutoff ||
+            if (pb->mtime >= now || (uint64_t)now - (uint64_t)pb->mtime < expiry ||
                 bl_datadir_batch(p->data_dir, 0, pb->uuid, pb->enc, path) != BL_OK ||
                 (unlink(path) != 0 && errno != ENOENT)) {
                 b->waiting[keep++] = *pb;
@@ -1280,6 +1284,8 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
         p->o.max_nodes_per_build = 1000000;
     if (!p->o.waiting_expiry_s)
         p->o.waiting_expiry_s = 7 * 24 * 3600;
+    if (p->o.waiting_expiry_s > BL_WAITING_EXPIRY_MAX)
+        p->o.waiting_expiry_s = BL_WAITING_EXPIRY_MAX;
     snprintf(p->data_dir, sizeof p->data_dir, "%s", o->data_dir);
     p->o.data_dir = p->data_dir;
     pthread_mutex_init(&p->mu, NULL);

@@ -37,8 +37,13 @@ typedef struct bl_proc_opts {
     bl_quota_limits quota;        /* per-app ingest quotas (quota.h); 0 = no limit */
     uint64_t waiting_expiry_s;    /* a batch waiting for its build's uploads longer than
                                    * this (seconds, from its file's mtime) is deleted and
-                                   * counted in `expired`; default 7 days */
+                                   * counted in `expired`; default 7 days; at most
+                                   * BL_WAITING_EXPIRY_MAX (larger values are taken as
+                                   * that) */
 } bl_proc_opts;
+
+/* The largest waiting_expiry_s: 100 years of 365.25 days, in seconds. */
+#define BL_WAITING_EXPIRY_MAX UINT64_C(3155760000)
 
 /* Figures for /metrics (monotonic counters unless said). */
 typedef struct bl_proc_stats {

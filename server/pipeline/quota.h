@@ -47,8 +47,11 @@ bl_err bl_quota_new(const bl_quota_limits *limits, bl_quota **out);
 /* NULL allowed. */
 void bl_quota_free(bl_quota *q);
 
-/* The writer's word on whether build `build` of app `app` can be processed
- * now (its files are there). Creates the build's entry when missing (not
+/* Whether build `build` of app `app` can be processed now (its files are
+ * there): said by the upload handler as soon as the files are stored
+ * (before its 201/200), and by the writer when it registers the build
+ * (the last word: it withdraws it when the build cannot be symbolicated).
+ * Creates the build's entry when missing (not
  * counted as a new build). BL_ENOMEM. */
 bl_err bl_quota_set_ready(bl_quota *q, int64_t app, const char *build, int ready);
 

@@ -11,7 +11,9 @@
 # refused; an upload frees the quota; the counts survive a restart (batches
 # found on disk count again); with a short --waiting-expiry a waiting batch
 # is deleted, counted in beatline_batches_expired_total, and frees its quota;
-# `beatline-server app set NAME QUOTA=N` overrides an option for one app.
+# `beatline-server app set NAME QUOTA=N` overrides an option for one app;
+# a batch sent right after a method-ID upload's 201 is never refused; an
+# expiry past 100 years is refused at start.
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 WORK=$2
@@ -194,6 +196,44 @@ expect "nothing waits" 0 "$(metric beatline_batches_waiting)"
 if ls "$DATA2/batches/pending/" | grep -q "$uuid_x"; then bad "the expired batch is still on disk"; else ok; fi
 post y && expect "y once x expired" 202 "$CODE"
 stop_server
+
+# --- an upload makes its build ready before its 201 -----------------------------
+# The writer is held off the database (a write transaction of another
+# process) so it cannot register the build: the upload handler itself must
+# tell the quota tracker, or a batch sent right after the 201 gets 429.
+DATA4=$WORK/data4
+keys=$("$BIN/beatline-server" --data "$DATA4" app create shop)
+ING=$(jq -r .ingest_key <<< "$keys")
+UPL=$(jq -r .upload_key <<< "$keys")
+start_server "$DATA4" --quota-waiting-builds 1
+post w1 && expect "w1 waits" 202 "$CODE"
+post w2 && expect "w2: the one waiting build is w1" 429 "$CODE"
+rm -f locked
+printf 'BEGIN IMMEDIATE;\n.shell touch locked\n.shell sleep 4\nCOMMIT;\n' |
+  sqlite3 -cmd '.timeout 5000' "$DATA4/beatline.db" > /dev/null &
+LOCK_PID=$!
+for _ in $(seq 100); do [ -e locked ] && break; sleep 0.05; done
+[ -e locked ] && ok || bad "the database write lock was not taken"
+http PUT /v1/apps/shop/builds/w2/method-ids "$UPL" --data-binary @mids.txt
+expect "w2 method-ids while the writer is held" 201 "$CODE"
+post w2 && expect "a batch right after the upload's 201 is never refused" 202 "$CODE"
+wait "$LOCK_PID" || true
+wait_metric beatline_batches_processed_total 1
+stop_server
+
+# an expiry past 100 years is refused at start: 2^64-1 once wrapped to a
+# negative age limit and expired every waiting batch
+for v in 18446744073709551615 9223372036854775808 3155760001; do
+  rc=0
+  timeout 10 "$BIN/beatline-server" --data "$DATA2" --listen 127.0.0.1:0 --waiting-expiry "$v" \
+    > /dev/null 2> expiry.err || rc=$?
+  expect "--waiting-expiry $v refused at start" 1 "$rc"
+  expect_grep "--waiting-expiry $v: says the range" "must be 1-3155760000 seconds" "$(cat expiry.err)"
+done
+rc=0
+BEATLINE_WAITING_EXPIRY=18446744073709551615 timeout 10 "$BIN/beatline-server" --data "$DATA2" \
+  --listen 127.0.0.1:0 > /dev/null 2> expiry.err || rc=$?
+expect "BEATLINE_WAITING_EXPIRY=2^64-1 refused at start" 1 "$rc"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
