@@ -1842,9 +1842,15 @@ bl_err bl_mapindex_open(const char *index_path, bl_mapindex **out)
     if (fd < 0)
         return BL_EIO;
     struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(bl_mi_header)) {
+    if (fstat(fd, &st) != 0) {
+        int saved = errno;
         close(fd);
-        return st.st_size < (off_t)sizeof(bl_mi_header) ? BL_EFORMAT : BL_EIO;
+        errno = saved;
+        return BL_EIO;
+    }
+    if (st.st_size < (off_t)sizeof(bl_mi_header)) {
+        close(fd);
+        return BL_EFORMAT;
     }
     void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
