@@ -230,6 +230,21 @@ START_TEST(decoder_budget)
     ck_assert_uint_eq(bl_decomp_total(d), 0);
     ck_assert_uint_lt(b.most, (size_t)1 << 20); /* no window either */
     bl_decomp_free(d);
+    /* the same frame fed one byte at a time: refused as soon as its whole
+     * header is in, still before anything is decoded */
+    b.most = 0;
+    ck_assert_int_eq(bl_decomp_new_mem(BL_ENC_ZSTD, (size_t)1 << 20, discard, NULL, &mem, &d),
+                     BL_OK);
+    bl_err fe = BL_OK;
+    size_t fed = 0;
+    while (fed < n && fe == BL_OK)
+        fe = bl_decomp_feed(d, c + fed++, 1);
+    ck_assert_int_eq(fe, BL_ETOOBIG);
+    ck_assert_uint_le(fed, 18); /* ZSTD_FRAMEHEADERSIZE_MAX */
+    ck_assert_uint_eq(bl_decomp_total(d), 0);
+    ck_assert_uint_lt(b.most, (size_t)1 << 20);
+    bl_decomp_free(d);
+    ck_assert_uint_eq(b.held, 0);
     /* a budget that refuses the decoder itself */
     budget none = { 100, 0, 0 };
     mem.ctx = &none;
