@@ -10,7 +10,10 @@
 #      byte more gets 413 naming the decompressed limit and its value;
 #   2. connections that declare a big Content-Length and send a few bytes
 #      hold only what they sent: a normal batch POST next to them gets 202,
-#      not 503 (the declared length used to be charged up front).
+#      not 503 (the declared length used to be charged up front);
+#   3. parsing an uploaded method-ID file is charged to --max-inflight: 503
+#      while big bodies hold the budget, 201 once they are gone; a file whose
+#      check alone needs more than --max-inflight gets 413.
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 WORK=$2
@@ -143,6 +146,78 @@ finally:
 PY
 ) || res="error"
 expect "normal batch next to 21 declared-but-unsent bodies (192+ MB)" 202 "$res"
+stop_server
+
+# --- 3. method-ID parsing on uploads is charged ------------------------------
+# budget 112 MiB; 6 connections send 15,000,000 of a declared 16,000,000
+# bytes each (90 MB held); a 3 MB method-ID file of 100,000 lines needs
+# 2 x 3 MB + 32 x 100,000 + 32 MiB of id pages (~43 MB) to check.
+UPL=$(jq -r .upload_key <<< "$keys")
+awk 'BEGIN { print "# beatline method-ids v1 names=original"
+  for (i = 1; i <= 100000; i++) printf "%d,1,com.example.C%d m%d ()V\n", i, i % 997, i }' > mids.txt
+put_mids() { # FILE BUILD -> CODE, ERR
+  CODE=$(curl -s -o body.out -w '%{http_code}' -X PUT -H "Authorization: Bearer $UPL" \
+    --data-binary @"$1" "$URL/v1/apps/shop/builds/$2/method-ids")
+  ERR=$(jq -r .error body.out 2> /dev/null || cat body.out)
+}
+start_server --max-decompressed $((16 << 20)) --max-inflight 1
+res=$(timeout 120 python3 - "$PORT" "$ING" "$UPL" mids.txt << 'PY'
+import http.client, socket, sys, time
+port, key, upl, path = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+held = []
+def taken():
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    c.close()
+    for line in text.splitlines():
+        if line.startswith("beatline_ingest_bytes_total "):
+            return int(line.split()[1])
+    return 0
+try:
+    chunk = b"x" * 1000000
+    for _ in range(6):
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(("POST /v1/apps/shop/batches HTTP/1.1\r\nHost: x\r\n"
+                   "Authorization: Bearer %s\r\nContent-Length: 16000000\r\n\r\n" % key)
+                  .encode())
+        for _ in range(15):
+            s.sendall(chunk)
+        held.append(s)
+    for _ in range(400):  # bounded: until the server has taken all of it
+        if taken() >= 6 * 15000000:
+            break
+        time.sleep(0.05)
+    else:
+        print("bodies-not-seen", end="")
+        sys.exit(0)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request("PUT", "/v1/apps/shop/builds/1.0/method-ids", open(path, "rb").read(),
+              {"Authorization": "Bearer " + upl})
+    r = c.getresponse()
+    print(r.status, end="")
+    r.read()
+finally:
+    for s in held:
+        s.close()
+PY
+) || res="error"
+expect "method-ID upload while 90 MB of bodies hold the budget" 503 "$res"
+for _ in $(seq 100); do # the held bodies are given back as their connections close
+  put_mids mids.txt 1.0
+  [ "$CODE" != 503 ] && break
+  sleep 0.1
+done
+expect "the same upload once they are gone" 201 "$CODE"
+{ echo "# beatline method-ids v1 names=original"; echo "1,1,com.example.A m ()V"
+  head -c 8000000 /dev/zero | tr '\0' '\n'; } > blank-lines.txt
+put_mids blank-lines.txt 2.0
+expect "a method-ID file whose check needs more than --max-inflight" \
+  "413 the method-ID file needs about" "$CODE $(cut -c1-30 <<< "$ERR")"
+# --max-inflight 1 was raised to the floor, 16 + 16 + 16 + 64 MiB: the
+# largest retrace (16 MiB body, 64 MiB answer) fits
+expect "--max-inflight raised to --max-decompressed + --max-body + 80 MiB" \
+  "more than --max-inflight ($((112 << 20)) bytes)" "${ERR#*, }"
 stop_server
 
 echo "$pass passed, $fail failed"
