@@ -54,9 +54,11 @@ static const char usage[] =
     "                           [BEATLINE_MAX_MAPPING] (default 1073741824)\n"
     "  --max-inflight BYTES     memory held by all requests together (bodies as\n"
     "                           sent and decompressed, decoder state, answers being\n"
-    "                           built); past it requests get 503 + Retry-After\n"
+    "                           built, method-ID files parsed on uploads); past it\n"
+    "                           requests get 503 + Retry-After. Not counted: mapping\n"
+    "                           index builds (bounded by --max-mapping)\n"
     "                           [BEATLINE_MAX_INFLIGHT] (default 536870912; at least\n"
-    "                           --max-decompressed + --max-body + 16 MiB)\n"
+    "                           --max-decompressed + --max-body + 80 MiB)\n"
     "  --min-free BYTES         free space the data directory's disk keeps: below\n"
     "                           it POST/PUT get 507 and /healthz 503\n"
     "                           [BEATLINE_MIN_FREE] (default 67108864 = 64 MiB)\n"
@@ -435,8 +437,9 @@ int main(int argc, char **argv)
                           (unsigned)body_timeout, min_body_rate, (unsigned)max_conns,
                           (unsigned)max_per_ip };
     /* the largest single request must fit: its body as sent and
-     * decompressed plus decoder state (zstd window <= 8 MiB) and slack */
-    uint64_t slack = 16u << 20, least = UINT64_MAX;
+     * decompressed plus decoder state (zstd window <= 8 MiB) and slack, and
+     * for a retrace the answer (at most 64 MiB, h_retrace.c) */
+    uint64_t slack = (16u << 20) + (64u << 20), least = UINT64_MAX;
     if (max_body <= UINT64_MAX - slack && max_dec <= UINT64_MAX - slack - max_body)
         least = max_dec + max_body + slack;
     if (hc.max_inflight < least)

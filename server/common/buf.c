@@ -40,10 +40,15 @@ void bl_buf_init_mapped(bl_buf *b, size_t cap_max)
     if (b->cap_max > SIZE_MAX - MAP_STEP)
         return;
     size_t n = (b->cap_max + 1 + MAP_STEP - 1) / MAP_STEP * MAP_STEP;
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    /* address space only: no access, no commit charge (also under
+     * vm.overcommit_memory=2); each step is made writable as it is used */
+    void *p = mmap(NULL, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return; /* heap storage */
+    if (mprotect(p, MAP_STEP, PROT_READ | PROT_WRITE) != 0) {
+        munmap(p, n);
+        return; /* heap storage */
+    }
     b->data = p;
     b->data[0] = '\0';
     b->alloc = MAP_STEP; /* the first page is written */
@@ -69,6 +74,22 @@ void bl_buf_reset(bl_buf *b)
         b->data[0] = '\0';
 }
 
+/* Makes the steps of a mapped buffer up to `alloc` bytes (<= cap_max + 1)
+ * readable and writable; b->alloc becomes bl_buf_grow_size(b, alloc).
+ * BL_ENOMEM (buffer unchanged) when the system refuses the commit. */
+static bl_err map_commit(bl_buf *b, size_t alloc)
+{
+    size_t c = bl_buf_grow_size(b, alloc);
+    if (c <= b->alloc)
+        return BL_OK;
+    size_t from = (b->alloc + MAP_STEP - 1) / MAP_STEP * MAP_STEP,
+           to = (c + MAP_STEP - 1) / MAP_STEP * MAP_STEP; /* <= mapped */
+    if (to > from && mprotect(b->data + from, to - from, PROT_READ | PROT_WRITE) != 0)
+        return BL_ENOMEM;
+    b->alloc = c;
+    return BL_OK;
+}
+
 bl_err bl_buf_reserve(bl_buf *b, size_t extra)
 {
     if (extra > b->cap_max || b->len > b->cap_max - extra)
@@ -76,10 +97,8 @@ bl_err bl_buf_reserve(bl_buf *b, size_t extra)
     size_t need = b->len + extra + 1;
     if (need <= b->alloc)
         return BL_OK;
-    if (b->mapped) { /* need <= cap_max + 1 <= mapped */
-        b->alloc = bl_buf_grow_size(b, need);
-        return BL_OK;
-    }
+    if (b->mapped) /* need <= cap_max + 1 <= mapped */
+        return map_commit(b, need);
     size_t n = b->alloc ? b->alloc : 256;
     while (n < need)
         n = n > SIZE_MAX / 2 ? need : n * 2;
@@ -95,9 +114,11 @@ size_t bl_buf_grow_size(const bl_buf *b, size_t alloc)
 {
     if (!b->mapped)
         return alloc;
+    /* 64 KiB steps, but never more than cap_max + 1 (the reservation is
+     * cap_max + 1 rounded up: its last step may pass the cap) */
     size_t c = alloc > b->mapped - MAP_STEP ? b->mapped
                                             : (alloc + MAP_STEP - 1) / MAP_STEP * MAP_STEP;
-    return c;
+    return c && c - 1 > b->cap_max ? b->cap_max + 1 : c;
 }
 
 bl_err bl_buf_grow_to(bl_buf *b, size_t alloc)
@@ -106,10 +127,8 @@ bl_err bl_buf_grow_to(bl_buf *b, size_t alloc)
         return BL_EINVAL;
     if (alloc - 1 > b->cap_max)
         return BL_ETOOBIG;
-    if (b->mapped) { /* committed bytes only: the reservation holds them */
-        b->alloc = bl_buf_grow_size(b, alloc);
-        return BL_OK;
-    }
+    if (b->mapped) /* committed bytes only: the reservation holds them */
+        return map_commit(b, alloc);
     char *p = realloc(b->data, alloc);
     if (!p)
         return BL_ENOMEM;

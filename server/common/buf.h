@@ -28,15 +28,19 @@ typedef struct bl_buf {
  * (0: no limit other than memory). */
 void bl_buf_init(bl_buf *b, size_t cap_max);
 /*
- * As bl_buf_init, but the storage is cap_max + 1 bytes of address space
- * reserved at once (anonymous mmap, MAP_NORESERVE): the buffer never moves
- * nor copies, only the pages written take memory, and cleanup gives them
- * back to the system at once (heap storage grown by realloc can hold old
- * and new copies together, and freed heap memory stays in the process).
- * For big request bodies. `alloc` then counts the bytes committed by
- * reserve / grow_to (rounded up to 64 KiB; 64 KiB at first), so that
- * callers can charge them. Falls back to heap storage (nothing allocated
- * yet) when the reservation fails. Not for buffers handed to free(). */
+ * As bl_buf_init, but the storage is cap_max + 1 bytes (rounded up to
+ * 64 KiB) of address space reserved at once (anonymous mmap, PROT_NONE: no
+ * memory and no commit charge, even under vm.overcommit_memory=2); each
+ * 64 KiB step is made readable and writable (mprotect) when reserve /
+ * grow_to first needs it, so only the steps in use count against the
+ * system's commit limit. The buffer never moves nor copies, and cleanup
+ * gives its pages back to the system at once (heap storage grown by
+ * realloc can hold old and new copies together, and freed heap memory
+ * stays in the process). For big request bodies. `alloc` then counts the
+ * bytes committed (64 KiB at first, then whole 64 KiB steps, but at most
+ * cap_max + 1), so that callers can charge them. Falls back to heap
+ * storage (nothing allocated yet) when the reservation fails. Not for
+ * buffers handed to free(): see `mapped`. */
 void bl_buf_init_mapped(bl_buf *b, size_t cap_max);
 /* Frees the storage; the buffer is empty and reusable afterwards. */
 void bl_buf_cleanup(bl_buf *b);
@@ -57,11 +61,14 @@ bl_err bl_buf_reserve(bl_buf *b, size_t extra);
  * bytes and the NUL), for callers that choose their own growth (e.g. to
  * charge each allocation against a memory budget before making it).
  * BL_EINVAL when alloc <= len (the content would not fit), BL_ETOOBIG when
- * alloc - 1 > cap_max, BL_ENOMEM; the buffer is unchanged on failure. */
+ * alloc - 1 > cap_max, BL_ENOMEM; the buffer is unchanged on failure.
+ * A mapped buffer commits bl_buf_grow_size(b, alloc) bytes instead. */
 bl_err bl_buf_grow_to(bl_buf *b, size_t alloc);
 /* The `alloc` a successful bl_buf_grow_to(b, alloc) leaves: alloc itself
- * for heap storage; rounded up to 64 KiB (at most the reservation) for a
- * mapped buffer. */
+ * for heap storage; for a mapped buffer, rounded up to 64 KiB but at most
+ * cap_max + 1, so that bl_buf_grow_to accepts it (a cap that is not a
+ * multiple of 64 KiB can be reached exactly). BL_ENOMEM from reserve /
+ * grow_to on a mapped buffer means the system refused the commit. */
 size_t bl_buf_grow_size(const bl_buf *b, size_t alloc);
 /* Appends n bytes from p (p may be NULL only when n == 0). */
 bl_err bl_buf_append(bl_buf *b, const void *p, size_t n);

@@ -26,6 +26,9 @@ struct bl_decomp {
     size_t zs_hint;     /* last ZSTD_decompressStream return: 0 = frame done */
     bl_decomp_mem mem;  /* budget of every allocation below (take/give NULL: none) */
     const char *why;    /* reason of the last BL_EFORMAT, or NULL */
+    int hdr_done;       /* zstd: the first frame's header was checked */
+    size_t hdr_len;     /* zstd: bytes of it in hdr so far */
+    unsigned char hdr[ZSTD_FRAMEHEADERSIZE_MAX]; /* zstd: a copy of the first bytes */
     unsigned char out[CHUNK];
 };
 
@@ -225,12 +228,26 @@ bl_err bl_decomp_feed(bl_decomp *d, const void *p, size_t n)
     }
     /* zstd: several concatenated frames are allowed (RFC 8878 §3.1). A
      * first frame that declares more content than max_out is refused before
-     * anything is decoded (the later frames are cut by emit as they come). */
-    if (d->total == 0 && !d->zs_hint && n) {
+     * anything is decoded (the later frames are cut by emit as they come).
+     * The header may come in pieces: its first bytes are copied into hdr
+     * (they are decoded as usual: the decoder emits nothing before the
+     * whole header is in) until ZSTD_getFrameHeader can read it. */
+    if (!d->hdr_done && n) {
+        size_t k = sizeof d->hdr - d->hdr_len;
+        if (k > n)
+            k = n;
+        memcpy(d->hdr + d->hdr_len, p, k);
+        d->hdr_len += k;
         ZSTD_frameHeader fh;
-        if (ZSTD_getFrameHeader(&fh, p, n) == 0 && fh.frameType == ZSTD_frame &&
-            fh.frameContentSize != ZSTD_CONTENTSIZE_UNKNOWN && fh.frameContentSize > d->max_out)
-            return BL_ETOOBIG;
+        size_t rc = ZSTD_getFrameHeader(&fh, d->hdr, d->hdr_len);
+        if (rc == 0) {
+            d->hdr_done = 1;
+            if (fh.frameType == ZSTD_frame && fh.frameContentSize != ZSTD_CONTENTSIZE_UNKNOWN &&
+                fh.frameContentSize > d->max_out)
+                return BL_ETOOBIG;
+        } else if (ZSTD_isError(rc) || d->hdr_len == sizeof d->hdr) {
+            d->hdr_done = 1; /* not a frame header: the decoder says why */
+        }
     }
     ZSTD_inBuffer in = { p, n, 0 };
     int last_full = 0;

@@ -173,23 +173,82 @@ static bl_err names_warning(const bl_methodids *t, const char *idx_path, json_t 
     return e;
 }
 
+/* Reads and parses the method-ID file at `path` (at most `max` bytes),
+ * charging r's share of --max-inflight before each allocation: the file's
+ * text (its size), then the table (arena: the size again; 32 bytes per
+ * line; 16 KiB of page directory and 16 KiB per line's 4096-id page, at
+ * most 32 MiB: ingest/methodid.c). *charged is what the caller gives back
+ * (bl_req_give) once it has freed *t. BL_ENOTFOUND when the file cannot be
+ * read, BL_ETOOBIG when the charge alone is over --max-inflight (it could
+ * never be parsed; *need says how much), BL_ENOMEM when the budget is
+ * spent now (or out of memory), else what bl_methodids_parse returns (*t
+ * may then hold a table to free). */
+static bl_err mid_load(req *r, const char *path, size_t max, bl_mid_diag_fn diag, void *dctx,
+                       bl_methodids **t, uint64_t *bad, uint64_t *charged, uint64_t *need)
+{
+    *t = NULL;
+    *charged = 0;
+    *need = 0;
+    struct stat st;
+    if (stat(path, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > max)
+        return BL_ENOTFOUND;
+    uint64_t size = (uint64_t)st.st_size + 1;
+    if (size > r->h->c.max_inflight) {
+        *need = size;
+        return BL_ETOOBIG;
+    }
+    if (bl_req_take(r, size) != 0)
+        return BL_ENOMEM;
+    *charged = size;
+    char *text;
+    size_t len;
+    if (bl_read_file(path, max, &text, &len) != BL_OK)
+        return BL_ENOTFOUND;
+    uint64_t lines = 1;
+    for (const char *q = text; (q = memchr(q, '\n', (size_t)(text + len - q))) != NULL; q++)
+        lines++;
+    uint64_t pages = lines * ((uint64_t)16 << 10);
+    if (pages > ((uint64_t)32 << 20))
+        pages = (uint64_t)32 << 20;
+    uint64_t table = (uint64_t)len + 1 + 32 * lines + ((uint64_t)16 << 10) + pages;
+    *need = size + table;
+    if (*need > r->h->c.max_inflight) {
+        free(text);
+        return BL_ETOOBIG;
+    }
+    if (bl_req_take(r, table) != 0) {
+        free(text);
+        return BL_ENOMEM;
+    }
+    *charged += table;
+    bl_err e = bl_methodids_parse(text, len, 0, diag, dctx, t, bad);
+    free(text);
+    return e;
+}
+
 /* The same for a mapping upload (index at idx_path) and the build's
- * current method-ID file in dir, if any. */
-static bl_err names_warning_of_build(bl_http *h, const char *dir, const char *idx_path,
+ * current method-ID file in dir, if any (its parse charged to r).
+ * BL_ENOMEM: out of memory or of --max-inflight. */
+static bl_err names_warning_of_build(req *r, const char *dir, const char *idx_path,
                                      json_t *warnings)
 {
-    char path[BL_PATH_MAX], *text;
-    size_t len;
-    if (bl_path_join(path, dir, "method-ids.txt") != BL_OK ||
-        bl_read_file(path, (size_t)h->c.max_decompressed, &text, &len) != BL_OK)
-        return BL_OK; /* no method-ID file (yet): checked when it arrives */
+    char path[BL_PATH_MAX];
+    if (bl_path_join(path, dir, "method-ids.txt") != BL_OK)
+        return BL_OK;
     bl_methodids *t = NULL;
-    uint64_t bad;
-    bl_err e = bl_methodids_parse(text, len, 0, NULL, NULL, &t, &bad);
-    free(text);
+    uint64_t bad, charged, need;
+    bl_err e = mid_load(r, path, (size_t)r->h->c.max_decompressed, NULL, NULL, &t, &bad,
+                        &charged, &need);
+    /* no method-ID file (yet): checked when it arrives; one too big to
+     * parse within --max-inflight: not checked */
+    if (e == BL_ENOTFOUND || e == BL_ETOOBIG) {
+        bl_req_give(r, charged);
+        return BL_OK;
+    }
     if (!e)
         e = names_warning(t, idx_path, warnings);
     bl_methodids_free(t);
+    bl_req_give(r, charged);
     return e == BL_ENOMEM ? e : BL_OK;
 }
 
@@ -344,10 +403,11 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
             rc = bl_reply_error(c, h, 400, msg);
             goto out;
         }
-        if (names_warning_of_build(h, dir, idx_tmp, warnings) != BL_OK) {
+        if (names_warning_of_build(r, dir, idx_tmp, warnings) != BL_OK) {
             bl_h_upload_abort(r);
             unlink(idx_tmp);
-            rc = bl_reply_error(c, h, 503, "out of memory");
+            rc = bl_reply_error(c, h, 503, "the server is busy with other uploads (out of "
+                                           "memory for the method-ID file); retry later");
             goto out;
         }
         if (json_object_set_new(extra, "classes", json_integer(st.classes)) != 0 ||
@@ -360,18 +420,35 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
             goto out;
         }
     } else {
-        char *text;
-        size_t len;
-        if (bl_read_file(r->tmp, (size_t)h->c.max_decompressed, &text, &len) != BL_OK) {
+        bl_methodids *t = NULL;
+        uint64_t bad = 0, charged = 0, need = 0;
+        diag_first df = { 0, "" };
+        bl_err e = mid_load(r, r->tmp, (size_t)h->c.max_decompressed, mid_diag, &df, &t, &bad,
+                            &charged, &need);
+        if (e == BL_ETOOBIG) {
+            bl_req_give(r, charged);
+            bl_h_upload_abort(r);
+            char msg[200];
+            snprintf(msg, sizeof msg,
+                     "the method-ID file needs about %llu bytes of memory to check, more "
+                     "than --max-inflight (%llu bytes)",
+                     (unsigned long long)need, (unsigned long long)h->c.max_inflight);
+            rc = bl_reply_error(c, h, 413, msg);
+            goto out;
+        }
+        if (e == BL_ENOTFOUND) {
+            bl_req_give(r, charged);
             bl_h_upload_abort(r);
             rc = bl_reply_error(c, h, 500, "cannot read the upload back");
             goto out;
         }
-        bl_methodids *t = NULL;
-        uint64_t bad = 0;
-        diag_first df = { 0, "" };
-        bl_err e = bl_methodids_parse(text, len, 0, mid_diag, &df, &t, &bad);
-        free(text);
+        if (e == BL_ENOMEM) {
+            bl_methodids_free(t);
+            bl_req_give(r, charged);
+            bl_h_upload_abort(r);
+            rc = bl_reply_error(c, h, 503, "the server is busy with other uploads; retry later");
+            goto out;
+        }
         if (e || bl_methodids_count(t) == 0) {
             bl_h_upload_abort(r);
             char msg[300];
@@ -381,8 +458,9 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
             else
                 snprintf(msg, sizeof msg, "not a method-ID file: no 'methodId,flags,class "
                                           "method descriptor' line");
-            rc = bl_reply_error(c, h, e == BL_ENOMEM ? 503 : 400, msg);
+            rc = bl_reply_error(c, h, 400, msg);
             bl_methodids_free(t);
+            bl_req_give(r, charged);
             goto out;
         }
         int oom =
@@ -396,12 +474,14 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
         if (oom || (bl_path_join(idx, dir, "mapping.idx") == BL_OK &&
                     names_warning(t, idx, warnings) == BL_ENOMEM)) {
             bl_methodids_free(t);
+            bl_req_give(r, charged);
             bl_h_upload_abort(r);
             rc = bl_reply_error(c, h, 503, "out of memory");
             goto out;
         }
         obf_names = bl_methodids_obfuscated(t);
         bl_methodids_free(t);
+        bl_req_give(r, charged);
     }
     if (bl_path_join(path, dir, fname) != BL_OK ||
         bl_file_replace(r->fd, r->tmp, path) != BL_OK) {

@@ -182,15 +182,23 @@ enum MHD_Result bl_reply_buf(struct MHD_Connection *c, bl_http *h, unsigned stat
 {
     if (!b->data && bl_buf_grow_to(b, 1) != BL_OK)
         return bl_reply_text(c, h, 500, "application/json", "{\"error\":\"out of memory\"}", 25);
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(b->len, b->data, MHD_RESPMEM_MUST_FREE);
+    /* MHD_RESPMEM_MUST_FREE hands the text to free(): only heap storage may
+     * go that way. A mapped buffer (bl_buf_init_mapped) is copied by MHD
+     * instead and unmapped here; its charge (r->held) still covers the
+     * copy, and is given back when the request completes. */
+    int mapped = b->mapped != 0;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        b->len, b->data, mapped ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         bl_buf_cleanup(b);
         return MHD_NO;
     }
-    /* MHD frees the text; its charge is given back when the request completes */
-    b->data = NULL;
-    b->len = b->alloc = 0;
+    if (mapped) {
+        bl_buf_cleanup(b);
+    } else { /* MHD frees the text */
+        b->data = NULL;
+        b->len = b->alloc = 0;
+    }
     MHD_add_response_header(resp, "Content-Type", type);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     count_status(h, status);
@@ -414,7 +422,6 @@ int bl_req_body_begin(struct MHD_Connection *c, bl_http *h, req *r, uint64_t max
         return -1;
     }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-    unsigned long long declared = 0;
     if (cl) {
         char *end;
         unsigned long long v = strtoull(cl, &end, 10);
@@ -423,10 +430,7 @@ int bl_req_body_begin(struct MHD_Connection *c, bl_http *h, req *r, uint64_t max
                         (unsigned long long)raw_limit(h, r));
             return -1;
         }
-        if (*end == '\0' && end != cl)
-            declared = v;
     }
-    bl_buf *whole = NULL; /* the buffer that will hold the body as sent, if any */
     if (!sink) {
         int identity_batch = r->route == R_BATCHES && r->enc == BL_ENC_IDENTITY;
         if ((!identity_batch && body_buf_init(r, &r->body, max_out) != 0) ||
@@ -436,23 +440,13 @@ int bl_req_body_begin(struct MHD_Connection *c, bl_http *h, req *r, uint64_t max
             return -1;
         }
         ctx = r;
-        if (identity_batch) {
-            sink = sink_none;
-            whole = &r->raw;
-        } else {
-            sink = sink_buf;
-            whole = r->route == R_BATCHES ? &r->raw : r->enc == BL_ENC_IDENTITY ? &r->body : NULL;
-        }
+        sink = identity_batch ? sink_none : sink_buf;
     }
-    /* a declared length within the limits is reserved (and charged) at
-     * once: no growth, no slack */
-    if (whole && declared && declared <= whole->cap_max) {
-        bl_err e = bl_req_reserve(r, whole, (size_t)declared);
-        if (e == BL_ENOMEM) {
-            bl_req_fail(r, 503, "the server is busy with other uploads; retry later");
-            return -1;
-        }
-    }
+    /* nothing is reserved for the declared length: buffers are charged as
+     * the bytes arrive (mapped buffers never copy, so reserving ahead
+     * would buy nothing), and a client that declares a big body and sends
+     * little holds little of --max-inflight */
+    r->max_out = max_out;
     bl_decomp_mem mem = { dec_take, dec_give, r };
     bl_err e = bl_decomp_new_mem(r->enc, max_out, sink, ctx, &mem, &r->dec);
     if (e != BL_OK) {
@@ -469,17 +463,28 @@ int bl_req_body_feed(bl_http *h, req *r, const char *data, size_t n)
     atomic_fetch_add(&h->bytes_in, n);
     bl_err e = BL_OK;
     if (r->raw_bytes > raw_limit(h, r)) {
-        bl_req_fail(r, 413, "body is over the limit of %llu bytes",
+        bl_req_fail(r, 413, "body as sent is over the limit of %llu bytes",
                     (unsigned long long)raw_limit(h, r));
         release_body(r);
         return -1;
     }
     if (r->route == R_BATCHES) /* kept as sent: it is what gets stored */
         e = bl_req_append(r, &r->raw, data, n);
+    if (e == BL_ETOOBIG) { /* not expected: raw_bytes was checked above */
+        bl_req_fail(r, 413, "body as sent is over the limit of %llu bytes",
+                    (unsigned long long)r->raw.cap_max);
+        release_body(r);
+        return -1;
+    }
     if (!e)
         e = bl_decomp_feed(r->dec, data, n);
     if (e == BL_ETOOBIG) {
-        bl_req_fail(r, 413, "decompressed body is over the limit");
+        if (r->enc == BL_ENC_IDENTITY)
+            bl_req_fail(r, 413, "body is over the limit of %llu bytes",
+                        (unsigned long long)r->max_out);
+        else
+            bl_req_fail(r, 413, "decompressed body is over the limit of %llu bytes",
+                        (unsigned long long)r->max_out);
     } else if (e == BL_ENOMEM) {
         bl_req_fail(r, 503, "the server is busy with other uploads; retry later");
     } else if (e == BL_EFORMAT) {

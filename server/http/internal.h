@@ -90,6 +90,7 @@ typedef struct req {
     bl_encoding enc;
     bl_decomp *dec;
     uint64_t raw_bytes;
+    uint64_t max_out;      /* the body's limit once decompressed (identity: as sent) */
     uint64_t held;         /* this request's share of bl_http.inflight: raw, body,
                             * decoder state, answers built with bl_req_reserve */
     struct bl_http *h;
@@ -149,7 +150,9 @@ void bl_req_give(req *r, uint64_t n);
 bl_err bl_req_append(req *r, bl_buf *b, const void *p, size_t n);
 void bl_req_buf_free(req *r, bl_buf *b);
 /* Answers b's text with Content-Type `type`; takes b's storage (left
- * empty), which stays charged to r until the request completes. */
+ * empty), which stays charged to r until the request completes. Heap
+ * storage is handed to MHD (which free()s it); a mapped buffer is copied
+ * by MHD and unmapped at once, never handed to free(). */
 enum MHD_Result bl_reply_buf(struct MHD_Connection *c, bl_http *h, unsigned status,
                              const char *type, bl_buf *b);
 

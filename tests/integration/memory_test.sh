@@ -13,8 +13,9 @@
 #   2. call-tree?limit=10 on the same build (300,000 roots) stays bounded;
 #   3. a 10 KB zstd bomb with a 128 MiB window is refused at its header
 #      (the old code allocated the window and 256 MiB of body: ~400 MB);
-#   4. six parallel 15 MiB batches against --max-inflight 64 MiB: the raw
-#      bodies count too, so the peak stays near 64 MiB (old: ~150 MB);
+#   4. nine parallel 15 MiB batches against --max-inflight 112 MiB (the
+#      floor: --max-decompressed + --max-body + 80 MiB): the raw bodies
+#      count too, so the peak stays near 112 MiB;
 #   5. six parallel gzip bombs (60 MiB each) against the same cap;
 #   6. limit/max_depth/since must be plain decimal numbers in range.
 set -euo pipefail
@@ -158,14 +159,14 @@ expect "zstd bomb over --max-decompressed" 413 "$CODE"
 echo "zstd bomb ($(wc -c < bomb.zst) bytes, 8 MiB window): peak +$grow MB"
 below "zstd bomb peak growth (MB)" 320 "$grow"
 
-# --- 4, 5. parallel large bodies against --max-inflight 64 MiB -------------
+# --- 4, 5. parallel large bodies against --max-inflight 112 MiB ------------
 stop_server
-start_server --max-body 16777216 --max-decompressed 33554432 --max-inflight 67108864
+start_server --max-body 16777216 --max-decompressed 16777216 --max-inflight 117440512
 settle
 head -c 15728640 /dev/zero > body15.bin
 mem_mark
 pids=()
-for k in 1 2 3 4 5 6; do # slowed down so that all six are in flight together
+for k in 1 2 3 4 5 6 7 8 9; do # slowed down so that all nine are in flight together
   curl -s -o "par$k.out" -w '%{http_code}\n' --limit-rate 15M -X POST \
     -H "Authorization: Bearer $ING" --data-binary @body15.bin "$URL/v1/apps/big/batches" \
     > "par$k.code" &
@@ -174,8 +175,8 @@ done
 wait "${pids[@]}"
 grow=$(peak_mb)
 codes=$(cat par?.code | sort | uniq -c | awk '{ printf "%s%s×%s", (NR > 1 ? " " : ""), $2, $1 }')
-echo "six parallel 15 MiB batches, --max-inflight 64 MiB: peak +$grow MB ($codes)"
-below "parallel bodies peak growth (MB)" 84 "$grow"
+echo "nine parallel 15 MiB batches, --max-inflight 112 MiB: peak +$grow MB ($codes)"
+below "parallel bodies peak growth (MB)" 132 "$grow"
 expect "every parallel body answered 400 (not a batch) or 503 (busy)" "" \
   "$(grep -v -x -e 400 -e 503 par?.code || true)"
 if grep -q -x 503 par?.code; then ok; else bad "some parallel bodies are turned away (503)"; fi
@@ -193,8 +194,8 @@ done
 wait "${pids[@]}"
 grow=$(peak_mb)
 codes=$(cat gz?.code | sort | uniq -c | awk '{ printf "%s%s×%s", (NR > 1 ? " " : ""), $2, $1 }')
-echo "six parallel gzip bombs (60 MiB each), --max-inflight 64 MiB: peak +$grow MB ($codes)"
-below "parallel gzip bombs peak growth (MB)" 84 "$grow"
+echo "six parallel gzip bombs (60 MiB each), --max-inflight 112 MiB: peak +$grow MB ($codes)"
+below "parallel gzip bombs peak growth (MB)" 132 "$grow"
 expect "gzip bombs answered 413 or 503" "" "$(grep -v -x -e 413 -e 503 gz?.code || true)"
 after=$(( ($(kb VmRSS) - BASE) / 1024 ))
 below "resident memory kept after the bodies (MB)" 32 "$after"
@@ -202,18 +203,16 @@ below "resident memory kept after the bodies (MB)" 32 "$after"
 sed -e 's/aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa/bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb/' \
   -e 's/"records":\[.*\]}\],/"records":[[1,"i",0],[1,"o",5]]}],/' big.json |
   "$BIN/beatline-batch" encode > small.bin
-for k in 1 2 3; do
-  head -c 20000000 /dev/zero | gzip -c > "gz20-$k.gz"
-done
+head -c 15000000 /dev/zero | gzip -c > gz15.gz
 pids=()
-for k in 1 2 3; do # three 20 MB bodies fit the 64 MiB cap together only if nothing leaked
+for k in 1 2 3 4 5 6 7; do # seven 15 MB bodies (105 MB) fit the 112 MiB cap together only if nothing leaked
   curl -s -o /dev/null -w '%{http_code}\n' -X POST -H "Authorization: Bearer $ING" \
-    -H 'Content-Encoding: gzip' --data-binary @"gz20-$k.gz" "$URL/v1/apps/big/batches" > "ok$k.code" &
+    -H 'Content-Encoding: gzip' --data-binary @gz15.gz "$URL/v1/apps/big/batches" > "ok$k.code" &
   pids+=($!)
 done
 wait "${pids[@]}"
-expect "the budget is whole again: 20 MB bodies decompress (400: not a batch)" "400 400 400" \
-  "$(cat ok?.code | tr '\n' ' ' | sed 's/ $//')"
+expect "the budget is whole again: 15 MB bodies decompress (400: not a batch)" \
+  "400 400 400 400 400 400 400" "$(cat ok?.code | tr '\n' ' ' | sed 's/ $//')"
 http POST /v1/apps/big/batches "$ING" --data-binary @small.bin
 expect "a batch after the storm" 202 "$CODE"
 

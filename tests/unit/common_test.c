@@ -4,6 +4,9 @@
  * and repair, the (u64, u64) hash map, the capped buffer; the decoder's
  * memory budget and window limit; mapped buffers.
  */
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -227,6 +230,21 @@ START_TEST(decoder_budget)
     ck_assert_uint_eq(bl_decomp_total(d), 0);
     ck_assert_uint_lt(b.most, (size_t)1 << 20); /* no window either */
     bl_decomp_free(d);
+    /* the same frame fed one byte at a time: refused as soon as its whole
+     * header is in, still before anything is decoded */
+    b.most = 0;
+    ck_assert_int_eq(bl_decomp_new_mem(BL_ENC_ZSTD, (size_t)1 << 20, discard, NULL, &mem, &d),
+                     BL_OK);
+    bl_err fe = BL_OK;
+    size_t fed = 0;
+    while (fed < n && fe == BL_OK)
+        fe = bl_decomp_feed(d, c + fed++, 1);
+    ck_assert_int_eq(fe, BL_ETOOBIG);
+    ck_assert_uint_le(fed, 18); /* ZSTD_FRAMEHEADERSIZE_MAX */
+    ck_assert_uint_eq(bl_decomp_total(d), 0);
+    ck_assert_uint_lt(b.most, (size_t)1 << 20);
+    bl_decomp_free(d);
+    ck_assert_uint_eq(b.held, 0);
     /* a budget that refuses the decoder itself */
     budget none = { 100, 0, 0 };
     mem.ctx = &none;
@@ -255,7 +273,7 @@ START_TEST(mapped_buffer)
     ck_assert_uint_eq(b.len, total);
     ck_assert_int_eq(b.data[total], '\0');
     ck_assert_uint_eq(bl_buf_grow_size(&b, 1), 64 << 10);
-    ck_assert_uint_eq(bl_buf_grow_size(&b, (size_t)1 << 40), b.mapped);
+    ck_assert_uint_eq(bl_buf_grow_size(&b, (size_t)1 << 40), ((size_t)32 << 20) + 1);
     bl_buf_cleanup(&b);
     ck_assert_ptr_null(b.data);
     ck_assert_uint_eq(b.mapped, 0);
@@ -266,6 +284,89 @@ START_TEST(mapped_buffer)
     ck_assert_int_eq(bl_buf_grow_to(&b, 1002), BL_ETOOBIG);
     ck_assert_int_eq(bl_buf_append(&b, "abc", 3), BL_OK);
     ck_assert_int_eq(bl_buf_grow_to(&b, 3), BL_EINVAL);
+    bl_buf_cleanup(&b);
+}
+END_TEST
+
+/* A mapped buffer whose cap is not a multiple of 64 KiB can be filled to
+ * exactly its cap (the last step is cut at cap_max + 1), not one byte more. */
+START_TEST(mapped_buffer_at_cap)
+{
+    const size_t cap = 1000000, step = (size_t)64 << 10;
+    bl_buf b;
+    bl_buf_init_mapped(&b, cap);
+    ck_assert_uint_gt(b.mapped, cap + 1);
+    ck_assert_uint_eq(bl_buf_grow_size(&b, step + 1), 2 * step);
+    ck_assert_uint_eq(bl_buf_grow_size(&b, cap - 1), cap + 1); /* the last step, cut */
+    ck_assert_uint_eq(bl_buf_grow_size(&b, cap), cap + 1);
+    ck_assert_uint_eq(bl_buf_grow_size(&b, cap + 1), cap + 1);
+    ck_assert_uint_eq(bl_buf_grow_size(&b, cap + 2), cap + 1);
+    /* grow_to: room for cap - 2, cap - 1 and cap bytes; cap + 1 is too big */
+    ck_assert_int_eq(bl_buf_grow_to(&b, cap - 1), BL_OK);
+    ck_assert_uint_ge(b.alloc, cap - 1);
+    ck_assert_int_eq(bl_buf_grow_to(&b, cap), BL_OK);
+    ck_assert_int_eq(bl_buf_grow_to(&b, cap + 1), BL_OK);
+    ck_assert_uint_eq(b.alloc, cap + 1);
+    ck_assert_int_eq(bl_buf_grow_to(&b, cap + 2), BL_ETOOBIG);
+    ck_assert_uint_eq(b.alloc, cap + 1);
+    bl_buf_cleanup(&b);
+    /* the same through reserve / append, in pieces that straddle steps */
+    bl_buf_init_mapped(&b, cap);
+    static unsigned char piece[7777];
+    size_t total = 0;
+    while (total + sizeof piece <= cap - 1) {
+        for (size_t i = 0; i < sizeof piece; i++)
+            piece[i] = (unsigned char)((total + i) * 31 + 7);
+        ck_assert_int_eq(bl_buf_append(&b, piece, sizeof piece), BL_OK);
+        total += sizeof piece;
+        ck_assert_uint_le(b.alloc, cap + 1);
+        ck_assert_uint_ge(b.alloc, b.len + 1);
+    }
+    size_t rest = cap - 1 - total; /* to cap - 1 */
+    ck_assert_int_eq(bl_buf_zero(&b, rest), BL_OK);
+    ck_assert_uint_eq(b.len, cap - 1);
+    ck_assert_int_eq(bl_buf_putc(&b, 'z'), BL_OK); /* exactly cap */
+    ck_assert_uint_eq(b.len, cap);
+    ck_assert_uint_eq(b.alloc, cap + 1);
+    ck_assert_int_eq(bl_buf_putc(&b, 'z'), BL_ETOOBIG); /* cap + 1 */
+    ck_assert_uint_eq(b.len, cap);
+    ck_assert_int_eq(b.data[cap - 1], 'z');
+    ck_assert_int_eq(b.data[cap], '\0');
+    for (size_t i = 0; i < total; i++) /* what was written reads back */
+        if ((unsigned char)b.data[i] != (unsigned char)(i * 31 + 7))
+            ck_abort_msg("byte %zu differs", i);
+    bl_buf_cleanup(&b);
+}
+END_TEST
+
+/* Only the steps in use are readable and writable: the reservation past
+ * them is PROT_NONE (no commit charge), so touching it faults. Checked in
+ * a child process. */
+START_TEST(mapped_buffer_commits_steps)
+{
+    const size_t step = (size_t)64 << 10;
+    bl_buf b;
+    bl_buf_init_mapped(&b, (size_t)4 << 20);
+    ck_assert_uint_eq(b.alloc, step);
+    ck_assert_int_eq(bl_buf_reserve(&b, step + 10), BL_OK); /* two steps now */
+    ck_assert_uint_eq(b.alloc, 2 * step);
+    memset(b.data, 'a', 2 * step); /* all committed bytes are writable */
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGBUS, SIG_DFL);
+        ((volatile char *)b.data)[2 * step] = 'x'; /* the third step */
+        _exit(0);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(!(WIFEXITED(st) && WEXITSTATUS(st) == 0),
+                  "a step not yet committed was writable");
+    ck_assert_int_eq(bl_buf_reserve(&b, 2 * step), BL_OK); /* now it is */
+    b.data[2 * step] = 'x';
+    ck_assert_int_eq(b.data[2 * step - 1], 'a');
     bl_buf_cleanup(&b);
 }
 END_TEST
@@ -383,6 +484,8 @@ int main(void)
     tcase_add_test(tc, buffer_cap);
     tcase_add_test(tc, decoder_budget);
     tcase_add_test(tc, mapped_buffer);
+    tcase_add_test(tc, mapped_buffer_at_cap);
+    tcase_add_test(tc, mapped_buffer_commits_steps);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
