@@ -15,39 +15,10 @@
 #      while big bodies hold the budget, 201 once they are gone; a file whose
 #      check alone needs more than --max-inflight gets 413.
 set -euo pipefail
-BUILD=$(cd "$1" && pwd)
-WORK=$2
-BIN=$BUILD/bin
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$WORK"
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-expect() { # name expected actual
-  if [ "$2" == "$3" ]; then ok; else bad "$1: expected '$2', got '$3'"; fi
-}
+. "$(dirname "$0")/lib.sh"
+setup "$@"
 
 DATA=$WORK/data
-SERVER_PID=
-start_server() { # extra options
-  rm -f port.txt
-  "$BIN/beatline-server" --data "$DATA" --listen 127.0.0.1:0 --port-file port.txt "$@" \
-    2>> server.log &
-  SERVER_PID=$!
-  for _ in $(seq 200); do [ -s port.txt ] && break; sleep 0.05; done
-  PORT=$(cat port.txt)
-  URL="http://127.0.0.1:$PORT"
-}
-stop_server() {
-  [ -n "$SERVER_PID" ] || return 0
-  kill "$SERVER_PID" 2> /dev/null || true
-  wait "$SERVER_PID" 2> /dev/null || true
-  SERVER_PID=
-}
-trap stop_server EXIT
 post() { # FILE [curl args...] -> CODE, ERR
   local f=$1
   shift
@@ -62,7 +33,7 @@ ING=$(jq -r .ingest_key <<< "$keys")
 # --- 1. bodies at the caps ---------------------------------------------------
 MAXB=1000000  # not a multiple of 64 KiB: the last step is cut at the cap
 MAXD=3000000
-start_server --max-body $MAXB --max-decompressed $MAXD
+start_server "$DATA" --max-body $MAXB --max-decompressed $MAXD
 head -c $MAXB /dev/zero | tr '\0' 'x' > at.bin
 head -c $((MAXB + 1)) /dev/zero | tr '\0' 'x' > over.bin
 head -c $((MAXB - 10000)) /dev/zero | tr '\0' 'x' > under.bin
@@ -95,7 +66,7 @@ cat > one.json << 'JSON'
  "main":true,"truncated":false,"records":[[1,"i",0],[1,"o",10]]}],"events":[]}
 JSON
 "$BIN/beatline-batch" encode < one.json > one.bin
-start_server --max-decompressed $((16 << 20)) --max-inflight 1
+start_server "$DATA" --max-decompressed $((16 << 20)) --max-inflight 1
 res=$(timeout 60 python3 - "$PORT" "$ING" one.bin << 'PY'
 import http.client, socket, sys, time
 port, key, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
@@ -160,7 +131,7 @@ put_mids() { # FILE BUILD -> CODE, ERR
     --data-binary @"$1" "$URL/v1/apps/shop/builds/$2/method-ids")
   ERR=$(jq -r .error body.out 2> /dev/null || cat body.out)
 }
-start_server --max-decompressed $((16 << 20)) --max-inflight 1
+start_server "$DATA" --max-decompressed $((16 << 20)) --max-inflight 1
 res=$(timeout 120 python3 - "$PORT" "$ING" "$UPL" mids.txt << 'PY'
 import http.client, socket, sys, time
 port, key, upl, path = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
@@ -220,5 +191,4 @@ expect "--max-inflight raised to --max-decompressed + --max-body + 80 MiB" \
   "more than --max-inflight ($((112 << 20)) bytes)" "${ERR#*, }"
 stop_server
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -15,29 +15,13 @@
 # they are skipped with a message and the script exits 77 (ctest SKIP)
 # unless something else failed.
 set -euo pipefail
-BUILD=$(cd "$1" && pwd)
-WORK=$2
-BIN=$BUILD/bin
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$WORK"
+. "$(dirname "$0")/lib.sh"
+setup "$@"
 
-pass=0
-fail=0
 skipped=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-expect() { # name expected actual
-  if [ "$2" == "$3" ]; then ok; else bad "$1: expected '$2', got '$3'"; fi
-}
-expect_grep() { # name pattern text
-  if grep -q -- "$2" <<< "$3"; then ok; else bad "$1: '$2' not in: $3"; fi
-}
-
 MOUNTS=()
-SERVER_PID=
 cleanup() {
-  [ -n "$SERVER_PID" ] && { kill "$SERVER_PID" 2> /dev/null || true; wait "$SERVER_PID" 2> /dev/null || true; }
+  stop_server
   for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount "${MOUNTS[$i]}" 2> /dev/null || umount -l "${MOUNTS[$i]}" 2> /dev/null || true; done
 }
 trap cleanup EXIT
@@ -52,30 +36,6 @@ start_fails() {
   RC=$?
   set -e
   ERR=$(cat start.err)
-}
-start_server() { # DATA [args...]
-  local data=$1
-  shift
-  rm -f port.txt
-  "$BIN/beatline-server" --data "$data" --listen 127.0.0.1:0 --port-file port.txt "$@" 2>> server.log &
-  SERVER_PID=$!
-  for _ in $(seq 100); do [ -s port.txt ] && break; sleep 0.05; done
-  PORT=$(cat port.txt 2> /dev/null || true)
-  if [ -z "$PORT" ]; then
-    bad "the server did not start on $data: $(tail -3 server.log)"
-    echo "$pass passed, $fail failed"
-    exit 1
-  fi
-  URL="http://127.0.0.1:$PORT"
-}
-stop_server() { kill "$SERVER_PID" 2> /dev/null || true; wait "$SERVER_PID" 2> /dev/null || true; SERVER_PID=; }
-# http METHOD PATH KEY [curl args...] -> CODE, BODY, HDRS
-http() {
-  local m=$1 p=$2 k=$3
-  shift 3
-  CODE=$(curl -s -D hdrs.out -o body.out -w '%{http_code}' -X "$m" ${k:+-H "Authorization: Bearer $k"} "$@" "$URL$p")
-  BODY=$(cat body.out)
-  HDRS=$(cat hdrs.out)
 }
 
 # --- start-up errors that need no root -------------------------------------
@@ -206,7 +166,4 @@ JSON
   stop_server
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ] || exit 1
-[ "$skipped" = 0 ] || exit 77
-exit 0
+if [ "$skipped" = 0 ]; then finish; else finish 77; fi

@@ -11,49 +11,13 @@
 # Raw HTTP goes through http_edge_client.py (python3 sockets); every
 # exchange there is bounded in time and bytes.
 set -euo pipefail
-BUILD=$(cd "$1" && pwd)
-WORK=$2
-HERE=$(cd "$(dirname "$0")" && pwd)
-BIN=$BUILD/bin
+. "$(dirname "$0")/lib.sh"
+setup "$@"
+
 CLIENT="python3 $HERE/http_edge_client.py"
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$WORK"
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-expect() { # name expected actual
-  if [ "$2" == "$3" ]; then ok; else bad "$1: expected '$2', got '$3'"; fi
-}
-
 DATA=$WORK/data
-SERVER_PID=
-start_server() { # extra options
-  rm -f port.txt
-  "$BIN/beatline-server" --data "$DATA" --listen 127.0.0.1:0 --port-file port.txt \
-    --max-body 1048576 "$@" 2>> server.log &
-  SERVER_PID=$!
-  for _ in $(seq 100); do [ -s port.txt ] && break; sleep 0.05; done
-  PORT=$(cat port.txt)
-  URL="http://127.0.0.1:$PORT"
-}
-stop_server() {
-  [ -n "$SERVER_PID" ] || return 0
-  kill "$SERVER_PID" 2> /dev/null || true
-  wait "$SERVER_PID" 2> /dev/null || true
-  SERVER_PID=
-}
-trap stop_server EXIT
-
-# http METHOD PATH KEY [curl args...] -> sets CODE and BODY
-http() {
-  local m=$1 p=$2 k=$3
-  shift 3
-  CODE=$(curl -s -m 20 -o body.out -w '%{http_code}' -X "$m" ${k:+-H "Authorization: Bearer $k"} "$@" "$URL$p")
-  BODY=$(cat body.out)
-}
+SERVER_ARGS=(--max-body 1048576) # on every start
+HTTP_ARGS=(-m 20)                # every http request: at most 20 s
 raw() { $CLIENT raw "$PORT"; } # request on stdin -> "STATUS ERROR-TEXT"
 is_json_error() { # name -> checks BODY is {"error": "..."}
   if jq -e '.error | strings' <<< "$BODY" > /dev/null 2>&1; then ok; else bad "$1: not a JSON error: $BODY"; fi
@@ -64,7 +28,7 @@ ING=$(jq -r .ingest_key <<< "$keys")
 UPL=$(jq -r .upload_key <<< "$keys")
 RD=$(jq -r .read_key <<< "$keys")
 OTHER_RD=$("$BIN/beatline-server" --data "$DATA" app create other | jq -r .read_key)
-start_server --header-timeout 3 --body-timeout 2 --min-body-rate 100000
+start_server "$DATA" --header-timeout 3 --body-timeout 2 --min-body-rate 100000
 
 # --- refused on the headers: answered at once, the body is not read -----------
 BIG=315000000
@@ -166,10 +130,9 @@ if [ "${res%/*}" == "${res#*/}" ] && [ "${res#*/}" -gt 0 ]; then ok; else bad "h
 stop_server
 
 # at 3/4 of --max-connections slow headers lose their slot after 2 s (not 30)
-start_server --max-connections 100 --header-timeout 30
+start_server "$DATA" --max-connections 100 --header-timeout 30
 res=$($CLIENT slowloris "$PORT" 150 10)
 if [ "${res%/*}" -gt 0 ]; then ok; else bad "healthz with 150 slow connections and --max-connections 100: $res answered"; fi
 stop_server
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

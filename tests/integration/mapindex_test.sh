@@ -10,59 +10,14 @@
 #
 #   mapindex_test.sh BUILD_DIR WORK_DIR
 set -euo pipefail
-BUILD=$(cd "$1" && pwd)
-WORK=$2
-BIN=$BUILD/bin
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$WORK"
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-expect() { # name expected actual
-  if [ "$2" == "$3" ]; then ok; else bad "$1: expected '$2', got '$3'"; fi
-}
-contains() { # name needle haystack
-  case "$3" in *"$2"*) ok ;; *) bad "$1: '$2' not in '$3'" ;; esac
-}
+. "$(dirname "$0")/lib.sh"
+setup "$@"
 
 DATA=$WORK/data
-SERVER_PID=
-start_server() {
-  rm -f port.txt
-  "$BIN/beatline-server" --data "$DATA" --listen 127.0.0.1:0 --port-file port.txt \
-    2>> server.log &
-  SERVER_PID=$!
-  for _ in $(seq 200); do [ -s port.txt ] && break; sleep 0.05; done
-  PORT=$(cat port.txt 2> /dev/null || true)
-  if [ -z "$PORT" ]; then
-    bad "the server did not start: $(tail -3 server.log)"
-    echo "$pass passed, $fail failed"
-    exit 1
-  fi
-  URL="http://127.0.0.1:$PORT"
-}
-stop_server() {
-  if [ -n "$SERVER_PID" ]; then
-    kill "$SERVER_PID" 2> /dev/null || true
-    wait "$SERVER_PID" 2> /dev/null || true
-  fi
-  SERVER_PID=
-}
-trap stop_server EXIT
-
 keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
 UPL=$(jq -r .upload_key <<< "$keys")
 RD=$(jq -r .read_key <<< "$keys")
 APP_ID=$(sqlite3 "$DATA/beatline.db" "SELECT id FROM apps WHERE name = 'shop'")
-http() { # METHOD PATH KEY [curl args...] -> CODE, BODY
-  local m=$1 p=$2 k=$3
-  shift 3
-  CODE=$(curl -s -o body.out -w '%{http_code}' -X "$m" ${k:+-H "Authorization: Bearer $k"} "$@" "$URL$p")
-  BODY=$(cat body.out)
-}
 metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 sha() { printf %s "$1" | sha256sum | cut -c1-64; }
 DIR=$DATA/builds/$APP_ID/$(sha m)
@@ -78,7 +33,7 @@ printf 'com.example.Other -> a.a:\n    6:9:void step(int) -> b\n' > map-b.txt
 printf 'com.example.Ozher -> a.a:\n    6:9:void step(int) -> b\n' > map-c.txt
 printf 'com.example.Dee -> a.a:\n    6:9:void step(int) -> b\n' > map-d.txt
 
-start_server
+start_server "$DATA"
 http PUT /v1/apps/shop/builds/m/mapping "$UPL" --data-binary @map-a.txt
 expect "mapping A uploaded" 201 "$CODE"
 retrace
@@ -87,7 +42,7 @@ stop_server
 
 # --- a mapping.txt newer than its index: the index is stale -------------------
 cp map-b.txt "$DIR/mapping.txt" # another size
-start_server
+start_server "$DATA"
 retrace
 expect "mapping.txt of another size: answers from it" "200 at com.example.Other.step(Other.java:7)" "$CODE $FRAME"
 expect "the stale index was rebuilt and counted" 1 "$(metric beatline_mapping_index_rebuilt_total)"
@@ -96,7 +51,7 @@ retrace
 expect "rebuilt once, not at every open" 1 "$(metric beatline_mapping_index_rebuilt_total)"
 stop_server
 cp map-c.txt "$DIR/mapping.txt" # the same size, newer
-start_server
+start_server "$DATA"
 retrace
 expect "mapping.txt of the same size, newer: answers from it" "200 at com.example.Ozher.step(Ozher.java:7)" "$CODE $FRAME"
 expect "rebuilt and counted" 1 "$(metric beatline_mapping_index_rebuilt_total)"
@@ -141,5 +96,4 @@ expect "retrace after the upload's repair" "200 at com.example.Dee.step(Dee.java
 expect "no further rebuild" 4 "$(metric beatline_mapping_index_rebuilt_total)"
 stop_server
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

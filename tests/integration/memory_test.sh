@@ -19,49 +19,15 @@
 #   5. six parallel gzip bombs (60 MiB each) against the same cap;
 #   6. limit/max_depth/since must be plain decimal numbers in range.
 set -euo pipefail
-BUILD=$(cd "$1" && pwd)
-WORK=$2
-BIN=$BUILD/bin
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$WORK"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"
+. "$(dirname "$0")/lib.sh"
+setup "$@"
 
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-expect() { # name expected actual
-  if [ "$2" == "$3" ]; then ok; else bad "$1: expected '$2', got '$3'"; fi
-}
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"
 below() { # name limit actual (integers)
   if [ "$3" -lt "$2" ]; then ok; else bad "$1: $3 is not below $2"; fi
 }
 
 DATA=$WORK/data
-SERVER_PID=
-start_server() { # extra options
-  rm -f port.txt
-  "$BIN/beatline-server" --data "$DATA" --listen 127.0.0.1:0 --port-file port.txt "$@" \
-    2>> server.log &
-  SERVER_PID=$!
-  for _ in $(seq 200); do [ -s port.txt ] && break; sleep 0.05; done
-  PORT=$(cat port.txt)
-  URL="http://127.0.0.1:$PORT"
-}
-stop_server() {
-  [ -n "$SERVER_PID" ] || return 0
-  kill "$SERVER_PID" 2> /dev/null || true
-  wait "$SERVER_PID" 2> /dev/null || true
-  SERVER_PID=
-}
-trap stop_server EXIT
-http() { # METHOD PATH KEY [curl args...] -> CODE, BODY
-  local m=$1 p=$2 k=$3
-  shift 3
-  CODE=$(curl -s -o body.out -w '%{http_code}' -X "$m" ${k:+-H "Authorization: Bearer $k"} "$@" "$URL$p")
-  BODY=$(cat body.out)
-}
 kb() { awk -v k="$1" '$1 == k ":" { print $2 }' "/proc/$SERVER_PID/status"; }
 mem_mark() { # resets the peak; remembers the resident size (kB)
   echo 5 > "/proc/$SERVER_PID/clear_refs"
@@ -96,7 +62,7 @@ keys=$("$BIN/beatline-server" --data "$DATA" app create big)
 ING=$(jq -r .ingest_key <<< "$keys")
 UPL=$(jq -r .upload_key <<< "$keys")
 RD=$(jq -r .read_key <<< "$keys")
-start_server
+start_server "$DATA"
 if ! echo 5 > "/proc/$SERVER_PID/clear_refs" 2> /dev/null; then
   echo "cannot reset the peak RSS through /proc/PID/clear_refs" >&2
   exit 1
@@ -161,7 +127,7 @@ below "zstd bomb peak growth (MB)" 320 "$grow"
 
 # --- 4, 5. parallel large bodies against --max-inflight 112 MiB ------------
 stop_server
-start_server --max-body 16777216 --max-decompressed 16777216 --max-inflight 117440512
+start_server "$DATA" --max-body 16777216 --max-decompressed 16777216 --max-inflight 117440512
 settle
 head -c 15728640 /dev/zero > body15.bin
 mem_mark
@@ -251,5 +217,4 @@ expect "leading zeros are decimal" "200 7" "$CODE $(jq '.methods | length' <<< "
 http GET "/v1/apps/big/call-tree?max_depth=1&limit=3" "$RD"
 expect "max_depth=1" "200 3 0" "$CODE $(jq '"\(.roots | length) \(.roots[0].children | length)"' -r <<< "$BODY")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

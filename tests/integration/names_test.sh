@@ -10,47 +10,10 @@
 # original names, get no warning; replacing the file with a headed one
 # clears the warning.
 set -euo pipefail
-BUILD=$(cd "$1" && pwd)
-WORK=$2
-BIN=$BUILD/bin
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$WORK"
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-expect() { # name expected actual
-  if [ "$2" == "$3" ]; then ok; else bad "$1: expected '$2', got '$3'"; fi
-}
-expect_grep() { # name pattern text
-  if grep -q -- "$2" <<< "$3"; then ok; else bad "$1: '$2' not in: $3"; fi
-}
+. "$(dirname "$0")/lib.sh"
+setup "$@"
 
 DATA=$WORK/data
-SERVER_PID=
-start_server() {
-  rm -f port.txt
-  "$BIN/beatline-server" --data "$DATA" --listen 127.0.0.1:0 --port-file port.txt 2>> server.log &
-  SERVER_PID=$!
-  for _ in $(seq 100); do [ -s port.txt ] && break; sleep 0.05; done
-  PORT=$(cat port.txt 2> /dev/null || true)
-  if [ -z "$PORT" ]; then
-    bad "the server did not start: $(tail -3 server.log)"
-    echo "$pass passed, $fail failed"
-    exit 1
-  fi
-  URL="http://127.0.0.1:$PORT"
-}
-stop_server() { kill "$SERVER_PID" 2> /dev/null || true; wait "$SERVER_PID" 2> /dev/null || true; }
-trap stop_server EXIT
-http() { # METHOD PATH KEY [curl args...] -> CODE, BODY
-  local m=$1 p=$2 k=$3
-  shift 3
-  CODE=$(curl -s -o body.out -w '%{http_code}' -X "$m" ${k:+-H "Authorization: Bearer $k"} "$@" "$URL$p")
-  BODY=$(cat body.out)
-}
 # build_warnings BUILD COUNT: waits (bounded, 10 s) until GET …/builds shows
 # BUILD registered with both files and COUNT warnings (the processor writes
 # them); sets W to them
@@ -102,7 +65,7 @@ MID
 keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
 UPL=$(jq -r .upload_key <<< "$keys")
 RD=$(jq -r .read_key <<< "$keys")
-start_server
+start_server "$DATA"
 
 # --- method-IDs first, then the mapping ----------------------------------------
 http PUT /v1/apps/shop/builds/m1/method-ids "$UPL" --data-binary @mids-obf.txt
@@ -157,5 +120,4 @@ build_warnings m4 0
 build_warnings m1 1
 
 stop_server
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

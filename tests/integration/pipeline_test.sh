@@ -12,58 +12,22 @@
 # mapping index is rebuilt; unknown methodIds are counted apart and shown;
 # NUL bytes in mappings and app names.
 set -euo pipefail
-BUILD=$(cd "$1" && pwd)
-WORK=$2
-BIN=$BUILD/bin
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$WORK"
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-expect() { # name expected actual
-  if [ "$2" == "$3" ]; then ok; else bad "$1: expected '$2', got '$3'"; fi
-}
-contains() { # name needle haystack
-  case "$3" in *"$2"*) ok ;; *) bad "$1: '$2' not in '$3'" ;; esac
-}
+. "$(dirname "$0")/lib.sh"
+setup "$@"
 
 DATA=$WORK/data
-SERVER_PID=
-start_server() {
-  rm -f port.txt
-  "$BIN/beatline-server" --data "$DATA" --listen 127.0.0.1:0 --port-file port.txt \
-    2>> server.log &
-  SERVER_PID=$!
-  for _ in $(seq 200); do [ -s port.txt ] && break; sleep 0.05; done
-  PORT=$(cat port.txt)
-  URL="http://127.0.0.1:$PORT"
-  processed=0 # /metrics counts from the start of the process
+serve() { # start_server on DATA; /metrics counts from the start of the process
+  start_server "$DATA"
+  processed=0
 }
-stop_server() {
-  if [ -n "$SERVER_PID" ]; then
-    kill "$SERVER_PID" 2> /dev/null || true
-    wait "$SERVER_PID" 2> /dev/null || true
-  fi
-  SERVER_PID=
-}
-trap stop_server EXIT
 
 keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
 ING=$(jq -r .ingest_key <<< "$keys")
 UPL=$(jq -r .upload_key <<< "$keys")
 RD=$(jq -r .read_key <<< "$keys")
 APP_ID=$(sqlite3 "$DATA/beatline.db" "SELECT id FROM apps WHERE name = 'shop'")
-start_server
+serve
 
-http() { # METHOD PATH KEY [curl args...] -> CODE, BODY
-  local m=$1 p=$2 k=$3
-  shift 3
-  CODE=$(curl -s -o body.out -w '%{http_code}' -X "$m" ${k:+-H "Authorization: Bearer $k"} "$@" "$URL$p")
-  BODY=$(cat body.out)
-}
 metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_metric() { # name value
   local n
@@ -141,7 +105,7 @@ stop_server
 mv "$DATA/builds/$APP_ID/$(sha legacy)" "$DATA/builds/$APP_ID/$(hexname legacy)"
 rm "$DATA/builds/$APP_ID/$(hexname legacy)/build-name"
 mv "$DATA/builds/$APP_ID/$(sha cut)" "$DATA/builds/$APP_ID/$(hexname cut)"
-start_server
+serve
 for b in legacy cut; do
   [ -d "$DATA/builds/$APP_ID/$(sha "$b")" ] && ok || bad "$b: migrated to its hash name"
   [ ! -e "$DATA/builds/$APP_ID/$(hexname "$b")" ] && ok || bad "$b: old folder gone"
@@ -188,7 +152,7 @@ expect "65,536 lost enters refused at POST" 413 "$CODE"
 # --- section 3: a recorded batch found again in batches/pending ---------------
 stop_server
 cp "$DATA/batches/done/20000000-0000-4000-8000-000000000001.bin" "$DATA/batches/pending/"
-start_server
+serve
 wait_metric beatline_batches_duplicate_total 1
 expect "not processed again" "$processed" "$(metric beatline_batches_processed_total)"
 expect "not failed" 0 "$(metric beatline_batches_failed_total)"
@@ -239,7 +203,7 @@ expect "obf batch" 202 "$CODE"
 expect_processed 1
 stop_server
 flip "$DATA/builds/$APP_ID/$(sha obf)/mapping.idx" 300
-start_server
+serve
 http PUT "/v1/apps/shop/builds/obf/method-ids?replace=true" "$UPL" --data-binary @obf-ids2.txt
 expect "obf method-ids replaced" 200 "$CODE"
 wait_metric beatline_mapping_index_rebuilt_total 1
@@ -284,7 +248,7 @@ expect "unknown methods in the call tree" "unknown method 5000000 30|unknown met
   "$(jq -r '[.roots[0].children[] | select(.method.class == "?") | "\(.method.name) \(.total_us)"] | join("|")' <<< "$BODY")"
 # after a restart (rows loaded from the database) they are still unknown
 stop_server
-start_server
+serve
 batch unk2 50000000-0000-4000-8000-000000000002 legacy "$TU"
 post unk2
 expect_processed 1
@@ -317,5 +281,4 @@ set +e
 set -e
 contains "CLI names the line" "nul-map.txt:2: NUL byte in the line" "$(cat nul.err)"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -15,50 +15,9 @@
 # a batch sent right after a method-ID upload's 201 is never refused; an
 # expiry past 100 years is refused at start.
 set -euo pipefail
-BUILD=$(cd "$1" && pwd)
-WORK=$2
-BIN=$BUILD/bin
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$WORK"
+. "$(dirname "$0")/lib.sh"
+setup "$@"
 
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-expect() { # name expected actual
-  if [ "$2" == "$3" ]; then ok; else bad "$1: expected '$2', got '$3'"; fi
-}
-expect_grep() { # name pattern text
-  if grep -q -- "$2" <<< "$3"; then ok; else bad "$1: '$2' not in: $3"; fi
-}
-
-SERVER_PID=
-start_server() { # DATA [args...]
-  local data=$1
-  shift
-  rm -f port.txt
-  "$BIN/beatline-server" --data "$data" --listen 127.0.0.1:0 --port-file port.txt "$@" 2>> server.log &
-  SERVER_PID=$!
-  for _ in $(seq 100); do [ -s port.txt ] && break; sleep 0.05; done
-  PORT=$(cat port.txt 2> /dev/null || true)
-  if [ -z "$PORT" ]; then
-    bad "the server did not start: $(tail -3 server.log)"
-    echo "$pass passed, $fail failed"
-    exit 1
-  fi
-  URL="http://127.0.0.1:$PORT"
-}
-stop_server() { kill "$SERVER_PID" 2> /dev/null || true; wait "$SERVER_PID" 2> /dev/null || true; SERVER_PID=; }
-trap stop_server EXIT
-# http METHOD PATH KEY [curl args...] -> CODE, BODY, HDRS
-http() {
-  local m=$1 p=$2 k=$3
-  shift 3
-  CODE=$(curl -s -D hdrs.out -o body.out -w '%{http_code}' -X "$m" ${k:+-H "Authorization: Bearer $k"} "$@" "$URL$p")
-  BODY=$(cat body.out)
-  HDRS=$(cat hdrs.out)
-}
 metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_metric() { # name value: bounded wait (10 s) until the metric has the value
   local v
@@ -235,5 +194,4 @@ BEATLINE_WAITING_EXPIRY=18446744073709551615 timeout 10 "$BIN/beatline-server" -
   --listen 127.0.0.1:0 > /dev/null 2> expiry.err || rc=$?
 expect "BEATLINE_WAITING_EXPIRY=2^64-1 refused at start" 1 "$rc"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

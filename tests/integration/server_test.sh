@@ -12,21 +12,8 @@
 # (400 with offset, 401, 403, 404, 413, 415); kill -9 after a 202 loses
 # nothing.
 set -euo pipefail
-BUILD=$(cd "$1" && pwd)
-WORK=$2
-HERE=$(cd "$(dirname "$0")" && pwd)
-BIN=$BUILD/bin
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$WORK"
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
-expect() { # name expected actual
-  if [ "$2" == "$3" ]; then ok; else bad "$1: expected '$2', got '$3'"; fi
-}
+. "$(dirname "$0")/lib.sh"
+setup "$@"
 
 # --- a real obfuscated jar, its mapping and method-ID file ----------------
 javac -d tools "$HERE/../realworld/JrtLibraryJar.java"
@@ -66,33 +53,13 @@ fi
 
 # --- server ------------------------------------------------------------------
 DATA=$WORK/data
-start_server() {
-  rm -f port.txt
-  "$BIN/beatline-server" --data "$DATA" --listen 127.0.0.1:0 --port-file port.txt \
-    --max-body 1048576 2>> server.log &
-  SERVER_PID=$!
-  for _ in $(seq 100); do [ -s port.txt ] && break; sleep 0.05; done
-  PORT=$(cat port.txt)
-  URL="http://127.0.0.1:$PORT"
-}
-stop_server() { kill "$SERVER_PID" 2> /dev/null || true; wait "$SERVER_PID" 2> /dev/null || true; }
-trap stop_server EXIT
+SERVER_ARGS=(--max-body 1048576) # on every start
 
 keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
 ING=$(jq -r .ingest_key <<< "$keys")
 UPL=$(jq -r .upload_key <<< "$keys")
 RD=$(jq -r .read_key <<< "$keys")
-start_server
-
-# http METHOD PATH KEY [curl args...] -> sets CODE and BODY
-http() {
-  local m=$1 p=$2 k=$3
-  shift 3
-  local out
-  out=$(curl -s -o body.out -w '%{http_code}' -X "$m" ${k:+-H "Authorization: Bearer $k"} "$@" "$URL$p")
-  CODE=$out
-  BODY=$(cat body.out)
-}
+start_server "$DATA"
 # batch JSON -> binary file
 batch() { # name uuid records-json [truncated]
   cat > "$1.json" <<JSON
@@ -313,7 +280,7 @@ http POST /v1/apps/shop/batches "$ING" --data-binary @c.bin
 expect "batch before the kill" 202 "$CODE"
 kill -9 "$SERVER_PID"
 wait "$SERVER_PID" 2> /dev/null || true
-start_server
+start_server "$DATA"
 for _ in $(seq 200); do
   http GET "/v1/apps/shop/slow-methods?build=7.1&thread=main&sort=max" "$RD"
   [ "$(jq -r '.methods[0].max_us' <<< "$BODY")" == 1000 ] && break
@@ -326,5 +293,4 @@ expect "counted once after restart" "4 19" "$(jq -r '.builds[] | select(.build =
 http GET /metrics ""
 if grep -q '^beatline_http_requests_total{code="200"}' <<< "$BODY"; then ok; else bad "metrics by status"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

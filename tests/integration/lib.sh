@@ -1,0 +1,130 @@
+# Shared helpers of the bash integration tests (tests/integration/*_test.sh).
+# Sourced, not run:
+#
+#   set -euo pipefail
+#   . "$(dirname "$0")/lib.sh"
+#   setup "$@"
+#
+# Functions, their arguments and the globals they read or set:
+#
+#   setup BUILD_DIR WORK_DIR
+#       Sets BUILD (BUILD_DIR made absolute), WORK (WORK_DIR as given), BIN
+#       ($BUILD/bin) and HERE (the absolute folder of the test scripts and of
+#       this file). Empties WORK (rm -rf, mkdir -p) and cd's into it; sets the
+#       counters pass=0 and fail=0 and SERVER_PID empty; traps stop_server on
+#       EXIT (a script with more to clean up sets its own trap afterwards and
+#       calls stop_server from it). Wrong number of arguments: usage, exit 2.
+#
+#   ok                        counts one passed check (pass += 1).
+#   bad MESSAGE...            counts one failed check (fail += 1) and prints
+#                             "FAIL: MESSAGE" on stderr.
+#   expect NAME EXPECTED ACTUAL
+#                             passes when ACTUAL is exactly EXPECTED.
+#   expect_grep NAME PATTERN TEXT
+#                             passes when grep finds the basic regular
+#                             expression PATTERN on a line of TEXT.
+#   contains NAME NEEDLE HAYSTACK
+#                             passes when NEEDLE is a substring of HAYSTACK
+#                             (no pattern characters; may span lines).
+#
+#   start_server DATA [server args...]
+#       Starts "$BIN/beatline-server --data DATA --listen 127.0.0.1:0
+#       --port-file port.txt", then the words of the array SERVER_ARGS (empty
+#       unless the script sets it: default options of every start), then the
+#       given args, in the background with stderr appended to server.log (in
+#       WORK). Waits (bounded: 200 x 0.05 s) for port.txt and sets
+#       SERVER_PID, PORT and URL (http://127.0.0.1:PORT). If no port appears
+#       the start counts as a failed check ("the server did not start on
+#       DATA" with the end of server.log), the summary line is printed and
+#       the script exits 1.
+#   stop_server
+#       Kills SERVER_PID (SIGTERM), waits for it and empties SERVER_PID;
+#       does nothing when SERVER_PID is empty. Never fails.
+#
+#   http METHOD PATH KEY [curl args...]
+#       One request to $URL$PATH with curl (silent), "Authorization: Bearer
+#       KEY" unless KEY is empty, then the words of the array HTTP_ARGS
+#       (empty unless the script sets it, e.g. HTTP_ARGS=(-m 20)), then the
+#       given curl args. Sets CODE (the status), BODY (the body, also left in
+#       body.out) and HDRS (the response headers, also left in hdrs.out).
+#
+#   finish [STATUS]
+#       Prints "N passed, M failed" on a line of its own (stdout) and exits:
+#       1 if any check failed, else STATUS (default 0; e.g. 77 for a ctest
+#       SKIP).
+
+SERVER_ARGS=()
+HTTP_ARGS=()
+SERVER_PID=
+pass=0
+fail=0
+# the folder of the test scripts (and of this file), absolute
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+setup() {
+  if [ "$#" -ne 2 ]; then
+    echo "usage: $0 BUILD_DIR WORK_DIR" >&2
+    exit 2
+  fi
+  BUILD=$(cd "$1" && pwd)
+  WORK=$2
+  BIN=$BUILD/bin
+  rm -rf "$WORK"
+  mkdir -p "$WORK"
+  cd "$WORK"
+  pass=0
+  fail=0
+  SERVER_PID=
+  trap stop_server EXIT
+}
+
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); }
+expect() { # name expected actual
+  if [ "$2" == "$3" ]; then ok; else bad "$1: expected '$2', got '$3'"; fi
+}
+expect_grep() { # name pattern text
+  if grep -q -- "$2" <<< "$3"; then ok; else bad "$1: '$2' not in: $3"; fi
+}
+contains() { # name needle haystack
+  case "$3" in *"$2"*) ok ;; *) bad "$1: '$2' not in '$3'" ;; esac
+}
+
+finish() { # [status if nothing failed]
+  echo "$pass passed, $fail failed"
+  [ "$fail" -eq 0 ] || exit 1
+  exit "${1:-0}"
+}
+
+start_server() { # DATA [server args...]
+  local data=$1
+  shift
+  rm -f port.txt
+  "$BIN/beatline-server" --data "$data" --listen 127.0.0.1:0 --port-file port.txt \
+    ${SERVER_ARGS[@]+"${SERVER_ARGS[@]}"} "$@" 2>> server.log &
+  SERVER_PID=$!
+  for _ in $(seq 200); do [ -s port.txt ] && break; sleep 0.05; done
+  PORT=$(cat port.txt 2> /dev/null || true)
+  if [ -z "$PORT" ]; then
+    bad "the server did not start on $data: $(tail -3 server.log)"
+    finish
+  fi
+  URL="http://127.0.0.1:$PORT"
+}
+
+stop_server() {
+  if [ -n "$SERVER_PID" ]; then
+    kill "$SERVER_PID" 2> /dev/null || true
+    wait "$SERVER_PID" 2> /dev/null || true
+  fi
+  SERVER_PID=
+}
+
+http() { # METHOD PATH KEY [curl args...] -> CODE, BODY, HDRS
+  local m=$1 p=$2 k=$3
+  shift 3
+  CODE=$(curl -s -D hdrs.out -o body.out -w '%{http_code}' ${HTTP_ARGS[@]+"${HTTP_ARGS[@]}"} \
+    -X "$m" ${k:+-H "Authorization: Bearer $k"} "$@" "$URL$p")
+  BODY=$(cat body.out)
+  HDRS=$(cat hdrs.out 2> /dev/null || true)
+}
