@@ -33,7 +33,7 @@ import java.util.TimeZone;
  * <li>408 and every other 5xx, connection failures, timeouts: retried after
  *     an exponential backoff with jitter: attempt {@code n} (0-based) waits a
  *     uniformly random delay in {@code [c/2, c]}, {@code c = min(max, base·2^n)}.</li>
- * <li>any other 4xx (400 malformed, 401/403 key, 404 app, 413 too large,
+ * <li>any other 4xx (400 malformed, 401/403 key or unknown app, 413 too large,
  *     415): the file is deleted, counted in {@code dropped4xx} and logged
  *     with the server's message (once per distinct status and message); the
  *     next file is tried at once.</li>
