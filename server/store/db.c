@@ -73,6 +73,11 @@ bl_err bl_db_ping(bl_db *db)
     return rc == SQLITE_ROW ? BL_OK : BL_EIO;
 }
 
+bl_err bl_db_bound_memory(bl_db *db)
+{
+    return bl_db_exec(db, "PRAGMA cache_size = -2048; PRAGMA temp_store = FILE");
+}
+
 static int user_version(sqlite3 *h)
 {
     sqlite3_stmt *st;

@@ -57,6 +57,12 @@ const char *bl_db_errmsg(bl_db *db);
  * table). BL_OK, or BL_EIO with the reason in bl_db_errmsg. */
 bl_err bl_db_ping(bl_db *db);
 
+/* Bounds the memory of a (read) connection: a page cache of at most 2 MiB,
+ * and sorts of big queries (slow-methods groups every method) spill to
+ * temporary files instead of memory. For the HTTP threads' connections.
+ * BL_EIO on failure (the connection still works, unbounded). */
+bl_err bl_db_bound_memory(bl_db *db);
+
 /* Microseconds since the Unix epoch, now. */
 int64_t bl_now_us(void);
 
