@@ -159,11 +159,11 @@ static int app_set(bl_db *db, const char *name, int argc, char **argv)
     bl_err e = bl_apps_find(db, name, &id);
     if (e) {
         fprintf(stderr, "beatline-server: app set %s: %s\n", name,
-                e == BL_ENOTFOUND ? "no such app" : sqlite3_errmsg(bl_db_handle(db)));
+                e == BL_ENOTFOUND ? "no such app" : bl_db_errmsg(db));
         return 2;
     }
-    if (bl_db_exec(db, "BEGIN IMMEDIATE")) {
-        fprintf(stderr, "beatline-server: app set: %s\n", sqlite3_errmsg(bl_db_handle(db)));
+    if (bl_db_begin(db)) {
+        fprintf(stderr, "beatline-server: app set: %s\n", bl_db_errmsg(db));
         return 2;
     }
     for (int i = 0; i < argc; i++) {
@@ -180,19 +180,19 @@ static int app_set(bl_db *db, const char *name, int argc, char **argv)
                     "beatline-server: app set: bad setting '%s' (QUOTA=N or QUOTA=default; "
                     "QUOTA: waiting-builds, waiting-batches, waiting-bytes, new-builds)\n",
                     argv[i]);
-            bl_db_exec(db, "ROLLBACK");
+            bl_db_rollback(db);
             return 1;
         }
         if (bl_apps_set_quota(db, name, which, dflt ? -1 : (int64_t)v) != BL_OK) {
-            fprintf(stderr, "beatline-server: app set: %s\n", sqlite3_errmsg(bl_db_handle(db)));
-            bl_db_exec(db, "ROLLBACK");
+            fprintf(stderr, "beatline-server: app set: %s\n", bl_db_errmsg(db));
+            bl_db_rollback(db);
             return 2;
         }
     }
     int64_t q[BL_APP_QUOTAS];
-    if (bl_db_exec(db, "COMMIT") || bl_apps_quotas(db, id, q) != BL_OK) {
-        fprintf(stderr, "beatline-server: app set: %s\n", sqlite3_errmsg(bl_db_handle(db)));
-        bl_db_exec(db, "ROLLBACK");
+    if (bl_db_commit(db) || bl_apps_quotas(db, id, q) != BL_OK) {
+        fprintf(stderr, "beatline-server: app set: %s\n", bl_db_errmsg(db));
+        bl_db_rollback(db);
         return 2;
     }
     printf("{\"app\": \"%s\", \"quotas\": {", name);
@@ -231,7 +231,7 @@ static int app_command(const char *data, int argc, char **argv)
             fprintf(stderr, "beatline-server: app create %s: %s\n", argv[1],
                     exists ? "an app with this name exists"
                     : e == BL_EINVAL ? "bad name (1-64 characters of A-Z a-z 0-9 . _ -)"
-                                     : sqlite3_errmsg(bl_db_handle(db)));
+                                     : bl_db_errmsg(db));
             rc = 2;
         } else {
             printf("{\"app\": \"%s\", \"ingest_key\": \"%s\", \"upload_key\": \"%s\", "
@@ -242,7 +242,7 @@ static int app_command(const char *data, int argc, char **argv)
         bl_err e = bl_apps_rotate_keys(db, argv[1], keys);
         if (e) {
             fprintf(stderr, "beatline-server: app rotate-keys %s: %s\n", argv[1],
-                    e == BL_ENOTFOUND ? "no such app" : sqlite3_errmsg(bl_db_handle(db)));
+                    e == BL_ENOTFOUND ? "no such app" : bl_db_errmsg(db));
             rc = 2;
         } else {
             printf("{\"app\": \"%s\", \"ingest_key\": \"%s\", \"upload_key\": \"%s\", "
@@ -255,7 +255,7 @@ static int app_command(const char *data, int argc, char **argv)
         bl_buf b;
         bl_buf_init(&b, 0);
         if (bl_apps_list_json(db, &b)) {
-            fprintf(stderr, "beatline-server: app list: %s\n", sqlite3_errmsg(bl_db_handle(db)));
+            fprintf(stderr, "beatline-server: app list: %s\n", bl_db_errmsg(db));
             rc = 2;
         } else {
             printf("%s\n", b.data);

@@ -23,14 +23,9 @@ enum MHD_Result bl_h_health(struct MHD_Connection *c, bl_http *h, req *r)
         return bl_reply_json(c, h, 503,
                              json_pack("{s:s,s:s}", "status", "unhealthy", "error",
                                        "database unavailable (see the server log)"));
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT count(*) FROM apps");
-    int rc = st ? sqlite3_step(st) : SQLITE_ERROR;
-    if (st)
-        sqlite3_reset(st);
-    if (rc != SQLITE_ROW) {
+    if (bl_db_ping(db) != BL_OK) {
         char msg[300];
-        snprintf(msg, sizeof msg, "database does not answer: %s",
-                 sqlite3_errmsg(bl_db_handle(db)));
+        snprintf(msg, sizeof msg, "database does not answer: %s", bl_db_errmsg(db));
         return bl_reply_json(c, h, 503,
                              json_pack("{s:s,s:s}", "status", "unhealthy", "error", msg));
     }

@@ -14,21 +14,55 @@
 
 #include "agg/sketch.h"
 #include "common/u128map.h"
+#include "store/builds.h"
+#include "store/calltree_query.h"
+#include "store/slow_methods.h"
 
 #define HOUR_US 3600000000ll
 
-static json_t *col_text_or_null(sqlite3_stmt *st, int i)
+static json_t *text_or_null(const char *s)
 {
-    if (sqlite3_column_type(st, i) == SQLITE_NULL)
-        return json_null();
-    return bl_json_text((const char *)sqlite3_column_text(st, i));
+    return s ? bl_json_text(s) : json_null();
 }
 
-static json_t *col_int_or_null(sqlite3_stmt *st, int i)
+/* An integer the store did not record (-1) is null. */
+static json_t *int_or_null(int64_t v)
 {
-    if (sqlite3_column_type(st, i) == SQLITE_NULL)
-        return json_null();
-    return json_integer(sqlite3_column_int64(st, i));
+    return v < 0 ? json_null() : json_integer(v);
+}
+
+typedef struct builds_ctx {
+    json_t *arr;
+    int oom;
+} builds_ctx;
+
+static int build_row(const bl_build_row *b, void *ctx)
+{
+    builds_ctx *x = ctx;
+    json_t *mapping = json_null(), *mids = json_null();
+    if (b->mapping_hash)
+        mapping = json_pack("{s:o,s:o,s:o}", "hash", bl_json_text(b->mapping_hash), "bytes",
+                            int_or_null(b->mapping_size), "uploaded_at",
+                            int_or_null(b->mapping_at));
+    if (b->methodids_hash)
+        mids = json_pack("{s:o,s:o,s:s,s:o}", "hash", bl_json_text(b->methodids_hash), "methods",
+                         int_or_null(b->methodids_count), "names",
+                         b->methodids_obfuscated ? "obfuscated" : "original", "uploaded_at",
+                         int_or_null(b->methodids_at));
+    /* warnings: a JSON array of strings written by the processor */
+    json_t *warn = b->warnings ? json_loads(b->warnings, 0, NULL) : NULL;
+    if (!json_is_array(warn)) {
+        json_decref(warn);
+        warn = json_array();
+    }
+    /* a build left out of the list would be a wrong answer: 503 */
+    x->oom = json_array_append_new(
+                 x->arr, json_pack("{s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o}", "build",
+                                   bl_json_text(b->name), "created_at", json_integer(b->created_at),
+                                   "mapping", mapping, "method_ids", mids, "symbolicated",
+                                   b->symbolicated_at >= 0, "batches", json_integer(b->batches),
+                                   "records", json_integer(b->records), "warnings", warn)) != 0;
+    return x->oom;
 }
 
 enum MHD_Result bl_h_builds(struct MHD_Connection *c, bl_http *h, req *r)
@@ -36,48 +70,19 @@ enum MHD_Result bl_h_builds(struct MHD_Connection *c, bl_http *h, req *r)
     bl_db *db = bl_http_db(h);
     if (!db)
         return bl_reply_error(c, h, 503, "database unavailable");
-    sqlite3_stmt *st = bl_db_stmt(
-        db, "SELECT name, created_at, mapping_hash, mapping_size, mapping_at, methodids_hash, "
-            "methodids_count, methodids_obfuscated, methodids_at, symbolicated_at, batches, "
-            "records, warnings FROM builds WHERE app_id = ? ORDER BY created_at DESC, id DESC");
-    if (!st)
-        return bl_reply_error(c, h, 500, "database error");
-    sqlite3_bind_int64(st, 1, r->app_id);
-    json_t *arr = json_array();
-    int oom = !arr;
-    while (!oom && sqlite3_step(st) == SQLITE_ROW) {
-        json_t *mapping = json_null(), *mids = json_null();
-        if (sqlite3_column_type(st, 2) != SQLITE_NULL)
-            mapping = json_pack("{s:o,s:o,s:o}", "hash", col_text_or_null(st, 2), "bytes",
-                                col_int_or_null(st, 3), "uploaded_at", col_int_or_null(st, 4));
-        if (sqlite3_column_type(st, 5) != SQLITE_NULL)
-            mids = json_pack("{s:o,s:o,s:s,s:o}", "hash", col_text_or_null(st, 5), "methods",
-                             col_int_or_null(st, 6), "names",
-                             sqlite3_column_int(st, 7) ? "obfuscated" : "original",
-                             "uploaded_at", col_int_or_null(st, 8));
-        /* warnings: a JSON array of strings written by the processor */
-        json_t *warn = NULL;
-        if (sqlite3_column_type(st, 12) == SQLITE_TEXT)
-            warn = json_loads((const char *)sqlite3_column_text(st, 12), 0, NULL);
-        if (!json_is_array(warn)) {
-            json_decref(warn);
-            warn = json_array();
-        }
-        /* a build left out of the list would be a wrong answer: 503 */
-        oom = json_array_append_new(
-            arr, json_pack("{s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o}", "build", col_text_or_null(st, 0),
-                           "created_at", col_int_or_null(st, 1), "mapping", mapping,
-                           "method_ids", mids, "symbolicated",
-                           sqlite3_column_type(st, 9) != SQLITE_NULL, "batches",
-                           col_int_or_null(st, 10), "records", col_int_or_null(st, 11),
-                           "warnings", warn)) != 0;
-    }
-    sqlite3_reset(st);
-    if (oom) {
-        json_decref(arr);
+    builds_ctx x = { json_array(), 0 };
+    if (!x.arr)
+        return bl_reply_error(c, h, 503, "out of memory");
+    bl_err e = bl_builds_list(db, r->app_id, build_row, &x);
+    if (x.oom) {
+        json_decref(x.arr);
         return bl_reply_error(c, h, 503, "out of memory");
     }
-    return bl_reply_json(c, h, 200, json_pack("{s:s,s:o}", "app", r->app, "builds", arr));
+    if (e) {
+        json_decref(x.arr);
+        return bl_reply_error(c, h, 500, "database error");
+    }
+    return bl_reply_json(c, h, 200, json_pack("{s:s,s:o}", "app", r->app, "builds", x.arr));
 }
 
 /* Parses an optional integer argument in [min, max] (max <= INT64_MAX / 10 - 1): decimal
@@ -183,35 +188,30 @@ static enum MHD_Result out_reply(struct MHD_Connection *c, bl_http *h, out *o)
 }
 
 /* ---- slow methods ---------------------------------------------------------
- * Sort and limit happen in SQL (ORDER BY … LIMIT keeps only `limit` rows
- * while the groups stream by), so memory does not grow with the number of
- * methods; the percentile sorts compute each group's quantile from its
- * merged sketch (store/sqlfuncs.h), clamped to the exact max as the answer
- * is. Ties: total time descending, then class, name, descriptor. */
-#define SLOW_SQL(key)                                                                          \
-    "SELECT m.class, m.name, m.descriptor, m.source_file, sum(s.count) AS cnt, "              \
-    "sum(s.total_us) AS tot, sum(s.self_us) AS slf, max(s.max_us) AS mx, "                     \
-    "sketch_union(s.sketch) AS sk "                                                            \
-    "FROM method_stats s JOIN methods m ON m.id = s.method "                                   \
-    "JOIN builds b ON b.id = s.build_id "                                                      \
-    "WHERE b.app_id = ?1 AND (?2 IS NULL OR b.name = ?2) AND (?3 = 0 OR s.main = 1) "          \
-    "AND s.hour + 3600000000 > ?4 AND s.hour < ?5 "                                            \
-    "GROUP BY m.class, m.name, m.descriptor, m.source_file "                                   \
-    /* rows of calls still running when their batch ended carry only self                      \
-     * time (schema/batch-format.md, "Segments"): a method is listed once a                    \
-     * call of it has finished */                                                              \
-    "HAVING cnt > 0 "                                                                          \
-    "ORDER BY " key " DESC, tot DESC, m.class, m.name, m.descriptor LIMIT ?6"
+ * The store sorts and cuts to `limit` (store/slow_methods.h); each row is
+ * written as it comes, so memory does not grow with the number of methods. */
 
-static const char *const slow_sql[7] = {
-    SLOW_SQL("min(sketch_quantile(sk, 0.5), mx)"),
-    SLOW_SQL("min(sketch_quantile(sk, 0.9), mx)"),
-    SLOW_SQL("min(sketch_quantile(sk, 0.99), mx)"),
-    SLOW_SQL("cnt"),
-    SLOW_SQL("tot"),
-    SLOW_SQL("slf"),
-    SLOW_SQL("mx"),
-};
+typedef struct slow_ctx {
+    out *o;
+    int first;
+} slow_ctx;
+
+static int slow_row(const bl_slow_row *m, void *ctx)
+{
+    slow_ctx *x = ctx;
+    if (!x->first)
+        out_raw(x->o, ",", 1);
+    x->first = 0;
+    out_json(x->o, json_pack("{s:{s:o,s:o,s:o,s:o},s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "method",
+                             "class", text_or_null(m->cls), "name", text_or_null(m->name),
+                             "descriptor", text_or_null(m->descriptor), "source_file",
+                             text_or_null(m->source_file), "count", (json_int_t)m->count,
+                             "total_us", (json_int_t)m->total_us, "self_us",
+                             (json_int_t)m->self_us, "p50_us", (json_int_t)m->p50_us, "p90_us",
+                             (json_int_t)m->p90_us, "p99_us", (json_int_t)m->p99_us, "max_us",
+                             (json_int_t)m->max_us));
+    return x->o->e != BL_OK;
+}
 
 enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
 {
@@ -220,11 +220,13 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
     int64_t since, until, limit;
     const char *build = bl_arg(c, "build");
     const char *sort = bl_arg(c, "sort");
-    static const char *const sorts[] = { "p50", "p90", "p99", "count", "total", "self", "max" };
-    int sort_ix = 4;
+    /* indexed by bl_slow_sort */
+    static const char *const sorts[BL_SLOW_SORTS] = { "p50",   "p90",  "p99", "count",
+                                                      "total", "self", "max" };
+    int sort_ix = BL_SLOW_TOTAL;
     if (sort) {
         sort_ix = -1;
-        for (int i = 0; i < 7; i++)
+        for (int i = 0; i < BL_SLOW_SORTS; i++)
             if (!strcmp(sort, sorts[i]))
                 sort_ix = i;
         if (sort_ix < 0)
@@ -240,30 +242,22 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
     bl_db *db = bl_http_db(h);
     if (!db)
         return bl_reply_error(c, h, 503, "database unavailable");
-    sqlite3_stmt *st;
     if (build) {
-        st = bl_db_stmt(db, "SELECT 1 FROM builds WHERE app_id = ? AND name = ?");
-        if (!st)
-            return bl_reply_error(c, h, 500, "database error");
-        sqlite3_bind_int64(st, 1, r->app_id);
-        sqlite3_bind_text(st, 2, build, -1, SQLITE_TRANSIENT);
-        int known = sqlite3_step(st) == SQLITE_ROW;
-        sqlite3_reset(st);
-        if (!known) {
+        bl_err be = bl_builds_exists(db, r->app_id, build);
+        if (be == BL_ENOTFOUND) {
             snprintf(err, sizeof err, "unknown build '%.100s'", build);
             return bl_reply_error(c, h, 404, err);
         }
+        if (be)
+            return bl_reply_error(c, h, 500, "database error");
     }
-    st = bl_db_stmt(db, slow_sql[sort_ix]);
-    if (!st)
-        return bl_reply_error(c, h, 500, "database error");
-    sqlite3_bind_int64(st, 1, r->app_id);
-    if (build)
-        sqlite3_bind_text(st, 2, build, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 3, main_only);
-    sqlite3_bind_int64(st, 4, since * 1000000);
-    sqlite3_bind_int64(st, 5, until > INT64_MAX / 1000000 - 1 ? INT64_MAX : until * 1000000);
-    sqlite3_bind_int64(st, 6, limit);
+    bl_slow_query q = { r->app_id,
+                        build,
+                        main_only,
+                        since * 1000000,
+                        until > INT64_MAX / 1000000 - 1 ? INT64_MAX : until * 1000000,
+                        (bl_slow_sort)sort_ix,
+                        limit };
     out o;
     out_init(&o, r);
     out_str(&o, "{\"app\":");
@@ -273,36 +267,9 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
     out_str(&o, main_only ? ",\"thread\":\"main\",\"sort\":\"" : ",\"thread\":\"all\",\"sort\":\"");
     out_str(&o, sorts[sort_ix]);
     out_str(&o, "\",\"methods\":[");
-    int rc = SQLITE_DONE, first = 1;
-    bl_sketch sk;
-    bl_sketch_init(&sk);
-    while (!o.e && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        bl_sketch_reset(&sk);
-        const void *blob = sqlite3_column_blob(st, 8);
-        int bn = sqlite3_column_bytes(st, 8);
-        if (blob && bl_sketch_merge_blob(&sk, blob, (size_t)bn) != BL_OK)
-            continue;
-        uint64_t max = (uint64_t)sqlite3_column_int64(st, 7);
-        /* a bucket midpoint can sit above the exact max: clamp */
-        uint64_t q50 = bl_sketch_quantile(&sk, 0.50), q90 = bl_sketch_quantile(&sk, 0.90),
-                 q99 = bl_sketch_quantile(&sk, 0.99);
-        if (!first)
-            out_raw(&o, ",", 1);
-        first = 0;
-        out_json(&o, json_pack("{s:{s:o,s:o,s:o,s:o},s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "method",
-                               "class", col_text_or_null(st, 0), "name", col_text_or_null(st, 1),
-                               "descriptor", col_text_or_null(st, 2), "source_file",
-                               col_text_or_null(st, 3), "count",
-                               (json_int_t)sqlite3_column_int64(st, 4), "total_us",
-                               (json_int_t)sqlite3_column_int64(st, 5), "self_us",
-                               (json_int_t)sqlite3_column_int64(st, 6), "p50_us",
-                               (json_int_t)(q50 < max ? q50 : max), "p90_us",
-                               (json_int_t)(q90 < max ? q90 : max), "p99_us",
-                               (json_int_t)(q99 < max ? q99 : max), "max_us", (json_int_t)max));
-    }
-    sqlite3_reset(st);
-    bl_sketch_cleanup(&sk);
-    if (!o.e && rc != SQLITE_DONE) {
+    slow_ctx x = { &o, 1 };
+    bl_err e = o.e ? BL_OK : bl_slow_methods(db, &q, slow_row, &x);
+    if (!o.e && e) {
         bl_req_buf_free(r, &o.b);
         return bl_reply_error(c, h, 500, "database error");
     }
@@ -345,6 +312,9 @@ typedef struct tree {
     bl_buf src;    /* src_ix[] by ascending id, charged */
     bl_u128map ix; /* (parent index + 1, method) -> index; growth charged */
     size_t len;
+    uint32_t max_depth;
+    int by_root; /* root= given: output trees start at the root method's nodes */
+    int failed;  /* out of memory (budget) while merging */
 } tree;
 
 static tnode *tn(const tree *t)
@@ -410,6 +380,43 @@ static const src_ix *src_find(const tree *t, int64_t id)
     return lo < t->src.len / sizeof *a && a[lo].id == id ? &a[lo] : NULL;
 }
 
+/* Merges one stored node (bl_calltree_nodes, by ascending id) into the
+ * output tree; stops the listing when memory runs out. */
+static int tree_add(const bl_calltree_node *n, void *ctx)
+{
+    tree *t = ctx;
+    const src_ix *p = n->parent ? src_find(t, n->parent) : NULL;
+    int64_t ti;
+    if (p && p->ti == PRUNED) {
+        ti = PRUNED;
+    } else if (p && tn(t)[p->ti].depth + 1 >= t->max_depth) {
+        tn(t)[p->ti].cut = 1; /* printed with no children: truncated */
+        ti = PRUNED;
+    } else if (p) {
+        ti = tree_child(t, p->ti, n->method, tn(t)[p->ti].depth + 1);
+    } else if (t->by_root ? n->is_root : n->parent == 0) {
+        ti = tree_child(t, -1, n->method, 0);
+    } else {
+        return 0; /* not in an output tree */
+    }
+    if (ti < 0 && ti != PRUNED) {
+        t->failed = 1;
+        return 1;
+    }
+    if (ti >= 0) {
+        tnode *x = &tn(t)[ti];
+        x->count += (uint64_t)n->count;
+        x->total += (uint64_t)n->total_us;
+        x->self += (uint64_t)n->self_us;
+    }
+    src_ix si = { n->id, ti };
+    if (bl_req_append(t->r, &t->src, &si, sizeof si) != BL_OK) {
+        t->failed = 1;
+        return 1;
+    }
+    return 0;
+}
+
 typedef struct emit_ctx {
     bl_db *db;
     tree *t;
@@ -419,6 +426,13 @@ typedef struct emit_ctx {
     uint64_t budget;  /* nodes left to print */
     int truncated;
 } emit_ctx;
+
+static void method_json(const bl_method_names *n, void *ctx)
+{
+    *(json_t **)ctx = json_pack("{s:o,s:o,s:o,s:o}", "class", bl_json_text(n->cls), "name",
+                                bl_json_text(n->name), "descriptor", bl_json_text(n->descriptor),
+                                "source_file", bl_json_text(n->source_file));
+}
 
 /* Writes the method's JSON ({"class","name","descriptor","source_file"}),
  * looked up once per method. */
@@ -432,17 +446,8 @@ static void out_method(emit_ctx *e, int64_t id)
     if ((o->e = map_put(o->r, &e->names, (uint64_t)id, 0, e->text.len, &v, &ins)))
         return;
     if (ins) {
-        sqlite3_stmt *st =
-            bl_db_stmt(e->db, "SELECT class, name, descriptor, source_file FROM methods WHERE id = ?");
         json_t *m = NULL;
-        if (st) {
-            sqlite3_bind_int64(st, 1, id);
-            if (sqlite3_step(st) == SQLITE_ROW)
-                m = json_pack("{s:o,s:o,s:o,s:o}", "class", col_text_or_null(st, 0), "name",
-                              col_text_or_null(st, 1), "descriptor", col_text_or_null(st, 2),
-                              "source_file", col_text_or_null(st, 3));
-            sqlite3_reset(st);
-        }
+        (void)bl_calltree_method(e->db, id, method_json, &m);
         if (!m)
             m = json_pack("{s:s,s:s}", "class", "?", "name", "?");
         /* dumped into the names text, then NUL-terminated */
@@ -542,24 +547,16 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     if (!db)
         return bl_reply_error(c, h, 503, "database unavailable");
     /* the build: given, or the newest one with data */
-    sqlite3_stmt *st = bl_db_stmt(
-        db, "SELECT id, name FROM builds WHERE app_id = ?1 AND (?2 IS NULL OR name = ?2) "
-            "ORDER BY (batches > 0) DESC, created_at DESC, id DESC LIMIT 1");
-    if (!st)
-        return bl_reply_error(c, h, 500, "database error");
-    sqlite3_bind_int64(st, 1, r->app_id);
-    if (build)
-        sqlite3_bind_text(st, 2, build, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_reset(st);
+    int64_t build_id;
+    char bname[BL_BUILD_NAME_MAX + 1];
+    bl_err be = bl_builds_pick(db, r->app_id, build, &build_id, bname, sizeof bname);
+    if (be == BL_ENOTFOUND) {
         snprintf(err, sizeof err, build ? "unknown build '%s'" : "app has no builds%s",
                  build ? build : "");
         return bl_reply_error(c, h, 404, err);
     }
-    int64_t build_id = sqlite3_column_int64(st, 0);
-    char bname[BL_BUILD_NAME_MAX + 1];
-    snprintf(bname, sizeof bname, "%s", (const char *)sqlite3_column_text(st, 1));
-    sqlite3_reset(st);
+    if (be)
+        return bl_reply_error(c, h, 500, "database error");
     /* root: "class.method" or "class.method(descriptor)" */
     char rcls[512] = "", rname[256] = "";
     const char *rdesc = NULL;
@@ -579,63 +576,20 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
         rname[rl - (size_t)(dot - root) - 1] = '\0';
         rdesc = paren;
     }
-    st = bl_db_stmt(db, "SELECT n.id, n.parent, n.method, n.count, n.total_us, n.self_us, "
-                        "(?3 IS NOT NULL AND m.class = ?3 AND m.name = ?4 AND "
-                        "(?5 IS NULL OR m.descriptor = ?5)) "
-                        "FROM call_nodes n JOIN methods m ON m.id = n.method "
-                        "WHERE n.build_id = ?1 AND (?2 = 0 OR n.main = 1) ORDER BY n.id");
-    if (!st)
-        return bl_reply_error(c, h, 500, "database error");
-    sqlite3_bind_int64(st, 1, build_id);
-    sqlite3_bind_int(st, 2, main_only);
-    if (root) {
-        sqlite3_bind_text(st, 3, rcls, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 4, rname, -1, SQLITE_TRANSIENT);
-        if (rdesc)
-            sqlite3_bind_text(st, 5, rdesc, -1, SQLITE_TRANSIENT);
-    }
+    bl_calltree_query q = { build_id, main_only, root ? rcls : NULL, root ? rname : NULL,
+                            rdesc };
     tree t;
     memset(&t, 0, sizeof t);
     t.r = r;
+    t.max_depth = (uint32_t)max_depth;
+    t.by_root = root != NULL;
     bl_buf_init(&t.nodes, 0);
     bl_buf_init(&t.src, 0);
     bl_u128map_init(&t.ix);
-    int failed = 0, rc = SQLITE_DONE;
-    while (!failed && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0), parent = sqlite3_column_int64(st, 1);
-        int64_t method = sqlite3_column_int64(st, 2);
-        int is_root = sqlite3_column_int(st, 6);
-        const src_ix *p = parent ? src_find(&t, parent) : NULL;
-        int64_t ti;
-        if (p && p->ti == PRUNED) {
-            ti = PRUNED;
-        } else if (p && tn(&t)[p->ti].depth + 1 >= (uint64_t)max_depth) {
-            tn(&t)[p->ti].cut = 1; /* printed with no children: truncated */
-            ti = PRUNED;
-        } else if (p) {
-            ti = tree_child(&t, p->ti, method, tn(&t)[p->ti].depth + 1);
-        } else if (root ? is_root : parent == 0) {
-            ti = tree_child(&t, -1, method, 0);
-        } else {
-            continue; /* not in an output tree */
-        }
-        if (ti < 0 && ti != PRUNED) {
-            failed = 1;
-            break;
-        }
-        if (ti >= 0) {
-            tnode *x = &tn(&t)[ti];
-            x->count += (uint64_t)sqlite3_column_int64(st, 3);
-            x->total += (uint64_t)sqlite3_column_int64(st, 4);
-            x->self += (uint64_t)sqlite3_column_int64(st, 5);
-        }
-        src_ix si = { id, ti };
-        if (bl_req_append(r, &t.src, &si, sizeof si) != BL_OK)
-            failed = 1;
-    }
-    sqlite3_reset(st);
+    bl_err le = bl_calltree_nodes(db, &q, tree_add, &t);
+    int failed = t.failed;
     bl_req_buf_free(r, &t.src);
-    if (!failed && rc != SQLITE_DONE) {
+    if (!failed && le) {
         bl_req_buf_free(r, &t.nodes);
         map_free(r, &t.ix);
         return bl_reply_error(c, h, 500, "database error");

@@ -72,10 +72,8 @@ bl_db *bl_http_db(bl_http *h)
             fprintf(stderr, "beatline-server: read connection: %s\n", err);
             return NULL;
         }
-        /* bounded per thread: a page cache of at most 2 MiB, and the sorts of
-         * big queries (slow-methods groups every method) spill to temporary
-         * files instead of memory */
-        if (bl_db_exec(db, "PRAGMA cache_size = -2048; PRAGMA temp_store = FILE") != BL_OK)
+        /* bounded per thread (store/db.h) */
+        if (bl_db_bound_memory(db) != BL_OK)
             fprintf(stderr, "beatline-server: read connection: cannot set its cache size\n");
         pthread_setspecific(db_key, db);
     }

@@ -43,6 +43,41 @@ bl_err bl_db_exec(bl_db *db, const char *sql)
     return sqlite3_exec(db->h, sql, NULL, NULL, NULL) == SQLITE_OK ? BL_OK : BL_EIO;
 }
 
+bl_err bl_db_begin(bl_db *db)
+{
+    return bl_db_exec(db, "BEGIN IMMEDIATE");
+}
+
+bl_err bl_db_commit(bl_db *db)
+{
+    return bl_db_exec(db, "COMMIT");
+}
+
+void bl_db_rollback(bl_db *db)
+{
+    (void)bl_db_exec(db, "ROLLBACK");
+}
+
+const char *bl_db_errmsg(bl_db *db)
+{
+    return sqlite3_errmsg(db->h);
+}
+
+bl_err bl_db_ping(bl_db *db)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT count(*) FROM apps");
+    if (!st)
+        return BL_EIO;
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? BL_OK : BL_EIO;
+}
+
+bl_err bl_db_bound_memory(bl_db *db)
+{
+    return bl_db_exec(db, "PRAGMA cache_size = -2048; PRAGMA temp_store = FILE");
+}
+
 static int user_version(sqlite3 *h)
 {
     sqlite3_stmt *st;

@@ -39,6 +39,30 @@ bl_err bl_db_exec(bl_db *db, const char *sql);
  * it is returned. NULL on failure (message in sqlite3_errmsg). */
 sqlite3_stmt *bl_db_stmt(bl_db *db, const char *sql);
 
+/* Transactions on the connection, without SQL in the caller: begin takes
+ * the write lock at once (SQLite BEGIN IMMEDIATE), so a writer waits there
+ * (busy_timeout) rather than failing at its first write. BL_EIO on failure
+ * (message: bl_db_errmsg). Rollback ignores errors (nothing to undo is
+ * fine). */
+bl_err bl_db_begin(bl_db *db);
+bl_err bl_db_commit(bl_db *db);
+void bl_db_rollback(bl_db *db);
+
+/* The database's message for the last failed call on this connection
+ * (English text, never NULL). Owned by the connection: valid until the
+ * next call on it. */
+const char *bl_db_errmsg(bl_db *db);
+
+/* Checks that the database answers a query (a cheap read of the apps
+ * table). BL_OK, or BL_EIO with the reason in bl_db_errmsg. */
+bl_err bl_db_ping(bl_db *db);
+
+/* Bounds the memory of a (read) connection: a page cache of at most 2 MiB,
+ * and sorts of big queries (slow-methods groups every method) spill to
+ * temporary files instead of memory. For the HTTP threads' connections.
+ * BL_EIO on failure (the connection still works, unbounded). */
+bl_err bl_db_bound_memory(bl_db *db);
+
 /* Microseconds since the Unix epoch, now. */
 int64_t bl_now_us(void);
 

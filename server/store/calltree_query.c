@@ -1,0 +1,63 @@
+/*
+ * calltree_query.c — reading call-tree nodes and method names (see
+ * calltree_query.h).
+ */
+#include "store/calltree_query.h"
+
+bl_err bl_calltree_nodes(bl_db *db, const bl_calltree_query *q, bl_calltree_node_cb cb,
+                         void *ctx)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT n.id, n.parent, n.method, n.count, n.total_us, "
+                                      "n.self_us, (?3 IS NOT NULL AND m.class = ?3 AND "
+                                      "m.name = ?4 AND (?5 IS NULL OR m.descriptor = ?5)) "
+                                      "FROM call_nodes n JOIN methods m ON m.id = n.method "
+                                      "WHERE n.build_id = ?1 AND (?2 = 0 OR n.main = 1) "
+                                      "ORDER BY n.id");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, q->build_id);
+    sqlite3_bind_int(st, 2, q->main_only ? 1 : 0);
+    if (q->root_class) {
+        sqlite3_bind_text(st, 3, q->root_class, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 4, q->root_name ? q->root_name : "", -1, SQLITE_TRANSIENT);
+        if (q->root_descriptor)
+            sqlite3_bind_text(st, 5, q->root_descriptor, -1, SQLITE_TRANSIENT);
+    }
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        bl_calltree_node n = {
+            sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+            sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+            sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
+            sqlite3_column_int(st, 6) != 0,
+        };
+        if (cb(&n, ctx) != 0) {
+            rc = SQLITE_DONE;
+            break;
+        }
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
+static const char *text(sqlite3_stmt *st, int i)
+{
+    const char *s = (const char *)sqlite3_column_text(st, i);
+    return s ? s : "";
+}
+
+bl_err bl_calltree_method(bl_db *db, int64_t method, bl_method_cb cb, void *ctx)
+{
+    sqlite3_stmt *st =
+        bl_db_stmt(db, "SELECT class, name, descriptor, source_file FROM methods WHERE id = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, method);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        bl_method_names m = { text(st, 0), text(st, 1), text(st, 2), text(st, 3) };
+        cb(&m, ctx);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? BL_OK : rc == SQLITE_DONE ? BL_ENOTFOUND : BL_EIO;
+}

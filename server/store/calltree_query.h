@@ -1,0 +1,62 @@
+/*
+ * calltree_query.h — reading a build's stored call-tree nodes and the
+ * names of their methods, for the call-tree answer. (Writing nodes is
+ * still in pipeline/processor.c, issue 12.)
+ *
+ * A stored node is one call path of one build on the main thread or on the
+ * other threads: (parent node, method) with the calls' count and inclusive
+ * / exclusive time summed, in µs. Node and method ids are opaque keys
+ * (positive integers); 0 is "no parent". Strings handed to a callback are
+ * owned by the store and valid only during that call.
+ *
+ * No backend types appear here: a second backend implements the same
+ * functions.
+ */
+#ifndef BL_CALLTREE_QUERY_H
+#define BL_CALLTREE_QUERY_H
+
+#include <stdint.h>
+#include "common/blerr.h"
+#include "store/db.h"
+
+typedef struct bl_calltree_query {
+    int64_t build_id;        /* from bl_builds_pick */
+    int main_only;           /* 1: main-thread nodes only; 0: all */
+    /* optional root method: nodes of this method get is_root = 1. NULL
+     * root_class: no root (is_root is always 0). root_descriptor NULL:
+     * any descriptor. Matched exactly (byte-wise). */
+    const char *root_class, *root_name, *root_descriptor;
+} bl_calltree_query;
+
+typedef struct bl_calltree_node {
+    int64_t id;              /* node id */
+    int64_t parent;          /* parent's node id, 0 for a root */
+    int64_t method;          /* method id (bl_calltree_method) */
+    int64_t count;           /* calls */
+    int64_t total_us;        /* inclusive time, summed */
+    int64_t self_us;         /* exclusive time, summed */
+    int is_root;             /* 1: the method is the query's root method */
+} bl_calltree_node;
+
+/* Called once per node; return 0 to go on, anything else to stop
+ * (the listing then returns BL_OK). */
+typedef int (*bl_calltree_node_cb)(const bl_calltree_node *n, void *ctx);
+
+/* Lists the build's nodes by ascending id; a node's parent always comes
+ * before it. BL_OK, BL_EIO (message: bl_db_errmsg). */
+bl_err bl_calltree_nodes(bl_db *db, const bl_calltree_query *q, bl_calltree_node_cb cb,
+                         void *ctx);
+
+/* A method's names as stored (deobfuscated when the build's mapping was
+ * applied). Strings are never NULL. */
+typedef struct bl_method_names {
+    const char *cls, *name, *descriptor, *source_file;
+} bl_method_names;
+
+typedef void (*bl_method_cb)(const bl_method_names *m, void *ctx);
+
+/* Calls cb once with method `method`'s names. BL_OK, BL_ENOTFOUND (cb not
+ * called), BL_EIO. */
+bl_err bl_calltree_method(bl_db *db, int64_t method, bl_method_cb cb, void *ctx);
+
+#endif
