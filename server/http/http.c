@@ -344,14 +344,9 @@ bl_err bl_req_reserve(req *r, bl_buf *b, size_t extra)
 
 bl_err bl_req_append(req *r, bl_buf *b, const void *p, size_t n)
 {
+    /* charged and grown here; bl_buf_append then finds the room there */
     bl_err e = bl_req_reserve(r, b, n);
-    if (e)
-        return e;
-    if (n)
-        memcpy(b->data + b->len, p, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return BL_OK;
+    return e ? e : bl_buf_append(b, p, n);
 }
 
 void bl_req_buf_free(req *r, bl_buf *b)

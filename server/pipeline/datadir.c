@@ -504,6 +504,13 @@ uint64_t bl_datadir_index_rebuilds(void)
  * STALE when it opens but was not built from the mapping.txt beside it), or
  * BL_OK with *mi open. */
 #define STALE (-1)
+
+/* a's time is not after b's */
+static int ts_le(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec <= b->tv_nsec);
+}
+
 static int try_open(const char *idx, const char *txt, struct bl_mapindex **mi)
 {
     bl_err e = bl_mapindex_open(idx, mi);
@@ -518,8 +525,7 @@ static int try_open(const char *idx, const char *txt, struct bl_mapindex **mi)
     if (stat(txt, &ts) != 0 || stat(idx, &is) != 0)
         return BL_OK; /* no text (kept index) or gone meanwhile: as opened */
     if ((uint64_t)ts.st_size == bl_mapindex_header(*mi)->mapping_size &&
-        (ts.st_mtim.tv_sec < is.st_mtim.tv_sec ||
-         (ts.st_mtim.tv_sec == is.st_mtim.tv_sec && ts.st_mtim.tv_nsec <= is.st_mtim.tv_nsec)))
+        ts_le(&ts.st_mtim, &is.st_mtim))
         return BL_OK;
     bl_mapindex_close(*mi);
     *mi = NULL;
@@ -536,25 +542,40 @@ static int rebuildable(int why, int err)
            (why == BL_EIO && err == ENOENT);
 }
 
+/* The index of build_dir as it is (idx and txt get the two paths; *mi and
+ * *rebuilt, when not NULL, start cleared): 0 with *mi open; 1 when it must
+ * be rebuilt (*why: try_open's reason); -1 with *e the error to return
+ * (errno kept). */
+static int open_as_is(const char *build_dir, char *idx, char *txt, struct bl_mapindex **mi,
+                      int *rebuilt, int *why, bl_err *e)
+{
+    *mi = NULL;
+    if (rebuilt)
+        *rebuilt = 0;
+    *e = BL_OK;
+    *why = BL_OK;
+    if ((*e = bl_path_join(idx, build_dir, "mapping.idx")) ||
+        (*e = bl_path_join(txt, build_dir, "mapping.txt")))
+        return -1;
+    *why = try_open(idx, txt, mi);
+    if (*why == BL_OK)
+        return 0;
+    int err = errno;
+    if (rebuildable(*why, err))
+        return 1;
+    *e = *why == BL_ENOMEM ? BL_ENOMEM : BL_EIO;
+    errno = err;
+    return -1;
+}
+
 bl_err bl_datadir_open_index_locked(const char *dir, const char *build_dir,
                                     struct bl_mapindex **mi, int *rebuilt)
 {
     char idx[BL_PATH_MAX], txt[BL_PATH_MAX], tmp[BL_PATH_MAX];
-    *mi = NULL;
-    if (rebuilt)
-        *rebuilt = 0;
     bl_err e;
-    if ((e = bl_path_join(idx, build_dir, "mapping.idx")) ||
-        (e = bl_path_join(txt, build_dir, "mapping.txt")))
+    int why;
+    if (open_as_is(build_dir, idx, txt, mi, rebuilt, &why, &e) <= 0)
         return e;
-    int why = try_open(idx, txt, mi);
-    if (why == BL_OK)
-        return BL_OK;
-    int err = errno;
-    if (!rebuildable(why, err)) {
-        errno = err;
-        return why == BL_ENOMEM ? BL_ENOMEM : BL_EIO;
-    }
     struct stat ts;
     if (stat(txt, &ts) != 0)
         return errno == ENOENT ? BL_ENOTFOUND : BL_EIO;
@@ -568,9 +589,7 @@ bl_err bl_datadir_open_index_locked(const char *dir, const char *build_dir,
          * the clock: else it would be found stale at every open */
         struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, ts.st_mtim };
         struct stat is;
-        if (stat(tmp, &is) == 0 &&
-            (is.st_mtim.tv_sec < ts.st_mtim.tv_sec ||
-             (is.st_mtim.tv_sec == ts.st_mtim.tv_sec && is.st_mtim.tv_nsec < ts.st_mtim.tv_nsec)) &&
+        if (stat(tmp, &is) == 0 && !ts_le(&ts.st_mtim, &is.st_mtim) &&
             utimensat(AT_FDCWD, tmp, t, 0) != 0)
             e = BL_EIO;
     }
@@ -600,22 +619,12 @@ bl_err bl_datadir_open_index(const char *dir, const char *build_dir, struct bl_m
                              int *rebuilt)
 {
     char idx[BL_PATH_MAX], txt[BL_PATH_MAX], lockp[BL_PATH_MAX];
-    *mi = NULL;
-    if (rebuilt)
-        *rebuilt = 0;
     bl_err e;
-    if ((e = bl_path_join(idx, build_dir, "mapping.idx")) ||
-        (e = bl_path_join(txt, build_dir, "mapping.txt")) ||
-        (e = bl_path_join(lockp, build_dir, ".lock")))
+    int why;
+    if (open_as_is(build_dir, idx, txt, mi, rebuilt, &why, &e) <= 0)
         return e;
-    int why = try_open(idx, txt, mi);
-    if (why == BL_OK)
-        return BL_OK;
-    int err = errno;
-    if (!rebuildable(why, err)) {
-        errno = err;
-        return why == BL_ENOMEM ? BL_ENOMEM : BL_EIO;
-    }
+    if ((e = bl_path_join(lockp, build_dir, ".lock")))
+        return e;
     if (access(txt, F_OK) != 0)
         return errno == ENOENT ? BL_ENOTFOUND : BL_EIO;
     int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
@@ -628,7 +637,7 @@ bl_err bl_datadir_open_index(const char *dir, const char *build_dir, struct bl_m
     /* another thread may have rebuilt it while this one waited: the locked
      * version opens it again first */
     e = bl_datadir_open_index_locked(dir, build_dir, mi, rebuilt);
-    err = errno;
+    int err = errno;
     flock(lfd, LOCK_UN);
     close(lfd);
     errno = err;
