@@ -95,8 +95,9 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
     /* per-app quotas on batches that would wait for uploads (pipeline/quota.h) */
     snprintf(build, sizeof build, "%.*s", (int)b.build.n, b.build.p);
     unsigned retry = 0;
-    bl_quota_limits lim;
-    app_limits(h, r, q, &lim);
+    bl_quota_limits lim = *bl_quota_defaults(q);
+    if (!bl_quota_ready(q, r->app_id, build)) /* limits matter only then */
+        app_limits(h, r, q, &lim);
     int qr = bl_quota_admit(q, &lim, r->app_id, build, r->raw.len, &counted, &retry, msg,
                             sizeof msg);
     if (qr < 0) {

@@ -192,6 +192,15 @@ const bl_quota_limits *bl_quota_defaults(const bl_quota *q)
     return &q->lim;
 }
 
+int bl_quota_ready(bl_quota *q, int64_t app, const char *build)
+{
+    pthread_mutex_lock(&q->mu);
+    qent *e = ent_of(q, app, build, 0, NULL);
+    int ready = e && e->ready;
+    pthread_mutex_unlock(&q->mu);
+    return ready;
+}
+
 int bl_quota_admit(bl_quota *q, const bl_quota_limits *lim, int64_t app, const char *build,
                    uint64_t bytes, int *counted, unsigned *retry_after, char *msg, size_t n)
 {

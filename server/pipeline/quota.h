@@ -68,6 +68,11 @@ bl_err bl_quota_set_ready(bl_quota *q, int64_t app, const char *build, int ready
 int bl_quota_admit(bl_quota *q, const bl_quota_limits *lim, int64_t app, const char *build,
                    uint64_t bytes, int *counted, unsigned *retry_after, char *msg, size_t n);
 
+/* Whether batches of (app, build) go straight to processing, so that
+ * bl_quota_admit will not look at limits (a hint: admit decides again under
+ * its lock). Lets a caller skip reading per-app limits on the common path. */
+int bl_quota_ready(bl_quota *q, int64_t app, const char *build);
+
 /* The limits the tracker was made with (the server's options). */
 const bl_quota_limits *bl_quota_defaults(const bl_quota *q);
 
