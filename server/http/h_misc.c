@@ -36,21 +36,16 @@ enum MHD_Result bl_h_health(struct MHD_Connection *c, bl_http *h, req *r)
         return bl_reply_json(c, h, 503,
                              json_pack("{s:s,s:s}", "status", "unhealthy", "error", msg));
     }
-    if (ds.read_only)
+    char why[300];
+    unsigned st = bl_disk_judge(&ds, h->c.min_free, 0, why, sizeof why);
+    if (st == 503) /* read-only */
         return bl_reply_json(c, h, 503,
-                             json_pack("{s:s,s:s}", "status", "unhealthy", "error",
-                                       "the data directory is not writable (read-only): "
-                                       "POST and PUT are refused"));
-    if (ds.free_bytes == 0 || ds.free_bytes < h->c.min_free || ds.free_inodes < 16)
-        return bl_reply_json(
-            c, h, 503,
-            json_pack("{s:s,s:s,s:I,s:I}", "status", "unhealthy", "error",
-                      ds.free_inodes < 16 ? "the data directory's disk has no free inodes: "
-                                            "POST and PUT are refused (507)"
-                                          : "the data directory's disk is (nearly) full: "
-                                            "POST and PUT are refused (507)",
-                      "free_bytes", (json_int_t)ds.free_bytes, "min_free_bytes",
-                      (json_int_t)h->c.min_free));
+                             json_pack("{s:s,s:s}", "status", "unhealthy", "error", why));
+    if (st) /* 507: full, or no inodes */
+        return bl_reply_json(c, h, 503,
+                             json_pack("{s:s,s:s,s:I,s:I}", "status", "unhealthy", "error", why,
+                                       "free_bytes", (json_int_t)ds.free_bytes,
+                                       "min_free_bytes", (json_int_t)h->c.min_free));
     bl_proc_stats ps;
     bl_processor_stats(h->c.proc, &ps);
     if (ps.failing >= 3)

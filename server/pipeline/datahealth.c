@@ -137,6 +137,29 @@ bl_err bl_disk_state_read(const char *dir, bl_disk_state *out)
     return BL_OK;
 }
 
+unsigned bl_disk_judge(const bl_disk_state *ds, uint64_t min_free, uint64_t need, char *msg,
+                       size_t n)
+{
+    if (ds->read_only) {
+        snprintf(msg, n, "the data directory is not writable (read-only); the server cannot "
+                         "store data");
+        return 503;
+    }
+    /* a disk with no byte free takes nothing, whatever --min-free says */
+    if (ds->free_bytes == 0 || ds->free_bytes < min_free || ds->free_bytes - min_free < need) {
+        snprintf(msg, n,
+                 "insufficient storage: the data directory's disk is (nearly) full: %" PRIu64
+                 " bytes free, the server keeps at least %" PRIu64 " (--min-free)",
+                 ds->free_bytes, min_free);
+        return 507;
+    }
+    if (ds->free_inodes < 16) {
+        snprintf(msg, n, "insufficient storage: the data directory's disk has no free inodes");
+        return 507;
+    }
+    return 0;
+}
+
 unsigned bl_disk_refuse(const char *dir, uint64_t min_free, uint64_t need, char *msg, size_t n)
 {
     bl_disk_state ds;
@@ -144,22 +167,5 @@ unsigned bl_disk_refuse(const char *dir, uint64_t min_free, uint64_t need, char 
         snprintf(msg, n, "cannot check the data directory: %s", strerror(errno));
         return 503;
     }
-    if (ds.read_only) {
-        snprintf(msg, n, "the data directory is not writable (read-only); the server cannot "
-                         "store data");
-        return 503;
-    }
-    /* a disk with no byte free takes nothing, whatever --min-free says */
-    if (ds.free_bytes == 0 || ds.free_bytes < min_free || ds.free_bytes - min_free < need) {
-        snprintf(msg, n,
-                 "insufficient storage: the data directory's disk has %" PRIu64
-                 " bytes free, the server keeps at least %" PRIu64 " (--min-free)",
-                 ds.free_bytes, min_free);
-        return 507;
-    }
-    if (ds.free_inodes < 16) {
-        snprintf(msg, n, "insufficient storage: the data directory's disk has no free inodes");
-        return 507;
-    }
-    return 0;
+    return bl_disk_judge(&ds, min_free, need, msg, n);
 }

@@ -45,6 +45,13 @@ typedef struct bl_disk_state {
 bl_err bl_disk_state_read(const char *dir, bl_disk_state *out);
 
 /*
+ * The judgement of bl_disk_refuse on a state already read (/healthz uses
+ * it with need 0, so health and refusals never disagree).
+ */
+unsigned bl_disk_judge(const bl_disk_state *ds, uint64_t min_free, uint64_t need, char *msg,
+                       size_t n);
+
+/*
  * Whether a write of about `need` more bytes should be refused: 0 when it
  * may go on; else an HTTP status (507 not enough free space or inodes, 503
  * read-only or the check failed) and a message in `msg` (n bytes) naming
