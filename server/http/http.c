@@ -153,12 +153,6 @@ enum MHD_Result bl_reply_json(struct MHD_Connection *c, bl_http *h, unsigned sta
     return queue_json(c, h, status, body, status == 503 ? 5 : 0, 0);
 }
 
-enum MHD_Result bl_reply_json_retry(struct MHD_Connection *c, bl_http *h, unsigned status,
-                                    json_t *body, unsigned retry)
-{
-    return queue_json(c, h, status, body, retry, 0);
-}
-
 static json_t *error_body(const char *msg)
 {
     json_t *o = json_object();

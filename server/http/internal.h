@@ -117,10 +117,8 @@ enum MHD_Result bl_reply_text(struct MHD_Connection *c, bl_http *h, unsigned sta
                               const char *type, const char *text, size_t n);
 enum MHD_Result bl_reply_error(struct MHD_Connection *c, bl_http *h, unsigned status,
                                const char *msg);
-/* The same with a Retry-After of `retry` seconds (0: no header). A 503 from
- * the two above says Retry-After: 5. */
-enum MHD_Result bl_reply_json_retry(struct MHD_Connection *c, bl_http *h, unsigned status,
-                                    json_t *body /* stolen */, unsigned retry);
+/* bl_reply_error with a Retry-After of `retry` seconds (0: no header). A
+ * 503 from the two above says Retry-After: 5. */
 enum MHD_Result bl_reply_error_retry(struct MHD_Connection *c, bl_http *h, unsigned status,
                                      const char *msg, unsigned retry);
 

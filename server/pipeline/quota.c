@@ -309,18 +309,3 @@ void bl_quota_release(bl_quota *q, int64_t app, const char *build, uint64_t byte
     }
     pthread_mutex_unlock(&q->mu);
 }
-
-void bl_quota_usage_of(bl_quota *q, int64_t app, bl_quota_usage *out)
-{
-    memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&q->mu);
-    uint64_t *v = bl_u128map_get(&q->by_app, (uint64_t)app, 0);
-    if (v && *v) {
-        qapp *a = &q->apps[*v - 1];
-        out->waiting_builds = a->waiting_builds;
-        out->waiting_batches = a->waiting_batches;
-        out->waiting_bytes = a->waiting_bytes;
-        out->new_builds_this_hour = a->hour == (int64_t)time(NULL) / 3600 ? a->new_in_hour : 0;
-    }
-    pthread_mutex_unlock(&q->mu);
-}

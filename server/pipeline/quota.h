@@ -84,10 +84,4 @@ void bl_quota_hold(bl_quota *q, int64_t app, const char *build, uint64_t bytes);
  * expired or never stored). */
 void bl_quota_release(bl_quota *q, int64_t app, const char *build, uint64_t bytes);
 
-/* Counters of one app now (for tests and logs); zeros when unknown. */
-typedef struct bl_quota_usage {
-    uint64_t waiting_builds, waiting_batches, waiting_bytes, new_builds_this_hour;
-} bl_quota_usage;
-void bl_quota_usage_of(bl_quota *q, int64_t app, bl_quota_usage *out);
-
 #endif
