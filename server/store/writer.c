@@ -3,6 +3,7 @@
  * cached on the connection (bl_db_stmt): the text pointer is the key.
  */
 #include "store/writer.h"
+#include "store/internal.h"
 
 #include <stdio.h>
 
