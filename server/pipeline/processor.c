@@ -36,6 +36,7 @@
 #include "pipeline/quota.h"
 #include "store/apps.h"
 #include "store/db.h"
+#include "store/writer.h"
 #include "symbol/mapindex.h"
 #include "symbol/symbolicate.h"
 
@@ -223,7 +224,7 @@ static void bstate_free(bstate *b)
 
 static bl_err sql_err(bl_processor *p, const char *what)
 {
-    logf_("SQL error in %s: %s", what, sqlite3_errmsg(bl_db_handle(p->db)));
+    logf_("SQL error in %s: %s", what, bl_db_errmsg(p->db));
     return BL_EIO;
 }
 
@@ -236,24 +237,9 @@ static bl_err get_build(bl_processor *p, int64_t app_id, const char *build, bsta
         *out = p->builds[*ix - 1];
         return BL_OK;
     }
-    sqlite3_stmt *st = bl_db_stmt(p->db, "INSERT INTO builds(app_id, name, created_at) "
-                                         "VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
-    if (!st)
-        return sql_err(p, "builds insert");
-    sqlite3_bind_int64(st, 1, app_id);
-    sqlite3_bind_text(st, 2, build, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 3, bl_now_us());
-    if (sqlite3_step(st) != SQLITE_DONE)
-        return sql_err(p, "builds insert");
-    st = bl_db_stmt(p->db, "SELECT id FROM builds WHERE app_id = ? AND name = ?");
-    if (!st)
-        return sql_err(p, "builds select");
-    sqlite3_bind_int64(st, 1, app_id);
-    sqlite3_bind_text(st, 2, build, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_ROW)
-        return sql_err(p, "builds select");
-    int64_t id = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
+    int64_t id;
+    if (bl_wr_build_get(p->db, app_id, build, bl_now_us(), &id))
+        return sql_err(p, "builds get");
     bstate *b = calloc(1, sizeof *b);
     if (!b)
         return BL_ENOMEM;
@@ -302,59 +288,46 @@ static void read_hash(const char *dir, const char *name, char *out, size_t cap)
  * methods never change) and, once, the call-path nodes of a ready build.
  * Nodes are never reloaded while the build state lives: the open
  * transaction's deltas point into them. */
+static bl_err method_row(int64_t mid, int64_t row, int placeholder, void *ctx)
+{
+    bstate *b = ctx;
+    if (mid >= 0 && mid <= BL_AGG_MID_OVERFLOW)
+        return bl_agg_build_set_row(&b->ab, (uint32_t)mid, row, placeholder);
+    return BL_OK;
+}
+
+static bl_err node_row(int64_t id, int main, int64_t parent, int64_t mid, void *ctx)
+{
+    bstate *b = ctx;
+    if (mid < 0 || mid > BL_AGG_MID_OVERFLOW)
+        return BL_OK;
+    bl_err err = bl_agg_build_add_node(&b->ab, id, parent, main, (uint32_t)mid);
+    return err == BL_EINVAL ? BL_OK : err; /* a node whose parent is gone: skip it */
+}
+
 static bl_err load_rows(bl_processor *p, bstate *b)
 {
     /* methodIds far past the method-ID file's range are kept in a map (at
      * most BL_AGG_MAX_FAR of them), not in the per-methodId arrays */
-    sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT coalesce(max(method_id), -1) FROM methods "
-                                         "WHERE build_id = ? AND NOT (class = '?' AND "
-                                         "descriptor = '')");
-    if (!st)
+    int64_t top;
+    if (bl_wr_methods_top(p->db, b->build_id, &top))
         return sql_err(p, "methods range");
-    sqlite3_bind_int64(st, 1, b->build_id);
-    int64_t top = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-    sqlite3_reset(st);
     uint32_t limit = top >= 0 && top <= BL_REC_ID_MAX ? (uint32_t)top + 1 : 0;
     uint32_t cap = ((limit + 1023) / 1024) * 1024 + 1024;
     if (cap > BL_REC_ID_MAX)
         cap = 0;
     if (!b->ab.id_cap || cap > b->ab.id_cap)
         b->ab.id_cap = cap;
-    /* placeholders of unknown methods: class '?' and no descriptor (a method
-     * of the method-ID file always has a class name) */
-    st = bl_db_stmt(p->db, "SELECT method_id, id, class = '?' AND descriptor = '' FROM methods "
-                           "WHERE build_id = ?");
-    if (!st)
+    bl_err err = bl_wr_methods_each(p->db, b->build_id, method_row, b);
+    if (err == BL_EIO)
         return sql_err(p, "methods load");
-    sqlite3_bind_int64(st, 1, b->build_id);
-    bl_err err = BL_OK;
-    while (!err && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t mid = sqlite3_column_int64(st, 0);
-        if (mid >= 0 && mid <= BL_AGG_MID_OVERFLOW)
-            err = bl_agg_build_set_row(&b->ab, (uint32_t)mid, sqlite3_column_int64(st, 1),
-                                       sqlite3_column_int(st, 2));
-    }
-    sqlite3_reset(st);
     if (err)
         return err;
     if (b->loaded)
         return BL_OK;
-    st = bl_db_stmt(p->db, "SELECT n.id, n.main, n.parent, m.method_id FROM call_nodes n "
-                           "JOIN methods m ON m.id = n.method WHERE n.build_id = ? ORDER BY n.id");
-    if (!st)
+    err = bl_wr_nodes_each(p->db, b->build_id, node_row, b);
+    if (err == BL_EIO)
         return sql_err(p, "nodes load");
-    sqlite3_bind_int64(st, 1, b->build_id);
-    while (!err && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t mid = sqlite3_column_int64(st, 3);
-        if (mid < 0 || mid > BL_AGG_MID_OVERFLOW)
-            continue;
-        err = bl_agg_build_add_node(&b->ab, sqlite3_column_int64(st, 0),
-                                    sqlite3_column_int64(st, 2), sqlite3_column_int(st, 1),
-                                    (uint32_t)mid);
-        if (err == BL_EINVAL) /* a node whose parent is gone: skip it */
-            err = BL_OK;
-    }
-    sqlite3_reset(st);
     if (!err)
         b->loaded = 1;
     return err;
@@ -388,15 +361,8 @@ static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int
     bl_mapindex *mi = NULL;
     if (obfuscated && (err = bl_datadir_open_index(p->data_dir, dir, &mi, NULL)))
         return err;
-    sqlite3_stmt *st = bl_db_stmt(
-        p->db, "INSERT INTO methods(build_id, method_id, class, name, descriptor, source_file) "
-               "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(build_id, method_id) DO UPDATE SET "
-               "class = excluded.class, name = excluded.name, descriptor = excluded.descriptor, "
-               "source_file = excluded.source_file");
     bl_buf store;
     bl_buf_init(&store, 0);
-    if (!st)
-        err = sql_err(p, "methods upsert");
     uint32_t n = bl_methodids_count(t);
     for (uint32_t i = 0; i < n && !err; i++) {
         const bl_mid_entry *e = bl_methodids_at(t, i);
@@ -408,18 +374,10 @@ static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int
             err = se;
             break;
         }
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, b->build_id);
-        sqlite3_bind_int64(st, 2, e->id);
-        sqlite3_bind_text(st, 3, s.cls, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 4, s.method, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 5, se == BL_OK ? s.desc : e->desc, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 6, s.file, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(st) != SQLITE_DONE)
+        if (bl_wr_method_put(p->db, b->build_id, e->id, s.cls, s.method,
+                             se == BL_OK ? s.desc : e->desc, s.file))
             err = sql_err(p, "methods upsert");
     }
-    if (st)
-        sqlite3_reset(st);
     bl_buf_cleanup(&store);
     bl_mapindex_close(mi);
     return err;
@@ -482,17 +440,9 @@ static bl_err update_warnings(bl_processor *p, bstate *b, const char *dir, int h
             }
         }
     }
-    sqlite3_stmt *st = bl_db_stmt(p->db, "UPDATE builds SET warnings = ? WHERE id = ?");
-    if (!st)
+    if (bl_wr_build_set_warnings(p->db, b->build_id, text[0] ? text : NULL))
         return sql_err(p, "builds warnings");
-    if (text[0])
-        sqlite3_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(st, 1);
-    sqlite3_bind_int64(st, 2, b->build_id);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? BL_OK : sql_err(p, "builds warnings");
+    return BL_OK;
 }
 
 /* Brings the builds row and the methods table in line with the files.
@@ -511,32 +461,18 @@ static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build
     read_hash(dir, "mapping.hash", mhash, sizeof mhash);
     read_hash(dir, "method-ids.hash", ihash, sizeof ihash);
 
-    sqlite3_stmt *st = bl_db_stmt(
-        p->db, "SELECT coalesce(mapping_hash,''), coalesce(methodids_hash,''), "
-               "coalesce(methodids_obfuscated,0), symbolicated_at IS NOT NULL FROM builds WHERE id = ?");
-    if (!st)
+    bl_wr_build_files bf;
+    if (bl_wr_build_files_get(p->db, b->build_id, &bf))
         return sql_err(p, "builds read");
-    sqlite3_bind_int64(st, 1, b->build_id);
-    if (sqlite3_step(st) != SQLITE_ROW)
-        return sql_err(p, "builds read");
-    int mchanged = strcmp((const char *)sqlite3_column_text(st, 0), mhash) != 0;
-    int ichanged = strcmp((const char *)sqlite3_column_text(st, 1), ihash) != 0;
-    int obf = sqlite3_column_int(st, 2);
-    int symbolicated = sqlite3_column_int(st, 3);
-    sqlite3_reset(st);
+    int mchanged = strcmp(bf.mapping_hash, mhash) != 0;
+    int ichanged = strcmp(bf.methodids_hash, ihash) != 0;
+    int obf = bf.obfuscated;
+    int symbolicated = bf.symbolicated;
     int64_t now = bl_now_us();
     if (mchanged) {
         struct stat sb;
         int64_t size = !bl_path_join(path, dir, "mapping.txt") && stat(path, &sb) == 0 ? (int64_t)sb.st_size : 0;
-        st = bl_db_stmt(p->db, "UPDATE builds SET mapping_hash = ?, mapping_size = ?, "
-                               "mapping_at = ?, symbolicated_at = NULL WHERE id = ?");
-        if (!st)
-            return sql_err(p, "builds mapping");
-        sqlite3_bind_text(st, 1, mhash, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(st, 2, size);
-        sqlite3_bind_int64(st, 3, now);
-        sqlite3_bind_int64(st, 4, b->build_id);
-        if (sqlite3_step(st) != SQLITE_DONE)
+        if (bl_wr_build_set_mapping(p->db, b->build_id, mhash, size, now))
             return sql_err(p, "builds mapping");
         symbolicated = 0;
     }
@@ -548,17 +484,7 @@ static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build
             count = bl_methodids_count(*mids);
             obf = bl_methodids_obfuscated(*mids);
         }
-        st = bl_db_stmt(p->db, "UPDATE builds SET methodids_hash = ?, methodids_count = ?, "
-                               "methodids_obfuscated = ?, methodids_at = ?, "
-                               "symbolicated_at = NULL WHERE id = ?");
-        if (!st)
-            return sql_err(p, "builds methodids");
-        sqlite3_bind_text(st, 1, ihash, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(st, 2, count);
-        sqlite3_bind_int(st, 3, obf);
-        sqlite3_bind_int64(st, 4, now);
-        sqlite3_bind_int64(st, 5, b->build_id);
-        if (sqlite3_step(st) != SQLITE_DONE)
+        if (bl_wr_build_set_methodids(p->db, b->build_id, ihash, count, obf, now))
             return sql_err(p, "builds methodids");
         symbolicated = 0;
     }
@@ -579,12 +505,7 @@ static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build
             bl_err qe = bl_quota_set_ready(p->quota, app_id, build, 0);
             return err == BL_ENOMEM ? err : qe;
         }
-        st = bl_db_stmt(p->db, "UPDATE builds SET symbolicated_at = ? WHERE id = ?");
-        if (!st)
-            return sql_err(p, "builds symbolicated");
-        sqlite3_bind_int64(st, 1, bl_now_us());
-        sqlite3_bind_int64(st, 2, b->build_id);
-        if (sqlite3_step(st) != SQLITE_DONE)
+        if (bl_wr_build_set_symbolicated(p->db, b->build_id, bl_now_us()))
             return sql_err(p, "builds symbolicated");
     }
     if ((err = load_rows(p, b)))
@@ -619,80 +540,35 @@ static bl_err new_row(void *ctx, bl_agg_build *ab, uint32_t mid, int64_t *row)
                                     "method-ID file)", BL_AGG_MAX_FAR);
     else
         snprintf(name, sizeof name, "unknown method %u", mid);
-    sqlite3_stmt *st = bl_db_stmt(
-        p->db, "INSERT INTO methods(build_id, method_id, class, name, descriptor, source_file) "
-               "VALUES (?, ?, '?', ?, '', '') ON CONFLICT(build_id, method_id) DO UPDATE SET "
-               "name = CASE WHEN class = '?' AND descriptor = '' THEN excluded.name "
-               "ELSE name END RETURNING id");
-    if (!st)
+    if (bl_wr_method_unknown(p->db, ab->build_id, mid, name, row))
         return sql_err(p, "methods unknown");
-    sqlite3_bind_int64(st, 1, ab->build_id);
-    sqlite3_bind_int64(st, 2, mid);
-    sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_reset(st);
-        return sql_err(p, "methods unknown");
-    }
-    *row = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
     return BL_OK;
 }
 
 static bl_err flush_deltas(bl_processor *p)
 {
-    bl_err err = BL_OK;
-    sqlite3_stmt *st = bl_db_stmt(
-        p->db, "INSERT INTO method_stats(build_id, method, main, hour, count, total_us, "
-               "self_us, max_us, sketch) VALUES (?,?,?,?,?,?,?,?,?) "
-               "ON CONFLICT DO UPDATE SET count = count + excluded.count, "
-               "total_us = total_us + excluded.total_us, self_us = self_us + excluded.self_us, "
-               "max_us = max(max_us, excluded.max_us), "
-               "sketch = sketch_merge(sketch, excluded.sketch)");
-    if (!st)
-        err = sql_err(p, "stats upsert");
-    if (!err)
-        err = bl_agg_finish(&p->agg);
+    bl_err err = bl_agg_finish(&p->agg);
     for (size_t i = 0; i < p->agg.n_stats && !err; i++) {
-        bl_agg_stat *d = &p->agg.stats[i];
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, d->build_id);
-        sqlite3_bind_int64(st, 2, d->method);
-        sqlite3_bind_int(st, 3, d->main);
-        sqlite3_bind_int64(st, 4, d->hour);
-        sqlite3_bind_int64(st, 5, (int64_t)d->count);
-        sqlite3_bind_int64(st, 6, (int64_t)d->total);
-        sqlite3_bind_int64(st, 7, (int64_t)d->self);
-        sqlite3_bind_int64(st, 8, (int64_t)d->max);
-        sqlite3_bind_blob(st, 9, p->agg.blobs.data + d->blob_off, (int)d->blob_len,
-                          SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_DONE)
+        const bl_agg_stat *d = &p->agg.stats[i];
+        bl_wr_stat s = {
+            .build_id = d->build_id, .method = d->method, .main = d->main, .hour = d->hour,
+            .count = (int64_t)d->count, .total_us = (int64_t)d->total,
+            .self_us = (int64_t)d->self, .max_us = (int64_t)d->max,
+            .sketch = p->agg.blobs.data + d->blob_off, .sketch_len = d->blob_len,
+        };
+        if (bl_wr_stat_add(p->db, &s))
             err = sql_err(p, "stats upsert");
     }
-    if (st)
-        sqlite3_reset(st);
-    st = bl_db_stmt(p->db, "INSERT INTO call_nodes(id, build_id, main, parent, method, count, "
-                           "total_us, self_us) VALUES (?,?,?,?,?,?,?,?) "
-                           "ON CONFLICT(id) DO UPDATE SET count = count + excluded.count, "
-                           "total_us = total_us + excluded.total_us, "
-                           "self_us = self_us + excluded.self_us");
-    if (!st && !err)
-        err = sql_err(p, "nodes upsert");
     for (size_t i = 0; i < p->agg.n_nodes && !err; i++) {
-        bl_agg_node *d = &p->agg.nodes[i];
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, d->id);
-        sqlite3_bind_int64(st, 2, d->build_id);
-        sqlite3_bind_int(st, 3, d->main);
-        sqlite3_bind_int64(st, 4, d->parent);
-        sqlite3_bind_int64(st, 5, d->method);
-        sqlite3_bind_int64(st, 6, (int64_t)d->count);
-        sqlite3_bind_int64(st, 7, (int64_t)d->total);
-        sqlite3_bind_int64(st, 8, (int64_t)d->self);
-        if (sqlite3_step(st) != SQLITE_DONE)
+        const bl_agg_node *d = &p->agg.nodes[i];
+        bl_wr_node nd = {
+            .id = d->id, .build_id = d->build_id, .main = d->main, .parent = d->parent,
+            .method = d->method, .count = (int64_t)d->count, .total_us = (int64_t)d->total,
+            .self_us = (int64_t)d->self,
+        };
+        if (bl_wr_node_add(p->db, &nd))
             err = sql_err(p, "nodes upsert");
     }
-    if (st)
-        sqlite3_reset(st);
     return err;
 }
 
@@ -757,13 +633,10 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
         return B_FAILED;
     }
     int result = B_FAILED;
-    sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT 1 FROM batches WHERE batch_id = ?");
-    if (!st)
+    bl_err seen = bl_wr_batch_seen(p->db, w->uuid);
+    if (seen == BL_EIO)
         goto out;
-    sqlite3_bind_text(st, 1, w->uuid, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc == SQLITE_ROW) {
+    if (seen == BL_OK) {
         result = B_DUPLICATE;
         goto out;
     }
@@ -849,35 +722,19 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
     p->st.unknown_method += p->agg.unknown_records - unknown0;
     p->st.truncated += truncated;
     pthread_mutex_unlock(&p->mu);
-    st = bl_db_stmt(p->db, "INSERT INTO batches(batch_id, app_id, build_id, received_at, "
-                           "processed_at, records, malformed, bytes) VALUES (?,?,?,?,?,?,?,?)");
-    if (!st)
-        goto out;
     int64_t now = bl_now_us();
-    sqlite3_bind_text(st, 1, w->uuid, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, app_id);
-    sqlite3_bind_int64(st, 3, b->build_id);
-    sqlite3_bind_int64(st, 4, now - (int64_t)((mono_s() - w->t_enq) * 1e6));
-    sqlite3_bind_int64(st, 5, now);
-    sqlite3_bind_int64(st, 6, (int64_t)bt.n_records);
-    sqlite3_bind_int64(st, 7, (int64_t)(p->agg.malformed - malformed0));
-    sqlite3_bind_int64(st, 8, (int64_t)p->body.len);
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
+    bl_wr_batch row = {
+        .uuid = w->uuid, .app_id = app_id, .build_id = b->build_id,
+        .received_at = now - (int64_t)((mono_s() - w->t_enq) * 1e6), .processed_at = now,
+        .records = (int64_t)bt.n_records, .malformed = (int64_t)(p->agg.malformed - malformed0),
+        .bytes = (int64_t)p->body.len,
+    };
+    if (bl_wr_batch_insert(p->db, &row)) {
         sql_err(p, "batches insert");
         result = B_ABORT;
         goto out;
     }
-    st = bl_db_stmt(p->db, "UPDATE builds SET batches = batches + 1, records = records + ? "
-                           "WHERE id = ?");
-    if (!st)
-        goto out;
-    sqlite3_bind_int64(st, 1, (int64_t)bt.n_records);
-    sqlite3_bind_int64(st, 2, b->build_id);
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
+    if (bl_wr_build_count_batch(p->db, b->build_id, (int64_t)bt.n_records)) {
         result = B_ABORT;
         goto out;
     }
@@ -953,11 +810,9 @@ static void reset_states(bl_processor *p)
     }
     p->n_builds = 0;
     bl_u128map_clear(&p->build_ix);
-    sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT coalesce(max(id), 0) + 1 FROM call_nodes");
-    if (st && sqlite3_step(st) == SQLITE_ROW)
-        p->agg.next_node = sqlite3_column_int64(st, 0);
-    if (st)
-        sqlite3_reset(st);
+    int64_t next;
+    if (bl_wr_next_node_id(p->db, &next) == BL_OK)
+        p->agg.next_node = next;
 }
 
 static void run_txn(bl_processor *p, work *items, size_t n)
@@ -968,7 +823,7 @@ static void run_txn(bl_processor *p, work *items, size_t n)
     /* items that went to a build's waiting list: a rollback's reset_states
      * queues those again itself, so they are not pushed a second time */
     memset(p->waited, 0, n);
-    if (bl_db_exec(p->db, "BEGIN IMMEDIATE")) {
+    if (bl_db_begin(p->db)) {
         sql_err(p, "begin");
         goto retry;
     }
@@ -988,7 +843,7 @@ static void run_txn(bl_processor *p, work *items, size_t n)
         }
         if (res == B_RETRY) {
             logf_("batch %s: out of memory; the transaction is tried again", items[i].uuid);
-            bl_db_exec(p->db, "ROLLBACK");
+            bl_db_rollback(p->db);
             clear_deltas(p);
             reset_states(p);
             goto retry;
@@ -1015,10 +870,10 @@ static void run_txn(bl_processor *p, work *items, size_t n)
             break;
         }
     }
-    if (aborted != SIZE_MAX || flush_deltas(p) != BL_OK || bl_db_exec(p->db, "COMMIT")) {
+    if (aborted != SIZE_MAX || flush_deltas(p) != BL_OK || bl_db_commit(p->db)) {
         if (aborted == SIZE_MAX)
             sql_err(p, "commit");
-        bl_db_exec(p->db, "ROLLBACK");
+        bl_db_rollback(p->db);
         clear_deltas(p);
         reset_states(p);
         if (aborted != SIZE_MAX) {
@@ -1196,21 +1051,19 @@ static void *writer_main(void *arg)
 /* The quota tracker learns which builds can be processed (from the builds
  * table: the writer corrects it as it registers them), so that a batch of a
  * known build is not taken for a new one right after a start. */
+static bl_err preload_one(int64_t app_id, const char *name, int ready, void *ctx)
+{
+    bl_processor *p = ctx;
+    return bl_quota_set_ready(p->quota, app_id, name, ready);
+}
+
 static bl_err preload_quota(bl_processor *p, char *errbuf, size_t n)
 {
-    sqlite3_stmt *st = bl_db_stmt(
-        p->db, "SELECT app_id, name, methodids_hash IS NOT NULL AND "
-               "(coalesce(methodids_obfuscated, 0) = 0 OR mapping_hash IS NOT NULL) FROM builds");
-    if (!st) {
-        snprintf(errbuf, n, "cannot read builds: %s", sqlite3_errmsg(bl_db_handle(p->db)));
+    bl_err err = bl_wr_builds_ready(p->db, preload_one, p);
+    if (err == BL_EIO) {
+        snprintf(errbuf, n, "cannot read builds: %s", bl_db_errmsg(p->db));
         return BL_EIO;
     }
-    bl_err err = BL_OK;
-    while (!err && sqlite3_step(st) == SQLITE_ROW)
-        err = bl_quota_set_ready(p->quota, sqlite3_column_int64(st, 0),
-                                 (const char *)sqlite3_column_text(st, 1),
-                                 sqlite3_column_int(st, 2));
-    sqlite3_reset(st);
     if (err)
         snprintf(errbuf, n, "out of memory");
     return err;
@@ -1304,13 +1157,10 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     if (!err)
         err = bl_db_open(dbp, 0, &p->db, errbuf, n);
     if (!err) {
-        sqlite3_stmt *st = bl_db_stmt(p->db, "SELECT coalesce(max(id), 0) + 1 FROM call_nodes");
-        if (st && sqlite3_step(st) == SQLITE_ROW)
-            p->agg.next_node = sqlite3_column_int64(st, 0);
-        else
-            err = BL_EIO;
-        if (st)
-            sqlite3_reset(st);
+        int64_t next;
+        err = bl_wr_next_node_id(p->db, &next);
+        if (!err)
+            p->agg.next_node = next;
     }
     if (!err)
         err = preload_quota(p, errbuf, n);

@@ -2,6 +2,7 @@
  * apps.c — apps and hashed per-app keys (see apps.h).
  */
 #include "store/apps.h"
+#include "store/internal.h"
 
 #include <sodium.h>
 #include <stdio.h>

@@ -2,6 +2,7 @@
  * builds.c — reading an app's builds (see builds.h).
  */
 #include "store/builds.h"
+#include "store/internal.h"
 
 #include <stdio.h>
 

@@ -1,8 +1,7 @@
 /*
  * builds.h — reading an app's builds: the listing (GET .../builds) and
  * lookups by name. Writing builds (creation on first batch or upload,
- * mapping / method-ID records, counters) is still in pipeline/processor.c
- * (issue 12).
+ * mapping / method-ID records, counters) is in store/writer.h.
  *
  * Times are µs since the Unix epoch. Strings handed to a callback are
  * owned by the store and valid only during that call; copy what you keep.

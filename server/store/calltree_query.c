@@ -3,6 +3,7 @@
  * calltree_query.h).
  */
 #include "store/calltree_query.h"
+#include "store/internal.h"
 
 bl_err bl_calltree_nodes(bl_db *db, const bl_calltree_query *q, bl_calltree_node_cb cb,
                          void *ctx)

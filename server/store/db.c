@@ -2,6 +2,7 @@
  * db.c — SQLite connection, migrations and statement cache (see db.h).
  */
 #include "store/db.h"
+#include "store/internal.h"
 
 #include "store/sqlfuncs.h"
 

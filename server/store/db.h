@@ -2,7 +2,9 @@
  * db.h — the SQLite database of a Beatline data directory: opening, pragmas,
  * schema migrations (schema/migrations/NNNN_name.sql, embedded at build
  * time, applied in order; PRAGMA user_version = last applied), and small
- * helpers every store module uses. Only store/ code speaks SQL.
+ * helpers every store module uses. Only store/ code speaks SQL: the SQLite
+ * handle, bl_db_exec and the statement cache are in store/internal.h, which
+ * only store modules include.
  *
  * Concurrency: one writer connection (the processing thread, and the CLI's
  * app commands) and any number of read-only connections (HTTP threads), in
@@ -11,7 +13,6 @@
 #ifndef BL_DB_H
 #define BL_DB_H
 
-#include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "common/blerr.h"
@@ -26,18 +27,9 @@ typedef struct bl_db bl_db;
  */
 bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, size_t errlen);
 void bl_db_close(bl_db *db);
-sqlite3 *bl_db_handle(bl_db *db);
 
 /* Schema version this program writes (number of migrations). */
 int bl_db_schema_version(void);
-
-/* Runs SQL without results (BEGIN, COMMIT…). BL_EIO on failure. */
-bl_err bl_db_exec(bl_db *db, const char *sql);
-
-/* A prepared statement cached on the connection for `sql` (a string
- * literal: the pointer is the cache key). Reset and bindings cleared before
- * it is returned. NULL on failure (message in sqlite3_errmsg). */
-sqlite3_stmt *bl_db_stmt(bl_db *db, const char *sql);
 
 /* Transactions on the connection, without SQL in the caller: begin takes
  * the write lock at once (SQLite BEGIN IMMEDIATE), so a writer waits there

@@ -7,6 +7,7 @@
  * max as the row is.
  */
 #include "store/slow_methods.h"
+#include "store/internal.h"
 
 #include "agg/sketch.h"
 

@@ -2,6 +2,7 @@
  * sqlfuncs.c — sketch functions for SQL (see sqlfuncs.h).
  */
 #include "store/sqlfuncs.h"
+#include "store/internal.h"
 
 #include <stdlib.h>
 

@@ -12,6 +12,7 @@
 #include "agg/sketch.h"
 #include "store/builds.h"
 #include "store/db.h"
+#include "store/internal.h"
 #include "store/slow_methods.h"
 #include "testutil.h"
 
