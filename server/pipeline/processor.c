@@ -545,30 +545,35 @@ static bl_err new_row(void *ctx, bl_agg_build *ab, uint32_t mid, int64_t *row)
     return BL_OK;
 }
 
+static void delta_stat(void *ctx, size_t i, bl_wr_stat *s)
+{
+    const bl_agg *a = ctx;
+    const bl_agg_stat *d = &a->stats[i];
+    *s = (bl_wr_stat){
+        .build_id = d->build_id, .method = d->method, .main = d->main, .hour = d->hour,
+        .count = (int64_t)d->count, .total_us = (int64_t)d->total,
+        .self_us = (int64_t)d->self, .max_us = (int64_t)d->max,
+        .sketch = a->blobs.data + d->blob_off, .sketch_len = d->blob_len,
+    };
+}
+
+static void delta_node(void *ctx, size_t i, bl_wr_node *n)
+{
+    const bl_agg_node *d = &((const bl_agg *)ctx)->nodes[i];
+    *n = (bl_wr_node){
+        .id = d->id, .build_id = d->build_id, .main = d->main, .parent = d->parent,
+        .method = d->method, .count = (int64_t)d->count, .total_us = (int64_t)d->total,
+        .self_us = (int64_t)d->self,
+    };
+}
+
 static bl_err flush_deltas(bl_processor *p)
 {
     bl_err err = bl_agg_finish(&p->agg);
-    for (size_t i = 0; i < p->agg.n_stats && !err; i++) {
-        const bl_agg_stat *d = &p->agg.stats[i];
-        bl_wr_stat s = {
-            .build_id = d->build_id, .method = d->method, .main = d->main, .hour = d->hour,
-            .count = (int64_t)d->count, .total_us = (int64_t)d->total,
-            .self_us = (int64_t)d->self, .max_us = (int64_t)d->max,
-            .sketch = p->agg.blobs.data + d->blob_off, .sketch_len = d->blob_len,
-        };
-        if (bl_wr_stat_add(p->db, &s))
-            err = sql_err(p, "stats upsert");
-    }
-    for (size_t i = 0; i < p->agg.n_nodes && !err; i++) {
-        const bl_agg_node *d = &p->agg.nodes[i];
-        bl_wr_node nd = {
-            .id = d->id, .build_id = d->build_id, .main = d->main, .parent = d->parent,
-            .method = d->method, .count = (int64_t)d->count, .total_us = (int64_t)d->total,
-            .self_us = (int64_t)d->self,
-        };
-        if (bl_wr_node_add(p->db, &nd))
-            err = sql_err(p, "nodes upsert");
-    }
+    if (!err && bl_wr_stats_add(p->db, p->agg.n_stats, delta_stat, &p->agg))
+        err = sql_err(p, "stats upsert");
+    if (!err && bl_wr_nodes_add(p->db, p->agg.n_nodes, delta_node, &p->agg))
+        err = sql_err(p, "nodes upsert");
     return err;
 }
 

@@ -236,8 +236,10 @@ bl_err bl_wr_next_node_id(bl_db *db, int64_t *next)
     return rc == SQLITE_ROW ? BL_OK : BL_EIO;
 }
 
-bl_err bl_wr_stat_add(bl_db *db, const bl_wr_stat *s)
+bl_err bl_wr_stats_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
 {
+    if (!n)
+        return BL_OK;
     sqlite3_stmt *st = bl_db_stmt(
         db, "INSERT INTO method_stats(build_id, method, main, hour, count, total_us, "
             "self_us, max_us, sketch) VALUES (?,?,?,?,?,?,?,?,?) "
@@ -247,20 +249,28 @@ bl_err bl_wr_stat_add(bl_db *db, const bl_wr_stat *s)
             "sketch = sketch_merge(sketch, excluded.sketch)");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, s->build_id);
-    sqlite3_bind_int64(st, 2, s->method);
-    sqlite3_bind_int(st, 3, s->main);
-    sqlite3_bind_int64(st, 4, s->hour);
-    sqlite3_bind_int64(st, 5, s->count);
-    sqlite3_bind_int64(st, 6, s->total_us);
-    sqlite3_bind_int64(st, 7, s->self_us);
-    sqlite3_bind_int64(st, 8, s->max_us);
-    sqlite3_bind_blob(st, 9, s->sketch, (int)s->sketch_len, SQLITE_STATIC);
-    return step_done(st);
+    for (size_t i = 0; i < n; i++) {
+        bl_wr_stat s;
+        row(ctx, i, &s);
+        sqlite3_bind_int64(st, 1, s.build_id);
+        sqlite3_bind_int64(st, 2, s.method);
+        sqlite3_bind_int(st, 3, s.main);
+        sqlite3_bind_int64(st, 4, s.hour);
+        sqlite3_bind_int64(st, 5, s.count);
+        sqlite3_bind_int64(st, 6, s.total_us);
+        sqlite3_bind_int64(st, 7, s.self_us);
+        sqlite3_bind_int64(st, 8, s.max_us);
+        sqlite3_bind_blob(st, 9, s.sketch, (int)s.sketch_len, SQLITE_STATIC);
+        if (step_done(st))
+            return BL_EIO;
+    }
+    return BL_OK;
 }
 
-bl_err bl_wr_node_add(bl_db *db, const bl_wr_node *n)
+bl_err bl_wr_nodes_add(bl_db *db, size_t n, bl_wr_node_fn row, void *ctx)
 {
+    if (!n)
+        return BL_OK;
     sqlite3_stmt *st = bl_db_stmt(db, "INSERT INTO call_nodes(id, build_id, main, parent, method, count, "
                                       "total_us, self_us) VALUES (?,?,?,?,?,?,?,?) "
                                       "ON CONFLICT(id) DO UPDATE SET count = count + excluded.count, "
@@ -268,15 +278,21 @@ bl_err bl_wr_node_add(bl_db *db, const bl_wr_node *n)
                                       "self_us = self_us + excluded.self_us");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, n->id);
-    sqlite3_bind_int64(st, 2, n->build_id);
-    sqlite3_bind_int(st, 3, n->main);
-    sqlite3_bind_int64(st, 4, n->parent);
-    sqlite3_bind_int64(st, 5, n->method);
-    sqlite3_bind_int64(st, 6, n->count);
-    sqlite3_bind_int64(st, 7, n->total_us);
-    sqlite3_bind_int64(st, 8, n->self_us);
-    return step_done(st);
+    for (size_t i = 0; i < n; i++) {
+        bl_wr_node d;
+        row(ctx, i, &d);
+        sqlite3_bind_int64(st, 1, d.id);
+        sqlite3_bind_int64(st, 2, d.build_id);
+        sqlite3_bind_int(st, 3, d.main);
+        sqlite3_bind_int64(st, 4, d.parent);
+        sqlite3_bind_int64(st, 5, d.method);
+        sqlite3_bind_int64(st, 6, d.count);
+        sqlite3_bind_int64(st, 7, d.total_us);
+        sqlite3_bind_int64(st, 8, d.self_us);
+        if (step_done(st))
+            return BL_EIO;
+    }
+    return BL_OK;
 }
 
 bl_err bl_wr_batch_seen(bl_db *db, const char *uuid)

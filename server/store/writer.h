@@ -116,9 +116,13 @@ typedef struct bl_wr_stat {
     size_t sketch_len;        /* bytes */
 } bl_wr_stat;
 
-/* Adds `s` to the stored row (count, totals summed, max kept, sketches
- * merged), creating it when missing. */
-bl_err bl_wr_stat_add(bl_db *db, const bl_wr_stat *s);
+/* Fills *out with the i-th row of a flush (0 <= i < n). */
+typedef void (*bl_wr_stat_fn)(void *ctx, size_t i, bl_wr_stat *out);
+
+/* Adds rows 0..n-1 (from `row`) to the stored ones (count, totals summed,
+ * max kept, sketches merged), creating those missing. One statement for
+ * all rows (the writer's hot path). BL_EIO at the first failure. */
+bl_err bl_wr_stats_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx);
 
 /* One call-path node's figures, added to what is stored. */
 typedef struct bl_wr_node {
@@ -128,8 +132,12 @@ typedef struct bl_wr_node {
     int64_t count, total_us, self_us;
 } bl_wr_node;
 
-/* Creates node `n` or adds its count and times to the stored one. */
-bl_err bl_wr_node_add(bl_db *db, const bl_wr_node *n);
+/* Fills *out with the i-th node of a flush (0 <= i < n). */
+typedef void (*bl_wr_node_fn)(void *ctx, size_t i, bl_wr_node *out);
+
+/* Creates nodes 0..n-1 (from `row`) or adds their counts and times to the
+ * stored ones. One statement for all rows. BL_EIO at the first failure. */
+bl_err bl_wr_nodes_add(bl_db *db, size_t n, bl_wr_node_fn row, void *ctx);
 
 /* ---- batches --------------------------------------------------------- */
 
