@@ -106,6 +106,11 @@ expect "app set --keep-raw-days" '{"app":"other","quotas":{"waiting-builds":null
 expect_grep "app list shows retention" '"app":"other".*"keep_raw_days":0,"keep_days":null' "$("$BIN/beatline-server" --data "$DATA" app list)"
 "$BIN/beatline-server" --data "$DATA" app set other --keep-raw-days 99999 2> err.txt && bad "keep-raw-days over 100 years accepted" || ok
 expect_grep "bad keep-raw-days: message" "bad value '99999'" "$(cat err.txt)"
+for opt in "--keep-raw-days 36526" "--keep-days 36526" "--retention-interval 0"; do
+  # shellcheck disable=SC2086
+  "$BIN/beatline-server" --data "$DATA" --listen 127.0.0.1:0 $opt 2> err.txt && bad "$opt accepted" || ok
+  expect_grep "$opt refused naming the range" "must be 0-36525" "$(cat err.txt)"
+done
 BEATLINE_TEST_CLOCK_OFFSET=$((8 * DAY)) start_server "$DATA" --keep-days 0
 wait_pass
 wait_metric_ge beatline_retention_raw_deleted_total 4
