@@ -566,15 +566,15 @@ static void *retention_main(void *arg)
     bl_retention *r = arg;
     double next_pass = mono_s(), next_scan = mono_s();
     for (;;) {
+        /* builds deleted (at start: deletions a stop cut short) */
         sweep_doomed(r);
-        int swept = 1;
         if (!stopping(r) && mono_s() >= next_pass) {
             pass(r);
             sweep_doomed(r); /* builds whose data all expired */
             next_pass = mono_s() + (double)r->o.interval_s;
-            next_scan = 0;
         }
-        if (!stopping(r) && (mono_s() >= next_scan || swept)) {
+        /* after every wake-up (start, pass, deletion, the scan time) */
+        if (!stopping(r)) {
             scan(r);
             next_scan = mono_s() + SCAN_EVERY_S;
         }
