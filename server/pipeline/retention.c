@@ -390,7 +390,7 @@ static void expire_aggregates(bl_retention *r, const bl_rs_app *a, int64_t cutof
             int64_t deleted = 0;
             writer_first(r);
             if (bl_db_begin(r->db) ||
-                bl_rs_expire_slice(r->db, ids[i], cutoff, &cur, BL_RET_SLICE, 4 * BL_RET_SLICE,
+                bl_rs_expire_slice(r->db, ids[i], cutoff, &cur, BL_RET_SLICE, BL_RET_SLICE,
                                    &deleted, &done) ||
                 bl_db_commit(r->db)) {
                 logmsg("deleting old aggregates", bl_db_errmsg(r->db));
@@ -399,8 +399,8 @@ static void expire_aggregates(bl_retention *r, const bl_rs_app *a, int64_t cutof
                 break;
             }
             add_stat(r, &r->st.rows_deleted, (uint64_t)deleted);
-            if (deleted)
-                sleep_ms(PAUSE_MS);
+            /* the slice held the write lock even when it found nothing */
+            sleep_ms(PAUSE_MS);
         }
         int idle = 0;
         if (failed || !done || bl_rs_build_idle(r->db, ids[i], cutoff, &idle) || !idle)

@@ -24,10 +24,12 @@
  * the options; 0 keeps for ever. A pass runs at start and every interval_s.
  *
  * Never blocking ingest: HTTP threads never wait on this thread; deletion
- * runs in transactions of at most BL_RET_SLICE rows (or 256 files), each
- * a few milliseconds, with a pause after each that lets the writer thread
+ * runs in transactions of at most BL_RET_SLICE rows (or 256 files; the
+ * expiry walk visits at most BL_RET_SLICE keys per transaction), each a few
+ * milliseconds, with a 30 ms pause after each that lets the writer thread
  * take the write lock, and the thread waits while the writer has work
- * queued (up to 200 ms per slice). Files are deleted before the rows that
+ * queued (up to 200 ms per slice). The expiry walk costs two index seeks per
+ * (build, method, thread kind) per pass. Files are deleted before the rows that
  * name them are updated, so a kill -9 at any point leaves a consistent
  * store and the work resumes at the next start.
  */
