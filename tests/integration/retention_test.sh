@@ -205,6 +205,25 @@ expect "the new d1 is a new row" 1 "$([ "$(bid shop d1)" != "$D1" ] && echo 1 ||
 stop_server
 expect "no orphans after DELETE" 0 "$(orphans)"
 
+# a kill -9 between the writer moving a build's folder to trash and its
+# commit: the deletion is finished at the next start
+start_server "$DATA"
+upload shop "$UPL" c1
+post shop "$ING" c1 "$NOW_US" && expect "post c1" 202 "$CODE"
+wait_metric_ge beatline_batches_processed_total 1
+stop_server
+C1=$(bid shop c1)
+C1DIR=$(dirname "$(grep -lx c1 "$DATA"/builds/*/*/build-name)")
+mkdir -p "$DATA/trash"
+mv "$C1DIR" "$DATA/trash/$C1"
+start_server "$DATA"
+http GET /v1/apps/shop/builds "$RD"
+expect "c1 (folder in trash, not committed) is deleted at start" '[]' "$(jq -c '[.builds[] | select(.build == "c1")]' <<< "$BODY")"
+wait_metric_ge beatline_retention_builds_deleted_total 1
+stop_server
+expect "c1's rows, batch and folder gone" "0 0" "$(q "SELECT (SELECT count(*) FROM method_stats WHERE build_id = $C1) + (SELECT count(*) FROM methods WHERE build_id = $C1) + (SELECT count(*) FROM batches WHERE build_id = $C1) + (SELECT count(*) FROM builds WHERE id = $C1)") $(find "$DATA/trash" -mindepth 1 | wc -l)"
+expect "raw files: d2's, other's, new d1's" 3 "$(done_files)"
+
 # --- a big deletion: ingest keeps answering; kill -9 in the middle ----------
 # 150,000 old method_stats rows and 3,000 old raw batches of build big
 start_server "$DATA"
