@@ -252,6 +252,8 @@ for _ in $(seq 40); do
   [ "$CODE" == 202 ] && okposts=$((okposts + 1))
 done
 expect "every POST during the deletion answered 202" "$posted" "$okposts"
+http GET /healthz ""
+expect "healthy during the deletion (the writer commits)" 200 "$CODE"
 wait_metric_ge beatline_batches_processed_total 40
 wait_metric_ge beatline_retention_rows_deleted_total 150000
 wait_metric_ge beatline_retention_raw_deleted_total 3000
