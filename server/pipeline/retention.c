@@ -565,29 +565,34 @@ static void *retention_main(void *arg)
 {
     bl_retention *r = arg;
     double next_pass = mono_s(), next_scan = mono_s();
+    int kicked = 0;
     for (;;) {
-        /* builds deleted (at start: deletions a stop cut short) */
+        /* builds deleted (at start: deletions a stop cut short); also
+         * looked for every minute, for a DELETE answered 202 whose build
+         * the writer moved to the graveyard after the answer */
         sweep_doomed(r);
+        int passed = 0;
         if (!stopping(r) && mono_s() >= next_pass) {
             pass(r);
             sweep_doomed(r); /* builds whose data all expired */
             next_pass = mono_s() + (double)r->o.interval_s;
+            passed = 1;
         }
-        /* after every wake-up (start, pass, deletion, the scan time) */
-        if (!stopping(r)) {
+        /* at start, after a pass or a deletion, and every SCAN_EVERY_S */
+        if (!stopping(r) && (passed || kicked || mono_s() >= next_scan)) {
             scan(r);
             next_scan = mono_s() + SCAN_EVERY_S;
         }
         pthread_mutex_lock(&r->mu);
         double wake = next_pass < next_scan ? next_pass : next_scan;
+        if (wake > mono_s() + 60)
+            wake = mono_s() + 60;
         while (!r->stop && !r->kicked) {
             double left = wake - mono_s();
             if (left <= 0)
                 break;
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            if (left > 3600)
-                left = 3600;
             ts.tv_sec += (time_t)left;
             ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
             if (ts.tv_nsec >= 1000000000L) {
@@ -597,6 +602,7 @@ static void *retention_main(void *arg)
             pthread_cond_timedwait(&r->cv, &r->mu, &ts);
         }
         int stop = r->stop;
+        kicked = r->kicked;
         r->kicked = 0;
         pthread_mutex_unlock(&r->mu);
         if (stop)

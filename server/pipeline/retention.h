@@ -21,7 +21,9 @@
  *                 scrape (bl_retention_disk).
  *
  * Per-app settings (`app set NAME --keep-raw-days N --keep-days N`) override
- * the options; 0 keeps for ever. A pass runs at start and every interval_s.
+ * the options; 0 keeps for ever. A pass runs at start and every interval_s;
+ * builds in the graveyard are looked for when woken (bl_retention_kick), at
+ * start and every minute.
  *
  * Never blocking ingest: HTTP threads never wait on this thread; deletion
  * runs in transactions of at most BL_RET_SLICE rows (or 256 files; the
