@@ -802,6 +802,9 @@ static void forget_state(bl_processor *p, size_t i)
             bl_quota_release(p->quota, b->app_id, b->build, b->waiting[j].bytes);
     }
     if (b->n_waiting) {
+        char d[BL_PATH_MAX];
+        if (!bl_path_join(d, p->data_dir, "batches/pending"))
+            bl_fsync_dir(d);
         pthread_mutex_lock(&p->mu);
         p->st.waiting -= b->n_waiting <= p->st.waiting ? b->n_waiting : p->st.waiting;
         pthread_mutex_unlock(&p->mu);

@@ -195,6 +195,14 @@ expect "d1's folder gone" 0 "$([ -e "$D1DIR" ] && echo 1 || echo 0)"
 expect "d1's rows gone" 0 "$(q "SELECT (SELECT count(*) FROM method_stats WHERE build_id = $D1) + (SELECT count(*) FROM call_nodes WHERE build_id = $D1) + (SELECT count(*) FROM methods WHERE build_id = $D1) + (SELECT count(*) FROM batches WHERE build_id = $D1) + (SELECT count(*) FROM builds WHERE id = $D1)")"
 expect "d1's raw batch gone, d2's and other's kept" 2 "$(done_files)"
 expect "d2 untouched" "2 1" "$(q "SELECT (SELECT count(*) FROM method_stats WHERE build_id = $D2) || ' ' || (SELECT count(*) FROM batches WHERE build_id = $D2)")"
+# a build whose batches wait for its method-ID file: they go with it
+post shop "$ING" w1 "$NOW_US" && expect "post w1 (waits)" 202 "$CODE"
+post shop "$ING" w1 "$NOW_US" && expect "post w1 again (waits)" 202 "$CODE"
+for _ in $(seq 200); do [ "$(metric beatline_batches_waiting)" == 2 ] && break; sleep 0.05; done
+expect "w1's batches wait" 2 "$(metric beatline_batches_waiting)"
+http DELETE /v1/apps/shop/builds/w1 "$UPL"
+expect "DELETE w1 (only waiting batches): 200" 200 "$CODE"
+expect "w1's waiting batches deleted" "0 0" "$(metric beatline_batches_waiting) $(find "$DATA/batches/pending" -type f | wc -l)"
 # the name is free again: a new build
 post shop "$ING" d1 "$NOW_US" && expect "post d1 after its deletion" 202 "$CODE"
 upload shop "$UPL" d1
