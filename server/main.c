@@ -7,6 +7,7 @@
  *   beatline-server [--data DIR] app list
  *   beatline-server [--data DIR] app rotate-keys NAME
  *   beatline-server [--data DIR] app set NAME QUOTA=N|default ...
+ *                    [--keep-raw-days N|default] [--keep-days N|default]
  *
  * Exit status: 0 on a clean stop (SIGINT/SIGTERM); 1 on usage or start-up
  * errors; 2 when an app command fails.
@@ -25,8 +26,10 @@
 #include "pipeline/datadir.h"
 #include "pipeline/datahealth.h"
 #include "pipeline/processor.h"
+#include "pipeline/retention.h"
 #include "store/apps.h"
 #include "store/db.h"
+#include "store/retention.h"
 
 static const char usage[] =
     "usage: beatline-server [options]\n"
@@ -34,6 +37,7 @@ static const char usage[] =
     "       beatline-server [--data DIR] app list\n"
     "       beatline-server [--data DIR] app rotate-keys NAME\n"
     "       beatline-server [--data DIR] app set NAME QUOTA=N|default ...\n"
+    "                       [--keep-raw-days N|default] [--keep-days N|default]\n"
     "\n"
     "Runs the Beatline server: apps POST batches of method traces, CI uploads\n"
     "each build's mapping.txt and method-ID file, people query slow methods\n"
@@ -80,6 +84,20 @@ static const char usage[] =
     "                           [BEATLINE_WAITING_EXPIRY] (default 604800 = 7 days)\n"
     "'app set' (below) overrides the quotas for one app.\n"
     "\n"
+    "retention (a background thread deletes in small slices; 0 = keep for ever;\n"
+    "'app set' overrides them for one app):\n"
+    "  --keep-raw-days N        raw batches (batches/done) are deleted N days after\n"
+    "                           they were received; aggregates stay\n"
+    "                           [BEATLINE_KEEP_RAW_DAYS] (default 7; at most 36525)\n"
+    "  --keep-days N            aggregates whose hour ended more than N days ago\n"
+    "                           are deleted; a build left with none (and nothing\n"
+    "                           newer) is deleted whole [BEATLINE_KEEP_DAYS]\n"
+    "                           (default 90; at most 36525)\n"
+    "  --retention-interval SECONDS  between retention passes (one at start)\n"
+    "                           [BEATLINE_RETENTION_INTERVAL] (default 3600)\n"
+    "  (BEATLINE_TEST_CLOCK_OFFSET=SECONDS, for tests only: retention judges ages\n"
+    "  by a clock that far ahead)\n"
+    "\n"
     "other options:\n"
     "  --header-timeout SECONDS total time for a request's line and headers, from\n"
     "                           the connection (or the previous answer) on; past it\n"
@@ -104,7 +122,12 @@ static const char usage[] =
     "ingest quotas (QUOTA: waiting-builds, waiting-batches, waiting-bytes,\n"
     "new-builds; N = 0 for no limit, 'default' for the server's option) and\n"
     "prints {\"app\", \"quotas\": {QUOTA: N or null = the server's option}};\n"
-    "a running server applies them to the next batch.\n";
+    "a running server applies them to the next batch. --keep-raw-days and\n"
+    "--keep-days (also keep-raw-days=N, keep-days=N) set the app's retention in\n"
+    "days (0 = for ever, 'default' = the server's option) and add\n"
+    "\"retention\": {\"keep-raw-days\": N|null, \"keep-days\": N|null} to what it\n"
+    "prints; a running server applies them at its next pass. 'app list' shows\n"
+    "them as keep_raw_days / keep_days.\n";
 
 static volatile sig_atomic_t stop_flag;
 
@@ -166,7 +189,40 @@ static int app_set(bl_db *db, const char *name, int argc, char **argv)
         fprintf(stderr, "beatline-server: app set: %s\n", bl_db_errmsg(db));
         return 2;
     }
+    int retention = 0;
     for (int i = 0; i < argc; i++) {
+        /* retention: --keep-raw-days N, --keep-days N, keep-raw-days=N, keep-days=N */
+        static const char *const keep[2] = { "keep-raw-days", "keep-days" };
+        int kw = -1;
+        const char *kv = NULL;
+        for (int k = 0; k < 2; k++) {
+            size_t kl = strlen(keep[k]);
+            if (argv[i][0] == '-' && argv[i][1] == '-' && !strcmp(argv[i] + 2, keep[k])) {
+                kw = k;
+                kv = i + 1 < argc ? argv[++i] : "";
+            } else if (!strncmp(argv[i], keep[k], kl) && argv[i][kl] == '=') {
+                kw = k;
+                kv = argv[i] + kl + 1;
+            }
+        }
+        if (kw >= 0) {
+            uint64_t d = 0;
+            int dflt = !strcmp(kv, "default");
+            if (!dflt && (parse_u64(kv, &d) || d > BL_RET_MAX_DAYS)) {
+                fprintf(stderr, "beatline-server: app set: bad value '%s' for --%s (0-%d days, "
+                                "0 = keep for ever, or 'default')\n",
+                        kv, keep[kw], BL_RET_MAX_DAYS);
+                bl_db_rollback(db);
+                return 1;
+            }
+            if (bl_rs_set_keep(db, name, kw, dflt ? -1 : (int64_t)d) != BL_OK) {
+                fprintf(stderr, "beatline-server: app set: %s\n", bl_db_errmsg(db));
+                bl_db_rollback(db);
+                return 2;
+            }
+            retention = 1;
+            continue;
+        }
         const char *eq = strchr(argv[i], '=');
         int which = -1;
         for (int k = 0; eq && k < BL_APP_QUOTAS; k++)
@@ -178,7 +234,8 @@ static int app_set(bl_db *db, const char *name, int argc, char **argv)
         if (which < 0 || (!dflt && (parse_u64(eq + 1, &v) || v > INT64_MAX))) {
             fprintf(stderr,
                     "beatline-server: app set: bad setting '%s' (QUOTA=N or QUOTA=default; "
-                    "QUOTA: waiting-builds, waiting-batches, waiting-bytes, new-builds)\n",
+                    "QUOTA: waiting-builds, waiting-batches, waiting-bytes, new-builds; or "
+                    "--keep-raw-days N, --keep-days N)\n",
                     argv[i]);
             bl_db_rollback(db);
             return 1;
@@ -202,7 +259,32 @@ static int app_set(bl_db *db, const char *name, int argc, char **argv)
         else
             printf("%s\"%s\": %lld", k ? ", " : "", bl_apps_quota_names[k], (long long)q[k]);
     }
-    printf("}}\n");
+    printf("}");
+    if (retention) {
+        bl_rs_app *apps;
+        size_t n;
+        if (bl_rs_apps(db, &apps, &n) != BL_OK) {
+            printf("}\n");
+            fprintf(stderr, "beatline-server: app set: %s\n", bl_db_errmsg(db));
+            return 2;
+        }
+        for (size_t k = 0; k < n; k++) {
+            if (apps[k].id != id)
+                continue;
+            printf(", \"retention\": {");
+            for (int j = 0; j < 2; j++) {
+                int64_t v = j ? apps[k].keep_days : apps[k].keep_raw_days;
+                if (v < 0)
+                    printf("%s\"%s\": null", j ? ", " : "", j ? "keep-days" : "keep-raw-days");
+                else
+                    printf("%s\"%s\": %lld", j ? ", " : "", j ? "keep-days" : "keep-raw-days",
+                           (long long)v);
+            }
+            printf("}");
+        }
+        free(apps);
+    }
+    printf("}\n");
     return 0;
 }
 
@@ -282,6 +364,8 @@ int main(int argc, char **argv)
     /* per-app ingest quotas (pipeline/quota.h) and the expiry of waiting batches */
     uint64_t q_builds = 50, q_batches = 10000, q_bytes = 1u << 30, q_new = 100,
              expiry = 7 * 24 * 3600;
+    /* retention (pipeline/retention.h) */
+    uint64_t keep_raw = 7, keep_days = 90, ret_interval = 3600;
     struct {
         const char *env;
         uint64_t *v;
@@ -296,6 +380,9 @@ int main(int argc, char **argv)
                  { "BEATLINE_QUOTA_WAITING_BYTES", &q_bytes },
                  { "BEATLINE_QUOTA_NEW_BUILDS", &q_new },
                  { "BEATLINE_WAITING_EXPIRY", &expiry },
+                 { "BEATLINE_KEEP_RAW_DAYS", &keep_raw },
+                 { "BEATLINE_KEEP_DAYS", &keep_days },
+                 { "BEATLINE_RETENTION_INTERVAL", &ret_interval },
                  { "BEATLINE_HEADER_TIMEOUT", &header_timeout },
                  { "BEATLINE_BODY_TIMEOUT", &body_timeout },
                  { "BEATLINE_MIN_BODY_RATE", &min_body_rate },
@@ -306,6 +393,20 @@ int main(int argc, char **argv)
             fprintf(stderr, "beatline-server: %s: not a number: %s\n", envs[i].env, env);
             return 1;
         }
+    /* test only: the clock retention judges ages by runs this far ahead */
+    int64_t clock_offset = 0;
+    if ((env = getenv("BEATLINE_TEST_CLOCK_OFFSET")) && *env) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(env, &end, 10);
+        if (errno || *end || v < -3155760000ll || v > 3155760000ll) {
+            fprintf(stderr, "beatline-server: BEATLINE_TEST_CLOCK_OFFSET: not a number of "
+                            "seconds (at most 100 years): %s\n", env);
+            return 1;
+        }
+        clock_offset = v;
+        fprintf(stderr, "beatline-server: TEST ONLY: retention clock offset %lld s\n", v);
+    }
     if ((env = getenv("BEATLINE_LISTEN")) && *env &&
         parse_listen(env, addr, sizeof addr, &port)) {
         fprintf(stderr, "beatline-server: BEATLINE_LISTEN: bad address '%s'\n", env);
@@ -353,6 +454,12 @@ int main(int argc, char **argv)
             bad = parse_u64(v, &q_new);
         else if (!strcmp(a, "--waiting-expiry"))
             bad = parse_u64(v, &expiry) || expiry == 0;
+        else if (!strcmp(a, "--keep-raw-days"))
+            bad = parse_u64(v, &keep_raw);
+        else if (!strcmp(a, "--keep-days"))
+            bad = parse_u64(v, &keep_days);
+        else if (!strcmp(a, "--retention-interval"))
+            bad = parse_u64(v, &ret_interval);
         else if (!strcmp(a, "--header-timeout"))
             bad = parse_u64(v, &header_timeout);
         else if (!strcmp(a, "--body-timeout"))
@@ -384,6 +491,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "beatline-server: --waiting-expiry (BEATLINE_WAITING_EXPIRY) must be "
                         "1-%llu seconds (100 years)\n",
                 (unsigned long long)BL_WAITING_EXPIRY_MAX);
+        return 1;
+    }
+    if (keep_raw > BL_RET_MAX_DAYS || keep_days > BL_RET_MAX_DAYS || ret_interval == 0 ||
+        ret_interval > 31536000) {
+        fprintf(stderr, "beatline-server: --keep-raw-days and --keep-days must be 0-%d (0 = "
+                        "keep for ever), --retention-interval 1-31536000 seconds\n",
+                BL_RET_MAX_DAYS);
         return 1;
     }
     if (header_timeout == 0 || header_timeout > 3600 || body_timeout == 0 ||
@@ -423,6 +537,11 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
 
     char err[512] = "";
+    /* builds whose deletion a kill -9 cut short, before the writer looks */
+    if (bl_retention_recover(data, err, sizeof err) != BL_OK) {
+        fprintf(stderr, "beatline-server: %s\n", err);
+        return 1;
+    }
     bl_proc_opts po = { .data_dir = data, .max_batches_per_txn = 256,
                         .max_decompressed = max_dec,
                         .quota = { q_builds, q_batches, q_bytes, q_new },
@@ -432,10 +551,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "beatline-server: %s\n", err);
         return 1;
     }
+    bl_retention_opts ro = { .data_dir = data, .keep_raw_days = keep_raw,
+                             .keep_days = keep_days, .interval_s = ret_interval,
+                             .clock_offset_s = clock_offset, .proc = proc };
+    bl_retention *ret;
+    if (bl_retention_start(&ro, &ret, err, sizeof err) != BL_OK) {
+        fprintf(stderr, "beatline-server: %s\n", err);
+        bl_processor_stop(proc);
+        return 1;
+    }
     bl_http_config hc = { addr, port, data, max_body, max_dec, max_map, (unsigned)threads,
                           max_inflight, proc, min_free, (unsigned)header_timeout,
                           (unsigned)body_timeout, min_body_rate, (unsigned)max_conns,
-                          (unsigned)max_per_ip };
+                          (unsigned)max_per_ip, ret };
     /* the largest single request must fit: its body as sent and
      * decompressed plus decoder state (zstd window <= 8 MiB) and slack, and
      * for a retrace the answer (at most 64 MiB, h_retrace.c) */
@@ -447,6 +575,7 @@ int main(int argc, char **argv)
     bl_http *http;
     if (bl_http_start(&hc, &http, err, sizeof err) != BL_OK) {
         fprintf(stderr, "beatline-server: %s\n", err);
+        bl_retention_stop(ret);
         bl_processor_stop(proc);
         return 1;
     }
@@ -462,6 +591,7 @@ int main(int argc, char **argv)
         pause();
     fprintf(stderr, "beatline-server: stopping\n");
     bl_http_stop(http);
+    bl_retention_stop(ret); /* before the writer: it asks the writer to delete builds */
     bl_processor_stop(proc); /* commits the open transaction; the rest waits on disk */
     close(lock_fd);
     return 0;

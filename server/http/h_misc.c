@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pipeline/datahealth.h"
@@ -63,6 +64,71 @@ static bl_err metric(bl_buf *b, const char *name, const char *type, const char *
     snprintf(tmp, sizeof tmp, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type,
              name, (unsigned long long)v);
     return bl_buf_puts(b, tmp);
+}
+
+/* Retention counters and bytes on disk (pipeline/retention.h): from the
+ * retention thread's last disk scan, never a walk per scrape. */
+static bl_err retention_metrics(bl_buf *b, bl_retention *ret)
+{
+    bl_retention_stats rs;
+    bl_retention_stats_get(ret, &rs);
+    bl_err e = metric(b, "beatline_retention_raw_deleted_total", "counter",
+                      "Raw batch files deleted by raw retention (--keep-raw-days).",
+                      rs.raw_deleted);
+    if (!e)
+        e = metric(b, "beatline_retention_rows_deleted_total", "counter",
+                   "Aggregate rows deleted by retention (--keep-days) and build deletion.",
+                   rs.rows_deleted);
+    if (!e)
+        e = metric(b, "beatline_retention_builds_deleted_total", "counter",
+                   "Builds whose deletion finished (DELETE, or every aggregate expired).",
+                   rs.builds_deleted);
+    if (!e)
+        e = metric(b, "beatline_retention_passes_total", "counter",
+                   "Retention passes finished.", rs.passes);
+    bl_disk_app *apps;
+    size_t n;
+    bl_disk_server srv;
+    int scanned;
+    if (e || (e = bl_retention_disk(ret, &apps, &n, &srv, &scanned)))
+        return e;
+    e = bl_buf_puts(b, "# HELP beatline_app_disk_bytes Bytes on disk per app, as of the last "
+                       "disk scan: raw batches kept, uploaded files (mappings, indexes, "
+                       "method-ID files).\n# TYPE beatline_app_disk_bytes gauge\n");
+    char tmp[256];
+    for (size_t i = 0; i < n && !e; i++) {
+        snprintf(tmp, sizeof tmp,
+                 "beatline_app_disk_bytes{app=\"%s\",kind=\"raw\"} %llu\n"
+                 "beatline_app_disk_bytes{app=\"%s\",kind=\"uploads\"} %llu\n",
+                 apps[i].app, (unsigned long long)apps[i].raw_bytes, apps[i].app,
+                 (unsigned long long)apps[i].upload_bytes);
+        e = bl_buf_puts(b, tmp);
+    }
+    if (!e)
+        e = bl_buf_puts(b, "# HELP beatline_app_raw_batches Raw batch files kept per app.\n"
+                           "# TYPE beatline_app_raw_batches gauge\n");
+    for (size_t i = 0; i < n && !e; i++) {
+        snprintf(tmp, sizeof tmp, "beatline_app_raw_batches{app=\"%s\"} %llu\n", apps[i].app,
+                 (unsigned long long)apps[i].raw_files);
+        e = bl_buf_puts(b, tmp);
+    }
+    free(apps);
+    if (!e && scanned) {
+        char big[1024];
+        snprintf(big, sizeof big,
+                 "# HELP beatline_disk_bytes Bytes on disk not per app, as of the last disk "
+                 "scan.\n# TYPE beatline_disk_bytes gauge\n"
+                 "beatline_disk_bytes{kind=\"database\"} %llu\n"
+                 "beatline_disk_bytes{kind=\"pending\"} %llu\n"
+                 "beatline_disk_bytes{kind=\"failed\"} %llu\n"
+                 "beatline_disk_bytes{kind=\"deleting\"} %llu\n"
+                 "beatline_disk_bytes{kind=\"raw_unattributed\"} %llu\n",
+                 (unsigned long long)srv.database, (unsigned long long)srv.pending,
+                 (unsigned long long)srv.failed, (unsigned long long)srv.trash,
+                 (unsigned long long)srv.unattributed);
+        e = bl_buf_puts(b, big);
+    }
+    return e;
 }
 
 enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
@@ -150,6 +216,8 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
     if (!e)
         e = metric(&b, "beatline_transactions_total", "counter",
                    "SQLite write transactions committed by the writer.", ps.txn);
+    if (!e && h->c.ret)
+        e = retention_metrics(&b, h->c.ret);
     static const char *const le[7] = { "0.01", "0.05", "0.1", "0.5", "1", "5", "+Inf" };
     if (!e)
         e = bl_buf_puts(&b, "# HELP beatline_processing_latency_seconds Time from a batch's "

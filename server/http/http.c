@@ -508,7 +508,7 @@ int bl_req_body_end(req *r)
 static enum route route_of(const char *method, const char *url, req *r)
 {
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), put = !strcmp(method, "PUT"),
-        post = !strcmp(method, "POST");
+        post = !strcmp(method, "POST"), del = !strcmp(method, "DELETE");
     if (!strcmp(url, "/healthz"))
         return get ? R_HEALTH : R_NONE;
     if (!strcmp(url, "/metrics"))
@@ -536,6 +536,14 @@ static enum route route_of(const char *method, const char *url, req *r)
     if (strncmp(rest, "/builds/", 8) != 0)
         return R_NONE;
     const char *b = rest + 8, *e = strrchr(b, '/');
+    if (!e && *b) { /* /builds/{build}: a build name has no '/' */
+        if (strlen(b) > BL_BUILD_NAME_MAX) {
+            r->bad_name = 2;
+            return R_NONE;
+        }
+        snprintf(r->build, sizeof r->build, "%s", b);
+        return del ? R_DELETE_BUILD : R_NONE;
+    }
     if (!e || e == b)
         return R_NONE;
     if ((size_t)(e - b) > BL_BUILD_NAME_MAX) {
@@ -556,7 +564,7 @@ static enum route route_of(const char *method, const char *url, req *r)
 static const bl_role route_role[] = {
     [R_MAPPING] = BL_ROLE_UPLOAD, [R_METHODIDS] = BL_ROLE_UPLOAD, [R_BATCHES] = BL_ROLE_INGEST,
     [R_BUILDS] = BL_ROLE_READ,    [R_SLOW] = BL_ROLE_READ,        [R_TREE] = BL_ROLE_READ,
-    [R_RETRACE] = BL_ROLE_READ,
+    [R_RETRACE] = BL_ROLE_READ,   [R_DELETE_BUILD] = BL_ROLE_UPLOAD,
 };
 
 /* ---- connection tracking and the watchdog (total-time limits) ---------- */
@@ -1006,6 +1014,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     case R_TREE: return bl_h_tree(c, h, r);
     case R_RETRACE: return bl_h_retrace(c, h, r);
     case R_BATCHES: return bl_h_batch(c, h, r);
+    case R_DELETE_BUILD: return bl_h_delete_build(c, h, r);
     case R_MAPPING:
     case R_METHODIDS: return bl_h_upload_finish(c, h, r);
     case R_NONE: break;

@@ -11,6 +11,7 @@
  *   GET  /v1/apps/{app}/slow-methods                read key
  *   GET  /v1/apps/{app}/call-tree                   read key
  *   POST /v1/apps/{app}/builds/{build}/retrace      read key
+ *   DELETE /v1/apps/{app}/builds/{build}            upload key
  *
  * Errors are JSON {"error": "..."} with a 4xx/5xx status. Keys travel as
  * "Authorization: Bearer KEY".
@@ -21,6 +22,7 @@
 #include <stdint.h>
 #include "common/blerr.h"
 #include "pipeline/processor.h"
+#include "pipeline/retention.h"
 
 typedef struct bl_http_config {
     const char *bind_addr;     /* IPv4/IPv6 literal, e.g. "127.0.0.1" */
@@ -45,6 +47,8 @@ typedef struct bl_http_config {
                                 * at least this, bytes/s (16384) */
     unsigned max_connections;  /* open connections, all clients together (1000) */
     unsigned max_per_ip;       /* open connections from one address; 0 = no limit (0) */
+    struct bl_retention *ret;  /* borrowed, may be NULL: disk bytes for /metrics, woken
+                                * after a DELETE (pipeline/retention.h) */
 } bl_http_config;
 
 /* Request size caps answered in JSON by the server itself (docs/api.md). */

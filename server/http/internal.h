@@ -31,7 +31,8 @@ enum route {
     R_BUILDS,
     R_SLOW,
     R_TREE,
-    R_RETRACE
+    R_RETRACE,
+    R_DELETE_BUILD /* DELETE /v1/apps/{app}/builds/{build} (h_delete.c) */
 };
 
 /* One open connection, for the total-time limits (http.c "watchdog").
@@ -173,6 +174,7 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r);
+enum MHD_Result bl_h_delete_build(struct MHD_Connection *c, bl_http *h, req *r);
 /* Uploads stream: begin on the first call, feed per chunk, finish at end. */
 int bl_h_upload_begin(struct MHD_Connection *c, bl_http *h, req *r);
 int bl_h_upload_feed(bl_http *h, req *r, const char *data, size_t n);

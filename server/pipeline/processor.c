@@ -34,13 +34,23 @@
 #include "pipeline/aggregate.h"
 #include "pipeline/datadir.h"
 #include "pipeline/quota.h"
+#include "pipeline/retention.h"
 #include "store/apps.h"
 #include "store/db.h"
+#include "store/retention.h"
 #include "store/writer.h"
 #include "symbol/mapindex.h"
 #include "symbol/symbolicate.h"
 
-enum { W_BATCH, W_BUILD };
+enum { W_BATCH, W_BUILD, W_DROP };
+
+/* A build deletion waited for by its caller (bl_processor_drop_build).
+ * Fields under bl_processor.mu; freed by whichever of the two lets go last. */
+typedef struct drop_req {
+    int refs;
+    int done;
+    bl_err result;
+} drop_req;
 
 typedef struct work {
     int kind;
@@ -53,6 +63,10 @@ typedef struct work {
      * build) with `bytes`, released when the writer is done with it */
     int counted;
     uint64_t bytes;
+    /* W_DROP: the caller's request; drop_cutoff 0 = delete, else only when
+     * the build is idle since then (retention: its aggregates expired) */
+    drop_req *dr;
+    int64_t drop_cutoff;
 } work;
 
 typedef struct pending_batch {
@@ -82,7 +96,7 @@ struct bl_processor {
     pthread_t thread;
     int started;
     pthread_mutex_t mu;
-    pthread_cond_t cv, idle_cv;
+    pthread_cond_t cv, idle_cv, drop_cv;
     work *q;
     size_t qhead, qlen, qcap;
     int stop;
@@ -233,7 +247,7 @@ static bl_err get_build(bl_processor *p, int64_t app_id, const char *build, bsta
 {
     uint64_t h = XXH3_64bits(build, strlen(build));
     uint64_t *ix = bl_u128map_get(&p->build_ix, (uint64_t)app_id, h);
-    if (ix && !strcmp(p->builds[*ix - 1]->build, build)) {
+    if (ix && *ix && !strcmp(p->builds[*ix - 1]->build, build)) {
         *out = p->builds[*ix - 1];
         return BL_OK;
     }
@@ -768,6 +782,149 @@ static void move_batch(bl_processor *p, const pending_batch *pb, int failed)
         logf_("cannot move batch %s: %s", pb->uuid, strerror(errno));
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* Deleting a build (retention.h)                                            */
+
+/* Forgets build state b (index i in p->builds): its waiting batches are
+ * deleted and their quota counts released; the last state takes its slot. */
+static void forget_state(bl_processor *p, size_t i)
+{
+    bstate *b = p->builds[i];
+    for (size_t j = 0; j < b->n_waiting; j++) {
+        char path[BL_PATH_MAX];
+        if (bl_datadir_batch(p->data_dir, 0, b->waiting[j].uuid, b->waiting[j].enc, path) ==
+                BL_OK &&
+            unlink(path) != 0 && errno != ENOENT)
+            logf_("cannot delete batch %s of a deleted build: %s", b->waiting[j].uuid,
+                  strerror(errno));
+        if (b->waiting[j].counted)
+            bl_quota_release(p->quota, b->app_id, b->build, b->waiting[j].bytes);
+    }
+    if (b->n_waiting) {
+        char d[BL_PATH_MAX];
+        if (!bl_path_join(d, p->data_dir, "batches/pending"))
+            bl_fsync_dir(d);
+        pthread_mutex_lock(&p->mu);
+        p->st.waiting -= b->n_waiting <= p->st.waiting ? b->n_waiting : p->st.waiting;
+        pthread_mutex_unlock(&p->mu);
+    }
+    uint64_t *ix = bl_u128map_get(&p->build_ix, (uint64_t)b->app_id,
+                                  XXH3_64bits(b->build, strlen(b->build)));
+    if (ix && *ix == i + 1)
+        *ix = 0; /* no entry (get_build) */
+    size_t last = p->n_builds - 1;
+    if (i != last) {
+        bstate *m = p->builds[last];
+        p->builds[i] = m;
+        ix = bl_u128map_get(&p->build_ix, (uint64_t)m->app_id,
+                            XXH3_64bits(m->build, strlen(m->build)));
+        if (ix && *ix == last + 1)
+            *ix = i + 1;
+    }
+    p->n_builds = last;
+    bstate_free(b);
+}
+
+/* A W_DROP item, alone in its round (no deltas are open): the build goes
+ * to the graveyard and its folder to DIR/trash in one commit, then the
+ * writer forgets it. Result: BL_OK, BL_ENOTFOUND (no such live build),
+ * BL_EINVAL (retention: not idle any more, or batches wait for it),
+ * BL_EIO. */
+static bl_err drop_build(bl_processor *p, const work *w)
+{
+    size_t si = SIZE_MAX;
+    for (size_t i = 0; i < p->n_builds; i++)
+        if (p->builds[i]->app_id == w->app_id && !strcmp(p->builds[i]->build, w->build))
+            si = i;
+    if (w->drop_cutoff && si != SIZE_MAX && p->builds[si]->n_waiting)
+        return BL_EINVAL; /* batches wait for it: it is not idle */
+    if (bl_db_begin(p->db))
+        return sql_err(p, "begin");
+    int64_t id;
+    int idle = 1, moved = 0;
+    bl_err err = bl_rs_build_find(p->db, w->app_id, w->build, &id);
+    if (!err && w->drop_cutoff && (err = bl_rs_build_idle(p->db, id, w->drop_cutoff, &idle)) ==
+                                      BL_OK && !idle)
+        err = BL_EINVAL;
+    if (!err)
+        err = bl_rs_doom_build(p->db, id, w->drop_cutoff ? "expired" : "deleted", bl_now_us());
+    if (!err && (err = bl_retention_trash_build(p->data_dir, w->app_id, w->build, id, &moved)))
+        logf_("build %s: cannot move its folder to trash: %s", w->build, strerror(errno));
+    if (!err && bl_db_commit(p->db)) {
+        err = sql_err(p, "commit");
+        if (moved)
+            bl_retention_untrash_build(p->data_dir, w->app_id, w->build, id);
+    }
+    if (err) {
+        if (err == BL_EIO)
+            logf_("build %s: deletion failed: %s", w->build, bl_db_errmsg(p->db));
+        bl_db_rollback(p->db);
+        return err;
+    }
+    if (si != SIZE_MAX)
+        forget_state(p, si);
+    bl_quota_set_ready(p->quota, w->app_id, w->build, 0);
+    logf_("build %s (app id %lld) %s; its data is deleted in the background", w->build,
+          (long long)w->app_id, w->drop_cutoff ? "expired" : "deleted");
+    return BL_OK;
+}
+
+/* Hands a drop's result to its caller. */
+static void drop_finish(bl_processor *p, drop_req *dr, bl_err result)
+{
+    if (!dr)
+        return;
+    pthread_mutex_lock(&p->mu);
+    dr->done = 1;
+    dr->result = result;
+    int last = --dr->refs == 0;
+    pthread_cond_broadcast(&p->drop_cv);
+    pthread_mutex_unlock(&p->mu);
+    if (last)
+        free(dr);
+}
+
+bl_err bl_processor_drop_build(bl_processor *p, int64_t app_id, const char *build,
+                               int64_t cutoff_us, unsigned wait_ms, int *done)
+{
+    *done = 0;
+    drop_req *dr = calloc(1, sizeof *dr);
+    if (!dr)
+        return BL_ENOMEM;
+    dr->refs = 2;
+    work w;
+    memset(&w, 0, sizeof w);
+    w.kind = W_DROP;
+    w.app_id = app_id;
+    snprintf(w.build, sizeof w.build, "%s", build);
+    w.t_enq = mono_s();
+    w.dr = dr;
+    w.drop_cutoff = cutoff_us;
+    if (push(p, &w) != BL_OK) {
+        free(dr);
+        return BL_ENOMEM;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += wait_ms / 1000;
+    ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->mu);
+    while (!dr->done && pthread_cond_timedwait(&p->drop_cv, &p->mu, &ts) == 0)
+        ;
+    bl_err result = dr->done ? dr->result : BL_OK;
+    *done = dr->done;
+    int last = --dr->refs == 0;
+    pthread_mutex_unlock(&p->mu);
+    if (last)
+        free(dr);
+    return result;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Thread                                                                    */
 
@@ -822,6 +979,10 @@ static void reset_states(bl_processor *p)
 
 static void run_txn(bl_processor *p, work *items, size_t n)
 {
+    if (n == 1 && items[0].kind == W_DROP) { /* a deletion runs alone */
+        drop_finish(p, items[0].dr, drop_build(p, &items[0]));
+        return;
+    }
     uint64_t recs = 0, done = 0, dup = 0, failed = 0;
     size_t aborted = SIZE_MAX;
     p->n_moves = 0;
@@ -1038,12 +1199,17 @@ static void *writer_main(void *arg)
         }
         size_t n = 0;
         while (n < cap && p->qlen > 0) {
+            /* a build deletion is a round of its own, in queue order */
+            if (n > 0 && p->q[p->qhead].kind == W_DROP)
+                break;
             items[n] = p->q[p->qhead];
             p->qhead = (p->qhead + 1) % p->qcap;
             p->qlen--;
             if (items[n].kind == W_BATCH)
                 p->st.queue_depth--;
             n++;
+            if (items[n - 1].kind == W_DROP)
+                break;
         }
         p->busy = 1;
         pthread_mutex_unlock(&p->mu);
@@ -1149,6 +1315,7 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     pthread_cond_init(&p->idle_cv, NULL);
+    pthread_cond_init(&p->drop_cv, NULL);
     bl_u128map_init(&p->build_ix);
     bl_agg_init(&p->agg, 1, p->o.max_nodes_per_build, new_row, p);
     bl_buf_init(&p->body, p->o.max_decompressed);
@@ -1200,6 +1367,10 @@ void bl_processor_stop(bl_processor *p)
     }
     for (size_t i = 0; i < p->n_builds; i++)
         bstate_free(p->builds[i]);
+    /* deletions still queued: their callers are told they did not happen */
+    for (size_t i = 0; i < p->qlen; i++)
+        if (p->q[(p->qhead + i) % p->qcap].kind == W_DROP)
+            drop_finish(p, p->q[(p->qhead + i) % p->qcap].dr, BL_EIO);
     free(p->builds);
     bl_agg_cleanup(&p->agg);
     bl_u128map_cleanup(&p->build_ix);
@@ -1213,5 +1384,6 @@ void bl_processor_stop(bl_processor *p)
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     pthread_cond_destroy(&p->idle_cv);
+    pthread_cond_destroy(&p->drop_cv);
     free(p);
 }

@@ -91,6 +91,23 @@ bl_quota *bl_processor_quota(bl_processor *p);
 /* A build's files (mapping / method-IDs) changed on disk. BL_ENOMEM. */
 bl_err bl_processor_build_changed(bl_processor *p, int64_t app_id, const char *build);
 
+/*
+ * Deletes app `app_id`'s build `build` (DELETE .../builds/{build}, or
+ * retention when cutoff_us > 0): the writer, in queue order after the
+ * batches queued before, moves it to the graveyard and its folder to
+ * DIR/trash in one commit (store/retention.h, pipeline/retention.h),
+ * deletes the batches waiting for it and forgets its in-memory state (build
+ * id, methods, call-path node ids); a batch of the same name afterwards
+ * makes a new build. With cutoff_us > 0 it happens only when the build is
+ * still idle since cutoff_us (no aggregates, nothing newer, no waiting
+ * batch). Waits up to wait_ms for the writer: *done = 1 and its result, or
+ * *done = 0 and BL_OK when it is still queued (it happens later).
+ * Results: BL_OK; BL_ENOTFOUND (no such live build); BL_EINVAL (not idle);
+ * BL_EIO (database or file error: nothing changed); BL_ENOMEM.
+ */
+bl_err bl_processor_drop_build(bl_processor *p, int64_t app_id, const char *build,
+                               int64_t cutoff_us, unsigned wait_ms, int *done);
+
 void bl_processor_stats(bl_processor *p, bl_proc_stats *s);
 
 #endif

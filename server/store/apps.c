@@ -140,18 +140,28 @@ out:
 bl_err bl_apps_list_json(bl_db *db, bl_buf *out)
 {
     sqlite3_stmt *st = bl_db_stmt(
-        db, "SELECT a.name, a.created_at, (SELECT count(*) FROM builds b WHERE b.app_id = a.id) "
-            "FROM apps a ORDER BY a.name");
+        db, "SELECT a.name, a.created_at, (SELECT count(*) FROM builds b WHERE b.app_id = a.id), "
+            "a.keep_raw_days, a.keep_days FROM apps a WHERE a.id <> 0 ORDER BY a.name");
     if (!st)
         return BL_EIO;
     bl_err err = bl_buf_putc(out, '[');
     int first = 1, rc;
     while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        char tmp[256];
+        char tmp[320], keep[2][24];
         const char *name = (const char *)sqlite3_column_text(st, 0);
-        snprintf(tmp, sizeof tmp, "%s{\"app\":\"%s\",\"created_at\":%lld,\"builds\":%lld}",
+        /* retention (migration 4): null = the server's option */
+        for (int k = 0; k < 2; k++) {
+            if (sqlite3_column_type(st, 3 + k) == SQLITE_NULL)
+                snprintf(keep[k], sizeof keep[k], "null");
+            else
+                snprintf(keep[k], sizeof keep[k], "%lld",
+                         (long long)sqlite3_column_int64(st, 3 + k));
+        }
+        snprintf(tmp, sizeof tmp,
+                 "%s{\"app\":\"%s\",\"created_at\":%lld,\"builds\":%lld,"
+                 "\"keep_raw_days\":%s,\"keep_days\":%s}",
                  first ? "" : ",", name ? name : "", (long long)sqlite3_column_int64(st, 1),
-                 (long long)sqlite3_column_int64(st, 2));
+                 (long long)sqlite3_column_int64(st, 2), keep[0], keep[1]);
         err = bl_buf_puts(out, tmp);
         first = 0;
     }

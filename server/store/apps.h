@@ -30,7 +30,9 @@ bl_err bl_apps_create(bl_db *db, const char *name, char keys[3][64], int *exists
 /* Revokes the app's keys and issues new ones. BL_ENOTFOUND, BL_EIO. */
 bl_err bl_apps_rotate_keys(bl_db *db, const char *name, char keys[3][64]);
 
-/* Appends a JSON array of {"app","created_at","builds"} to out. */
+/* Appends a JSON array of {"app","created_at","builds","keep_raw_days",
+ * "keep_days"} to out (keep_*: days, 0 = for ever, null = the server's
+ * option; store/retention.h). The graveyard (app 0) is not listed. */
 bl_err bl_apps_list_json(bl_db *db, bl_buf *out);
 
 /* Looks up an app by name: *app_id, or BL_ENOTFOUND. */

@@ -1,0 +1,45 @@
+/*
+ * h_delete.c — DELETE /v1/apps/{app}/builds/{build} (upload key): deletes
+ * a build, its uploaded files, its raw batches and its aggregates
+ * (docs/api.md "Deleting a build").
+ *
+ * The key was checked before anything else (http.c begin). The build is
+ * looked up on the thread's read connection (404 when unknown), then the
+ * writer moves it to the graveyard (pipeline/processor.h,
+ * bl_processor_drop_build): from then on nothing shows it, and the
+ * retention thread deletes its rows and files in the background.
+ */
+#include "http/internal.h"
+
+#include "store/builds.h"
+
+/* How long the answer waits for the writer (it may have a backlog). */
+#define DELETE_WAIT_MS 10000
+
+enum MHD_Result bl_h_delete_build(struct MHD_Connection *c, bl_http *h, req *r)
+{
+    bl_db *db = bl_http_db(h);
+    if (!db)
+        return bl_reply_error(c, h, 503, "database unavailable");
+    bl_err e = bl_builds_exists(db, r->app_id, r->build);
+    if (e == BL_ENOTFOUND)
+        return bl_reply_json(c, h, 404,
+                             json_pack("{s:s}", "error", "no such build in this app"));
+    if (e)
+        return bl_reply_error(c, h, 503, "database error");
+    int done = 0;
+    e = bl_processor_drop_build(h->c.proc, r->app_id, r->build, 0, DELETE_WAIT_MS, &done);
+    if (e == BL_ENOTFOUND) /* deleted meanwhile by another request */
+        return bl_reply_json(c, h, 404,
+                             json_pack("{s:s}", "error", "no such build in this app"));
+    if (e == BL_ENOMEM)
+        return bl_reply_error(c, h, 503, "out of memory");
+    if (e)
+        return bl_reply_error(c, h, 503, "the build could not be deleted (see the server log)");
+    bl_retention_kick(h->c.ret);
+    json_t *build = bl_json_text(r->build);
+    return bl_reply_json(c, h, done ? 200 : 202,
+                         build ? json_pack("{s:s,s:o,s:s}", "app", r->app, "build", build,
+                                           "status", done ? "deleted" : "deleting")
+                               : NULL);
+}

@@ -1,0 +1,120 @@
+/*
+ * retention.h — the server's retention thread: what a busy app keeps on
+ * disk is bounded (issue 12, part 3).
+ *
+ *   raw batches   batches/done/UUID.EXT of an app are deleted once received
+ *                 more than keep-raw-days ago (default 7); their batches
+ *                 rows stay (the duplicate guard) with raw_deleted_at set;
+ *                 aggregates are untouched.
+ *   aggregates    rows of the per-time tables (method_stats by its hour)
+ *                 whose hour ended more than keep-days ago (default 90) are
+ *                 deleted. A build left with no aggregates and nothing newer
+ *                 than keep-days (creation, uploads, processed batches) and
+ *                 no batch waiting for it is deleted whole, as by DELETE.
+ *   builds        a deleted build (bl_processor_drop_build) is in the
+ *                 graveyard (store/retention.h); this thread deletes its raw
+ *                 batches, rows and folder (moved to DIR/trash/ID by the
+ *                 writer), then the builds row.
+ *   disk          bytes on disk per app (raw batches, uploaded files) and
+ *                 of the server (database, pending, failed, trash), counted
+ *                 by a scan after each pass and every 5 minutes, never per
+ *                 scrape (bl_retention_disk).
+ *
+ * Per-app settings (`app set NAME --keep-raw-days N --keep-days N`) override
+ * the options; 0 keeps for ever. A pass runs at start and every interval_s;
+ * builds in the graveyard are looked for when woken (bl_retention_kick), at
+ * start and every minute.
+ *
+ * Never blocking ingest: HTTP threads never wait on this thread; deletion
+ * runs in transactions of at most BL_RET_SLICE rows (or 256 files; the
+ * expiry walk visits at most BL_RET_SLICE keys per transaction), each a few
+ * milliseconds, with a 30 ms pause after each that lets the writer thread
+ * take the write lock, and the thread waits while the writer has work
+ * queued (up to 200 ms per slice). The expiry walk costs two index seeks per
+ * (build, method, thread kind) per pass. Files are deleted before the rows that
+ * name them are updated, so a kill -9 at any point leaves a consistent
+ * store and the work resumes at the next start.
+ */
+#ifndef BL_RETENTION_H
+#define BL_RETENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/blerr.h"
+#include "pipeline/processor.h"
+
+/* Rows deleted per transaction at most. */
+#define BL_RET_SLICE 1000
+/* The largest keep-*-days: 100 years. */
+#define BL_RET_MAX_DAYS 36525
+
+typedef struct bl_retention_opts {
+    const char *data_dir;
+    uint64_t keep_raw_days;  /* raw batches; 0 = for ever (default 7 set by main.c) */
+    uint64_t keep_days;      /* aggregates; 0 = for ever (default 90) */
+    uint64_t interval_s;     /* seconds between passes (0: 3600) */
+    int64_t clock_offset_s;  /* TEST ONLY: added to the clock retention judges ages by
+                              * (BEATLINE_TEST_CLOCK_OFFSET); 0 in production */
+    bl_processor *proc;      /* borrowed: whole builds are deleted through the writer */
+} bl_retention_opts;
+
+typedef struct bl_retention bl_retention;
+
+/* Bytes on disk of one app (gauges, as of the last scan). */
+typedef struct bl_disk_app {
+    char app[72];
+    uint64_t raw_bytes, raw_files; /* batches/done files of the app's batches */
+    uint64_t upload_bytes;         /* builds/APP_ID/: mappings, indexes, method-ID files */
+} bl_disk_app;
+
+/* Bytes on disk of the server, not per app (as of the last scan). */
+typedef struct bl_disk_server {
+    uint64_t database;    /* beatline.db with its -wal and -shm */
+    uint64_t pending;     /* batches/pending (not yet processed or waiting) */
+    uint64_t failed;      /* batches/failed */
+    uint64_t trash;       /* folders of builds being deleted */
+    uint64_t unattributed;/* batches/done files no batches row names */
+} bl_disk_server;
+
+/* Counters for /metrics. */
+typedef struct bl_retention_stats {
+    uint64_t passes;         /* retention passes finished */
+    uint64_t raw_deleted;    /* raw batch files deleted by raw retention */
+    uint64_t rows_deleted;   /* aggregate rows deleted (expiry and deleted builds) */
+    uint64_t builds_deleted; /* builds whose deletion finished */
+    uint64_t scans;          /* disk scans finished */
+} bl_retention_stats;
+
+/* Before the writer starts: finishes what a kill -9 cut short between the
+ * writer moving a build's folder to DIR/trash and its commit (the build is
+ * moved to the graveyard now), and removes trash folders of builds that are
+ * gone. BL_EIO with a message in errbuf. */
+bl_err bl_retention_recover(const char *data_dir, char *errbuf, size_t n);
+
+/* Opens a write connection and starts the thread (the first pass at once).
+ * errbuf gets a message on failure. */
+bl_err bl_retention_start(const bl_retention_opts *o, bl_retention **out, char *errbuf,
+                          size_t n);
+/* Stops at the end of the current slice and joins. NULL allowed. */
+void bl_retention_stop(bl_retention *r);
+/* Wakes the thread to delete builds moved to the graveyard (after a
+ * DELETE). NULL allowed. */
+void bl_retention_kick(bl_retention *r);
+
+void bl_retention_stats_get(bl_retention *r, bl_retention_stats *s);
+/* A copy of the last disk scan: *apps is the caller's (free()); *n = 0 and
+ * *scanned = 0 before the first scan. BL_ENOMEM. */
+bl_err bl_retention_disk(bl_retention *r, bl_disk_app **apps, size_t *n, bl_disk_server *srv,
+                         int *scanned);
+
+/* Writer side of deleting a build (pipeline/processor.c): moves
+ * DIR/builds/APP_ID/HASH (when it exists) to DIR/trash/BUILD_ID under the
+ * build's lock (as uploads take it) and fsyncs both folders. *moved = 1
+ * when there was a folder. BL_EIO with errno. */
+bl_err bl_retention_trash_build(const char *data_dir, int64_t app_id, const char *build,
+                                int64_t build_id, int *moved);
+/* Undoes bl_retention_trash_build (the commit failed). */
+void bl_retention_untrash_build(const char *data_dir, int64_t app_id, const char *build,
+                                int64_t build_id);
+
+#endif

@@ -1,0 +1,460 @@
+/*
+ * retention.c — retention and build deletion in SQLite (see retention.h).
+ */
+#include "store/retention.h"
+#include "store/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * The tables a build owns. Adding an aggregate table is one line here.
+ *
+ * per_build: every row of a build, deleted `?2` rows at a time, in this
+ * order (a table before the ones its rows refer to: methods last).
+ */
+static const char *const per_build[] = {
+    "DELETE FROM method_stats WHERE (build_id, method, main, hour) IN (SELECT build_id, "
+    "method, main, hour FROM method_stats WHERE build_id = ?1 LIMIT ?2)",
+    "DELETE FROM call_nodes WHERE id IN (SELECT id FROM call_nodes WHERE build_id = ?1 "
+    "LIMIT ?2)",
+    "DELETE FROM methods WHERE id IN (SELECT id FROM methods WHERE build_id = ?1 LIMIT ?2)",
+};
+
+/*
+ * per_time: rows of a build with a time, keyed within the build by (method,
+ * main). `next` finds the key after (?2, ?3) (an index seek), `del` deletes
+ * at most ?5 of that key's rows whose time span ends at or before ?4 (µs),
+ * `any` says whether the build has a row left.
+ */
+static const struct {
+    const char *next, *del, *any;
+} per_time[] = {
+    { "SELECT method, main FROM method_stats WHERE build_id = ?1 AND (method, main) > (?2, ?3) "
+      "ORDER BY method, main LIMIT 1",
+      "DELETE FROM method_stats WHERE (build_id, method, main, hour) IN (SELECT build_id, "
+      "method, main, hour FROM method_stats WHERE build_id = ?1 AND method = ?2 AND main = ?3 "
+      "AND hour <= ?4 - 3600000000 LIMIT ?5)",
+      "SELECT 1 FROM method_stats WHERE build_id = ?1 LIMIT 1" },
+};
+
+#define N_PER_BUILD (sizeof per_build / sizeof *per_build)
+#define N_PER_TIME (sizeof per_time / sizeof *per_time)
+
+/* Runs a statement without rows (bindings done); BL_OK on SQLITE_DONE. */
+static bl_err done(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
+static int64_t changes(bl_db *db)
+{
+    return (int64_t)sqlite3_changes(bl_db_handle(db));
+}
+
+/* ---- per-app settings ------------------------------------------------ */
+
+bl_err bl_rs_apps(bl_db *db, bl_rs_app **apps, size_t *n)
+{
+    *apps = NULL;
+    *n = 0;
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT id, name, keep_raw_days, keep_days FROM apps "
+                                      "WHERE id <> 0 ORDER BY id");
+    if (!st)
+        return BL_EIO;
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            bl_rs_app *na = realloc(*apps, nc * sizeof *na);
+            if (!na) {
+                sqlite3_reset(st);
+                free(*apps);
+                *apps = NULL;
+                *n = 0;
+                return BL_ENOMEM;
+            }
+            *apps = na;
+            cap = nc;
+        }
+        bl_rs_app *a = &(*apps)[(*n)++];
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        a->id = sqlite3_column_int64(st, 0);
+        snprintf(a->name, sizeof a->name, "%s", name ? name : "");
+        a->keep_raw_days =
+            sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
+        a->keep_days =
+            sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        free(*apps);
+        *apps = NULL;
+        *n = 0;
+        return BL_EIO;
+    }
+    return BL_OK;
+}
+
+bl_err bl_rs_set_keep(bl_db *db, const char *name, int which, int64_t days)
+{
+    static const char *const sql[2] = {
+        "UPDATE apps SET keep_raw_days = ? WHERE name = ? AND id <> 0",
+        "UPDATE apps SET keep_days = ? WHERE name = ? AND id <> 0",
+    };
+    if (which < 0 || which > 1 || days < -1)
+        return BL_EINVAL;
+    sqlite3_stmt *st = bl_db_stmt(db, sql[which]);
+    if (!st)
+        return BL_EIO;
+    if (days < 0)
+        sqlite3_bind_null(st, 1);
+    else
+        sqlite3_bind_int64(st, 1, days);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
+    if (done(st))
+        return BL_EIO;
+    return changes(db) == 1 ? BL_OK : BL_ENOTFOUND;
+}
+
+/* ---- raw retention --------------------------------------------------- */
+
+/* Steps st (one text column per row) into uuids[]. */
+static bl_err uuid_rows(sqlite3_stmt *st, size_t max, bl_rs_uuid *uuids, size_t *n)
+{
+    int rc;
+    *n = 0;
+    while (*n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *u = (const char *)sqlite3_column_text(st, 0);
+        if (!u || strlen(u) != 36)
+            continue; /* not a batch id this server wrote: left alone */
+        memcpy(uuids[*n], u, 37);
+        (*n)++;
+    }
+    if (*n < max && rc != SQLITE_DONE) {
+        sqlite3_reset(st);
+        return BL_EIO;
+    }
+    sqlite3_reset(st);
+    return BL_OK;
+}
+
+bl_err bl_rs_raw_old(bl_db *db, int64_t app_id, int64_t before_us, size_t max,
+                     bl_rs_uuid *uuids, size_t *n)
+{
+    *n = 0;
+    sqlite3_stmt *st = bl_db_stmt(
+        db, "SELECT batch_id FROM batches WHERE app_id = ?1 AND raw_deleted_at IS NULL "
+            "AND received_at < ?2 ORDER BY received_at LIMIT ?3");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, app_id);
+    sqlite3_bind_int64(st, 2, before_us);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)max);
+    return uuid_rows(st, max, uuids, n);
+}
+
+bl_err bl_rs_raw_mark(bl_db *db, const bl_rs_uuid *uuids, size_t n, int64_t now_us)
+{
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_stmt *st =
+            bl_db_stmt(db, "UPDATE batches SET raw_deleted_at = ?2 WHERE batch_id = ?1");
+        if (!st)
+            return BL_EIO;
+        sqlite3_bind_text(st, 1, uuids[i], -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 2, now_us);
+        if (done(st))
+            return BL_EIO;
+    }
+    return BL_OK;
+}
+
+bl_err bl_rs_batch_owner(bl_db *db, const char *uuid, int64_t *app_id, int *raw_deleted)
+{
+    sqlite3_stmt *st = bl_db_stmt(
+        db, "SELECT app_id, raw_deleted_at IS NOT NULL FROM batches WHERE batch_id = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_text(st, 1, uuid, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *app_id = sqlite3_column_int64(st, 0);
+        *raw_deleted = sqlite3_column_int(st, 1);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? BL_OK : rc == SQLITE_DONE ? BL_ENOTFOUND : BL_EIO;
+}
+
+/* ---- aggregate expiry ------------------------------------------------ */
+
+bl_err bl_rs_app_builds(bl_db *db, int64_t app_id, int64_t **ids, size_t *n)
+{
+    *ids = NULL;
+    *n = 0;
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT id FROM builds WHERE app_id = ? ORDER BY id");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, app_id);
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            int64_t *ni = realloc(*ids, nc * sizeof *ni);
+            if (!ni) {
+                sqlite3_reset(st);
+                free(*ids);
+                *ids = NULL;
+                *n = 0;
+                return BL_ENOMEM;
+            }
+            *ids = ni;
+            cap = nc;
+        }
+        (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+        return BL_EIO;
+    }
+    return BL_OK;
+}
+
+bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_cursor *cur,
+                          int64_t max_rows, int64_t max_keys, int64_t *deleted, int *done_)
+{
+    *done_ = 0;
+    int64_t rows = 0, keys = 0;
+    while (cur->table < N_PER_TIME && rows < max_rows && keys < max_keys) {
+        if (!cur->started) {
+            cur->k1 = cur->k2 = INT64_MIN;
+            cur->started = 1;
+        }
+        sqlite3_stmt *st = bl_db_stmt(db, per_time[cur->table].next);
+        if (!st)
+            return BL_EIO;
+        sqlite3_bind_int64(st, 1, build_id);
+        sqlite3_bind_int64(st, 2, cur->k1);
+        sqlite3_bind_int64(st, 3, cur->k2);
+        int rc = sqlite3_step(st);
+        int64_t k1 = 0, k2 = 0;
+        if (rc == SQLITE_ROW) {
+            k1 = sqlite3_column_int64(st, 0);
+            k2 = sqlite3_column_int64(st, 1);
+        }
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE) { /* this table is done: the next one */
+            cur->table++;
+            cur->started = 0;
+            continue;
+        }
+        if (rc != SQLITE_ROW)
+            return BL_EIO;
+        sqlite3_stmt *del = bl_db_stmt(db, per_time[cur->table].del);
+        if (!del)
+            return BL_EIO;
+        sqlite3_bind_int64(del, 1, build_id);
+        sqlite3_bind_int64(del, 2, k1);
+        sqlite3_bind_int64(del, 3, k2);
+        sqlite3_bind_int64(del, 4, cutoff_us);
+        sqlite3_bind_int64(del, 5, max_rows - rows);
+        if (done(del))
+            return BL_EIO;
+        int64_t c = changes(db);
+        rows += c;
+        keys++;
+        if (rows >= max_rows)
+            break; /* this key may have more: it is walked again next slice */
+        cur->k1 = k1;
+        cur->k2 = k2;
+    }
+    *deleted += rows;
+    *done_ = cur->table >= N_PER_TIME;
+    return BL_OK;
+}
+
+bl_err bl_rs_build_idle(bl_db *db, int64_t build_id, int64_t cutoff_us, int *idle)
+{
+    *idle = 0;
+    for (size_t t = 0; t < N_PER_TIME; t++) {
+        sqlite3_stmt *st = bl_db_stmt(db, per_time[t].any);
+        if (!st)
+            return BL_EIO;
+        sqlite3_bind_int64(st, 1, build_id);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc == SQLITE_ROW)
+            return BL_OK; /* data left */
+        if (rc != SQLITE_DONE)
+            return BL_EIO;
+    }
+    sqlite3_stmt *st = bl_db_stmt(
+        db, "SELECT max(created_at, coalesce(mapping_at, 0), coalesce(methodids_at, 0), "
+            "coalesce((SELECT max(received_at) FROM batches WHERE build_id = ?1), 0)) "
+            "FROM builds WHERE id = ?1 AND app_id <> 0");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, build_id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *idle = sqlite3_column_int64(st, 0) < cutoff_us;
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
+/* ---- deleting builds ------------------------------------------------- */
+
+bl_err bl_rs_build_find(bl_db *db, int64_t app_id, const char *name, int64_t *build_id)
+{
+    sqlite3_stmt *st =
+        bl_db_stmt(db, "SELECT id FROM builds WHERE app_id = ? AND name = ? AND app_id <> 0");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, app_id);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *build_id = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? BL_OK : rc == SQLITE_DONE ? BL_ENOTFOUND : BL_EIO;
+}
+
+bl_err bl_rs_doom_build(bl_db *db, int64_t build_id, const char *reason, int64_t now_us)
+{
+    sqlite3_stmt *st = bl_db_stmt(
+        db, "INSERT INTO doomed_builds(build_id, app_id, name, reason, at) "
+            "SELECT id, app_id, name, ?2, ?3 FROM builds WHERE id = ?1 AND app_id <> 0");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, build_id);
+    sqlite3_bind_text(st, 2, reason, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, now_us);
+    if (done(st))
+        return BL_EIO;
+    if (changes(db) != 1)
+        return BL_ENOTFOUND;
+    st = bl_db_stmt(db, "UPDATE builds SET app_id = 0, name = CAST(id AS TEXT) WHERE id = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, build_id);
+    return done(st);
+}
+
+bl_err bl_rs_build_state(bl_db *db, int64_t build_id, int *state, int64_t *app_id, char *name,
+                         size_t namecap)
+{
+    *state = 0;
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT app_id, name FROM builds WHERE id = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, build_id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        int64_t a = sqlite3_column_int64(st, 0);
+        *state = a == 0 ? 2 : 1;
+        if (a && app_id)
+            *app_id = a;
+        const char *n = (const char *)sqlite3_column_text(st, 1);
+        if (a && name && namecap)
+            snprintf(name, namecap, "%s", n ? n : "");
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
+bl_err bl_rs_doomed_next(bl_db *db, int64_t after, int64_t *build_id, int64_t *app_id)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT build_id, app_id FROM doomed_builds "
+                                      "WHERE build_id > ? ORDER BY build_id LIMIT 1");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, after);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *build_id = sqlite3_column_int64(st, 0);
+        *app_id = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? BL_OK : rc == SQLITE_DONE ? BL_ENOTFOUND : BL_EIO;
+}
+
+bl_err bl_rs_build_batches(bl_db *db, int64_t build_id, size_t max, bl_rs_uuid *uuids,
+                           size_t *n)
+{
+    *n = 0;
+    sqlite3_stmt *st =
+        bl_db_stmt(db, "SELECT batch_id FROM batches WHERE build_id = ?1 LIMIT ?2");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, build_id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
+    return uuid_rows(st, max, uuids, n);
+}
+
+bl_err bl_rs_batches_forget(bl_db *db, const bl_rs_uuid *uuids, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_stmt *st = bl_db_stmt(db, "DELETE FROM batches WHERE batch_id = ?");
+        if (!st)
+            return BL_EIO;
+        sqlite3_bind_text(st, 1, uuids[i], -1, SQLITE_TRANSIENT);
+        if (done(st))
+            return BL_EIO;
+    }
+    return BL_OK;
+}
+
+bl_err bl_rs_build_slice(bl_db *db, int64_t build_id, int64_t limit, int64_t *deleted)
+{
+    *deleted = 0;
+    for (size_t t = 0; t < N_PER_BUILD; t++) {
+        sqlite3_stmt *st = bl_db_stmt(db, per_build[t]);
+        if (!st)
+            return BL_EIO;
+        sqlite3_bind_int64(st, 1, build_id);
+        sqlite3_bind_int64(st, 2, limit);
+        if (done(st))
+            return BL_EIO;
+        if ((*deleted = changes(db)) > 0)
+            return BL_OK;
+    }
+    return BL_OK;
+}
+
+bl_err bl_rs_build_forget(bl_db *db, int64_t build_id)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT 1 FROM batches WHERE build_id = ? LIMIT 1");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, build_id);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW)
+        return BL_EINVAL;
+    if (rc != SQLITE_DONE)
+        return BL_EIO;
+    int64_t left;
+    bl_err err = bl_rs_build_slice(db, build_id, 1, &left);
+    if (err)
+        return err;
+    if (left) /* a row was still there (deleted now): not done yet */
+        return BL_EINVAL;
+    st = bl_db_stmt(db, "DELETE FROM doomed_builds WHERE build_id = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, build_id);
+    if (done(st))
+        return BL_EIO;
+    st = bl_db_stmt(db, "DELETE FROM builds WHERE id = ? AND app_id = 0");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, build_id);
+    return done(st);
+}
