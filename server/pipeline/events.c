@@ -199,7 +199,7 @@ static bl_err store_block(bl_events *ev, bl_db *db, int64_t build_id, int64_t or
 }
 
 static bl_err do_block(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t build_id,
-                       int64_t origin, json_t *o, uint64_t *work)
+                       int64_t origin, json_t *o, uint64_t *work, uint32_t *blocks)
 {
     block_ev b;
     int reason;
@@ -207,6 +207,11 @@ static bl_err do_block(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t bui
         ev->malformed[reason]++;
         return BL_OK;
     }
+    if (*blocks >= BL_EVENTS_BLOCKS_MAX) {
+        ev->malformed[BL_EV_BUDGET]++;
+        return BL_OK;
+    }
+    ++*blocks;
     if ((int64_t)b.thread != ev->tree_thread) {
         const bl_batch_thread *th = &bt->threads[b.thread];
         if (*work + th->n_records > BL_EVENTS_WORK_MAX) {
@@ -255,6 +260,7 @@ bl_err bl_events_batch(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t bui
     ev->session[bt->session_id.n] = '\0';
     ev->tree_thread = -1;
     uint64_t work = 0;
+    uint32_t blocks = 0;
     const char *p = bt->events.p, *end = p + bt->events.n;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -274,7 +280,7 @@ bl_err bl_events_batch(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t bui
         if (!json_is_string(type))
             ev->malformed[BL_EV_NO_TYPE]++;
         else if (!strcmp(json_string_value(type), "block"))
-            e = do_block(ev, db, bt, build_id, origin_wall_us, o, &work);
+            e = do_block(ev, db, bt, build_id, origin_wall_us, o, &work, &blocks);
         else
             ev->malformed[BL_EV_UNKNOWN_TYPE]++;
         json_decref(o);

@@ -11,9 +11,10 @@
  * rolled back) or a memory shortage (the transaction is tried again) stop
  * a batch.
  *
- * Work per batch is bounded: rebuilding a thread for its block windows
- * costs its records, a window its calls; past BL_EVENTS_WORK_MAX units in
- * one batch the remaining block events are skipped (reason "budget").
+ * Work per batch is bounded: at most BL_EVENTS_BLOCKS_MAX block events are
+ * stored per batch, and rebuilding a thread for its block windows costs its
+ * records, a window its calls, past BL_EVENTS_WORK_MAX units in one batch;
+ * the block events past either bound are skipped (reason "budget").
  *
  * Writer thread only, like the rest of the processor's state.
  */
@@ -26,6 +27,7 @@
 #include "store/db.h"
 
 #define BL_EVENTS_WORK_MAX ((uint64_t)1 << 26)
+#define BL_EVENTS_BLOCKS_MAX 4096
 #define BL_EVENT_TARGET_MAX 512  /* bytes */
 #define BL_EVENT_DEVICE_MAX 64   /* bytes */
 #define BL_EVENT_STACK_MAX 256   /* frames */
@@ -39,7 +41,7 @@ enum bl_event_reason {
     BL_EV_BAD_FIELD,    /* "bad_field": a field missing, of the wrong type, or out of range */
     BL_EV_THREAD,       /* "thread": "thread" is not an index into the batch's thread table */
     BL_EV_WINDOW,       /* "window": begin_us > end_us */
-    BL_EV_BUDGET,       /* "budget": past BL_EVENTS_WORK_MAX in this batch */
+    BL_EV_BUDGET,       /* "budget": past BL_EVENTS_BLOCKS_MAX or BL_EVENTS_WORK_MAX in this batch */
     BL_EV_REASONS
 };
 

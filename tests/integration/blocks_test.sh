@@ -282,13 +282,17 @@ http POST "/v1/apps/shop/blocks" "$RD"
 expect "POST blocks: 404 like other unknown routes" 404 "$CODE"
 
 # --- kill -9 while a batch's blocks are written: exactly once ----------------------
-# 2000 blocks of the stall in one batch, then kill -9 at once; after the
-# restart the group holds exactly 4 + 2000 blocks, and posting it again is a
+# 4097 blocks of the stall in one batch (one past the per-batch cap, counted
+# as "budget"), then kill -9 while the writer stores them (0.3 s after the
+# 202: mid-transaction on this machine, not guaranteed); after the restart
+# the group holds exactly 4 + 4096 blocks, and posting it again is a
 # duplicate.
-EK=$(for i in $(seq 2000); do ev 0 10 900010 k "dev-k$((i % 7))"; done | jq -cs .)
+EK=$(jq -cn '[range(4097) | {type:"block", thread:0, begin_us:10, end_us:900010, target:"k",
+  kind:"awt", device:"dev-k\(. % 7)"}]')
 batch k 11111111-1111-4111-8111-00000000000a 1.0 sk $O1 "[$(recs 10 <<< "$STALL")]" "$EK"
 post k
 expect "kill batch accepted" 202 "$CODE"
+sleep 0.3
 kill -9 "$SERVER_PID"
 wait "$SERVER_PID" 2> /dev/null || true
 start_server "$DATA"
@@ -299,12 +303,13 @@ for _ in $(seq 600); do
   sleep 0.05
 done
 http GET "/v1/apps/shop/blocks/$SIG?build=1.0" "$RD"
-expect "after kill -9: blocks counted exactly once" "2004 9 3" \
+expect "after kill -9: blocks counted exactly once" "4100 9 3" \
   "$(jq -r '"\(.count) \(.devices) \(.sessions)"' <<< "$BODY")"
-expect "after kill -9: tree counted exactly once" 2004 "$(jq -r '.call_tree[0].count' <<< "$BODY")"
+expect "after kill -9: tree counted exactly once" 4100 "$(jq -r '.call_tree[0].count' <<< "$BODY")"
+expect "past the per-batch cap: budget" 1 "$(m_of budget)"
 post k
 expect "kill batch again: duplicate" 200 "$CODE"
 sleep 0.3
 http GET "/v1/apps/shop/blocks/$SIG?build=1.0" "$RD"
-expect "duplicate not counted" 2004 "$(jq -r .count <<< "$BODY")"
+expect "duplicate not counted" 4100 "$(jq -r .count <<< "$BODY")"
 finish
