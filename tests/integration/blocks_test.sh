@@ -238,6 +238,31 @@ http GET "/v1/apps/shop/blocks?build=2.0" "$RD"
 expect "obfuscated build: same signature as the original" "$SIG 1 com.example.Db.query" \
   "$(jq -r '.blocks[0] | "\(.signature) \(.count) \(.method.class).\(.method.name)"' <<< "$BODY")"
 
+# --- a method symbolicated late: build 3.0's first method-ID file lacks
+# query (3); its blocks show "unknown method 3" until a complete file
+# replaces it, then the original names and the signature of build 1.0
+grep -v '^3,' ids1.txt > ids3.txt
+http PUT /v1/apps/shop/builds/3.0/method-ids "$UPL" --data-binary @ids3.txt
+expect "method-ids 3.0 (without query)" 201 "$CODE"
+batch b5 11111111-1111-4111-8111-000000000005 3.0 s5 $O1 "[$(recs 10 <<< "$STALL")]" "[$(ev 0 10 900010 late dev-5)]"
+post b5
+expect "batch 5 accepted" 202 "$CODE"
+expect_processed 1
+http GET "/v1/apps/shop/blocks?build=3.0" "$RD"
+expect "late names: placeholder first" "? unknown method 3 false" \
+  "$(jq -r --arg s "$SIG" '.blocks[0] | "\(.method.class) \(.method.name) \(.signature == $s)"' <<< "$BODY")"
+http PUT "/v1/apps/shop/builds/3.0/method-ids?replace=true" "$UPL" --data-binary @ids1.txt
+expect "method-ids 3.0 replaced" 200 "$CODE"
+for _ in $(seq 200); do
+  http GET "/v1/apps/shop/blocks?build=3.0" "$RD"
+  [ "$(jq -r '.blocks[0].method.name' <<< "$BODY")" == query ] && break
+  sleep 0.05
+done
+expect "late names: resolved, same signature as build 1.0" "com.example.Db query $SIG" \
+  "$(jq -r '.blocks[0] | "\(.method.class) \(.method.name) \(.signature)"' <<< "$BODY")"
+http GET "/v1/apps/shop/blocks/$SIG?build=3.0" "$RD"
+expect "late names: the call tree too" "query" "$(jq -r '.call_tree[0].children[0].children[0].method.name' <<< "$BODY")"
+
 # --- one group and its merged call tree -----------------------------------------
 http GET "/v1/apps/shop/blocks/$SIG?build=1.0" "$RD"
 expect "detail: 200" 200 "$CODE"
@@ -261,6 +286,7 @@ http GET "/v1/apps/shop/blocks?build=1.0&since=$(( (O1 + 7200000000) / 1000000 )
 expect "since: only the last hour's block" "1 1 700000" "$(jq -r '"\(.blocks | length) \(.blocks[0].count) \(.blocks[0].max_us)"' <<< "$BODY")"
 http GET "/v1/apps/shop/blocks?build=1.0&until=$(( O1 / 1000000 + 1 ))" "$RD"
 expect "until: the first hour only" "4 2 1 1" "$(jq -r '"\(.blocks | length) \(.blocks[0].count) \(.blocks[0].devices) \(.blocks[0].sessions)"' <<< "$BODY")"
+expect "until: target of the latest block of that hour" 'java.awt.event.InvocationEvent/com.example.Feed$2' "$(jq -r '.blocks[0].target' <<< "$BODY")"
 http GET "/v1/apps/shop/blocks?build=1.0&sort=total" "$RD"
 expect "bad sort: 400" "400 'sort' must be one of count, p50, p90, p99, max" "$CODE $(jq -r .error <<< "$BODY")"
 http GET "/v1/apps/shop/blocks?build=1.0&limit=-1" "$RD"
