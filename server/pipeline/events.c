@@ -128,7 +128,8 @@ static int parse_block(json_t *o, const bl_batch *bt, block_ev *b, int *reason)
     *reason = BL_EV_BAD_FIELD;
     const char *kind;
     json_t *anr = json_object_get(o, "anr"), *stack = json_object_get(o, "stack");
-    if (get_uint(o, "thread", UINT32_MAX, &b->thread) || get_uint(o, "begin_us", T_MAX, &b->begin) ||
+    if (get_uint(o, "thread", INT64_MAX, &b->thread) ||
+        get_uint(o, "begin_us", T_MAX, &b->begin) ||
         get_uint(o, "end_us", T_MAX, &b->end) ||
         get_str(o, "target", 0, BL_EVENT_TARGET_MAX, &b->target) ||
         get_str(o, "device", 1, BL_EVENT_DEVICE_MAX, &b->device) ||

@@ -155,6 +155,7 @@ $(ev 0 5000000 5800000 'java.awt.event.MouseEvent/com.example.Empty' dev-1),
 {\"type\":7},
 $(ev 0 900 800 begin-after-end dev-1),
 $(ev 5 10 900010 thread-out-of-range dev-1),
+$(ev 5000000000 10 900010 thread-far-out-of-range dev-1),
 {\"type\":\"block\",\"thread\":0,\"begin_us\":10,\"end_us\":900010,\"target\":\"t\",\"kind\":\"tv\",\"device\":\"d\"},
 {\"type\":\"block\",\"thread\":0,\"begin_us\":-1,\"end_us\":900010,\"target\":\"t\",\"kind\":\"awt\",\"device\":\"d\"},
 {\"type\":\"block\",\"thread\":0,\"begin_us\":10,\"end_us\":900010,\"target\":\"t\",\"kind\":\"awt\"},
@@ -192,7 +193,7 @@ expect "malformed: unknown_type" 1 "$(m_of unknown_type)"
 expect "malformed: not_json (text, array)" 2 "$(m_of not_json)"
 expect "malformed: no_type (missing, not a string)" 2 "$(m_of no_type)"
 expect "malformed: window (begin > end)" 1 "$(m_of window)"
-expect "malformed: thread out of range" 1 "$(m_of thread)"
+expect "malformed: thread out of range" 2 "$(m_of thread)"
 expect "malformed: bad_field (kind, negative begin, no device, anr not bool)" 4 "$(m_of bad_field)"
 expect "malformed: budget" 0 "$(m_of budget)"
 expect "blocks stored" 8 "$(metric beatline_blocks_total)"
