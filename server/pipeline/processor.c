@@ -726,7 +726,8 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
         }
     /* events (blocks) in the same transaction: exactly once with the batch */
     if ((err = bl_events_batch(p->ev, p->db, &bt, b->build_id, origin))) {
-        logf_("batch %s: events: %s", w->uuid, err == BL_EIO ? bl_db_errmsg(p->db) : bl_err_str(err));
+        logf_("batch %s: events: %s", w->uuid,
+              err == BL_EIO ? bl_db_errmsg(p->db) : bl_err_str(err));
         result = err == BL_ENOMEM ? B_RETRY : B_ABORT;
         goto out;
     }
