@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "pipeline/datahealth.h"
+#include "pipeline/events.h"
 
 /* 200 {"status":"ok"} only when the server can take data: the database
  * answers a query, the data directory is writable and its disk has more
@@ -218,6 +219,19 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
                    "SQLite write transactions committed by the writer.", ps.txn);
     if (!e && h->c.ret)
         e = retention_metrics(&b, h->c.ret);
+    if (!e)
+        e = metric(&b, "beatline_blocks_total", "counter",
+                   "Main-thread blocks (block events) stored in block aggregates.",
+                   bl_events_blocks());
+    if (!e)
+        e = bl_buf_puts(&b, "# HELP beatline_events_malformed_total Batch event lines skipped, "
+                            "by reason (the batch is still processed).\n"
+                            "# TYPE beatline_events_malformed_total counter\n");
+    for (int i = 0; i < BL_EV_REASONS && !e; i++) {
+        snprintf(tmp, sizeof tmp, "beatline_events_malformed_total{reason=\"%s\"} %llu\n",
+                 bl_events_reason(i), (unsigned long long)bl_events_malformed(i));
+        e = bl_buf_puts(&b, tmp);
+    }
     static const char *const le[7] = { "0.01", "0.05", "0.1", "0.5", "1", "5", "+Inf" };
     if (!e)
         e = bl_buf_puts(&b, "# HELP beatline_processing_latency_seconds Time from a batch's "

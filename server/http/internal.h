@@ -32,7 +32,9 @@ enum route {
     R_SLOW,
     R_TREE,
     R_RETRACE,
-    R_DELETE_BUILD /* DELETE /v1/apps/{app}/builds/{build} (h_delete.c) */
+    R_DELETE_BUILD, /* DELETE /v1/apps/{app}/builds/{build} (h_delete.c) */
+    R_BLOCKS,
+    R_BLOCK
 };
 
 /* One open connection, for the total-time limits (http.c "watchdog").
@@ -102,6 +104,7 @@ typedef struct req {
     char tmp[BL_PATH_MAX];
     XXH3_state_t *hash;    /* mapping / method-ids content hash */
     int replace;           /* ?replace=true */
+    char sig[40];          /* GET .../blocks/{signature}: its first 39 bytes */
 } req;
 
 /* The read connection of the calling thread (opened on first use). */
@@ -173,6 +176,9 @@ enum MHD_Result bl_h_builds(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r);
+/* h_blocks.c */
+enum MHD_Result bl_h_blocks(struct MHD_Connection *c, bl_http *h, req *r);
+enum MHD_Result bl_h_block(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_delete_build(struct MHD_Connection *c, bl_http *h, req *r);
 /* Uploads stream: begin on the first call, feed per chunk, finish at end. */

@@ -33,6 +33,7 @@
 #include "ingest/namecheck.h"
 #include "pipeline/aggregate.h"
 #include "pipeline/datadir.h"
+#include "pipeline/events.h"
 #include "pipeline/quota.h"
 #include "pipeline/retention.h"
 #include "store/apps.h"
@@ -116,6 +117,7 @@ struct bl_processor {
     double next_sweep;   /* monotonic seconds of the next expiry sweep */
     uint64_t round_batches; /* batches counted in the open transaction */
     uint8_t *waited;        /* per item of the round: went to a waiting list */
+    bl_events *ev;          /* batch events: blocks (owned) */
 };
 
 static double mono_s(void)
@@ -588,12 +590,15 @@ static bl_err flush_deltas(bl_processor *p)
         err = sql_err(p, "stats upsert");
     if (!err && bl_wr_nodes_add(p->db, p->agg.n_nodes, delta_node, &p->agg))
         err = sql_err(p, "nodes upsert");
+    if (!err)
+        bl_events_flush(p->ev);
     return err;
 }
 
 static void clear_deltas(bl_processor *p)
 {
     bl_agg_clear(&p->agg);
+    bl_events_clear(p->ev);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -733,6 +738,13 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
             result = err == BL_ENOMEM ? B_RETRY : B_ABORT;
             goto out;
         }
+    /* events (blocks) in the same transaction: exactly once with the batch */
+    if ((err = bl_events_batch(p->ev, p->db, &bt, b->build_id, origin))) {
+        logf_("batch %s: events: %s", w->uuid,
+              err == BL_EIO ? bl_db_errmsg(p->db) : bl_err_str(err));
+        result = err == BL_ENOMEM ? B_RETRY : B_ABORT;
+        goto out;
+    }
     uint64_t truncated = 0;
     for (uint32_t i = 0; i < bt.n_threads; i++)
         truncated += bt.threads[i].truncated != 0;
@@ -1322,6 +1334,8 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     p->next_sweep = mono_s() + sweep_every(p);
     char dbp[BL_PATH_MAX];
     bl_err err = bl_quota_new(&p->o.quota, &p->quota);
+    if (!err)
+        err = bl_events_new(&p->ev);
     if (err)
         snprintf(errbuf, n, "out of memory");
     else
@@ -1380,6 +1394,7 @@ void bl_processor_stop(bl_processor *p)
     free(p->waited);
     free(p->q);
     bl_quota_free(p->quota);
+    bl_events_free(p->ev);
     bl_db_close(p->db);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);

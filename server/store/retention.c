@@ -19,6 +19,14 @@ static const char *const per_build[] = {
     "method, main, hour FROM method_stats WHERE build_id = ?1 LIMIT ?2)",
     "DELETE FROM call_nodes WHERE id IN (SELECT id FROM call_nodes WHERE build_id = ?1 "
     "LIMIT ?2)",
+    "DELETE FROM block_nodes WHERE id IN (SELECT n.id FROM block_nodes n JOIN block_groups g "
+    "ON g.id = n.grp WHERE g.build_id = ?1 LIMIT ?2)",
+    "DELETE FROM block_seen WHERE (grp, kind, value, hour) IN (SELECT s.grp, s.kind, s.value, "
+    "s.hour FROM block_seen s JOIN block_groups g ON g.id = s.grp WHERE g.build_id = ?1 LIMIT ?2)",
+    "DELETE FROM block_stats WHERE (grp, hour) IN (SELECT s.grp, s.hour FROM block_stats s "
+    "JOIN block_groups g ON g.id = s.grp WHERE g.build_id = ?1 LIMIT ?2)",
+    "DELETE FROM block_groups WHERE id IN (SELECT id FROM block_groups WHERE build_id = ?1 "
+    "LIMIT ?2)",
     "DELETE FROM methods WHERE id IN (SELECT id FROM methods WHERE build_id = ?1 LIMIT ?2)",
 };
 
@@ -37,6 +45,21 @@ static const struct {
       "method, main, hour FROM method_stats WHERE build_id = ?1 AND method = ?2 AND main = ?3 "
       "AND hour <= ?4 - 3600000000 LIMIT ?5)",
       "SELECT 1 FROM method_stats WHERE build_id = ?1 LIMIT 1" },
+    /* block tables (issue 13): keyed by group; `hour` is an hour number
+     * (µs since the epoch / 3600e6), so it ends at or before ?4 when
+     * hour <= ?4 / 3600e6 - 1 */
+    { "SELECT id, 0 FROM block_groups WHERE build_id = ?1 AND (id, 0) > (?2, ?3) "
+      "ORDER BY id LIMIT 1",
+      "DELETE FROM block_stats WHERE (grp, hour) IN (SELECT grp, hour FROM block_stats "
+      "WHERE grp = ?2 AND ?3 = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "SELECT 1 FROM block_stats WHERE grp IN (SELECT id FROM block_groups WHERE build_id = ?1) "
+      "LIMIT 1" },
+    { "SELECT id, 0 FROM block_groups WHERE build_id = ?1 AND (id, 0) > (?2, ?3) "
+      "ORDER BY id LIMIT 1",
+      "DELETE FROM block_seen WHERE (grp, kind, value, hour) IN (SELECT grp, kind, value, hour "
+      "FROM block_seen WHERE grp = ?2 AND ?3 = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "SELECT 1 FROM block_seen WHERE grp IN (SELECT id FROM block_groups WHERE build_id = ?1) "
+      "LIMIT 1" },
 };
 
 #define N_PER_BUILD (sizeof per_build / sizeof *per_build)

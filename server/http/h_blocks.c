@@ -1,0 +1,481 @@
+/*
+ * h_blocks.c — block endpoints (issue 13):
+ *   GET /v1/apps/{app}/blocks?build=&since=&until=&sort=count|p50|p90|p99|max&limit=
+ *   GET /v1/apps/{app}/blocks/{signature}?build=&limit=
+ * Shapes, units and errors are in docs/api.md ("Blocks"). Group figures
+ * come from store/blocks.h; the signature text is computed here from the
+ * path's current method names (agg/blocks.h), so it follows late
+ * symbolication. Every byte an answer holds is charged to the request's
+ * in-flight budget (503 when it is spent).
+ */
+#include "http/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agg/blocks.h"
+#include "agg/sketch.h"
+#include "common/u128map.h"
+#include "store/blocks.h"
+#include "store/builds.h"
+
+#define HOUR_US 3600000000ll
+#define NODE_CHARGE 1024 /* bytes charged per call-tree node (a jansson object and its members) */
+
+enum { S_COUNT, S_P50, S_P90, S_P99, S_MAX, N_SORTS };
+static const char *const sort_names[N_SORTS] = { "count", "p50", "p90", "p99", "max" };
+
+/* One group as listed, its strings in the context's text buffer. */
+typedef struct grp {
+    int64_t id, count, anrs, max_us, first_at, last_at, devices, sessions;
+    uint64_t q[3]; /* p50, p90, p99 */
+    size_t path_off, target_off;
+} grp;
+
+typedef struct list_ctx {
+    req *r;
+    bl_buf rows;  /* grp[], charged */
+    bl_buf text;  /* NUL-terminated strings, charged */
+    bl_sketch sk;
+    int failed;   /* out of memory / budget */
+} list_ctx;
+
+static int put_text(list_ctx *x, const char *s, size_t *off)
+{
+    *off = x->text.len;
+    return bl_req_append(x->r, &x->text, s, strlen(s) + 1) != BL_OK;
+}
+
+static int group_row(const bl_blk_group *g, void *ctx)
+{
+    list_ctx *x = ctx;
+    grp row = { g->id, g->count, g->anrs, g->max_us, g->first_at, g->last_at,
+                g->devices, g->sessions, { 0, 0, 0 }, 0, 0 };
+    bl_sketch_reset(&x->sk);
+    if (g->sketch_len && bl_sketch_merge_blob(&x->sk, g->sketch, g->sketch_len) == BL_ENOMEM) {
+        x->failed = 1;
+        return 1;
+    }
+    static const double qs[3] = { 0.5, 0.9, 0.99 };
+    for (int i = 0; i < 3; i++) {
+        uint64_t v = bl_sketch_quantile(&x->sk, qs[i]);
+        row.q[i] = v > (uint64_t)g->max_us ? (uint64_t)g->max_us : v;
+    }
+    if (put_text(x, g->path, &row.path_off) || put_text(x, g->target, &row.target_off) ||
+        bl_req_append(x->r, &x->rows, &row, sizeof row)) {
+        x->failed = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static void list_free(list_ctx *x)
+{
+    bl_req_buf_free(x->r, &x->rows);
+    bl_req_buf_free(x->r, &x->text);
+    bl_sketch_cleanup(&x->sk);
+}
+
+static _Thread_local int sort_key; /* qsort has no context argument */
+
+static uint64_t key_of(const grp *g)
+{
+    switch (sort_key) {
+    case S_P50: return g->q[0];
+    case S_P90: return g->q[1];
+    case S_P99: return g->q[2];
+    case S_MAX: return (uint64_t)g->max_us;
+    default: return (uint64_t)g->count;
+    }
+}
+
+static int cmp_grp(const void *a, const void *b)
+{
+    const grp *x = a, *y = b;
+    uint64_t kx = key_of(x), ky = key_of(y);
+    if (kx != ky)
+        return kx > ky ? -1 : 1;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Names of one method, as JSON, and into the signature accumulator. */
+typedef struct names_ctx {
+    json_t *obj;
+    bl_buf *acc;
+    int oom;
+} names_ctx;
+
+static void names_cb(const bl_blk_names *n, void *ctx)
+{
+    names_ctx *x = ctx;
+    x->obj = json_pack("{s:o,s:o,s:o,s:o}", "class", bl_json_text(n->cls), "name",
+                       bl_json_text(n->name), "descriptor", bl_json_text(n->descriptor),
+                       "source_file", bl_json_text(n->source_file));
+    if (!x->obj || bl_block_sig_add(x->acc, n->cls, n->name, n->descriptor))
+        x->oom = 1;
+}
+
+/* The group's path as a JSON array of methods, and its signature. BL_EIO,
+ * BL_ENOMEM. */
+static bl_err path_json(bl_db *db, int64_t build_id, const char *path, json_t **out,
+                        char sig[33])
+{
+    bl_buf acc;
+    bl_buf_init(&acc, 0);
+    bl_block_sig_reset(&acc);
+    json_t *arr = json_array();
+    bl_err e = arr ? BL_OK : BL_ENOMEM;
+    for (const char *p = path; *p && !e;) {
+        char *end;
+        long long mid = strtoll(p, &end, 10);
+        names_ctx x = { NULL, &acc, 0 };
+        e = bl_blk_method(db, build_id, mid, names_cb, &x);
+        if (!e && (x.oom || json_array_append_new(arr, x.obj)))
+            e = BL_ENOMEM;
+        else if (e)
+            json_decref(x.obj);
+        p = *end == ',' ? end + 1 : end;
+        if (end == p && *p) /* not a number: stored by someone else; stop */
+            break;
+    }
+    bl_block_sig_text(&acc, sig);
+    bl_buf_cleanup(&acc);
+    if (e) {
+        json_decref(arr);
+        return e;
+    }
+    *out = arr;
+    return BL_OK;
+}
+
+/* The JSON of one group (without call_tree). */
+static bl_err group_json(bl_db *db, int64_t build_id, const list_ctx *x, const grp *g,
+                         json_t **out, char sig[33])
+{
+    json_t *path;
+    bl_err e = path_json(db, build_id, x->text.data + g->path_off, &path, sig);
+    if (e)
+        return e;
+    size_t n = json_array_size(path);
+    json_t *method = n ? json_incref(json_array_get(path, n - 1)) : json_null();
+    *out = json_pack("{s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "signature", sig,
+                     "method", method, "path", path, "count", (json_int_t)g->count, "p50_us",
+                     (json_int_t)g->q[0], "p90_us", (json_int_t)g->q[1], "p99_us",
+                     (json_int_t)g->q[2], "max_us", (json_int_t)g->max_us, "devices",
+                     (json_int_t)g->devices, "sessions", (json_int_t)g->sessions, "anrs",
+                     (json_int_t)g->anrs, "first_at", (json_int_t)g->first_at, "last_at",
+                     (json_int_t)g->last_at, "target", bl_json_text(x->text.data + g->target_off));
+    return *out ? BL_OK : BL_ENOMEM;
+}
+
+/* Decimal digits only, in [min, max]; absent or empty: dflt. */
+static int arg_int(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t min,
+                   int64_t max, int64_t *out, char *err, size_t n)
+{
+    const char *v = bl_arg(c, name);
+    if (!v || !*v) {
+        *out = dflt;
+        return 0;
+    }
+    int64_t x = 0;
+    const char *p = v;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        x = x * 10 + (*p - '0');
+        if (x > max)
+            break;
+    }
+    if (*p || x < min || x > max) {
+        snprintf(err, n, "'%s' must be an integer from %lld to %lld (decimal digits only)", name,
+                 (long long)min, (long long)max);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* The build and the groups of [since, until): shared by both endpoints.
+ * Returns 0, or -1 with the answer queued in *rc. */
+static int load_groups(struct MHD_Connection *c, bl_http *h, req *r, int64_t since,
+                       int64_t until, list_ctx *x, int64_t *build_id, char *bname, size_t bcap,
+                       bl_db **dbp, enum MHD_Result *rc)
+{
+    char err[200];
+    const char *build = bl_arg(c, "build");
+    bl_db *db = bl_http_db(h);
+    if (!db) {
+        *rc = bl_reply_error(c, h, 503, "database unavailable");
+        return -1;
+    }
+    bl_err be = bl_builds_pick(db, r->app_id, build, build_id, bname, bcap);
+    if (be == BL_ENOTFOUND) {
+        snprintf(err, sizeof err, build ? "unknown build '%.100s'" : "app has no builds%s",
+                 build ? build : "");
+        *rc = bl_reply_error(c, h, 404, err);
+        return -1;
+    }
+    if (be) {
+        *rc = bl_reply_error(c, h, 500, "database error");
+        return -1;
+    }
+    int64_t until_us = until > INT64_MAX / 1000000 - 1 ? INT64_MAX : until * 1000000;
+    int64_t from = since * 1000000 / HOUR_US;
+    int64_t to = until_us / HOUR_US + (until_us % HOUR_US != 0) - 1;
+    memset(x, 0, sizeof *x);
+    x->r = r;
+    bl_buf_init(&x->rows, 0);
+    bl_buf_init(&x->text, 0);
+    bl_sketch_init(&x->sk);
+    bl_err e = bl_blk_groups(db, *build_id, from, to, group_row, x);
+    if (x->failed || e) {
+        list_free(x);
+        *rc = x->failed ? bl_reply_error(c, h, 503, "not enough memory for this answer now; "
+                                                    "retry later")
+                        : bl_reply_error(c, h, 500, "database error");
+        return -1;
+    }
+    *dbp = db;
+    return 0;
+}
+
+/* Answers a JSON value (stolen) whose size is charged first. */
+static enum MHD_Result reply_charged(struct MHD_Connection *c, bl_http *h, req *r, json_t *v)
+{
+    bl_buf b;
+    bl_buf_init(&b, 0);
+    char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    json_decref(v);
+    if (!s || bl_req_append(r, &b, s, strlen(s))) {
+        free(s);
+        bl_req_buf_free(r, &b);
+        return bl_reply_error(c, h, 503, "not enough memory for this answer now; retry later "
+                                         "or ask for fewer rows (limit)");
+    }
+    free(s);
+    return bl_reply_buf(c, h, 200, "application/json", &b);
+}
+
+enum MHD_Result bl_h_blocks(struct MHD_Connection *c, bl_http *h, req *r)
+{
+    char err[200];
+    int64_t since, until, limit;
+    const char *sort = bl_arg(c, "sort");
+    int sk = S_COUNT;
+    if (sort) {
+        sk = -1;
+        for (int i = 0; i < N_SORTS; i++)
+            if (!strcmp(sort, sort_names[i]))
+                sk = i;
+        if (sk < 0)
+            return bl_reply_error(c, h, 400, "'sort' must be one of count, p50, p90, p99, max");
+    }
+    if (arg_int(c, "since", 0, 0, INT64_MAX / 1000000, &since, err, sizeof err) ||
+        arg_int(c, "until", INT64_MAX / 1000000, 0, INT64_MAX / 1000000, &until, err,
+                sizeof err) ||
+        arg_int(c, "limit", 50, 0, 10000, &limit, err, sizeof err))
+        return bl_reply_error(c, h, 400, err);
+    list_ctx x;
+    int64_t build_id;
+    char bname[BL_BUILD_NAME_MAX + 1];
+    bl_db *db;
+    enum MHD_Result rc;
+    if (load_groups(c, h, r, since, until, &x, &build_id, bname, sizeof bname, &db, &rc))
+        return rc;
+    grp *g = (grp *)(void *)x.rows.data;
+    size_t n = x.rows.len / sizeof *g;
+    sort_key = sk;
+    if (n)
+        qsort(g, n, sizeof *g, cmp_grp);
+    json_t *arr = json_array();
+    bl_err e = arr ? BL_OK : BL_ENOMEM;
+    for (size_t i = 0; i < n && i < (size_t)limit && !e; i++) {
+        json_t *o;
+        char sig[33];
+        if ((e = bl_req_take(r, NODE_CHARGE) ? BL_ENOMEM : BL_OK))
+            break;
+        e = group_json(db, build_id, &x, &g[i], &o, sig);
+        if (!e && json_array_append_new(arr, o))
+            e = BL_ENOMEM;
+    }
+    list_free(&x);
+    if (e) {
+        json_decref(arr);
+        return e == BL_EIO ? bl_reply_error(c, h, 500, "database error")
+                           : bl_reply_error(c, h, 503, "not enough memory for this answer now; "
+                                                       "retry later or ask for fewer rows (limit)");
+    }
+    return reply_charged(c, h, r,
+                         json_pack("{s:o,s:o,s:s,s:o}", "app", bl_json_text(r->app), "build",
+                                   bl_json_text(bname), "sort", sort_names[sk], "blocks", arr));
+}
+
+/* ---- one group and its merged call tree -------------------------------- */
+
+typedef struct tree_ctx {
+    req *r;
+    bl_u128map ix;     /* node id -> index in objs + 1 */
+    json_t **objs;     /* nodes loaded, in id order */
+    size_t n, cap;
+    int64_t limit;
+    int truncated, failed;
+} tree_ctx;
+
+static int tree_node(const bl_blk_node *n, void *ctx)
+{
+    tree_ctx *t = ctx;
+    uint64_t *pv = n->parent ? bl_u128map_get(&t->ix, (uint64_t)n->parent, 0) : NULL;
+    if (n->parent && !pv)
+        return 0; /* below a node left out */
+    if ((int64_t)t->n >= t->limit) {
+        t->truncated = 1;
+        return 0;
+    }
+    if (bl_req_take(t->r, NODE_CHARGE)) {
+        t->failed = 1;
+        return 1;
+    }
+    if (t->n == t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : 64;
+        json_t **o = realloc(t->objs, nc * sizeof *o);
+        if (!o) {
+            t->failed = 1;
+            return 1;
+        }
+        t->objs = o;
+        t->cap = nc;
+    }
+    json_t *kids = json_array();
+    json_t *o = json_pack("{s:{s:o,s:o,s:o,s:o},s:I,s:I,s:I,s:o}", "method", "class",
+                          bl_json_text(n->names.cls), "name", bl_json_text(n->names.name),
+                          "descriptor", bl_json_text(n->names.descriptor), "source_file",
+                          bl_json_text(n->names.source_file), "count", (json_int_t)n->count,
+                          "total_us", (json_int_t)n->total_us, "self_us",
+                          (json_int_t)n->self_us, "children", kids);
+    uint64_t *v;
+    int ins;
+    if (!o || bl_u128map_put(&t->ix, (uint64_t)n->id, 0, t->n + 1, &v, &ins)) {
+        json_decref(o);
+        t->failed = 1;
+        return 1;
+    }
+    t->objs[t->n++] = o;
+    if (pv && json_array_append(json_object_get(t->objs[*pv - 1], "children"), o)) {
+        t->failed = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int cmp_total(const void *a, const void *b)
+{
+    json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "total_us"));
+    json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "total_us"));
+    return x > y ? -1 : x < y;
+}
+
+/* Sorts an array of nodes by total_us descending (in place). */
+static int sort_nodes(json_t *arr)
+{
+    size_t k = json_array_size(arr);
+    if (k < 2)
+        return 0;
+    json_t **tmp = malloc(k * sizeof *tmp);
+    if (!tmp)
+        return -1;
+    for (size_t i = 0; i < k; i++)
+        tmp[i] = json_incref(json_array_get(arr, i));
+    qsort(tmp, k, sizeof *tmp, cmp_total);
+    json_array_clear(arr);
+    int bad = 0;
+    for (size_t i = 0; i < k; i++)
+        bad |= json_array_append_new(arr, tmp[i]);
+    free(tmp);
+    return bad ? -1 : 0;
+}
+
+enum MHD_Result bl_h_block(struct MHD_Connection *c, bl_http *h, req *r)
+{
+    char err[200];
+    int64_t limit;
+    size_t sl = strlen(r->sig);
+    int hex = sl == 32;
+    for (size_t i = 0; i < sl && hex; i++)
+        hex = (r->sig[i] >= '0' && r->sig[i] <= '9') || (r->sig[i] >= 'a' && r->sig[i] <= 'f');
+    if (!hex)
+        return bl_reply_error(c, h, 400, "the signature must be 32 lower-case hex digits");
+    if (arg_int(c, "limit", 10000, 0, 100000, &limit, err, sizeof err))
+        return bl_reply_error(c, h, 400, err);
+    list_ctx x;
+    int64_t build_id;
+    char bname[BL_BUILD_NAME_MAX + 1];
+    bl_db *db;
+    enum MHD_Result rc;
+    if (load_groups(c, h, r, 0, INT64_MAX / 1000000, &x, &build_id, bname, sizeof bname, &db,
+                    &rc))
+        return rc;
+    grp *g = (grp *)(void *)x.rows.data;
+    size_t n = x.rows.len / sizeof *g;
+    sort_key = S_COUNT;
+    if (n)
+        qsort(g, n, sizeof *g, cmp_grp); /* two paths with one signature: the bigger group */
+    json_t *found = NULL;
+    int64_t gid = 0;
+    bl_err e = BL_OK;
+    for (size_t i = 0; i < n && !found && !e; i++) {
+        json_t *o;
+        char sig[33];
+        if (!(e = group_json(db, build_id, &x, &g[i], &o, sig))) {
+            if (!strcmp(sig, r->sig)) {
+                found = o;
+                gid = g[i].id;
+            } else {
+                json_decref(o);
+            }
+        }
+    }
+    list_free(&x);
+    if (e)
+        return e == BL_EIO ? bl_reply_error(c, h, 500, "database error")
+                           : bl_reply_error(c, h, 503, "out of memory; retry later");
+    if (!found) {
+        snprintf(err, sizeof err, "no blocks with signature %s in build '%.100s'", r->sig,
+                 bname);
+        return bl_reply_error(c, h, 404, err);
+    }
+    tree_ctx t = { r, { 0 }, NULL, 0, 0, limit, 0, 0 };
+    bl_u128map_init(&t.ix);
+    e = bl_blk_nodes(db, build_id, gid, tree_node, &t);
+    json_t *roots = json_array();
+    int bad = !roots || t.failed || e;
+    for (size_t i = 0; i < t.n && !bad; i++) {
+        json_t *o = t.objs[i];
+        bad |= sort_nodes(json_object_get(o, "children")) != 0;
+        /* roots: nodes nobody lists as a child; a node's refcount says so */
+        if (o->refcount == 1)
+            bad |= json_array_append(roots, o) != 0;
+    }
+    if (!bad)
+        bad = sort_nodes(roots) != 0;
+    for (size_t i = 0; i < t.n; i++)
+        json_decref(t.objs[i]);
+    free(t.objs);
+    bl_u128map_cleanup(&t.ix);
+    if (bad) {
+        json_decref(roots);
+        json_decref(found);
+        return e && !t.failed ? bl_reply_error(c, h, 500, "database error")
+                              : bl_reply_error(c, h, 503, "not enough memory for this answer "
+                                                          "now; retry later or ask for fewer "
+                                                          "nodes (limit)");
+    }
+    if (json_object_set_new(found, "app", bl_json_text(r->app)) ||
+        json_object_set_new(found, "build", bl_json_text(bname)) ||
+        json_object_set_new(found, "call_tree", roots) ||
+        json_object_set_new(found, "truncated", json_boolean(t.truncated))) {
+        json_decref(found);
+        return bl_reply_error(c, h, 503, "out of memory; retry later");
+    }
+    return reply_charged(c, h, r, found);
+}

@@ -1,0 +1,292 @@
+/*
+ * events.c — batch events: parsing, dispatch, block aggregation (see
+ * events.h).
+ */
+#include "pipeline/events.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+
+#include "agg/blocks.h"
+#include "agg/calltree.h"
+#include "agg/sketch.h"
+#include "common/buf.h"
+#include "store/blocks.h"
+
+#define T_MAX (((uint64_t)1 << 40) - 1) /* µs since the origin fit 40 bits */
+
+static const char *const reason_names[BL_EV_REASONS] = {
+    "not_json", "no_type", "unknown_type", "bad_field", "thread", "window", "budget",
+};
+
+static _Atomic uint64_t g_malformed[BL_EV_REASONS];
+static _Atomic uint64_t g_blocks;
+
+const char *bl_events_reason(int reason)
+{
+    return reason >= 0 && reason < BL_EV_REASONS ? reason_names[reason] : "?";
+}
+
+uint64_t bl_events_malformed(int reason)
+{
+    return reason >= 0 && reason < BL_EV_REASONS ? atomic_load(&g_malformed[reason]) : 0;
+}
+
+uint64_t bl_events_blocks(void)
+{
+    return atomic_load(&g_blocks);
+}
+
+struct bl_events {
+    uint64_t malformed[BL_EV_REASONS]; /* this transaction's */
+    uint64_t blocks;
+    bl_calltree tree;
+    bl_block_tree bt;
+    int64_t tree_thread;  /* thread index the tree holds, -1 none */
+    bl_sketch sk;
+    bl_buf blob;          /* one block's serialised sketch */
+    int64_t *ids;         /* stored node id per block-tree node */
+    size_t cap_ids;
+    char *session;        /* NUL-terminated copy of the batch's session_id */
+    size_t cap_session;
+};
+
+bl_err bl_events_new(bl_events **out)
+{
+    bl_events *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return BL_ENOMEM;
+    bl_calltree_init(&ev->tree);
+    bl_block_tree_init(&ev->bt);
+    bl_sketch_init(&ev->sk);
+    bl_buf_init(&ev->blob, 0);
+    *out = ev;
+    return BL_OK;
+}
+
+void bl_events_free(bl_events *ev)
+{
+    if (!ev)
+        return;
+    bl_calltree_cleanup(&ev->tree);
+    bl_block_tree_cleanup(&ev->bt);
+    bl_sketch_cleanup(&ev->sk);
+    bl_buf_cleanup(&ev->blob);
+    free(ev->ids);
+    free(ev->session);
+    free(ev);
+}
+
+void bl_events_flush(bl_events *ev)
+{
+    for (int i = 0; i < BL_EV_REASONS; i++)
+        atomic_fetch_add(&g_malformed[i], ev->malformed[i]);
+    atomic_fetch_add(&g_blocks, ev->blocks);
+    bl_events_clear(ev);
+}
+
+void bl_events_clear(bl_events *ev)
+{
+    memset(ev->malformed, 0, sizeof ev->malformed);
+    ev->blocks = 0;
+}
+
+/* ---- field checks: 0 when the field is fine ---------------------------- */
+
+static int get_uint(json_t *o, const char *k, uint64_t max, uint64_t *out)
+{
+    json_t *v = json_object_get(o, k);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        (uint64_t)json_integer_value(v) > max)
+        return -1;
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+static int get_str(json_t *o, const char *k, size_t min, size_t max, const char **out)
+{
+    json_t *v = json_object_get(o, k);
+    if (!json_is_string(v) || json_string_length(v) < min || json_string_length(v) > max)
+        return -1;
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* A parsed block event. */
+typedef struct block_ev {
+    uint64_t thread, begin, end;
+    const char *target, *device;
+    int anr;
+} block_ev;
+
+/* Checks a block event's fields: -1 with *reason set when one is wrong. */
+static int parse_block(json_t *o, const bl_batch *bt, block_ev *b, int *reason)
+{
+    *reason = BL_EV_BAD_FIELD;
+    const char *kind;
+    json_t *anr = json_object_get(o, "anr"), *stack = json_object_get(o, "stack");
+    if (get_uint(o, "thread", INT64_MAX, &b->thread) ||
+        get_uint(o, "begin_us", T_MAX, &b->begin) ||
+        get_uint(o, "end_us", T_MAX, &b->end) ||
+        get_str(o, "target", 0, BL_EVENT_TARGET_MAX, &b->target) ||
+        get_str(o, "device", 1, BL_EVENT_DEVICE_MAX, &b->device) ||
+        get_str(o, "kind", 0, 16, &kind) || (strcmp(kind, "looper") && strcmp(kind, "awt")) ||
+        (anr && !json_is_boolean(anr)))
+        return -1;
+    if (stack) {
+        if (!json_is_array(stack) || json_array_size(stack) > BL_EVENT_STACK_MAX)
+            return -1;
+        for (size_t i = 0; i < json_array_size(stack); i++) {
+            json_t *f = json_array_get(stack, i);
+            if (!json_is_string(f) || json_string_length(f) > BL_EVENT_FRAME_MAX)
+                return -1;
+        }
+    }
+    b->anr = anr && json_is_true(anr);
+    if (b->thread >= bt->n_threads) {
+        *reason = BL_EV_THREAD;
+        return -1;
+    }
+    if (b->begin > b->end) {
+        *reason = BL_EV_WINDOW;
+        return -1;
+    }
+    return 0;
+}
+
+/* Stores one block whose tree is in ev->bt. */
+static bl_err store_block(bl_events *ev, bl_db *db, int64_t build_id, int64_t origin,
+                          const block_ev *b)
+{
+    char path[BL_BLOCK_PATH_MAX * 12 + 1];
+    size_t pl = 0;
+    path[0] = '\0';
+    for (uint32_t i = 0; i < ev->bt.path_len; i++)
+        pl += (size_t)snprintf(path + pl, sizeof path - pl, i ? ",%u" : "%u",
+                               ev->bt.nodes[ev->bt.path[i]].method_id);
+    bl_sketch_reset(&ev->sk);
+    bl_buf_reset(&ev->blob);
+    if (bl_sketch_add(&ev->sk, b->end - b->begin, 1) || bl_sketch_serialize(&ev->sk, &ev->blob))
+        return BL_ENOMEM;
+    bl_blk_block row = {
+        .build_id = build_id, .path = path, .at_us = origin + (int64_t)b->begin,
+        .dur_us = (int64_t)(b->end - b->begin), .anr = b->anr, .target = b->target,
+        .device = b->device, .session = ev->session, .sketch = ev->blob.data,
+        .sketch_len = ev->blob.len,
+    };
+    int64_t grp;
+    if (bl_blk_add(db, &row, &grp))
+        return BL_EIO;
+    uint32_t n = ev->bt.n_nodes;
+    if (n > ev->cap_ids) {
+        int64_t *ids = realloc(ev->ids, (size_t)n * sizeof *ids);
+        if (!ids)
+            return BL_ENOMEM;
+        ev->ids = ids;
+        ev->cap_ids = n;
+    }
+    for (uint32_t j = 0; j < n; j++) {
+        const bl_block_node *x = &ev->bt.nodes[j];
+        int64_t parent = x->parent == BL_BLOCK_NONE ? 0 : ev->ids[x->parent];
+        if (bl_blk_node_add(db, grp, parent, x->method_id, (int64_t)x->count,
+                            (int64_t)x->total, (int64_t)x->self, &ev->ids[j]))
+            return BL_EIO;
+    }
+    ev->blocks++;
+    return BL_OK;
+}
+
+static bl_err do_block(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t build_id,
+                       int64_t origin, json_t *o, uint64_t *work, uint32_t *blocks)
+{
+    block_ev b;
+    int reason;
+    if (parse_block(o, bt, &b, &reason)) {
+        ev->malformed[reason]++;
+        return BL_OK;
+    }
+    if (*blocks >= BL_EVENTS_BLOCKS_MAX) {
+        ev->malformed[BL_EV_BUDGET]++;
+        return BL_OK;
+    }
+    ++*blocks;
+    if ((int64_t)b.thread != ev->tree_thread) {
+        const bl_batch_thread *th = &bt->threads[b.thread];
+        if (*work + th->n_records > BL_EVENTS_WORK_MAX) {
+            ev->malformed[BL_EV_BUDGET]++;
+            return BL_OK;
+        }
+        *work += th->n_records;
+        bl_segment seg = { th->truncated, th->continues, th->n_carried, th->since_us };
+        ev->tree_thread = -1;
+        bl_err e = bl_calltree_build_segment(&ev->tree, th->records, th->n_records, &seg);
+        if (e == BL_ENOMEM)
+            return e;
+        if (e) { /* too deep: the POST refuses such batches; never here in practice */
+            ev->malformed[BL_EV_BUDGET]++;
+            return BL_OK;
+        }
+        if ((e = bl_block_index(&ev->bt, &ev->tree)))
+            return e;
+        ev->tree_thread = (int64_t)b.thread;
+    }
+    bl_err e = bl_block_window(&ev->bt, b.begin, b.end, BL_EVENTS_WORK_MAX - *work);
+    if (e == BL_ETOOBIG) {
+        ev->malformed[BL_EV_BUDGET]++;
+        *work = BL_EVENTS_WORK_MAX;
+        return BL_OK;
+    }
+    if (e)
+        return e == BL_EINVAL ? BL_OK : e;
+    *work += ev->bt.n_calls;
+    return store_block(ev, db, build_id, origin, &b);
+}
+
+bl_err bl_events_batch(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t build_id,
+                       int64_t origin_wall_us)
+{
+    if (!bt->events.n)
+        return BL_OK;
+    if (bt->session_id.n + 1 > ev->cap_session) {
+        char *s = realloc(ev->session, bt->session_id.n + 1);
+        if (!s)
+            return BL_ENOMEM;
+        ev->session = s;
+        ev->cap_session = bt->session_id.n + 1;
+    }
+    memcpy(ev->session, bt->session_id.p, bt->session_id.n);
+    ev->session[bt->session_id.n] = '\0';
+    ev->tree_thread = -1;
+    uint64_t work = 0;
+    uint32_t blocks = 0;
+    const char *p = bt->events.p, *end = p + bt->events.n;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        json_error_t jerr;
+        json_t *o = json_loadb(p, (size_t)(le - p), JSON_REJECT_DUPLICATES, &jerr);
+        p = nl ? nl + 1 : end;
+        if (!json_is_object(o)) {
+            if (!o && strstr(jerr.text, "memory"))
+                return BL_ENOMEM;
+            json_decref(o);
+            ev->malformed[BL_EV_NOT_JSON]++;
+            continue;
+        }
+        json_t *type = json_object_get(o, "type");
+        bl_err e = BL_OK;
+        if (!json_is_string(type))
+            ev->malformed[BL_EV_NO_TYPE]++;
+        else if (!strcmp(json_string_value(type), "block"))
+            e = do_block(ev, db, bt, build_id, origin_wall_us, o, &work, &blocks);
+        else
+            ev->malformed[BL_EV_UNKNOWN_TYPE]++;
+        json_decref(o);
+        if (e)
+            return e;
+    }
+    return BL_OK;
+}

@@ -1,0 +1,79 @@
+/*
+ * events.h — the events of a batch (schema/batch-format.md, "Events"): JSON
+ * lines parsed by the writer as it processes the batch, dispatched by
+ * "type". Issue 13: "block" events become block aggregates (agg/blocks.h,
+ * store/blocks.h); later issues add "launch" and "network".
+ *
+ * A line that is not a JSON object, has no "type", has an unknown type or a
+ * field of the wrong type or range is skipped and counted by reason
+ * (bl_events_malformed, /metrics beatline_events_malformed_total{reason});
+ * it never fails the batch. Only a database error (the transaction is
+ * rolled back) or a memory shortage (the transaction is tried again) stop
+ * a batch.
+ *
+ * Work per batch is bounded: at most BL_EVENTS_BLOCKS_MAX block events are
+ * stored per batch, and rebuilding a thread for its block windows costs its
+ * records, a window its calls, past BL_EVENTS_WORK_MAX units in one batch;
+ * the block events past either bound are skipped (reason "budget").
+ *
+ * Writer thread only, like the rest of the processor's state.
+ */
+#ifndef BL_PIPELINE_EVENTS_H
+#define BL_PIPELINE_EVENTS_H
+
+#include <stdint.h>
+#include "common/blerr.h"
+#include "ingest/batch.h"
+#include "store/db.h"
+
+#define BL_EVENTS_WORK_MAX ((uint64_t)1 << 26)
+#define BL_EVENTS_BLOCKS_MAX 4096
+#define BL_EVENT_TARGET_MAX 512  /* bytes */
+#define BL_EVENT_DEVICE_MAX 64   /* bytes */
+#define BL_EVENT_STACK_MAX 256   /* frames */
+#define BL_EVENT_FRAME_MAX 512   /* bytes */
+
+/* Reasons a line is skipped (the metric's label in bl_events_reason). */
+enum bl_event_reason {
+    BL_EV_NOT_JSON,     /* "not_json": not a JSON object (syntax, a bare value, an empty line) */
+    BL_EV_NO_TYPE,      /* "no_type": no "type" string */
+    BL_EV_UNKNOWN_TYPE, /* "unknown_type": a type this server does not know */
+    BL_EV_BAD_FIELD,    /* "bad_field": a field missing, of the wrong type, or out of range */
+    BL_EV_THREAD,       /* "thread": "thread" is not an index into the batch's thread table */
+    BL_EV_WINDOW,       /* "window": begin_us > end_us */
+    BL_EV_BUDGET,       /* "budget": past BL_EVENTS_BLOCKS_MAX or BL_EVENTS_WORK_MAX in this batch */
+    BL_EV_REASONS
+};
+
+/* The label of a reason ("not_json", ...). */
+const char *bl_events_reason(int reason);
+
+/* Process-wide counters for /metrics (thread-safe): lines skipped for
+ * `reason` and blocks stored, in committed transactions (counted when the
+ * transaction is flushed, just before COMMIT). */
+uint64_t bl_events_malformed(int reason);
+uint64_t bl_events_blocks(void);
+
+typedef struct bl_events bl_events;
+
+/* A parser/aggregator with its scratch memory. BL_ENOMEM. */
+bl_err bl_events_new(bl_events **out);
+void bl_events_free(bl_events *ev);
+
+/*
+ * Processes the events of decoded batch bt (borrowed) of build `build_id`,
+ * on db inside the transaction the caller opened. origin_wall_us: the
+ * batch's wall clock at its monotonic origin (already checked by the
+ * caller). BL_OK (skipped lines counted); BL_ENOMEM (roll back, try again);
+ * BL_EIO (a write failed: the transaction must go).
+ */
+bl_err bl_events_batch(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t build_id,
+                       int64_t origin_wall_us);
+
+/* The transaction is about to commit: its counts go to the counters. */
+void bl_events_flush(bl_events *ev);
+/* Forgets the counts of a transaction that was rolled back (or committed
+ * and flushed). */
+void bl_events_clear(bl_events *ev);
+
+#endif
