@@ -548,7 +548,7 @@ static bl_err new_row(void *ctx, bl_agg_build *ab, uint32_t mid, int64_t *row)
 static void delta_stat(void *ctx, size_t i, bl_wr_stat *s)
 {
     const bl_agg *a = ctx;
-    const bl_agg_stat *d = &a->stats[i];
+    const bl_agg_stat *d = &a->stats[a->stat_order[i]];
     *s = (bl_wr_stat){
         .build_id = d->build_id, .method = d->method, .main = d->main, .hour = d->hour,
         .count = (int64_t)d->count, .total_us = (int64_t)d->total,
@@ -562,8 +562,8 @@ static void delta_node(void *ctx, size_t i, bl_wr_node *n)
     const bl_agg_node *d = &((const bl_agg *)ctx)->nodes[i];
     *n = (bl_wr_node){
         .id = d->id, .build_id = d->build_id, .main = d->main, .parent = d->parent,
-        .method = d->method, .count = (int64_t)d->count, .total_us = (int64_t)d->total,
-        .self_us = (int64_t)d->self,
+        .method = d->method, .is_new = d->is_new, .count = (int64_t)d->count,
+        .total_us = (int64_t)d->total, .self_us = (int64_t)d->self,
     };
 }
 
@@ -900,6 +900,7 @@ static void run_txn(bl_processor *p, work *items, size_t n)
         }
         goto retry;
     }
+    bl_agg_mark_stored(&p->agg); /* committed: later rounds update them by id */
     clear_deltas(p);
     for (size_t i = later; i < n; i++)
         push(p, &items[i]);
@@ -1161,6 +1162,8 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
         err = bl_datadir_db(p->data_dir, dbp);
     if (!err)
         err = bl_db_open(dbp, 0, &p->db, errbuf, n);
+    if (!err && bl_db_writer_memory(p->db) != BL_OK)
+        logf_("cannot enlarge the writer's page cache: %s", bl_db_errmsg(p->db));
     if (!err) {
         int64_t next;
         err = bl_wr_next_node_id(p->db, &next);

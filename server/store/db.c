@@ -14,6 +14,8 @@
 extern const char *const bl_migrations[];
 
 #define STMT_CACHE 64
+#define BL_STR_(x) #x
+#define BL_STR(x) BL_STR_(x)
 
 struct bl_db {
     sqlite3 *h;
@@ -72,6 +74,11 @@ bl_err bl_db_ping(bl_db *db)
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     return rc == SQLITE_ROW ? BL_OK : BL_EIO;
+}
+
+bl_err bl_db_writer_memory(bl_db *db)
+{
+    return bl_db_exec(db, "PRAGMA cache_size = -" BL_STR(BL_DB_WRITER_CACHE_KIB));
 }
 
 bl_err bl_db_bound_memory(bl_db *db)

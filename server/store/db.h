@@ -55,6 +55,15 @@ bl_err bl_db_ping(bl_db *db);
  * BL_EIO on failure (the connection still works, unbounded). */
 bl_err bl_db_bound_memory(bl_db *db);
 
+/* Gives the writer connection a page cache of up to BL_DB_WRITER_CACHE_KIB
+ * KiB (SQLite's default is 2 MiB): a transaction updates every call-path
+ * node and method-hour row it touched, and with a small cache those pages
+ * are read again from the file (pread) and spilled to the WAL before the
+ * commit. Memory grows only as pages are used. BL_EIO on failure (the
+ * connection still works, with the default cache). */
+#define BL_DB_WRITER_CACHE_KIB 131072
+bl_err bl_db_writer_memory(bl_db *db);
+
 /* Microseconds since the Unix epoch, now. */
 int64_t bl_now_us(void);
 
