@@ -162,9 +162,11 @@ bl_err bl_agg_finish(bl_agg *a)
     for (size_t i = 0; i < ns; i++)
         a->stat_order[i] = (uint32_t)i;
     sort_ctx = a->stats;
-    qsort(a->stat_order, ns, sizeof *a->stat_order, cmp_stat);
+    if (ns > 1)
+        qsort(a->stat_order, ns, sizeof *a->stat_order, cmp_stat);
     /* node deltas, by build and id (a build's local order is its id order) */
-    qsort(a->touched, a->n_touched, sizeof *a->touched, cmp_touched);
+    if (a->n_touched > 1)
+        qsort(a->touched, a->n_touched, sizeof *a->touched, cmp_touched);
     if (a->n_touched > a->cap_nodes) {
         bl_agg_node *nn = realloc(a->nodes, a->n_touched * sizeof *nn);
         if (!nn)
@@ -465,8 +467,15 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
     bl_err err = bl_calltree_build_segment(&a->tree, th->records, th->n_records, &seg);
     if (err)
         return err;
-    a->malformed += a->tree.malformed;
-    uint32_t n = a->tree.n_calls;
+    return bl_agg_tree(a, b, th, &a->tree, origin);
+}
+
+bl_err bl_agg_tree(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, const bl_calltree *tree,
+                   int64_t origin)
+{
+    bl_err err;
+    a->malformed += tree->malformed;
+    uint32_t n = tree->n_calls;
     if (n > a->cap_node_of) {
         uint32_t *no = realloc(a->node_of, (size_t)n * sizeof *no);
         if (!no)
@@ -508,7 +517,7 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
     /* calls are in exit order (children first): walk backwards so that a
      * parent's path exists before its children's */
     for (uint32_t k = n; k-- > 0;) {
-        const bl_call *c = &a->tree.calls[k];
+        const bl_call *c = &tree->calls[k];
         uint32_t mid = c->method_id;
         int64_t row;
         int far = is_far(b, mid), unknown;

@@ -194,5 +194,11 @@ bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int ma
  * the new_row callback's error. */
 bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th,
                      int64_t origin_wall_us);
+/* The same with the thread's call tree already rebuilt (`tree`, from
+ * bl_calltree_build_segment on th's records and segment flags, e.g. by
+ * pipeline/prep.h on another thread): adds exactly what bl_agg_thread
+ * would. BL_ENOMEM or the new_row callback's error. */
+bl_err bl_agg_tree(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, const bl_calltree *tree,
+                   int64_t origin_wall_us);
 
 #endif

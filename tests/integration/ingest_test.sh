@@ -7,7 +7,17 @@
 # Checks:
 #   1. call-path nodes the writer knows are stored are updated by id; a node
 #      row deleted behind its back (another process, a retention job) is
-#      made anew with the new batch's counts, not lost.
+#      made anew with the new batch's counts, not lost;
+#   2. batches prepared ahead by the prep threads (decompressed, decoded,
+#      call trees rebuilt while the writer aggregates the one before) give
+#      exactly the stored figures of the writer doing it all alone
+#      (--prep-threads 0): 24 varied batches (two threads, recursion, an
+#      unknown methodId, four hours) posted together, every stat row (with
+#      its sketch bytes) and every call path compared;
+#   3. a transaction takes batches as they come (--txn-idle-ms): five
+#      batches posted one after the other land in one transaction; killed
+#      (-9) while that transaction is open, the restarted server commits
+#      each of them exactly once.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
@@ -67,5 +77,99 @@ expect "deleted nodes made anew with batch b's counts (method count total self)"
   "1|1|10|5 2|2|5|5" \
   "$(sql "$D1" "SELECT m.method_id || '|' || n.count || '|' || n.total_us || '|' || n.self_us FROM call_nodes n JOIN methods m ON m.id = n.method ORDER BY m.method_id" | tr '\n' ' ' | sed 's/ $//')"
 stop_server
+
+# --- 2. prep threads: the same figures as the writer alone ------------------
+# vbatch K: batch number K, two threads, origin 10 minutes later each
+vbatch() {
+  local k=$1 recs="" t=0 j
+  for j in $(seq 0 $((k % 5 + 2))); do
+    recs+="[1,\"i\",$t],[2,\"i\",$((t + 1))],[3,\"i\",$((t + 2 + j))],[3,\"o\",$((t + 5 + j * k % 7))],"
+    recs+="[2,\"o\",$((t + 9 + k))],[2,\"i\",$((t + 10 + k))],[2,\"i\",$((t + 11 + k))],"
+    recs+="[2,\"o\",$((t + 12 + k * j % 5))],[2,\"o\",$((t + 14 + k))],[1,\"o\",$((t + 20 + k + j))],"
+    t=$((t + 30 + k))
+  done
+  recs=${recs%,}
+  printf '{"batch_id":"bbbbbbbb-0000-4000-8000-%012d","app":"shop","build":"1.0","session_id":"s","origin_wall_us":%d,"device":{"model":"m","os":"14","sdk":34},"threads":[{"id":1,"name":"main","main":true,"records":[%s]},{"id":2,"name":"w","main":false,"records":[[3,"i",0],[9,"i",%d],[9,"o",%d],[2,"i",%d],[2,"o",%d],[3,"o",%d]]}],"events":[]}' \
+    "$k" $((1795960000000000 + k * 600000000)) "$recs" $((k + 1)) $((k * 3 + 2)) $((k * 3 + 4)) $((k * 5 + 9)) $((k * 7 + 20)) \
+    | "$BIN/beatline-batch" encode > "v$k.bin"
+}
+NV=24
+for k in $(seq 1 $NV); do vbatch "$k"; done
+dump() { # DATA -> stats and call paths, one line each
+  sql "$1" "SELECT m.method_id, s.main, s.hour, s.count, s.total_us, s.self_us, s.max_us, hex(s.sketch)
+            FROM method_stats s JOIN methods m ON m.id = s.method ORDER BY 1, 2, 3"
+  sql "$1" "WITH RECURSIVE p(id, path) AS (
+              SELECT n.id, m.method_id FROM call_nodes n JOIN methods m ON m.id = n.method
+              WHERE n.parent = 0
+              UNION ALL
+              SELECT n.id, p.path || '/' || m.method_id FROM call_nodes n
+              JOIN methods m ON m.id = n.method JOIN p ON n.parent = p.id)
+            SELECT p.path, n.main, n.count, n.total_us, n.self_us FROM p
+            JOIN call_nodes n ON n.id = p.id ORDER BY 1, 2"
+}
+run_all() { # DATA [server args...]: posts the NV batches together
+  local d=$1 k pids=()
+  shift
+  setup_data "$d"
+  start_server "$d" "$@"
+  http PUT /v1/apps/shop/builds/1.0/method-ids "$UPL" --data-binary @ids.txt
+  for k in $(seq 1 $NV); do
+    curl -s -o /dev/null -w '%{http_code}\n' -X POST -H "Authorization: Bearer $ING" \
+      --data-binary @"v$k.bin" "$URL/v1/apps/shop/batches" > "$d.code$k" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  expect "$NV batches accepted ($*)" "$NV" "$(cat "$d".code* | grep -c -x 202)"
+  wait_metric beatline_batches_processed_total "$NV"
+  stop_server
+  dump "$d" > "$d.dump"
+}
+run_all "$WORK/alone" --prep-threads 0
+run_all "$WORK/prep" --prep-threads 2 --txn-idle-ms 200
+expect "rows to compare" 1 "$([ "$(wc -l < "$WORK/alone.dump")" -gt 30 ] && echo 1 || echo 0)"
+if cmp -s "$WORK/alone.dump" "$WORK/prep.dump"; then ok; else
+  bad "prep threads change the stored figures: $(diff "$WORK/alone.dump" "$WORK/prep.dump" | head -5)"
+fi
+
+# --- 3. a transaction takes batches as they come; kill -9 while it is open --
+D3=$WORK/d3
+setup_data "$D3"
+start_server "$D3" --txn-idle-ms 4000 --txn-max-ms 60000
+http PUT /v1/apps/shop/builds/1.0/method-ids "$UPL" --data-binary @ids.txt
+wait_metric beatline_transactions_total 1 # the build's registration
+for k in 1 2 3 4 5; do
+  http POST /v1/apps/shop/batches "$ING" --data-binary @"v$k.bin"
+  expect "batch v$k" 202 "$CODE"
+done
+wait_metric beatline_batches_processed_total 5
+expect "five batches, one transaction" 2 "$(metric beatline_transactions_total)"
+stop_server
+dump "$D3" > d3.dump
+# the same five with the transaction still open when the server dies
+D4=$WORK/d4
+setup_data "$D4"
+start_server "$D4" --txn-idle-ms 60000 --txn-max-ms 600000
+http PUT /v1/apps/shop/builds/1.0/method-ids "$UPL" --data-binary @ids.txt
+for k in 1 2 3 4 5; do
+  http POST /v1/apps/shop/batches "$ING" --data-binary @"v$k.bin"
+done
+for _ in $(seq 100); do # the writer holds them (queue empty), uncommitted
+  [ "$(metric beatline_processing_queue_depth)" == 0 ] && break
+  sleep 0.05
+done
+expect "nothing committed while the transaction is open" "0 0" \
+  "$(metric beatline_batches_processed_total) $(metric beatline_transactions_total)"
+kill -9 "$SERVER_PID"
+wait "$SERVER_PID" 2> /dev/null || true
+SERVER_PID=
+start_server "$D4"
+wait_metric beatline_batches_processed_total 5
+stop_server
+dump "$D4" > d4.dump
+expect "after kill -9 and restart: 5 batches recorded once" 5 \
+  "$(sql "$D4" "SELECT count(*) FROM batches")"
+if cmp -s d3.dump d4.dump; then ok; else
+  bad "kill -9 in an open transaction changes the figures: $(diff d3.dump d4.dump | head -5)"
+fi
 
 finish
