@@ -1032,7 +1032,7 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
         goto retry;
     }
     p->round_batches = 0;
-    size_t later = n; /* items[later..n) go to the next transaction */
+    size_t later = SIZE_MAX; /* items[later..n) go to the next transaction */
     size_t next_prep = 0;
     double t_begin = mono_s();
     prep_submit(p, items, n, &next_prep);
@@ -1116,7 +1116,7 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
     }
     bl_agg_mark_stored(&p->agg); /* committed: later rounds update them by id */
     clear_deltas(p);
-    for (size_t i = later; i < n; i++)
+    for (size_t i = later; i < n; i++) /* none when later == SIZE_MAX */
         push(p, &items[i]);
     double now = mono_s();
     for (size_t i = 0; i < p->n_moves; i++)

@@ -121,6 +121,17 @@ run_all() { # DATA [server args...]: posts the NV batches together
   wait "${pids[@]}"
   expect "$NV batches accepted ($*)" "$NV" "$(cat "$d".code* | grep -c -x 202)"
   wait_metric beatline_batches_processed_total "$NV"
+  # nothing comes back after the commit (an item the transaction took while
+  # open, queued again, would make another transaction)
+  local tx tx2
+  tx=$(metric beatline_transactions_total)
+  for _ in $(seq 20); do
+    tx2=$(metric beatline_transactions_total)
+    [ "$tx2" == "$tx" ] || break
+    sleep 0.05
+  done
+  expect "no work after the last commit ($*)" "$tx 0" \
+    "$tx2 $(metric beatline_batches_duplicate_total)"
   stop_server
   dump "$d" > "$d.dump"
 }
