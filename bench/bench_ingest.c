@@ -305,6 +305,9 @@ int main(int argc, char **argv)
            GOAL_RATIO, p_wall / z_wall, p_wall / z_wall <= GOAL_RATIO ? "MET" : "NOT MET",
            t_one / z_cpu);
     printf("         aggregates of the parallel run identical to the one-thread run's\n");
+    if (z_wall > 1.15 * z_cpu)
+        printf("note     the machine is busy (the anchor's wall time is %.1fx its CPU time): "
+               "wall figures are unreliable, compare CPU figures\n", z_wall / z_cpu);
     for (uint32_t i = 0; i < n_batches; i++)
         free(z[i]);
     for (unsigned i = 0; i < n_slots; i++)

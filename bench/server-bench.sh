@@ -47,7 +47,7 @@ awk -v a="$t0" -v b="$t1" -v n="$BATCHES" 'BEGIN {
   r = n * 100000 / (b - a) / 1e6
   printf "end to end: %.2f M records/s processed into SQLite (%.2f s for %d batches, ack to commit)\n",
          r, b - a, n
-  printf "goal     end to end >= 10 M records/s: %.2f M/s  %s\n", r, r >= 10 ? "MET" : "NOT MET" }'
+  printf "goal     end to end >= 10 M records/s: %.2f M/s  %s\n", r, (r >= 10 ? "MET" : "NOT MET") }'
 # CPU seconds of the server's threads so far (writer, prep, HTTP), and the load
 for t in /proc/"$PID"/task/*; do
   echo "$(cat "$t/comm") $(awk '{ print $14 + $15 }' "$t/stat")"
