@@ -130,6 +130,12 @@ struct bl_processor {
     unsigned n_slots;
     uint64_t pseq;
     int pstop;
+    /* the checkpointer (store/db.h bl_db_checkpoint): its own connection,
+     * woken after each commit; under pmu */
+    bl_db *ck_db;
+    pthread_t ck_thread;
+    int ck_started, ck_due;
+    pthread_cond_t ck_cv;
     /* done in this transaction: files to move after COMMIT */
     pending_batch *moves;
     size_t n_moves, cap_moves;
@@ -848,6 +854,39 @@ static void reset_states(bl_processor *p)
 
 /* ---- prep workers ---- */
 
+/* ---- checkpointer ---- */
+
+static void *ck_main(void *arg)
+{
+    bl_processor *p = arg;
+    name_thread("bl-checkpoint");
+    pthread_mutex_lock(&p->pmu);
+    for (;;) {
+        while (!p->ck_due && !p->pstop)
+            pthread_cond_wait(&p->ck_cv, &p->pmu);
+        if (!p->ck_due && p->pstop)
+            break;
+        p->ck_due = 0;
+        pthread_mutex_unlock(&p->pmu);
+        if (bl_db_checkpoint(p->ck_db))
+            logf_("checkpoint failed: %s", bl_db_errmsg(p->ck_db));
+        pthread_mutex_lock(&p->pmu);
+    }
+    pthread_mutex_unlock(&p->pmu);
+    return NULL;
+}
+
+/* A transaction committed: the checkpointer copies it into the database. */
+static void ck_wake(bl_processor *p)
+{
+    if (!p->ck_started)
+        return;
+    pthread_mutex_lock(&p->pmu);
+    p->ck_due = 1;
+    pthread_cond_signal(&p->ck_cv);
+    pthread_mutex_unlock(&p->pmu);
+}
+
 static void *prep_main(void *arg)
 {
     bl_processor *p = arg;
@@ -1115,6 +1154,7 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
         goto retry;
     }
     bl_agg_mark_stored(&p->agg); /* committed: later rounds update them by id */
+    ck_wake(p);
     clear_deltas(p);
     for (size_t i = later; i < n; i++) /* none when later == SIZE_MAX */
         push(p, &items[i]);
@@ -1369,6 +1409,7 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     pthread_mutex_init(&p->pmu, NULL);
     pthread_cond_init(&p->pcv, NULL);
     pthread_cond_init(&p->pdone, NULL);
+    pthread_cond_init(&p->ck_cv, NULL);
     for (unsigned i = 0; i < PREP_SLOTS; i++)
         bl_prep_init(&p->slot[i].job);
     p->next_sweep = mono_s() + sweep_every(p);
@@ -1382,6 +1423,22 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
         err = bl_db_open(dbp, 0, &p->db, errbuf, n);
     if (!err && bl_db_writer_memory(p->db) != BL_OK)
         logf_("cannot enlarge the writer's page cache: %s", bl_db_errmsg(p->db));
+    if (!err) {
+        /* checkpoints on a thread of their own; without it (no connection,
+         * no thread) the writer's commits do them as SQLite's default */
+        char ckerr[256];
+        if (bl_db_open(dbp, 0, &p->ck_db, ckerr, sizeof ckerr) != BL_OK) {
+            logf_("no checkpointer connection (%s): the writer checkpoints", ckerr);
+            p->ck_db = NULL;
+        } else if (pthread_create(&p->ck_thread, NULL, ck_main, p) != 0) {
+            logf_("no checkpointer thread: the writer checkpoints");
+        } else if (bl_db_no_autocheckpoint(p->db) != BL_OK) {
+            logf_("cannot hand checkpoints to their thread: %s", bl_db_errmsg(p->db));
+            p->ck_started = 1; /* it runs anyway (harmless), and stops at the end */
+        } else {
+            p->ck_started = 1;
+        }
+    }
     if (!err) {
         int64_t next;
         err = bl_wr_next_node_id(p->db, &next);
@@ -1432,9 +1489,13 @@ void bl_processor_stop(bl_processor *p)
     pthread_mutex_lock(&p->pmu);
     p->pstop = 1;
     pthread_cond_broadcast(&p->pcv);
+    pthread_cond_broadcast(&p->ck_cv);
     pthread_mutex_unlock(&p->pmu);
     for (unsigned i = 0; i < p->n_prep; i++)
         pthread_join(p->prep_thread[i], NULL);
+    if (p->ck_started)
+        pthread_join(p->ck_thread, NULL);
+    bl_db_close(p->ck_db);
     for (unsigned i = 0; i < PREP_SLOTS; i++)
         bl_prep_cleanup(&p->slot[i].job);
     bl_prep_cleanup(&p->inline_job);
@@ -1455,5 +1516,6 @@ void bl_processor_stop(bl_processor *p)
     pthread_mutex_destroy(&p->pmu);
     pthread_cond_destroy(&p->pcv);
     pthread_cond_destroy(&p->pdone);
+    pthread_cond_destroy(&p->ck_cv);
     free(p);
 }

@@ -87,6 +87,17 @@ bl_err bl_db_writer_memory(bl_db *db)
     return bl_db_exec(db, "PRAGMA cache_size = -" BL_STR(BL_DB_WRITER_CACHE_KIB));
 }
 
+bl_err bl_db_no_autocheckpoint(bl_db *db)
+{
+    return bl_db_exec(db, "PRAGMA wal_autocheckpoint = 0");
+}
+
+bl_err bl_db_checkpoint(bl_db *db)
+{
+    int rc = sqlite3_wal_checkpoint_v2(db->h, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    return rc == SQLITE_OK || rc == SQLITE_BUSY ? BL_OK : BL_EIO;
+}
+
 bl_err bl_db_bound_memory(bl_db *db)
 {
     return bl_db_exec(db, "PRAGMA cache_size = -2048; PRAGMA temp_store = FILE");

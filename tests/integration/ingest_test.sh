@@ -17,7 +17,10 @@
 #   3. a transaction takes batches as they come (--txn-idle-ms): five
 #      batches posted one after the other land in one transaction; killed
 #      (-9) while that transaction is open, the restarted server commits
-#      each of them exactly once.
+#      each of them exactly once;
+#   4. checkpoints run on their own thread after each commit (the writer's
+#      commits no longer do them): the database file itself, read without
+#      its WAL, soon holds what was committed.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
@@ -182,5 +185,25 @@ expect "after kill -9 and restart: 5 batches recorded once" 5 \
 if cmp -s d3.dump d4.dump; then ok; else
   bad "kill -9 in an open transaction changes the figures: $(diff d3.dump d4.dump | head -5)"
 fi
+
+# --- 4. the checkpointer copies commits into the database file -------------
+D5=$WORK/d5
+setup_data "$D5"
+start_server "$D5"
+http PUT /v1/apps/shop/builds/1.0/method-ids "$UPL" --data-binary @ids.txt
+for k in 1 2 3; do
+  http POST /v1/apps/shop/batches "$ING" --data-binary @"v$k.bin"
+  wait_metric beatline_batches_processed_total "$k"
+done
+n=""
+for _ in $(seq 100); do # the file alone (a copy without -wal), bounded wait
+  cp "$D5/beatline.db" main-only.db
+  rm -f main-only.db-wal main-only.db-shm
+  n=$(sqlite3 main-only.db "SELECT count(*) FROM batches" 2> /dev/null || true)
+  [ "$n" == 3 ] && break
+  sleep 0.1
+done
+expect "committed batches in the database file itself" 3 "$n"
+stop_server
 
 finish
