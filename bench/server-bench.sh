@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Server benchmarks, side by side with their anchors, in one run:
-#   1. in-process processing (bench_ingest) next to zstd decompression;
+# Server benchmarks, side by side with their anchors and goals, in one run:
+#   1. in-process processing (bench_ingest) next to zstd decompression, on
+#      one thread (per-core cost) and on both cores as the writer runs it
+#      (two prep threads ahead of the aggregating thread); goal: wall time
+#      <= 1.5x zstd -d's;
 #   2. HTTP ingest of 100,000-record zstd batches on loopback (bench_http):
 #      acknowledged records/s and request latency, then the time until the
-#      writer has processed everything;
+#      writer has committed everything (goal >= 10 M records/s), with the
+#      CPU time of the server's threads;
 #   3. slow-methods query latency p50/p99 once ≥ 10 M invocations are stored.
 #   bench/server-bench.sh BUILD_DIR [BATCHES] [CONNECTIONS]
 set -euo pipefail
@@ -13,8 +17,8 @@ CONNS=${3:-4}
 WORK=$(mktemp -d)
 trap 'kill "$PID" 2> /dev/null || true; wait 2> /dev/null || true; rm -rf "$WORK"' EXIT
 
-echo "== in-process: decode + symbolicate + call tree + aggregate, per core"
-"$BIN/bench_ingest" 100 100000
+echo "== in-process: decode + symbolicate + call tree + aggregate"
+"$BIN/bench_ingest" 100 100000 2
 
 echo
 echo "== HTTP ingest on loopback ($BATCHES batches x 100,000 records, $CONNS connections)"
@@ -41,8 +45,16 @@ while :; do
 done
 t1=$(date +%s.%N)
 awk -v a="$t0" -v b="$t1" -v n="$BATCHES" 'BEGIN {
-  printf "end to end: %.2f M records/s processed into SQLite (%.1f s for %d batches, ack to commit)\n",
-         n * 100000 / (b - a) / 1e6, b - a, n }'
+  r = n * 100000 / (b - a) / 1e6
+  printf "end to end: %.2f M records/s processed into SQLite (%.2f s for %d batches, ack to commit)\n",
+         r, b - a, n
+  printf "goal     end to end >= 10 M records/s: %.2f M/s  %s\n", r, (r >= 10 ? "MET" : "NOT MET") }'
+# CPU seconds of the server's threads so far (writer, prep, HTTP), and the load
+for t in /proc/"$PID"/task/*; do
+  echo "$(cat "$t/comm") $(awk '{ print $14 + $15 }' "$t/stat")"
+done | awk -v hz="$(getconf CLK_TCK)" '{ c[$1] += $2 } END {
+  printf "cpu     "; for (k in c) printf " %s %.2f s", k, c[k] / hz; printf "\n" }'
+echo "load     $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min)"
 echo
 echo "== slow-methods query over $((BATCHES * 50000)) invocations"
 "$BIN/bench_http" query "$PORT" "/v1/apps/bench/slow-methods?build=1.0&sort=p99&limit=50" "$RD" 200

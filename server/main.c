@@ -78,6 +78,16 @@ static const char usage[] =
     "                           [BEATLINE_QUOTA_WAITING_BYTES] (default 1073741824)\n"
     "  --quota-new-builds N     builds first seen in a batch, per clock hour\n"
     "                           [BEATLINE_QUOTA_NEW_BUILDS] (default 100)\n"
+    "  --prep-threads N         threads that decompress, decode and rebuild the\n"
+    "                           call trees of queued batches ahead of the writer;\n"
+    "                           0-8, 0 = the writer does it all\n"
+    "                           [BEATLINE_PREP_THREADS] (default 1)\n"
+    "  --txn-max-ms MS          a writer transaction takes batches as they come for\n"
+    "                           at most this long, then commits; 1-3600000\n"
+    "                           [BEATLINE_TXN_MAX_MS] (default 1000)\n"
+    "  --txn-idle-ms MS         with no batch queued it waits this long for one\n"
+    "                           before committing; 0-3600000\n"
+    "                           [BEATLINE_TXN_IDLE_MS] (default 20)\n"
     "  --waiting-expiry SECONDS a batch waiting longer is deleted (counted in\n"
     "                           beatline_batches_expired_total); 1-3155760000\n"
     "                           (100 years)\n"
@@ -363,7 +373,7 @@ int main(int argc, char **argv)
              body_timeout = 60, min_body_rate = 16384, max_conns = 1000, max_per_ip = 0;
     /* per-app ingest quotas (pipeline/quota.h) and the expiry of waiting batches */
     uint64_t q_builds = 50, q_batches = 10000, q_bytes = 1u << 30, q_new = 100,
-             expiry = 7 * 24 * 3600;
+             expiry = 7 * 24 * 3600, prep_threads = 1, txn_max_ms = 1000, txn_idle_ms = 20;
     /* retention (pipeline/retention.h) */
     uint64_t keep_raw = 7, keep_days = 90, ret_interval = 3600;
     struct {
@@ -383,6 +393,9 @@ int main(int argc, char **argv)
                  { "BEATLINE_KEEP_RAW_DAYS", &keep_raw },
                  { "BEATLINE_KEEP_DAYS", &keep_days },
                  { "BEATLINE_RETENTION_INTERVAL", &ret_interval },
+                 { "BEATLINE_PREP_THREADS", &prep_threads },
+                 { "BEATLINE_TXN_MAX_MS", &txn_max_ms },
+                 { "BEATLINE_TXN_IDLE_MS", &txn_idle_ms },
                  { "BEATLINE_HEADER_TIMEOUT", &header_timeout },
                  { "BEATLINE_BODY_TIMEOUT", &body_timeout },
                  { "BEATLINE_MIN_BODY_RATE", &min_body_rate },
@@ -452,6 +465,12 @@ int main(int argc, char **argv)
             bad = parse_u64(v, &q_bytes);
         else if (!strcmp(a, "--quota-new-builds"))
             bad = parse_u64(v, &q_new);
+        else if (!strcmp(a, "--prep-threads"))
+            bad = parse_u64(v, &prep_threads) || prep_threads > 8;
+        else if (!strcmp(a, "--txn-max-ms"))
+            bad = parse_u64(v, &txn_max_ms) || txn_max_ms == 0 || txn_max_ms > 3600000;
+        else if (!strcmp(a, "--txn-idle-ms"))
+            bad = parse_u64(v, &txn_idle_ms) || txn_idle_ms > 3600000;
         else if (!strcmp(a, "--waiting-expiry"))
             bad = parse_u64(v, &expiry) || expiry == 0;
         else if (!strcmp(a, "--keep-raw-days"))
@@ -482,6 +501,11 @@ int main(int argc, char **argv)
         }
     }
 
+    if (prep_threads > 8 || txn_max_ms == 0 || txn_max_ms > 3600000 || txn_idle_ms > 3600000) {
+        fprintf(stderr, "beatline-server: --prep-threads (BEATLINE_PREP_THREADS) must be 0-8, "
+                        "--txn-max-ms 1-3600000, --txn-idle-ms 0-3600000\n");
+        return 1;
+    }
     if (threads == 0 || threads > 256) {
         fprintf(stderr, "beatline-server: threads must be 1-256\n");
         return 1;
@@ -545,7 +569,10 @@ int main(int argc, char **argv)
     bl_proc_opts po = { .data_dir = data, .max_batches_per_txn = 256,
                         .max_decompressed = max_dec,
                         .quota = { q_builds, q_batches, q_bytes, q_new },
-                        .waiting_expiry_s = expiry };
+                        .waiting_expiry_s = expiry,
+                        .prep_threads = prep_threads ? (uint32_t)prep_threads : BL_PREP_NONE,
+                        .txn_max_ms = (uint32_t)txn_max_ms,
+                        .txn_idle_ms = txn_idle_ms ? (uint32_t)txn_idle_ms : BL_TXN_IDLE_NONE };
     bl_processor *proc;
     if (bl_processor_start(&po, &proc, err, sizeof err) != BL_OK) {
         fprintf(stderr, "beatline-server: %s\n", err);

@@ -44,6 +44,7 @@ void bl_agg_cleanup(bl_agg *a)
 {
     bl_agg_clear(a);
     free(a->stats);
+    free(a->stat_order);
     bl_u128map_cleanup(&a->stat_ix);
     bl_calltree_cleanup(&a->tree);
     free(a->node_of);
@@ -71,6 +72,39 @@ static int64_t row_of(const bl_agg_build *b, uint32_t mid)
         return b->rows[mid];
     uint64_t *v = bl_u128map_get(&b->far_rows, mid, 0);
     return v ? (int64_t)*v : 0;
+}
+
+/* qsort has no context argument: the stats being ordered (writer thread
+ * only; bench and tests are single-threaded per aggregator too) */
+static _Thread_local const bl_agg_stat *sort_ctx;
+
+static int cmp_stat(const void *x, const void *y)
+{
+    const bl_agg_stat *a = &sort_ctx[*(const uint32_t *)x], *b = &sort_ctx[*(const uint32_t *)y];
+    if (a->build_id != b->build_id)
+        return a->build_id < b->build_id ? -1 : 1;
+    if (a->method != b->method)
+        return a->method < b->method ? -1 : 1;
+    if (a->main != b->main)
+        return a->main < b->main ? -1 : 1;
+    return a->hour < b->hour ? -1 : a->hour > b->hour;
+}
+
+static int cmp_touched(const void *x, const void *y)
+{
+    const struct touched *a = x, *b = y;
+    if (a->b != b->b) {
+        if (a->b->build_id != b->b->build_id)
+            return a->b->build_id < b->b->build_id ? -1 : 1;
+        return (uintptr_t)a->b < (uintptr_t)b->b ? -1 : 1;
+    }
+    return a->local < b->local ? -1 : a->local > b->local;
+}
+
+void bl_agg_mark_stored(bl_agg *a)
+{
+    for (size_t i = 0; i < a->n_touched; i++)
+        a->touched[i].b->lnode[a->touched[i].local].stored = 1;
 }
 
 bl_err bl_agg_finish(bl_agg *a)
@@ -117,7 +151,22 @@ bl_err bl_agg_finish(bl_agg *a)
     free(pos);
     if (err)
         return err;
-    /* node deltas */
+    /* the stats in key order */
+    if (ns > a->cap_order) {
+        uint32_t *o = realloc(a->stat_order, ns * sizeof *o);
+        if (!o)
+            return BL_ENOMEM;
+        a->stat_order = o;
+        a->cap_order = ns;
+    }
+    for (size_t i = 0; i < ns; i++)
+        a->stat_order[i] = (uint32_t)i;
+    sort_ctx = a->stats;
+    if (ns > 1)
+        qsort(a->stat_order, ns, sizeof *a->stat_order, cmp_stat);
+    /* node deltas, by build and id (a build's local order is its id order) */
+    if (a->n_touched > 1)
+        qsort(a->touched, a->n_touched, sizeof *a->touched, cmp_touched);
     if (a->n_touched > a->cap_nodes) {
         bl_agg_node *nn = realloc(a->nodes, a->n_touched * sizeof *nn);
         if (!nn)
@@ -134,6 +183,7 @@ bl_err bl_agg_finish(bl_agg *a)
         d->parent = ln->parent1 ? b->lnode[ln->parent1 - 1].id : 0;
         d->method = row_of(b, (uint32_t)(ln->key >> 1));
         d->main = (int)(ln->key & 1);
+        d->is_new = !ln->stored;
         d->count = ln->count;
         d->total = ln->total;
         d->self = ln->self;
@@ -309,6 +359,7 @@ bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int ma
     bl_err e = new_local(b, id, parent_local1, (uint64_t)mid << 1 | (uint64_t)(main != 0), &l);
     if (e)
         return e;
+    b->lnode[l].stored = 1;
     uint64_t *v;
     int ins;
     return bl_u128map_put(&b->id_local, (uint64_t)id, 0, l, &v, &ins);
@@ -416,8 +467,15 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
     bl_err err = bl_calltree_build_segment(&a->tree, th->records, th->n_records, &seg);
     if (err)
         return err;
-    a->malformed += a->tree.malformed;
-    uint32_t n = a->tree.n_calls;
+    return bl_agg_tree(a, b, th, &a->tree, origin);
+}
+
+bl_err bl_agg_tree(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, const bl_calltree *tree,
+                   int64_t origin)
+{
+    bl_err err;
+    a->malformed += tree->malformed;
+    uint32_t n = tree->n_calls;
     if (n > a->cap_node_of) {
         uint32_t *no = realloc(a->node_of, (size_t)n * sizeof *no);
         if (!no)
@@ -459,7 +517,7 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, int6
     /* calls are in exit order (children first): walk backwards so that a
      * parent's path exists before its children's */
     for (uint32_t k = n; k-- > 0;) {
-        const bl_call *c = &a->tree.calls[k];
+        const bl_call *c = &tree->calls[k];
         uint32_t mid = c->method_id;
         int64_t row;
         int far = is_far(b, mid), unknown;

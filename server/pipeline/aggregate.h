@@ -41,7 +41,9 @@ typedef struct bl_agg_lnode {
     uint32_t parent1;    /* parent's local + 1, 0 for a root */
     uint32_t last_child; /* local + 1 of the child looked up last */
     uint64_t count, total, self; /* this round's deltas */
-    uint64_t reserved;
+    uint32_t stored;     /* 1: its row is in the database (loaded, or written by a
+                          * committed transaction: bl_agg_mark_stored) */
+    uint32_t pad;
 } bl_agg_lnode;
 
 /* What the aggregator knows of one build. */
@@ -107,6 +109,7 @@ bl_err bl_agg_check_batch(const bl_batch *b, char *msg, size_t n);
 typedef struct bl_agg_node {
     int64_t id, build_id, parent, method;
     int main;
+    int is_new;          /* 1: not in the database yet (created this round) */
     uint64_t count, total, self;
 } bl_agg_node;
 
@@ -118,6 +121,9 @@ typedef bl_err (*bl_agg_new_row_fn)(void *ctx, bl_agg_build *b, uint32_t method_
 typedef struct bl_agg {
     bl_agg_stat *stats;   /* deltas, n_stats valid */
     size_t n_stats, cap_stats;
+    uint32_t *stat_order; /* after bl_agg_finish: stats indexes by (build, method
+                           * row, main, hour), the stored key's order */
+    size_t cap_order;
     bl_agg_node *nodes;   /* node deltas, filled by bl_agg_finish */
     size_t n_nodes, cap_nodes;
     struct touched { bl_agg_build *b; uint32_t local; } *touched;
@@ -161,10 +167,16 @@ void bl_agg_cleanup(bl_agg *a);
 void bl_agg_clear(bl_agg *a);
 /* Builds every stat's percentile sketch blob from the inclusive times kept
  * since the last clear (grouping them by stat keeps one dense sketch hot in
- * cache instead of thousands cold) and the node deltas (bl_agg.nodes). Call
+ * cache instead of thousands cold), stat_order, and the node deltas
+ * (bl_agg.nodes, by build then increasing id: B-tree order, so the writer's
+ * SQLite cursor moves forward instead of seeking all over the table). Call
  * before writing; the builds touched since the last clear must still be
  * alive. BL_ENOMEM. */
 bl_err bl_agg_finish(bl_agg *a);
+/* The round's node deltas were committed: their nodes are stored from now
+ * on (later rounds update them by id). Call before bl_agg_clear, only after
+ * a successful commit (after a rollback the writer drops its build states). */
+void bl_agg_mark_stored(bl_agg *a);
 
 void bl_agg_build_init(bl_agg_build *b, int64_t build_id);
 void bl_agg_build_cleanup(bl_agg_build *b);
@@ -182,5 +194,11 @@ bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int ma
  * the new_row callback's error. */
 bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th,
                      int64_t origin_wall_us);
+/* The same with the thread's call tree already rebuilt (`tree`, from
+ * bl_calltree_build_segment on th's records and segment flags, e.g. by
+ * pipeline/prep.h on another thread): adds exactly what bl_agg_thread
+ * would. BL_ENOMEM or the new_row callback's error. */
+bl_err bl_agg_tree(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, const bl_calltree *tree,
+                   int64_t origin_wall_us);
 
 #endif

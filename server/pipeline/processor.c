@@ -19,6 +19,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -34,6 +37,7 @@
 #include "pipeline/aggregate.h"
 #include "pipeline/datadir.h"
 #include "pipeline/events.h"
+#include "pipeline/prep.h"
 #include "pipeline/quota.h"
 #include "pipeline/retention.h"
 #include "store/apps.h"
@@ -68,6 +72,7 @@ typedef struct work {
      * the build is idle since then (retention: its aggregates expired) */
     drop_req *dr;
     int64_t drop_cutoff;
+    int checked;     /* 1: bl_agg_check_batch passed at POST (same bytes) */
 } work;
 
 typedef struct pending_batch {
@@ -90,6 +95,28 @@ typedef struct bstate {
     size_t n_waiting, cap_waiting;
 } bstate;
 
+/* Prep workers (prep.h): while the writer aggregates batch i of a
+ * transaction, workers read, decompress, decode and rebuild the call trees
+ * of the next ones, one slot per batch; the writer takes the slots in its
+ * own order, so what it adds is exactly what it would add alone. */
+#define PREP_MAX_THREADS 8
+#define PREP_SLOTS (PREP_MAX_THREADS + 1)
+/* bodies prepared ahead are at most this big (a bigger one is prepared
+ * again by the writer itself, up to max_decompressed): bounds the memory
+ * the slots hold */
+#define PREP_AHEAD_MAX_BODY ((uint64_t)8 << 20)
+enum { PS_FREE, PS_QUEUED, PS_RUNNING, PS_DONE };
+
+typedef struct pslot {
+    bl_prep job;
+    int state;        /* PS_*, under pmu */
+    size_t item;      /* index in the transaction's items */
+    uint64_t seq;     /* submission order: workers take the oldest */
+    char path[BL_PATH_MAX];
+    bl_encoding enc;
+    int check;
+} pslot;
+
 struct bl_processor {
     bl_proc_opts o;
     char data_dir[BL_PATH_MAX];
@@ -108,7 +135,22 @@ struct bl_processor {
     size_t n_builds, cap_builds;
     bl_u128map build_ix; /* (app_id, xxh64(build)) -> index + 1 */
     bl_agg agg;
-    bl_buf body;
+    bl_prep inline_job;  /* the writer's own job (no workers; big bodies) */
+    unsigned n_prep;     /* prep worker threads running */
+    pthread_t prep_thread[PREP_MAX_THREADS];
+    pthread_mutex_t pmu;
+    pthread_cond_t pcv;  /* a slot queued, or stopping */
+    pthread_cond_t pdone; /* a slot done */
+    pslot slot[PREP_SLOTS];
+    unsigned n_slots;
+    uint64_t pseq;
+    int pstop;
+    /* the checkpointer (store/db.h bl_db_checkpoint): its own connection,
+     * woken after each commit; under pmu */
+    bl_db *ck_db;
+    pthread_t ck_thread;
+    int ck_started, ck_due;
+    pthread_cond_t ck_cv;
     /* done in this transaction: files to move after COMMIT */
     pending_batch *moves;
     size_t n_moves, cap_moves;
@@ -119,6 +161,16 @@ struct bl_processor {
     uint8_t *waited;        /* per item of the round: went to a waiting list */
     bl_events *ev;          /* batch events: blocks (owned) */
 };
+
+/* Names the calling thread (top -H, /proc/PID/task/N/comm). */
+static void name_thread(const char *name)
+{
+#ifdef __linux__
+    (void)prctl(PR_SET_NAME, name, 0, 0, 0);
+#else
+    (void)name;
+#endif
+}
 
 static double mono_s(void)
 {
@@ -191,6 +243,7 @@ bl_err bl_processor_enqueue_admitted(bl_processor *p, const char *uuid, bl_encod
     snprintf(w.build, sizeof w.build, "%s", build);
     w.bytes = bytes;
     w.counted = counted;
+    w.checked = 1; /* the POST ran bl_agg_check_batch on these bytes */
     return push(p, &w);
 }
 
@@ -564,7 +617,7 @@ static bl_err new_row(void *ctx, bl_agg_build *ab, uint32_t mid, int64_t *row)
 static void delta_stat(void *ctx, size_t i, bl_wr_stat *s)
 {
     const bl_agg *a = ctx;
-    const bl_agg_stat *d = &a->stats[i];
+    const bl_agg_stat *d = &a->stats[a->stat_order[i]];
     *s = (bl_wr_stat){
         .build_id = d->build_id, .method = d->method, .main = d->main, .hour = d->hour,
         .count = (int64_t)d->count, .total_us = (int64_t)d->total,
@@ -578,8 +631,8 @@ static void delta_node(void *ctx, size_t i, bl_wr_node *n)
     const bl_agg_node *d = &((const bl_agg *)ctx)->nodes[i];
     *n = (bl_wr_node){
         .id = d->id, .build_id = d->build_id, .main = d->main, .parent = d->parent,
-        .method = d->method, .count = (int64_t)d->count, .total_us = (int64_t)d->total,
-        .self_us = (int64_t)d->self,
+        .method = d->method, .is_new = d->is_new, .count = (int64_t)d->count,
+        .total_us = (int64_t)d->total, .self_us = (int64_t)d->self,
     };
 }
 
@@ -611,51 +664,31 @@ static void clear_deltas(bl_processor *p)
  * batch was queued twice and handled): nothing to do */
 enum { B_DONE, B_WAITING, B_DUPLICATE, B_FAILED, B_ABORT, B_LATER, B_RETRY, B_GONE };
 
-static bl_err sink_body(void *ctx, const void *d, size_t n)
-{
-    return bl_buf_append(ctx, d, n);
-}
-
-static bl_err load_batch(bl_processor *p, const char *path, bl_encoding enc)
-{
-    bl_buf_reset(&p->body);
-    char *raw;
-    size_t len;
-    bl_err err = bl_read_file(path, (size_t)1 << 31, &raw, &len);
-    if (err)
-        return err;
-    bl_decomp *d;
-    if ((err = bl_decomp_new(enc, p->o.max_decompressed, sink_body, &p->body, &d))) {
-        free(raw);
-        return err;
-    }
-    err = bl_decomp_feed(d, raw, len);
-    if (!err)
-        err = bl_decomp_end(d);
-    bl_decomp_free(d);
-    free(raw);
-    return err;
-}
-
-static int process_batch(bl_processor *p, const work *w, uint64_t *records)
+/* Processes batch w, prepared in *j (prep.h) by a worker, or NULL: the
+ * writer prepares it itself (also when its body was too big to be
+ * prepared ahead). */
+static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *records)
 {
     char path[BL_PATH_MAX];
     *records = 0;
     if (bl_datadir_batch(p->data_dir, 0, w->uuid, w->enc, path))
         return B_FAILED;
-    bl_err err = load_batch(p, path, w->enc);
+    if (!j || (j->read_err == BL_ETOOBIG && j->max_body < p->o.max_decompressed)) {
+        j = &p->inline_job;
+        bl_prep_file(j, path, w->enc, p->o.max_decompressed, !w->checked);
+    }
+    bl_err err = j->read_err;
     if (err == BL_ENOTFOUND)
         return B_GONE; /* queued twice (a retry re-queues): handled already */
     if (err) {
         logf_("batch %s: cannot read: %s", w->uuid, bl_err_str(err));
         return B_FAILED;
     }
-    bl_batch bt;
-    bl_batch_error be;
-    if (bl_batch_decode((const uint8_t *)p->body.data, p->body.len, &bt, &be) != BL_OK) {
-        logf_("batch %s: malformed: %s", w->uuid, be.message ? be.message : "?");
+    if (!j->decoded) {
+        logf_("batch %s: malformed: %s", w->uuid, j->be.message ? j->be.message : "?");
         return B_FAILED;
     }
+    const bl_batch bt = j->bt; /* owned by the job */
     int result = B_FAILED;
     bl_err seen = bl_wr_batch_seen(p->db, w->uuid);
     if (seen == BL_EIO)
@@ -716,10 +749,9 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
     /* the POST checked this already (http/h_batch.c); a batch stored by an
      * older server may still break a limit: refused whole, before any of its
      * threads is counted */
-    char why[300];
-    if ((err = bl_agg_check_batch(&bt, why, sizeof why))) {
+    if (j->checked && (err = j->check_err)) {
         logf_("batch %s: %s; batch refused", w->uuid,
-              err == BL_ETOOBIG ? why : bl_err_str(err));
+              err == BL_ETOOBIG ? j->why : bl_err_str(err));
         result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
         goto out;
     }
@@ -732,7 +764,8 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
     }
     uint64_t malformed0 = p->agg.malformed, unknown0 = p->agg.unknown_records;
     for (uint32_t i = 0; i < bt.n_threads; i++)
-        if ((err = bl_agg_thread(&p->agg, &b->ab, &bt.threads[i], origin))) {
+        if ((err = j->tree_err[i]) ||
+            (err = bl_agg_tree(&p->agg, &b->ab, &bt.threads[i], &j->trees[i], origin))) {
             logf_("batch %s: %s", w->uuid, bl_err_str(err));
             /* deltas are partial: the transaction must go */
             result = err == BL_ENOMEM ? B_RETRY : B_ABORT;
@@ -758,7 +791,7 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
         .uuid = w->uuid, .app_id = app_id, .build_id = b->build_id,
         .received_at = now - (int64_t)((mono_s() - w->t_enq) * 1e6), .processed_at = now,
         .records = (int64_t)bt.n_records, .malformed = (int64_t)(p->agg.malformed - malformed0),
-        .bytes = (int64_t)p->body.len,
+        .bytes = (int64_t)j->body.len,
     };
     if (bl_wr_batch_insert(p->db, &row)) {
         sql_err(p, "batches insert");
@@ -772,7 +805,6 @@ static int process_batch(bl_processor *p, const work *w, uint64_t *records)
     *records = bt.n_records;
     result = B_DONE;
 out:
-    bl_batch_cleanup(&bt);
     return result;
 }
 
@@ -989,12 +1021,224 @@ static void reset_states(bl_processor *p)
         p->agg.next_node = next;
 }
 
+/* ---- prep workers ---- */
+
+/* ---- checkpointer ---- */
+
+static void *ck_main(void *arg)
+{
+    bl_processor *p = arg;
+    name_thread("bl-checkpoint");
+    pthread_mutex_lock(&p->pmu);
+    for (;;) {
+        while (!p->ck_due && !p->pstop)
+            pthread_cond_wait(&p->ck_cv, &p->pmu);
+        if (!p->ck_due && p->pstop)
+            break;
+        p->ck_due = 0;
+        pthread_mutex_unlock(&p->pmu);
+        if (bl_db_checkpoint(p->ck_db))
+            logf_("checkpoint failed: %s", bl_db_errmsg(p->ck_db));
+        pthread_mutex_lock(&p->pmu);
+    }
+    pthread_mutex_unlock(&p->pmu);
+    return NULL;
+}
+
+/* A transaction committed: the checkpointer copies it into the database. */
+static void ck_wake(bl_processor *p)
+{
+    if (!p->ck_started)
+        return;
+    pthread_mutex_lock(&p->pmu);
+    p->ck_due = 1;
+    pthread_cond_signal(&p->ck_cv);
+    pthread_mutex_unlock(&p->pmu);
+}
+
+static void *prep_main(void *arg)
+{
+    bl_processor *p = arg;
+    name_thread("bl-prep");
+    uint64_t cap = p->o.max_decompressed < PREP_AHEAD_MAX_BODY ? p->o.max_decompressed
+                                                               : PREP_AHEAD_MAX_BODY;
+    pthread_mutex_lock(&p->pmu);
+    for (;;) {
+        pslot *s = NULL;
+        for (unsigned i = 0; i < p->n_slots; i++)
+            if (p->slot[i].state == PS_QUEUED && (!s || p->slot[i].seq < s->seq))
+                s = &p->slot[i];
+        if (!s) {
+            if (p->pstop)
+                break;
+            pthread_cond_wait(&p->pcv, &p->pmu);
+            continue;
+        }
+        s->state = PS_RUNNING;
+        pthread_mutex_unlock(&p->pmu);
+        bl_prep_file(&s->job, s->path, s->enc, cap, s->check);
+        pthread_mutex_lock(&p->pmu);
+        s->state = PS_DONE;
+        pthread_cond_broadcast(&p->pdone);
+    }
+    pthread_mutex_unlock(&p->pmu);
+    return NULL;
+}
+
+/* Queues the batches of items[*next..n) into free slots, in order. */
+static void prep_submit(bl_processor *p, const work *items, size_t n, size_t *next)
+{
+    if (!p->n_prep)
+        return;
+    pthread_mutex_lock(&p->pmu);
+    int queued = 0;
+    for (unsigned i = 0; i < p->n_slots && *next < n; i++) {
+        pslot *s = &p->slot[i];
+        if (s->state != PS_FREE)
+            continue;
+        while (*next < n && items[*next].kind != W_BATCH)
+            (*next)++;
+        if (*next == n)
+            break;
+        const work *w = &items[*next];
+        if (bl_datadir_batch(p->data_dir, 0, w->uuid, w->enc, s->path) == BL_OK) {
+            s->item = *next;
+            s->seq = p->pseq++;
+            s->enc = w->enc;
+            s->check = !w->checked;
+            s->state = PS_QUEUED;
+            queued = 1;
+        } else {
+            i--; /* the writer fails it itself; the slot stays free */
+        }
+        (*next)++;
+    }
+    if (queued)
+        pthread_cond_broadcast(&p->pcv);
+    pthread_mutex_unlock(&p->pmu);
+}
+
+/* The slot of item i once prepared, or NULL when it was not queued. */
+static pslot *prep_wait(bl_processor *p, size_t i)
+{
+    if (!p->n_prep)
+        return NULL;
+    pthread_mutex_lock(&p->pmu);
+    pslot *s = NULL;
+    for (unsigned k = 0; k < p->n_slots; k++)
+        if (p->slot[k].state != PS_FREE && p->slot[k].item == i)
+            s = &p->slot[k];
+    while (s && s->state != PS_DONE)
+        pthread_cond_wait(&p->pdone, &p->pmu);
+    pthread_mutex_unlock(&p->pmu);
+    return s;
+}
+
+static void prep_release(bl_processor *p, pslot *s)
+{
+    pthread_mutex_lock(&p->pmu);
+    s->state = PS_FREE;
+    pthread_mutex_unlock(&p->pmu);
+}
+
+/* Drops every queued or prepared slot (the transaction ended early or
+ * normally); waits for the ones being prepared. */
+static void prep_drain(bl_processor *p)
+{
+    if (!p->n_prep)
+        return;
+    pthread_mutex_lock(&p->pmu);
+    for (;;) {
+        int running = 0;
+        for (unsigned k = 0; k < p->n_slots; k++) {
+            if (p->slot[k].state == PS_RUNNING)
+                running = 1;
+            else
+                p->slot[k].state = PS_FREE;
+        }
+        if (!running)
+            break;
+        pthread_cond_wait(&p->pdone, &p->pmu);
+    }
+    pthread_mutex_unlock(&p->pmu);
+}
+
+/* Moves up to `room` queued items to dst; p->mu held. A build deletion
+ * (W_DROP) is a round of its own, in queue order: it is taken only as the
+ * first item of a new round (`new_round`), and nothing after it. */
+static size_t pop_locked(bl_processor *p, work *dst, size_t room, int new_round)
+{
+    size_t n = 0;
+    while (n < room && p->qlen > 0) {
+        if (p->q[p->qhead].kind == W_DROP && (n > 0 || !new_round))
+            break;
+        dst[n] = p->q[p->qhead];
+        p->qhead = (p->qhead + 1) % p->qcap;
+        p->qlen--;
+        if (dst[n].kind == W_BATCH)
+            p->st.queue_depth--;
+        n++;
+        if (dst[n - 1].kind == W_DROP)
+            break;
+    }
+    return n;
+}
+
+/* More work for the open transaction (begun at t_begin, monotonic s): the
+ * items queued since, waiting up to txn_idle_ms for one when there are
+ * none. 0 — commit now — once the transaction holds max_batches_per_txn
+ * items (`room` is 0), has been open txn_max_ms, holds BL_TXN_MAX_VALS
+ * inclusive times (bounds the aggregator's memory), or the server stops.
+ * Committing rewrites every call-path node and method-hour row the
+ * transaction touched, so under load a transaction that goes on taking
+ * batches writes each of them once instead of once per handful of batches;
+ * nothing is acknowledged by the writer, so a kill -9 before the commit
+ * leaves the batches in batches/pending, processed again at the start. */
+static size_t take_more(bl_processor *p, work *dst, size_t room, double t_begin)
+{
+    if (!room || p->agg.n_vals >= BL_TXN_MAX_VALS)
+        return 0;
+    double end = t_begin + (double)p->o.txn_max_ms / 1e3;
+    pthread_mutex_lock(&p->mu);
+    double now = mono_s();
+    if (p->qlen == 0 && !p->stop && now < end && p->o.txn_idle_ms) {
+        double until = now + (double)p->o.txn_idle_ms / 1e3;
+        if (until > end)
+            until = end;
+        while (p->qlen == 0 && !p->stop && (now = mono_s()) < until) {
+            struct timespec ts; /* CLOCK_REALTIME: the cv's clock */
+            clock_gettime(CLOCK_REALTIME, &ts);
+            double left = until - now;
+            ts.tv_sec += (time_t)left;
+            ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+        }
+    }
+    size_t n = 0;
+    if (!p->stop && mono_s() < end)
+        n = pop_locked(p, dst, room, 0);
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+static void run_txn_(bl_processor *p, work *items, size_t n);
+
 static void run_txn(bl_processor *p, work *items, size_t n)
 {
     if (n == 1 && items[0].kind == W_DROP) { /* a deletion runs alone */
         drop_finish(p, items[0].dr, drop_build(p, &items[0]));
         return;
     }
+    run_txn_(p, items, n);
+    prep_drain(p);
+}
+
+static void run_txn_(bl_processor *p, work *items, size_t n)
+{
     uint64_t recs = 0, done = 0, dup = 0, failed = 0;
     size_t aborted = SIZE_MAX;
     p->n_moves = 0;
@@ -1006,15 +1250,30 @@ static void run_txn(bl_processor *p, work *items, size_t n)
         goto retry;
     }
     p->round_batches = 0;
-    size_t later = n; /* items[later..n) go to the next transaction */
-    for (size_t i = 0; i < n; i++) {
+    size_t later = SIZE_MAX; /* items[later..n) go to the next transaction */
+    size_t next_prep = 0;
+    double t_begin = mono_s();
+    prep_submit(p, items, n, &next_prep);
+    for (size_t i = 0;; i++) {
+        if (i == n) {
+            size_t got = take_more(p, items + n, p->o.max_batches_per_txn - n, t_begin);
+            if (!got)
+                break;
+            memset(p->waited + n, 0, got);
+            n += got;
+            prep_submit(p, items, n, &next_prep);
+        }
         if (items[i].kind == W_BUILD) {
             if (register_build(p, items[i].app_id, items[i].build) != BL_OK)
                 logf_("build %s: registration failed", items[i].build);
             continue;
         }
         uint64_t r;
-        int res = process_batch(p, &items[i], &r);
+        pslot *ps = prep_wait(p, i);
+        int res = process_batch(p, &items[i], ps ? &ps->job : NULL, &r);
+        if (ps)
+            prep_release(p, ps);
+        prep_submit(p, items, n, &next_prep);
         if (res == B_LATER) {
             later = i;
             break;
@@ -1073,8 +1332,10 @@ static void run_txn(bl_processor *p, work *items, size_t n)
         }
         goto retry;
     }
+    bl_agg_mark_stored(&p->agg); /* committed: later rounds update them by id */
+    ck_wake(p);
     clear_deltas(p);
-    for (size_t i = later; i < n; i++)
+    for (size_t i = later; i < n; i++) /* none when later == SIZE_MAX */
         push(p, &items[i]);
     double now = mono_s();
     for (size_t i = 0; i < p->n_moves; i++)
@@ -1168,6 +1429,7 @@ static void expire_waiting(bl_processor *p)
 static void *writer_main(void *arg)
 {
     bl_processor *p = arg;
+    name_thread("bl-writer");
     size_t cap = p->o.max_batches_per_txn;
     work *items = malloc(cap * sizeof *items);
     p->waited = malloc(cap);
@@ -1209,20 +1471,7 @@ static void *writer_main(void *arg)
             pthread_mutex_unlock(&p->mu);
             break;
         }
-        size_t n = 0;
-        while (n < cap && p->qlen > 0) {
-            /* a build deletion is a round of its own, in queue order */
-            if (n > 0 && p->q[p->qhead].kind == W_DROP)
-                break;
-            items[n] = p->q[p->qhead];
-            p->qhead = (p->qhead + 1) % p->qcap;
-            p->qlen--;
-            if (items[n].kind == W_BATCH)
-                p->st.queue_depth--;
-            n++;
-            if (items[n - 1].kind == W_DROP)
-                break;
-        }
+        size_t n = pop_locked(p, items, cap, 1);
         p->busy = 1;
         pthread_mutex_unlock(&p->mu);
         run_txn(p, items, n);
@@ -1316,6 +1565,12 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
         p->o.max_batches_per_txn = 64;
     if (!p->o.max_decompressed)
         p->o.max_decompressed = (uint64_t)256 << 20;
+    if (!p->o.txn_max_ms)
+        p->o.txn_max_ms = 1000;
+    if (p->o.txn_idle_ms == BL_TXN_IDLE_NONE)
+        p->o.txn_idle_ms = 0;
+    else if (!p->o.txn_idle_ms)
+        p->o.txn_idle_ms = 20;
     if (!p->o.max_nodes_per_build)
         p->o.max_nodes_per_build = 1000000;
     if (!p->o.waiting_expiry_s)
@@ -1330,7 +1585,13 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     pthread_cond_init(&p->drop_cv, NULL);
     bl_u128map_init(&p->build_ix);
     bl_agg_init(&p->agg, 1, p->o.max_nodes_per_build, new_row, p);
-    bl_buf_init(&p->body, p->o.max_decompressed);
+    bl_prep_init(&p->inline_job);
+    pthread_mutex_init(&p->pmu, NULL);
+    pthread_cond_init(&p->pcv, NULL);
+    pthread_cond_init(&p->pdone, NULL);
+    pthread_cond_init(&p->ck_cv, NULL);
+    for (unsigned i = 0; i < PREP_SLOTS; i++)
+        bl_prep_init(&p->slot[i].job);
     p->next_sweep = mono_s() + sweep_every(p);
     char dbp[BL_PATH_MAX];
     bl_err err = bl_quota_new(&p->o.quota, &p->quota);
@@ -1342,6 +1603,24 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
         err = bl_datadir_db(p->data_dir, dbp);
     if (!err)
         err = bl_db_open(dbp, 0, &p->db, errbuf, n);
+    if (!err && bl_db_writer_memory(p->db) != BL_OK)
+        logf_("cannot enlarge the writer's page cache: %s", bl_db_errmsg(p->db));
+    if (!err) {
+        /* checkpoints on a thread of their own; without it (no connection,
+         * no thread) the writer's commits do them as SQLite's default */
+        char ckerr[256];
+        if (bl_db_open(dbp, 0, &p->ck_db, ckerr, sizeof ckerr) != BL_OK) {
+            logf_("no checkpointer connection (%s): the writer checkpoints", ckerr);
+            p->ck_db = NULL;
+        } else if (pthread_create(&p->ck_thread, NULL, ck_main, p) != 0) {
+            logf_("no checkpointer thread: the writer checkpoints");
+        } else if (bl_db_no_autocheckpoint(p->db) != BL_OK) {
+            logf_("cannot hand checkpoints to their thread: %s", bl_db_errmsg(p->db));
+            p->ck_started = 1; /* it runs anyway (harmless), and stops at the end */
+        } else {
+            p->ck_started = 1;
+        }
+    }
     if (!err) {
         int64_t next;
         err = bl_wr_next_node_id(p->db, &next);
@@ -1352,6 +1631,16 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
         err = preload_quota(p, errbuf, n);
     if (!err)
         err = recover(p);
+    unsigned want = p->o.prep_threads == BL_PREP_NONE ? 0
+                    : p->o.prep_threads == 0 ? 1
+                    : p->o.prep_threads > PREP_MAX_THREADS ? PREP_MAX_THREADS
+                    : p->o.prep_threads;
+    for (unsigned i = 0; !err && i < want; i++) {
+        if (pthread_create(&p->prep_thread[i], NULL, prep_main, p) != 0)
+            break; /* fewer workers (or none): the writer prepares the rest itself */
+        p->n_prep++;
+        p->n_slots = p->n_prep + 1;
+    }
     if (!err) {
         if (pthread_create(&p->thread, NULL, writer_main, p) != 0) {
             snprintf(errbuf, n, "cannot start the writer thread");
@@ -1379,6 +1668,19 @@ void bl_processor_stop(bl_processor *p)
         pthread_mutex_unlock(&p->mu);
         pthread_join(p->thread, NULL);
     }
+    pthread_mutex_lock(&p->pmu);
+    p->pstop = 1;
+    pthread_cond_broadcast(&p->pcv);
+    pthread_cond_broadcast(&p->ck_cv);
+    pthread_mutex_unlock(&p->pmu);
+    for (unsigned i = 0; i < p->n_prep; i++)
+        pthread_join(p->prep_thread[i], NULL);
+    if (p->ck_started)
+        pthread_join(p->ck_thread, NULL);
+    bl_db_close(p->ck_db);
+    for (unsigned i = 0; i < PREP_SLOTS; i++)
+        bl_prep_cleanup(&p->slot[i].job);
+    bl_prep_cleanup(&p->inline_job);
     for (size_t i = 0; i < p->n_builds; i++)
         bstate_free(p->builds[i]);
     /* deletions still queued: their callers are told they did not happen */
@@ -1388,7 +1690,6 @@ void bl_processor_stop(bl_processor *p)
     free(p->builds);
     bl_agg_cleanup(&p->agg);
     bl_u128map_cleanup(&p->build_ix);
-    bl_buf_cleanup(&p->body);
     free(p->moves);
     free(p->move_failed);
     free(p->waited);
@@ -1400,5 +1701,9 @@ void bl_processor_stop(bl_processor *p)
     pthread_cond_destroy(&p->cv);
     pthread_cond_destroy(&p->idle_cv);
     pthread_cond_destroy(&p->drop_cv);
+    pthread_mutex_destroy(&p->pmu);
+    pthread_cond_destroy(&p->pcv);
+    pthread_cond_destroy(&p->pdone);
+    pthread_cond_destroy(&p->ck_cv);
     free(p);
 }

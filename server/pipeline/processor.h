@@ -31,9 +31,21 @@
 
 typedef struct bl_proc_opts {
     const char *data_dir;
-    uint32_t max_batches_per_txn; /* batches committed together at most, default 64 */
+    uint32_t max_batches_per_txn; /* items (batches, build changes) committed together at
+                                   * most, default 64 */
+    uint32_t txn_max_ms;          /* a transaction takes batches queued while it is open
+                                   * for at most this long (ms, from its first item),
+                                   * default 1000; then it commits */
+    uint32_t txn_idle_ms;         /* with nothing queued, it waits this long (ms) for more
+                                   * before committing: default 20 (0 = the default,
+                                   * BL_TXN_IDLE_NONE = no wait) */
     uint64_t max_decompressed;    /* bytes, default 256 MiB */
     uint32_t max_nodes_per_build; /* call-path nodes per build and thread kind, default 1,000,000 */
+    uint32_t prep_threads;        /* threads that read, decompress, decode and rebuild the
+                                   * call trees of the next batches of a transaction while
+                                   * the writer aggregates (pipeline/prep.h): 0 = default
+                                   * (1), BL_PREP_NONE = none (the writer does it all),
+                                   * at most 8 */
     bl_quota_limits quota;        /* per-app ingest quotas (quota.h); 0 = no limit */
     uint64_t waiting_expiry_s;    /* a batch waiting for its build's uploads longer than
                                    * this (seconds, from its file's mtime) is deleted and
@@ -41,6 +53,12 @@ typedef struct bl_proc_opts {
                                    * BL_WAITING_EXPIRY_MAX (larger values are taken as
                                    * that) */
 } bl_proc_opts;
+
+#define BL_PREP_NONE UINT32_MAX
+#define BL_TXN_IDLE_NONE UINT32_MAX
+/* inclusive times (8 bytes each, twice while a commit sorts them) a
+ * transaction keeps at most before it stops taking batches: 128 MiB */
+#define BL_TXN_MAX_VALS ((size_t)16 << 20)
 
 /* The largest waiting_expiry_s: 100 years of 365.25 days, in seconds. */
 #define BL_WAITING_EXPIRY_MAX UINT64_C(3155760000)

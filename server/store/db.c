@@ -14,6 +14,14 @@
 extern const char *const bl_migrations[];
 
 #define STMT_CACHE 64
+/* Page size of a new database (an existing one keeps its own). 16 KiB
+ * rather than SQLite's 4 KiB: a method-hour row's percentile sketch is a few
+ * KB, and a row of a WITHOUT ROWID table keeps only about a quarter of a
+ * page in the B-tree; with 4 KiB pages every sketch went to overflow pages,
+ * read and rewritten by each upsert (2.6x slower measured). */
+#define BL_DB_PAGE_SIZE 16384
+#define BL_STR_(x) #x
+#define BL_STR(x) BL_STR_(x)
 
 struct bl_db {
     sqlite3 *h;
@@ -72,6 +80,22 @@ bl_err bl_db_ping(bl_db *db)
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     return rc == SQLITE_ROW ? BL_OK : BL_EIO;
+}
+
+bl_err bl_db_writer_memory(bl_db *db)
+{
+    return bl_db_exec(db, "PRAGMA cache_size = -" BL_STR(BL_DB_WRITER_CACHE_KIB));
+}
+
+bl_err bl_db_no_autocheckpoint(bl_db *db)
+{
+    return bl_db_exec(db, "PRAGMA wal_autocheckpoint = 0");
+}
+
+bl_err bl_db_checkpoint(bl_db *db)
+{
+    int rc = sqlite3_wal_checkpoint_v2(db->h, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    return rc == SQLITE_OK || rc == SQLITE_BUSY ? BL_OK : BL_EIO;
 }
 
 bl_err bl_db_bound_memory(bl_db *db)
@@ -145,6 +169,7 @@ bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, siz
         err = BL_EIO;
     } else if (!readonly) {
         if (sqlite3_exec(db->h,
+                         "PRAGMA page_size=" BL_STR(BL_DB_PAGE_SIZE) "; "
                          "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
                          "PRAGMA foreign_keys=ON;",
                          NULL, NULL, NULL) != SQLITE_OK) {

@@ -55,6 +55,27 @@ bl_err bl_db_ping(bl_db *db);
  * BL_EIO on failure (the connection still works, unbounded). */
 bl_err bl_db_bound_memory(bl_db *db);
 
+/* Gives the writer connection a page cache of up to BL_DB_WRITER_CACHE_KIB
+ * KiB (SQLite's default is 2 MiB): a transaction updates every call-path
+ * node and method-hour row it touched, and with a small cache those pages
+ * are read again from the file (pread) and spilled to the WAL before the
+ * commit. Memory grows only as pages are used. BL_EIO on failure (the
+ * connection still works, with the default cache). */
+#define BL_DB_WRITER_CACHE_KIB 131072
+bl_err bl_db_writer_memory(bl_db *db);
+
+/* Checkpoints run by another thread: the writer connection stops doing
+ * them at its commits (PRAGMA wal_autocheckpoint = 0), and the checkpointer
+ * calls bl_db_checkpoint on a connection of its own after each commit. A
+ * checkpoint copies the pages of committed transactions from the WAL into
+ * the database file and syncs it: reading and writing all those pages
+ * again, work the writer then no longer waits for. BL_EIO. */
+bl_err bl_db_no_autocheckpoint(bl_db *db);
+/* A passive checkpoint (never waits for readers or the writer, which go on
+ * meanwhile; copies what it can). BL_EIO on failure (message:
+ * bl_db_errmsg); busy (another checkpoint running) is BL_OK. */
+bl_err bl_db_checkpoint(bl_db *db);
+
 /* Microseconds since the Unix epoch, now. */
 int64_t bl_now_us(void);
 

@@ -267,29 +267,49 @@ bl_err bl_wr_stats_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
     return BL_OK;
 }
 
+static const char nodes_upsert[] =
+    "INSERT INTO call_nodes(id, build_id, main, parent, method, count, total_us, self_us) "
+    "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET count = count + excluded.count, "
+    "total_us = total_us + excluded.total_us, self_us = self_us + excluded.self_us";
+
+/* A stored node's counters, by id: one seek in the table's B-tree (the
+ * UNIQUE index's columns do not change, so it is not touched). */
+static const char nodes_update[] =
+    "UPDATE call_nodes SET count = count + ?2, total_us = total_us + ?3, "
+    "self_us = self_us + ?4 WHERE id = ?1";
+
 bl_err bl_wr_nodes_add(bl_db *db, size_t n, bl_wr_node_fn row, void *ctx)
 {
     if (!n)
         return BL_OK;
-    sqlite3_stmt *st = bl_db_stmt(db, "INSERT INTO call_nodes(id, build_id, main, parent, method, count, "
-                                      "total_us, self_us) VALUES (?,?,?,?,?,?,?,?) "
-                                      "ON CONFLICT(id) DO UPDATE SET count = count + excluded.count, "
-                                      "total_us = total_us + excluded.total_us, "
-                                      "self_us = self_us + excluded.self_us");
-    if (!st)
+    sqlite3_stmt *ins = bl_db_stmt(db, nodes_upsert);
+    sqlite3_stmt *upd = ins ? bl_db_stmt(db, nodes_update) : NULL;
+    if (!upd)
         return BL_EIO;
+    sqlite3 *h = bl_db_handle(db);
     for (size_t i = 0; i < n; i++) {
         bl_wr_node d;
         row(ctx, i, &d);
-        sqlite3_bind_int64(st, 1, d.id);
-        sqlite3_bind_int64(st, 2, d.build_id);
-        sqlite3_bind_int(st, 3, d.main);
-        sqlite3_bind_int64(st, 4, d.parent);
-        sqlite3_bind_int64(st, 5, d.method);
-        sqlite3_bind_int64(st, 6, d.count);
-        sqlite3_bind_int64(st, 7, d.total_us);
-        sqlite3_bind_int64(st, 8, d.self_us);
-        if (step_done(st))
+        if (!d.is_new) {
+            sqlite3_bind_int64(upd, 1, d.id);
+            sqlite3_bind_int64(upd, 2, d.count);
+            sqlite3_bind_int64(upd, 3, d.total_us);
+            sqlite3_bind_int64(upd, 4, d.self_us);
+            if (step_done(upd))
+                return BL_EIO;
+            if (sqlite3_changes(h) == 1)
+                continue;
+            /* the row is gone (deleted behind the writer's back): made anew */
+        }
+        sqlite3_bind_int64(ins, 1, d.id);
+        sqlite3_bind_int64(ins, 2, d.build_id);
+        sqlite3_bind_int(ins, 3, d.main);
+        sqlite3_bind_int64(ins, 4, d.parent);
+        sqlite3_bind_int64(ins, 5, d.method);
+        sqlite3_bind_int64(ins, 6, d.count);
+        sqlite3_bind_int64(ins, 7, d.total_us);
+        sqlite3_bind_int64(ins, 8, d.self_us);
+        if (step_done(ins))
             return BL_EIO;
     }
     return BL_OK;

@@ -1,0 +1,59 @@
+/*
+ * prep.h — the part of processing a batch that needs only its bytes: read
+ * the file, decompress, decode, check the limits (bl_agg_check_batch), and
+ * rebuild every thread's call tree (agg/calltree.h). No database and no
+ * shared state, so the writer (processor.c) runs it on worker threads for
+ * the batches after the one it is aggregating, and bench_ingest does the
+ * same. The writer then only aggregates the ready trees (bl_agg_tree) and
+ * writes.
+ *
+ * A bl_prep is one job's storage, reused job after job (buffers and trees
+ * are kept and grown, never shrunk). One thread uses a bl_prep at a time.
+ */
+#ifndef BL_PREP_H
+#define BL_PREP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "agg/calltree.h"
+#include "common/blerr.h"
+#include "common/buf.h"
+#include "common/decomp.h"
+#include "ingest/batch.h"
+
+typedef struct bl_prep {
+    /* results of the last bl_prep_run / bl_prep_file */
+    bl_err read_err;      /* reading or decompressing: BL_ENOTFOUND (no file),
+                           * BL_ETOOBIG (over max_body), BL_EFORMAT, BL_ENOMEM,
+                           * BL_EIO; the fields below are valid only when BL_OK */
+    uint64_t max_body;    /* the cap that run used (bytes) */
+    bl_buf body;          /* the decompressed batch (owned) */
+    int decoded;          /* 1: bt is valid (points into body) */
+    bl_batch bt;
+    bl_batch_error be;    /* when !decoded */
+    int checked;          /* 1: check_err and why are set */
+    bl_err check_err;     /* bl_agg_check_batch: BL_OK, BL_ETOOBIG, BL_ENOMEM */
+    char why[300];
+    /* with check_err == BL_OK (or not checked): trees[i] is thread i's call
+     * tree and tree_err[i] what building it returned (BL_OK, BL_ETOOBIG,
+     * BL_ENOMEM; its tree is empty then); n_trees = bt.n_threads */
+    bl_calltree *trees;
+    bl_err *tree_err;
+    uint32_t n_trees, cap_trees;
+    void *zctx;           /* a reused zstd decompression context (owned) */
+} bl_prep;
+
+void bl_prep_init(bl_prep *j);
+void bl_prep_cleanup(bl_prep *j);
+
+/* Prepares the batch in `raw` (len bytes, compressed as `enc`): body at most
+ * max_body bytes; check: run bl_agg_check_batch (0: the batch was checked
+ * before, e.g. at POST); trees only when it passes (or is not checked).
+ * Results in *j (the previous ones are dropped). */
+void bl_prep_run(bl_prep *j, const void *raw, size_t len, bl_encoding enc, uint64_t max_body,
+                 int check);
+
+/* The same on the file at `path` (read whole; BL_ENOTFOUND when absent). */
+void bl_prep_file(bl_prep *j, const char *path, bl_encoding enc, uint64_t max_body, int check);
+
+#endif
