@@ -433,11 +433,58 @@ typedef struct emit_ctx {
     int main;                   /* thread kind of the rows being read */
 } emit_ctx;
 
+/* 1 when s is printable ASCII only (0x20-0x7E): then jansson's compact
+ * text of it is s between quotes with '"' and '\\' escaped, nothing else */
+static int plain_ascii(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7E)
+            return 0;
+    return 1;
+}
+
+static void out_plain(out *o, const char *s)
+{
+    const char *run = s;
+    out_raw(o, "\"", 1);
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\') {
+            out_raw(o, run, (size_t)(s - run));
+            out_raw(o, *s == '"' ? "\\\"" : "\\\\", 2);
+            run = s + 1;
+        }
+    out_raw(o, run, (size_t)(s - run));
+    out_raw(o, "\"", 1);
+}
+
+typedef struct method_out {
+    out *o;
+    int found;
+} method_out;
+
+/* Writes the method's names as JSON: written directly when they are all
+ * printable ASCII (the same bytes jansson writes), else through jansson
+ * (UTF-8 repaired, control characters escaped). */
 static void method_json(const bl_method_names *n, void *ctx)
 {
-    *(json_t **)ctx = json_pack("{s:o,s:o,s:o,s:o}", "class", bl_json_text(n->cls), "name",
-                                bl_json_text(n->name), "descriptor", bl_json_text(n->descriptor),
-                                "source_file", bl_json_text(n->source_file));
+    method_out *m = ctx;
+    m->found = 1;
+    if (plain_ascii(n->cls) && plain_ascii(n->name) && plain_ascii(n->descriptor) &&
+        plain_ascii(n->source_file)) {
+        out_str(m->o, "{\"class\":");
+        out_plain(m->o, n->cls);
+        out_str(m->o, ",\"name\":");
+        out_plain(m->o, n->name);
+        out_str(m->o, ",\"descriptor\":");
+        out_plain(m->o, n->descriptor);
+        out_str(m->o, ",\"source_file\":");
+        out_plain(m->o, n->source_file);
+        out_raw(m->o, "}", 1);
+        return;
+    }
+    out_json(m->o, json_pack("{s:o,s:o,s:o,s:o}", "class", bl_json_text(n->cls), "name",
+                             bl_json_text(n->name), "descriptor", bl_json_text(n->descriptor),
+                             "source_file", bl_json_text(n->source_file)));
 }
 
 /* Writes the method's JSON ({"class","name","descriptor","source_file"}),
@@ -452,13 +499,12 @@ static void out_method(emit_ctx *e, int64_t id)
     if ((o->e = map_put(o->r, &e->names, (uint64_t)id, 0, e->text.len, &v, &ins)))
         return;
     if (ins) {
-        json_t *m = NULL;
-        (void)bl_calltree_method(e->db, id, method_json, &m);
-        if (!m)
-            m = json_pack("{s:s,s:s}", "class", "?", "name", "?");
-        /* dumped into the names text, then NUL-terminated */
+        /* written into the names text, then NUL-terminated */
         out tmp = { o->r, e->text, BL_OK };
-        out_json(&tmp, m);
+        method_out m = { &tmp, 0 };
+        (void)bl_calltree_method(e->db, id, method_json, &m);
+        if (!m.found)
+            out_json(&tmp, json_pack("{s:s,s:s}", "class", "?", "name", "?"));
         e->text = tmp.b;
         if (!tmp.e)
             tmp.e = bl_req_append(o->r, &e->text, "", 1);

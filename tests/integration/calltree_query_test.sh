@@ -19,7 +19,10 @@ ROOT=com.example.t.Root.run
 # --- 4 batches x 4 threads (1 main) of random nesting under Root.run ------
 { echo "# beatline method-ids v1 names=original"
   echo "0,1,com.example.t.Root run ()V"
-  for i in $(seq 1 25); do echo "$i,1,com.example.t.W$((i % 7)) m$i (I)V"; done; } > mids.txt
+  for i in $(seq 1 25); do echo "$i,1,com.example.t.W$((i % 7)) m$i (I)V"; done
+  # names the answer escapes, or writes as UTF-8
+  echo '26,1,com.example.t.Q"uote\\Back m"26\\ (I)V'
+  echo '27,1,com.example.t.Ünï m27 (I)V'; } > mids.txt
 for b in 1 2 3 4; do
   awk -v b="$b" 'BEGIN {
     srand(7 * b)
@@ -32,7 +35,7 @@ for b in 1 2 3 4; do
       for (k = 0; k < 6000 || sp > 0; k++) {
         t += int(rand() * 3)
         enter = sp == 0 || (k < 6000 && sp < 24 && rand() < 0.5 + (9 - sp) / 30)
-        if (enter) { m = sp == 0 ? 0 : 1 + int(rand() * 25); st[sp++] = m; e = "i" }
+        if (enter) { m = sp == 0 ? 0 : 1 + int(rand() * 27); st[sp++] = m; e = "i" }
         else { m = st[--sp]; e = "o" }
         printf "%s[%d,\"%s\",%d]", (first ? "" : ","), m, e, t; first = 0
       }
@@ -103,4 +106,11 @@ http GET "/v1/apps/t/call-tree?build=1.0&thread=all&max_depth=64&limit=10000" "$
 expect "defaults spelt out" "$a" "$BODY"
 expect "defaults: truncated, one root" "true 1" \
   "$(jq -r '"\(.truncated) \(.roots | length)"' <<< "$a")"
+# method names are compact JSON as jansson writes them (jq writes the same)
+expect "answer is compact JSON" "$(jq -c . <<< "$a")" "$a"
+expect "names with quote, backslash, UTF-8" \
+  'com.example.t.Q"uote\\Back m"26\\ (I)V|com.example.t.Ünï m27 (I)V' \
+  "$(jq -r '[.. | objects | select(has("method")) | .method |
+            select(.name == "m\"26\\\\" or .name == "m27") |
+            "\(.class) \(.name) \(.descriptor)"] | unique | join("|")' <<< "$a")"
 finish
