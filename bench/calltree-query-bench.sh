@@ -21,13 +21,22 @@ RD=$("$BIN/beatline-server" --data "$WORK/data" app create ctree | jq -r .read_k
 PID=$!
 for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.05; done
 PORT=$(cat "$WORK/port")
+cpu() { # the server's user + system CPU time so far, in clock ticks
+  awk '{ print $14 + $15 }' "/proc/$PID/stat"
+}
 q() { # PATH GOAL
-  local out
+  local out c0 c1
   curl -s -o "$WORK/answer.json" -H "Authorization: Bearer $RD" "http://127.0.0.1:$PORT$1"
   printf '%-60s %s\n' "$1" "$(jq -c '{truncated, bytes: (tostring | length)}' "$WORK/answer.json")"
+  c0=$(cpu)
   out=$("$BIN/bench_http" query "$PORT" "$1" "$RD" "$REQS")
+  c1=$(cpu)
   echo "$out${2:+   goal $2}"
+  # CPU time does not depend on what else runs on the machine
+  awk -v a="$c0" -v b="$c1" -v n="$REQS" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { printf "server CPU per query %.1f ms (user + system, mean of %d)\n", (b - a) * 1000 / hz / n, n }'
 }
+uptime
 q "/v1/apps/ctree/call-tree?build=1.0" "p99 < 200 ms"
 q "/v1/apps/ctree/call-tree" "p99 < 200 ms"
 q "/v1/apps/ctree/call-tree?build=1.0&thread=main"
