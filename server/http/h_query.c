@@ -278,10 +278,12 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
 }
 
 /* ------------------------------------------------------------------------ */
-/* call tree: nodes of the build are merged by call path (and, for
- * thread=all, across main and other threads; with root=, across every
- * subtree rooted at that method) into an output tree, printed depth-first
- * with children by total time, until `limit` nodes are printed.
+/* call tree, with root= or a limit over TOP_DOWN_MAX_LIMIT (else see
+ * "top-down reading" below, same answer): nodes of the build are merged by
+ * call path (and, for thread=all, across main and other threads; with
+ * root=, across every subtree rooted at that method) into an output tree,
+ * printed depth-first with children by total time, until `limit` nodes are
+ * printed.
  *
  * Memory, all of it charged to the request's in-flight budget (503 when it
  * is spent): per output-tree node within max_depth levels 48 bytes plus its
