@@ -9,6 +9,8 @@
 #      writer has committed everything (goal >= 10 M records/s), with the
 #      CPU time of the server's threads;
 #   3. slow-methods query latency p50/p99 once ≥ 10 M invocations are stored.
+#   4. call-tree query latency p50/p99 over 1,000,000 stored nodes
+#      (bench/calltree-query-bench.sh).
 #   bench/server-bench.sh BUILD_DIR [BATCHES] [CONNECTIONS]
 set -euo pipefail
 BIN=$(cd "$1" && pwd)/bin
@@ -59,3 +61,6 @@ echo
 echo "== slow-methods query over $((BATCHES * 50000)) invocations"
 "$BIN/bench_http" query "$PORT" "/v1/apps/bench/slow-methods?build=1.0&sort=p99&limit=50" "$RD" 200
 "$BIN/bench_http" query "$PORT" "/v1/apps/bench/slow-methods?thread=main&sort=total" "$RD" 200
+echo
+# 4. call-tree query over a build of 1,000,000 stored nodes (issue 12)
+"$(dirname "$0")/calltree-query-bench.sh" "$1"

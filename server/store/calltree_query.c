@@ -41,6 +41,51 @@ bl_err bl_calltree_nodes(bl_db *db, const bl_calltree_query *q, bl_calltree_node
     return rc == SQLITE_DONE ? BL_OK : BL_EIO;
 }
 
+/* seeks on the UNIQUE (build_id, main, parent, method) index */
+bl_err bl_calltree_children(bl_db *db, int64_t build_id, int main, int64_t parent,
+                            bl_calltree_node_cb cb, void *ctx)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT id, method, count, total_us, self_us "
+                                      "FROM call_nodes WHERE build_id = ? AND main = ? "
+                                      "AND parent = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, build_id);
+    sqlite3_bind_int(st, 2, main);
+    sqlite3_bind_int64(st, 3, parent);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        bl_calltree_node n = {
+            sqlite3_column_int64(st, 0), parent,
+            sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+            sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4), 0,
+        };
+        if (cb(&n, ctx) != 0) {
+            rc = SQLITE_DONE;
+            break;
+        }
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
+bl_err bl_calltree_has_children(bl_db *db, int64_t build_id, int main, int64_t parent,
+                                int *has)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT 1 FROM call_nodes WHERE build_id = ? AND "
+                                      "main = ? AND parent = ? LIMIT 1");
+    *has = 0;
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, build_id);
+    sqlite3_bind_int(st, 2, main);
+    sqlite3_bind_int64(st, 3, parent);
+    int rc = sqlite3_step(st);
+    *has = rc == SQLITE_ROW;
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
 static const char *text(sqlite3_stmt *st, int i)
 {
     const char *s = (const char *)sqlite3_column_text(st, i);

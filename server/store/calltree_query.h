@@ -47,6 +47,21 @@ typedef int (*bl_calltree_node_cb)(const bl_calltree_node *n, void *ctx);
 bl_err bl_calltree_nodes(bl_db *db, const bl_calltree_query *q, bl_calltree_node_cb cb,
                          void *ctx);
 
+/* Lists the stored children of node `parent` (0: the build's roots) of
+ * build `build_id` on thread kind `main` (1: the main thread, 0: the
+ * others), in no particular order. A node's children are on its own
+ * thread kind. For reading a tree top-down without reading what a depth or
+ * node limit leaves out: one index seek per call, then one row per child
+ * (is_root is 0). Return value of cb and errors as bl_calltree_nodes. */
+bl_err bl_calltree_children(bl_db *db, int64_t build_id, int main, int64_t parent,
+                            bl_calltree_node_cb cb, void *ctx);
+
+/* *has = 1 when node `parent` (0: the build's roots) of build `build_id`
+ * has at least one stored child on thread kind `main`, else 0 (one index
+ * seek). BL_OK, BL_EIO. */
+bl_err bl_calltree_has_children(bl_db *db, int64_t build_id, int main, int64_t parent,
+                                int *has);
+
 /* A method's names as stored (deobfuscated when the build's mapping was
  * applied). Strings are never NULL. */
 typedef struct bl_method_names {

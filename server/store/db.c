@@ -67,6 +67,17 @@ void bl_db_rollback(bl_db *db)
     (void)bl_db_exec(db, "ROLLBACK");
 }
 
+bl_err bl_db_read_begin(bl_db *db)
+{
+    return bl_db_exec(db, "BEGIN DEFERRED");
+}
+
+void bl_db_read_end(bl_db *db)
+{
+    if (bl_db_exec(db, "COMMIT") != BL_OK)
+        (void)bl_db_exec(db, "ROLLBACK");
+}
+
 const char *bl_db_errmsg(bl_db *db)
 {
     return sqlite3_errmsg(db->h);

@@ -40,6 +40,15 @@ bl_err bl_db_begin(bl_db *db);
 bl_err bl_db_commit(bl_db *db);
 void bl_db_rollback(bl_db *db);
 
+/* A read transaction (any connection, read-only ones too): the reads
+ * between begin and end see one snapshot of the database (taken at the
+ * first read), and each read skips taking and dropping the database's
+ * locks again (cheaper for many small reads). End always closes it and
+ * ignores errors; call it on every path once begin returned BL_OK. BL_EIO
+ * on failure (message: bl_db_errmsg). */
+bl_err bl_db_read_begin(bl_db *db);
+void bl_db_read_end(bl_db *db);
+
 /* The database's message for the last failed call on this connection
  * (English text, never NULL). Owned by the connection: valid until the
  * next call on it. */
