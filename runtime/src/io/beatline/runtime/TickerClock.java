@@ -21,6 +21,12 @@ public final class TickerClock implements Clock {
     private volatile long now;
     private volatile boolean running = true;
     private final Thread thread;
+    /** Gated clock: the thread ticks only between {@link #resume()} and {@link #pause()}. */
+    private final boolean gated;
+    private volatile boolean active;
+    private volatile boolean parked;
+    /** The refresh period, µs: the clock's resolution (plus wake-up latency). */
+    final long periodMicros;
 
     /**
      * Starts the ticker thread.
@@ -28,11 +34,34 @@ public final class TickerClock implements Clock {
      * @param periodMicros how often the cached value is refreshed, µs, at least 1
      */
     public TickerClock(final long periodMicros) {
+        this(periodMicros, false);
+    }
+
+    /**
+     * A ticker that, when {@code gated}, runs only between {@link #resume()}
+     * and {@link #pause()} (issue 13's triggered mode: while the main thread
+     * dispatches a message); paused, its thread parks without a deadline and
+     * the value stays where it was.
+     *
+     * @param periodMicros how often the cached value is refreshed, µs, at least 1
+     * @param gated whether the thread ticks only while resumed
+     */
+    public TickerClock(final long periodMicros, final boolean gated) {
+        this.periodMicros = Math.max(1L, periodMicros);
+        this.gated = gated;
         final long periodNanos = Math.max(1L, periodMicros) * 1000L;
         thread = new Thread(new Runnable() {
             @Override
             public void run() {
                 while (running) {
+                    if (gated && !active) {
+                        parked = true;
+                        if (!active && running) {
+                            LockSupport.park(this);
+                        }
+                        parked = false;
+                        continue;
+                    }
                     now = (System.nanoTime() - originNanos) / 1000L;
                     LockSupport.parkNanos(periodNanos);
                 }
@@ -46,6 +75,30 @@ public final class TickerClock implements Clock {
     @Override
     public long nowMicros() {
         return now;
+    }
+
+    /** Exact µs on this clock's time line ({@code System.nanoTime()}): for the few reads that need it. */
+    long exactMicros() {
+        return (System.nanoTime() - originNanos) / 1000L;
+    }
+
+    /** Gated clock: start ticking (the value is brought up to date at once). */
+    void resume() {
+        if (gated) {
+            now = exactMicros();
+            active = true;
+            if (parked) {
+                LockSupport.unpark(thread);
+            }
+        }
+    }
+
+    /** Gated clock: stop ticking after the current period. */
+    void pause() {
+        if (gated) {
+            now = exactMicros();
+            active = false;
+        }
     }
 
     /** Stops the ticker thread (the value then stays frozen). */
