@@ -160,14 +160,14 @@ public final class DispatchMonitor {
             if (main == null) {
                 main = Thread.currentThread();
             }
-            if (clock instanceof TickerClock) {
-                ((TickerClock) clock).resume();
-            }
             Ring r = recorder.ring();
             ring = r;
             what = target;
             beginNanos = System.nanoTime();
             beginUs = exactMicros();
+            if (clock instanceof TickerClock) {
+                ((TickerClock) clock).resume(beginUs);
+            }
             pBegin = r.published();
             seq++;
             dispatching = true;

@@ -82,10 +82,13 @@ public final class TickerClock implements Clock {
         return (System.nanoTime() - originNanos) / 1000L;
     }
 
-    /** Gated clock: start ticking (the value is brought up to date at once). */
-    void resume() {
+    /**
+     * Gated clock: start ticking; the value is set to {@code nowUs} at once
+     * (the caller's exact reading, so no record of the dispatch reads earlier).
+     */
+    void resume(long nowUs) {
         if (gated) {
-            now = exactMicros();
+            now = nowUs;
             active = true;
             if (parked) {
                 LockSupport.unpark(thread);

@@ -29,6 +29,8 @@ import java.lang.reflect.Field;
 public final class LooperDispatch implements Printer, MessageQueue.IdleHandler {
     /** Least uptime between two checks that the printer is still installed, ms. */
     static final long RECHECK_MS = 1000;
+    /** The check interval in force, ms (tests set 0). */
+    static volatile long recheckMs = RECHECK_MS;
 
     /** Target of Android messages (see {@link #target(String)}). */
     static final DispatchMonitor.Namer NAMER = new DispatchMonitor.Namer() {
@@ -42,6 +44,8 @@ public final class LooperDispatch implements Printer, MessageQueue.IdleHandler {
     private final Looper looper;
     private volatile Printer chained;
     private long checkedAt;
+    /** The hook installed last; an older one's idle handler removes itself. */
+    private static volatile LooperDispatch active;
     /** Times this printer was set again after the app replaced it. */
     volatile int reinstalls;
 
@@ -63,6 +67,7 @@ public final class LooperDispatch implements Printer, MessageQueue.IdleHandler {
         }
         Looper main = Looper.getMainLooper();
         LooperDispatch d = new LooperDispatch(m, main);
+        active = d;
         d.set();
         main.getQueue().addIdleHandler(d);
         return d;
@@ -108,8 +113,11 @@ public final class LooperDispatch implements Printer, MessageQueue.IdleHandler {
     @Override
     public boolean queueIdle() {
         try {
+            if (active != this) {
+                return false; // a later install replaced this hook: leave the queue
+            }
             long now = SystemClock.uptimeMillis();
-            if (now - checkedAt >= RECHECK_MS || checkedAt == 0) {
+            if (now - checkedAt >= recheckMs || checkedAt == 0) {
                 checkedAt = now;
                 if (printerOf(looper) != this) {
                     set();
