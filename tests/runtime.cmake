@@ -43,6 +43,7 @@ beatline_runtime_test(runtime_segments SegmentTest)
 beatline_runtime_test(runtime_span SpanTest)
 beatline_runtime_test(runtime_backlog BacklogTest)
 beatline_runtime_test(runtime_spool SpoolTest)
+beatline_runtime_test(runtime_awt AwtDispatchTest)
 
 # Android tests (issue 13): the Android source set under Robolectric 4.11.1,
 # SDK 34, offline: the jars scripts/install-deps copied with Maven into

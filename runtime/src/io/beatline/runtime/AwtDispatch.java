@@ -41,9 +41,48 @@ final class AwtDispatch extends EventQueue {
                     src = r;
                 }
             }
-            return e.getClass().getName() + "/" + (src == null ? "null" : src.getClass().getName());
+            String srcName = src == null ? "null" : src.getClass().getName();
+            if (e instanceof InvocationEvent && src == e.getSource()) {
+                String r = fromParamString(((InvocationEvent) e).paramString());
+                if (r != null) {
+                    srcName = r;
+                }
+            }
+            return e.getClass().getName() + "/" + stable(srcName);
         }
     };
+
+    /**
+     * The runnable's class from {@code InvocationEvent.paramString()}
+     * ({@code "INVOCATION_DEFAULT,runnable=com.example.Main$1@1b2c,notifier=…"}):
+     * the public way to it where the private field cannot be read (JDK 16+
+     * without {@code --add-opens java.desktop/java.awt.event=ALL-UNNAMED}).
+     */
+    static String fromParamString(String ps) {
+        if (ps == null) {
+            return null;
+        }
+        int i = ps.indexOf("runnable=");
+        if (i < 0) {
+            return null;
+        }
+        int j = ps.indexOf(",notifier=", i);
+        String r = ps.substring(i + 9, j < 0 ? ps.length() : j);
+        int at = r.lastIndexOf('@');
+        if (at > 0) {
+            r = r.substring(0, at);
+        }
+        return r.isEmpty() || r.equals("null") ? null : r;
+    }
+
+    /**
+     * A class name that is the same in every run: a lambda's
+     * {@code Main$$Lambda$14/0x0000000800c03000} becomes {@code Main$$Lambda}.
+     */
+    static String stable(String cls) {
+        int l = cls.indexOf("$$Lambda");
+        return l >= 0 ? cls.substring(0, l + 8) : cls;
+    }
 
     private static volatile Field runnableField;
     private static volatile boolean noField;
