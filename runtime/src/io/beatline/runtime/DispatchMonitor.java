@@ -21,9 +21,10 @@ import java.util.concurrent.locks.LockSupport;
  * it samples the main thread's Java stack and the session spools an ANR
  * report at once (a block event with {@code "anr":true} and the stack), so a
  * process killed during the stall leaves it on disk for the next start. It
- * parks without a deadline while the main thread is idle (an idle app wakes
- * no thread) and wakes at most once per {@code anrThresholdMs} while it is
- * busy.
+ * wakes about once per {@code anrThresholdMs} while the main thread works,
+ * and parks without a deadline once it found the main thread idle for a
+ * whole threshold (an idle app wakes no thread; the next message wakes it
+ * with one unpark).
  *
  * <p>Per message the main thread pays two {@code System.nanoTime()} reads,
  * a few field stores and a ring position read (docs/benchmarks.md). Nested
@@ -85,27 +86,40 @@ public final class DispatchMonitor {
     private final Thread watchdog;
     private volatile boolean running = true;
 
+    private static final java.util.concurrent.atomic.AtomicLongFieldUpdater<DispatchMonitor> START =
+            java.util.concurrent.atomic.AtomicLongFieldUpdater.newUpdater(DispatchMonitor.class, "start");
+
+    /** The clock's origin in {@code System.nanoTime()} terms when it is nanoTime-based (else unused). */
+    private final long originNanos;
+    private final boolean nanoBased;
+
     // main thread only
     private int depth;
+    private long beginNanos;
+    // written by the main thread before the volatile store of start (read by the watchdog after it)
     private Ring ring;
     private long pBegin;
     private long beginUs;
+    private Object what;
 
-    // main thread writes, watchdog reads
-    private volatile Object what;
     private volatile Thread main;
-    private volatile long beginNanos;
-    private volatile long seq;
-    private volatile boolean dispatching;
+    /**
+     * {@code System.nanoTime()} at the begin of the dispatch running now
+     * (made odd-free: never 0), 0 when the main thread is idle: the one
+     * field the watchdog watches. One volatile store per begin (its fence
+     * orders it before the read of {@link #watchdogParked}), an ordered
+     * store per end.
+     */
+    private volatile long start;
     private volatile boolean watchdogParked;
-    /** The watchdog's ANR report of dispatch {@link #anrSeq}: its spool handle (read by end()). */
+    /** The watchdog's ANR report of the dispatch that began at {@link #anrSeq} ({@link #start}): its spool handle. */
     private volatile Object anrHandle;
     private volatile long anrSeq = -1;
     private volatile String[] anrStack;
 
-    /** Dispatches seen, blocks found (main thread writes; approximate when read elsewhere). */
-    volatile long messages;
-    volatile long blocks;
+    /** Dispatches seen, blocks found, ANR reports (plain counters: approximate when read elsewhere). */
+    long messages;
+    long blocks;
     volatile long anrs;
 
     /**
@@ -122,6 +136,16 @@ public final class DispatchMonitor {
         this.sink = sink;
         this.blockNanos = blockThresholdMs * 1000000L;
         this.anrNanos = anrThresholdMs * 1000000L;
+        if (clock instanceof NanoClock) {
+            nanoBased = true;
+            originNanos = ((NanoClock) clock).originNanos;
+        } else if (clock instanceof TickerClock) {
+            nanoBased = true;
+            originNanos = ((TickerClock) clock).originNanos;
+        } else {
+            nanoBased = false;
+            originNanos = 0;
+        }
         if (anrThresholdMs > 0) {
             watchdog = new Thread(new Runnable() {
                 @Override
@@ -141,9 +165,9 @@ public final class DispatchMonitor {
         return main;
     }
 
-    /** Exact clock µs on the recorder clock's time line. */
-    private long exactMicros() {
-        return clock instanceof TickerClock ? ((TickerClock) clock).exactMicros() : clock.nowMicros();
+    /** Exact clock µs on the recorder clock's time line, from a {@code System.nanoTime()} reading. */
+    private long micros(long nanos) {
+        return nanoBased ? (nanos - originNanos) / 1000L : clock.nowMicros();
     }
 
     /**
@@ -163,14 +187,14 @@ public final class DispatchMonitor {
             Ring r = recorder.ring();
             ring = r;
             what = target;
-            beginNanos = System.nanoTime();
-            beginUs = exactMicros();
+            long t = System.nanoTime();
+            beginNanos = t;
+            beginUs = micros(t);
             if (clock instanceof TickerClock) {
                 ((TickerClock) clock).resume(beginUs);
             }
             pBegin = r.published();
-            seq++;
-            dispatching = true;
+            start = t == 0 ? 1 : t; // volatile: publishes the fields above to the watchdog
             if (watchdogParked) {
                 LockSupport.unpark(watchdog);
             }
@@ -186,20 +210,19 @@ public final class DispatchMonitor {
                 return;
             }
             long endNanos = System.nanoTime();
-            long endUs = exactMicros();
-            dispatching = false;
+            long s = start;
+            START.lazySet(this, 0);
             messages++;
             if (clock instanceof TickerClock) {
                 ((TickerClock) clock).pause();
             }
-            boolean reported = anrSeq == seq;
-            Object handle = reported ? anrHandle : null;
-            String[] stack = reported ? anrStack : null;
+            boolean reported = anrSeq == s;
             if (endNanos - beginNanos >= blockNanos || reported) {
                 blocks++;
                 Ring r = ring;
-                sink.block(new Block(kind, safeTarget(what), r, pBegin, r.published(), beginUs, endUs,
-                        stack != null, stack), handle);
+                String[] stack = reported ? anrStack : null;
+                sink.block(new Block(kind, safeTarget(what), r, pBegin, r.published(), beginUs, micros(endNanos),
+                        stack != null, stack), reported ? anrHandle : null);
             }
             what = null;
         } catch (Throwable t) {
@@ -227,22 +250,28 @@ public final class DispatchMonitor {
     private void watch() {
         while (running) {
             try {
-                if (!dispatching) {
+                long s = start;
+                if (s == 0) {
+                    // idle now: wait one threshold first (a busy main thread keeps the watchdog
+                    // here, without an unpark per message), then park without a deadline
+                    LockSupport.parkNanos(this, anrNanos);
+                    if (start != 0 || messages != idleMark()) {
+                        continue;
+                    }
                     watchdogParked = true;
-                    if (!dispatching && running) {
+                    if (start == 0 && running) {
                         LockSupport.park(this);
                     }
                     watchdogParked = false;
                     continue;
                 }
-                long s = seq;
-                long due = beginNanos + anrNanos;
+                long due = s + anrNanos;
                 long now = System.nanoTime();
                 if (now - due < 0) {
                     LockSupport.parkNanos(this, due - now);
                     continue;
                 }
-                if (seq == s && dispatching && anrSeq != s) {
+                if (start == s && anrSeq != s) {
                     report(s);
                 }
                 // this dispatch is reported (or over): look again after a threshold
@@ -251,6 +280,16 @@ public final class DispatchMonitor {
                 LockSupport.parkNanos(this, Math.max(1000000L, anrNanos));
             }
         }
+    }
+
+    private long lastIdleMark = -1;
+
+    /** Messages seen at the previous look (watchdog only): the main thread was idle all along when unchanged. */
+    private long idleMark() {
+        long m = messages;
+        long prev = lastIdleMark;
+        lastIdleMark = m;
+        return prev;
     }
 
     /** Samples the main thread's stack and has the session spool the ANR report. Watchdog thread. */
@@ -266,16 +305,17 @@ public final class DispatchMonitor {
         for (int i = 0; i < n; i++) {
             stack[i] = st[i].toString();
         }
-        long nowUs = exactMicros();
+        long nowUs = micros(System.nanoTime());
         long p = r.published();
         long b = pBegin;
         long bUs = beginUs;
-        if (seq != s || !dispatching) {
+        Object w = what;
+        if (start != s) {
             return; // it ended meanwhile: end() reports it as a block
         }
         anrs++;
         anrStack = stack;
-        anrHandle = sink.anr(new Block(kind, safeTarget(what), r, b, p, bUs, nowUs, true, stack));
+        anrHandle = sink.anr(new Block(kind, safeTarget(w), r, b, p, bUs, nowUs, true, stack));
         anrSeq = s; // published last: end() reads it first
     }
 }

@@ -17,14 +17,26 @@ import java.util.concurrent.locks.LockSupport;
  * ({@code beatline.clock=ticker}); never the default.
  */
 public final class TickerClock implements Clock {
-    private final long originNanos = System.nanoTime();
+    /** {@code System.nanoTime()} at this clock's 0 (read by {@link DispatchMonitor}: µs from a nanoTime it has). */
+    final long originNanos = System.nanoTime();
     private volatile long now;
+    private static final java.util.concurrent.atomic.AtomicLongFieldUpdater<TickerClock> NOW =
+            java.util.concurrent.atomic.AtomicLongFieldUpdater.newUpdater(TickerClock.class, "now");
+    private static final java.util.concurrent.atomic.AtomicIntegerFieldUpdater<TickerClock> ACTIVE =
+            java.util.concurrent.atomic.AtomicIntegerFieldUpdater.newUpdater(TickerClock.class, "active");
     private volatile boolean running = true;
     private final Thread thread;
     /** Gated clock: the thread ticks only between {@link #resume()} and {@link #pause()}. */
     private final boolean gated;
-    private volatile boolean active;
+    private volatile int active;
     private volatile boolean parked;
+    /**
+     * Gated clock: how long the thread keeps ticking after a pause before it
+     * parks without a deadline (so a main thread dispatching message after
+     * message does not pay an unpark per message; an idle app wakes no
+     * thread after this), ns.
+     */
+    static final long GRACE_NANOS = 200000000L;
     /** The refresh period, µs: the clock's resolution (plus wake-up latency). */
     final long periodMicros;
 
@@ -53,14 +65,22 @@ public final class TickerClock implements Clock {
         thread = new Thread(new Runnable() {
             @Override
             public void run() {
+                long lastActive = System.nanoTime();
                 while (running) {
-                    if (gated && !active) {
-                        parked = true;
-                        if (!active && running) {
-                            LockSupport.park(this);
+                    if (gated) {
+                        long t = System.nanoTime();
+                        if (active != 0) {
+                            lastActive = t;
+                        } else if (t - lastActive >= GRACE_NANOS) {
+                            // idle for GRACE_NANOS: sleep until the next resume() (one unpark then)
+                            parked = true;
+                            if (active == 0 && running) {
+                                LockSupport.park(this);
+                            }
+                            parked = false;
+                            lastActive = System.nanoTime();
+                            continue;
                         }
-                        parked = false;
-                        continue;
                     }
                     now = (System.nanoTime() - originNanos) / 1000L;
                     LockSupport.parkNanos(periodNanos);
@@ -88,8 +108,8 @@ public final class TickerClock implements Clock {
      */
     void resume(long nowUs) {
         if (gated) {
-            now = nowUs;
-            active = true;
+            NOW.lazySet(this, nowUs);
+            active = 1;
             if (parked) {
                 LockSupport.unpark(thread);
             }
@@ -99,8 +119,7 @@ public final class TickerClock implements Clock {
     /** Gated clock: stop ticking after the current period. */
     void pause() {
         if (gated) {
-            now = exactMicros();
-            active = false;
+            ACTIVE.lazySet(this, 0);
         }
     }
 
