@@ -118,6 +118,9 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
         if ("awt".equals(cfg.dispatch)) {
             policy = awtPolicy(policy);
         }
+        if (triggered) {
+            policy = mainOnly(policy); // only main-thread windows are uploaded: other threads' rings would be waste
+        }
         DeviceInfo dev = cfg.device != null ? cfg.device : new JvmDeviceInfo();
         model = dev.model();
         os = dev.osVersion();
@@ -127,6 +130,21 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
         this.spool = spool != null ? spool : new Spool(cfg.spoolDir, cfg.spoolMaxFiles, cfg.spoolMaxBytes, log);
         uploader = new Uploader(cfg.server, cfg.app, cfg.ingestKey, this.spool, cfg.backoffBaseMillis,
                 cfg.backoffMaxMillis, cfg.httpTimeoutMillis, log);
+    }
+
+    /** Triggered mode: only the main thread gets a ring. */
+    private static ThreadPolicy mainOnly(final ThreadPolicy inner) {
+        return new ThreadPolicy() {
+            @Override
+            public boolean isMain(Thread t) {
+                return inner.isMain(t);
+            }
+
+            @Override
+            public boolean trace(Thread t) {
+                return false;
+            }
+        };
     }
 
     /** The AWT event dispatch thread is the main thread (and traced whatever the policy says). */
