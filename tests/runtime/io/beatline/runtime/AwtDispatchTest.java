@@ -87,6 +87,49 @@ public class AwtDispatchTest {
         assertTrue(Beatline.stats().messages >= 3);
     }
 
+    /** A stall past the ANR threshold that ends: its spooled report is replaced by the finished block (one batch). */
+    @Test
+    public void finishedAnrReplacesItsReport() throws Exception {
+        File spool = TestSupport.tempDir("anr-end");
+        assertTrue(Beatline.start(new BeatlineConfig.Builder().server("http://127.0.0.1:9").app("awt").ingestKey("k")
+                .spoolDir(spool).dispatch("awt").uploadMode("triggered").sampleRate(0).blockThresholdMillis(100)
+                .anrThresholdMillis(200).backoff(3600000, 3600000).lifecycle(new Lifecycle() {
+                    @Override
+                    public void install(Hooks hooks) {
+                    }
+                }).build()));
+        EventQueue.invokeAndWait(QUICK); // wakes the watchdog
+        final File[] seen = new File[1];
+        final File dir = spool;
+        EventQueue.invokeAndWait(new Runnable() {
+            @Override
+            public void run() {
+                Beatline.i(1);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                while (Spool(dir).isEmpty() && System.nanoTime() < deadline) { // until the watchdog reported
+                    try {
+                        Thread.sleep(20);
+                    } catch (InterruptedException e) {
+                        throw new RuntimeException(e);
+                    }
+                }
+                seen[0] = Spool(dir).isEmpty() ? null : Spool(dir).get(0);
+                Beatline.i(2);
+                Beatline.o(2);
+                Beatline.o(1);
+            }
+        });
+        EventQueue.invokeAndWait(QUICK);
+        Beatline.flush();
+        assertTrue("the watchdog spooled a report during the stall", seen[0] != null);
+        List<BatchReader> bs = BatchReader.spool(spool);
+        assertEquals("the report was replaced, not doubled", 1, bs.size());
+        assertTrue("the report's file is gone", !seen[0].exists());
+        String e = bs.get(0).events.get(0);
+        assertTrue(e, e.contains("\"anr\":true") && e.contains("\"stack\":["));
+        assertEquals("the whole message's window", Arrays.asList(1, 2, -2, -1), bs.get(0).segs.get(0).ids());
+    }
+
     @Test
     public void anrReportSurvivesKillAndIsUploadedAtNextStart() throws Exception {
         File spool = TestSupport.tempDir("anr");
