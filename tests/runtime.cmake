@@ -43,3 +43,43 @@ beatline_runtime_test(runtime_segments SegmentTest)
 beatline_runtime_test(runtime_span SpanTest)
 beatline_runtime_test(runtime_backlog BacklogTest)
 beatline_runtime_test(runtime_spool SpoolTest)
+beatline_runtime_test(runtime_awt AwtDispatchTest)
+beatline_runtime_test(runtime_block_event BlockEventTest)
+
+# Android tests (issue 13): the Android source set under Robolectric 4.11.1,
+# SDK 34, offline: the jars scripts/install-deps copied with Maven into
+# BEATLINE_ANDROID_DEPS (runtime/CMakeLists.txt); nothing is downloaded while
+# they run (robolectric.offline=true, robolectric.dependency.dir).
+file(GLOB _bl_robo_jars ${BEATLINE_ANDROID_DEPS}/*.jar)
+list(FILTER _bl_robo_jars EXCLUDE REGEX "/android-all")   # added below, compile/verify only
+file(GLOB BEATLINE_ANDROID_TEST_SRC CONFIGURE_DEPENDS
+     ${CMAKE_CURRENT_SOURCE_DIR}/runtime/android/io/beatline/runtime/*.java)
+set(CMAKE_JAVA_COMPILE_FLAGS -encoding UTF-8 -Xlint:-classfile)
+add_jar(beatline-android-tests
+        SOURCES ${BEATLINE_ANDROID_TEST_SRC}
+        INCLUDE_JARS beatline-runtime beatline-android beatline-runtime-tests ${BEATLINE_JUNIT_JARS}
+                     ${_bl_robo_jars} ${BEATLINE_ANDROID_ALL}
+        OUTPUT_DIR ${CMAKE_BINARY_DIR}/lib)
+set(CMAKE_JAVA_COMPILE_FLAGS "${_bl_saved_flags}")
+set(_bl_robo_cp "${CMAKE_BINARY_DIR}/lib/beatline-android-tests.jar:${CMAKE_BINARY_DIR}/lib/beatline-android.jar:${_bl_rt_cp}")
+foreach(_j ${_bl_robo_jars})
+  string(APPEND _bl_robo_cp ":${_j}")
+endforeach()
+# last, as Gradle puts android.jar: lets the JVM verify the test classes it
+# loads before Robolectric's sandbox takes over (which loads android.* from
+# the instrumented jar in robolectric.dependency.dir, never from here)
+string(APPEND _bl_robo_cp ":${BEATLINE_ANDROID_ALL}")
+
+function(beatline_android_test name class)
+  add_test(NAME ${name}
+           COMMAND ${Java_JAVA_EXECUTABLE} -cp ${_bl_robo_cp}
+                   -Drobolectric.offline=true
+                   -Drobolectric.dependency.dir=${BEATLINE_ANDROID_DEPS}
+                   -Drobolectric.logging.enabled=false
+                   -Dbeatline.test.build=${CMAKE_BINARY_DIR}
+                   -Dbeatline.test.source=${PROJECT_SOURCE_DIR}
+                   org.junit.runner.JUnitCore io.beatline.runtime.${class})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 600 LABELS "runtime;android")
+endfunction()
+
+beatline_android_test(runtime_android_looper LooperDispatchTest)

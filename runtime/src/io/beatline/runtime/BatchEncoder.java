@@ -34,9 +34,17 @@ final class BatchEncoder {
         final String sessionId;
         final String deviceModel;
         final String osVersion;
+        /** Header field added by issue 13: the clock's resolution, µs (0: not stated). */
+        final long clockResolutionUs;
 
         Header(UUID batchId, long originWallUs, int sdkLevel, String app, String build, String sessionId,
                 String deviceModel, String osVersion) {
+            this(batchId, originWallUs, sdkLevel, app, build, sessionId, deviceModel, osVersion, 0);
+        }
+
+        Header(UUID batchId, long originWallUs, int sdkLevel, String app, String build, String sessionId,
+                String deviceModel, String osVersion, long clockResolutionUs) {
+            this.clockResolutionUs = clockResolutionUs;
             this.batchId = batchId;
             this.originWallUs = originWallUs;
             this.sdkLevel = sdkLevel;
@@ -89,6 +97,10 @@ final class BatchEncoder {
         for (byte[] s : hs) {
             size += 2 + s.length;
         }
+        boolean res = h.clockResolutionUs > 0;
+        if (res) {
+            size += 4; // u32 clock_resolution_us (a later header field, schema/batch-format.md)
+        }
         final long headerSize = size;
         size += 4;
         long records = 0;
@@ -130,6 +142,9 @@ final class BatchEncoder {
         o.u32(h.sdkLevel & 0xFFFFFFFFL);
         for (byte[] s : hs) {
             o.str(s);
+        }
+        if (res) {
+            o.u32(Math.min(h.clockResolutionUs, 0xFFFFFFFFL));
         }
         o.u32(n);
         for (int i = 0; i < n; i++) {

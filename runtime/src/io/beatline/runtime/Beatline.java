@@ -181,6 +181,24 @@ public final class Beatline {
         }
     }
 
+    /**
+     * The running session's message-dispatch monitor (issue 13), made at the
+     * first call: what a platform hook (Android's {@code LooperDispatch})
+     * feeds. Never throws.
+     *
+     * @param kind {@code "looper"} or {@code "awt"} (the block events' {@code kind})
+     * @param namer makes a block's target string from what the hook passes to {@link DispatchMonitor#begin}
+     * @return the monitor, or null when the runtime is not running
+     */
+    public static DispatchMonitor dispatchMonitor(String kind, DispatchMonitor.Namer namer) {
+        Session s = current;
+        try {
+            return s == null ? null : s.monitor(kind, namer);
+        } catch (Throwable t) {
+            return null;
+        }
+    }
+
     /** @return counters of the running session, or null when not running */
     public static Stats stats() {
         Session s = current;
@@ -220,6 +238,17 @@ public final class Beatline {
         public final long uploadFailures;
         /** The session id written into every batch. */
         public final String sessionId;
+        /** Upload mode in effect: "full" or "triggered" (a sampled triggered session runs "full"). */
+        public final String uploadMode;
+        /** Whether a triggered configuration's draw put this session in full mode. */
+        public final boolean sampledFull;
+        /** Main-thread dispatches seen, blocks found, ANR reports spooled by the watchdog. */
+        public final long messages;
+        public final long blocks;
+        public final long anrReports;
+        /** Block events spooled; blocks lost (queue full, no window in full mode, spool failure). */
+        public final long blocksSpooled;
+        public final long blocksDropped;
 
         Stats(Session s) {
             threads = s.recorder.threads();
@@ -239,6 +268,14 @@ public final class Beatline {
             batchesRefused = s.uploader.dropped4xx;
             uploadFailures = s.uploader.failures;
             sessionId = s.sessionId;
+            uploadMode = s.triggered ? "triggered" : "full";
+            sampledFull = s.sampledFull;
+            DispatchMonitor m = s.monitorOrNull();
+            messages = m == null ? 0 : m.messages;
+            blocks = m == null ? 0 : m.blocks;
+            anrReports = m == null ? 0 : m.anrs;
+            blocksSpooled = s.blocksSpooled;
+            blocksDropped = s.blocksDropped;
         }
     }
 }

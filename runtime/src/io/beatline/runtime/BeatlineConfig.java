@@ -66,6 +66,20 @@ public final class BeatlineConfig {
     public final DeviceInfo device;
     /** Where problems are reported (null: {@link Log#STDERR}). */
     public final Log log;
+    /** Message-dispatch monitor on the plain JVM: {@code "none"} or {@code "awt"} (Android installs its own). */
+    public final String dispatch;
+    /** A main-thread dispatch at least this long is a block, ms. */
+    public final long blockThresholdMillis;
+    /** The watchdog reports a dispatch still running after this long (ANR), ms; 0: no watchdog. */
+    public final long anrThresholdMillis;
+    /** {@code "full"} (every record uploaded) or {@code "triggered"} (only windows around events). */
+    public final String uploadMode;
+    /** Triggered mode: fraction 0..1 of sessions uploaded in full. */
+    public final double sampleRate;
+    /** Seed of the session's sampling draw (null: random). */
+    public final Long sampleSeed;
+    /** Triggered mode: the gated ticker clock's period, µs (its resolution). */
+    public final long tickerPeriodMicros;
 
     private BeatlineConfig(Builder b) {
         server = b.server;
@@ -92,6 +106,18 @@ public final class BeatlineConfig {
         lifecycle = b.lifecycle;
         device = b.device;
         log = b.log;
+        dispatch = b.dispatch;
+        blockThresholdMillis = b.blockThresholdMillis;
+        anrThresholdMillis = b.anrThresholdMillis;
+        uploadMode = b.uploadMode;
+        sampleRate = b.sampleRate;
+        sampleSeed = b.sampleSeed;
+        tickerPeriodMicros = b.tickerPeriodMicros;
+    }
+
+    /** Whether this configuration asks for triggered uploads. */
+    boolean triggered() {
+        return "triggered".equals(uploadMode);
     }
 
     /** {@code <java.io.tmpdir>/beatline-<user.name>/<app>}, app name made file-safe. */
@@ -128,6 +154,55 @@ public final class BeatlineConfig {
         Lifecycle lifecycle;
         DeviceInfo device;
         Log log;
+        String dispatch = "none";
+        long blockThresholdMillis = 700;
+        long anrThresholdMillis = 5000;
+        String uploadMode = "full";
+        double sampleRate = 0.01;
+        Long sampleSeed;
+        long tickerPeriodMicros = 1000;
+
+        /** @param d {@code "none"} or {@code "awt"}: the plain JVM's dispatch monitor */
+        public Builder dispatch(String d) {
+            dispatch = d;
+            return this;
+        }
+
+        /** @param ms a dispatch at least this long is a block, ms (1 or more) */
+        public Builder blockThresholdMillis(long ms) {
+            blockThresholdMillis = ms;
+            return this;
+        }
+
+        /** @param ms the watchdog reports a dispatch still running after this long, ms (0: no watchdog) */
+        public Builder anrThresholdMillis(long ms) {
+            anrThresholdMillis = ms;
+            return this;
+        }
+
+        /** @param mode {@code "full"} or {@code "triggered"} */
+        public Builder uploadMode(String mode) {
+            uploadMode = mode;
+            return this;
+        }
+
+        /** @param rate triggered mode: fraction 0..1 of sessions uploaded in full */
+        public Builder sampleRate(double rate) {
+            sampleRate = rate;
+            return this;
+        }
+
+        /** @param seed seed of the sampling draw (tests: a deterministic draw); null: random */
+        public Builder sampleSeed(Long seed) {
+            sampleSeed = seed;
+            return this;
+        }
+
+        /** @param us triggered mode: the gated ticker's period, µs, 10 … 1,000,000 */
+        public Builder tickerPeriodMicros(long us) {
+            tickerPeriodMicros = us;
+            return this;
+        }
 
         /** @param url server base URL, {@code http://host:port} or {@code https://…} */
         public Builder server(String url) {
@@ -300,6 +375,14 @@ public final class BeatlineConfig {
                     "backoff must be 1 <= base <= max");
             require(httpTimeoutMillis >= 1, "httpTimeoutMillis must be >= 1");
             require(shutdownWaitMillis >= 0, "shutdownWaitMillis must be >= 0");
+            require("none".equals(dispatch) || "awt".equals(dispatch), "dispatch must be none or awt: " + dispatch);
+            require(blockThresholdMillis >= 1, "blockThresholdMillis must be >= 1: " + blockThresholdMillis);
+            require(anrThresholdMillis >= 0, "anrThresholdMillis must be >= 0: " + anrThresholdMillis);
+            require("full".equals(uploadMode) || "triggered".equals(uploadMode),
+                    "uploadMode must be full or triggered: " + uploadMode);
+            require(sampleRate >= 0 && sampleRate <= 1, "sampleRate must be 0..1: " + sampleRate);
+            require(tickerPeriodMicros >= 10 && tickerPeriodMicros <= 1000000,
+                    "tickerPeriodMicros must be 10..1000000: " + tickerPeriodMicros);
             while (server.endsWith("/")) {
                 server = server.substring(0, server.length() - 1);
             }
@@ -397,6 +480,28 @@ public final class BeatlineConfig {
             max = num("backoffMaxMs", v);
         }
         b.backoff(base, max);
+        if ((v = s.get("dispatch", "DISPATCH")) != null) {
+            b.dispatch(v);
+        }
+        if ((v = s.get("blockThresholdMs", "BLOCK_THRESHOLD_MS")) != null) {
+            b.blockThresholdMillis(num("blockThresholdMs", v));
+        }
+        if ((v = s.get("anrThresholdMs", "ANR_THRESHOLD_MS")) != null) {
+            b.anrThresholdMillis(num("anrThresholdMs", v));
+        }
+        if ((v = s.get("uploadMode", "UPLOAD_MODE")) != null) {
+            b.uploadMode(v);
+        }
+        if ((v = s.get("sampleRate", "SAMPLE_RATE")) != null) {
+            try {
+                b.sampleRate(Double.parseDouble(v.trim()));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("beatline.sampleRate must be a number 0..1: " + v);
+            }
+        }
+        if ((v = s.get("tickerPeriodUs", "TICKER_PERIOD_US")) != null) {
+            b.tickerPeriodMicros(num("tickerPeriodUs", v));
+        }
         boolean debug = "true".equals(s.get("debug", "DEBUG"));
         b.log(new Log.Stderr(debug));
         String clock = s.get("clock", "CLOCK");

@@ -175,6 +175,48 @@ final class Ring {
         return new Window(copy, lo, truncated, hi < p1);
     }
 
+    /**
+     * Copies records number {@code from} … {@code to - 1} (numbers as in
+     * {@link Window#first}) without moving the dump position: the block
+     * windows of issue 13 ({@link Blocks}). Any thread may call it while the
+     * writer writes and while a dump runs (it only reads the slots); the same
+     * fence rule as {@link #dump(long)} drops records the writer may have
+     * overwritten during the copy.
+     *
+     * @param from first record number wanted
+     * @param to one past the last (at most {@link #published()})
+     * @return the records still in the ring, oldest first; {@link Window#first}
+     *         greater than {@code from} (with {@link Window#truncated}) when the
+     *         older ones were already overwritten
+     */
+    Window copy(long from, long to) {
+        final int cap = mask + 1;
+        final long p1 = published;
+        long hi = Math.min(to, p1);
+        long lo = Math.max(from, p1 - cap + 2);
+        int n = (int) Math.max(0, hi - lo);
+        long[] out = new long[n];
+        if (n > 0) {
+            int f = (int) lo & mask;
+            int firstPart = Math.min(n, cap - f);
+            System.arraycopy(slots, f, out, 0, firstPart);
+            if (firstPart < n) {
+                System.arraycopy(slots, 0, out, firstPart, n - firstPart);
+            }
+        }
+        fence = p1;
+        final long p2 = published;
+        long safe = p2 + 2 - cap;
+        if (safe > lo && n > 0) {
+            int drop = (int) Math.min(n, safe - lo);
+            long[] kept = new long[n - drop];
+            System.arraycopy(out, drop, kept, 0, kept.length);
+            out = kept;
+            lo += drop;
+        }
+        return new Window(out, Math.max(lo, from), lo > from, false);
+    }
+
     /** Records the dumper has not taken yet (approximate while the writer runs). */
     long pending() {
         return published - start;

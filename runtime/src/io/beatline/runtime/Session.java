@@ -14,7 +14,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * thread {@code beatline-upload}. Both threads are daemons; no method here
  * throws.
  */
-final class Session implements Lifecycle.Hooks {
+final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     /**
      * Longest wait between two looks of the flush thread at ring fill levels,
      * ms; it looks sooner when a ring is being written fast enough to reach
@@ -42,6 +42,26 @@ final class Session implements Lifecycle.Hooks {
     private boolean ended;
     private Thread flusher;
     private Thread sender;
+    /**
+     * Upload mode in effect (issue 13): true = triggered (only block windows
+     * are spooled; the rings are never dumped), false = full. A triggered
+     * configuration runs in full for a {@code sampleRate} fraction of sessions.
+     */
+    final boolean triggered;
+    /** A triggered configuration that this session's draw put in full mode. */
+    final boolean sampledFull;
+    /** The clock's resolution, µs, written into every batch header (1: exact µs). */
+    final long clockResolutionUs;
+    /** Blocks waiting for the flush thread (under blockLock); at most {@link #MAX_PENDING_BLOCKS}. */
+    private final List<Object[]> pendingBlocks = new ArrayList<Object[]>();
+    private final Object blockLock = new Object();
+    static final int MAX_PENDING_BLOCKS = 256;
+    private boolean blocksWanted;
+    /** Block events spooled, and blocks lost (queue full, no window to attach to, spool failure). */
+    volatile long blocksSpooled;
+    volatile long blocksDropped;
+    private volatile DispatchMonitor monitor;
+    private volatile String device;
     /** When the next regular (interval) dump is due, System.nanoTime(); flush thread only. */
     private long nextDumpNanos;
 
@@ -79,8 +99,28 @@ final class Session implements Lifecycle.Hooks {
     Session(BeatlineConfig cfg, Spool spool) throws IOException {
         this.cfg = cfg;
         this.log = cfg.log != null ? cfg.log : Log.STDERR;
-        Clock clock = cfg.clock != null ? cfg.clock : new NanoClock();
+        boolean full = true;
+        boolean sampled = false;
+        if (cfg.triggered()) {
+            java.util.Random rnd = cfg.sampleSeed != null ? new java.util.Random(cfg.sampleSeed) : new java.util.Random();
+            sampled = rnd.nextDouble() < cfg.sampleRate;
+            full = sampled;
+        }
+        triggered = !full;
+        sampledFull = sampled;
+        Clock clock = cfg.clock;
+        if (clock == null) {
+            // triggered: the cheap ticker, running only while the main thread dispatches
+            clock = triggered ? new TickerClock(cfg.tickerPeriodMicros, true) : new NanoClock();
+        }
+        clockResolutionUs = clock instanceof TickerClock ? ((TickerClock) clock).periodMicros : 1;
         ThreadPolicy policy = cfg.threadPolicy != null ? cfg.threadPolicy : new JvmThreadPolicy(cfg.traceOtherThreads);
+        if ("awt".equals(cfg.dispatch)) {
+            policy = awtPolicy(policy);
+        }
+        if (triggered) {
+            policy = mainOnly(policy); // only main-thread windows are uploaded: other threads' rings would be waste
+        }
         DeviceInfo dev = cfg.device != null ? cfg.device : new JvmDeviceInfo();
         model = dev.model();
         os = dev.osVersion();
@@ -92,9 +132,181 @@ final class Session implements Lifecycle.Hooks {
                 cfg.backoffMaxMillis, cfg.httpTimeoutMillis, log);
     }
 
+    /** Triggered mode: only the main thread gets a ring. */
+    private static ThreadPolicy mainOnly(final ThreadPolicy inner) {
+        return new ThreadPolicy() {
+            @Override
+            public boolean isMain(Thread t) {
+                return inner.isMain(t);
+            }
+
+            @Override
+            public boolean trace(Thread t) {
+                return false;
+            }
+        };
+    }
+
+    /** The AWT event dispatch thread is the main thread (and traced whatever the policy says). */
+    private static ThreadPolicy awtPolicy(final ThreadPolicy inner) {
+        return new ThreadPolicy() {
+            @Override
+            public boolean isMain(Thread t) {
+                return t.getName().startsWith("AWT-EventQueue-");
+            }
+
+            @Override
+            public boolean trace(Thread t) {
+                return inner.trace(t);
+            }
+        };
+    }
+
+    /**
+     * The session's dispatch monitor, made at the first call (later calls
+     * return the same one whatever they pass).
+     *
+     * @param kind {@code "looper"} or {@code "awt"}
+     */
+    synchronized DispatchMonitor monitor(String kind, DispatchMonitor.Namer namer) {
+        if (monitor == null) {
+            monitor = new DispatchMonitor(kind, namer, recorder, this, cfg.blockThresholdMillis,
+                    cfg.anrThresholdMillis);
+        }
+        return monitor;
+    }
+
+    /** The dispatch monitor, or null when none was made. */
+    DispatchMonitor monitorOrNull() {
+        return monitor;
+    }
+
+    /** The device id of the block events (made lazily: file I/O). */
+    private String device() {
+        String d = device;
+        if (d == null) {
+            d = Blocks.deviceId(cfg.spoolDir);
+            device = d;
+        }
+        return d;
+    }
+
+    /** Main thread: queue the block for the flush thread. */
+    @Override
+    public void block(DispatchMonitor.Block b, Object anrHandle) {
+        synchronized (blockLock) {
+            if (pendingBlocks.size() >= MAX_PENDING_BLOCKS) {
+                blocksDropped++;
+                return;
+            }
+            pendingBlocks.add(new Object[] {b, anrHandle});
+        }
+        synchronized (wake) {
+            if (triggered) {
+                blocksWanted = true;
+            } else {
+                flushWanted = true; // full mode: the window goes out with the next dump, now
+            }
+            wake.notifyAll();
+        }
+    }
+
+    /** Watchdog thread: spool the ANR report now (a kill during the stall leaves it on disk). */
+    @Override
+    public Object anr(DispatchMonitor.Block b) {
+        try {
+            File f = spoolBlock(b);
+            log.warn("main thread stalled " + (b.endUs - b.beginUs) / 1000 + " ms in " + b.target
+                    + ": ANR report spooled");
+            return f;
+        } catch (Throwable t) {
+            log.warn("ANR report lost: " + t);
+            return null;
+        }
+    }
+
+    private List<Object[]> takeBlocks() {
+        synchronized (blockLock) {
+            List<Object[]> l = new ArrayList<Object[]>(pendingBlocks);
+            pendingBlocks.clear();
+            return l;
+        }
+    }
+
+    /**
+     * A finished block whose ANR report is still in the spool replaces it;
+     * one whose report was uploaded already is not sent again.
+     *
+     * @return whether the block should be sent
+     */
+    private static boolean replaceReport(Object handle) {
+        if (!(handle instanceof File)) {
+            return true;
+        }
+        File f = (File) handle;
+        return f.delete();
+    }
+
+    /** Triggered mode: each pending block as its own batch (flush thread, or a caller's flush). */
+    private void spoolBlocks() {
+        for (Object[] e : takeBlocks()) {
+            DispatchMonitor.Block b = (DispatchMonitor.Block) e[0];
+            if (!replaceReport(e[1])) {
+                continue;
+            }
+            try {
+                spoolBlock(b);
+            } catch (Throwable t) {
+                blocksDropped++;
+                log.warn("block lost: cannot spool it: " + t);
+            }
+        }
+    }
+
+    /**
+     * Encodes one block as a batch of its own (its window segment and its
+     * event) and spools it.
+     *
+     * @return the spooled file
+     */
+    File spoolBlock(DispatchMonitor.Block b) throws IOException {
+        Recorder.ThreadDump seg = Blocks.window(b);
+        long nowUs = recorder.clock instanceof TickerClock ? ((TickerClock) recorder.clock).exactMicros()
+                : recorder.clock.nowMicros();
+        long wallUs = System.currentTimeMillis() * 1000L;
+        long origin = Blocks.rebase(seg, b.beginUs, nowUs);
+        long originWall = wallUs - (nowUs - origin);
+        List<Recorder.ThreadDump> part = new ArrayList<Recorder.ThreadDump>();
+        part.add(seg);
+        byte[] ev = Blocks.event(b, 0, origin, device()).getBytes(BatchEncoder.UTF8);
+        UUID id = UUID.randomUUID();
+        byte[] bytes = BatchEncoder.encode(header(id, originWall), part, ev);
+        File f = spool.write(id, bytes);
+        synchronized (statsLock) {
+            batchesSpooled++;
+            recordsSpooled += seg.records.length;
+        }
+        blocksSpooled++;
+        log.debug("spooled block " + f.getName() + ": " + b.target + ", " + (b.endUs - b.beginUs) / 1000 + " ms, "
+                + seg.records.length + " records, " + bytes.length + " bytes");
+        return f;
+    }
+
+    private BatchEncoder.Header header(UUID id, long originWall) {
+        return new BatchEncoder.Header(id, originWall, sdk, cfg.app, cfg.build, sessionId, model, os,
+                clockResolutionUs);
+    }
+
     /** Opens the spool, starts the threads, installs the life-cycle hooks. */
     void begin() {
         spool.open();
+        if ("awt".equals(cfg.dispatch)) {
+            try {
+                AwtDispatch.install(monitor("awt", AwtDispatch.NAMER));
+            } catch (Throwable t) {
+                log.warn("AWT dispatch monitor not installed: " + t);
+            }
+        }
         flusher = new Thread(new Runnable() {
             @Override
             public void run() {
@@ -127,14 +339,28 @@ final class Session implements Lifecycle.Hooks {
                 long poll = pollMillis();
                 synchronized (wake) {
                     long left = (nextDumpNanos - System.nanoTime()) / 1000000L;
-                    if (!flushWanted && !stopping && left > 0) {
-                        wake.wait(Math.max(1, Math.min(left, poll)));
+                    if (!flushWanted && !blocksWanted && !stopping && (left > 0 || triggered)) {
+                        wake.wait(triggered ? 0 : Math.max(1, Math.min(left, poll)));
                     }
                     now = flushWanted;
                     flushWanted = false;
                 }
                 if (stopping) {
                     return;
+                }
+                if (triggered) {
+                    boolean blocks;
+                    synchronized (wake) {
+                        blocks = blocksWanted || now;
+                        blocksWanted = false;
+                    }
+                    if (blocks) {
+                        synchronized (dumpLock) {
+                            spoolBlocks();
+                        }
+                        wakeUploader();
+                    }
+                    continue; // the rings are never dumped: they wrap
                 }
                 if (now || System.nanoTime() - nextDumpNanos >= 0
                         || cfg.flushFill > 0 && recorder.maxFill() >= cfg.flushFill) {
@@ -279,6 +505,10 @@ final class Session implements Lifecycle.Hooks {
             ended = true;
         }
         Beatline.ended(this);
+        DispatchMonitor m = monitor;
+        if (m != null) {
+            m.close();
+        }
         stopping = true;
         synchronized (wake) {
             wake.notifyAll();
@@ -325,7 +555,37 @@ final class Session implements Lifecycle.Hooks {
      *        calls still open there as incomplete
      */
     void dumpToSpool(boolean last) {
+        if (triggered) {
+            synchronized (dumpLock) {
+                spoolBlocks();
+            }
+            return;
+        }
+        long before = recorder.clock.nowMicros();
         drain(last, false);
+        dropUnattached(before);
+    }
+
+    /**
+     * Full mode: blocks that ended before a dump began and found no
+     * main-thread segment in it (the message made no traced call) are
+     * counted lost: no window, nothing to group them by.
+     */
+    private void dropUnattached(long beforeUs) {
+        int n = 0;
+        synchronized (blockLock) {
+            for (java.util.Iterator<Object[]> it = pendingBlocks.iterator(); it.hasNext();) {
+                DispatchMonitor.Block b = (DispatchMonitor.Block) it.next()[0];
+                if (b.endUs <= beforeUs) {
+                    it.remove();
+                    n++;
+                }
+            }
+        }
+        if (n > 0) {
+            blocksDropped += n;
+            log.debug(n + " block(s) without main-thread records in the dump: not sent");
+        }
     }
 
     /**
@@ -367,6 +627,7 @@ final class Session implements Lifecycle.Hooks {
             Backlog work = new Backlog(max);
             long owed = background ? 0 : recorder.pending();
             long nowUs = 0;
+            long firstDumpUs = -1;
             long wallUs = 0;
             boolean copy = true;
             double minFill = 0;
@@ -381,6 +642,9 @@ final class Session implements Lifecycle.Hooks {
                         }
                         Recorder.Snapshot snap = recorder.dump(last, budget, minFill);
                         nowUs = snap.nowMicros;
+                        if (firstDumpUs < 0) {
+                            firstDumpUs = nowUs;
+                        }
                         wallUs = System.currentTimeMillis() * 1000L;
                         work.add(snap.threads);
                         got = snap.records();
@@ -412,6 +676,9 @@ final class Session implements Lifecycle.Hooks {
                     continue;
                 }
                 spoolBatch(batch, nowUs, wallUs);
+                if (background && work.held() == 0) {
+                    dropUnattached(firstDumpUs);
+                }
                 wakeUploader();
                 if (background) {
                     copy = false;
@@ -436,6 +703,7 @@ final class Session implements Lifecycle.Hooks {
     private void spoolBatch(List<Recorder.ThreadDump> part, long nowUs, long wallUs) {
         long origin = rebase(new Recorder.Snapshot(nowUs, part));
         long originWall = wallUs - (nowUs - origin);
+        byte[] events = attachBlocks(part, origin);
         UUID id = UUID.randomUUID();
         long n = 0;
         int truncated = 0;
@@ -447,8 +715,7 @@ final class Session implements Lifecycle.Hooks {
         }
         try {
             long t0 = System.nanoTime();
-            byte[] b = BatchEncoder.encode(new BatchEncoder.Header(id, originWall, sdk, cfg.app, cfg.build,
-                    sessionId, model, os), part, new byte[0]);
+            byte[] b = BatchEncoder.encode(header(id, originWall), part, events);
             long t1 = System.nanoTime();
             File f = spool.write(id, b);
             long t2 = System.nanoTime();
@@ -466,6 +733,44 @@ final class Session implements Lifecycle.Hooks {
             }
             log.warn("batch of " + n + " records lost: cannot spool it: " + e);
         }
+    }
+
+    /**
+     * Full mode: the block events whose window this batch's main-thread
+     * segment holds (its last record is at or after the block's begin), with
+     * {@code thread} = that segment's index; the others stay queued.
+     *
+     * @param origin the batch origin (clock µs); the segments are rebased
+     */
+    private byte[] attachBlocks(List<Recorder.ThreadDump> part, long origin) {
+        int main = -1;
+        for (int i = 0; i < part.size(); i++) {
+            Recorder.ThreadDump t = part.get(i);
+            if (t.main && t.records.length > 0) {
+                main = i;
+                break;
+            }
+        }
+        if (main < 0) {
+            return new byte[0];
+        }
+        long[] rs = part.get(main).records;
+        long lastUs = origin + (rs[rs.length - 1] & Recorder.T_MASK);
+        StringBuilder sb = new StringBuilder();
+        synchronized (blockLock) {
+            for (java.util.Iterator<Object[]> it = pendingBlocks.iterator(); it.hasNext();) {
+                Object[] e = it.next();
+                DispatchMonitor.Block b = (DispatchMonitor.Block) e[0];
+                if (lastUs >= b.beginUs) {
+                    it.remove();
+                    if (replaceReport(e[1])) {
+                        sb.append(Blocks.event(b, main, origin, device()));
+                        blocksSpooled++;
+                    }
+                }
+            }
+        }
+        return sb.toString().getBytes(BatchEncoder.UTF8);
     }
 
     /**
