@@ -99,18 +99,18 @@ static bl_err retention_metrics(bl_buf *b, bl_retention *ret)
     char tmp[256];
     for (size_t i = 0; i < n && !e; i++) {
         snprintf(tmp, sizeof tmp,
-                 "beatline_app_disk_bytes{app=\"%s\",kind=\"raw\"} %llu\n"
-                 "beatline_app_disk_bytes{app=\"%s\",kind=\"uploads\"} %llu\n",
-                 apps[i].app, (unsigned long long)apps[i].raw_bytes, apps[i].app,
-                 (unsigned long long)apps[i].upload_bytes);
+                 "beatline_app_disk_bytes{app_id=\"%lld\",kind=\"raw\"} %llu\n"
+                 "beatline_app_disk_bytes{app_id=\"%lld\",kind=\"uploads\"} %llu\n",
+                 (long long)apps[i].id, (unsigned long long)apps[i].raw_bytes,
+                 (long long)apps[i].id, (unsigned long long)apps[i].upload_bytes);
         e = bl_buf_puts(b, tmp);
     }
     if (!e)
         e = bl_buf_puts(b, "# HELP beatline_app_raw_batches Raw batch files kept per app.\n"
                            "# TYPE beatline_app_raw_batches gauge\n");
     for (size_t i = 0; i < n && !e; i++) {
-        snprintf(tmp, sizeof tmp, "beatline_app_raw_batches{app=\"%s\"} %llu\n", apps[i].app,
-                 (unsigned long long)apps[i].raw_files);
+        snprintf(tmp, sizeof tmp, "beatline_app_raw_batches{app_id=\"%lld\"} %llu\n",
+                 (long long)apps[i].id, (unsigned long long)apps[i].raw_files);
         e = bl_buf_puts(b, tmp);
     }
     free(apps);

@@ -495,6 +495,7 @@ static void scan(bl_retention *r)
     }
     for (size_t i = 0; i < n; i++) {
         snprintf(v[i].app, sizeof v[i].app, "%s", apps[i].name);
+        v[i].id = apps[i].id;
         ids[i] = apps[i].id;
         char bd[BL_PATH_MAX], ad[BL_PATH_MAX], name[32];
         snprintf(name, sizeof name, "%lld", (long long)apps[i].id);

@@ -62,6 +62,7 @@ typedef struct bl_retention bl_retention;
 
 /* Bytes on disk of one app (gauges, as of the last scan). */
 typedef struct bl_disk_app {
+    int64_t id;    /* the app's id (`beatline-server app list`): /metrics labels */
     char app[72];
     uint64_t raw_bytes, raw_files; /* batches/done files of the app's batches */
     uint64_t upload_bytes;         /* builds/APP_ID/: mappings, indexes, method-ID files */

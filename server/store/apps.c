@@ -141,7 +141,7 @@ bl_err bl_apps_list_json(bl_db *db, bl_buf *out)
 {
     sqlite3_stmt *st = bl_db_stmt(
         db, "SELECT a.name, a.created_at, (SELECT count(*) FROM builds b WHERE b.app_id = a.id), "
-            "a.keep_raw_days, a.keep_days FROM apps a WHERE a.id <> 0 ORDER BY a.name");
+            "a.keep_raw_days, a.keep_days, a.id FROM apps a WHERE a.id <> 0 ORDER BY a.name");
     if (!st)
         return BL_EIO;
     bl_err err = bl_buf_putc(out, '[');
@@ -158,9 +158,10 @@ bl_err bl_apps_list_json(bl_db *db, bl_buf *out)
                          (long long)sqlite3_column_int64(st, 3 + k));
         }
         snprintf(tmp, sizeof tmp,
-                 "%s{\"app\":\"%s\",\"created_at\":%lld,\"builds\":%lld,"
+                 "%s{\"app\":\"%s\",\"id\":%lld,\"created_at\":%lld,\"builds\":%lld,"
                  "\"keep_raw_days\":%s,\"keep_days\":%s}",
-                 first ? "" : ",", name ? name : "", (long long)sqlite3_column_int64(st, 1),
+                 first ? "" : ",", name ? name : "", (long long)sqlite3_column_int64(st, 5),
+                 (long long)sqlite3_column_int64(st, 1),
                  (long long)sqlite3_column_int64(st, 2), keep[0], keep[1]);
         err = bl_buf_puts(out, tmp);
         first = 0;

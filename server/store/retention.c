@@ -60,6 +60,14 @@ static const struct {
       "FROM block_seen WHERE grp = ?2 AND ?3 = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
       "SELECT 1 FROM block_seen WHERE grp IN (SELECT id FROM block_groups WHERE build_id = ?1) "
       "LIMIT 1" },
+    /* a group's merged call tree has no hours: it goes once every hour of
+     * the group has expired (after block_stats above, same pass) */
+    { "SELECT id, 0 FROM block_groups WHERE build_id = ?1 AND (id, 0) > (?2, ?3) "
+      "ORDER BY id LIMIT 1",
+      "DELETE FROM block_nodes WHERE id IN (SELECT id FROM block_nodes WHERE grp = ?2 AND ?3 = 0 "
+      "AND ?4 = ?4 AND NOT EXISTS (SELECT 1 FROM block_stats WHERE grp = ?2) LIMIT ?5)",
+      "SELECT 1 FROM block_nodes WHERE grp IN (SELECT id FROM block_groups WHERE build_id = ?1) "
+      "LIMIT 1" },
 };
 
 #define N_PER_BUILD (sizeof per_build / sizeof *per_build)

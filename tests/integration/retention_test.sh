@@ -119,10 +119,14 @@ expect "other's raw file is the one kept" 1 "$(q "SELECT count(*) FROM batches W
 expect "batches rows stay (duplicate guard)" 5 "$(q "SELECT count(*) FROM batches")"
 expect "aggregates untouched by raw retention" "$STATS0" "$(q "SELECT count(*) FROM method_stats")"
 http GET /metrics ""
-expect_grep "raw bytes per app: shop has none" 'beatline_app_disk_bytes{app="shop",kind="raw"} 0$' "$BODY"
-expect_grep "raw bytes per app: other keeps one" 'beatline_app_raw_batches{app="other"} 1$' "$BODY"
-expect_grep "disk bytes per app: uploads" 'beatline_app_disk_bytes{app="shop",kind="uploads"} [1-9]' "$BODY"
-expect_grep "disk bytes per app: other's raw batch" 'beatline_app_disk_bytes{app="other",kind="raw"} [1-9]' "$BODY"
+# /metrics needs no key: apps are labelled by id (`app list` maps it), never by name
+SHOP_ID=$(q "SELECT id FROM apps WHERE name = 'shop'") OTHER_ID=$(q "SELECT id FROM apps WHERE name = 'other'")
+expect "app list shows the id /metrics uses" "$OTHER_ID" "$("$BIN/beatline-server" --data "$DATA" app list | jq '.[] | select(.app == "other") | .id')"
+expect_grep "raw bytes per app: shop has none" "beatline_app_disk_bytes{app_id=\"$SHOP_ID\",kind=\"raw\"} 0\$" "$BODY"
+expect_grep "raw bytes per app: other keeps one" "beatline_app_raw_batches{app_id=\"$OTHER_ID\"} 1\$" "$BODY"
+expect_grep "disk bytes per app: uploads" "beatline_app_disk_bytes{app_id=\"$SHOP_ID\",kind=\"uploads\"} [1-9]" "$BODY"
+expect_grep "disk bytes per app: other's raw batch" "beatline_app_disk_bytes{app_id=\"$OTHER_ID\",kind=\"raw\"} [1-9]" "$BODY"
+case "$BODY" in *'app="'*) bad "/metrics names an app" ;; *) ok ;; esac
 stop_server
 
 # --- aggregate expiry: now, keep-days 90, other kept for ever -------------

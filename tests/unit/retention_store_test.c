@@ -206,6 +206,57 @@ START_TEST(graveyard)
 }
 END_TEST
 
+/* Block aggregates (issue 13): per-hour rows expire with their hour, a
+ * group's merged tree once every hour of the group expired; a build's
+ * deletion takes all of them; other builds' blocks stay. Hours of the block
+ * tables are hour numbers (µs / 3600e6). */
+START_TEST(block_tables)
+{
+    exec_ok("INSERT INTO block_groups(id, build_id, path) VALUES (1, 1, '1'), (2, 1, '2'), "
+            "(3, 2, '1')");
+    exec_ok("INSERT INTO block_stats VALUES (1, 3, 1, 0, 9, x'', 1, 1, 't'), "
+            "(1, 8, 1, 0, 9, x'', 1, 1, 't'), (2, 3, 1, 0, 9, x'', 1, 1, 't'), "
+            "(3, 3, 1, 0, 9, x'', 1, 1, 't')");
+    exec_ok("INSERT INTO block_seen VALUES (1, 0, 'd', 3), (1, 0, 'd', 8), (2, 1, 's', 3), "
+            "(3, 0, 'd', 3)");
+    exec_ok("INSERT INTO block_nodes(id, grp, parent, method_id, count, total_us, self_us) "
+            "VALUES (1, 1, 0, 1, 2, 9, 9), (2, 2, 0, 2, 1, 9, 9), (3, 2, 2, 1, 1, 1, 1), "
+            "(4, 3, 0, 1, 1, 9, 9)");
+    /* cutoff H(6): hour 3 ends before it, hour 8 does not */
+    bl_rs_cursor cur;
+    memset(&cur, 0, sizeof cur);
+    int64_t deleted = 0;
+    int done = 0, slices = 0;
+    while (!done) {
+        ck_assert_int_eq(bl_rs_expire_slice(db, 1, H(6), &cur, 2, 100, &deleted, &done), BL_OK);
+        ck_assert_int_lt(++slices, 50);
+    }
+    ck_assert_int_eq(count("SELECT count(*) FROM block_stats WHERE grp = 1"), 1);
+    ck_assert_int_eq(count("SELECT hour FROM block_stats WHERE grp = 1"), 8);
+    ck_assert_int_eq(count("SELECT count(*) FROM block_stats WHERE grp = 2"), 0);
+    ck_assert_int_eq(count("SELECT count(*) FROM block_seen WHERE grp IN (1, 2)"), 1);
+    /* group 1 keeps its tree (an hour left), group 2's tree went */
+    ck_assert_int_eq(count("SELECT count(*) FROM block_nodes WHERE grp = 1"), 1);
+    ck_assert_int_eq(count("SELECT count(*) FROM block_nodes WHERE grp = 2"), 0);
+    /* build 2's blocks untouched */
+    ck_assert_int_eq(count("SELECT count(*) FROM block_stats WHERE grp = 3"), 1);
+    ck_assert_int_eq(count("SELECT count(*) FROM block_nodes WHERE grp = 3"), 1);
+    /* deleting build 1 takes every block row of it, nothing of build 2 */
+    exec_ok("DELETE FROM method_stats WHERE build_id = 1");
+    slices = 0;
+    do {
+        ck_assert_int_eq(bl_rs_build_slice(db, 1, 2, &deleted), BL_OK);
+        ck_assert_int_lt(++slices, 40);
+    } while (deleted);
+    ck_assert_int_eq(count("SELECT count(*) FROM block_groups WHERE build_id = 1"), 0);
+    ck_assert_int_eq(count("SELECT count(*) FROM block_stats WHERE grp IN (1, 2)"), 0);
+    ck_assert_int_eq(count("SELECT count(*) FROM block_seen WHERE grp IN (1, 2)"), 0);
+    ck_assert_int_eq(count("SELECT count(*) FROM block_nodes WHERE grp IN (1, 2)"), 0);
+    ck_assert_int_eq(count("SELECT count(*) FROM block_groups"), 1);
+    ck_assert_int_eq(count("SELECT count(*) FROM block_seen"), 1);
+}
+END_TEST
+
 START_TEST(app_settings)
 {
     ck_assert_int_eq(bl_rs_set_keep(db, "a", 0, 3), BL_OK);
@@ -227,8 +278,8 @@ START_TEST(app_settings)
     bl_buf b;
     bl_buf_init(&b, 0);
     ck_assert_int_eq(bl_apps_list_json(db, &b), BL_OK);
-    ck_assert_str_eq(b.data, "[{\"app\":\"a\",\"created_at\":1,\"builds\":2,\"keep_raw_days\":3,"
-                             "\"keep_days\":0},{\"app\":\"b\",\"created_at\":1,\"builds\":1,"
+    ck_assert_str_eq(b.data, "[{\"app\":\"a\",\"id\":1,\"created_at\":1,\"builds\":2,\"keep_raw_days\":3,"
+                             "\"keep_days\":0},{\"app\":\"b\",\"id\":2,\"created_at\":1,\"builds\":1,"
                              "\"keep_raw_days\":null,\"keep_days\":null}]");
     bl_buf_cleanup(&b);
     int64_t *ids;
@@ -246,6 +297,7 @@ int main(void)
     tcase_add_test(t, raw_old_and_mark);
     tcase_add_test(t, expire_slices);
     tcase_add_test(t, graveyard);
+    tcase_add_test(t, block_tables);
     tcase_add_test(t, app_settings);
     suite_add_tcase(s, t);
     return tu_run(s);
