@@ -2,6 +2,20 @@
 #   cmake -DOUT=... -DDIR=... -P embed_sql.cmake
 file(GLOB files ${DIR}/[0-9][0-9][0-9][0-9]_*.sql)
 list(SORT files)
+# A migration's version is its position (PRAGMA user_version, store/db.c):
+# the number in each file's name must be that position, so a gap or a
+# duplicate (two branches both adding 0003) fails the build instead of
+# re-running a migration on an existing database.
+set(pos 0)
+foreach(f ${files})
+  math(EXPR pos "${pos} + 1")
+  get_filename_component(base ${f} NAME)
+  string(SUBSTRING "${base}" 0 4 num)
+  math(EXPR num "${num}")
+  if(NOT num EQUAL pos)
+    message(FATAL_ERROR "schema/migrations: ${base} is migration ${pos}; its number must be ${pos} (no gaps, no duplicates)")
+  endif()
+endforeach()
 set(body "/* Generated from schema/migrations by cmake/embed_sql.cmake. */\n#include <stddef.h>\nconst char *const bl_migrations[] = {\n")
 foreach(f ${files})
   file(READ ${f} hex HEX)
