@@ -1,0 +1,205 @@
+/*
+ * rollups.c — rebuilding dirty apps' rollups (see rollups.h). The triggers
+ * of schema/migrations/0003_rollups.sql keep clean apps in step.
+ */
+#include "store/rollups.h"
+#include "store/internal.h"
+
+#include <stdint.h>
+
+#define DAY_US "86400000000"
+#define APP_SCOPES "(scope = -?1 OR scope IN (SELECT id FROM builds WHERE app_id = ?1))"
+
+/* run in order for one app (?1) */
+static const char *const rebuild_sql[] = {
+    "DELETE FROM rollup_totals WHERE " APP_SCOPES,
+    "DELETE FROM rollup_days WHERE " APP_SCOPES,
+    "DELETE FROM rollup_spans WHERE " APP_SCOPES,
+    "INSERT INTO rollup_days(scope, sig, day, main, count, total_us, self_us, max_us, sketch) "
+    "SELECT -?1, m.sig, s.hour - ((s.hour % " DAY_US ") + " DAY_US ") % " DAY_US
+    " AS d, s.main, sum(s.count), sum(s.total_us), sum(s.self_us), max(s.max_us), "
+    "sketch_union(s.sketch) FROM method_stats s JOIN builds b ON b.id = s.build_id "
+    "JOIN methods m ON m.id = s.method WHERE b.app_id = ?1 GROUP BY m.sig, d, s.main",
+    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, sketch) "
+    "SELECT s.build_id, m.sig, s.main, sum(s.count), sum(s.total_us), sum(s.self_us), "
+    "max(s.max_us), sketch_union(s.sketch) FROM method_stats s JOIN builds b ON b.id = s.build_id "
+    "JOIN methods m ON m.id = s.method WHERE b.app_id = ?1 GROUP BY s.build_id, m.sig, s.main",
+    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, sketch) "
+    "SELECT -?1, sig, main, sum(count), sum(total_us), sum(self_us), max(max_us), "
+    "sketch_union(sketch) FROM rollup_days WHERE scope = -?1 GROUP BY sig, main",
+    "INSERT INTO rollup_spans(scope, first_hour, last_hour) "
+    "SELECT s.build_id, min(s.hour), max(s.hour) FROM method_stats s "
+    "JOIN builds b ON b.id = s.build_id WHERE b.app_id = ?1 GROUP BY s.build_id",
+    "INSERT INTO rollup_spans(scope, first_hour, last_hour) "
+    "SELECT -?1, min(first_hour), max(last_hour) FROM rollup_spans "
+    "WHERE scope IN (SELECT id FROM builds WHERE app_id = ?1) HAVING count(*) > 0",
+    "DELETE FROM rollup_dirty WHERE app_id = ?1",
+};
+
+/* rows of builds that no longer exist */
+static const char *const orphans_sql[] = {
+    "DELETE FROM rollup_totals WHERE scope > 0 AND scope NOT IN (SELECT id FROM builds)",
+    "DELETE FROM rollup_days WHERE scope > 0 AND scope NOT IN (SELECT id FROM builds)",
+    "DELETE FROM rollup_spans WHERE scope > 0 AND scope NOT IN (SELECT id FROM builds)",
+};
+
+static bl_err run(bl_db *db, const char *sql, int64_t app)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, sql);
+    if (!st)
+        return BL_EIO;
+    if (app)
+        sqlite3_bind_int64(st, 1, app);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
+bl_err bl_rollups_refresh(bl_db *db, int *rebuilt)
+{
+    if (rebuilt)
+        *rebuilt = 0;
+    for (int n = 0;; n++) {
+        sqlite3_stmt *st = bl_db_stmt(db, "SELECT app_id FROM rollup_dirty LIMIT 1");
+        if (!st)
+            return BL_EIO;
+        int rc = sqlite3_step(st);
+        int64_t app = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE) {
+            for (size_t i = 0; n && i < sizeof orphans_sql / sizeof *orphans_sql; i++)
+                if (run(db, orphans_sql[i], 0))
+                    return BL_EIO;
+            return BL_OK;
+        }
+        if (rc != SQLITE_ROW)
+            return BL_EIO;
+        for (size_t i = 0; i < sizeof rebuild_sql / sizeof *rebuild_sql; i++)
+            if (run(db, rebuild_sql[i], app))
+                return BL_EIO;
+        if (rebuilt)
+            (*rebuilt)++;
+    }
+}
+
+void bl_rollups_keep(bl_db *db)
+{
+    bl_db_set_rollups_kept(db, 1);
+}
+
+#define UPSERT_SET                                                                             \
+    " ON CONFLICT DO UPDATE SET count = count + excluded.count, "                             \
+    "total_us = total_us + excluded.total_us, self_us = self_us + excluded.self_us, "          \
+    "max_us = max(max_us, excluded.max_us), sketch = sketch_merge(sketch, excluded.sketch)"
+
+static const char totals_sql[] =
+    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, sketch) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)" UPSERT_SET;
+static const char days_sql[] =
+    "INSERT INTO rollup_days(scope, sig, day, main, count, total_us, self_us, max_us, sketch) "
+    "VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, ?8)" UPSERT_SET;
+static const char span_sql[] =
+    "INSERT INTO rollup_spans(scope, first_hour, last_hour) VALUES (?, ?, ?) "
+    "ON CONFLICT DO UPDATE SET first_hour = min(first_hour, excluded.first_hour), "
+    "last_hour = max(last_hour, excluded.last_hour)";
+
+/* first/last hour per scope seen in one call, written at its end */
+#define SPANS 16
+typedef struct span {
+    int64_t scope, first, last;
+} span;
+
+static bl_err span_flush(bl_db *db, span *sp, int *n)
+{
+    for (int i = 0; i < *n; i++) {
+        sqlite3_stmt *st = bl_db_stmt(db, span_sql);
+        if (!st)
+            return BL_EIO;
+        sqlite3_bind_int64(st, 1, sp[i].scope);
+        sqlite3_bind_int64(st, 2, sp[i].first);
+        sqlite3_bind_int64(st, 3, sp[i].last);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
+            return BL_EIO;
+    }
+    *n = 0;
+    return BL_OK;
+}
+
+static bl_err span_note(bl_db *db, span *sp, int *n, int64_t scope, int64_t hour)
+{
+    for (int i = 0; i < *n; i++)
+        if (sp[i].scope == scope) {
+            if (hour < sp[i].first)
+                sp[i].first = hour;
+            if (hour > sp[i].last)
+                sp[i].last = hour;
+            return BL_OK;
+        }
+    if (*n == SPANS && span_flush(db, sp, n))
+        return BL_EIO;
+    sp[(*n)++] = (span){ scope, hour, hour };
+    return BL_OK;
+}
+
+static bl_err upsert(bl_db *db, const char *sql, int64_t scope, int64_t sig, const bl_wr_stat *s,
+                     int64_t day)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, sql);
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, scope);
+    sqlite3_bind_int64(st, 2, sig);
+    sqlite3_bind_int(st, 3, s->main ? 1 : 0);
+    sqlite3_bind_int64(st, 4, s->count);
+    sqlite3_bind_int64(st, 5, s->total_us);
+    sqlite3_bind_int64(st, 6, s->self_us);
+    sqlite3_bind_int64(st, 7, s->max_us);
+    sqlite3_bind_blob(st, 8, s->sketch, (int)s->sketch_len, SQLITE_STATIC);
+    if (sql == days_sql)
+        sqlite3_bind_int64(st, 9, day);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
+bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
+{
+    int64_t build = 0, app = 0;
+    span sp[SPANS];
+    int n_sp = 0;
+    for (size_t i = 0; i < n; i++) {
+        bl_wr_stat s;
+        row(ctx, i, &s);
+        int rc;
+        if (s.build_id != build || !app) {
+            sqlite3_stmt *st = bl_db_stmt(db, "SELECT app_id FROM builds WHERE id = ?");
+            if (!st)
+                return BL_EIO;
+            sqlite3_bind_int64(st, 1, s.build_id);
+            rc = sqlite3_step(st);
+            app = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+            sqlite3_reset(st);
+            if (rc != SQLITE_ROW)
+                return BL_EIO;
+            build = s.build_id;
+        }
+        sqlite3_stmt *st = bl_db_stmt(db, "SELECT sig FROM methods WHERE id = ?");
+        if (!st)
+            return BL_EIO;
+        sqlite3_bind_int64(st, 1, s.method);
+        rc = sqlite3_step(st);
+        int64_t sig = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        int null_sig = rc == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_NULL;
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW || null_sig)
+            return BL_EIO;
+        int64_t day = s.hour - ((s.hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
+        if (upsert(db, totals_sql, build, sig, &s, 0) || upsert(db, totals_sql, -app, sig, &s, 0) ||
+            upsert(db, days_sql, -app, sig, &s, day) ||
+            span_note(db, sp, &n_sp, build, s.hour) || span_note(db, sp, &n_sp, -app, s.hour))
+            return BL_EIO;
+    }
+    return span_flush(db, sp, &n_sp);
+}
