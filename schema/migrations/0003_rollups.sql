@@ -32,8 +32,10 @@ CREATE TABLE method_sigs (
 ALTER TABLE methods ADD COLUMN sig INTEGER REFERENCES method_sigs(id);
 
 -- scope: a build id (> 0), or minus an app id (< 0) for all its builds.
--- main: 1 main thread, 0 other threads (as in method_stats).
--- Figures as in method_stats: count, µs sums, max, sketch of inclusive µs.
+-- main: 1 main thread, 0 other threads (as in method_stats), 2 both.
+-- Figures as in method_stats: count, µs sums, max, sketch of inclusive µs;
+-- q3: p50, p90, p99 of the sketch clamped to max_us (sketch_q3, 24 bytes),
+-- so that a query of all the data reads no sketch.
 CREATE TABLE rollup_totals (
     scope      INTEGER NOT NULL,
     sig        INTEGER NOT NULL,
@@ -42,9 +44,15 @@ CREATE TABLE rollup_totals (
     total_us   INTEGER NOT NULL,
     self_us    INTEGER NOT NULL,
     max_us     INTEGER NOT NULL,
+    q3         BLOB NOT NULL,
     sketch     BLOB NOT NULL,
     PRIMARY KEY (scope, sig, main)
 ) WITHOUT ROWID;
+-- What a query of all the data reads, without the sketches' pages (a
+-- sketch of a busy method is kilobytes: the table's rows spill to overflow
+-- pages and a scan of them reads megabytes).
+CREATE INDEX rollup_totals_figures
+    ON rollup_totals(scope, main, sig, count, total_us, self_us, max_us, q3);
 
 -- The same per day, for apps only (scope < 0): day = start of the UTC day
 -- (µs since the epoch) of the method_stats hour.

@@ -20,13 +20,19 @@ static const char *const rebuild_sql[] = {
     " AS d, s.main, sum(s.count), sum(s.total_us), sum(s.self_us), max(s.max_us), "
     "sketch_union(s.sketch) FROM method_stats s JOIN builds b ON b.id = s.build_id "
     "JOIN methods m ON m.id = s.method WHERE b.app_id = ?1 GROUP BY m.sig, d, s.main",
-    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, sketch) "
+    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
     "SELECT s.build_id, m.sig, s.main, sum(s.count), sum(s.total_us), sum(s.self_us), "
-    "max(s.max_us), sketch_union(s.sketch) FROM method_stats s JOIN builds b ON b.id = s.build_id "
-    "JOIN methods m ON m.id = s.method WHERE b.app_id = ?1 GROUP BY s.build_id, m.sig, s.main",
-    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, sketch) "
-    "SELECT -?1, sig, main, sum(count), sum(total_us), sum(self_us), max(max_us), "
+    "max(s.max_us), x'', sketch_union(s.sketch) FROM method_stats s "
+    "JOIN builds b ON b.id = s.build_id JOIN methods m ON m.id = s.method WHERE b.app_id = ?1 "
+    "GROUP BY s.build_id, m.sig, s.main",
+    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
+    "SELECT -?1, sig, main, sum(count), sum(total_us), sum(self_us), max(max_us), x'', "
     "sketch_union(sketch) FROM rollup_days WHERE scope = -?1 GROUP BY sig, main",
+    /* both thread kinds */
+    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
+    "SELECT scope, sig, 2, sum(count), sum(total_us), sum(self_us), max(max_us), x'', "
+    "sketch_union(sketch) FROM rollup_totals WHERE " APP_SCOPES " GROUP BY scope, sig",
+    "UPDATE rollup_totals SET q3 = sketch_q3(sketch, max_us) WHERE " APP_SCOPES,
     "INSERT INTO rollup_spans(scope, first_hour, last_hour) "
     "SELECT s.build_id, min(s.hour), max(s.hour) FROM method_stats s "
     "JOIN builds b ON b.id = s.build_id WHERE b.app_id = ?1 GROUP BY s.build_id",
@@ -93,8 +99,9 @@ void bl_rollups_keep(bl_db *db)
     "max_us = max(max_us, excluded.max_us), sketch = sketch_merge(sketch, excluded.sketch)"
 
 static const char totals_sql[] =
-    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, sketch) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)" UPSERT_SET;
+    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, ?7), ?8)" UPSERT_SET
+    ", q3 = sketch_q3(sketch_merge(sketch, excluded.sketch), max(max_us, excluded.max_us))";
 static const char days_sql[] =
     "INSERT INTO rollup_days(scope, sig, day, main, count, total_us, self_us, max_us, sketch) "
     "VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, ?8)" UPSERT_SET;
@@ -143,15 +150,16 @@ static bl_err span_note(bl_db *db, span *sp, int *n, int64_t scope, int64_t hour
     return BL_OK;
 }
 
-static bl_err upsert(bl_db *db, const char *sql, int64_t scope, int64_t sig, const bl_wr_stat *s,
-                     int64_t day)
+/* kind: 0/1 the row's thread kind, 2 both */
+static bl_err upsert(bl_db *db, const char *sql, int64_t scope, int64_t sig, int kind,
+                     const bl_wr_stat *s, int64_t day)
 {
     sqlite3_stmt *st = bl_db_stmt(db, sql);
     if (!st)
         return BL_EIO;
     sqlite3_bind_int64(st, 1, scope);
     sqlite3_bind_int64(st, 2, sig);
-    sqlite3_bind_int(st, 3, s->main ? 1 : 0);
+    sqlite3_bind_int(st, 3, kind);
     sqlite3_bind_int64(st, 4, s->count);
     sqlite3_bind_int64(st, 5, s->total_us);
     sqlite3_bind_int64(st, 6, s->self_us);
@@ -196,8 +204,12 @@ bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
         if (rc != SQLITE_ROW || null_sig)
             return BL_EIO;
         int64_t day = s.hour - ((s.hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
-        if (upsert(db, totals_sql, build, sig, &s, 0) || upsert(db, totals_sql, -app, sig, &s, 0) ||
-            upsert(db, days_sql, -app, sig, &s, day) ||
+        int kind = s.main ? 1 : 0;
+        if (upsert(db, totals_sql, build, sig, kind, &s, 0) ||
+            upsert(db, totals_sql, build, sig, 2, &s, 0) ||
+            upsert(db, totals_sql, -app, sig, kind, &s, 0) ||
+            upsert(db, totals_sql, -app, sig, 2, &s, 0) ||
+            upsert(db, days_sql, -app, sig, kind, &s, day) ||
             span_note(db, sp, &n_sp, build, s.hour) || span_note(db, sp, &n_sp, -app, s.hour))
             return BL_EIO;
     }

@@ -3,7 +3,8 @@
  *
  * Fast path (store/rollups.h): rows per method identity ("sig") come, in
  * sig order, from rollup_totals when the selected hours cover all of the
- * scope's (build's or app's) data; else, for an app, from rollup_days for
+ * scope's (build's or app's) data — one row per sig with its percentiles
+ * precomputed, no sketch read; else, for an app, from rollup_days for
  * the whole days inside the range plus method_stats for the hours at its
  * edges, and for a build from its method_stats hours. Each sig's rows are merged
  * into one dense sketch (agg/sketch.h: the same buckets, hence the same
@@ -112,9 +113,10 @@ bl_err bl_slow_methods_scan(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, vo
 #define DAY_US 86400000000ll
 
 /* sources of (sig, count, total_us, self_us, max_us, sketch), by sig */
+/* one row per sig, its percentiles precomputed (q3): no sketch is read */
 static const char totals_sql[] =
-    "SELECT sig, count, total_us, self_us, max_us, sketch FROM rollup_totals "
-    "WHERE scope = ?1 AND (?2 = 0 OR main = 1) ORDER BY sig";
+    "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_totals "
+    "WHERE scope = ?1 AND main = ?2 ORDER BY sig";
 static const char days_sql[] =
     "SELECT sig, count, total_us, self_us, max_us, sketch FROM rollup_days "
     "WHERE scope = ?1 AND (?2 = 0 OR main = 1) AND day >= ?3 AND day < ?4 ORDER BY sig";
@@ -346,15 +348,16 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
         return BL_OK;
 
     src s[3];
-    int n_src = 0;
+    int n_src = 0, use_q3 = 0;
     int main_only = q->main_only ? 1 : 0;
     if (h0 <= first && (no_end || last < h1)) {
         s[n_src].st = bl_db_stmt(db, totals_sql);
         if (!s[n_src].st)
             return BL_EIO;
         sqlite3_bind_int64(s[n_src].st, 1, scope);
-        sqlite3_bind_int(s[n_src].st, 2, main_only);
+        sqlite3_bind_int(s[n_src].st, 2, main_only ? 1 : 2);
         n_src++;
+        use_q3 = 1;
     } else {
         /* whole days [d0, d1) from rollup_days; the hours around them */
         int64_t d0 = h0 == INT64_MIN ? INT64_MIN : floor_to(h0 + DAY_US - 1, DAY_US);
@@ -444,9 +447,20 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
                 uint64_t mx = (uint64_t)sqlite3_column_int64(x, 4);
                 if (mx > e.r.max_us)
                     e.r.max_us = mx;
-                const void *blob = sqlite3_column_blob(x, 5);
+                const uint8_t *blob = sqlite3_column_blob(x, 5);
                 int bn = sqlite3_column_bytes(x, 5);
-                bl_err be = blob ? bl_sketch_merge_blob(&sk, blob, (size_t)bn) : BL_OK;
+                bl_err be = BL_OK;
+                if (use_q3) { /* p50, p90, p99: little-endian u64 */
+                    uint64_t p[3] = { 0, 0, 0 };
+                    for (int k = 0; bn == 24 && k < 24; k++)
+                        p[k / 8] |= (uint64_t)blob[k] << (8 * (k % 8));
+                    e.r.p50_us = p[0];
+                    e.r.p90_us = p[1];
+                    e.r.p99_us = p[2];
+                    be = bn == 24 ? BL_OK : BL_EFORMAT;
+                } else if (blob) {
+                    be = bl_sketch_merge_blob(&sk, blob, (size_t)bn);
+                }
                 if (be == BL_ENOMEM)
                     err = be;
                 else if (be)
@@ -460,6 +474,10 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
         /* listed once a call finished; a malformed sketch leaves it out */
         if (err || bad || e.r.count <= 0)
             continue;
+        if (use_q3) {
+            err = offer(db, &t, &e);
+            continue;
+        }
         uint64_t q50 = bl_sketch_quantile(&sk, 0.50), q90 = bl_sketch_quantile(&sk, 0.90),
                  q99 = bl_sketch_quantile(&sk, 0.99);
         e.r.p50_us = q50 < e.r.max_us ? q50 : e.r.max_us;
