@@ -30,6 +30,7 @@ CREATE TABLE method_sigs (
 
 -- The identity of a methods row (kept by the triggers methods_sig_*).
 ALTER TABLE methods ADD COLUMN sig INTEGER REFERENCES method_sigs(id);
+CREATE INDEX methods_sig ON methods(sig);
 
 -- scope: a build id (> 0), or minus an app id (< 0) for all its builds.
 -- main: 1 main thread, 0 other threads (as in method_stats), 2 both.
@@ -65,9 +66,14 @@ CREATE TABLE rollup_days (
     total_us   INTEGER NOT NULL,
     self_us    INTEGER NOT NULL,
     max_us     INTEGER NOT NULL,
+    q3         BLOB NOT NULL,    -- p50, p90, p99 of the sketch, NOT clamped
     sketch     BLOB NOT NULL,
     PRIMARY KEY (scope, sig, day, main)
 ) WITHOUT ROWID;
+-- A time range's first pass (store/slow_methods.c): figures and q3 of the
+-- days, by sig, without the sketches' pages.
+CREATE INDEX rollup_days_figures
+    ON rollup_days(scope, main, sig, day, count, total_us, self_us, max_us, q3);
 
 -- The first and last method_stats hour of a scope (a query whose hours
 -- cover them reads rollup_totals).

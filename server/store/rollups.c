@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #define DAY_US "86400000000"
+#define NO_MAX "9223372036854775807" /* sketch_q3 without clamping */
 #define APP_SCOPES "(scope = -?1 OR scope IN (SELECT id FROM builds WHERE app_id = ?1))"
 
 /* run in order for one app (?1) */
@@ -15,9 +16,9 @@ static const char *const rebuild_sql[] = {
     "DELETE FROM rollup_totals WHERE " APP_SCOPES,
     "DELETE FROM rollup_days WHERE " APP_SCOPES,
     "DELETE FROM rollup_spans WHERE " APP_SCOPES,
-    "INSERT INTO rollup_days(scope, sig, day, main, count, total_us, self_us, max_us, sketch) "
+    "INSERT INTO rollup_days(scope, sig, day, main, count, total_us, self_us, max_us, q3, sketch) "
     "SELECT -?1, m.sig, s.hour - ((s.hour % " DAY_US ") + " DAY_US ") % " DAY_US
-    " AS d, s.main, sum(s.count), sum(s.total_us), sum(s.self_us), max(s.max_us), "
+    " AS d, s.main, sum(s.count), sum(s.total_us), sum(s.self_us), max(s.max_us), x'', "
     "sketch_union(s.sketch) FROM method_stats s JOIN builds b ON b.id = s.build_id "
     "JOIN methods m ON m.id = s.method WHERE b.app_id = ?1 GROUP BY m.sig, d, s.main",
     "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
@@ -33,6 +34,7 @@ static const char *const rebuild_sql[] = {
     "SELECT scope, sig, 2, sum(count), sum(total_us), sum(self_us), max(max_us), x'', "
     "sketch_union(sketch) FROM rollup_totals WHERE " APP_SCOPES " GROUP BY scope, sig",
     "UPDATE rollup_totals SET q3 = sketch_q3(sketch, max_us) WHERE " APP_SCOPES,
+    "UPDATE rollup_days SET q3 = sketch_q3(sketch, " NO_MAX ") WHERE scope = -?1",
     "INSERT INTO rollup_spans(scope, first_hour, last_hour) "
     "SELECT s.build_id, min(s.hour), max(s.hour) FROM method_stats s "
     "JOIN builds b ON b.id = s.build_id WHERE b.app_id = ?1 GROUP BY s.build_id",
@@ -103,8 +105,9 @@ static const char totals_sql[] =
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, ?7), ?8)" UPSERT_SET
     ", q3 = sketch_q3(sketch_merge(sketch, excluded.sketch), max(max_us, excluded.max_us))";
 static const char days_sql[] =
-    "INSERT INTO rollup_days(scope, sig, day, main, count, total_us, self_us, max_us, sketch) "
-    "VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, ?8)" UPSERT_SET;
+    "INSERT INTO rollup_days(scope, sig, day, main, count, total_us, self_us, max_us, q3, sketch) "
+    "VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, " NO_MAX "), ?8)" UPSERT_SET
+    ", q3 = sketch_q3(sketch_merge(sketch, excluded.sketch), " NO_MAX ")";
 static const char span_sql[] =
     "INSERT INTO rollup_spans(scope, first_hour, last_hour) VALUES (?, ?, ?) "
     "ON CONFLICT DO UPDATE SET first_hour = min(first_hour, excluded.first_hour), "

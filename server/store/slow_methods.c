@@ -117,9 +117,6 @@ bl_err bl_slow_methods_scan(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, vo
 static const char totals_sql[] =
     "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_totals "
     "WHERE scope = ?1 AND main = ?2 ORDER BY sig";
-static const char days_sql[] =
-    "SELECT sig, count, total_us, self_us, max_us, sketch FROM rollup_days "
-    "WHERE scope = ?1 AND (?2 = 0 OR main = 1) AND day >= ?3 AND day < ?4 ORDER BY sig";
 /* two texts (the statement cache is keyed by the text's address): the
  * hours before and after the whole days are read at the same time */
 #define HOURS_SQL(tag)                                                                         \
@@ -284,6 +281,326 @@ static bl_err offer(bl_db *db, topk *t, ent *e)
     return BL_OK;
 }
 
+
+/* Hands the heap's rows to cb best first (unless err), frees the heap;
+ * returns err. */
+static bl_err emit(topk *t, bl_err err, bl_slow_cb cb, void *ctx)
+{
+    /* heap sort: the worst goes to the end, so the array ends best first */
+    size_t kept = t->n;
+    while (t->n > 1) {
+        ent x = t->e[0];
+        t->e[0] = t->e[t->n - 1];
+        t->e[t->n - 1] = x;
+        t->n--;
+        sift_down(t, 0);
+    }
+    t->n = kept;
+    if (!err) {
+        for (size_t i = 0; i < t->n; i++) {
+            bl_slow_row r = t->e[i].r;
+            r.cls = t->e[i].cls;
+            r.name = t->e[i].name;
+            r.descriptor = t->e[i].desc;
+            r.source_file = t->e[i].file;
+            if (cb(&r, ctx) != 0)
+                break;
+        }
+    }
+    for (size_t i = 0; i < t->n; i++)
+        ent_free(&t->e[i]);
+    free(t->e);
+    return err;
+}
+
+
+/* ---- an app's time range: whole days from rollup_days, hours at the edges
+ * from method_stats, in two passes.
+ *
+ * Pass 1 reads figures only (the covering index rollup_days_figures, no
+ * sketch pages) and each day row's precomputed percentiles (q3, not
+ * clamped), merging them per sig: exact count, sums and max, and for the
+ * percentile sorts bounds of the merged percentile — a quantile of merged
+ * histograms lies between the smallest and the largest quantile of the
+ * parts (at the rank ceil(q·n) of the whole, every part's cumulative count
+ * is below its own rank before the smallest part quantile and at or above it
+ * from the largest on). The edge hours' rows give theirs from their
+ * sketches, and their figures and merged sketch are kept for pass 2. Pass 2
+ * takes the groups by descending upper bound (the exact key for the other
+ * sorts), merges their day sketches (one primary-key range each) and edge
+ * sketch exactly and offers them to the heap, and stops once the heap is
+ * full and the next bound is below its worst key. Memory: 96 bytes per
+ * method of the range, the edge hours' merged sketches, and the heap. */
+
+typedef struct cand {
+    int64_t sig, count, total, self;
+    uint64_t max, lo, hi; /* bounds of the sort key */
+    /* the edge hours' part: figures and merged sketch (owned, NULL: none) */
+    int64_t e_count, e_total, e_self;
+    uint64_t e_max;
+    char *e_blob;
+    size_t e_len;
+} cand;
+
+static const char days_fig_sql[] =
+    "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_days "
+    "INDEXED BY rollup_days_figures "
+    "WHERE scope = ?1 AND main = ?2 AND day >= ?3 AND day < ?4 ORDER BY sig";
+static const char days_fig0_sql[] =
+    "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_days "
+    "INDEXED BY rollup_days_figures "
+    "WHERE scope = ?1 AND main = ?2 AND day >= ?3 AND day < ?4 ORDER BY sig /* other */";
+static const char days_sig_sql[] =
+    "SELECT count, total_us, self_us, max_us, sketch FROM rollup_days "
+    "WHERE scope = ?1 AND sig = ?2 AND day >= ?3 AND day < ?4 AND (?5 = 0 OR main = 1)";
+
+static int quantile_ix(bl_slow_sort s)
+{
+    return s == BL_SLOW_P50 ? 0 : s == BL_SLOW_P90 ? 1 : s == BL_SLOW_P99 ? 2 : -1;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int k = 7; k >= 0; k--)
+        v = v << 8 | p[k];
+    return v;
+}
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? 1 : -1;
+    return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
+}
+
+/* Adds one row (count, total, self, max, sketch at columns c..c+4) to e and
+ * sk. 1 when the sketch is malformed. */
+static int add_row(sqlite3_stmt *st, int c, ent *e, bl_sketch *sk, bl_err *err)
+{
+    e->r.count += sqlite3_column_int64(st, c);
+    e->r.total_us += sqlite3_column_int64(st, c + 1);
+    e->r.self_us += sqlite3_column_int64(st, c + 2);
+    uint64_t mx = (uint64_t)sqlite3_column_int64(st, c + 3);
+    if (mx > e->r.max_us)
+        e->r.max_us = mx;
+    const void *blob = sqlite3_column_blob(st, c + 4);
+    bl_err be = blob ? bl_sketch_merge_blob(sk, blob, (size_t)sqlite3_column_bytes(st, c + 4))
+                     : BL_OK;
+    if (be == BL_ENOMEM)
+        *err = be;
+    return be && be != BL_ENOMEM;
+}
+
+static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
+                     int64_t edges[2][2], int n_e, bl_slow_cb cb, void *ctx)
+{
+    int qi = quantile_ix(q->sort);
+    int64_t scope = -q->app_id;
+    src s[4];
+    int n_src = 0;
+    bl_err err = BL_OK;
+    for (int m = q->main_only ? 1 : 0; m < 2; m++) {
+        s[n_src].st = bl_db_stmt(db, m ? days_fig_sql : days_fig0_sql);
+        if (!s[n_src].st)
+            err = BL_EIO;
+        else {
+            sqlite3_bind_int64(s[n_src].st, 1, scope);
+            sqlite3_bind_int(s[n_src].st, 2, m);
+            sqlite3_bind_int64(s[n_src].st, 3, d0);
+            sqlite3_bind_int64(s[n_src].st, 4, d1);
+            n_src++;
+        }
+    }
+    const char *hs[2] = { hours_a_sql, hours_b_sql };
+    int first_edge = n_src;
+    for (int i = 0; i < n_e && !err; i++) {
+        s[n_src].st = bl_db_stmt(db, hs[i]);
+        if (!s[n_src].st) {
+            err = BL_EIO;
+            break;
+        }
+        sqlite3_bind_int64(s[n_src].st, 1, q->app_id);
+        sqlite3_bind_int(s[n_src].st, 2, q->main_only ? 1 : 0);
+        sqlite3_bind_int64(s[n_src].st, 3, edges[i][0]);
+        sqlite3_bind_int64(s[n_src].st, 4, edges[i][1]);
+        n_src++;
+    }
+    for (int i = 0; i < n_src && !err; i++) {
+        int rc = sqlite3_step(s[i].st);
+        s[i].live = rc == SQLITE_ROW;
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+            err = BL_EIO;
+    }
+    /* pass 1 */
+    cand *c = NULL;
+    size_t n_c = 0, cap_c = 0;
+    bl_sketch sk, esk;
+    bl_sketch_init(&sk);
+    bl_sketch_init(&esk);
+    static const double qs[3] = { 0.50, 0.90, 0.99 };
+    while (!err) {
+        int64_t sig = INT64_MAX;
+        int any = 0;
+        for (int i = 0; i < n_src; i++)
+            if (s[i].live) {
+                int64_t v = sqlite3_column_int64(s[i].st, 0);
+                if (!any || v < sig)
+                    sig = v;
+                any = 1;
+            }
+        if (!any)
+            break;
+        cand k = { sig, 0, 0, 0, 0, UINT64_MAX, 0, 0, 0, 0, 0, NULL, 0 };
+        int bad = 0;
+        bl_sketch_reset(&esk);
+        for (int i = 0; i < n_src && !err; i++) {
+            while (s[i].live && sqlite3_column_int64(s[i].st, 0) == sig) {
+                sqlite3_stmt *x = s[i].st;
+                k.count += sqlite3_column_int64(x, 1);
+                k.total += sqlite3_column_int64(x, 2);
+                k.self += sqlite3_column_int64(x, 3);
+                uint64_t mx = (uint64_t)sqlite3_column_int64(x, 4);
+                k.max = mx > k.max ? mx : k.max;
+                if (i >= first_edge) {
+                    k.e_count += sqlite3_column_int64(x, 1);
+                    k.e_total += sqlite3_column_int64(x, 2);
+                    k.e_self += sqlite3_column_int64(x, 3);
+                    k.e_max = mx > k.e_max ? mx : k.e_max;
+                    const void *b = sqlite3_column_blob(x, 5);
+                    bl_err be = b ? bl_sketch_merge_blob(&esk, b, (size_t)sqlite3_column_bytes(x, 5))
+                                  : BL_OK;
+                    if (be == BL_ENOMEM)
+                        err = be;
+                    bad |= be != BL_OK;
+                }
+                if (qi >= 0) {
+                    uint64_t v = 0;
+                    const uint8_t *b = sqlite3_column_blob(x, 5);
+                    int bn = sqlite3_column_bytes(x, 5);
+                    if (i < first_edge) {
+                        if (bn == 24)
+                            v = get_u64(b + 8 * qi);
+                        else
+                            bad = 1;
+                    } else if (sqlite3_column_int64(x, 1) > 0) {
+                        bl_sketch_reset(&sk);
+                        bl_err be = b ? bl_sketch_merge_blob(&sk, b, (size_t)bn) : BL_OK;
+                        if (be == BL_ENOMEM)
+                            err = be;
+                        bad |= be != BL_OK;
+                        v = bl_sketch_quantile(&sk, qs[qi]);
+                    }
+                    /* rows with no finished call hold no value */
+                    if (sqlite3_column_int64(x, 1) > 0) {
+                        k.lo = v < k.lo ? v : k.lo;
+                        k.hi = v > k.hi ? v : k.hi;
+                    }
+                }
+                int rc = sqlite3_step(x);
+                s[i].live = rc == SQLITE_ROW;
+                if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                    err = BL_EIO;
+            }
+        }
+        if (err || bad || k.count <= 0)
+            continue;
+        if (esk.count) {
+            bl_buf eb;
+            bl_buf_init(&eb, 0);
+            if (bl_sketch_serialize(&esk, &eb)) {
+                bl_buf_cleanup(&eb);
+                err = BL_ENOMEM;
+                break;
+            }
+            k.e_blob = eb.data; /* owned by k from here */
+            k.e_len = eb.len;
+        }
+        if (qi < 0) {
+            bl_slow_row r = { 0 };
+            r.count = k.count;
+            r.total_us = k.total;
+            r.self_us = k.self;
+            r.max_us = k.max;
+            k.lo = k.hi = key_of(&r, q->sort);
+        } else {
+            k.lo = k.lo < k.max ? k.lo : k.max;
+            k.hi = k.hi < k.max ? k.hi : k.max;
+        }
+        if (n_c == cap_c) {
+            size_t nc = cap_c ? 2 * cap_c : 1024;
+            cand *g = realloc(c, nc * sizeof *c);
+            if (!g) {
+                free(k.e_blob);
+                err = BL_ENOMEM;
+                break;
+            }
+            c = g;
+            cap_c = nc;
+        }
+        c[n_c++] = k;
+    }
+    for (int i = 0; i < n_src; i++)
+        sqlite3_reset(s[i].st);
+
+    /* pass 2 */
+    topk t = { NULL, 0, (size_t)q->limit, q->sort };
+    if (!err && !(t.e = malloc(t.cap * sizeof *t.e)))
+        err = BL_ENOMEM;
+    if (!err && n_c)
+        qsort(c, n_c, sizeof *c, cmp_cand);
+    for (size_t i = 0; i < n_c && !err; i++) {
+        if (t.n == t.cap && (int64_t)c[i].hi < (int64_t)key_of(&t.e[0].r, q->sort))
+            break; /* no group left can beat the worst kept */
+        ent e;
+        memset(&e, 0, sizeof e);
+        e.sig = c[i].sig;
+        bl_sketch_reset(&sk);
+        int bad = 0;
+        sqlite3_stmt *st = bl_db_stmt(db, days_sig_sql);
+        if (!st) {
+            err = BL_EIO;
+            break;
+        }
+        sqlite3_bind_int64(st, 1, scope);
+        sqlite3_bind_int64(st, 2, e.sig);
+        sqlite3_bind_int64(st, 3, d0);
+        sqlite3_bind_int64(st, 4, d1);
+        sqlite3_bind_int(st, 5, q->main_only ? 1 : 0);
+        int rc;
+        while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW)
+            bad |= add_row(st, 0, &e, &sk, &err);
+        if (!err && rc != SQLITE_DONE)
+            err = BL_EIO;
+        sqlite3_reset(st);
+        e.r.count += c[i].e_count;
+        e.r.total_us += c[i].e_total;
+        e.r.self_us += c[i].e_self;
+        e.r.max_us = c[i].e_max > e.r.max_us ? c[i].e_max : e.r.max_us;
+        if (!err && c[i].e_blob) {
+            bl_err be = bl_sketch_merge_blob(&sk, c[i].e_blob, c[i].e_len);
+            if (be == BL_ENOMEM)
+                err = be;
+            bad |= be != BL_OK;
+        }
+        if (err || bad || e.r.count <= 0)
+            continue;
+        uint64_t q50 = bl_sketch_quantile(&sk, 0.50), q90 = bl_sketch_quantile(&sk, 0.90),
+                 q99 = bl_sketch_quantile(&sk, 0.99);
+        e.r.p50_us = q50 < e.r.max_us ? q50 : e.r.max_us;
+        e.r.p90_us = q90 < e.r.max_us ? q90 : e.r.max_us;
+        e.r.p99_us = q99 < e.r.max_us ? q99 : e.r.max_us;
+        err = offer(db, &t, &e);
+    }
+    bl_sketch_cleanup(&sk);
+    bl_sketch_cleanup(&esk);
+    for (size_t i = 0; i < n_c; i++)
+        free(c[i].e_blob);
+    free(c);
+    return emit(&t, err, cb, ctx);
+}
+
 static int64_t floor_to(int64_t v, int64_t unit)
 {
     int64_t r = v % unit;
@@ -368,22 +685,17 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
         int64_t ha[2][2];
         int n_h = 0;
         if (d0 < d1) {
-            s[n_src].st = bl_db_stmt(db, days_sql);
-            if (!s[n_src].st)
-                return BL_EIO;
-            sqlite3_bind_int64(s[n_src].st, 1, scope);
-            sqlite3_bind_int(s[n_src].st, 2, main_only);
-            sqlite3_bind_int64(s[n_src].st, 3, d0);
-            sqlite3_bind_int64(s[n_src].st, 4, d1);
-            n_src++;
-            if (h0 < d0) {
-                ha[n_h][0] = h0;
-                ha[n_h++][1] = d0;
+            int64_t edges[2][2];
+            int n_e = 0;
+            if (h0 < d0 && d0 > first) {
+                edges[n_e][0] = h0;
+                edges[n_e++][1] = d0;
             }
-            if (d1 < h1) {
-                ha[n_h][0] = d1;
-                ha[n_h++][1] = h1;
+            if (d1 < h1 && d1 <= last) {
+                edges[n_e][0] = d1;
+                edges[n_e++][1] = h1;
             }
+            return ranged(db, q, d0, d1, edges, n_e, cb, ctx);
         } else {
             ha[n_h][0] = h0;
             ha[n_h++][1] = h1;
@@ -488,31 +800,7 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
     bl_sketch_cleanup(&sk);
     for (int i = 0; i < n_src; i++)
         sqlite3_reset(s[i].st);
-    /* heap sort: the worst goes to the end, so the array ends best first */
-    size_t kept = t.n;
-    while (t.n > 1) {
-        ent x = t.e[0];
-        t.e[0] = t.e[t.n - 1];
-        t.e[t.n - 1] = x;
-        t.n--;
-        sift_down(&t, 0);
-    }
-    t.n = kept;
-    if (!err) {
-        for (size_t i = 0; i < t.n; i++) {
-            bl_slow_row r = t.e[i].r;
-            r.cls = t.e[i].cls;
-            r.name = t.e[i].name;
-            r.descriptor = t.e[i].desc;
-            r.source_file = t.e[i].file;
-            if (cb(&r, ctx) != 0)
-                break;
-        }
-    }
-    for (size_t i = 0; i < t.n; i++)
-        ent_free(&t.e[i]);
-    free(t.e);
-    return err;
+    return emit(&t, err, cb, ctx);
 }
 
 bl_err bl_slow_methods(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx)
