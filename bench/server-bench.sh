@@ -4,7 +4,9 @@
 #   2. HTTP ingest of 100,000-record zstd batches on loopback (bench_http):
 #      acknowledged records/s and request latency, then the time until the
 #      writer has processed everything;
-#   3. slow-methods query latency p50/p99 once ≥ 10 M invocations are stored.
+#   3. slow-methods query latency p50/p99 once ≥ 10 M invocations are stored;
+#   4. the same over 10 M invocations spread over 100 builds and 30 days, for
+#      one build, all builds, time ranges and thread=main (bench/query-bench.sh).
 #   bench/server-bench.sh BUILD_DIR [BATCHES] [CONNECTIONS]
 set -euo pipefail
 BIN=$(cd "$1" && pwd)/bin
@@ -47,3 +49,7 @@ echo
 echo "== slow-methods query over $((BATCHES * 50000)) invocations"
 "$BIN/bench_http" query "$PORT" "/v1/apps/bench/slow-methods?build=1.0&sort=p99&limit=50" "$RD" 200
 "$BIN/bench_http" query "$PORT" "/v1/apps/bench/slow-methods?thread=main&sort=total" "$RD" 200
+
+echo
+echo "== slow-methods query over 100 builds and 30 days (issue 12)"
+"$(dirname "$0")/query-bench.sh" "$1" "$BATCHES" 100 30 100
