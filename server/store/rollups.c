@@ -95,19 +95,26 @@ void bl_rollups_keep(bl_db *db)
     bl_db_set_rollups_kept(db, 1);
 }
 
-#define UPSERT_SET                                                                             \
-    " ON CONFLICT DO UPDATE SET count = count + excluded.count, "                             \
-    "total_us = total_us + excluded.total_us, self_us = self_us + excluded.self_us, "          \
-    "max_us = max(max_us, excluded.max_us), sketch = sketch_merge(sketch, excluded.sketch)"
-
-static const char totals_sql[] =
+/* A row is updated when it exists, else inserted: the percentiles (q3)
+ * are computed once, from the merged sketch (an INSERT … ON CONFLICT would
+ * compute them for the VALUES as well). ?1 scope, ?2 sig, ?3 thread kind,
+ * ?4 count, ?5 total, ?6 self, ?7 max, ?8 sketch, ?9 day. */
+static const char totals_upd_sql[] =
+    "UPDATE rollup_totals SET count = count + ?4, total_us = total_us + ?5, "
+    "self_us = self_us + ?6, max_us = max(max_us, ?7), sketch = sketch_merge(sketch, ?8), "
+    "q3 = sketch_q3(sketch_merge(sketch, ?8), max(max_us, ?7)) "
+    "WHERE scope = ?1 AND sig = ?2 AND main = ?3";
+static const char totals_ins_sql[] =
     "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, ?7), ?8)" UPSERT_SET
-    ", q3 = sketch_q3(sketch_merge(sketch, excluded.sketch), max(max_us, excluded.max_us))";
-static const char days_sql[] =
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, ?7), ?8)";
+static const char days_upd_sql[] =
+    "UPDATE rollup_days SET count = count + ?4, total_us = total_us + ?5, "
+    "self_us = self_us + ?6, max_us = max(max_us, ?7), sketch = sketch_merge(sketch, ?8), "
+    "q3 = sketch_q3(sketch_merge(sketch, ?8), " NO_MAX ") "
+    "WHERE scope = ?1 AND sig = ?2 AND day = ?9 AND main = ?3";
+static const char days_ins_sql[] =
     "INSERT INTO rollup_days(scope, sig, day, main, count, total_us, self_us, max_us, q3, sketch) "
-    "VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, " NO_MAX "), ?8)" UPSERT_SET
-    ", q3 = sketch_q3(sketch_merge(sketch, excluded.sketch), " NO_MAX ")";
+    "VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, " NO_MAX "), ?8)";
 static const char span_sql[] =
     "INSERT INTO rollup_spans(scope, first_hour, last_hour) VALUES (?, ?, ?) "
     "ON CONFLICT DO UPDATE SET first_hour = min(first_hour, excluded.first_hour), "
@@ -153,9 +160,9 @@ static bl_err span_note(bl_db *db, span *sp, int *n, int64_t scope, int64_t hour
     return BL_OK;
 }
 
-/* kind: 0/1 the row's thread kind, 2 both */
-static bl_err upsert(bl_db *db, const char *sql, int64_t scope, int64_t sig, int kind,
-                     const bl_wr_stat *s, int64_t day)
+/* Runs one of the statements above. *changed: rows changed. */
+static bl_err add_stmt(bl_db *db, const char *sql, int64_t scope, int64_t sig, int kind,
+                       const bl_wr_stat *s, int64_t day, int *changed)
 {
     sqlite3_stmt *st = bl_db_stmt(db, sql);
     if (!st)
@@ -168,11 +175,24 @@ static bl_err upsert(bl_db *db, const char *sql, int64_t scope, int64_t sig, int
     sqlite3_bind_int64(st, 6, s->self_us);
     sqlite3_bind_int64(st, 7, s->max_us);
     sqlite3_bind_blob(st, 8, s->sketch, (int)s->sketch_len, SQLITE_STATIC);
-    if (sql == days_sql)
+    if (sql == days_upd_sql || sql == days_ins_sql)
         sqlite3_bind_int64(st, 9, day);
     int rc = sqlite3_step(st);
+    *changed = sqlite3_changes(bl_db_handle(db));
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
+/* kind: 0/1 the row's thread kind, 2 both; days: the app's day row */
+static bl_err upsert(bl_db *db, int days, int64_t scope, int64_t sig, int kind,
+                     const bl_wr_stat *s, int64_t day)
+{
+    int changed;
+    if (add_stmt(db, days ? days_upd_sql : totals_upd_sql, scope, sig, kind, s, day, &changed))
+        return BL_EIO;
+    if (changed)
+        return BL_OK;
+    return add_stmt(db, days ? days_ins_sql : totals_ins_sql, scope, sig, kind, s, day, &changed);
 }
 
 bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
@@ -208,11 +228,9 @@ bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
             return BL_EIO;
         int64_t day = s.hour - ((s.hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
         int kind = s.main ? 1 : 0;
-        if (upsert(db, totals_sql, build, sig, kind, &s, 0) ||
-            upsert(db, totals_sql, build, sig, 2, &s, 0) ||
-            upsert(db, totals_sql, -app, sig, kind, &s, 0) ||
-            upsert(db, totals_sql, -app, sig, 2, &s, 0) ||
-            upsert(db, days_sql, -app, sig, kind, &s, day) ||
+        if (upsert(db, 0, build, sig, kind, &s, 0) || upsert(db, 0, build, sig, 2, &s, 0) ||
+            upsert(db, 0, -app, sig, kind, &s, 0) || upsert(db, 0, -app, sig, 2, &s, 0) ||
+            upsert(db, 1, -app, sig, kind, &s, day) ||
             span_note(db, sp, &n_sp, build, s.hour) || span_note(db, sp, &n_sp, -app, s.hour))
             return BL_EIO;
     }

@@ -58,32 +58,26 @@ static void f_merge(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     bl_buf_cleanup(&b);
 }
 
-/* per connection: one dense sketch for sketch_q3, reused call to call */
 static void f_q3(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
     (void)argc;
-    bl_sketch *s = sqlite3_user_data(ctx);
-    bl_sketch_reset(s);
-    if (add_arg(s, argv[0]) != 0) {
+    static const double qs[3] = { 0.50, 0.90, 0.99 };
+    uint64_t v[3];
+    const void *p = sqlite3_value_blob(argv[0]);
+    int n = sqlite3_value_bytes(argv[0]);
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL || !p ||
+        bl_sketch_blob_quantiles(p, (size_t)n, qs, 3, v) != BL_OK) {
         sqlite3_result_error(ctx, "sketch_q3: malformed sketch", -1);
         return;
     }
     uint64_t max = (uint64_t)sqlite3_value_int64(argv[1]);
     uint8_t out[24];
-    static const double qs[3] = { 0.50, 0.90, 0.99 };
     for (int i = 0; i < 3; i++) {
-        uint64_t v = bl_sketch_quantile(s, qs[i]);
-        v = v < max ? v : max;
+        uint64_t x = v[i] < max ? v[i] : max;
         for (int k = 0; k < 8; k++)
-            out[i * 8 + k] = (uint8_t)(v >> (8 * k));
+            out[i * 8 + k] = (uint8_t)(x >> (8 * k));
     }
     sqlite3_result_blob(ctx, out, sizeof out, SQLITE_TRANSIENT);
-}
-
-static void free_sketch(void *p)
-{
-    bl_sketch_cleanup(p);
-    free(p);
 }
 
 static void f_union_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
@@ -142,15 +136,9 @@ int bl_sql_register(sqlite3 *db)
         rc = sqlite3_create_function_v2(db, "sketch_union", 1,
                                         SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
                                         f_union_step, f_union_final, NULL);
-    if (rc == SQLITE_OK) {
-        bl_sketch *s = malloc(sizeof *s);
-        if (!s)
-            return SQLITE_NOMEM;
-        bl_sketch_init(s);
-        /* on failure SQLite calls free_sketch itself */
+    if (rc == SQLITE_OK)
         rc = sqlite3_create_function_v2(db, "sketch_q3", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
-                                        s, f_q3, NULL, NULL, free_sketch);
-    }
+                                        NULL, f_q3, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_create_function_v2(db, "sketch_quantile", 2,
                                         SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, f_quantile,
