@@ -33,7 +33,8 @@ ALTER TABLE methods ADD COLUMN sig INTEGER REFERENCES method_sigs(id);
 CREATE INDEX methods_sig ON methods(sig);
 
 -- scope: a build id (> 0), or minus an app id (< 0) for all its builds.
--- main: 1 main thread, 0 other threads (as in method_stats), 2 both.
+-- main: 1 main thread, 0 other threads (as in method_stats), 2 both; the
+-- totals keep 1 and 2 only (what a query asks for), the days 0 and 1.
 -- Figures as in method_stats: count, µs sums, max, sketch of inclusive µs;
 -- q3: p50, p90, p99 of the sketch clamped to max_us (sketch_q3, 24 bytes),
 -- so that a query of all the data reads no sketch.

@@ -33,6 +33,8 @@ static const char *const rebuild_sql[] = {
     "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
     "SELECT scope, sig, 2, sum(count), sum(total_us), sum(self_us), max(max_us), x'', "
     "sketch_union(sketch) FROM rollup_totals WHERE " APP_SCOPES " GROUP BY scope, sig",
+    /* other threads alone are never asked for: main (1) and both (2) kept */
+    "DELETE FROM rollup_totals WHERE main = 0 AND " APP_SCOPES,
     "UPDATE rollup_totals SET q3 = sketch_q3(sketch, max_us) WHERE " APP_SCOPES,
     "UPDATE rollup_days SET q3 = sketch_q3(sketch, " NO_MAX ") WHERE scope = -?1",
     "INSERT INTO rollup_spans(scope, first_hour, last_hour) "
@@ -228,8 +230,11 @@ bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
             return BL_EIO;
         int64_t day = s.hour - ((s.hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
         int kind = s.main ? 1 : 0;
-        if (upsert(db, 0, build, sig, kind, &s, 0) || upsert(db, 0, build, sig, 2, &s, 0) ||
-            upsert(db, 0, -app, sig, kind, &s, 0) || upsert(db, 0, -app, sig, 2, &s, 0) ||
+        /* totals: the main thread's (1) and both kinds' (2) */
+        if ((kind == 1 && upsert(db, 0, build, sig, 1, &s, 0)) ||
+            upsert(db, 0, build, sig, 2, &s, 0) ||
+            (kind == 1 && upsert(db, 0, -app, sig, 1, &s, 0)) ||
+            upsert(db, 0, -app, sig, 2, &s, 0) ||
             upsert(db, 1, -app, sig, kind, &s, day) ||
             span_note(db, sp, &n_sp, build, s.hour) || span_note(db, sp, &n_sp, -app, s.hour))
             return BL_EIO;

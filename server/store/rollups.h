@@ -33,7 +33,8 @@ void bl_rollups_keep(bl_db *db);
  * rollups: per method identity and thread kind, to the build's and the
  * app's totals, the app's day, and both scopes' first/last hour. Call it in
  * the transaction of the bl_wr_stats_add of the same rows (before or after).
- * About three upserts per row. BL_EIO (message: bl_db_errmsg) at the first
+ * Per row: the build's and the app's totals of both thread kinds and (for
+ * a main-thread row) of the main thread, and the app's day: 3–5 upserts. BL_EIO (message: bl_db_errmsg) at the first
  * failure. */
 bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx);
 
