@@ -127,6 +127,13 @@ static const char totals_sql[] =
     "AND s.hour >= ?3 AND s.hour < ?4 ORDER BY m.sig /* " tag " */"
 static const char hours_a_sql[] = HOURS_SQL("before");
 static const char hours_b_sql[] = HOURS_SQL("after");
+/* a build's hours: its primary-key range (+s.hour keeps SQLite off the
+ * hour index, which holds every build's rows) */
+static const char build_hours_sql[] =
+    "SELECT m.sig, s.count, s.total_us, s.self_us, s.max_us, s.sketch "
+    "FROM method_stats s JOIN methods m ON m.id = s.method "
+    "WHERE ?1 IS NOT NULL AND (?2 = 0 OR s.main = 1) AND s.build_id = ?5 "
+    "AND +s.hour >= ?3 AND +s.hour < ?4 ORDER BY m.sig";
 
 typedef struct src {
     sqlite3_stmt *st;
@@ -704,7 +711,7 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
             /* nothing of the scope there: skip the read */
             if (ha[i][1] <= first || ha[i][0] > last)
                 continue;
-            s[n_src].st = bl_db_stmt(db, hs[i]);
+            s[n_src].st = bl_db_stmt(db, q->build ? build_hours_sql : hs[i]);
             if (!s[n_src].st) {
                 for (int k = 0; k < n_src; k++)
                     sqlite3_reset(s[k].st);
