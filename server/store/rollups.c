@@ -6,6 +6,10 @@
 #include "store/internal.h"
 
 #include <stdint.h>
+#include <stdlib.h>
+
+#include "agg/sketch.h"
+#include "common/buf.h"
 
 #define DAY_US "86400000000"
 #define NO_MAX "9223372036854775807" /* sketch_q3 without clamping */
@@ -197,47 +201,139 @@ static bl_err upsert(bl_db *db, int days, int64_t scope, int64_t sig, int kind,
     return add_stmt(db, days ? days_ins_sql : totals_ins_sql, scope, sig, kind, s, day, &changed);
 }
 
+/* One addition to a rollup row; a flush's additions are sorted by row and
+ * merged, so each row is written once per flush. */
+typedef struct radd {
+    int table; /* 0 rollup_totals, 1 rollup_days */
+    int kind;
+    int64_t scope, sig, day;
+    int64_t count, total, self, max;
+    const void *blob;
+    size_t len;
+} radd;
+
+static int cmp_i(int64_t a, int64_t b)
+{
+    return a < b ? -1 : a > b;
+}
+
+static int cmp_radd(const void *pa, const void *pb)
+{
+    const radd *a = pa, *b = pb;
+    int c;
+    if ((c = cmp_i(a->table, b->table)) || (c = cmp_i(a->scope, b->scope)) ||
+        (c = cmp_i(a->sig, b->sig)) || (c = cmp_i(a->kind, b->kind)))
+        return c;
+    return cmp_i(a->day, b->day);
+}
+
+static bl_err lookups(bl_db *db, const bl_wr_stat *s, int64_t *build, int64_t *app, int64_t *sig)
+{
+    int rc;
+    if (s->build_id != *build || !*app) {
+        sqlite3_stmt *st = bl_db_stmt(db, "SELECT app_id FROM builds WHERE id = ?");
+        if (!st)
+            return BL_EIO;
+        sqlite3_bind_int64(st, 1, s->build_id);
+        rc = sqlite3_step(st);
+        *app = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW)
+            return BL_EIO;
+        *build = s->build_id;
+    }
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT sig FROM methods WHERE id = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, s->method);
+    rc = sqlite3_step(st);
+    *sig = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    int null_sig = rc == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_NULL;
+    sqlite3_reset(st);
+    return rc != SQLITE_ROW || null_sig ? BL_EIO : BL_OK;
+}
+
 bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
 {
+    if (!n)
+        return BL_OK;
     int64_t build = 0, app = 0;
     span sp[SPANS];
     int n_sp = 0;
-    for (size_t i = 0; i < n; i++) {
+    /* at most 5 additions per row */
+    if (n > SIZE_MAX / 5 / sizeof(radd))
+        return BL_ENOMEM;
+    radd *a = malloc(5 * n * sizeof *a);
+    if (!a)
+        return BL_ENOMEM;
+    size_t na = 0;
+    bl_err err = BL_OK;
+    for (size_t i = 0; i < n && !err; i++) {
         bl_wr_stat s;
         row(ctx, i, &s);
-        int rc;
-        if (s.build_id != build || !app) {
-            sqlite3_stmt *st = bl_db_stmt(db, "SELECT app_id FROM builds WHERE id = ?");
-            if (!st)
-                return BL_EIO;
-            sqlite3_bind_int64(st, 1, s.build_id);
-            rc = sqlite3_step(st);
-            app = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-            sqlite3_reset(st);
-            if (rc != SQLITE_ROW)
-                return BL_EIO;
-            build = s.build_id;
-        }
-        sqlite3_stmt *st = bl_db_stmt(db, "SELECT sig FROM methods WHERE id = ?");
-        if (!st)
-            return BL_EIO;
-        sqlite3_bind_int64(st, 1, s.method);
-        rc = sqlite3_step(st);
-        int64_t sig = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-        int null_sig = rc == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_NULL;
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW || null_sig)
-            return BL_EIO;
+        int64_t sig;
+        if ((err = lookups(db, &s, &build, &app, &sig)))
+            break;
         int64_t day = s.hour - ((s.hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
         int kind = s.main ? 1 : 0;
-        /* totals: the main thread's (1) and both kinds' (2) */
-        if ((kind == 1 && upsert(db, 0, build, sig, 1, &s, 0)) ||
-            upsert(db, 0, build, sig, 2, &s, 0) ||
-            (kind == 1 && upsert(db, 0, -app, sig, 1, &s, 0)) ||
-            upsert(db, 0, -app, sig, 2, &s, 0) ||
-            upsert(db, 1, -app, sig, kind, &s, day) ||
-            span_note(db, sp, &n_sp, build, s.hour) || span_note(db, sp, &n_sp, -app, s.hour))
-            return BL_EIO;
+        radd r = { 0, 0, 0, sig, 0, s.count, s.total_us, s.self_us, s.max_us, s.sketch,
+                   s.sketch_len };
+        /* totals: the main thread's (1) and both kinds' (2); the app's day */
+        const int64_t scopes[2] = { build, -app };
+        for (int k = 0; k < 2; k++) {
+            r.scope = scopes[k];
+            if (kind == 1) {
+                r.kind = 1;
+                a[na++] = r;
+            }
+            r.kind = 2;
+            a[na++] = r;
+        }
+        r.table = 1;
+        r.scope = -app;
+        r.kind = kind;
+        r.day = day;
+        a[na++] = r;
+        if (span_note(db, sp, &n_sp, build, s.hour) || span_note(db, sp, &n_sp, -app, s.hour))
+            err = BL_EIO;
     }
+    if (!err)
+        qsort(a, na, sizeof *a, cmp_radd);
+    bl_buf m[2];
+    bl_buf_init(&m[0], 0);
+    bl_buf_init(&m[1], 0);
+    for (size_t i = 0; i < na && !err;) {
+        size_t j = i + 1;
+        while (j < na && !cmp_radd(&a[i], &a[j]))
+            j++;
+        bl_wr_stat s = { 0 };
+        s.count = a[i].count;
+        s.total_us = a[i].total;
+        s.self_us = a[i].self;
+        s.max_us = a[i].max;
+        s.sketch = a[i].blob;
+        s.sketch_len = a[i].len;
+        /* merge the run's sketches: m[cur] holds the sum so far */
+        int cur = 0;
+        for (size_t k = i + 1; k < j && !err; k++) {
+            s.count += a[k].count;
+            s.total_us += a[k].total;
+            s.self_us += a[k].self;
+            s.max_us = a[k].max > s.max_us ? a[k].max : s.max_us;
+            bl_buf_reset(&m[!cur]);
+            err = bl_sketch_blob_merge(s.sketch, s.sketch_len, a[k].blob, a[k].len, &m[!cur]);
+            cur = !cur;
+            s.sketch = m[cur].data;
+            s.sketch_len = m[cur].len;
+        }
+        if (!err && upsert(db, a[i].table, a[i].scope, a[i].sig, a[i].kind, &s, a[i].day))
+            err = BL_EIO;
+        i = j;
+    }
+    bl_buf_cleanup(&m[0]);
+    bl_buf_cleanup(&m[1]);
+    free(a);
+    if (err)
+        return err == BL_ENOMEM ? BL_ENOMEM : BL_EIO;
     return span_flush(db, sp, &n_sp);
 }

@@ -34,15 +34,19 @@ void bl_rollups_keep(bl_db *db);
  * app's totals, the app's day, and both scopes' first/last hour. Call it in
  * the transaction of the bl_wr_stats_add of the same rows (before or after).
  * Per row: the build's and the app's totals of both thread kinds and (for
- * a main-thread row) of the main thread, and the app's day: 3–5 upserts. BL_EIO (message: bl_db_errmsg) at the first
- * failure. */
+ * a main-thread row) of the main thread, and the app's day; the additions
+ * to one rollup row are merged in memory first (sorted: about 5 × 72 bytes
+ * per row, freed before return), so each row is written once per call.
+ * Sketch pointers must stay valid during the call. BL_ENOMEM when that
+ * memory cannot be had (the caller rolls the transaction back); BL_EIO
+ * (message: bl_db_errmsg) at the first failure. */
 bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx);
 
 /* Rebuilds the rollups of every dirty app from method_stats and clears its
  * mark; a no-op (one indexed read) when none is dirty. Runs in the caller's
  * transaction (a writer connection between bl_db_begin and bl_db_commit).
- * Time grows with the dirty apps' method_stats rows (about 1 s per 100,000
- * rows on the benchmark machine). *rebuilt (may be NULL) gets the number of
+ * Time grows with the dirty apps' method_stats rows (10–80 s for 289,000
+ * rows on the shared benchmark machine). *rebuilt (may be NULL) gets the number of
  * apps rebuilt. BL_EIO (message: bl_db_errmsg). */
 bl_err bl_rollups_refresh(bl_db *db, int *rebuilt);
 
