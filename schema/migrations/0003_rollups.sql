@@ -153,3 +153,21 @@ CREATE TRIGGER method_stats_rollup_delete AFTER DELETE ON method_stats BEGIN
     INSERT INTO rollup_dirty(app_id) SELECT app_id FROM builds WHERE id = old.build_id
         ON CONFLICT DO NOTHING;
 END;
+
+-- A build moved to another app (a deletion in progress: retention's
+-- graveyard sets its app_id to 0): both apps' rows are rebuilt.
+-- Its methods take the new app's identities (not for app 0, the graveyard
+-- of builds being deleted, which nobody queries).
+CREATE TRIGGER builds_rollup_moved AFTER UPDATE OF app_id ON builds
+WHEN old.app_id IS NOT new.app_id BEGIN
+    INSERT INTO method_sigs(app_id, class, name, descriptor, source_file)
+        SELECT DISTINCT new.app_id, class, name, descriptor, source_file FROM methods
+        WHERE build_id = new.id AND new.app_id <> 0
+        ON CONFLICT DO NOTHING;
+    UPDATE methods SET sig = (
+        SELECT s.id FROM method_sigs s WHERE s.app_id = new.app_id AND s.class = methods.class
+          AND s.name = methods.name AND s.descriptor = methods.descriptor
+          AND s.source_file = methods.source_file)
+    WHERE build_id = new.id AND new.app_id <> 0;
+    INSERT INTO rollup_dirty(app_id) VALUES (old.app_id), (new.app_id) ON CONFLICT DO NOTHING;
+END;

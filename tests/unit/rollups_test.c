@@ -6,7 +6,8 @@
  * alone (bl_slow_methods_scan) row for row: after several writer
  * transactions (new rows and growing ones), after a migration from schema 2
  * backfills them, after a re-symbolication renames methods, and after rows
- * are written or deleted behind the writer's back. Each check first asserts
+ * are written or deleted behind the writer's back, and after a build
+ * leaves its app. Each check first asserts
  * that the rollups are clean, so the fast path is what is compared.
  */
 #include <sqlite3.h>
@@ -268,8 +269,12 @@ static void all_answers_equal(void)
                                             limits[l] };
                         same_answer(&q);
                     }
-    /* app 2 as well */
+    /* app 2 as well, all builds and its build '2' (moved there last) */
     bl_slow_query q = { 2, NULL, 0, 0, INT64_MAX, BL_SLOW_P99, 50 };
+    same_answer(&q);
+    q.build = "2";
+    same_answer(&q);
+    q.since_us = H(BASE_HOUR + 30);
     same_answer(&q);
 }
 
@@ -412,6 +417,15 @@ START_TEST(rollups_rebuilt_after_rename_and_foreign_writes)
     exec_ok("DELETE FROM method_stats WHERE build_id = 2 AND main = 1");
     ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_dirty"), 1);
     write_txn(40); /* the writer's flush rebuilds */
+    all_answers_equal();
+
+    /* a build moves to another app (retention moves a doomed build to
+     * app 0): both apps' rows follow */
+    exec_ok("UPDATE builds SET app_id = 2, name = '2' WHERE id = 2");
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_dirty WHERE app_id IN (1, 2)"), 2);
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    ck_assert_int_eq(bl_rollups_refresh(db, NULL), BL_OK);
+    ck_assert_int_eq(bl_db_commit(db), BL_OK);
     all_answers_equal();
 }
 END_TEST
