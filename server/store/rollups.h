@@ -9,7 +9,8 @@
  * bl_rollups_add too, in the same transaction. What cannot be added — a
  * method renamed by a re-symbolication, a method_stats row deleted, a
  * method_stats write on a connection that did not call bl_rollups_keep (a
- * tool, a test) — marks the app dirty (SQL triggers); its queries then read
+ * tool, a test), a build moved to another app — marks the app dirty (SQL
+ * triggers); its queries then read
  * method_stats (exact, slower) until bl_rollups_refresh rebuilds its
  * rollups.
  *
