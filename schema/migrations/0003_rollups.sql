@@ -28,7 +28,7 @@ CREATE TABLE method_sigs (
     UNIQUE (app_id, class, name, descriptor, source_file)
 );
 
--- The identity of a methods row (kept by the triggers methods_sig_*).
+-- The identity of a methods row (NULL until its stats reach the rollups).
 ALTER TABLE methods ADD COLUMN sig INTEGER REFERENCES method_sigs(id);
 CREATE INDEX methods_sig ON methods(sig);
 
@@ -102,32 +102,15 @@ UPDATE methods SET sig = (
       AND s.descriptor = methods.descriptor AND s.source_file = methods.source_file);
 INSERT INTO rollup_dirty(app_id) SELECT id FROM apps;
 
-CREATE TRIGGER methods_sig_insert AFTER INSERT ON methods BEGIN
-    INSERT INTO method_sigs(app_id, class, name, descriptor, source_file)
-        SELECT app_id, new.class, new.name, new.descriptor, new.source_file
-        FROM builds WHERE id = new.build_id
-        ON CONFLICT DO NOTHING;
-    UPDATE methods SET sig = (
-        SELECT s.id FROM method_sigs s JOIN builds b ON b.app_id = s.app_id
-        WHERE b.id = new.build_id AND s.class = new.class AND s.name = new.name
-          AND s.descriptor = new.descriptor AND s.source_file = new.source_file)
-    WHERE id = new.id;
-END;
-
+-- A methods row gets its identity when its first stats reach the rollups
+-- (bl_rollups_add) or when its app's rollups are rebuilt: symbolicating a
+-- build writes nothing more. A renamed row loses it; when it has stats the
+-- app's rollups are rebuilt (its figures are under the old identity).
 CREATE TRIGGER methods_sig_rename AFTER UPDATE OF class, name, descriptor, source_file ON methods
 WHEN old.class IS NOT new.class OR old.name IS NOT new.name
   OR old.descriptor IS NOT new.descriptor OR old.source_file IS NOT new.source_file
 BEGIN
-    INSERT INTO method_sigs(app_id, class, name, descriptor, source_file)
-        SELECT app_id, new.class, new.name, new.descriptor, new.source_file
-        FROM builds WHERE id = new.build_id
-        ON CONFLICT DO NOTHING;
-    UPDATE methods SET sig = (
-        SELECT s.id FROM method_sigs s JOIN builds b ON b.app_id = s.app_id
-        WHERE b.id = new.build_id AND s.class = new.class AND s.name = new.name
-          AND s.descriptor = new.descriptor AND s.source_file = new.source_file)
-    WHERE id = new.id;
-    -- its figures are under the old identity: rebuild the app's rollups
+    UPDATE methods SET sig = NULL WHERE id = new.id;
     INSERT INTO rollup_dirty(app_id)
         SELECT app_id FROM builds WHERE id = new.build_id
           AND EXISTS (SELECT 1 FROM method_stats WHERE build_id = new.build_id
@@ -156,18 +139,9 @@ END;
 
 -- A build moved to another app (a deletion in progress: retention's
 -- graveyard sets its app_id to 0): both apps' rows are rebuilt.
--- Its methods take the new app's identities (not for app 0, the graveyard
--- of builds being deleted, which nobody queries).
+-- Its methods lose their identities (of the old app).
 CREATE TRIGGER builds_rollup_moved AFTER UPDATE OF app_id ON builds
 WHEN old.app_id IS NOT new.app_id BEGIN
-    INSERT INTO method_sigs(app_id, class, name, descriptor, source_file)
-        SELECT DISTINCT new.app_id, class, name, descriptor, source_file FROM methods
-        WHERE build_id = new.id AND new.app_id <> 0
-        ON CONFLICT DO NOTHING;
-    UPDATE methods SET sig = (
-        SELECT s.id FROM method_sigs s WHERE s.app_id = new.app_id AND s.class = methods.class
-          AND s.name = methods.name AND s.descriptor = methods.descriptor
-          AND s.source_file = methods.source_file)
-    WHERE build_id = new.id AND new.app_id <> 0;
+    UPDATE methods SET sig = NULL WHERE build_id = new.id;
     INSERT INTO rollup_dirty(app_id) VALUES (old.app_id), (new.app_id) ON CONFLICT DO NOTHING;
 END;

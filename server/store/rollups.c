@@ -17,6 +17,15 @@
 
 /* run in order for one app (?1) */
 static const char *const rebuild_sql[] = {
+    /* identities of the app's methods that have none yet */
+    "INSERT INTO method_sigs(app_id, class, name, descriptor, source_file) "
+    "SELECT DISTINCT ?1, m.class, m.name, m.descriptor, m.source_file FROM methods m "
+    "JOIN builds b ON b.id = m.build_id WHERE b.app_id = ?1 AND m.sig IS NULL "
+    "ON CONFLICT DO NOTHING",
+    "UPDATE methods SET sig = (SELECT s.id FROM method_sigs s WHERE s.app_id = ?1 "
+    "AND s.class = methods.class AND s.name = methods.name AND s.descriptor = methods.descriptor "
+    "AND s.source_file = methods.source_file) "
+    "WHERE sig IS NULL AND build_id IN (SELECT id FROM builds WHERE app_id = ?1)",
     "DELETE FROM rollup_totals WHERE " APP_SCOPES,
     "DELETE FROM rollup_days WHERE " APP_SCOPES,
     "DELETE FROM rollup_spans WHERE " APP_SCOPES,
@@ -250,7 +259,35 @@ static bl_err lookups(bl_db *db, const bl_wr_stat *s, int64_t *build, int64_t *a
     *sig = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
     int null_sig = rc == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_NULL;
     sqlite3_reset(st);
-    return rc != SQLITE_ROW || null_sig ? BL_EIO : BL_OK;
+    if (rc != SQLITE_ROW)
+        return BL_EIO;
+    if (!null_sig)
+        return BL_OK;
+    /* the method's first stats: its identity in the app, created if new */
+    st = bl_db_stmt(db, "INSERT INTO method_sigs(app_id, class, name, descriptor, source_file) "
+                        "SELECT ?1, class, name, descriptor, source_file FROM methods "
+                        "WHERE id = ?2 ON CONFLICT DO NOTHING");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, *app);
+    sqlite3_bind_int64(st, 2, s->method);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return BL_EIO;
+    st = bl_db_stmt(db, "UPDATE methods SET sig = (SELECT s.id FROM method_sigs s "
+                        "WHERE s.app_id = ?1 AND s.class = methods.class "
+                        "AND s.name = methods.name AND s.descriptor = methods.descriptor "
+                        "AND s.source_file = methods.source_file) WHERE id = ?2 RETURNING sig");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, *app);
+    sqlite3_bind_int64(st, 2, s->method);
+    rc = sqlite3_step(st);
+    null_sig = rc != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL;
+    *sig = null_sig ? 0 : sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return null_sig ? BL_EIO : BL_OK;
 }
 
 bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
