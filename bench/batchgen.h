@@ -15,6 +15,11 @@
 #include "ingest/batch.h"
 
 static uint64_t bg_rng = 0x9E3779B97F4A7C15ull;
+
+/* Wall clock origin of the next batch bg_batch encodes (µs since the
+ * epoch); bench_http's spread mode moves it per batch. */
+#define BG_ORIGIN_US 1795960000000000ll
+static int64_t bg_origin_us = BG_ORIGIN_US;
 static inline uint64_t bg_next(void)
 {
     bg_rng ^= bg_rng << 13;
@@ -96,7 +101,7 @@ static inline int bg_batch(bl_buf *out, uint32_t batch_no, uint32_t n_records,
     memcpy(b.batch_id, &batch_no, 4);
     b.batch_id[6] = (uint8_t)((b.batch_id[6] & 0x0f) | 0x40);
     b.batch_id[8] = (uint8_t)((b.batch_id[8] & 0x3f) | 0x80);
-    b.origin_wall_us = 1795960000000000ll;
+    b.origin_wall_us = bg_origin_us;
     b.sdk_level = 34;
     b.app.p = app;
     b.app.n = (uint32_t)strlen(app);

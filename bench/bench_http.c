@@ -5,6 +5,11 @@
  *       POSTs BATCHES distinct zstd batches (bench/batchgen.h, RECORDS each)
  *       over CONNECTIONS keep-alive connections; prints acknowledged
  *       records/s and request latency p50/p99.
+ *   bench_http ingest PORT APP INGEST_KEY CONNECTIONS BATCHES RECORDS BUILDS DAYS
+ *       the same, batch i going to build "b%03d" (i % BUILDS) with its wall
+ *       clock origin DAYS days × i / BATCHES before the fixed origin, so the
+ *       data spans BUILDS builds and DAYS days (build names: see
+ *       bench/query-bench.sh).
  *   bench_http query PORT PATH READ_KEY REQUESTS
  *       GETs PATH REQUESTS times on one connection; prints latency p50/p99.
  *
@@ -144,10 +149,12 @@ static void percentiles(double *v, size_t n, const char *what)
 
 int main(int argc, char **argv)
 {
-    if (argc == 8 && !strcmp(argv[1], "ingest")) {
+    if ((argc == 8 || argc == 10) && !strcmp(argv[1], "ingest")) {
         int port = atoi(argv[2]), n_conn = atoi(argv[5]);
         uint32_t n_batches = (uint32_t)atoi(argv[6]), per = (uint32_t)atoi(argv[7]);
-        if (n_conn < 1 || n_conn > 64 || n_batches < 1 || n_batches > 100000) {
+        int n_builds = argc == 10 ? atoi(argv[8]) : 0, n_days = argc == 10 ? atoi(argv[9]) : 0;
+        if (n_conn < 1 || n_conn > 64 || n_batches < 1 || n_batches > 100000 || n_builds < 0 ||
+            n_builds > 10000 || n_days < 0 || n_days > 3650) {
             fprintf(stderr, "bench_http: bad counts\n");
             return 2;
         }
@@ -159,7 +166,11 @@ int main(int argc, char **argv)
         size_t ztotal = 0;
         for (uint32_t i = 0; i < n_batches; i++) {
             bl_buf_reset(&b);
-            if (bg_batch(&b, i + 1000000u * (uint32_t)getpid(), per, 5000, argv[3], "1.0"))
+            char build[16] = "1.0";
+            if (n_builds > 0)
+                snprintf(build, sizeof build, "b%03u", i % (uint32_t)n_builds);
+            bg_origin_us = BG_ORIGIN_US - (int64_t)n_days * 86400000000ll * i / n_batches;
+            if (bg_batch(&b, i + 1000000u * (uint32_t)getpid(), per, 5000, argv[3], build))
                 return 1;
             size_t cap = ZSTD_compressBound(b.len);
             z[i] = malloc(cap);
@@ -209,7 +220,8 @@ int main(int argc, char **argv)
         percentiles(lat, (size_t)n, "query   ");
         return errors ? 1 : 0;
     }
-    fprintf(stderr, "usage: bench_http ingest PORT APP KEY CONNECTIONS BATCHES RECORDS\n"
+    fprintf(stderr, "usage: bench_http ingest PORT APP KEY CONNECTIONS BATCHES RECORDS "
+                    "[BUILDS DAYS]\n"
                     "       bench_http query PORT PATH KEY REQUESTS\n");
     return 2;
 }

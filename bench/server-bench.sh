@@ -8,9 +8,12 @@
 #      acknowledged records/s and request latency, then the time until the
 #      writer has committed everything (goal >= 10 M records/s), with the
 #      CPU time of the server's threads;
-#   3. slow-methods query latency p50/p99 once ≥ 10 M invocations are stored.
+#   3. slow-methods query latency p50/p99 once ≥ 10 M invocations are stored;
 #   4. call-tree query latency p50/p99 over 1,000,000 stored nodes
-#      (bench/calltree-query-bench.sh).
+#      (bench/calltree-query-bench.sh);
+#   5. slow-methods over 10 M invocations spread over 100 builds and 30 days,
+#      for one build, all builds, time ranges and thread=main
+#      (bench/query-bench.sh).
 #   bench/server-bench.sh BUILD_DIR [BATCHES] [CONNECTIONS]
 set -euo pipefail
 BIN=$(cd "$1" && pwd)/bin
@@ -64,3 +67,7 @@ echo "== slow-methods query over $((BATCHES * 50000)) invocations"
 echo
 # 4. call-tree query over a build of 1,000,000 stored nodes (issue 12)
 "$(dirname "$0")/calltree-query-bench.sh" "$1"
+
+echo
+echo "== slow-methods query over 100 builds and 30 days (issue 12)"
+"$(dirname "$0")/query-bench.sh" "$1" "$BATCHES" 100 30 100

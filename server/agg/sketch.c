@@ -158,22 +158,29 @@ bl_err bl_sketch_merge(bl_sketch *dst, const bl_sketch *src)
  * is computed in double: exact while count < 2^53, and it sees q as the
  * double it is (0.7 * 10 may round up to rank 8).
  */
+/* The rank of the q-quantile among count values (0 < q < 1), see below. */
+static uint64_t rank_of(uint64_t count, double q)
+{
+    uint64_t rank = 1;
+    if (q > 0.0) {
+        double r = q * (double)count;
+        if (r >= (double)count) {
+            rank = count;
+        } else if (r > 1.0) {
+            rank = (uint64_t)r; /* r < count <= 2^64: in range */
+            rank += (double)rank < r; /* ceil without libm */
+        }
+    }
+    return rank;
+}
+
 uint64_t bl_sketch_quantile(const bl_sketch *s, double q)
 {
     if (!s->count)
         return 0;
     if (q >= 1.0)
         return s->max;
-    uint64_t rank = 1;
-    if (q > 0.0) {
-        double r = q * (double)s->count;
-        if (r >= (double)s->count) {
-            rank = s->count;
-        } else if (r > 1.0) {
-            rank = (uint64_t)r; /* r < count <= 2^64: in range */
-            rank += (double)rank < r; /* ceil without libm */
-        }
-    }
+    uint64_t rank = rank_of(s->count, q);
     uint64_t seen = 0;
     for (uint32_t b = s->lo; b <= s->hi; b++) {
         seen += s->bucket[b];
@@ -312,6 +319,31 @@ bl_err bl_sketch_blob_merge(const void *a, size_t alen, const void *b, size_t bl
     put_le(o + 4, n, 4);
     out->len = at + BLOB_HEADER + (size_t)n * BLOB_PAIR;
     out->data[out->len] = '\0';
+    return BL_OK;
+}
+
+bl_err bl_sketch_blob_quantiles(const void *blob, size_t len, const double *q, int n,
+                                uint64_t *out)
+{
+    uint64_t nz, total;
+    bl_err err = check_blob(blob, len, &nz, &total);
+    if (err)
+        return err;
+    const uint8_t *pairs = (const uint8_t *)blob + BLOB_HEADER;
+    for (int k = 0; k < n; k++) {
+        out[k] = 0;
+        if (!total)
+            continue;
+        /* q >= 1: the largest bucket's representative (the blob has no max) */
+        uint64_t rank = q[k] >= 1.0 ? total : rank_of(total, q[k]), seen = 0;
+        for (uint64_t i = 0; i < nz; i++) {
+            seen += get_le(pairs + i * BLOB_PAIR + 4, 8);
+            if (seen >= rank) {
+                out[k] = bl_sketch_bucket_mid((uint32_t)get_le(pairs + i * BLOB_PAIR, 4));
+                break;
+            }
+        }
+    }
     return BL_OK;
 }
 

@@ -58,6 +58,12 @@ bl_err bl_sketch_serialize(const bl_sketch *s, bl_buf *out);
  * blob carries no max/sum: callers keep those in their own columns. */
 bl_err bl_sketch_merge_blob(bl_sketch *s, const void *blob, size_t len);
 
+/* out[k] = the q[k]-quantile (0 <= q[k] < 1) of a serialised sketch, for
+ * k < n, without expanding it: what bl_sketch_quantile gives for a sketch
+ * holding the same buckets (0 when empty). BL_EFORMAT for a malformed blob. */
+bl_err bl_sketch_blob_quantiles(const void *blob, size_t len, const double *q, int n,
+                                uint64_t *out);
+
 /* Merges two serialised sketches into one serialised sketch appended to
  * out, without expanding either (a linear merge of their bucket lists): the
  * same bytes bl_sketch_serialize would give for the union. BL_EFORMAT for a

@@ -43,6 +43,7 @@
 #include "store/apps.h"
 #include "store/db.h"
 #include "store/retention.h"
+#include "store/rollups.h"
 #include "store/writer.h"
 #include "symbol/mapindex.h"
 #include "symbol/symbolicate.h"
@@ -641,10 +642,15 @@ static bl_err flush_deltas(bl_processor *p)
     bl_err err = bl_agg_finish(&p->agg);
     if (!err && bl_wr_stats_add(p->db, p->agg.n_stats, delta_stat, &p->agg))
         err = sql_err(p, "stats upsert");
+    if (!err && bl_rollups_add(p->db, p->agg.n_stats, delta_stat, &p->agg))
+        err = sql_err(p, "rollups upsert");
     if (!err && bl_wr_nodes_add(p->db, p->agg.n_nodes, delta_node, &p->agg))
         err = sql_err(p, "nodes upsert");
     if (!err)
         bl_events_flush(p->ev);
+    /* an app a re-symbolication left dirty is rebuilt here (store/rollups.h) */
+    if (!err && bl_rollups_refresh(p->db, NULL))
+        err = sql_err(p, "rollups refresh");
     return err;
 }
 
@@ -1621,6 +1627,8 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
             p->ck_started = 1;
         }
     }
+    if (!err)
+        bl_rollups_keep(p->db); /* flush_deltas adds its rows to the rollups */
     if (!err) {
         int64_t next;
         err = bl_wr_next_node_id(p->db, &next);

@@ -1,13 +1,29 @@
 /*
  * slow_methods.c — the slow-methods query (see slow_methods.h).
  *
- * Sort and limit happen in SQL (ORDER BY … LIMIT keeps only `limit` rows
- * while the groups stream by); the percentile sorts compute each group's
- * quantile from its merged sketch (store/sqlfuncs.h), clamped to the exact
- * max as the row is.
+ * Fast path (store/rollups.h): rows per method identity ("sig") come, in
+ * sig order, from rollup_totals when the selected hours cover all of the
+ * scope's (build's or app's) data — one row per sig with its percentiles
+ * precomputed, no sketch read; else, for an app, from rollup_days for
+ * the whole days inside the range plus method_stats for the hours at its
+ * edges, and for a build from its method_stats hours. Each sig's rows are merged
+ * into one dense sketch (agg/sketch.h: the same buckets, hence the same
+ * percentiles, as merging every method_stats row), and a heap keeps the best
+ * `limit` groups; names are read only for groups that enter it. Memory:
+ * one dense sketch (30 KiB) and `limit` rows.
+ *
+ * Reference path (bl_slow_methods_scan, and the fast path's answer while the
+ * app's rollups are dirty): one SQL statement over method_stats. Sort and
+ * limit happen in SQL (ORDER BY … LIMIT keeps only `limit` rows while the
+ * groups stream by); the percentile sorts compute each group's quantile from
+ * its merged sketch (store/sqlfuncs.h), clamped to the exact max as the row
+ * is.
  */
 #include "store/slow_methods.h"
 #include "store/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 #include "agg/sketch.h"
 
@@ -43,7 +59,7 @@ static const char *text_or_null(sqlite3_stmt *st, int i)
                                                      : (const char *)sqlite3_column_text(st, i);
 }
 
-bl_err bl_slow_methods(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx)
+bl_err bl_slow_methods_scan(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx)
 {
     if ((unsigned)q->sort >= BL_SLOW_SORTS)
         return BL_EINVAL;
@@ -89,4 +105,722 @@ bl_err bl_slow_methods(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *c
     sqlite3_reset(st);
     bl_sketch_cleanup(&sk);
     return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
+/* ---- fast path ------------------------------------------------------------ */
+
+#define HOUR_US 3600000000ll
+#define DAY_US 86400000000ll
+
+/* sources of (sig, count, total_us, self_us, max_us, sketch), by sig */
+/* one row per sig, its percentiles precomputed (q3): no sketch is read */
+static const char totals_sql[] =
+    "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_totals "
+    "WHERE scope = ?1 AND main = ?2 ORDER BY sig";
+/* two texts (the statement cache is keyed by the text's address): the
+ * hours before and after the whole days are read at the same time */
+#define HOURS_SQL(tag)                                                                         \
+    "SELECT m.sig, s.count, s.total_us, s.self_us, s.max_us, s.sketch "                        \
+    "FROM method_stats s INDEXED BY method_stats_hour JOIN builds b ON b.id = s.build_id "    \
+    "JOIN methods m ON m.id = s.method "                                                        \
+    "WHERE b.app_id = ?1 AND (?2 = 0 OR s.main = 1) AND (?5 IS NULL OR s.build_id = ?5) "      \
+    "AND s.hour >= ?3 AND s.hour < ?4 ORDER BY m.sig /* " tag " */"
+static const char hours_a_sql[] = HOURS_SQL("before");
+static const char hours_b_sql[] = HOURS_SQL("after");
+/* a build's hours: its primary-key range (+s.hour keeps SQLite off the
+ * hour index, which holds every build's rows) */
+static const char build_hours_sql[] =
+    "SELECT m.sig, s.count, s.total_us, s.self_us, s.max_us, s.sketch "
+    "FROM method_stats s JOIN methods m ON m.id = s.method "
+    "WHERE ?1 IS NOT NULL AND (?2 = 0 OR s.main = 1) AND s.build_id = ?5 "
+    "AND +s.hour >= ?3 AND +s.hour < ?4 ORDER BY m.sig";
+
+typedef struct src {
+    sqlite3_stmt *st;
+    int live; /* a row is waiting */
+} src;
+
+/* one group in the heap; names owned */
+typedef struct ent {
+    int64_t sig;
+    bl_slow_row r;
+    char *cls, *name, *desc, *file;
+} ent;
+
+typedef struct topk {
+    ent *e;
+    size_t n, cap;
+    bl_slow_sort sort;
+} topk;
+
+static uint64_t key_of(const bl_slow_row *r, bl_slow_sort s)
+{
+    switch (s) {
+    case BL_SLOW_P50: return r->p50_us;
+    case BL_SLOW_P90: return r->p90_us;
+    case BL_SLOW_P99: return r->p99_us;
+    case BL_SLOW_COUNT: return (uint64_t)r->count;
+    case BL_SLOW_TOTAL: return (uint64_t)r->total_us;
+    case BL_SLOW_SELF: return (uint64_t)r->self_us;
+    default: return r->max_us;
+    }
+}
+
+/* Integers compare as SQLite does (signed); sums may be negative only on a
+ * corrupt store, and the answer then still matches the reference. */
+static int cmp_i64(int64_t a, int64_t b)
+{
+    return a < b ? -1 : a > b;
+}
+
+/* > 0 when a ranks before b on the figures alone (sort key, then total,
+ * both descending); 0 on a tie */
+static int cmp_fig(const topk *t, const ent *a, const ent *b)
+{
+    int c = cmp_i64((int64_t)key_of(&a->r, t->sort), (int64_t)key_of(&b->r, t->sort));
+    return c ? c : cmp_i64(a->r.total_us, b->r.total_us);
+}
+
+/* > 0 when a ranks before b: figures, then class, name, descriptor, source
+ * file ascending (byte order), then sig */
+static int cmp_ent(const topk *t, const ent *a, const ent *b)
+{
+    int c = cmp_fig(t, a, b);
+    if (c)
+        return c;
+    if ((c = strcmp(a->cls, b->cls)) || (c = strcmp(a->name, b->name)) ||
+        (c = strcmp(a->desc, b->desc)) || (c = strcmp(a->file, b->file)))
+        return -c;
+    return -cmp_i64(a->sig, b->sig);
+}
+
+static void ent_free(ent *e)
+{
+    free(e->cls);
+    free(e->name);
+    free(e->desc);
+    free(e->file);
+}
+
+/* the heap's root is its worst entry */
+static void sift_down(topk *t, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < t->n && cmp_ent(t, &t->e[l], &t->e[w]) < 0)
+            w = l;
+        if (r < t->n && cmp_ent(t, &t->e[r], &t->e[w]) < 0)
+            w = r;
+        if (w == i)
+            return;
+        ent x = t->e[i];
+        t->e[i] = t->e[w];
+        t->e[w] = x;
+        i = w;
+    }
+}
+
+static void sift_up(topk *t, size_t i)
+{
+    while (i) {
+        size_t p = (i - 1) / 2;
+        if (cmp_ent(t, &t->e[i], &t->e[p]) >= 0)
+            return;
+        ent x = t->e[i];
+        t->e[i] = t->e[p];
+        t->e[p] = x;
+        i = p;
+    }
+}
+
+static char *dup_col(sqlite3_stmt *st, int i)
+{
+    const char *s = (const char *)sqlite3_column_text(st, i);
+    return strdup(s ? s : "");
+}
+
+/* Reads the names of e->sig. BL_ENOTFOUND when the sig is gone. */
+static bl_err load_names(bl_db *db, ent *e)
+{
+    sqlite3_stmt *st = bl_db_stmt(
+        db, "SELECT class, name, descriptor, source_file FROM method_sigs WHERE id = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, e->sig);
+    int rc = sqlite3_step(st);
+    bl_err err = BL_OK;
+    if (rc == SQLITE_ROW) {
+        e->cls = dup_col(st, 0);
+        e->name = dup_col(st, 1);
+        e->desc = dup_col(st, 2);
+        e->file = dup_col(st, 3);
+        if (!e->cls || !e->name || !e->desc || !e->file)
+            err = BL_ENOMEM;
+    } else {
+        err = rc == SQLITE_DONE ? BL_ENOTFOUND : BL_EIO;
+    }
+    sqlite3_reset(st);
+    if (err)
+        ent_free(e);
+    return err;
+}
+
+/* Offers a finished group to the heap (capacity t->cap > 0). */
+static bl_err offer(bl_db *db, topk *t, ent *e)
+{
+    if (t->n == t->cap && cmp_fig(t, e, &t->e[0]) < 0)
+        return BL_OK; /* worse than the worst kept, names or not */
+    bl_err err = load_names(db, e);
+    if (err == BL_ENOTFOUND)
+        return BL_OK;
+    if (err)
+        return err;
+    if (t->n < t->cap) {
+        t->e[t->n++] = *e;
+        sift_up(t, t->n - 1);
+    } else if (cmp_ent(t, e, &t->e[0]) > 0) {
+        ent_free(&t->e[0]);
+        t->e[0] = *e;
+        sift_down(t, 0);
+    } else {
+        ent_free(e);
+    }
+    return BL_OK;
+}
+
+
+/* Hands the heap's rows to cb best first (unless err), frees the heap;
+ * returns err. */
+static bl_err emit(topk *t, bl_err err, bl_slow_cb cb, void *ctx)
+{
+    /* heap sort: the worst goes to the end, so the array ends best first */
+    size_t kept = t->n;
+    while (t->n > 1) {
+        ent x = t->e[0];
+        t->e[0] = t->e[t->n - 1];
+        t->e[t->n - 1] = x;
+        t->n--;
+        sift_down(t, 0);
+    }
+    t->n = kept;
+    if (!err) {
+        for (size_t i = 0; i < t->n; i++) {
+            bl_slow_row r = t->e[i].r;
+            r.cls = t->e[i].cls;
+            r.name = t->e[i].name;
+            r.descriptor = t->e[i].desc;
+            r.source_file = t->e[i].file;
+            if (cb(&r, ctx) != 0)
+                break;
+        }
+    }
+    for (size_t i = 0; i < t->n; i++)
+        ent_free(&t->e[i]);
+    free(t->e);
+    return err;
+}
+
+
+/* ---- an app's time range: whole days from rollup_days, hours at the edges
+ * from method_stats, in two passes.
+ *
+ * Pass 1 reads figures only (the covering index rollup_days_figures, no
+ * sketch pages) and each day row's precomputed percentiles (q3, not
+ * clamped), merging them per sig: exact count, sums and max, and for the
+ * percentile sorts bounds of the merged percentile — a quantile of merged
+ * histograms lies between the smallest and the largest quantile of the
+ * parts (at the rank ceil(q·n) of the whole, every part's cumulative count
+ * is below its own rank before the smallest part quantile and at or above it
+ * from the largest on). The edge hours' rows give theirs from their
+ * sketches, and their figures and merged sketch are kept for pass 2. Pass 2
+ * takes the groups by descending upper bound (the exact key for the other
+ * sorts), merges their day sketches (one primary-key range each) and edge
+ * sketch exactly and offers them to the heap, and stops once the heap is
+ * full and the next bound is below its worst key. Memory: 96 bytes per
+ * method of the range, the edge hours' merged sketches, and the heap. */
+
+typedef struct cand {
+    int64_t sig, count, total, self;
+    uint64_t max, lo, hi; /* bounds of the sort key */
+    /* the edge hours' part: figures and merged sketch (owned, NULL: none) */
+    int64_t e_count, e_total, e_self;
+    uint64_t e_max;
+    char *e_blob;
+    size_t e_len;
+} cand;
+
+static const char days_fig_sql[] =
+    "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_days "
+    "INDEXED BY rollup_days_figures "
+    "WHERE scope = ?1 AND main = ?2 AND day >= ?3 AND day < ?4 ORDER BY sig";
+static const char days_fig0_sql[] =
+    "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_days "
+    "INDEXED BY rollup_days_figures "
+    "WHERE scope = ?1 AND main = ?2 AND day >= ?3 AND day < ?4 ORDER BY sig /* other */";
+static const char days_sig_sql[] =
+    "SELECT count, total_us, self_us, max_us, sketch FROM rollup_days "
+    "WHERE scope = ?1 AND sig = ?2 AND day >= ?3 AND day < ?4 AND (?5 = 0 OR main = 1)";
+
+static int quantile_ix(bl_slow_sort s)
+{
+    return s == BL_SLOW_P50 ? 0 : s == BL_SLOW_P90 ? 1 : s == BL_SLOW_P99 ? 2 : -1;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int k = 7; k >= 0; k--)
+        v = v << 8 | p[k];
+    return v;
+}
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? 1 : -1;
+    return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
+}
+
+/* Adds one row (count, total, self, max, sketch at columns c..c+4) to e and
+ * sk. 1 when the sketch is malformed. */
+static int add_row(sqlite3_stmt *st, int c, ent *e, bl_sketch *sk, bl_err *err)
+{
+    e->r.count += sqlite3_column_int64(st, c);
+    e->r.total_us += sqlite3_column_int64(st, c + 1);
+    e->r.self_us += sqlite3_column_int64(st, c + 2);
+    uint64_t mx = (uint64_t)sqlite3_column_int64(st, c + 3);
+    if (mx > e->r.max_us)
+        e->r.max_us = mx;
+    const void *blob = sqlite3_column_blob(st, c + 4);
+    bl_err be = blob ? bl_sketch_merge_blob(sk, blob, (size_t)sqlite3_column_bytes(st, c + 4))
+                     : BL_OK;
+    if (be == BL_ENOMEM)
+        *err = be;
+    return be && be != BL_ENOMEM;
+}
+
+static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
+                     int64_t edges[2][2], int n_e, bl_slow_cb cb, void *ctx)
+{
+    int qi = quantile_ix(q->sort);
+    int64_t scope = -q->app_id;
+    src s[4];
+    int n_src = 0;
+    bl_err err = BL_OK;
+    for (int m = q->main_only ? 1 : 0; m < 2; m++) {
+        s[n_src].st = bl_db_stmt(db, m ? days_fig_sql : days_fig0_sql);
+        if (!s[n_src].st)
+            err = BL_EIO;
+        else {
+            sqlite3_bind_int64(s[n_src].st, 1, scope);
+            sqlite3_bind_int(s[n_src].st, 2, m);
+            sqlite3_bind_int64(s[n_src].st, 3, d0);
+            sqlite3_bind_int64(s[n_src].st, 4, d1);
+            n_src++;
+        }
+    }
+    const char *hs[2] = { hours_a_sql, hours_b_sql };
+    int first_edge = n_src;
+    for (int i = 0; i < n_e && !err; i++) {
+        s[n_src].st = bl_db_stmt(db, hs[i]);
+        if (!s[n_src].st) {
+            err = BL_EIO;
+            break;
+        }
+        sqlite3_bind_int64(s[n_src].st, 1, q->app_id);
+        sqlite3_bind_int(s[n_src].st, 2, q->main_only ? 1 : 0);
+        sqlite3_bind_int64(s[n_src].st, 3, edges[i][0]);
+        sqlite3_bind_int64(s[n_src].st, 4, edges[i][1]);
+        n_src++;
+    }
+    for (int i = 0; i < n_src && !err; i++) {
+        int rc = sqlite3_step(s[i].st);
+        s[i].live = rc == SQLITE_ROW;
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+            err = BL_EIO;
+    }
+    /* pass 1 */
+    cand *c = NULL;
+    size_t n_c = 0, cap_c = 0;
+    bl_sketch sk, esk;
+    bl_sketch_init(&sk);
+    bl_sketch_init(&esk);
+    static const double qs[3] = { 0.50, 0.90, 0.99 };
+    while (!err) {
+        int64_t sig = INT64_MAX;
+        int any = 0;
+        for (int i = 0; i < n_src; i++)
+            if (s[i].live) {
+                int64_t v = sqlite3_column_int64(s[i].st, 0);
+                if (!any || v < sig)
+                    sig = v;
+                any = 1;
+            }
+        if (!any)
+            break;
+        cand k = { sig, 0, 0, 0, 0, UINT64_MAX, 0, 0, 0, 0, 0, NULL, 0 };
+        int bad = 0;
+        bl_sketch_reset(&esk);
+        for (int i = 0; i < n_src && !err; i++) {
+            while (s[i].live && sqlite3_column_int64(s[i].st, 0) == sig) {
+                sqlite3_stmt *x = s[i].st;
+                k.count += sqlite3_column_int64(x, 1);
+                k.total += sqlite3_column_int64(x, 2);
+                k.self += sqlite3_column_int64(x, 3);
+                uint64_t mx = (uint64_t)sqlite3_column_int64(x, 4);
+                k.max = mx > k.max ? mx : k.max;
+                if (i >= first_edge) {
+                    k.e_count += sqlite3_column_int64(x, 1);
+                    k.e_total += sqlite3_column_int64(x, 2);
+                    k.e_self += sqlite3_column_int64(x, 3);
+                    k.e_max = mx > k.e_max ? mx : k.e_max;
+                    const void *b = sqlite3_column_blob(x, 5);
+                    bl_err be = b ? bl_sketch_merge_blob(&esk, b, (size_t)sqlite3_column_bytes(x, 5))
+                                  : BL_OK;
+                    if (be == BL_ENOMEM)
+                        err = be;
+                    bad |= be != BL_OK;
+                }
+                if (qi >= 0) {
+                    uint64_t v = 0;
+                    const uint8_t *b = sqlite3_column_blob(x, 5);
+                    int bn = sqlite3_column_bytes(x, 5);
+                    if (i < first_edge) {
+                        if (bn == 24)
+                            v = get_u64(b + 8 * qi);
+                        else
+                            bad = 1;
+                    } else if (sqlite3_column_int64(x, 1) > 0) {
+                        bl_sketch_reset(&sk);
+                        bl_err be = b ? bl_sketch_merge_blob(&sk, b, (size_t)bn) : BL_OK;
+                        if (be == BL_ENOMEM)
+                            err = be;
+                        bad |= be != BL_OK;
+                        v = bl_sketch_quantile(&sk, qs[qi]);
+                    }
+                    /* rows with no finished call hold no value */
+                    if (sqlite3_column_int64(x, 1) > 0) {
+                        k.lo = v < k.lo ? v : k.lo;
+                        k.hi = v > k.hi ? v : k.hi;
+                    }
+                }
+                int rc = sqlite3_step(x);
+                s[i].live = rc == SQLITE_ROW;
+                if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                    err = BL_EIO;
+            }
+        }
+        if (err || bad || k.count <= 0)
+            continue;
+        if (esk.count) {
+            bl_buf eb;
+            bl_buf_init(&eb, 0);
+            if (bl_sketch_serialize(&esk, &eb)) {
+                bl_buf_cleanup(&eb);
+                err = BL_ENOMEM;
+                break;
+            }
+            k.e_blob = eb.data; /* owned by k from here */
+            k.e_len = eb.len;
+        }
+        if (qi < 0) {
+            bl_slow_row r = { 0 };
+            r.count = k.count;
+            r.total_us = k.total;
+            r.self_us = k.self;
+            r.max_us = k.max;
+            k.lo = k.hi = key_of(&r, q->sort);
+        } else {
+            k.lo = k.lo < k.max ? k.lo : k.max;
+            k.hi = k.hi < k.max ? k.hi : k.max;
+        }
+        if (n_c == cap_c) {
+            size_t nc = cap_c ? 2 * cap_c : 1024;
+            cand *g = realloc(c, nc * sizeof *c);
+            if (!g) {
+                free(k.e_blob);
+                err = BL_ENOMEM;
+                break;
+            }
+            c = g;
+            cap_c = nc;
+        }
+        c[n_c++] = k;
+    }
+    for (int i = 0; i < n_src; i++)
+        sqlite3_reset(s[i].st);
+
+    /* pass 2 */
+    topk t = { NULL, 0, (size_t)q->limit, q->sort };
+    if (!err && !(t.e = malloc(t.cap * sizeof *t.e)))
+        err = BL_ENOMEM;
+    if (!err && n_c)
+        qsort(c, n_c, sizeof *c, cmp_cand);
+    for (size_t i = 0; i < n_c && !err; i++) {
+        if (t.n == t.cap && (int64_t)c[i].hi < (int64_t)key_of(&t.e[0].r, q->sort))
+            break; /* no group left can beat the worst kept */
+        ent e;
+        memset(&e, 0, sizeof e);
+        e.sig = c[i].sig;
+        bl_sketch_reset(&sk);
+        int bad = 0;
+        sqlite3_stmt *st = bl_db_stmt(db, days_sig_sql);
+        if (!st) {
+            err = BL_EIO;
+            break;
+        }
+        sqlite3_bind_int64(st, 1, scope);
+        sqlite3_bind_int64(st, 2, e.sig);
+        sqlite3_bind_int64(st, 3, d0);
+        sqlite3_bind_int64(st, 4, d1);
+        sqlite3_bind_int(st, 5, q->main_only ? 1 : 0);
+        int rc;
+        while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW)
+            bad |= add_row(st, 0, &e, &sk, &err);
+        if (!err && rc != SQLITE_DONE)
+            err = BL_EIO;
+        sqlite3_reset(st);
+        e.r.count += c[i].e_count;
+        e.r.total_us += c[i].e_total;
+        e.r.self_us += c[i].e_self;
+        e.r.max_us = c[i].e_max > e.r.max_us ? c[i].e_max : e.r.max_us;
+        if (!err && c[i].e_blob) {
+            bl_err be = bl_sketch_merge_blob(&sk, c[i].e_blob, c[i].e_len);
+            if (be == BL_ENOMEM)
+                err = be;
+            bad |= be != BL_OK;
+        }
+        if (err || bad || e.r.count <= 0)
+            continue;
+        uint64_t q50 = bl_sketch_quantile(&sk, 0.50), q90 = bl_sketch_quantile(&sk, 0.90),
+                 q99 = bl_sketch_quantile(&sk, 0.99);
+        e.r.p50_us = q50 < e.r.max_us ? q50 : e.r.max_us;
+        e.r.p90_us = q90 < e.r.max_us ? q90 : e.r.max_us;
+        e.r.p99_us = q99 < e.r.max_us ? q99 : e.r.max_us;
+        err = offer(db, &t, &e);
+    }
+    bl_sketch_cleanup(&sk);
+    bl_sketch_cleanup(&esk);
+    for (size_t i = 0; i < n_c; i++)
+        free(c[i].e_blob);
+    free(c);
+    return emit(&t, err, cb, ctx);
+}
+
+static int64_t floor_to(int64_t v, int64_t unit)
+{
+    int64_t r = v % unit;
+    return r < 0 ? v - r - unit : v - r;
+}
+
+/* The rollup answer. *fallback = 1 when the app's rollups are dirty (the
+ * caller reads method_stats instead). */
+static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, int *fallback)
+{
+    *fallback = 0;
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT 1 FROM rollup_dirty WHERE app_id = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, q->app_id);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW) {
+        *fallback = 1;
+        return BL_OK;
+    }
+    if (rc != SQLITE_DONE)
+        return BL_EIO;
+
+    int64_t scope = -q->app_id, build_id = 0;
+    if (q->build) {
+        st = bl_db_stmt(db, "SELECT id FROM builds WHERE app_id = ? AND name = ?");
+        if (!st)
+            return BL_EIO;
+        sqlite3_bind_int64(st, 1, q->app_id);
+        sqlite3_bind_text(st, 2, q->build, -1, SQLITE_TRANSIENT);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+            build_id = scope = sqlite3_column_int64(st, 0);
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE)
+            return BL_OK; /* unknown build: no rows */
+        if (rc != SQLITE_ROW)
+            return BL_EIO;
+    }
+    st = bl_db_stmt(db, "SELECT first_hour, last_hour FROM rollup_spans WHERE scope = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, scope);
+    rc = sqlite3_step(st);
+    int64_t first = 0, last = 0;
+    if (rc == SQLITE_ROW) {
+        first = sqlite3_column_int64(st, 0);
+        last = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE)
+        return BL_OK; /* no data in the scope */
+    if (rc != SQLITE_ROW)
+        return BL_EIO;
+
+    /* selected hours: [h0, h1), h1 unbounded when no_end */
+    int64_t h0 = q->since_us < INT64_MIN + HOUR_US ? INT64_MIN : floor_to(q->since_us, HOUR_US);
+    int no_end = q->until_us > INT64_MAX - HOUR_US;
+    int64_t h1 = no_end ? INT64_MAX : floor_to(q->until_us + HOUR_US - 1, HOUR_US);
+    if (!no_end && h1 <= h0)
+        return BL_OK;
+
+    src s[3];
+    int n_src = 0, use_q3 = 0;
+    int main_only = q->main_only ? 1 : 0;
+    if (h0 <= first && (no_end || last < h1)) {
+        s[n_src].st = bl_db_stmt(db, totals_sql);
+        if (!s[n_src].st)
+            return BL_EIO;
+        sqlite3_bind_int64(s[n_src].st, 1, scope);
+        sqlite3_bind_int(s[n_src].st, 2, main_only ? 1 : 2);
+        n_src++;
+        use_q3 = 1;
+    } else {
+        /* whole days [d0, d1) from rollup_days; the hours around them */
+        int64_t d0 = h0 == INT64_MIN ? INT64_MIN : floor_to(h0 + DAY_US - 1, DAY_US);
+        int64_t d1 = no_end ? INT64_MAX : floor_to(h1, DAY_US);
+        if (q->build) /* days are kept per app only: a build's hours */
+            d0 = d1;
+        const char *hs[2] = { hours_a_sql, hours_b_sql };
+        int64_t ha[2][2];
+        int n_h = 0;
+        if (d0 < d1) {
+            int64_t edges[2][2];
+            int n_e = 0;
+            if (h0 < d0 && d0 > first) {
+                edges[n_e][0] = h0;
+                edges[n_e++][1] = d0;
+            }
+            if (d1 < h1 && d1 <= last) {
+                edges[n_e][0] = d1;
+                edges[n_e++][1] = h1;
+            }
+            return ranged(db, q, d0, d1, edges, n_e, cb, ctx);
+        } else {
+            ha[n_h][0] = h0;
+            ha[n_h++][1] = h1;
+        }
+        for (int i = 0; i < n_h; i++) {
+            /* nothing of the scope there: skip the read */
+            if (ha[i][1] <= first || ha[i][0] > last)
+                continue;
+            s[n_src].st = bl_db_stmt(db, q->build ? build_hours_sql : hs[i]);
+            if (!s[n_src].st) {
+                for (int k = 0; k < n_src; k++)
+                    sqlite3_reset(s[k].st);
+                return BL_EIO;
+            }
+            sqlite3_bind_int64(s[n_src].st, 1, q->app_id);
+            sqlite3_bind_int(s[n_src].st, 2, main_only);
+            sqlite3_bind_int64(s[n_src].st, 3, ha[i][0]);
+            sqlite3_bind_int64(s[n_src].st, 4, ha[i][1]);
+            if (q->build)
+                sqlite3_bind_int64(s[n_src].st, 5, build_id);
+            n_src++;
+        }
+    }
+
+    bl_err err = BL_OK;
+    topk t = { NULL, 0, (size_t)q->limit, q->sort };
+    if (!(t.e = malloc(t.cap * sizeof *t.e)))
+        err = BL_ENOMEM;
+    for (int i = 0; i < n_src && !err; i++) {
+        rc = sqlite3_step(s[i].st);
+        s[i].live = rc == SQLITE_ROW;
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+            err = BL_EIO;
+    }
+    bl_sketch sk;
+    bl_sketch_init(&sk);
+    while (!err) {
+        /* the smallest sig waiting */
+        int64_t sig = INT64_MAX;
+        int any = 0;
+        for (int i = 0; i < n_src; i++)
+            if (s[i].live) {
+                int64_t v = sqlite3_column_int64(s[i].st, 0);
+                if (!any || v < sig)
+                    sig = v;
+                any = 1;
+            }
+        if (!any)
+            break;
+        ent e;
+        memset(&e, 0, sizeof e);
+        e.sig = sig;
+        int bad = 0;
+        bl_sketch_reset(&sk);
+        for (int i = 0; i < n_src && !err; i++) {
+            while (s[i].live && sqlite3_column_int64(s[i].st, 0) == sig) {
+                sqlite3_stmt *x = s[i].st;
+                e.r.count += sqlite3_column_int64(x, 1);
+                e.r.total_us += sqlite3_column_int64(x, 2);
+                e.r.self_us += sqlite3_column_int64(x, 3);
+                uint64_t mx = (uint64_t)sqlite3_column_int64(x, 4);
+                if (mx > e.r.max_us)
+                    e.r.max_us = mx;
+                const uint8_t *blob = sqlite3_column_blob(x, 5);
+                int bn = sqlite3_column_bytes(x, 5);
+                bl_err be = BL_OK;
+                if (use_q3) { /* p50, p90, p99: little-endian u64 */
+                    uint64_t p[3] = { 0, 0, 0 };
+                    for (int k = 0; bn == 24 && k < 24; k++)
+                        p[k / 8] |= (uint64_t)blob[k] << (8 * (k % 8));
+                    e.r.p50_us = p[0];
+                    e.r.p90_us = p[1];
+                    e.r.p99_us = p[2];
+                    be = bn == 24 ? BL_OK : BL_EFORMAT;
+                } else if (blob) {
+                    be = bl_sketch_merge_blob(&sk, blob, (size_t)bn);
+                }
+                if (be == BL_ENOMEM)
+                    err = be;
+                else if (be)
+                    bad = 1;
+                rc = sqlite3_step(x);
+                s[i].live = rc == SQLITE_ROW;
+                if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                    err = BL_EIO;
+            }
+        }
+        /* listed once a call finished; a malformed sketch leaves it out */
+        if (err || bad || e.r.count <= 0)
+            continue;
+        if (use_q3) {
+            err = offer(db, &t, &e);
+            continue;
+        }
+        uint64_t q50 = bl_sketch_quantile(&sk, 0.50), q90 = bl_sketch_quantile(&sk, 0.90),
+                 q99 = bl_sketch_quantile(&sk, 0.99);
+        e.r.p50_us = q50 < e.r.max_us ? q50 : e.r.max_us;
+        e.r.p90_us = q90 < e.r.max_us ? q90 : e.r.max_us;
+        e.r.p99_us = q99 < e.r.max_us ? q99 : e.r.max_us;
+        err = offer(db, &t, &e);
+    }
+    bl_sketch_cleanup(&sk);
+    for (int i = 0; i < n_src; i++)
+        sqlite3_reset(s[i].st);
+    return emit(&t, err, cb, ctx);
+}
+
+bl_err bl_slow_methods(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx)
+{
+    if ((unsigned)q->sort >= BL_SLOW_SORTS)
+        return BL_EINVAL;
+    if (q->limit == 0)
+        return BL_OK;
+    if (q->limit < 0) /* no limit: the reference streams any number of rows */
+        return bl_slow_methods_scan(db, q, cb, ctx);
+    int fallback;
+    bl_err err = fast(db, q, cb, ctx, &fallback);
+    if (!err && fallback)
+        err = bl_slow_methods_scan(db, q, cb, ctx);
+    return err;
 }

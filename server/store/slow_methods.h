@@ -58,10 +58,19 @@ typedef struct bl_slow_row {
  * (bl_slow_methods then returns BL_OK). */
 typedef int (*bl_slow_cb)(const bl_slow_row *row, void *ctx);
 
-/* Runs the query. A row whose stored sketch is malformed is left out.
+/* Runs the query: from the rollups (store/rollups.h) when the app's are
+ * clean, else as bl_slow_methods_scan; the same rows either way. Ties on
+ * the sort key and total are broken by class, name, descriptor, source
+ * file. Memory: `limit` rows and one 30 KiB sketch; limit < 0 (no limit)
+ * takes the scan. A group with a malformed stored sketch is left out.
  * Does not check that q->build exists (bl_builds_exists): an unknown build
  * gives no rows. BL_OK, BL_EINVAL (bad sort), BL_ENOMEM, BL_EIO (message:
  * bl_db_errmsg); on an error after some rows the callback has seen them. */
 bl_err bl_slow_methods(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx);
+
+/* The same answer read from method_stats alone, one SQL statement grouping
+ * every selected hour row (the reference the rollups are checked against;
+ * time grows with the rows selected). Same errors. */
+bl_err bl_slow_methods_scan(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx);
 
 #endif

@@ -58,6 +58,28 @@ static void f_merge(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     bl_buf_cleanup(&b);
 }
 
+static void f_q3(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    static const double qs[3] = { 0.50, 0.90, 0.99 };
+    uint64_t v[3];
+    const void *p = sqlite3_value_blob(argv[0]);
+    int n = sqlite3_value_bytes(argv[0]);
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL || !p ||
+        bl_sketch_blob_quantiles(p, (size_t)n, qs, 3, v) != BL_OK) {
+        sqlite3_result_error(ctx, "sketch_q3: malformed sketch", -1);
+        return;
+    }
+    uint64_t max = (uint64_t)sqlite3_value_int64(argv[1]);
+    uint8_t out[24];
+    for (int i = 0; i < 3; i++) {
+        uint64_t x = v[i] < max ? v[i] : max;
+        for (int k = 0; k < 8; k++)
+            out[i * 8 + k] = (uint8_t)(x >> (8 * k));
+    }
+    sqlite3_result_blob(ctx, out, sizeof out, SQLITE_TRANSIENT);
+}
+
 static void f_union_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
     (void)argc;
@@ -114,6 +136,9 @@ int bl_sql_register(sqlite3 *db)
         rc = sqlite3_create_function_v2(db, "sketch_union", 1,
                                         SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
                                         f_union_step, f_union_final, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_create_function_v2(db, "sketch_q3", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                                        NULL, f_q3, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_create_function_v2(db, "sketch_quantile", 2,
                                         SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, f_quantile,

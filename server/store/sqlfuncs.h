@@ -5,6 +5,10 @@
  *                        (NULL inputs count as empty)
  *   sketch_union(x)      aggregate: the blob of the union of all rows' sketches
  *   sketch_quantile(x, q) scalar: the q-quantile (µs) of a sketch blob
+ *   sketch_q3(x, max)    scalar: p50, p90, p99 of a sketch blob, each
+ *                        clamped to max, as a 24-byte blob of three
+ *                        little-endian u64 (the rollups' precomputed
+ *                        percentiles, store/rollups.h)
  *
  * A malformed blob raises an SQL error (never silently ignored).
  */

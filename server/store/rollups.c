@@ -1,0 +1,376 @@
+/*
+ * rollups.c — rebuilding dirty apps' rollups (see rollups.h). The triggers
+ * of schema/migrations/0003_rollups.sql keep clean apps in step.
+ */
+#include "store/rollups.h"
+#include "store/internal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "agg/sketch.h"
+#include "common/buf.h"
+
+#define DAY_US "86400000000"
+#define NO_MAX "9223372036854775807" /* sketch_q3 without clamping */
+#define APP_SCOPES "(scope = -?1 OR scope IN (SELECT id FROM builds WHERE app_id = ?1))"
+
+/* run in order for one app (?1) */
+static const char *const rebuild_sql[] = {
+    /* identities of the app's methods that have none yet */
+    "INSERT INTO method_sigs(app_id, class, name, descriptor, source_file) "
+    "SELECT DISTINCT ?1, m.class, m.name, m.descriptor, m.source_file FROM methods m "
+    "JOIN builds b ON b.id = m.build_id WHERE b.app_id = ?1 AND m.sig IS NULL "
+    "ON CONFLICT DO NOTHING",
+    "UPDATE methods SET sig = (SELECT s.id FROM method_sigs s WHERE s.app_id = ?1 "
+    "AND s.class = methods.class AND s.name = methods.name AND s.descriptor = methods.descriptor "
+    "AND s.source_file = methods.source_file) "
+    "WHERE sig IS NULL AND build_id IN (SELECT id FROM builds WHERE app_id = ?1)",
+    "DELETE FROM rollup_totals WHERE " APP_SCOPES,
+    "DELETE FROM rollup_days WHERE " APP_SCOPES,
+    "DELETE FROM rollup_spans WHERE " APP_SCOPES,
+    "INSERT INTO rollup_days(scope, sig, day, main, count, total_us, self_us, max_us, q3, sketch) "
+    "SELECT -?1, m.sig, s.hour - ((s.hour % " DAY_US ") + " DAY_US ") % " DAY_US
+    " AS d, s.main, sum(s.count), sum(s.total_us), sum(s.self_us), max(s.max_us), x'', "
+    "sketch_union(s.sketch) FROM method_stats s JOIN builds b ON b.id = s.build_id "
+    "JOIN methods m ON m.id = s.method WHERE b.app_id = ?1 GROUP BY m.sig, d, s.main",
+    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
+    "SELECT s.build_id, m.sig, s.main, sum(s.count), sum(s.total_us), sum(s.self_us), "
+    "max(s.max_us), x'', sketch_union(s.sketch) FROM method_stats s "
+    "JOIN builds b ON b.id = s.build_id JOIN methods m ON m.id = s.method WHERE b.app_id = ?1 "
+    "GROUP BY s.build_id, m.sig, s.main",
+    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
+    "SELECT -?1, sig, main, sum(count), sum(total_us), sum(self_us), max(max_us), x'', "
+    "sketch_union(sketch) FROM rollup_days WHERE scope = -?1 GROUP BY sig, main",
+    /* both thread kinds */
+    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
+    "SELECT scope, sig, 2, sum(count), sum(total_us), sum(self_us), max(max_us), x'', "
+    "sketch_union(sketch) FROM rollup_totals WHERE " APP_SCOPES " GROUP BY scope, sig",
+    /* other threads alone are never asked for: main (1) and both (2) kept */
+    "DELETE FROM rollup_totals WHERE main = 0 AND " APP_SCOPES,
+    "UPDATE rollup_totals SET q3 = sketch_q3(sketch, max_us) WHERE " APP_SCOPES,
+    "UPDATE rollup_days SET q3 = sketch_q3(sketch, " NO_MAX ") WHERE scope = -?1",
+    "INSERT INTO rollup_spans(scope, first_hour, last_hour) "
+    "SELECT s.build_id, min(s.hour), max(s.hour) FROM method_stats s "
+    "JOIN builds b ON b.id = s.build_id WHERE b.app_id = ?1 GROUP BY s.build_id",
+    "INSERT INTO rollup_spans(scope, first_hour, last_hour) "
+    "SELECT -?1, min(first_hour), max(last_hour) FROM rollup_spans "
+    "WHERE scope IN (SELECT id FROM builds WHERE app_id = ?1) HAVING count(*) > 0",
+    "DELETE FROM rollup_dirty WHERE app_id = ?1",
+};
+
+/* rows of builds that no longer exist */
+static const char *const orphans_sql[] = {
+    "DELETE FROM rollup_totals WHERE scope > 0 AND scope NOT IN (SELECT id FROM builds)",
+    "DELETE FROM rollup_days WHERE scope > 0 AND scope NOT IN (SELECT id FROM builds)",
+    "DELETE FROM rollup_spans WHERE scope > 0 AND scope NOT IN (SELECT id FROM builds)",
+};
+
+static bl_err run(bl_db *db, const char *sql, int64_t app)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, sql);
+    if (!st)
+        return BL_EIO;
+    if (app)
+        sqlite3_bind_int64(st, 1, app);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
+bl_err bl_rollups_refresh(bl_db *db, int *rebuilt)
+{
+    if (rebuilt)
+        *rebuilt = 0;
+    for (int n = 0;; n++) {
+        sqlite3_stmt *st = bl_db_stmt(db, "SELECT app_id FROM rollup_dirty LIMIT 1");
+        if (!st)
+            return BL_EIO;
+        int rc = sqlite3_step(st);
+        int64_t app = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE) {
+            for (size_t i = 0; n && i < sizeof orphans_sql / sizeof *orphans_sql; i++)
+                if (run(db, orphans_sql[i], 0))
+                    return BL_EIO;
+            return BL_OK;
+        }
+        if (rc != SQLITE_ROW)
+            return BL_EIO;
+        for (size_t i = 0; i < sizeof rebuild_sql / sizeof *rebuild_sql; i++)
+            if (run(db, rebuild_sql[i], app))
+                return BL_EIO;
+        if (rebuilt)
+            (*rebuilt)++;
+    }
+}
+
+void bl_rollups_keep(bl_db *db)
+{
+    bl_db_set_rollups_kept(db, 1);
+}
+
+/* A row is updated when it exists, else inserted: the percentiles (q3)
+ * are computed once, from the merged sketch (an INSERT … ON CONFLICT would
+ * compute them for the VALUES as well). ?1 scope, ?2 sig, ?3 thread kind,
+ * ?4 count, ?5 total, ?6 self, ?7 max, ?8 sketch, ?9 day. */
+static const char totals_upd_sql[] =
+    "UPDATE rollup_totals SET count = count + ?4, total_us = total_us + ?5, "
+    "self_us = self_us + ?6, max_us = max(max_us, ?7), sketch = sketch_merge(sketch, ?8), "
+    "q3 = sketch_q3(sketch_merge(sketch, ?8), max(max_us, ?7)) "
+    "WHERE scope = ?1 AND sig = ?2 AND main = ?3";
+static const char totals_ins_sql[] =
+    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, ?7), ?8)";
+static const char days_upd_sql[] =
+    "UPDATE rollup_days SET count = count + ?4, total_us = total_us + ?5, "
+    "self_us = self_us + ?6, max_us = max(max_us, ?7), sketch = sketch_merge(sketch, ?8), "
+    "q3 = sketch_q3(sketch_merge(sketch, ?8), " NO_MAX ") "
+    "WHERE scope = ?1 AND sig = ?2 AND day = ?9 AND main = ?3";
+static const char days_ins_sql[] =
+    "INSERT INTO rollup_days(scope, sig, day, main, count, total_us, self_us, max_us, q3, sketch) "
+    "VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, " NO_MAX "), ?8)";
+static const char span_sql[] =
+    "INSERT INTO rollup_spans(scope, first_hour, last_hour) VALUES (?, ?, ?) "
+    "ON CONFLICT DO UPDATE SET first_hour = min(first_hour, excluded.first_hour), "
+    "last_hour = max(last_hour, excluded.last_hour)";
+
+/* first/last hour per scope seen in one call, written at its end */
+#define SPANS 16
+typedef struct span {
+    int64_t scope, first, last;
+} span;
+
+static bl_err span_flush(bl_db *db, span *sp, int *n)
+{
+    for (int i = 0; i < *n; i++) {
+        sqlite3_stmt *st = bl_db_stmt(db, span_sql);
+        if (!st)
+            return BL_EIO;
+        sqlite3_bind_int64(st, 1, sp[i].scope);
+        sqlite3_bind_int64(st, 2, sp[i].first);
+        sqlite3_bind_int64(st, 3, sp[i].last);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
+            return BL_EIO;
+    }
+    *n = 0;
+    return BL_OK;
+}
+
+static bl_err span_note(bl_db *db, span *sp, int *n, int64_t scope, int64_t hour)
+{
+    for (int i = 0; i < *n; i++)
+        if (sp[i].scope == scope) {
+            if (hour < sp[i].first)
+                sp[i].first = hour;
+            if (hour > sp[i].last)
+                sp[i].last = hour;
+            return BL_OK;
+        }
+    if (*n == SPANS && span_flush(db, sp, n))
+        return BL_EIO;
+    sp[(*n)++] = (span){ scope, hour, hour };
+    return BL_OK;
+}
+
+/* Runs one of the statements above. *changed: rows changed. */
+static bl_err add_stmt(bl_db *db, const char *sql, int64_t scope, int64_t sig, int kind,
+                       const bl_wr_stat *s, int64_t day, int *changed)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, sql);
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, scope);
+    sqlite3_bind_int64(st, 2, sig);
+    sqlite3_bind_int(st, 3, kind);
+    sqlite3_bind_int64(st, 4, s->count);
+    sqlite3_bind_int64(st, 5, s->total_us);
+    sqlite3_bind_int64(st, 6, s->self_us);
+    sqlite3_bind_int64(st, 7, s->max_us);
+    sqlite3_bind_blob(st, 8, s->sketch, (int)s->sketch_len, SQLITE_STATIC);
+    if (sql == days_upd_sql || sql == days_ins_sql)
+        sqlite3_bind_int64(st, 9, day);
+    int rc = sqlite3_step(st);
+    *changed = sqlite3_changes(bl_db_handle(db));
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
+/* kind: 0/1 the row's thread kind, 2 both; days: the app's day row */
+static bl_err upsert(bl_db *db, int days, int64_t scope, int64_t sig, int kind,
+                     const bl_wr_stat *s, int64_t day)
+{
+    int changed;
+    if (add_stmt(db, days ? days_upd_sql : totals_upd_sql, scope, sig, kind, s, day, &changed))
+        return BL_EIO;
+    if (changed)
+        return BL_OK;
+    return add_stmt(db, days ? days_ins_sql : totals_ins_sql, scope, sig, kind, s, day, &changed);
+}
+
+/* One addition to a rollup row; a flush's additions are sorted by row and
+ * merged, so each row is written once per flush. */
+typedef struct radd {
+    int table; /* 0 rollup_totals, 1 rollup_days */
+    int kind;
+    int64_t scope, sig, day;
+    int64_t count, total, self, max;
+    const void *blob;
+    size_t len;
+} radd;
+
+static int cmp_i(int64_t a, int64_t b)
+{
+    return a < b ? -1 : a > b;
+}
+
+static int cmp_radd(const void *pa, const void *pb)
+{
+    const radd *a = pa, *b = pb;
+    int c;
+    if ((c = cmp_i(a->table, b->table)) || (c = cmp_i(a->scope, b->scope)) ||
+        (c = cmp_i(a->sig, b->sig)) || (c = cmp_i(a->kind, b->kind)))
+        return c;
+    return cmp_i(a->day, b->day);
+}
+
+static bl_err lookups(bl_db *db, const bl_wr_stat *s, int64_t *build, int64_t *app, int64_t *sig)
+{
+    int rc;
+    if (s->build_id != *build || !*app) {
+        sqlite3_stmt *st = bl_db_stmt(db, "SELECT app_id FROM builds WHERE id = ?");
+        if (!st)
+            return BL_EIO;
+        sqlite3_bind_int64(st, 1, s->build_id);
+        rc = sqlite3_step(st);
+        *app = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW)
+            return BL_EIO;
+        *build = s->build_id;
+    }
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT sig FROM methods WHERE id = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, s->method);
+    rc = sqlite3_step(st);
+    *sig = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    int null_sig = rc == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_NULL;
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW)
+        return BL_EIO;
+    if (!null_sig)
+        return BL_OK;
+    /* the method's first stats: its identity in the app, created if new */
+    st = bl_db_stmt(db, "INSERT INTO method_sigs(app_id, class, name, descriptor, source_file) "
+                        "SELECT ?1, class, name, descriptor, source_file FROM methods "
+                        "WHERE id = ?2 ON CONFLICT DO NOTHING");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, *app);
+    sqlite3_bind_int64(st, 2, s->method);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return BL_EIO;
+    st = bl_db_stmt(db, "UPDATE methods SET sig = (SELECT s.id FROM method_sigs s "
+                        "WHERE s.app_id = ?1 AND s.class = methods.class "
+                        "AND s.name = methods.name AND s.descriptor = methods.descriptor "
+                        "AND s.source_file = methods.source_file) WHERE id = ?2 RETURNING sig");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, *app);
+    sqlite3_bind_int64(st, 2, s->method);
+    rc = sqlite3_step(st);
+    null_sig = rc != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL;
+    *sig = null_sig ? 0 : sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return null_sig ? BL_EIO : BL_OK;
+}
+
+bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
+{
+    if (!n)
+        return BL_OK;
+    int64_t build = 0, app = 0;
+    span sp[SPANS];
+    int n_sp = 0;
+    /* at most 5 additions per row */
+    if (n > SIZE_MAX / 5 / sizeof(radd))
+        return BL_ENOMEM;
+    radd *a = malloc(5 * n * sizeof *a);
+    if (!a)
+        return BL_ENOMEM;
+    size_t na = 0;
+    bl_err err = BL_OK;
+    for (size_t i = 0; i < n && !err; i++) {
+        bl_wr_stat s;
+        row(ctx, i, &s);
+        int64_t sig;
+        if ((err = lookups(db, &s, &build, &app, &sig)))
+            break;
+        int64_t day = s.hour - ((s.hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
+        int kind = s.main ? 1 : 0;
+        radd r = { 0, 0, 0, sig, 0, s.count, s.total_us, s.self_us, s.max_us, s.sketch,
+                   s.sketch_len };
+        /* totals: the main thread's (1) and both kinds' (2); the app's day */
+        const int64_t scopes[2] = { build, -app };
+        for (int k = 0; k < 2; k++) {
+            r.scope = scopes[k];
+            if (kind == 1) {
+                r.kind = 1;
+                a[na++] = r;
+            }
+            r.kind = 2;
+            a[na++] = r;
+        }
+        r.table = 1;
+        r.scope = -app;
+        r.kind = kind;
+        r.day = day;
+        a[na++] = r;
+        if (span_note(db, sp, &n_sp, build, s.hour) || span_note(db, sp, &n_sp, -app, s.hour))
+            err = BL_EIO;
+    }
+    if (!err)
+        qsort(a, na, sizeof *a, cmp_radd);
+    bl_buf m[2];
+    bl_buf_init(&m[0], 0);
+    bl_buf_init(&m[1], 0);
+    for (size_t i = 0; i < na && !err;) {
+        size_t j = i + 1;
+        while (j < na && !cmp_radd(&a[i], &a[j]))
+            j++;
+        bl_wr_stat s = { 0 };
+        s.count = a[i].count;
+        s.total_us = a[i].total;
+        s.self_us = a[i].self;
+        s.max_us = a[i].max;
+        s.sketch = a[i].blob;
+        s.sketch_len = a[i].len;
+        /* merge the run's sketches: m[cur] holds the sum so far */
+        int cur = 0;
+        for (size_t k = i + 1; k < j && !err; k++) {
+            s.count += a[k].count;
+            s.total_us += a[k].total;
+            s.self_us += a[k].self;
+            s.max_us = a[k].max > s.max_us ? a[k].max : s.max_us;
+            bl_buf_reset(&m[!cur]);
+            err = bl_sketch_blob_merge(s.sketch, s.sketch_len, a[k].blob, a[k].len, &m[!cur]);
+            cur = !cur;
+            s.sketch = m[cur].data;
+            s.sketch_len = m[cur].len;
+        }
+        if (!err && upsert(db, a[i].table, a[i].scope, a[i].sig, a[i].kind, &s, a[i].day))
+            err = BL_EIO;
+        i = j;
+    }
+    bl_buf_cleanup(&m[0]);
+    bl_buf_cleanup(&m[1]);
+    free(a);
+    if (err)
+        return err == BL_ENOMEM ? BL_ENOMEM : BL_EIO;
+    return span_flush(db, sp, &n_sp);
+}
