@@ -118,20 +118,13 @@ BEGIN
         ON CONFLICT DO NOTHING;
 END;
 
--- The writer adds every method_stats write to the rollups itself, in the
--- same transaction (bl_rollups_add; rollups_kept() is 1 on its
--- connection). Any other write of method_stats — a tool, a test, a deleted
--- row — marks the app for a rebuild.
-CREATE TRIGGER method_stats_rollup_insert AFTER INSERT ON method_stats
-WHEN NOT rollups_kept() BEGIN
-    INSERT INTO rollup_dirty(app_id) SELECT app_id FROM builds WHERE id = new.build_id
-        ON CONFLICT DO NOTHING;
-END;
-CREATE TRIGGER method_stats_rollup_update AFTER UPDATE ON method_stats
-WHEN NOT rollups_kept() BEGIN
-    INSERT INTO rollup_dirty(app_id) SELECT app_id FROM builds
-        WHERE id IN (old.build_id, new.build_id) ON CONFLICT DO NOTHING;
-END;
+-- Only the writer inserts and updates method_stats, and it adds the same
+-- rows to the rollups itself, in the same transaction (bl_rollups_add). A
+-- tool that inserts or updates method_stats must mark the app itself
+-- (INSERT INTO rollup_dirty); no trigger does it, as a trigger telling the
+-- writer's connection apart would need a function only the server defines,
+-- and the sqlite3 shell could then write no row. A deleted row marks the
+-- app for a rebuild.
 CREATE TRIGGER method_stats_rollup_delete AFTER DELETE ON method_stats BEGIN
     INSERT INTO rollup_dirty(app_id) SELECT app_id FROM builds WHERE id = old.build_id
         ON CONFLICT DO NOTHING;

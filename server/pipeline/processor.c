@@ -649,8 +649,11 @@ static bl_err flush_deltas(bl_processor *p)
     if (!err)
         bl_events_flush(p->ev);
     /* an app a re-symbolication left dirty is rebuilt here (store/rollups.h) */
+    /* a rebuild that fails (a malformed sketch written by a tool) must not
+     * stop ingest: the statements run inside a savepoint, undone; the app
+     * stays dirty (answers from method_stats) */
     if (!err && bl_rollups_refresh(p->db, NULL))
-        err = sql_err(p, "rollups refresh");
+        logf_("rebuilding slow-methods rollups failed: %s", bl_db_errmsg(p->db));
     return err;
 }
 
@@ -1627,8 +1630,6 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
             p->ck_started = 1;
         }
     }
-    if (!err)
-        bl_rollups_keep(p->db); /* flush_deltas adds its rows to the rollups */
     if (!err) {
         int64_t next;
         err = bl_wr_next_node_id(p->db, &next);

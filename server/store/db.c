@@ -27,7 +27,6 @@ extern const char *const bl_migrations[];
 struct bl_db {
     sqlite3 *h;
     int readonly;
-    int rollups_kept; /* answer of rollups_kept() (store/rollups.h) */
     struct {
         const char *sql;
         sqlite3_stmt *st;
@@ -158,14 +157,6 @@ static bl_err migrate(sqlite3 *h, char *errbuf, size_t errlen)
     return BL_OK;
 }
 
-static void f_rollups_kept(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-    (void)argc;
-    (void)argv;
-    const int *kept = sqlite3_user_data(ctx);
-    sqlite3_result_int(ctx, *kept);
-}
-
 bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, size_t errlen)
 {
     *out = NULL;
@@ -185,9 +176,7 @@ bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, siz
     }
     sqlite3_busy_timeout(db->h, 5000);
     bl_err err = BL_OK;
-    if (bl_sql_register(db->h) != SQLITE_OK ||
-        sqlite3_create_function_v2(db->h, "rollups_kept", 0, SQLITE_UTF8, &db->rollups_kept,
-                                   f_rollups_kept, NULL, NULL, NULL) != SQLITE_OK) {
+    if (bl_sql_register(db->h) != SQLITE_OK) {
         snprintf(errbuf, errlen, "cannot register SQL functions: %s", sqlite3_errmsg(db->h));
         err = BL_EIO;
     } else if (!readonly) {
@@ -213,10 +202,12 @@ bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, siz
         /* rollups of apps marked by a migration or left dirty: rebuilt now,
          * before anyone reads them (store/rollups.h) */
         if (bl_db_begin(db) || bl_rollups_refresh(db, NULL) || bl_db_commit(db)) {
-            snprintf(errbuf, errlen, "rebuilding slow-methods rollups: %s",
-                     sqlite3_errmsg(db->h));
+            /* not fatal: the app stays dirty and its slow-methods answers
+             * come from method_stats (exact, slower); the writer tries
+             * again at its next flush */
+            fprintf(stderr, "beatline-server: rebuilding slow-methods rollups failed: %s\n",
+                    sqlite3_errmsg(db->h));
             bl_db_rollback(db);
-            err = BL_EIO;
         }
     }
     if (err) {
@@ -238,11 +229,6 @@ void bl_db_close(bl_db *db)
         sqlite3_finalize(db->cache[i].st);
     sqlite3_close(db->h);
     free(db);
-}
-
-void bl_db_set_rollups_kept(bl_db *db, int kept)
-{
-    db->rollups_kept = kept;
 }
 
 sqlite3 *bl_db_handle(bl_db *db)

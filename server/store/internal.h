@@ -23,8 +23,5 @@ bl_err bl_db_exec(bl_db *db, const char *sql);
  * failure (message: bl_db_errmsg). */
 sqlite3_stmt *bl_db_stmt(bl_db *db, const char *sql);
 
-/* Sets what the SQL function rollups_kept() answers on this connection
- * (0 at open; store/rollups.h). */
-void bl_db_set_rollups_kept(bl_db *db, int kept);
 
 #endif

@@ -71,7 +71,7 @@ static bl_err run(bl_db *db, const char *sql, int64_t app)
     sqlite3_stmt *st = bl_db_stmt(db, sql);
     if (!st)
         return BL_EIO;
-    if (app)
+    if (sqlite3_bind_parameter_count(st) > 0) /* app 0, the graveyard, too */
         sqlite3_bind_int64(st, 1, app);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
@@ -82,6 +82,7 @@ bl_err bl_rollups_refresh(bl_db *db, int *rebuilt)
 {
     if (rebuilt)
         *rebuilt = 0;
+    int64_t last = -1;
     for (int n = 0;; n++) {
         sqlite3_stmt *st = bl_db_stmt(db, "SELECT app_id FROM rollup_dirty LIMIT 1");
         if (!st)
@@ -97,17 +98,26 @@ bl_err bl_rollups_refresh(bl_db *db, int *rebuilt)
         }
         if (rc != SQLITE_ROW)
             return BL_EIO;
+        /* each rebuild clears its app's mark: an app dirty again right after
+         * its rebuild would loop for ever */
+        if (n > 0 && app == last)
+            return BL_EIO;
+        last = app;
+        /* one app's rebuild is all or nothing (a savepoint): a failure
+         * leaves its old rows and its dirty mark, not half a rebuild */
+        if (bl_db_exec(db, "SAVEPOINT rollup_rebuild"))
+            return BL_EIO;
         for (size_t i = 0; i < sizeof rebuild_sql / sizeof *rebuild_sql; i++)
-            if (run(db, rebuild_sql[i], app))
+            if (run(db, rebuild_sql[i], app)) {
+                bl_db_exec(db, "ROLLBACK TO rollup_rebuild");
+                bl_db_exec(db, "RELEASE rollup_rebuild");
                 return BL_EIO;
+            }
+        if (bl_db_exec(db, "RELEASE rollup_rebuild"))
+            return BL_EIO;
         if (rebuilt)
             (*rebuilt)++;
     }
-}
-
-void bl_rollups_keep(bl_db *db)
-{
-    bl_db_set_rollups_kept(db, 1);
 }
 
 /* A row is updated when it exists, else inserted: the percentiles (q3)

@@ -6,11 +6,11 @@
  * first and last hour. store/slow_methods.c answers from them.
  *
  * Writing: the writer hands every flush's method_stats rows to
- * bl_rollups_add too, in the same transaction. What cannot be added — a
- * method renamed by a re-symbolication, a method_stats row deleted, a
- * method_stats write on a connection that did not call bl_rollups_keep (a
- * tool, a test), a build moved to another app — marks the app dirty (SQL
- * triggers); its queries then read
+ * bl_rollups_add too, in the same transaction (only the writer inserts or
+ * updates method_stats; a tool that does must INSERT the app into
+ * rollup_dirty). What cannot be added — a method renamed by a
+ * re-symbolication, a method_stats row deleted, a build moved to another
+ * app — marks the app dirty (SQL triggers); its queries then read
  * method_stats (exact, slower) until bl_rollups_refresh rebuilds its
  * rollups.
  *
@@ -24,11 +24,6 @@
 #include "common/blerr.h"
 #include "store/db.h"
 #include "store/writer.h"
-
-/* Declares that every method_stats write on this (writer) connection comes
- * with bl_rollups_add of the same rows in the same transaction; without it
- * such writes mark the app dirty. */
-void bl_rollups_keep(bl_db *db);
 
 /* Adds rows 0..n-1 (from `row`, as given to bl_wr_stats_add) to the
  * rollups: per method identity and thread kind, to the build's and the
@@ -48,7 +43,10 @@ bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx);
  * transaction (a writer connection between bl_db_begin and bl_db_commit).
  * Time grows with the dirty apps' method_stats rows (10–80 s for 289,000
  * rows on the shared benchmark machine). *rebuilt (may be NULL) gets the number of
- * apps rebuilt. BL_EIO (message: bl_db_errmsg). */
+ * apps rebuilt. BL_EIO when an app's rebuild fails (e.g. a malformed
+ * sketch a tool wrote): that app's rebuild is undone (a savepoint), it stays
+ * dirty, the caller's transaction can still commit; the server logs it and
+ * goes on (store/db.c at open, the writer's flush). */
 bl_err bl_rollups_refresh(bl_db *db, int *rebuilt);
 
 #endif

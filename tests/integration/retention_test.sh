@@ -249,7 +249,9 @@ M=$(q "SELECT min(id) FROM methods WHERE build_id = $BIG")
 H0=$(((NOW_US / 3600000000 - 100 * 24) * 3600000000))
 q "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 150000)
    INSERT INTO method_stats(build_id, method, main, hour, count, total_us, self_us, max_us, sketch)
-   SELECT $BIG, $M, 0, $H0 - i * 3600000000, 1, 1, 1, 1, x'' FROM k"
+   SELECT $BIG, $M, 0, $H0 - i * 3600000000, 1, 1, 1, 1,
+          (SELECT sketch FROM method_stats WHERE build_id = $BIG LIMIT 1) FROM k"
+q "INSERT INTO rollup_dirty(app_id) VALUES ($SHOP) ON CONFLICT DO NOTHING" # rollups.h's contract
 q "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 3000)
    INSERT INTO batches(batch_id, app_id, build_id, received_at, processed_at, records, malformed, bytes)
    SELECT printf('%08x-1111-4000-8000-%012x', i, i), $SHOP, $BIG, $(((NOW_US - 30 * DAY * 1000000))), 0, 0, 0, 0 FROM k"
