@@ -218,6 +218,54 @@ static bl_err push(bl_processor *p, const work *w)
     return BL_OK;
 }
 
+/* Puts items ws[0..n) back at the head of the queue, in their order: work
+ * the writer had taken goes back before anything queued after it (a build
+ * deletion, W_DROP, must run after every batch queued before it). Writer
+ * thread only. On a shortage of memory it tries again every 100 ms until it
+ * succeeds or the server stops (what is queued is durable on disk and
+ * queued again at the next start): an item never leaves the queue with its
+ * quota count held. */
+static void push_front(bl_processor *p, const work *ws, size_t n)
+{
+    if (!n)
+        return;
+    int told = 0;
+    pthread_mutex_lock(&p->mu);
+    while (p->qlen + n > p->qcap) {
+        size_t nc = p->qcap ? p->qcap * 2 : 64;
+        while (nc < p->qlen + n)
+            nc *= 2;
+        work *nq = malloc(nc * sizeof *nq);
+        if (nq) {
+            for (size_t i = 0; i < p->qlen; i++)
+                nq[i] = p->q[(p->qhead + i) % p->qcap];
+            free(p->q);
+            p->q = nq;
+            p->qcap = nc;
+            p->qhead = 0;
+            break;
+        }
+        if (p->stop) {
+            pthread_mutex_unlock(&p->mu);
+            return;
+        }
+        pthread_mutex_unlock(&p->mu);
+        if (!told++)
+            logf_("out of memory putting %zu item(s) back in the queue; trying again", n);
+        usleep(100000);
+        pthread_mutex_lock(&p->mu);
+    }
+    p->qhead = (p->qhead + p->qcap - n % p->qcap) % p->qcap;
+    for (size_t i = 0; i < n; i++) {
+        p->q[(p->qhead + i) % p->qcap] = ws[i];
+        if (ws[i].kind == W_BATCH)
+            p->st.queue_depth++;
+    }
+    p->qlen += n;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
 bl_err bl_processor_enqueue(bl_processor *p, const char *uuid, bl_encoding enc)
 {
     work w;
@@ -452,9 +500,11 @@ static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int
     return err;
 }
 
+/* The build's waiting batches go back to the head of the queue, in their
+ * order (they were queued before anything behind them, a deletion too). */
 static bl_err requeue_waiting(bl_processor *p, bstate *b)
 {
-    for (size_t i = 0; i < b->n_waiting; i++) {
+    for (size_t i = b->n_waiting; i-- > 0;) {
         work w;
         memset(&w, 0, sizeof w);
         w.kind = W_BATCH;
@@ -468,9 +518,7 @@ static bl_err requeue_waiting(bl_processor *p, bstate *b)
         pthread_mutex_lock(&p->mu);
         p->st.waiting--;
         pthread_mutex_unlock(&p->mu);
-        bl_err e = push(p, &w);
-        if (e)
-            return e;
+        push_front(p, &w, 1);
     }
     b->n_waiting = 0;
     return BL_OK;
@@ -1237,6 +1285,18 @@ static void run_txn(bl_processor *p, work *items, size_t n)
     prep_drain(p);
 }
 
+/* After a rollback: items[0..n) go back to the head of the queue in their
+ * order, except `skip` and those a build's waiting list queued again
+ * (p->waited). Compacts items in place. */
+static void push_back_items(bl_processor *p, work *items, size_t n, size_t skip)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i != skip && !p->waited[i])
+            items[k++] = items[i];
+    push_front(p, items, k);
+}
+
 static void run_txn_(bl_processor *p, work *items, size_t n)
 {
     uint64_t recs = 0, done = 0, dup = 0, failed = 0;
@@ -1325,9 +1385,7 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
             pthread_mutex_lock(&p->mu);
             p->st.failed++;
             pthread_mutex_unlock(&p->mu);
-            for (size_t i = 0; i < n; i++)
-                if (i != aborted && !p->waited[i])
-                    push(p, &items[i]);
+            push_back_items(p, items, n, aborted);
             return;
         }
         goto retry;
@@ -1335,8 +1393,8 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
     bl_agg_mark_stored(&p->agg); /* committed: later rounds update them by id */
     ck_wake(p);
     clear_deltas(p);
-    for (size_t i = later; i < n; i++) /* none when later == SIZE_MAX */
-        push(p, &items[i]);
+    if (later != SIZE_MAX) /* back at the head, before any deletion queued since */
+        push_front(p, items + later, n - later);
     double now = mono_s();
     for (size_t i = 0; i < p->n_moves; i++)
         move_batch(p, &p->moves[i], p->move_failed[i]);
@@ -1369,9 +1427,7 @@ retry:
     if (stopping)
         return;
     sleep(1);
-    for (size_t i = 0; i < n; i++)
-        if (!p->waited[i])
-            push(p, &items[i]);
+    push_back_items(p, items, n, SIZE_MAX);
 }
 
 /* Seconds between expiry sweeps: a quarter of the expiry time, 1..60. */

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Fixes from the review of issues 12 and 13 (retention, ingest, blocks).
+#
+#   review_fixes_test.sh BUILD_DIR WORK_DIR
+#
+# Checks: a build deletion queued while the writer holds a batch of that
+# build (its transaction failed and is tried again) runs after the batch: the
+# build does not come back.
+# Needs the sqlite3 command-line shell (to hold the database's write lock).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+setup "$@"
+if ! command -v sqlite3 > /dev/null; then
+  echo "no sqlite3 shell: SKIP"
+  finish 77
+fi
+
+HTTP_ARGS=(-m 30)
+metric() { curl -s -m 10 "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+q() { sqlite3 -cmd '.timeout 5000' "$DATA/beatline.db" "$1"; }
+N=0
+NOW_US=$(($(date +%s) * 1000000))
+# post APP KEY BUILD -> one batch of two calls of methods 1 and 2
+post() {
+  N=$((N + 1))
+  local uuid
+  uuid=$(printf '%08x-0000-4000-8000-%012x' "$N" "$N")
+  cat > b.json << JSON
+{"batch_id":"$uuid","app":"$1","build":"$3","session_id":"s","origin_wall_us":$NOW_US,
+ "device":{"model":"m","os":"14","sdk":34},
+ "threads":[{"id":1,"name":"main","main":true,"truncated":false,"records":[[1,"i",0],[2,"i",10],[2,"o",30],[1,"o",100]]}],
+ "events":[]}
+JSON
+  "$BIN/beatline-batch" encode < b.json > b.bin
+  http POST "/v1/apps/$1/batches" "$2" --data-binary @b.bin
+}
+printf '1,0,com.example.A run ()V\n2,0,com.example.B go ()V\n' > mids.txt
+upload() { # APP KEY BUILD
+  http PUT "/v1/apps/$1/builds/$3/method-ids" "$2" --data-binary @mids.txt
+  expect "method-ids $1/$3" 201 "$CODE"
+}
+bid() { q "SELECT id FROM builds WHERE name = '$2' AND app_id = (SELECT id FROM apps WHERE name = '$1')"; }
+# lock SECONDS: another process holds the database's write lock that long
+lock() {
+  rm -f locked
+  printf 'BEGIN IMMEDIATE;\n.shell touch locked\n.shell sleep %s\nCOMMIT;\n' "$1" |
+    sqlite3 -cmd '.timeout 5000' "$DATA/beatline.db" > /dev/null &
+  LOCK_PID=$!
+  for _ in $(seq 100); do [ -e locked ] && break; sleep 0.05; done
+  [ -e locked ] && ok || bad "the database write lock was not taken"
+}
+wait_idle() { # bounded (30 s): nothing queued, no transaction failing
+  for _ in $(seq 300); do
+    [ "$(metric beatline_processing_queue_depth)" = 0 ] &&
+      [ "$(metric beatline_transactions_failing)" = 0 ] && return 0
+    sleep 0.1
+  done
+  bad "the writer did not become idle"
+}
+
+DATA=$WORK/data
+keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
+ING=$(jq -r .ingest_key <<< "$keys")
+UPL=$(jq -r .upload_key <<< "$keys")
+
+# --- 1. a deletion runs after the batches queued before it -----------------
+# The writer takes the batch, cannot begin its transaction (the lock outlasts
+# its 5 s busy timeout) and tries again a second later; the DELETE queued
+# meanwhile must come after the batch, or the batch makes the build anew.
+start_server "$DATA"
+upload shop "$UPL" v1
+post shop "$ING" v1 && expect "v1 batch" 202 "$CODE"
+wait_idle
+lock 8
+post shop "$ING" v1 && expect "v1 batch while the database is locked" 202 "$CODE"
+sleep 0.5 # the writer has taken it and waits for the lock
+http DELETE /v1/apps/shop/builds/v1 "$UPL"
+case "$CODE" in 200 | 202) ok ;; *) bad "DELETE v1: $CODE $BODY" ;; esac
+wait "$LOCK_PID" || true
+wait_idle
+expect "the deleted build v1 did not come back" "" "$(bid shop v1)"
+expect "no batch waits for the deleted build" 0 "$(metric beatline_batches_waiting)"
+stop_server
+
+finish
