@@ -918,11 +918,16 @@ static void forget_state(bl_processor *p, size_t i)
     bstate_free(b);
 }
 
+/* the longest the writer waits for an upload to let go of a build's folder
+ * before it answers a deletion BL_EIO (nothing changed) */
+#define DROP_LOCK_WAIT_MS 3000
+
 /* A W_DROP item, alone in its round (no deltas are open): the build goes
  * to the graveyard and its folder to DIR/trash in one commit, then the
  * writer forgets it. Result: BL_OK, BL_ENOTFOUND (no such live build),
  * BL_EINVAL (retention: not idle any more, or batches wait for it),
- * BL_EIO. */
+ * BL_EIO (also when an upload held the build folder's lock for
+ * DROP_LOCK_WAIT_MS, or it could not be opened: nothing changed). */
 static bl_err drop_build(bl_processor *p, const work *w)
 {
     size_t si = SIZE_MAX;
@@ -931,8 +936,21 @@ static bl_err drop_build(bl_processor *p, const work *w)
             si = i;
     if (w->drop_cutoff && si != SIZE_MAX && p->builds[si]->n_waiting)
         return BL_EINVAL; /* batches wait for it: it is not idle */
-    if (bl_db_begin(p->db))
+    /* the build folder's lock first, a bounded wait: an upload may hold it
+     * long, and never while this thread holds the database's write lock */
+    int lfd;
+    bl_err lerr = bl_retention_build_lock(p->data_dir, w->app_id, w->build, DROP_LOCK_WAIT_MS,
+                                          &lfd);
+    if (lerr) {
+        logf_("build %s: cannot take its folder's lock: %s; not deleted", w->build,
+              lerr == BL_EIO ? (errno == EWOULDBLOCK ? "an upload holds it" : strerror(errno))
+                             : bl_err_str(lerr));
+        return BL_EIO;
+    }
+    if (bl_db_begin(p->db)) {
+        bl_retention_build_unlock(lfd);
         return sql_err(p, "begin");
+    }
     int64_t id;
     int idle = 1, moved = 0;
     bl_err err = bl_rs_build_find(p->db, w->app_id, w->build, &id);
@@ -941,13 +959,16 @@ static bl_err drop_build(bl_processor *p, const work *w)
         err = BL_EINVAL;
     if (!err)
         err = bl_rs_doom_build(p->db, id, w->drop_cutoff ? "expired" : "deleted", bl_now_us());
-    if (!err && (err = bl_retention_trash_build(p->data_dir, w->app_id, w->build, id, &moved)))
-        logf_("build %s: cannot move its folder to trash: %s", w->build, strerror(errno));
+    if (!err && (err = bl_retention_trash_build(p->data_dir, w->app_id, w->build, id, lfd >= 0,
+                                                 &moved)))
+        logf_("build %s: cannot move its folder to trash: %s", w->build,
+              err == BL_EIO ? strerror(errno) : bl_err_str(err));
     if (!err && bl_db_commit(p->db)) {
         err = sql_err(p, "commit");
         if (moved)
             bl_retention_untrash_build(p->data_dir, w->app_id, w->build, id);
     }
+    bl_retention_build_unlock(lfd);
     if (err) {
         if (err == BL_EIO)
             logf_("build %s: deletion failed: %s", w->build, bl_db_errmsg(p->db));

@@ -150,39 +150,70 @@ static bl_err trash_path(const char *dir, int64_t build_id, char *out)
 
 /* ---- the writer's side of deleting a build ------------------------------ */
 
-bl_err bl_retention_trash_build(const char *data_dir, int64_t app_id, const char *build,
-                                int64_t build_id, int *moved)
+bl_err bl_retention_build_lock(const char *data_dir, int64_t app_id, const char *build,
+                               unsigned wait_ms, int *fd)
 {
-    char from[BL_PATH_MAX], to[BL_PATH_MAX], tdir[BL_PATH_MAX], lockp[BL_PATH_MAX];
+    char dir[BL_PATH_MAX], lockp[BL_PATH_MAX];
+    *fd = -1;
+    bl_err err = bl_datadir_build(data_dir, app_id, build, dir);
+    if (!err)
+        err = bl_path_join(lockp, dir, ".lock");
+    if (err)
+        return err;
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return errno == ENOENT ? BL_OK : BL_EIO; /* no uploads: no folder */
+    int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (lfd < 0)
+        return BL_EIO;
+    /* an upload of the build holds the lock while it writes (building a
+     * mapping index may take long): wait a bounded time, 20 ms at a time */
+    for (unsigned waited = 0;; waited += 20) {
+        if (flock(lfd, LOCK_EX | LOCK_NB) == 0)
+            break;
+        int saved = errno;
+        if ((saved != EWOULDBLOCK && saved != EINTR) || waited >= wait_ms) {
+            close(lfd);
+            errno = saved;
+            return BL_EIO;
+        }
+        sleep_ms(20);
+    }
+    *fd = lfd;
+    return BL_OK;
+}
+
+void bl_retention_build_unlock(int fd)
+{
+    if (fd < 0)
+        return;
+    flock(fd, LOCK_UN);
+    close(fd);
+}
+
+bl_err bl_retention_trash_build(const char *data_dir, int64_t app_id, const char *build,
+                                int64_t build_id, int locked, int *moved)
+{
+    char from[BL_PATH_MAX], to[BL_PATH_MAX], tdir[BL_PATH_MAX];
     *moved = 0;
     bl_err err = bl_datadir_build(data_dir, app_id, build, from);
     if (!err)
         err = trash_path(data_dir, build_id, to);
     if (!err)
         err = bl_path_join(tdir, data_dir, "trash");
-    if (!err)
-        err = bl_path_join(lockp, from, ".lock");
     if (err)
         return err;
     struct stat sb;
     if (stat(from, &sb) != 0)
         return errno == ENOENT ? BL_OK : BL_EIO; /* no uploads: no folder */
+    if (!locked) { /* an upload made the folder after the lock was looked for */
+        errno = EBUSY;
+        return BL_EIO;
+    }
     if (mkdir(tdir, 0750) != 0 && errno != EEXIST)
         return BL_EIO;
-    /* an upload of the build holds its lock while it writes: wait for it */
-    int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
-    if (lfd >= 0)
-        flock(lfd, LOCK_EX);
-    int rc = rename(from, to);
-    int saved = errno;
-    if (lfd >= 0) {
-        flock(lfd, LOCK_UN);
-        close(lfd);
-    }
-    if (rc != 0) {
-        errno = saved;
+    if (rename(from, to) != 0)
         return BL_EIO;
-    }
     char parent[BL_PATH_MAX];
     snprintf(parent, sizeof parent, "%s", from);
     char *slash = strrchr(parent, '/');

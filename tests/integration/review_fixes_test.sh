@@ -5,7 +5,9 @@
 #
 # Checks: a build deletion queued while the writer holds a batch of that
 # build (its transaction failed and is tried again) runs after the batch: the
-# build does not come back.
+# build does not come back. DELETE when the build folder's lock cannot be
+# opened, or an upload holds it past the writer's bounded wait: 503 JSON and
+# nothing changed; then it succeeds.
 # Needs the sqlite3 command-line shell (to hold the database's write lock).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -80,6 +82,41 @@ wait "$LOCK_PID" || true
 wait_idle
 expect "the deleted build v1 did not come back" "" "$(bid shop v1)"
 expect "no batch waits for the deleted build" 0 "$(metric beatline_batches_waiting)"
+stop_server
+
+# --- 2. the build folder's lock: taken before anything moves, bounded wait --
+start_server "$DATA"
+upload shop "$UPL" v2
+BDIR=$(dirname "$(grep -l . "$DATA"/builds/*/*/method-ids.hash | head -1)")
+[ -d "$BDIR" ] && ok || bad "no build folder for v2"
+# a lock file that cannot be opened (a folder in its place): refused, not moved
+rm -f "$BDIR/.lock"
+mkdir "$BDIR/.lock"
+http DELETE /v1/apps/shop/builds/v2 "$UPL"
+expect "DELETE while the build lock cannot be opened" 503 "$CODE"
+expect "  JSON error" true "$(jq 'has("error")' <<< "$BODY" 2> /dev/null || echo false)"
+[ -n "$(bid shop v2)" ] && [ -e "$BDIR/method-ids.hash" ] && ok ||
+  bad "the build or its folder changed although the lock failed"
+rmdir "$BDIR/.lock"
+# an upload holding the lock longer than the writer waits (3 s): 503, nothing
+# moved, and the writer is not stuck (it answers well before the lock goes)
+rm -f held
+# (-o: flock itself holds the lock, so killing it lets go)
+flock -o "$BDIR/.lock" sh -c 'touch held; exec sleep 10' > /dev/null 2>&1 &
+FLOCK_PID=$!
+for _ in $(seq 100); do [ -e held ] && break; sleep 0.05; done
+[ -e held ] && ok || bad "the build lock was not taken"
+http DELETE /v1/apps/shop/builds/v2 "$UPL"
+expect "DELETE while an upload holds the build lock" 503 "$CODE"
+[ -n "$(bid shop v2)" ] && [ -e "$BDIR/method-ids.hash" ] && ok ||
+  bad "the build or its folder changed although an upload held the lock"
+post shop "$ING" v2 && expect "v2 batch after the refused DELETE" 202 "$CODE"
+wait_idle
+kill "$FLOCK_PID" 2> /dev/null || true
+wait "$FLOCK_PID" 2> /dev/null || true
+http DELETE /v1/apps/shop/builds/v2 "$UPL"
+expect "DELETE once the lock is free" 200 "$CODE"
+expect "v2 is gone" "" "$(bid shop v2)"
 stop_server
 
 finish
