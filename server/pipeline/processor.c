@@ -728,6 +728,8 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
     bl_err err = j->read_err;
     if (err == BL_ENOTFOUND)
         return B_GONE; /* queued twice (a retry re-queues): handled already */
+    if (err == BL_ENOMEM) /* passing: the batch stays in batches/pending */
+        return B_RETRY;
     if (err) {
         logf_("batch %s: cannot read: %s", w->uuid, bl_err_str(err));
         return B_FAILED;

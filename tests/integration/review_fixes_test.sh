@@ -7,7 +7,8 @@
 # build (its transaction failed and is tried again) runs after the batch: the
 # build does not come back. DELETE when the build folder's lock cannot be
 # opened, or an upload holds it past the writer's bounded wait: 503 JSON and
-# nothing changed; then it succeeds.
+# nothing changed; then it succeeds. A batch in batches/pending that cannot
+# be read for want of memory is tried again, never moved to batches/failed.
 # Needs the sqlite3 command-line shell (to hold the database's write lock).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -117,6 +118,43 @@ wait "$FLOCK_PID" 2> /dev/null || true
 http DELETE /v1/apps/shop/builds/v2 "$UPL"
 expect "DELETE once the lock is free" 200 "$CODE"
 expect "v2 is gone" "" "$(bid shop v2)"
+stop_server
+
+# --- 5. out of memory while reading an acknowledged batch: tried again ------
+# A batch acknowledged earlier (in batches/pending at start) bigger than the
+# largest allocation ASan allows (max_allocation_size_mb=1, malloc returning
+# NULL): reading it fails with ENOMEM. It must stay pending, not go to
+# batches/failed, and be processed once memory allows.
+start_server "$DATA"
+upload shop "$UPL" v3
+stop_server
+U5=0000aaaa-0000-4000-8000-000000000005
+awk -v u="$U5" 'BEGIN {
+  printf "{\"batch_id\":\"%s\",\"app\":\"shop\",\"build\":\"v3\",\"session_id\":\"s\",", u
+  printf "\"origin_wall_us\":%d,\"device\":{\"model\":\"m\",\"os\":\"14\",\"sdk\":34},", '"$NOW_US"'
+  printf "\"threads\":[{\"id\":1,\"name\":\"main\",\"main\":true,\"truncated\":false,\"records\":["
+  for (i = 0; i < 150000; i++) printf "%s[1,\"i\",%d],[1,\"o\",%d]", (i ? "," : ""), 10 * i, 10 * i + 5
+  print "]}],\"events\":[]}" }' > big.json
+"$BIN/beatline-batch" encode < big.json > "$DATA/batches/pending/$U5.bin"
+[ "$(stat -c %s "$DATA/batches/pending/$U5.bin")" -gt 1200000 ] && ok || bad "big batch too small"
+ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}:allocator_may_return_null=1:max_allocation_size_mb=1" \
+  start_server "$DATA"
+for _ in $(seq 300); do
+  v=$(metric beatline_transactions_failing)
+  [ -n "$v" ] && [ "$v" -ge 1 ] && break
+  sleep 0.1
+done
+expect "out of memory: the transaction is failing (tried again)" 1 \
+  "$([ "${v:-0}" -ge 1 ] && echo 1 || echo 0)"
+expect "out of memory: no batch failed" 0 "$(metric beatline_batches_failed_total)"
+[ -e "$DATA/batches/pending/$U5.bin" ] && ok || bad "the batch left batches/pending"
+[ ! -e "$DATA/batches/failed/$U5.bin" ] && ok || bad "the batch went to batches/failed"
+stop_server
+start_server "$DATA"
+for _ in $(seq 300); do [ -e "$DATA/batches/done/$U5.bin" ] && break; sleep 0.1; done
+[ -e "$DATA/batches/done/$U5.bin" ] && ok || bad "the batch was not processed once memory allowed"
+expect "its 150,000 calls are counted" 150000 \
+  "$(q "SELECT count FROM method_stats ms JOIN builds b ON b.id = ms.build_id WHERE b.name = 'v3'" | awk '{ s += $1 } END { print s + 0 }')"
 stop_server
 
 finish
