@@ -977,6 +977,7 @@ static bl_err drop_build(bl_processor *p, const work *w)
         bl_db_rollback(p->db);
         return err;
     }
+    bl_retention_request_done(p->data_dir, id); /* a DELETE's request happened */
     if (si != SIZE_MAX)
         forget_state(p, si);
     bl_quota_set_ready(p->quota, w->app_id, w->build, 0);

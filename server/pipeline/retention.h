@@ -85,6 +85,16 @@ typedef struct bl_retention_stats {
     uint64_t scans;          /* disk scans finished */
 } bl_retention_stats;
 
+/* Requested deletions (DELETE answered 202 may end in a failure the caller
+ * never hears of): DIR/deletions/BUILD_ID, an empty file made (and
+ * fsynced) before the request is queued, removed by the writer once the
+ * build is in the graveyard, or by the caller when its answer says nothing
+ * changed. The retention thread tries again the ones whose build is still
+ * live (at start, when woken and every minute) and removes the others.
+ * bl_retention_request_add: BL_EIO with errno, BL_ETOOBIG (path). */
+bl_err bl_retention_request_add(const char *data_dir, int64_t build_id);
+void bl_retention_request_done(const char *data_dir, int64_t build_id);
+
 /* Before the writer starts: finishes what a kill -9 cut short between the
  * writer moving a build's folder to DIR/trash and its commit (the build is
  * moved to the graveyard now), and removes trash folders of builds that are
