@@ -328,6 +328,8 @@ static int tree_node(const bl_blk_node *n, void *ctx)
     uint64_t *pv = n->parent ? bl_u128map_get(&t->ix, (uint64_t)n->parent, 0) : NULL;
     if (n->parent && !pv)
         return 0; /* below a node left out */
+    /* the parent's index now: the put below may move the map's slots */
+    size_t parent_ix = pv ? (size_t)*pv : 0;
     if ((int64_t)t->n >= t->limit) {
         t->truncated = 1;
         return 0;
@@ -361,7 +363,7 @@ static int tree_node(const bl_blk_node *n, void *ctx)
         return 1;
     }
     t->objs[t->n++] = o;
-    if (pv && json_array_append(json_object_get(t->objs[*pv - 1], "children"), o)) {
+    if (parent_ix && json_array_append(json_object_get(t->objs[parent_ix - 1], "children"), o)) {
         t->failed = 1;
         return 1;
     }

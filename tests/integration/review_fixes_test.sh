@@ -38,11 +38,13 @@ JSON
   http POST "/v1/apps/$1/batches" "$2" --data-binary @b.bin
 }
 printf '1,0,com.example.A run ()V\n2,0,com.example.B go ()V\n' > mids.txt
-upload() { # APP KEY BUILD
+bid() { q "SELECT id FROM builds WHERE name = '$2' AND app_id = (SELECT id FROM apps WHERE name = '$1')"; }
+upload() { # APP KEY BUILD; then waits (bounded) for the writer to register it
   http PUT "/v1/apps/$1/builds/$3/method-ids" "$2" --data-binary @mids.txt
   expect "method-ids $1/$3" 201 "$CODE"
+  for _ in $(seq 100); do [ -n "$(bid "$1" "$3")" ] && return 0; sleep 0.1; done
+  bad "build $1/$3 not registered"
 }
-bid() { q "SELECT id FROM builds WHERE name = '$2' AND app_id = (SELECT id FROM apps WHERE name = '$1')"; }
 # lock SECONDS: another process holds the database's write lock that long
 lock() {
   rm -f locked
@@ -52,10 +54,13 @@ lock() {
   for _ in $(seq 100); do [ -e locked ] && break; sleep 0.05; done
   [ -e locked ] && ok || bad "the database write lock was not taken"
 }
-wait_idle() { # bounded (30 s): nothing queued, no transaction failing
+wait_idle() { # bounded (30 s): nothing queued or in batches/pending but
+  # batches waiting for their build's files, no transaction failing
   for _ in $(seq 300); do
     [ "$(metric beatline_processing_queue_depth)" = 0 ] &&
-      [ "$(metric beatline_transactions_failing)" = 0 ] && return 0
+      [ "$(metric beatline_transactions_failing)" = 0 ] &&
+      [ "$(find "$DATA/batches/pending" -type f | wc -l)" = "$(metric beatline_batches_waiting)" ] &&
+      return 0
     sleep 0.1
   done
   bad "the writer did not become idle"
@@ -176,6 +181,39 @@ expect "v5 did not come back" "" "$(bid shop v5)"
 expect "v6 did not come back" "" "$(bid shop v6)"
 expect "no batch waits for a deleted build" 0 "$(metric beatline_batches_waiting)"
 expect "no request left after the recovery" "" "$(ls "$DATA/deletions" 2> /dev/null)"
+stop_server
+
+# --- 4. /blocks: deep paths -----------------------------------------------
+# (a) One block group whose signature path is 64 methods deep (a chain of 70
+# nested calls in the window): listed with its 64 methods, and its detail's
+# call tree of 70 nodes (the tree's node map grows while it is built).
+RD=$(jq -r .read_key <<< "$keys")
+{ echo '# beatline method-ids v1 names=original'
+  for i in $(seq 70); do echo "$i,1,com.example.Deep m$i ()V"; done
+  for i in $(seq 100 1599); do echo "$i,1,com.example.Leaf m$i ()V"; done; } > deep-ids.txt
+start_server "$DATA"
+for b in deep; do
+  http PUT "/v1/apps/shop/builds/$b/method-ids" "$UPL" --data-binary @deep-ids.txt
+  expect "$b method-ids" 201 "$CODE"
+done
+REC=$( { for i in $(seq 70); do printf '[%d,"i",%d],' "$i" $((10 + i)); done
+         for i in $(seq 70 -1 1); do printf '[%d,"o",%d],' "$i" $((900000 - i)); done; } | sed 's/,$//')
+cat > deep.json << JSON
+{"batch_id":"0000dddd-0000-4000-8000-000000000001","app":"shop","build":"deep","session_id":"s",
+ "origin_wall_us":$NOW_US,"device":{"model":"m","os":"14","sdk":34},
+ "threads":[{"id":1,"name":"main","main":true,"truncated":false,"records":[$REC]}],
+ "events":[{"type":"block","thread":0,"begin_us":5,"end_us":900005,"target":"t","kind":"awt","device":"d"}]}
+JSON
+"$BIN/beatline-batch" encode < deep.json > deep.bin
+http POST /v1/apps/shop/batches "$ING" --data-binary @deep.bin
+expect "deep batch" 202 "$CODE"
+wait_idle
+http GET "/v1/apps/shop/blocks?build=deep" "$RD"
+expect "deep: one group, a path of 64 methods" "200 64" "$CODE $(jq '.blocks[0].path | length' <<< "$BODY")"
+DSIG=$(jq -r '.blocks[0].signature' <<< "$BODY")
+http GET "/v1/apps/shop/blocks/$DSIG?build=deep" "$RD" || CODE=000 # 000: the server died
+expect "deep detail: 200, a chain of 70 nodes" "200 70" \
+  "$CODE $(jq '[.call_tree[] | recurse(.children[])] | length' <<< "$BODY" 2> /dev/null)"
 stop_server
 
 # --- 5. out of memory while reading an acknowledged batch: tried again ------
