@@ -183,7 +183,7 @@ expect "no batch waits for a deleted build" 0 "$(metric beatline_batches_waiting
 expect "no request left after the recovery" "" "$(ls "$DATA/deletions" 2> /dev/null)"
 stop_server
 
-# --- 4. /blocks: deep paths -----------------------------------------------
+# --- 4. /blocks: deep paths, memory charged for what is built -------------
 # (a) One block group whose signature path is 64 methods deep (a chain of 70
 # nested calls in the window): listed with its 64 methods, and its detail's
 # call tree of 70 nodes (the tree's node map grows while it is built).
@@ -192,7 +192,7 @@ RD=$(jq -r .read_key <<< "$keys")
   for i in $(seq 70); do echo "$i,1,com.example.Deep m$i ()V"; done
   for i in $(seq 100 1599); do echo "$i,1,com.example.Leaf m$i ()V"; done; } > deep-ids.txt
 start_server "$DATA"
-for b in deep; do
+for b in deep wide; do
   http PUT "/v1/apps/shop/builds/$b/method-ids" "$UPL" --data-binary @deep-ids.txt
   expect "$b method-ids" 201 "$CODE"
 done
@@ -207,6 +207,30 @@ JSON
 "$BIN/beatline-batch" encode < deep.json > deep.bin
 http POST /v1/apps/shop/batches "$ING" --data-binary @deep.bin
 expect "deep batch" 202 "$CODE"
+# (b) 1,500 groups, each a path of 64 methods (63 shared, one leaf of its
+# own): the list builds 96,000 method objects
+# (15 batches of 100: rebuilding the windows of one batch has a budget)
+for w in $(seq 0 14); do
+  awk -v o="$NOW_US" -v w="$w" 'BEGIN {
+    printf "{\"batch_id\":\"0000eeee-0000-4000-8000-%012d\",\"app\":\"shop\",\"build\":\"wide\",", w
+    printf "\"session_id\":\"s\",\"origin_wall_us\":%d,\"device\":{\"model\":\"m\",\"os\":\"14\",\"sdk\":34},", o
+    printf "\"threads\":[{\"id\":1,\"name\":\"main\",\"main\":true,\"truncated\":false,\"records\":["
+    n = 0
+    for (k = w * 100; k < w * 100 + 100; k++) {
+      b = (k - w * 100) * 1000000
+      for (i = 1; i <= 63; i++) printf "%s[%d,\"i\",%d]", (n++ ? "," : ""), i, b + 10 + i
+      printf ",[%d,\"i\",%d],[%d,\"o\",%d]", 100 + k, b + 100, 100 + k, b + 800000
+      for (i = 63; i >= 1; i--) printf ",[%d,\"o\",%d]", i, b + 900000 - i
+    }
+    printf "]}],\"events\":["
+    for (k = 0; k < 100; k++)
+      printf "%s{\"type\":\"block\",\"thread\":0,\"begin_us\":%d,\"end_us\":%d,\"target\":\"t\",\"kind\":\"awt\",\"device\":\"d\"}", (k ? "," : ""), k * 1000000 + 5, k * 1000000 + 900005
+    print "]}" }' > wide.json
+  "$BIN/beatline-batch" encode < wide.json > wide.bin
+  http POST /v1/apps/shop/batches "$ING" --data-binary @wide.bin
+  [ "$CODE" = 202 ] || bad "wide batch $w: $CODE $BODY"
+done
+ok
 wait_idle
 http GET "/v1/apps/shop/blocks?build=deep" "$RD"
 expect "deep: one group, a path of 64 methods" "200 64" "$CODE $(jq '.blocks[0].path | length' <<< "$BODY")"
@@ -214,6 +238,24 @@ DSIG=$(jq -r '.blocks[0].signature' <<< "$BODY")
 http GET "/v1/apps/shop/blocks/$DSIG?build=deep" "$RD" || CODE=000 # 000: the server died
 expect "deep detail: 200, a chain of 70 nodes" "200 70" \
   "$CODE $(jq '[.call_tree[] | recurse(.children[])] | length' <<< "$BODY" 2> /dev/null)"
+http GET "/v1/apps/shop/blocks?build=wide&limit=2000" "$RD"
+expect "wide: 1500 groups of 64 methods (default budget)" "200 1500 64" \
+  "$CODE $(jq '.blocks | length' <<< "$BODY") $(jq '[.blocks[].path | length] | min' <<< "$BODY")"
+WSIG=$(jq -r '.blocks[1499].signature' <<< "$BODY")
+http GET "/v1/apps/shop/blocks/$WSIG?build=wide" "$RD"
+expect "wide detail of the last-listed group" 200 "$CODE"
+stop_server
+# the smallest budget the server takes with 1 MiB bodies is 82 MiB: the
+# 96,000 method objects are charged over it (about 1.1 KiB each), so the
+# list is refused; one group's detail still fits
+start_server "$DATA" --max-body 1048576 --max-decompressed 1048576 --max-inflight 1
+http GET "/v1/apps/shop/blocks?build=wide&limit=2000" "$RD"
+expect "wide under an 82 MiB budget: refused, not built uncharged" 503 "$CODE"
+expect "  JSON error" true "$(jq 'has("error")' <<< "$BODY" 2> /dev/null || echo false)"
+http GET "/v1/apps/shop/blocks?build=wide&limit=100" "$RD"
+expect "wide, limit=100, under that budget" 200 "$CODE"
+http GET "/v1/apps/shop/blocks/$WSIG?build=wide" "$RD"
+expect "wide detail under that budget (signatures computed, not built)" 200 "$CODE"
 stop_server
 
 # --- 5. out of memory while reading an acknowledged batch: tried again ------
