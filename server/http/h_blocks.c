@@ -299,6 +299,8 @@ enum MHD_Result bl_h_blocks(struct MHD_Connection *c, bl_http *h, req *r)
                 sizeof err) ||
         arg_int(c, "limit", 50, 0, 10000, &limit, err, sizeof err))
         return bl_reply_error(c, h, 400, err);
+    if (since > until)
+        return bl_reply_error(c, h, 400, "'since' must not be after 'until'");
     list_ctx x;
     int64_t build_id;
     char bname[BL_BUILD_NAME_MAX + 1];

@@ -244,7 +244,25 @@ expect "wide: 1500 groups of 64 methods (default budget)" "200 1500 64" \
 WSIG=$(jq -r '.blocks[1499].signature' <<< "$BODY")
 http GET "/v1/apps/shop/blocks/$WSIG?build=wide" "$RD"
 expect "wide detail of the last-listed group" 200 "$CODE"
+# --- 6. minor: since after until is refused, naming both
+http GET "/v1/apps/shop/blocks?build=deep&since=2000&until=1000" "$RD"
+expect "since > until: 400" 400 "$CODE"
+contains "  names since and until" "'since' must not be after 'until'" "$BODY"
+http GET "/v1/apps/shop/blocks?build=deep&since=1000&until=1000" "$RD"
+expect "since = until: 200 (an empty range)" 200 "$CODE"
 stop_server
+# --txn-max-ms over 60,000 (the write lock held that long) refused at start
+for v in 60001 3600000; do
+  rc=0
+  timeout 10 "$BIN/beatline-server" --data "$DATA" --listen 127.0.0.1:0 --txn-max-ms "$v" \
+    > /dev/null 2> txn.err || rc=$?
+  expect "--txn-max-ms $v refused at start" 1 "$rc"
+done
+rc=0
+BEATLINE_TXN_MAX_MS=60001 timeout 10 "$BIN/beatline-server" --data "$DATA" --listen 127.0.0.1:0 \
+  > /dev/null 2> txn.err || rc=$?
+expect "BEATLINE_TXN_MAX_MS=60001 refused at start" 1 "$rc"
+expect_grep "  says the range" "txn-max-ms 1-60000" "$(cat txn.err)"
 # the smallest budget the server takes with 1 MiB bodies is 82 MiB: the
 # 96,000 method objects are charged over it (about 1.1 KiB each), so the
 # list is refused; one group's detail still fits
