@@ -116,11 +116,16 @@ static int unlink_batch(const char *dir, const char *uuid)
     return rc;
 }
 
-static void fsync_sub(const char *dir, const char *sub)
+/* fsync of DIR/SUB: 0, or -1 (logged) when the deletions in it may not be
+ * durable yet (the rows naming them must then stay) */
+static int fsync_sub(const char *dir, const char *sub)
 {
     char d[BL_PATH_MAX];
-    if (bl_path_join(d, dir, sub) == BL_OK)
-        bl_fsync_dir(d);
+    if (bl_path_join(d, dir, sub) != BL_OK || bl_fsync_dir(d) != BL_OK) {
+        logmsg(sub, "cannot sync the folder");
+        return -1;
+    }
+    return 0;
 }
 
 /* Removes a folder and the files in it (one level: build folders have no
@@ -136,7 +141,12 @@ static int rm_folder(const char *path)
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
             bl_path_join(p, path, e->d_name))
             continue;
-        unlink(p);
+        if (unlink(p) != 0 && errno != ENOENT) {
+            int saved = errno;
+            closedir(d);
+            errno = saved; /* the caller logs it; the folder stays, tried again */
+            return -1;
+        }
     }
     closedir(d);
     return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
@@ -463,7 +473,8 @@ static int sweep_build(bl_retention *r, int64_t build_id)
         for (size_t i = 0; i < n; i++)
             if (unlink_batch(r->data_dir, r->uuids[i]))
                 return -1;
-        fsync_sub(r->data_dir, "batches/done");
+        if (fsync_sub(r->data_dir, "batches/done"))
+            return -1;
         writer_first(r);
         if (bl_db_begin(r->db) || bl_rs_batches_forget(r->db, r->uuids, n) ||
             bl_db_commit(r->db)) {
@@ -496,7 +507,8 @@ static int sweep_build(bl_retention *r, int64_t build_id)
         logmsg("cannot remove a deleted build's folder", strerror(errno));
         return -1;
     }
-    fsync_sub(r->data_dir, "trash");
+    if (fsync_sub(r->data_dir, "trash"))
+        return -1;
     if (bl_db_begin(r->db)) {
         logmsg("deleting a build", bl_db_errmsg(r->db));
         return -1;
@@ -545,7 +557,8 @@ static void raw_retention(bl_retention *r, const bl_rs_app *a, int64_t cutoff)
         for (size_t i = 0; i < n; i++)
             if (unlink_batch(r->data_dir, r->uuids[i]) == 0)
                 memmove(r->uuids[keep++], r->uuids[i], sizeof r->uuids[i]);
-        fsync_sub(r->data_dir, "batches/done");
+        if (fsync_sub(r->data_dir, "batches/done"))
+            return;
         writer_first(r);
         if (bl_db_begin(r->db) || bl_rs_raw_mark(r->db, r->uuids, keep, now_us(r)) ||
             bl_db_commit(r->db)) {
