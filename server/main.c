@@ -83,7 +83,8 @@ static const char usage[] =
     "                           0-8, 0 = the writer does it all\n"
     "                           [BEATLINE_PREP_THREADS] (default 1)\n"
     "  --txn-max-ms MS          a writer transaction takes batches as they come for\n"
-    "                           at most this long, then commits; 1-3600000\n"
+    "                           at most this long, then commits; 1-60000 (it holds\n"
+    "                           the database's write lock all that time)\n"
     "                           [BEATLINE_TXN_MAX_MS] (default 1000)\n"
     "  --txn-idle-ms MS         with no batch queued it waits this long for one\n"
     "                           before committing; 0-3600000\n"
@@ -468,7 +469,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--prep-threads"))
             bad = parse_u64(v, &prep_threads) || prep_threads > 8;
         else if (!strcmp(a, "--txn-max-ms"))
-            bad = parse_u64(v, &txn_max_ms) || txn_max_ms == 0 || txn_max_ms > 3600000;
+            bad = parse_u64(v, &txn_max_ms) || txn_max_ms == 0 || txn_max_ms > 60000;
         else if (!strcmp(a, "--txn-idle-ms"))
             bad = parse_u64(v, &txn_idle_ms) || txn_idle_ms > 3600000;
         else if (!strcmp(a, "--waiting-expiry"))
@@ -501,9 +502,9 @@ int main(int argc, char **argv)
         }
     }
 
-    if (prep_threads > 8 || txn_max_ms == 0 || txn_max_ms > 3600000 || txn_idle_ms > 3600000) {
+    if (prep_threads > 8 || txn_max_ms == 0 || txn_max_ms > 60000 || txn_idle_ms > 3600000) {
         fprintf(stderr, "beatline-server: --prep-threads (BEATLINE_PREP_THREADS) must be 0-8, "
-                        "--txn-max-ms 1-3600000, --txn-idle-ms 0-3600000\n");
+                        "--txn-max-ms 1-60000, --txn-idle-ms 0-3600000\n");
         return 1;
     }
     if (threads == 0 || threads > 256) {

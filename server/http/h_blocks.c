@@ -22,6 +22,9 @@
 
 #define HOUR_US 3600000000ll
 #define NODE_CHARGE 1024 /* bytes charged per call-tree node (a jansson object and its members) */
+/* GET /blocks/{signature} computes the signatures of at most this many
+ * groups of the build (by count, biggest first): the most /blocks lists */
+#define BLOCK_SIG_SCAN_MAX 10000
 
 enum { S_COUNT, S_P50, S_P90, S_P99, S_MAX, N_SORTS };
 static const char *const sort_names[N_SORTS] = { "count", "p50", "p90", "p99", "max" };
@@ -103,14 +106,32 @@ static int cmp_grp(const void *a, const void *b)
 
 /* Names of one method, as JSON, and into the signature accumulator. */
 typedef struct names_ctx {
+    req *r;       /* NULL: the signature only (no JSON, nothing charged) */
     json_t *obj;
     bl_buf *acc;
     int oom;
 } names_ctx;
 
+static size_t slen(const char *s)
+{
+    return s ? strlen(s) : 0;
+}
+
 static void names_cb(const bl_blk_names *n, void *ctx)
 {
     names_ctx *x = ctx;
+    if (!x->r) {
+        if (bl_block_sig_add(x->acc, n->cls, n->name, n->descriptor))
+            x->oom = 1;
+        return;
+    }
+    /* the method object is charged before it is built: its four strings
+     * twice (jansson's copies and the answer's text) and NODE_CHARGE */
+    if (bl_req_take(x->r, NODE_CHARGE + 2 * (slen(n->cls) + slen(n->name) +
+                                             slen(n->descriptor) + slen(n->source_file)))) {
+        x->oom = 1;
+        return;
+    }
     x->obj = json_pack("{s:o,s:o,s:o,s:o}", "class", bl_json_text(n->cls), "name",
                        bl_json_text(n->name), "descriptor", bl_json_text(n->descriptor),
                        "source_file", bl_json_text(n->source_file));
@@ -118,22 +139,23 @@ static void names_cb(const bl_blk_names *n, void *ctx)
         x->oom = 1;
 }
 
-/* The group's path as a JSON array of methods, and its signature. BL_EIO,
- * BL_ENOMEM. */
-static bl_err path_json(bl_db *db, int64_t build_id, const char *path, json_t **out,
+/* The group's path as a JSON array of methods (out != NULL: every method
+ * charged to r, BL_ENOMEM when the budget is spent), and its signature.
+ * out == NULL: the signature only. BL_EIO, BL_ENOMEM. */
+static bl_err path_json(bl_db *db, int64_t build_id, const char *path, req *r, json_t **out,
                         char sig[33])
 {
     bl_buf acc;
     bl_buf_init(&acc, 0);
     bl_block_sig_reset(&acc);
-    json_t *arr = json_array();
-    bl_err e = arr ? BL_OK : BL_ENOMEM;
+    json_t *arr = out ? json_array() : NULL;
+    bl_err e = arr || !out ? BL_OK : BL_ENOMEM;
     for (const char *p = path; *p && !e;) {
         char *end;
         long long mid = strtoll(p, &end, 10);
-        names_ctx x = { NULL, &acc, 0 };
+        names_ctx x = { out ? r : NULL, NULL, &acc, 0 };
         e = bl_blk_method(db, build_id, mid, names_cb, &x);
-        if (!e && (x.oom || json_array_append_new(arr, x.obj)))
+        if (!e && (x.oom || (out && json_array_append_new(arr, x.obj))))
             e = BL_ENOMEM;
         else if (e)
             json_decref(x.obj);
@@ -147,7 +169,8 @@ static bl_err path_json(bl_db *db, int64_t build_id, const char *path, json_t **
         json_decref(arr);
         return e;
     }
-    *out = arr;
+    if (out)
+        *out = arr;
     return BL_OK;
 }
 
@@ -156,7 +179,7 @@ static bl_err group_json(bl_db *db, int64_t build_id, const list_ctx *x, const g
                          json_t **out, char sig[33])
 {
     json_t *path;
-    bl_err e = path_json(db, build_id, x->text.data + g->path_off, &path, sig);
+    bl_err e = path_json(db, build_id, x->text.data + g->path_off, x->r, &path, sig);
     if (e)
         return e;
     size_t n = json_array_size(path);
@@ -276,6 +299,8 @@ enum MHD_Result bl_h_blocks(struct MHD_Connection *c, bl_http *h, req *r)
                 sizeof err) ||
         arg_int(c, "limit", 50, 0, 10000, &limit, err, sizeof err))
         return bl_reply_error(c, h, 400, err);
+    if (since > until)
+        return bl_reply_error(c, h, 400, "'since' must not be after 'until'");
     list_ctx x;
     int64_t build_id;
     char bname[BL_BUILD_NAME_MAX + 1];
@@ -294,7 +319,7 @@ enum MHD_Result bl_h_blocks(struct MHD_Connection *c, bl_http *h, req *r)
         json_t *o;
         char sig[33];
         if ((e = bl_req_take(r, NODE_CHARGE) ? BL_ENOMEM : BL_OK))
-            break;
+            break; /* the group object; its path's methods are charged as built */
         e = group_json(db, build_id, &x, &g[i], &o, sig);
         if (!e && json_array_append_new(arr, o))
             e = BL_ENOMEM;
@@ -328,6 +353,8 @@ static int tree_node(const bl_blk_node *n, void *ctx)
     uint64_t *pv = n->parent ? bl_u128map_get(&t->ix, (uint64_t)n->parent, 0) : NULL;
     if (n->parent && !pv)
         return 0; /* below a node left out */
+    /* the parent's index now: the put below may move the map's slots */
+    size_t parent_ix = pv ? (size_t)*pv : 0;
     if ((int64_t)t->n >= t->limit) {
         t->truncated = 1;
         return 0;
@@ -361,7 +388,7 @@ static int tree_node(const bl_blk_node *n, void *ctx)
         return 1;
     }
     t->objs[t->n++] = o;
-    if (pv && json_array_append(json_object_get(t->objs[*pv - 1], "children"), o)) {
+    if (parent_ix && json_array_append(json_object_get(t->objs[parent_ix - 1], "children"), o)) {
         t->failed = 1;
         return 1;
     }
@@ -420,29 +447,37 @@ enum MHD_Result bl_h_block(struct MHD_Connection *c, bl_http *h, req *r)
     sort_key = S_COUNT;
     if (n)
         qsort(g, n, sizeof *g, cmp_grp); /* two paths with one signature: the bigger group */
+    /* signatures only (nothing built, nothing charged) of at most
+     * BLOCK_SIG_SCAN_MAX groups, the biggest first; JSON for the match */
     json_t *found = NULL;
     int64_t gid = 0;
     bl_err e = BL_OK;
-    for (size_t i = 0; i < n && !found && !e; i++) {
-        json_t *o;
+    size_t hit = SIZE_MAX;
+    for (size_t i = 0; i < n && i < BLOCK_SIG_SCAN_MAX && hit == SIZE_MAX && !e; i++) {
         char sig[33];
-        if (!(e = group_json(db, build_id, &x, &g[i], &o, sig))) {
-            if (!strcmp(sig, r->sig)) {
-                found = o;
-                gid = g[i].id;
-            } else {
-                json_decref(o);
-            }
-        }
+        if (!(e = path_json(db, build_id, x.text.data + g[i].path_off, r, NULL, sig)) &&
+            !strcmp(sig, r->sig))
+            hit = i;
+    }
+    if (!e && hit != SIZE_MAX) {
+        char sig[33];
+        if (!(e = group_json(db, build_id, &x, &g[hit], &found, sig)))
+            gid = g[hit].id;
     }
     list_free(&x);
     if (e)
         return e == BL_EIO ? bl_reply_error(c, h, 500, "database error")
                            : bl_reply_error(c, h, 503, "out of memory; retry later");
     if (!found) {
-        snprintf(err, sizeof err, "no blocks with signature %s in build '%.100s'", r->sig,
-                 bname);
-        return bl_reply_error(c, h, 404, err);
+        char msg[400];
+        if (n > BLOCK_SIG_SCAN_MAX)
+            snprintf(msg, sizeof msg, "no blocks with signature %s among the %d biggest block "
+                     "groups of build '%.100s' (it has %zu; the lookup stops there)", r->sig,
+                     BLOCK_SIG_SCAN_MAX, bname, n);
+        else
+            snprintf(msg, sizeof msg, "no blocks with signature %s in build '%.100s'", r->sig,
+                     bname);
+        return bl_reply_error(c, h, 404, msg);
     }
     tree_ctx t = { r, { 0 }, NULL, 0, 0, limit, 0, 0 };
     bl_u128map_init(&t.ix);

@@ -11,7 +11,8 @@
  */
 #include "http/internal.h"
 
-#include "store/builds.h"
+#include "pipeline/retention.h"
+#include "store/retention.h"
 
 /* How long the answer waits for the writer (it may have a backlog). */
 #define DELETE_WAIT_MS 10000
@@ -21,14 +22,21 @@ enum MHD_Result bl_h_delete_build(struct MHD_Connection *c, bl_http *h, req *r)
     bl_db *db = bl_http_db(h);
     if (!db)
         return bl_reply_error(c, h, 503, "database unavailable");
-    bl_err e = bl_builds_exists(db, r->app_id, r->build);
+    int64_t id;
+    bl_err e = bl_rs_build_find(db, r->app_id, r->build, &id);
     if (e == BL_ENOTFOUND)
         return bl_reply_json(c, h, 404,
                              json_pack("{s:s}", "error", "no such build in this app"));
     if (e)
         return bl_reply_error(c, h, 503, "database error");
+    /* recorded before it is queued: a deletion answered 202 that then fails
+     * is tried again by the retention thread (pipeline/retention.h) */
+    if (bl_retention_request_add(h->data_dir, id) != BL_OK)
+        return bl_reply_error(c, h, 503, "cannot record the deletion request");
     int done = 0;
     e = bl_processor_drop_build(h->c.proc, r->app_id, r->build, 0, DELETE_WAIT_MS, &done);
+    if (e != BL_OK) /* the answer says nothing changed (or it was never queued) */
+        bl_retention_request_done(h->data_dir, id);
     if (e == BL_ENOTFOUND) /* deleted meanwhile by another request */
         return bl_reply_json(c, h, 404,
                              json_pack("{s:s}", "error", "no such build in this app"));

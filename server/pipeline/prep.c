@@ -134,7 +134,10 @@ void bl_prep_run(bl_prep *j, const void *raw, size_t len, bl_encoding enc, uint6
     j->read_err = decompress(j, raw, len, enc, max_body);
     if (j->read_err)
         return;
-    if (bl_batch_decode((const uint8_t *)j->body.data, j->body.len, &j->bt, &j->be) != BL_OK)
+    bl_err de = bl_batch_decode((const uint8_t *)j->body.data, j->body.len, &j->bt, &j->be);
+    if (de == BL_ENOMEM)
+        j->read_err = BL_ENOMEM; /* not malformed: to be tried again */
+    if (de != BL_OK)
         return;
     j->decoded = 1;
     if (check) {

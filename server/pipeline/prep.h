@@ -23,7 +23,8 @@
 
 typedef struct bl_prep {
     /* results of the last bl_prep_run / bl_prep_file */
-    bl_err read_err;      /* reading or decompressing: BL_ENOTFOUND (no file),
+    bl_err read_err;      /* reading, decompressing or decoding (only BL_ENOMEM,
+                           * a shortage: not malformed): BL_ENOTFOUND (no file),
                            * BL_ETOOBIG (over max_body), BL_EFORMAT, BL_ENOMEM,
                            * BL_EIO; the fields below are valid only when BL_OK */
     uint64_t max_body;    /* the cap that run used (bytes) */

@@ -219,6 +219,54 @@ static bl_err push(bl_processor *p, const work *w)
     return BL_OK;
 }
 
+/* Puts items ws[0..n) back at the head of the queue, in their order: work
+ * the writer had taken goes back before anything queued after it (a build
+ * deletion, W_DROP, must run after every batch queued before it). Writer
+ * thread only. On a shortage of memory it tries again every 100 ms until it
+ * succeeds or the server stops (what is queued is durable on disk and
+ * queued again at the next start): an item never leaves the queue with its
+ * quota count held. */
+static void push_front(bl_processor *p, const work *ws, size_t n)
+{
+    if (!n)
+        return;
+    int told = 0;
+    pthread_mutex_lock(&p->mu);
+    while (p->qlen + n > p->qcap) {
+        size_t nc = p->qcap ? p->qcap * 2 : 64;
+        while (nc < p->qlen + n)
+            nc *= 2;
+        work *nq = malloc(nc * sizeof *nq);
+        if (nq) {
+            for (size_t i = 0; i < p->qlen; i++)
+                nq[i] = p->q[(p->qhead + i) % p->qcap];
+            free(p->q);
+            p->q = nq;
+            p->qcap = nc;
+            p->qhead = 0;
+            break;
+        }
+        if (p->stop) {
+            pthread_mutex_unlock(&p->mu);
+            return;
+        }
+        pthread_mutex_unlock(&p->mu);
+        if (!told++)
+            logf_("out of memory putting %zu item(s) back in the queue; trying again", n);
+        usleep(100000);
+        pthread_mutex_lock(&p->mu);
+    }
+    p->qhead = (p->qhead + p->qcap - n % p->qcap) % p->qcap;
+    for (size_t i = 0; i < n; i++) {
+        p->q[(p->qhead + i) % p->qcap] = ws[i];
+        if (ws[i].kind == W_BATCH)
+            p->st.queue_depth++;
+    }
+    p->qlen += n;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
 bl_err bl_processor_enqueue(bl_processor *p, const char *uuid, bl_encoding enc)
 {
     work w;
@@ -453,9 +501,11 @@ static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int
     return err;
 }
 
+/* The build's waiting batches go back to the head of the queue, in their
+ * order (they were queued before anything behind them, a deletion too). */
 static bl_err requeue_waiting(bl_processor *p, bstate *b)
 {
-    for (size_t i = 0; i < b->n_waiting; i++) {
+    for (size_t i = b->n_waiting; i-- > 0;) {
         work w;
         memset(&w, 0, sizeof w);
         w.kind = W_BATCH;
@@ -469,9 +519,7 @@ static bl_err requeue_waiting(bl_processor *p, bstate *b)
         pthread_mutex_lock(&p->mu);
         p->st.waiting--;
         pthread_mutex_unlock(&p->mu);
-        bl_err e = push(p, &w);
-        if (e)
-            return e;
+        push_front(p, &w, 1);
     }
     b->n_waiting = 0;
     return BL_OK;
@@ -689,6 +737,8 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
     bl_err err = j->read_err;
     if (err == BL_ENOTFOUND)
         return B_GONE; /* queued twice (a retry re-queues): handled already */
+    if (err == BL_ENOMEM) /* passing: the batch stays in batches/pending */
+        return B_RETRY;
     if (err) {
         logf_("batch %s: cannot read: %s", w->uuid, bl_err_str(err));
         return B_FAILED;
@@ -879,11 +929,16 @@ static void forget_state(bl_processor *p, size_t i)
     bstate_free(b);
 }
 
+/* the longest the writer waits for an upload to let go of a build's folder
+ * before it answers a deletion BL_EIO (nothing changed) */
+#define DROP_LOCK_WAIT_MS 3000
+
 /* A W_DROP item, alone in its round (no deltas are open): the build goes
  * to the graveyard and its folder to DIR/trash in one commit, then the
  * writer forgets it. Result: BL_OK, BL_ENOTFOUND (no such live build),
  * BL_EINVAL (retention: not idle any more, or batches wait for it),
- * BL_EIO. */
+ * BL_EIO (also when an upload held the build folder's lock for
+ * DROP_LOCK_WAIT_MS, or it could not be opened: nothing changed). */
 static bl_err drop_build(bl_processor *p, const work *w)
 {
     size_t si = SIZE_MAX;
@@ -892,8 +947,21 @@ static bl_err drop_build(bl_processor *p, const work *w)
             si = i;
     if (w->drop_cutoff && si != SIZE_MAX && p->builds[si]->n_waiting)
         return BL_EINVAL; /* batches wait for it: it is not idle */
-    if (bl_db_begin(p->db))
+    /* the build folder's lock first, a bounded wait: an upload may hold it
+     * long, and never while this thread holds the database's write lock */
+    int lfd;
+    bl_err lerr = bl_retention_build_lock(p->data_dir, w->app_id, w->build, DROP_LOCK_WAIT_MS,
+                                          &lfd);
+    if (lerr) {
+        logf_("build %s: cannot take its folder's lock: %s; not deleted", w->build,
+              lerr == BL_EIO ? (errno == EWOULDBLOCK ? "an upload holds it" : strerror(errno))
+                             : bl_err_str(lerr));
+        return BL_EIO;
+    }
+    if (bl_db_begin(p->db)) {
+        bl_retention_build_unlock(lfd);
         return sql_err(p, "begin");
+    }
     int64_t id;
     int idle = 1, moved = 0;
     bl_err err = bl_rs_build_find(p->db, w->app_id, w->build, &id);
@@ -902,19 +970,23 @@ static bl_err drop_build(bl_processor *p, const work *w)
         err = BL_EINVAL;
     if (!err)
         err = bl_rs_doom_build(p->db, id, w->drop_cutoff ? "expired" : "deleted", bl_now_us());
-    if (!err && (err = bl_retention_trash_build(p->data_dir, w->app_id, w->build, id, &moved)))
-        logf_("build %s: cannot move its folder to trash: %s", w->build, strerror(errno));
+    if (!err && (err = bl_retention_trash_build(p->data_dir, w->app_id, w->build, id, lfd >= 0,
+                                                 &moved)))
+        logf_("build %s: cannot move its folder to trash: %s", w->build,
+              err == BL_EIO ? strerror(errno) : bl_err_str(err));
     if (!err && bl_db_commit(p->db)) {
         err = sql_err(p, "commit");
         if (moved)
             bl_retention_untrash_build(p->data_dir, w->app_id, w->build, id);
     }
+    bl_retention_build_unlock(lfd);
     if (err) {
         if (err == BL_EIO)
             logf_("build %s: deletion failed: %s", w->build, bl_db_errmsg(p->db));
         bl_db_rollback(p->db);
         return err;
     }
+    bl_retention_request_done(p->data_dir, id); /* a DELETE's request happened */
     if (si != SIZE_MAX)
         forget_state(p, si);
     bl_quota_set_ready(p->quota, w->app_id, w->build, 0);
@@ -1246,6 +1318,18 @@ static void run_txn(bl_processor *p, work *items, size_t n)
     prep_drain(p);
 }
 
+/* After a rollback: items[0..n) go back to the head of the queue in their
+ * order, except `skip` and those a build's waiting list queued again
+ * (p->waited). Compacts items in place. */
+static void push_back_items(bl_processor *p, work *items, size_t n, size_t skip)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i != skip && !p->waited[i])
+            items[k++] = items[i];
+    push_front(p, items, k);
+}
+
 static void run_txn_(bl_processor *p, work *items, size_t n)
 {
     uint64_t recs = 0, done = 0, dup = 0, failed = 0;
@@ -1334,9 +1418,7 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
             pthread_mutex_lock(&p->mu);
             p->st.failed++;
             pthread_mutex_unlock(&p->mu);
-            for (size_t i = 0; i < n; i++)
-                if (i != aborted && !p->waited[i])
-                    push(p, &items[i]);
+            push_back_items(p, items, n, aborted);
             return;
         }
         goto retry;
@@ -1344,8 +1426,8 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
     bl_agg_mark_stored(&p->agg); /* committed: later rounds update them by id */
     ck_wake(p);
     clear_deltas(p);
-    for (size_t i = later; i < n; i++) /* none when later == SIZE_MAX */
-        push(p, &items[i]);
+    if (later != SIZE_MAX) /* back at the head, before any deletion queued since */
+        push_front(p, items + later, n - later);
     double now = mono_s();
     for (size_t i = 0; i < p->n_moves; i++)
         move_batch(p, &p->moves[i], p->move_failed[i]);
@@ -1378,9 +1460,7 @@ retry:
     if (stopping)
         return;
     sleep(1);
-    for (size_t i = 0; i < n; i++)
-        if (!p->waited[i])
-            push(p, &items[i]);
+    push_back_items(p, items, n, SIZE_MAX);
 }
 
 /* Seconds between expiry sweeps: a quarter of the expiry time, 1..60. */

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "pipeline/datadir.h"
+#include "pipeline/prep.h"
+#include "store/apps.h"
 #include "store/db.h"
 #include "store/retention.h"
 
@@ -114,11 +116,16 @@ static int unlink_batch(const char *dir, const char *uuid)
     return rc;
 }
 
-static void fsync_sub(const char *dir, const char *sub)
+/* fsync of DIR/SUB: 0, or -1 (logged) when the deletions in it may not be
+ * durable yet (the rows naming them must then stay) */
+static int fsync_sub(const char *dir, const char *sub)
 {
     char d[BL_PATH_MAX];
-    if (bl_path_join(d, dir, sub) == BL_OK)
-        bl_fsync_dir(d);
+    if (bl_path_join(d, dir, sub) != BL_OK || bl_fsync_dir(d) != BL_OK) {
+        logmsg(sub, "cannot sync the folder");
+        return -1;
+    }
+    return 0;
 }
 
 /* Removes a folder and the files in it (one level: build folders have no
@@ -134,7 +141,12 @@ static int rm_folder(const char *path)
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
             bl_path_join(p, path, e->d_name))
             continue;
-        unlink(p);
+        if (unlink(p) != 0 && errno != ENOENT) {
+            int saved = errno;
+            closedir(d);
+            errno = saved; /* the caller logs it; the folder stays, tried again */
+            return -1;
+        }
     }
     closedir(d);
     return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
@@ -148,41 +160,163 @@ static bl_err trash_path(const char *dir, int64_t build_id, char *out)
     return err ? err : bl_path_join(out, t, name);
 }
 
+/* ---- requested deletions ------------------------------------------------ */
+
+static bl_err request_path(const char *dir, int64_t build_id, char *out, char *rdir)
+{
+    char name[32];
+    snprintf(name, sizeof name, "%lld", (long long)build_id);
+    bl_err err = bl_path_join(rdir, dir, "deletions");
+    return err ? err : bl_path_join(out, rdir, name);
+}
+
+bl_err bl_retention_request_add(const char *data_dir, int64_t build_id)
+{
+    char path[BL_PATH_MAX], rdir[BL_PATH_MAX];
+    bl_err err = request_path(data_dir, build_id, path, rdir);
+    if (err)
+        return err;
+    if (mkdir(rdir, 0750) != 0 && errno != EEXIST)
+        return BL_EIO;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return BL_EIO;
+    int rc = fsync(fd);
+    int saved = errno;
+    close(fd);
+    if (rc != 0) {
+        errno = saved;
+        return BL_EIO;
+    }
+    return bl_fsync_dir(rdir);
+}
+
+void bl_retention_request_done(const char *data_dir, int64_t build_id)
+{
+    char path[BL_PATH_MAX], rdir[BL_PATH_MAX];
+    if (request_path(data_dir, build_id, path, rdir))
+        return;
+    if (unlink(path) != 0 && errno != ENOENT)
+        logmsg("cannot remove a finished deletion request", strerror(errno));
+}
+
+static int request_exists(const char *data_dir, int64_t build_id)
+{
+    char path[BL_PATH_MAX], rdir[BL_PATH_MAX];
+    return !request_path(data_dir, build_id, path, rdir) && access(path, F_OK) == 0;
+}
+
+/* Requested deletions that did not happen are tried again (through the
+ * writer, in its queue order); the rest are removed. */
+static void retry_requests(bl_retention *r)
+{
+    char rdir[BL_PATH_MAX];
+    if (bl_path_join(rdir, r->data_dir, "deletions"))
+        return;
+    DIR *d = opendir(rdir);
+    if (!d)
+        return;
+    /* the ids first: drop_build below may take a while, the folder changes */
+    int64_t ids[64];
+    size_t n = 0;
+    struct dirent *e;
+    while (n < 64 && (e = readdir(d))) {
+        char *end;
+        long long id = strtoll(e->d_name, &end, 10);
+        if (e->d_name[0] != '.' && !*end && id > 0)
+            ids[n++] = id;
+    }
+    closedir(d);
+    for (size_t i = 0; i < n && !stopping(r); i++) {
+        int state;
+        int64_t app_id = 0;
+        char name[BL_BUILD_NAME_MAX + 1] = "";
+        if (bl_rs_build_state(r->db, ids[i], &state, &app_id, name, sizeof name)) {
+            logmsg("reading a requested deletion's build", bl_db_errmsg(r->db));
+            return;
+        }
+        if (state != 1) { /* in the graveyard or gone: it happened */
+            bl_retention_request_done(r->data_dir, ids[i]);
+            continue;
+        }
+        if (!r->o.proc)
+            continue;
+        int finished = 0;
+        bl_err e2 = bl_processor_drop_build(r->o.proc, app_id, name, 0, 10000, &finished);
+        if (finished && (e2 == BL_OK || e2 == BL_ENOTFOUND))
+            bl_retention_request_done(r->data_dir, ids[i]);
+        else if (finished)
+            fprintf(stderr, "beatline-server: retention: build %s: requested deletion failed "
+                            "again (%s); tried again later\n", name, bl_err_str(e2));
+    }
+}
+
 /* ---- the writer's side of deleting a build ------------------------------ */
 
-bl_err bl_retention_trash_build(const char *data_dir, int64_t app_id, const char *build,
-                                int64_t build_id, int *moved)
+bl_err bl_retention_build_lock(const char *data_dir, int64_t app_id, const char *build,
+                               unsigned wait_ms, int *fd)
 {
-    char from[BL_PATH_MAX], to[BL_PATH_MAX], tdir[BL_PATH_MAX], lockp[BL_PATH_MAX];
+    char dir[BL_PATH_MAX], lockp[BL_PATH_MAX];
+    *fd = -1;
+    bl_err err = bl_datadir_build(data_dir, app_id, build, dir);
+    if (!err)
+        err = bl_path_join(lockp, dir, ".lock");
+    if (err)
+        return err;
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return errno == ENOENT ? BL_OK : BL_EIO; /* no uploads: no folder */
+    int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (lfd < 0)
+        return BL_EIO;
+    /* an upload of the build holds the lock while it writes (building a
+     * mapping index may take long): wait a bounded time, 20 ms at a time */
+    for (unsigned waited = 0;; waited += 20) {
+        if (flock(lfd, LOCK_EX | LOCK_NB) == 0)
+            break;
+        int saved = errno;
+        if ((saved != EWOULDBLOCK && saved != EINTR) || waited >= wait_ms) {
+            close(lfd);
+            errno = saved;
+            return BL_EIO;
+        }
+        sleep_ms(20);
+    }
+    *fd = lfd;
+    return BL_OK;
+}
+
+void bl_retention_build_unlock(int fd)
+{
+    if (fd < 0)
+        return;
+    flock(fd, LOCK_UN);
+    close(fd);
+}
+
+bl_err bl_retention_trash_build(const char *data_dir, int64_t app_id, const char *build,
+                                int64_t build_id, int locked, int *moved)
+{
+    char from[BL_PATH_MAX], to[BL_PATH_MAX], tdir[BL_PATH_MAX];
     *moved = 0;
     bl_err err = bl_datadir_build(data_dir, app_id, build, from);
     if (!err)
         err = trash_path(data_dir, build_id, to);
     if (!err)
         err = bl_path_join(tdir, data_dir, "trash");
-    if (!err)
-        err = bl_path_join(lockp, from, ".lock");
     if (err)
         return err;
     struct stat sb;
     if (stat(from, &sb) != 0)
         return errno == ENOENT ? BL_OK : BL_EIO; /* no uploads: no folder */
+    if (!locked) { /* an upload made the folder after the lock was looked for */
+        errno = EBUSY;
+        return BL_EIO;
+    }
     if (mkdir(tdir, 0750) != 0 && errno != EEXIST)
         return BL_EIO;
-    /* an upload of the build holds its lock while it writes: wait for it */
-    int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
-    if (lfd >= 0)
-        flock(lfd, LOCK_EX);
-    int rc = rename(from, to);
-    int saved = errno;
-    if (lfd >= 0) {
-        flock(lfd, LOCK_UN);
-        close(lfd);
-    }
-    if (rc != 0) {
-        errno = saved;
+    if (rename(from, to) != 0)
         return BL_EIO;
-    }
     char parent[BL_PATH_MAX];
     snprintf(parent, sizeof parent, "%s", from);
     char *slash = strrchr(parent, '/');
@@ -205,6 +339,58 @@ void bl_retention_untrash_build(const char *data_dir, int64_t app_id, const char
 }
 
 /* ---- start-up ----------------------------------------------------------- */
+
+/* Batches in batches/pending of build (app_id, name) received no later than
+ * `before` (the build folder's move to trash) are deleted: acknowledged
+ * before the deletion, they go with the build (the writer's forget_state
+ * would have deleted them had the commit happened). Later ones make a new
+ * build, as after any deletion. */
+static void drop_pending_of(const char *data_dir, bl_db *db, int64_t app_id, const char *name,
+                            const struct timespec *before)
+{
+    char pdir[BL_PATH_MAX];
+    if (bl_path_join(pdir, data_dir, "batches/pending"))
+        return;
+    DIR *d = opendir(pdir);
+    if (!d)
+        return;
+    bl_prep job;
+    bl_prep_init(&job);
+    size_t gone = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *dot = strchr(e->d_name, '.');
+        uint8_t uid[16];
+        bl_encoding enc;
+        char path[BL_PATH_MAX];
+        struct stat sb;
+        if (!dot || dot - e->d_name != 36 || bl_uuid_parse(e->d_name, 36, uid) != 0 ||
+            bl_enc_from_ext(dot + 1, &enc) != 0 || bl_path_join(path, pdir, e->d_name) ||
+            stat(path, &sb) != 0)
+            continue;
+        if (sb.st_mtim.tv_sec > before->tv_sec ||
+            (sb.st_mtim.tv_sec == before->tv_sec && sb.st_mtim.tv_nsec > before->tv_nsec))
+            continue; /* received after the deletion */
+        bl_prep_file(&job, path, enc, (uint64_t)256 << 20, 0);
+        if (job.read_err || !job.decoded)
+            continue; /* the writer decides about it */
+        char app[80];
+        int64_t aid;
+        snprintf(app, sizeof app, "%.*s", (int)(job.bt.app.n < 79 ? job.bt.app.n : 79),
+                 job.bt.app.p);
+        if (job.bt.build.n != strlen(name) || memcmp(job.bt.build.p, name, job.bt.build.n) ||
+            bl_apps_find(db, app, &aid) != BL_OK || aid != app_id)
+            continue;
+        if (unlink(path) != 0 && errno != ENOENT)
+            logmsg("cannot delete a batch of a deleted build", strerror(errno));
+        else
+            gone++;
+    }
+    closedir(d);
+    bl_prep_cleanup(&job);
+    if (gone && bl_fsync_dir(pdir) != BL_OK)
+        logmsg("cannot sync batches/pending", strerror(errno));
+}
 
 bl_err bl_retention_recover(const char *data_dir, char *errbuf, size_t n)
 {
@@ -229,19 +415,31 @@ bl_err bl_retention_recover(const char *data_dir, char *errbuf, size_t n)
         if (e->d_name[0] == '.' || *end || id <= 0)
             continue;
         int state;
-        if (bl_rs_build_state(db, id, &state, NULL, NULL, 0)) {
+        int64_t app_id = 0;
+        char name[BL_BUILD_NAME_MAX + 1] = "";
+        if (bl_rs_build_state(db, id, &state, &app_id, name, sizeof name)) {
             err = BL_EIO;
             break;
         }
         if (state == 1) { /* moved, not committed: the deletion is finished now */
-            if (bl_db_begin(db) || bl_rs_doom_build(db, id, "deleted", bl_now_us()) ||
+            /* a DELETE leaves its request (removed after the commit); a
+             * deletion by expiry has none */
+            const char *why = request_exists(data_dir, id) ? "deleted" : "expired";
+            char tp[BL_PATH_MAX];
+            struct stat sb;
+            struct timespec moved_at = { 0, 0 }; /* the rename changed its ctime */
+            if (!bl_path_join(tp, tdir, e->d_name) && stat(tp, &sb) == 0)
+                moved_at = sb.st_ctim;
+            if (bl_db_begin(db) || bl_rs_doom_build(db, id, why, bl_now_us()) ||
                 bl_db_commit(db)) {
                 bl_db_rollback(db);
                 err = BL_EIO;
                 break;
             }
-            fprintf(stderr, "beatline-server: retention: build %lld: deletion cut short by a "
-                            "stop, finished\n", id);
+            bl_retention_request_done(data_dir, id);
+            drop_pending_of(data_dir, db, app_id, name, &moved_at);
+            fprintf(stderr, "beatline-server: retention: build %lld: deletion (%s) cut short "
+                            "by a stop, finished\n", id, why);
         } else if (state == 0) { /* its rows are gone already */
             char p[BL_PATH_MAX];
             if (!bl_path_join(p, tdir, e->d_name))
@@ -275,7 +473,8 @@ static int sweep_build(bl_retention *r, int64_t build_id)
         for (size_t i = 0; i < n; i++)
             if (unlink_batch(r->data_dir, r->uuids[i]))
                 return -1;
-        fsync_sub(r->data_dir, "batches/done");
+        if (fsync_sub(r->data_dir, "batches/done"))
+            return -1;
         writer_first(r);
         if (bl_db_begin(r->db) || bl_rs_batches_forget(r->db, r->uuids, n) ||
             bl_db_commit(r->db)) {
@@ -308,7 +507,8 @@ static int sweep_build(bl_retention *r, int64_t build_id)
         logmsg("cannot remove a deleted build's folder", strerror(errno));
         return -1;
     }
-    fsync_sub(r->data_dir, "trash");
+    if (fsync_sub(r->data_dir, "trash"))
+        return -1;
     if (bl_db_begin(r->db)) {
         logmsg("deleting a build", bl_db_errmsg(r->db));
         return -1;
@@ -357,7 +557,8 @@ static void raw_retention(bl_retention *r, const bl_rs_app *a, int64_t cutoff)
         for (size_t i = 0; i < n; i++)
             if (unlink_batch(r->data_dir, r->uuids[i]) == 0)
                 memmove(r->uuids[keep++], r->uuids[i], sizeof r->uuids[i]);
-        fsync_sub(r->data_dir, "batches/done");
+        if (fsync_sub(r->data_dir, "batches/done"))
+            return;
         writer_first(r);
         if (bl_db_begin(r->db) || bl_rs_raw_mark(r->db, r->uuids, keep, now_us(r)) ||
             bl_db_commit(r->db)) {
@@ -571,6 +772,7 @@ static void *retention_main(void *arg)
         /* builds deleted (at start: deletions a stop cut short); also
          * looked for every minute, for a DELETE answered 202 whose build
          * the writer moved to the graveyard after the answer */
+        retry_requests(r);
         sweep_doomed(r);
         int passed = 0;
         if (!stopping(r) && mono_s() >= next_pass) {

@@ -86,6 +86,16 @@ typedef struct bl_retention_stats {
     uint64_t scans;          /* disk scans finished */
 } bl_retention_stats;
 
+/* Requested deletions (DELETE answered 202 may end in a failure the caller
+ * never hears of): DIR/deletions/BUILD_ID, an empty file made (and
+ * fsynced) before the request is queued, removed by the writer once the
+ * build is in the graveyard, or by the caller when its answer says nothing
+ * changed. The retention thread tries again the ones whose build is still
+ * live (at start, when woken and every minute) and removes the others.
+ * bl_retention_request_add: BL_EIO with errno, BL_ETOOBIG (path). */
+bl_err bl_retention_request_add(const char *data_dir, int64_t build_id);
+void bl_retention_request_done(const char *data_dir, int64_t build_id);
+
 /* Before the writer starts: finishes what a kill -9 cut short between the
  * writer moving a build's folder to DIR/trash and its commit (the build is
  * moved to the graveyard now), and removes trash folders of builds that are
@@ -108,12 +118,27 @@ void bl_retention_stats_get(bl_retention *r, bl_retention_stats *s);
 bl_err bl_retention_disk(bl_retention *r, bl_disk_app **apps, size_t *n, bl_disk_server *srv,
                          int *scanned);
 
-/* Writer side of deleting a build (pipeline/processor.c): moves
- * DIR/builds/APP_ID/HASH (when it exists) to DIR/trash/BUILD_ID under the
- * build's lock (as uploads take it) and fsyncs both folders. *moved = 1
- * when there was a folder. BL_EIO with errno. */
+/* Writer side of deleting a build (pipeline/processor.c), in this order:
+ *
+ * bl_retention_build_lock takes the lock of the build's folder
+ * DIR/builds/APP_ID/HASH/.lock (the one uploads hold while they write),
+ * waiting at most wait_ms (tries every 20 ms), before the writer begins its
+ * transaction: the writer never waits for an upload while it holds the
+ * database's write lock. *fd: the locked descriptor, or -1 when the build
+ * has no folder (no uploads). BL_EIO with errno (EWOULDBLOCK: an upload held
+ * it all that time) when the lock cannot be opened or taken: nothing may be
+ * moved then. Release with bl_retention_build_unlock(*fd) (-1 allowed).
+ *
+ * bl_retention_trash_build moves the build's folder (when it exists) to
+ * DIR/trash/BUILD_ID and fsyncs both folders; `locked`: the caller holds
+ * its lock (fd >= 0 above). *moved = 1 when there was a folder. BL_EIO with
+ * errno, also (EBUSY) when the folder exists but was not locked (an upload
+ * made it in between). */
+bl_err bl_retention_build_lock(const char *data_dir, int64_t app_id, const char *build,
+                               unsigned wait_ms, int *fd);
+void bl_retention_build_unlock(int fd);
 bl_err bl_retention_trash_build(const char *data_dir, int64_t app_id, const char *build,
-                                int64_t build_id, int *moved);
+                                int64_t build_id, int locked, int *moved);
 /* Undoes bl_retention_trash_build (the commit failed). */
 void bl_retention_untrash_build(const char *data_dir, int64_t app_id, const char *build,
                                 int64_t build_id);

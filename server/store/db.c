@@ -101,7 +101,10 @@ bl_err bl_db_writer_memory(bl_db *db)
 
 bl_err bl_db_no_autocheckpoint(bl_db *db)
 {
-    return bl_db_exec(db, "PRAGMA wal_autocheckpoint = 0");
+    /* the WAL file is cut back to 64 MiB when the writer starts it over
+     * after a checkpoint (else it keeps the size of the biggest transaction) */
+    bl_err e = bl_db_exec(db, "PRAGMA wal_autocheckpoint = 0");
+    return e ? e : bl_db_exec(db, "PRAGMA journal_size_limit = 67108864");
 }
 
 bl_err bl_db_checkpoint(bl_db *db)

@@ -78,7 +78,9 @@ bl_err bl_db_writer_memory(bl_db *db);
  * calls bl_db_checkpoint on a connection of its own after each commit. A
  * checkpoint copies the pages of committed transactions from the WAL into
  * the database file and syncs it: reading and writing all those pages
- * again, work the writer then no longer waits for. BL_EIO. */
+ * again, work the writer then no longer waits for. Also sets
+ * journal_size_limit (64 MiB): when the writer starts the WAL over, a
+ * bigger file is truncated to that size. BL_EIO. */
 bl_err bl_db_no_autocheckpoint(bl_db *db);
 /* A passive checkpoint (never waits for readers or the writer, which go on
  * meanwhile; copies what it can). BL_EIO on failure (message:

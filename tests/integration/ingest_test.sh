@@ -162,7 +162,7 @@ dump "$D3" > d3.dump
 # the same five with the transaction still open when the server dies
 D4=$WORK/d4
 setup_data "$D4"
-start_server "$D4" --txn-idle-ms 60000 --txn-max-ms 600000
+start_server "$D4" --txn-idle-ms 60000 --txn-max-ms 60000
 http PUT /v1/apps/shop/builds/1.0/method-ids "$UPL" --data-binary @ids.txt
 for k in 1 2 3 4 5; do
   http POST /v1/apps/shop/batches "$ING" --data-binary @"v$k.bin"
