@@ -24,9 +24,14 @@ void bl_block_tree_cleanup(bl_block_tree *bt)
     memset(bt, 0, sizeof *bt);
 }
 
+/* A call that may belong to a window: not one whose enter was lost. A
+ * carried call belongs to a window when its (original) enter time is in it:
+ * the message began before the previous segment ended (a full-mode dump in
+ * the middle of a stall); carried calls entered before begin_us were open
+ * when the message began and are left out by their time, as all others. */
 static int eligible(const bl_call *c)
 {
-    return !(c->flags & (BL_CALL_CARRIED | BL_CALL_SYNTH_ENTER));
+    return !(c->flags & BL_CALL_SYNTH_ENTER);
 }
 
 static _Thread_local const bl_call *sort_calls; /* qsort has no context argument */

@@ -150,7 +150,7 @@ START_TEST(carried_enters_left_out)
      * (open at begin = since = 1000); only work(3) and its child are the
      * block's calls */
     build("i7@0 i1@500 i3@1000 i4@1100 o4@1800 o3@1900 o1@1950", 2, 1000, 1);
-    ck_assert_int_eq(bl_block_window(&bt, 0, 2000, 100), BL_OK);
+    ck_assert_int_eq(bl_block_window(&bt, 1000, 2000, 100), BL_OK);
     ck_assert_uint_eq(bt.n_calls, 2);
     ck_assert_str_eq(path(), "3 4");
     ck_assert_ptr_null(node(0, 1));
@@ -165,6 +165,26 @@ START_TEST(carried_enters_left_out)
     ck_assert_int_eq(bl_block_window(&bt, 0, 100, 100), BL_OK);
     ck_assert_ptr_null(node(0, 9));
     ck_assert_str_eq(path(), "2");
+}
+END_TEST
+
+START_TEST(carried_enters_of_the_message)
+{
+    /* full mode: the ring was dumped during the stall. The message began at
+     * 50; run(1) > load(2) > query(3) were entered in the previous segment
+     * and are carried into this one (since = 5000), which holds their exits,
+     * the block event and noise(6). loop(7), entered before the message, is
+     * carried too and stays out. */
+    build("i7@10 i1@100 i2@150 i3@200 o3@800000 o2@800010 i6@800020 o6@800030 o1@800100", 4,
+          5000, 1);
+    ck_assert_int_eq(bl_block_window(&bt, 50, 800100, 100), BL_OK);
+    ck_assert_str_eq(path(), "1 2 3");
+    ck_assert_uint_eq(bt.n_calls, 4); /* run, load, query, noise */
+    ck_assert_ptr_null(node(0, 7));
+    ck_assert_uint_eq(node(0, 1)->count, 1);
+    ck_assert_uint_eq(node(0, 1)->total, 800000);
+    ck_assert_uint_eq(node(2, 3)->total, 799800);
+    ck_assert_ptr_nonnull(node(1, 6));
 }
 END_TEST
 
@@ -259,6 +279,7 @@ int main(void)
     tcase_add_test(tc, paths_merge_and_loops);
     tcase_add_test(tc, roots_and_ties);
     tcase_add_test(tc, carried_enters_left_out);
+    tcase_add_test(tc, carried_enters_of_the_message);
     tcase_add_test(tc, window_edges);
     tcase_add_test(tc, path_cap);
     tcase_add_test(tc, signature_text);
