@@ -11,8 +11,11 @@
  * before begin_us were open at the message's begin (a triggered-mode window
  * segment) and are left out; carried calls entered at or after begin_us are
  * the message's calls that a full-mode dump split off into the previous
- * segment, and are part of the window. A call
- * whose parent is not a block call is a root of the block.
+ * segment, and are part of the window. A call whose parent is not a block
+ * call is a root of the block. The window's edge µs are shared with the
+ * neighbouring messages: a would-be root that lies wholly in begin_us (the
+ * previous message's last calls) or enters in end_us (the next message's
+ * first calls) is left out, unless begin_us = end_us.
  *
  * The block tree merges the block's calls by call path (parent path,
  * methodId), like the stored call tree: per path node count, inclusive and

@@ -188,6 +188,34 @@ START_TEST(carried_enters_of_the_message)
 }
 END_TEST
 
+START_TEST(neighbour_messages_in_edge_micros)
+{
+    /* µs times: the previous message, quick(18), ends in the µs the block
+     * begins (1765), its children 12 and 13 entered there; the block's
+     * message run(7) > load(6) > query(3) begins in that µs too; the next
+     * message, slow(9) > decode(10), begins in the µs the block ends */
+    build("i18@0 i12@1765 o12@1765 i13@1765 o13@1765 o18@1765 i7@1765 i6@1766 i3@1767 "
+          "o3@800000 o6@800001 o7@800002 i9@800002 i10@800002 o10@1900000 o9@1900000",
+          0, 0, 0);
+    ck_assert_int_eq(bl_block_window(&bt, 1765, 800002, 100), BL_OK);
+    ck_assert_str_eq(path(), "7 6 3");
+    ck_assert_uint_eq(bt.n_calls, 3);
+    ck_assert_ptr_null(node(0, 12));
+    ck_assert_ptr_null(node(0, 13));
+    ck_assert_ptr_null(node(0, 9));
+    ck_assert_ptr_null(node(0, 10));
+    ck_assert_ptr_null(node(9, 10));
+    /* the message's own calls in its edge µs stay: run(7) enters in
+     * begin_us and lasts, its children 6 (wholly in begin_us) and 4
+     * (entered in end_us) are not roots */
+    build("i7@100 i6@100 o6@100 i3@100 o3@600 i4@900 o4@900 o7@900", 0, 0, 0);
+    ck_assert_int_eq(bl_block_window(&bt, 100, 900, 100), BL_OK);
+    ck_assert_str_eq(path(), "7 3");
+    ck_assert_ptr_nonnull(node(7, 6));
+    ck_assert_ptr_nonnull(node(7, 4));
+}
+END_TEST
+
 START_TEST(window_edges)
 {
     build("i1@100 o1@200 i2@300 o2@400", 0, 0, 0);
@@ -198,9 +226,12 @@ START_TEST(window_edges)
     /* one instant: the call entered then */
     ck_assert_int_eq(bl_block_window(&bt, 300, 300, 100), BL_OK);
     ck_assert_str_eq(path(), "2");
-    /* enter time inclusive at both ends */
-    ck_assert_int_eq(bl_block_window(&bt, 100, 300, 100), BL_OK);
+    /* enter time inclusive at both ends; a root entered in end_us is the
+     * next message's (neighbour_messages_in_edge_micros) */
+    ck_assert_int_eq(bl_block_window(&bt, 100, 301, 100), BL_OK);
     ck_assert_uint_eq(bt.n_calls, 2);
+    ck_assert_int_eq(bl_block_window(&bt, 100, 300, 100), BL_OK);
+    ck_assert_uint_eq(bt.n_calls, 1);
     /* begin > end */
     ck_assert_int_eq(bl_block_window(&bt, 300, 200, 100), BL_EINVAL);
     ck_assert_uint_eq(bt.n_calls, 0);
@@ -280,6 +311,7 @@ int main(void)
     tcase_add_test(tc, roots_and_ties);
     tcase_add_test(tc, carried_enters_left_out);
     tcase_add_test(tc, carried_enters_of_the_message);
+    tcase_add_test(tc, neighbour_messages_in_edge_micros);
     tcase_add_test(tc, window_edges);
     tcase_add_test(tc, path_cap);
     tcase_add_test(tc, signature_text);
