@@ -71,7 +71,7 @@ public final class BlocksMain {
                     near++;
                 }
             }
-            if (k % 64 == 63) {
+            if (k % 1024 == 1023) {
                 Thread.sleep(1); // the poster is not a flood: the EDT catches up
             }
         }
