@@ -39,7 +39,7 @@ run() { # variant
   w=$(sed -n 's/^workload_ms=\([0-9]*\) stall_ms=\([0-9]*\).*/\1/p' <<< "$out")
   s=$(sed -n 's/^workload_ms=\([0-9]*\) stall_ms=\([0-9]*\).*/\2/p' <<< "$out")
   [ -n "$w" ] || { echo "$v: no workload line: $out" >&2; exit 1; }
-  b=$(find "$tmp/spool" -type f -printf '%s\n' 2>/dev/null | awk '{ n += $1 } END { print n + 0 }')
+  b=$({ find "$tmp/spool" -type f -printf '%s\n' 2>/dev/null || true; } | awk '{ n += $1 } END { print n + 0 }')
   t=$(grep -o '[0-9]* truncated thread entries' <<< "$out" | awk '{print $1}' || true)
   echo "$v $w $s $b ${t:-0}"
 }
