@@ -24,9 +24,14 @@ void bl_block_tree_cleanup(bl_block_tree *bt)
     memset(bt, 0, sizeof *bt);
 }
 
+/* A call that may belong to a window: not one whose enter was lost. A
+ * carried call belongs to a window when its (original) enter time is in it:
+ * the message began before the previous segment ended (a full-mode dump in
+ * the middle of a stall); carried calls entered before begin_us were open
+ * when the message began and are left out by their time, as all others. */
 static int eligible(const bl_call *c)
 {
-    return !(c->flags & (BL_CALL_CARRIED | BL_CALL_SYNTH_ENTER));
+    return !(c->flags & BL_CALL_SYNTH_ENTER);
 }
 
 static _Thread_local const bl_call *sort_calls; /* qsort has no context argument */
@@ -126,15 +131,25 @@ bl_err bl_block_window(bl_block_tree *bt, uint64_t begin_us, uint64_t end_us,
         const bl_call *c = &calls[i];
         if (c->start_us > end_us)
             break;
-        if (++bt->n_calls > max_calls) {
-            reset_window(bt);
-            return BL_ETOOBIG;
-        }
         uint32_t pnode = BL_BLOCK_NONE;
         if (c->parent != BL_CALL_ROOT) {
             const bl_call *p = &calls[c->parent];
             if (eligible(p) && p->start_us >= begin_us)
-                pnode = bt->node_of[c->parent];
+                pnode = bt->node_of[c->parent]; /* BL_BLOCK_NONE when p was left out */
+        }
+        /* The neighbouring messages share the window's edge µs: the previous
+         * message's last calls can be entered (and closed) in begin_us, the
+         * next message's first calls entered in end_us. A call that would be a
+         * root of the window is theirs when it lies wholly in begin_us, or
+         * enters in end_us (a message's own calls there are nested in it). */
+        if (pnode == BL_BLOCK_NONE && begin_us < end_us &&
+            ((c->start_us == begin_us && c->end_us == begin_us) || c->start_us == end_us)) {
+            bt->node_of[i] = BL_BLOCK_NONE;
+            continue;
+        }
+        if (++bt->n_calls > max_calls) {
+            reset_window(bt);
+            return BL_ETOOBIG;
         }
         uint32_t n = node_get(bt, pnode, c->method_id);
         if (n == BL_BLOCK_NONE) {

@@ -5,10 +5,17 @@
  * A block event (schema/batch-format.md, "Events") names a thread segment
  * and a window [begin_us, end_us] in µs since the batch's origin. The
  * block's calls are the calls of that segment (agg/calltree.h) whose enter
- * time is in the window, except calls entered before the segment (carried
- * enters, BL_CALL_CARRIED) and calls whose enter was lost
- * (BL_CALL_SYNTH_ENTER): those were open when the message began. A call
- * whose parent is not a block call is a root of the block.
+ * time (for a carried enter, BL_CALL_CARRIED, its original enter time) is
+ * in the window, except calls whose enter was lost (BL_CALL_SYNTH_ENTER):
+ * those may have been open when the message began. Carried calls entered
+ * before begin_us were open at the message's begin (a triggered-mode window
+ * segment) and are left out; carried calls entered at or after begin_us are
+ * the message's calls that a full-mode dump split off into the previous
+ * segment, and are part of the window. A call whose parent is not a block
+ * call is a root of the block. The window's edge µs are shared with the
+ * neighbouring messages: a would-be root that lies wholly in begin_us (the
+ * previous message's last calls) or enters in end_us (the next message's
+ * first calls) is left out, unless begin_us = end_us.
  *
  * The block tree merges the block's calls by call path (parent path,
  * methodId), like the stored call tree: per path node count, inclusive and

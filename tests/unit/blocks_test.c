@@ -150,7 +150,7 @@ START_TEST(carried_enters_left_out)
      * (open at begin = since = 1000); only work(3) and its child are the
      * block's calls */
     build("i7@0 i1@500 i3@1000 i4@1100 o4@1800 o3@1900 o1@1950", 2, 1000, 1);
-    ck_assert_int_eq(bl_block_window(&bt, 0, 2000, 100), BL_OK);
+    ck_assert_int_eq(bl_block_window(&bt, 1000, 2000, 100), BL_OK);
     ck_assert_uint_eq(bt.n_calls, 2);
     ck_assert_str_eq(path(), "3 4");
     ck_assert_ptr_null(node(0, 1));
@@ -168,6 +168,54 @@ START_TEST(carried_enters_left_out)
 }
 END_TEST
 
+START_TEST(carried_enters_of_the_message)
+{
+    /* full mode: the ring was dumped during the stall. The message began at
+     * 50; run(1) > load(2) > query(3) were entered in the previous segment
+     * and are carried into this one (since = 5000), which holds their exits,
+     * the block event and noise(6). loop(7), entered before the message, is
+     * carried too and stays out. */
+    build("i7@10 i1@100 i2@150 i3@200 o3@800000 o2@800010 i6@800020 o6@800030 o1@800100", 4,
+          5000, 1);
+    ck_assert_int_eq(bl_block_window(&bt, 50, 800100, 100), BL_OK);
+    ck_assert_str_eq(path(), "1 2 3");
+    ck_assert_uint_eq(bt.n_calls, 4); /* run, load, query, noise */
+    ck_assert_ptr_null(node(0, 7));
+    ck_assert_uint_eq(node(0, 1)->count, 1);
+    ck_assert_uint_eq(node(0, 1)->total, 800000);
+    ck_assert_uint_eq(node(2, 3)->total, 799800);
+    ck_assert_ptr_nonnull(node(1, 6));
+}
+END_TEST
+
+START_TEST(neighbour_messages_in_edge_micros)
+{
+    /* µs times: the previous message, quick(18), ends in the µs the block
+     * begins (1765), its children 12 and 13 entered there; the block's
+     * message run(7) > load(6) > query(3) begins in that µs too; the next
+     * message, slow(9) > decode(10), begins in the µs the block ends */
+    build("i18@0 i12@1765 o12@1765 i13@1765 o13@1765 o18@1765 i7@1765 i6@1766 i3@1767 "
+          "o3@800000 o6@800001 o7@800002 i9@800002 i10@800002 o10@1900000 o9@1900000",
+          0, 0, 0);
+    ck_assert_int_eq(bl_block_window(&bt, 1765, 800002, 100), BL_OK);
+    ck_assert_str_eq(path(), "7 6 3");
+    ck_assert_uint_eq(bt.n_calls, 3);
+    ck_assert_ptr_null(node(0, 12));
+    ck_assert_ptr_null(node(0, 13));
+    ck_assert_ptr_null(node(0, 9));
+    ck_assert_ptr_null(node(0, 10));
+    ck_assert_ptr_null(node(9, 10));
+    /* the message's own calls in its edge µs stay: run(7) enters in
+     * begin_us and lasts, its children 6 (wholly in begin_us) and 4
+     * (entered in end_us) are not roots */
+    build("i7@100 i6@100 o6@100 i3@100 o3@600 i4@900 o4@900 o7@900", 0, 0, 0);
+    ck_assert_int_eq(bl_block_window(&bt, 100, 900, 100), BL_OK);
+    ck_assert_str_eq(path(), "7 3");
+    ck_assert_ptr_nonnull(node(7, 6));
+    ck_assert_ptr_nonnull(node(7, 4));
+}
+END_TEST
+
 START_TEST(window_edges)
 {
     build("i1@100 o1@200 i2@300 o2@400", 0, 0, 0);
@@ -178,9 +226,12 @@ START_TEST(window_edges)
     /* one instant: the call entered then */
     ck_assert_int_eq(bl_block_window(&bt, 300, 300, 100), BL_OK);
     ck_assert_str_eq(path(), "2");
-    /* enter time inclusive at both ends */
-    ck_assert_int_eq(bl_block_window(&bt, 100, 300, 100), BL_OK);
+    /* enter time inclusive at both ends; a root entered in end_us is the
+     * next message's (neighbour_messages_in_edge_micros) */
+    ck_assert_int_eq(bl_block_window(&bt, 100, 301, 100), BL_OK);
     ck_assert_uint_eq(bt.n_calls, 2);
+    ck_assert_int_eq(bl_block_window(&bt, 100, 300, 100), BL_OK);
+    ck_assert_uint_eq(bt.n_calls, 1);
     /* begin > end */
     ck_assert_int_eq(bl_block_window(&bt, 300, 200, 100), BL_EINVAL);
     ck_assert_uint_eq(bt.n_calls, 0);
@@ -259,6 +310,8 @@ int main(void)
     tcase_add_test(tc, paths_merge_and_loops);
     tcase_add_test(tc, roots_and_ties);
     tcase_add_test(tc, carried_enters_left_out);
+    tcase_add_test(tc, carried_enters_of_the_message);
+    tcase_add_test(tc, neighbour_messages_in_edge_micros);
     tcase_add_test(tc, window_edges);
     tcase_add_test(tc, path_cap);
     tcase_add_test(tc, signature_text);
