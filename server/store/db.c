@@ -245,6 +245,11 @@ void bl_db_set_rollups_kept(bl_db *db, int kept)
     db->rollups_kept = kept;
 }
 
+int bl_db_rollups_kept(bl_db *db)
+{
+    return db->rollups_kept;
+}
+
 sqlite3 *bl_db_handle(bl_db *db)
 {
     return db->h;

@@ -26,5 +26,7 @@ sqlite3_stmt *bl_db_stmt(bl_db *db, const char *sql);
 /* Sets what the SQL function rollups_kept() answers on this connection
  * (0 at open; store/rollups.h). */
 void bl_db_set_rollups_kept(bl_db *db, int kept);
+/* What rollups_kept() answers on this connection now. */
+int bl_db_rollups_kept(bl_db *db);
 
 #endif

@@ -3,6 +3,8 @@
  */
 #include "store/retention.h"
 #include "store/internal.h"
+#include "store/rollups.h"
+#include "common/buf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +45,8 @@ static const struct {
       "ORDER BY method, main LIMIT 1",
       "DELETE FROM method_stats WHERE (build_id, method, main, hour) IN (SELECT build_id, "
       "method, main, hour FROM method_stats WHERE build_id = ?1 AND method = ?2 AND main = ?3 "
-      "AND hour <= ?4 - 3600000000 LIMIT ?5)",
+      "AND hour <= ?4 - 3600000000 LIMIT ?5) "
+      "RETURNING hour, count, total_us, self_us, max_us, sketch",
       "SELECT 1 FROM method_stats WHERE build_id = ?1 LIMIT 1" },
     /* block tables (issue 13): keyed by group; `hour` is an hour number
      * (µs since the epoch / 3600e6), so it ends at or before ?4 when
@@ -258,10 +261,88 @@ bl_err bl_rs_app_builds(bl_db *db, int64_t app_id, int64_t **ids, size_t *n)
     return BL_OK;
 }
 
+/* method_stats rows deleted by one expiry statement, for bl_rollups_sub */
+typedef struct expired {
+    int64_t build, method;
+    int main;
+    size_t n, cap;
+    struct {
+        int64_t hour, count, total, self, max;
+        size_t off, len; /* the sketch in `blobs` */
+    } *row;
+    bl_buf blobs;
+} expired;
+
+static void expired_row(void *ctx, size_t i, bl_wr_stat *out)
+{
+    const expired *e = ctx;
+    out->build_id = e->build;
+    out->method = e->method;
+    out->main = e->main;
+    out->hour = e->row[i].hour;
+    out->count = e->row[i].count;
+    out->total_us = e->row[i].total;
+    out->self_us = e->row[i].self;
+    out->max_us = e->row[i].max;
+    out->sketch = e->blobs.data + e->row[i].off;
+    out->sketch_len = e->row[i].len;
+}
+
+/* Runs the method_stats expiry statement `del` (bound) on the rollups-kept
+ * path: its rows are collected from RETURNING, then subtracted from the
+ * rollups (bl_rollups_sub). *n: rows deleted. */
+static bl_err expire_stats(bl_db *db, sqlite3_stmt *del, int64_t build, int64_t method,
+                           int main, int64_t *n)
+{
+    expired e = { .build = build, .method = method, .main = main };
+    bl_buf_init(&e.blobs, 0);
+    int kept = bl_db_rollups_kept(db);
+    bl_db_set_rollups_kept(db, 2); /* the trigger marks nothing dirty */
+    bl_err err = BL_OK;
+    int rc;
+    while ((rc = sqlite3_step(del)) == SQLITE_ROW) {
+        if (e.n == e.cap) {
+            size_t nc = e.cap ? e.cap * 2 : 64;
+            void *nr = realloc(e.row, nc * sizeof *e.row);
+            if (!nr) {
+                err = BL_ENOMEM;
+                break;
+            }
+            e.row = nr;
+            e.cap = nc;
+        }
+        const void *blob = sqlite3_column_blob(del, 5);
+        size_t len = (size_t)sqlite3_column_bytes(del, 5);
+        e.row[e.n].hour = sqlite3_column_int64(del, 0);
+        e.row[e.n].count = sqlite3_column_int64(del, 1);
+        e.row[e.n].total = sqlite3_column_int64(del, 2);
+        e.row[e.n].self = sqlite3_column_int64(del, 3);
+        e.row[e.n].max = sqlite3_column_int64(del, 4);
+        e.row[e.n].off = e.blobs.len;
+        e.row[e.n].len = len;
+        if (len && (err = bl_buf_append(&e.blobs, blob, len)))
+            break;
+        e.n++;
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = BL_EIO;
+    sqlite3_reset(del);
+    bl_db_set_rollups_kept(db, kept);
+    if (!err)
+        err = bl_rollups_sub(db, e.n, expired_row, &e);
+    *n = (int64_t)e.n;
+    free(e.row);
+    bl_buf_cleanup(&e.blobs);
+    return err;
+}
+
 bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_cursor *cur,
                           int64_t max_rows, int64_t max_keys, int64_t *deleted, int *done_)
 {
     *done_ = 0;
+    /* method_stats expire by whole UTC days: the rollups' days then go whole */
+    int64_t hour_cutoff = cutoff_us;
+    cutoff_us -= ((cutoff_us % BL_RS_DAY_US) + BL_RS_DAY_US) % BL_RS_DAY_US;
     int64_t rows = 0, keys = 0;
     while (cur->table < N_PER_TIME && rows < max_rows && keys < max_keys) {
         if (!cur->started) {
@@ -282,6 +363,8 @@ bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_
         }
         sqlite3_reset(st);
         if (rc == SQLITE_DONE) { /* this table is done: the next one */
+            if (cur->table == 0 && bl_rollups_expired(db, build_id, cutoff_us))
+                return BL_EIO;
             cur->table++;
             cur->started = 0;
             continue;
@@ -294,11 +377,18 @@ bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_
         sqlite3_bind_int64(del, 1, build_id);
         sqlite3_bind_int64(del, 2, k1);
         sqlite3_bind_int64(del, 3, k2);
-        sqlite3_bind_int64(del, 4, cutoff_us);
+        sqlite3_bind_int64(del, 4, cur->table == 0 ? cutoff_us : hour_cutoff);
         sqlite3_bind_int64(del, 5, max_rows - rows);
-        if (done(del))
-            return BL_EIO;
-        int64_t c = changes(db);
+        int64_t c;
+        if (cur->table == 0) {
+            bl_err err = expire_stats(db, del, build_id, k1, (int)k2, &c);
+            if (err)
+                return err;
+        } else {
+            if (done(del))
+                return BL_EIO;
+            c = changes(db);
+        }
         rows += c;
         keys++;
         if (rows >= max_rows)

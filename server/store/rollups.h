@@ -21,6 +21,7 @@
 #define BL_ROLLUPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "common/blerr.h"
 #include "store/db.h"
 #include "store/writer.h"
@@ -50,5 +51,29 @@ bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx);
  * rows on the shared benchmark machine). *rebuilt (may be NULL) gets the number of
  * apps rebuilt. BL_EIO (message: bl_db_errmsg). */
 bl_err bl_rollups_refresh(bl_db *db, int *rebuilt);
+
+/* Subtracts rows 0..n-1 (from `row`, as bl_wr_stat), which the caller
+ * deleted from method_stats in this transaction (with rollups_kept() = 2 on
+ * this connection, so that their deletion marks nothing dirty), from the
+ * rollups, keeping them exact: count and µs sums subtracted, sketches
+ * subtracted bucket-wise (bl_sketch_blob_sub) and their percentiles
+ * recomputed; a max that went with the rows is recomputed from what is
+ * left (an app's day from its builds' method_stats hours of the day, a
+ * build's total from its method_stats rows of the identity, an app's total
+ * from its days); rollup rows reaching count 0 are deleted. Rows of the
+ * graveyard app 0 and of apps already dirty are skipped (the rebuild
+ * recomputes those). Rollups that do not hold the rows (written by hand,
+ * damaged) mark the app dirty instead. Sketch pointers must stay valid
+ * during the call. Time: a few indexed statements per rollup row touched
+ * (up to 5 per method, thread kind and day), plus one max query when the
+ * row's max went. BL_ENOMEM, BL_EIO (message: bl_db_errmsg). */
+bl_err bl_rollups_sub(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx);
+
+/* After expiry deleted every method_stats row of build `build_id` before
+ * `before_hour` (µs, a UTC day's start) in this transaction: the build's
+ * first hour becomes at least before_hour (its span row goes when nothing
+ * is left), and its app's span is recomputed from its builds' (unless the
+ * app is dirty). BL_EIO. */
+bl_err bl_rollups_expired(bl_db *db, int64_t build_id, int64_t before_hour);
 
 #endif
