@@ -473,41 +473,40 @@ static bl_err sub_one(bl_db *db, int days, int64_t scope, int64_t sig, int kind,
     int64_t self = sqlite3_column_int64(st, 2) - s->self_us;
     int64_t max = sqlite3_column_int64(st, 3);
     bl_buf_reset(tmp);
-    bl_err err = BL_OK;
-    if (count > 0) {
-        const void *blob = sqlite3_column_blob(st, 4);
-        int bn = sqlite3_column_bytes(st, 4);
-        err = blob ? bl_sketch_blob_sub(blob, (size_t)bn, s->sketch, s->sketch_len, tmp)
-                   : BL_EINVAL;
-        if (err == BL_EFORMAT)
-            err = BL_EINVAL;
-    }
+    const void *blob = sqlite3_column_blob(st, 4);
+    int bn = sqlite3_column_bytes(st, 4);
+    bl_err err = blob ? bl_sketch_blob_sub(blob, (size_t)bn, s->sketch, s->sketch_len, tmp)
+                      : BL_EINVAL;
+    if (err == BL_EFORMAT)
+        err = BL_EINVAL;
     sqlite3_reset(st);
     if (err)
         return err;
     if (count < 0 || s->max_us > max)
         return BL_EINVAL;
-    if (count == 0) {
-        st = key_stmt(db, days ? days_del_sql : totals_del_sql, scope, sig, kind, day);
-        if (!st)
-            return BL_EIO;
-        rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        return rc == SQLITE_DONE ? BL_OK : BL_EIO;
-    }
-    if (s->max_us == max) { /* the max may have gone with the rows */
+    /* count 0 may be left by rows of calls still running only: whether
+     * rows are left is what the max query tells (NULL: none) */
+    if (count == 0 || s->max_us == max) { /* the max may have gone with the rows */
         const char *sql = days ? days_max_sql : scope > 0 ? build_max_sql : app_max_sql;
         st = key_stmt(db, sql, scope, sig, kind, day);
         if (!st)
             return BL_EIO;
         rc = sqlite3_step(st);
-        int null_max = rc != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL;
-        max = null_max ? 0 : sqlite3_column_int64(st, 0);
+        int none = rc != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL;
+        max = none ? 0 : sqlite3_column_int64(st, 0);
         sqlite3_reset(st);
         if (rc != SQLITE_ROW)
             return BL_EIO;
-        if (null_max)
+        if (none && count)
             return BL_EINVAL; /* count left but no row */
+        if (none) { /* nothing left behind the row */
+            st = key_stmt(db, days ? days_del_sql : totals_del_sql, scope, sig, kind, day);
+            if (!st)
+                return BL_EIO;
+            rc = sqlite3_step(st);
+            sqlite3_reset(st);
+            return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+        }
     }
     st = key_stmt(db, days ? days_set_sql : totals_set_sql, scope, sig, kind, day);
     if (!st)

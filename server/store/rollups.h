@@ -60,7 +60,8 @@ bl_err bl_rollups_refresh(bl_db *db, int *rebuilt);
  * recomputed; a max that went with the rows is recomputed from what is
  * left (an app's day from its builds' method_stats hours of the day, a
  * build's total from its method_stats rows of the identity, an app's total
- * from its days); rollup rows reaching count 0 are deleted. Rows of the
+ * from its days); rollup rows with no row left behind them are deleted
+ * (count 0 alone may be a method whose calls were all still running). Rows of the
  * graveyard app 0 and of apps already dirty are skipped (the rebuild
  * recomputes those). Rollups that do not hold the rows (written by hand,
  * damaged) mark the app dirty instead. Sketch pointers must stay valid
