@@ -564,6 +564,50 @@ START_TEST(rollups_exact_through_expiry)
 }
 END_TEST
 
+/* Deleting a build (retention moves it to the graveyard app 0, then
+ * deletes its rows in slices): its app is rebuilt once, when it leaves;
+ * the slices mark nothing, app 0 keeps no rollups, and the app's answers
+ * stay exact. */
+START_TEST(rollups_build_deletion_rebuilds_once)
+{
+    open_db();
+    schema_fixture();
+    bl_rollups_keep(db);
+    for (int i = 0; i < 8; i++)
+        write_txn(40);
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    ck_assert_int_eq(bl_rs_doom_build(db, 2, "deleted", 1), BL_OK);
+    ck_assert_int_eq(bl_db_commit(db), BL_OK);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_dirty"), 1);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_totals WHERE scope IN (0, 2)") +
+                         count_of("SELECT count(*) FROM rollup_spans WHERE scope IN (0, 2)"),
+                     0);
+    int rebuilt;
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    ck_assert_int_eq(bl_rollups_refresh(db, &rebuilt), BL_OK);
+    ck_assert_int_eq(bl_db_commit(db), BL_OK);
+    ck_assert_int_eq(rebuilt, 1);
+    int64_t deleted;
+    int slices = 0;
+    do {
+        ck_assert_int_eq(bl_db_begin(db), BL_OK);
+        ck_assert_int_eq(bl_rs_build_slice(db, 2, 10, &deleted), BL_OK);
+        ck_assert_int_eq(bl_db_commit(db), BL_OK);
+        ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_dirty"), 0);
+        ck_assert_int_lt(++slices, 1000);
+    } while (deleted);
+    ck_assert_int_gt(slices, 5);
+    ck_assert_int_eq(bl_rs_build_forget(db, 2), BL_OK);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_totals WHERE scope IN (0, 2)") +
+                         count_of("SELECT count(*) FROM rollup_days WHERE scope = 0"),
+                     0);
+    bl_slow_query q = { 1, NULL, 0, 0, INT64_MAX, BL_SLOW_P99, 50 };
+    same_answer(&q);
+    q.since_us = H(BASE_HOUR + 30);
+    same_answer(&q);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rollups");
@@ -574,6 +618,7 @@ int main(void)
     tcase_add_test(t, rollups_backfilled_by_migration);
     tcase_add_test(t, rollups_rebuilt_after_rename_and_foreign_writes);
     tcase_add_test(t, rollups_exact_through_expiry);
+    tcase_add_test(t, rollups_build_deletion_rebuilds_once);
     suite_add_tcase(s, t);
     return tu_run(s);
 }
