@@ -261,13 +261,15 @@ bl_err bl_rs_app_builds(bl_db *db, int64_t app_id, int64_t **ids, size_t *n)
     return BL_OK;
 }
 
-/* method_stats rows deleted by one expiry statement, for bl_rollups_sub */
+/* method_stats rows deleted by a slice's expiry statements, subtracted
+ * from the rollups together at the slice's end (bl_rollups_sub merges
+ * what goes to one rollup row: each is rewritten once per slice) */
 typedef struct expired {
-    int64_t build, method;
-    int main;
+    int64_t build;
     size_t n, cap;
     struct {
-        int64_t hour, count, total, self, max;
+        int64_t method, hour, count, total, self, max;
+        int main;
         size_t off, len; /* the sketch in `blobs` */
     } *row;
     bl_buf blobs;
@@ -277,8 +279,8 @@ static void expired_row(void *ctx, size_t i, bl_wr_stat *out)
 {
     const expired *e = ctx;
     out->build_id = e->build;
-    out->method = e->method;
-    out->main = e->main;
+    out->method = e->row[i].method;
+    out->main = e->row[i].main;
     out->hour = e->row[i].hour;
     out->count = e->row[i].count;
     out->total_us = e->row[i].total;
@@ -288,56 +290,64 @@ static void expired_row(void *ctx, size_t i, bl_wr_stat *out)
     out->sketch_len = e->row[i].len;
 }
 
-/* Runs the method_stats expiry statement `del` (bound) on the rollups-kept
- * path: its rows are collected from RETURNING, then subtracted from the
- * rollups (bl_rollups_sub). *n: rows deleted. */
-static bl_err expire_stats(bl_db *db, sqlite3_stmt *del, int64_t build, int64_t method,
-                           int main, int64_t *n)
+/* Runs the method_stats expiry statement `del` (bound: key method, main)
+ * with rollups_kept() = 2 (its deletes mark nothing dirty) and collects its
+ * rows from RETURNING into *e. *n: rows deleted. */
+static bl_err expire_stats(bl_db *db, sqlite3_stmt *del, expired *e, int64_t method, int main,
+                           int64_t *n)
 {
-    expired e = { .build = build, .method = method, .main = main };
-    bl_buf_init(&e.blobs, 0);
+    size_t n0 = e->n;
     int kept = bl_db_rollups_kept(db);
     bl_db_set_rollups_kept(db, 2); /* the trigger marks nothing dirty */
     bl_err err = BL_OK;
     int rc;
     while ((rc = sqlite3_step(del)) == SQLITE_ROW) {
-        if (e.n == e.cap) {
-            size_t nc = e.cap ? e.cap * 2 : 64;
-            void *nr = realloc(e.row, nc * sizeof *e.row);
+        if (e->n == e->cap) {
+            size_t nc = e->cap ? e->cap * 2 : 64;
+            void *nr = realloc(e->row, nc * sizeof *e->row);
             if (!nr) {
                 err = BL_ENOMEM;
                 break;
             }
-            e.row = nr;
-            e.cap = nc;
+            e->row = nr;
+            e->cap = nc;
         }
         const void *blob = sqlite3_column_blob(del, 5);
         size_t len = (size_t)sqlite3_column_bytes(del, 5);
-        e.row[e.n].hour = sqlite3_column_int64(del, 0);
-        e.row[e.n].count = sqlite3_column_int64(del, 1);
-        e.row[e.n].total = sqlite3_column_int64(del, 2);
-        e.row[e.n].self = sqlite3_column_int64(del, 3);
-        e.row[e.n].max = sqlite3_column_int64(del, 4);
-        e.row[e.n].off = e.blobs.len;
-        e.row[e.n].len = len;
-        if (len && (err = bl_buf_append(&e.blobs, blob, len)))
+        e->row[e->n].method = method;
+        e->row[e->n].main = main;
+        e->row[e->n].hour = sqlite3_column_int64(del, 0);
+        e->row[e->n].count = sqlite3_column_int64(del, 1);
+        e->row[e->n].total = sqlite3_column_int64(del, 2);
+        e->row[e->n].self = sqlite3_column_int64(del, 3);
+        e->row[e->n].max = sqlite3_column_int64(del, 4);
+        e->row[e->n].off = e->blobs.len;
+        e->row[e->n].len = len;
+        if (len && (err = bl_buf_append(&e->blobs, blob, len)))
             break;
-        e.n++;
+        e->n++;
     }
     if (!err && rc != SQLITE_DONE)
         err = BL_EIO;
     sqlite3_reset(del);
     bl_db_set_rollups_kept(db, kept);
-    if (!err)
-        err = bl_rollups_sub(db, e.n, expired_row, &e);
-    *n = (int64_t)e.n;
-    free(e.row);
-    bl_buf_cleanup(&e.blobs);
+    *n = (int64_t)(e->n - n0);
     return err;
 }
 
-bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_cursor *cur,
-                          int64_t max_rows, int64_t max_keys, int64_t *deleted, int *done_)
+/* Subtracts the slice's collected rows from the rollups and frees them. */
+static bl_err expired_flush(bl_db *db, expired *e, bl_err err)
+{
+    if (!err && e->n)
+        err = bl_rollups_sub(db, e->n, expired_row, e);
+    free(e->row);
+    bl_buf_cleanup(&e->blobs);
+    return err;
+}
+
+static bl_err slice_walk(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_cursor *cur,
+                         int64_t max_rows, int64_t max_keys, int64_t *deleted, int *done_,
+                         expired *e)
 {
     *done_ = 0;
     /* method_stats expire by whole UTC days: the rollups' days then go whole */
@@ -363,8 +373,16 @@ bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_
         }
         sqlite3_reset(st);
         if (rc == SQLITE_DONE) { /* this table is done: the next one */
-            if (cur->table == 0 && bl_rollups_expired(db, build_id, cutoff_us))
-                return BL_EIO;
+            if (cur->table == 0) { /* the rollups before the span */
+                bl_err err = expired_flush(db, e, BL_OK);
+                memset(e, 0, sizeof *e);
+                bl_buf_init(&e->blobs, 0);
+                e->build = build_id;
+                if (err)
+                    return err;
+                if (bl_rollups_expired(db, build_id, cutoff_us))
+                    return BL_EIO;
+            }
             cur->table++;
             cur->started = 0;
             continue;
@@ -381,7 +399,7 @@ bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_
         sqlite3_bind_int64(del, 5, max_rows - rows);
         int64_t c;
         if (cur->table == 0) {
-            bl_err err = expire_stats(db, del, build_id, k1, (int)k2, &c);
+            bl_err err = expire_stats(db, del, e, k1, (int)k2, &c);
             if (err)
                 return err;
         } else {
@@ -399,6 +417,15 @@ bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_
     *deleted += rows;
     *done_ = cur->table >= N_PER_TIME;
     return BL_OK;
+}
+
+bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_cursor *cur,
+                          int64_t max_rows, int64_t max_keys, int64_t *deleted, int *done_)
+{
+    expired e = { .build = build_id };
+    bl_buf_init(&e.blobs, 0);
+    bl_err err = slice_walk(db, build_id, cutoff_us, cur, max_rows, max_keys, deleted, done_, &e);
+    return expired_flush(db, &e, err);
 }
 
 bl_err bl_rs_build_idle(bl_db *db, int64_t build_id, int64_t cutoff_us, int *idle)
