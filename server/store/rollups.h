@@ -6,11 +6,14 @@
  * first and last hour. store/slow_methods.c answers from them.
  *
  * Writing: the writer hands every flush's method_stats rows to
- * bl_rollups_add too, in the same transaction. What cannot be added — a
- * method renamed by a re-symbolication, a method_stats row deleted, a
- * method_stats write on a connection that did not call bl_rollups_keep (a
- * tool, a test), a build moved to another app — marks the app dirty (SQL
- * triggers); its queries then read
+ * bl_rollups_add too, in the same transaction; retention's expiry
+ * subtracts what it deletes (bl_rollups_sub, same transaction). What
+ * cannot be followed — a method renamed by a re-symbolication, a
+ * method_stats row deleted otherwise, a method_stats write on a connection
+ * that did not call bl_rollups_keep (a tool, a test), a build moved to
+ * another app (its deletion) — marks the app dirty (SQL triggers,
+ * migrations 0003 and 0006; never the graveyard app 0, which keeps no
+ * rollups); its queries then read
  * method_stats (exact, slower) until bl_rollups_refresh rebuilds its
  * rollups.
  *
