@@ -322,6 +322,50 @@ bl_err bl_sketch_blob_merge(const void *a, size_t alen, const void *b, size_t bl
     return BL_OK;
 }
 
+bl_err bl_sketch_blob_sub(const void *a, size_t alen, const void *b, size_t blen, bl_buf *out)
+{
+    uint64_t na, nb, ta, tb;
+    bl_err err;
+    if ((err = check_blob(a, alen, &na, &ta)) || (err = check_blob(b, blen, &nb, &tb)))
+        return err;
+    if (tb > ta)
+        return BL_EINVAL;
+    size_t at = out->len;
+    if ((err = bl_buf_reserve(out, BLOB_HEADER + (size_t)na * BLOB_PAIR)))
+        return err;
+    uint8_t *o = (uint8_t *)out->data + at;
+    const uint8_t *pa = (const uint8_t *)a + BLOB_HEADER, *pb = (const uint8_t *)b + BLOB_HEADER;
+    uint8_t *w = o + BLOB_HEADER;
+    uint64_t i = 0, j = 0, n = 0;
+    /* every bucket of b must be in a with at least its count */
+    for (; i < na; i++) {
+        uint64_t idx = get_le(pa + i * BLOB_PAIR, 4), c = get_le(pa + i * BLOB_PAIR + 4, 8);
+        if (j < nb && get_le(pb + j * BLOB_PAIR, 4) < idx)
+            return BL_EINVAL; /* a bucket of b that a lacks */
+        if (j < nb && get_le(pb + j * BLOB_PAIR, 4) == idx) {
+            uint64_t cb = get_le(pb + j++ * BLOB_PAIR + 4, 8);
+            if (cb > c)
+                return BL_EINVAL;
+            c -= cb;
+        }
+        if (!c)
+            continue;
+        put_le(w, idx, 4);
+        put_le(w + 4, c, 8);
+        w += BLOB_PAIR;
+        n++;
+    }
+    if (j < nb)
+        return BL_EINVAL;
+    put_le(o, BLOB_VERSION, 1);
+    put_le(o + 1, S, 1);
+    put_le(o + 2, 0, 2);
+    put_le(o + 4, n, 4);
+    out->len = at + BLOB_HEADER + (size_t)n * BLOB_PAIR;
+    out->data[out->len] = '\0';
+    return BL_OK;
+}
+
 bl_err bl_sketch_blob_quantiles(const void *blob, size_t len, const double *q, int n,
                                 uint64_t *out)
 {

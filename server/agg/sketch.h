@@ -70,4 +70,12 @@ bl_err bl_sketch_blob_quantiles(const void *blob, size_t len, const double *q, i
  * malformed blob, BL_ETOOBIG when the counts overflow, BL_ENOMEM. */
 bl_err bl_sketch_blob_merge(const void *a, size_t alen, const void *b, size_t blen, bl_buf *out);
 
+/* Subtracts serialised sketch b from serialised sketch a (bucket-wise, exact:
+ * what bl_sketch_serialize gives for a sketch of a's values without b's),
+ * appended to out; buckets that reach 0 are left out. BL_EINVAL when b is
+ * not contained in a (a bucket of b missing in a or with a larger count:
+ * nothing useful is appended then), BL_EFORMAT for a malformed blob,
+ * BL_ENOMEM. */
+bl_err bl_sketch_blob_sub(const void *a, size_t alen, const void *b, size_t blen, bl_buf *out);
+
 #endif

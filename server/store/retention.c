@@ -3,6 +3,8 @@
  */
 #include "store/retention.h"
 #include "store/internal.h"
+#include "store/rollups.h"
+#include "common/buf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +45,8 @@ static const struct {
       "ORDER BY method, main LIMIT 1",
       "DELETE FROM method_stats WHERE (build_id, method, main, hour) IN (SELECT build_id, "
       "method, main, hour FROM method_stats WHERE build_id = ?1 AND method = ?2 AND main = ?3 "
-      "AND hour <= ?4 - 3600000000 LIMIT ?5)",
+      "AND hour <= ?4 - 3600000000 LIMIT ?5) "
+      "RETURNING hour, count, total_us, self_us, max_us, sketch",
       "SELECT 1 FROM method_stats WHERE build_id = ?1 LIMIT 1" },
     /* block tables (issue 13): keyed by group; `hour` is an hour number
      * (µs since the epoch / 3600e6), so it ends at or before ?4 when
@@ -258,10 +261,129 @@ bl_err bl_rs_app_builds(bl_db *db, int64_t app_id, int64_t **ids, size_t *n)
     return BL_OK;
 }
 
-bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_cursor *cur,
-                          int64_t max_rows, int64_t max_keys, int64_t *deleted, int *done_)
+/* method_stats rows deleted by a slice's expiry statements, subtracted
+ * from the rollups together at the slice's end (bl_rollups_sub merges
+ * what goes to one rollup row: each is rewritten once per slice) */
+typedef struct expired {
+    int64_t build;
+    size_t n, cap;
+    struct {
+        int64_t method, hour, count, total, self, max;
+        int main;
+        size_t off, len; /* the sketch in `blobs` */
+    } *row;
+    bl_buf blobs;
+} expired;
+
+static void expired_row(void *ctx, size_t i, bl_wr_stat *out)
+{
+    const expired *e = ctx;
+    out->build_id = e->build;
+    out->method = e->row[i].method;
+    out->main = e->row[i].main;
+    out->hour = e->row[i].hour;
+    out->count = e->row[i].count;
+    out->total_us = e->row[i].total;
+    out->self_us = e->row[i].self;
+    out->max_us = e->row[i].max;
+    out->sketch = e->blobs.data + e->row[i].off;
+    out->sketch_len = e->row[i].len;
+}
+
+/* Whether the app of build `build_id` is marked for a rollups rebuild. */
+static bl_err app_dirty(bl_db *db, int64_t build_id, int *dirty)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT EXISTS (SELECT 1 FROM rollup_dirty WHERE app_id = "
+                                      "(SELECT app_id FROM builds WHERE id = ?1))");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, build_id);
+    int rc = sqlite3_step(st);
+    *dirty = rc == SQLITE_ROW && sqlite3_column_int(st, 0);
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? BL_OK : BL_EIO;
+}
+
+/* Runs the method_stats expiry statement `del` (bound: build, key method,
+ * main) and collects its rows from RETURNING into *e; the caller subtracts
+ * them from the rollups in this transaction, so the dirty mark the delete
+ * trigger makes is taken back when the app was clean before (no SQL
+ * function tells the trigger apart: the sqlite3 shell could not delete a
+ * row). *n: rows deleted. */
+static bl_err expire_stats(bl_db *db, sqlite3_stmt *del, expired *e, int64_t build_id,
+                           int64_t method, int main, int64_t *n)
+{
+    size_t n0 = e->n;
+    int was_dirty;
+    bl_err err = app_dirty(db, build_id, &was_dirty);
+    if (err) {
+        sqlite3_reset(del);
+        *n = 0;
+        return err;
+    }
+    int rc;
+    while ((rc = sqlite3_step(del)) == SQLITE_ROW) {
+        if (e->n == e->cap) {
+            size_t nc = e->cap ? e->cap * 2 : 64;
+            void *nr = realloc(e->row, nc * sizeof *e->row);
+            if (!nr) {
+                err = BL_ENOMEM;
+                break;
+            }
+            e->row = nr;
+            e->cap = nc;
+        }
+        const void *blob = sqlite3_column_blob(del, 5);
+        size_t len = (size_t)sqlite3_column_bytes(del, 5);
+        e->row[e->n].method = method;
+        e->row[e->n].main = main;
+        e->row[e->n].hour = sqlite3_column_int64(del, 0);
+        e->row[e->n].count = sqlite3_column_int64(del, 1);
+        e->row[e->n].total = sqlite3_column_int64(del, 2);
+        e->row[e->n].self = sqlite3_column_int64(del, 3);
+        e->row[e->n].max = sqlite3_column_int64(del, 4);
+        e->row[e->n].off = e->blobs.len;
+        e->row[e->n].len = len;
+        if (len && (err = bl_buf_append(&e->blobs, blob, len)))
+            break;
+        e->n++;
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = BL_EIO;
+    sqlite3_reset(del);
+    *n = (int64_t)(e->n - n0);
+    if (!err && !was_dirty && *n > 0) {
+        sqlite3_stmt *st = bl_db_stmt(db, "DELETE FROM rollup_dirty WHERE app_id = "
+                                          "(SELECT app_id FROM builds WHERE id = ?1)");
+        if (!st)
+            return BL_EIO;
+        sqlite3_bind_int64(st, 1, build_id);
+        rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
+            err = BL_EIO;
+    }
+    return err;
+}
+
+/* Subtracts the slice's collected rows from the rollups and frees them. */
+static bl_err expired_flush(bl_db *db, expired *e, bl_err err)
+{
+    if (!err && e->n)
+        err = bl_rollups_sub(db, e->n, expired_row, e);
+    free(e->row);
+    bl_buf_cleanup(&e->blobs);
+    return err;
+}
+
+static bl_err slice_walk(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_cursor *cur,
+                         int64_t max_rows, int64_t max_keys, int64_t *deleted, int *done_,
+                         expired *e)
 {
     *done_ = 0;
+    /* method_stats expire by whole UTC days: the rollups' days then go whole */
+    int64_t hour_cutoff = cutoff_us;
+    cutoff_us -= ((cutoff_us % BL_RS_DAY_US) + BL_RS_DAY_US) % BL_RS_DAY_US;
     int64_t rows = 0, keys = 0;
     while (cur->table < N_PER_TIME && rows < max_rows && keys < max_keys) {
         if (!cur->started) {
@@ -282,6 +404,16 @@ bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_
         }
         sqlite3_reset(st);
         if (rc == SQLITE_DONE) { /* this table is done: the next one */
+            if (cur->table == 0) { /* the rollups before the span */
+                bl_err err = expired_flush(db, e, BL_OK);
+                memset(e, 0, sizeof *e);
+                bl_buf_init(&e->blobs, 0);
+                e->build = build_id;
+                if (err)
+                    return err;
+                if (bl_rollups_expired(db, build_id, cutoff_us))
+                    return BL_EIO;
+            }
             cur->table++;
             cur->started = 0;
             continue;
@@ -294,11 +426,18 @@ bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_
         sqlite3_bind_int64(del, 1, build_id);
         sqlite3_bind_int64(del, 2, k1);
         sqlite3_bind_int64(del, 3, k2);
-        sqlite3_bind_int64(del, 4, cutoff_us);
+        sqlite3_bind_int64(del, 4, cur->table == 0 ? cutoff_us : hour_cutoff);
         sqlite3_bind_int64(del, 5, max_rows - rows);
-        if (done(del))
-            return BL_EIO;
-        int64_t c = changes(db);
+        int64_t c;
+        if (cur->table == 0) {
+            bl_err err = expire_stats(db, del, e, build_id, k1, (int)k2, &c);
+            if (err)
+                return err;
+        } else {
+            if (done(del))
+                return BL_EIO;
+            c = changes(db);
+        }
         rows += c;
         keys++;
         if (rows >= max_rows)
@@ -309,6 +448,15 @@ bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_
     *deleted += rows;
     *done_ = cur->table >= N_PER_TIME;
     return BL_OK;
+}
+
+bl_err bl_rs_expire_slice(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_cursor *cur,
+                          int64_t max_rows, int64_t max_keys, int64_t *deleted, int *done_)
+{
+    expired e = { .build = build_id };
+    bl_buf_init(&e.blobs, 0);
+    bl_err err = slice_walk(db, build_id, cutoff_us, cur, max_rows, max_keys, deleted, done_, &e);
+    return expired_flush(db, &e, err);
 }
 
 bl_err bl_rs_build_idle(bl_db *db, int64_t build_id, int64_t cutoff_us, int *idle)

@@ -82,8 +82,17 @@ typedef struct bl_rs_cursor {
     int started;
 } bl_rs_cursor;
 
+/* One UTC day in µs. */
+#define BL_RS_DAY_US 86400000000ll
+
 /* Deletes rows of build `build_id` in the per-time tables whose time span
- * ends at or before `cutoff_us` (method_stats: hour + 1 h <= cutoff),
+ * ends at or before `cutoff_us` (block tables: hour + 1 h <= cutoff);
+ * method_stats expire by whole UTC days (hour + 1 h <= cutoff rounded down
+ * to a UTC day's start), the rollups' days. Deleted
+ * method_stats rows are subtracted from the slow-methods rollups in the
+ * same transaction (bl_rollups_sub: exact, no rebuild); when the walk of
+ * method_stats ends, the build's and app's first hours move up
+ * (bl_rollups_expired),
  * walking the build's keys from *cur on, until `max_rows` rows are deleted
  * or `max_keys` keys were visited. *deleted += rows deleted; *done =
  * 1 when the walk reached the end. */

@@ -2,7 +2,7 @@
  * retention_store_test.c — store/retention.h on a small fixture database:
  * raw retention picks only the app's kept batches older than the cutoff and
  * marks them; aggregate expiry deletes only rows whose hour ended before the
- * cutoff, of that build, in slices bounded by max_rows (a key with more rows
+ * cutoff (method_stats: the cutoff rounded down to a UTC day), of that build, in slices bounded by max_rows (a key with more rows
  * is walked again); a build with data left or recent activity is not idle;
  * the graveyard hides a build from every lookup, its rows go slice by slice
  * children first, and the builds row only when nothing is left; per-app
@@ -20,6 +20,7 @@
 #include "testutil.h"
 
 #define H(n) ((int64_t)(n) * 3600000000ll)
+#define D(n) ((int64_t)(n) * 86400000000ll)
 
 static char dir[64];
 static char path[128];
@@ -122,29 +123,41 @@ END_TEST
 
 START_TEST(expire_slices)
 {
-    /* cutoff H(6): rows of hours 1..5 end at or before it (hour + 1 h <= 6 h) */
+    /* method_stats expire by whole UTC days: a cutoff within the fixture's
+     * first day deletes none of its hours */
     bl_rs_cursor cur;
     memset(&cur, 0, sizeof cur);
     int64_t deleted = 0;
     int done = 0, slices = 0;
     while (!done) {
-        ck_assert_int_eq(bl_rs_expire_slice(db, 1, H(6), &cur, 2, 100, &deleted, &done), BL_OK);
+        ck_assert_int_eq(bl_rs_expire_slice(db, 1, H(23), &cur, 2, 100, &deleted, &done), BL_OK);
+        ck_assert_int_lt(++slices, 50);
+    }
+    ck_assert_int_eq(deleted, 0);
+    /* the fixture's hour h becomes day h; cutoff day 6 + 5 h: rows of days
+     * 1..5 end at or before day 6's start, the cutoff rounded down */
+    exec_ok("UPDATE method_stats SET hour = hour * 24");
+    memset(&cur, 0, sizeof cur);
+    done = slices = 0;
+    while (!done) {
+        ck_assert_int_eq(bl_rs_expire_slice(db, 1, D(6) + H(5), &cur, 2, 100, &deleted, &done),
+                         BL_OK);
         ck_assert_int_le(deleted, 2 * (slices + 1)); /* max_rows per slice */
         ck_assert_int_lt(++slices, 50);
     }
     /* method 1: hours 1..5 (5 rows); method 2: hour 5 main and not (2) */
     ck_assert_int_eq(deleted, 7);
     ck_assert_int_eq(count("SELECT count(*) FROM method_stats WHERE build_id = 1"), 6);
-    ck_assert_int_eq(count("SELECT min(hour) FROM method_stats WHERE build_id = 1"), H(6));
+    ck_assert_int_eq(count("SELECT min(hour) FROM method_stats WHERE build_id = 1"), D(6));
     ck_assert_int_eq(count("SELECT count(*) FROM method_stats WHERE build_id <> 1"), 2);
-    /* the hour that ends exactly at the cutoff went, the next one stays */
-    ck_assert_int_eq(count("SELECT count(*) FROM method_stats WHERE hour = 21600000000"), 1);
+    /* the day that ends exactly at the cutoff went, the next one stays */
+    ck_assert_int_eq(count("SELECT count(*) FROM method_stats WHERE hour = 518400000000"), 1);
     int idle;
     ck_assert_int_eq(bl_rs_build_idle(db, 1, H(100), &idle), BL_OK);
     ck_assert_int_eq(idle, 0); /* rows left */
     memset(&cur, 0, sizeof cur);
     deleted = 0;
-    ck_assert_int_eq(bl_rs_expire_slice(db, 2, H(6), &cur, 100, 100, &deleted, &done), BL_OK);
+    ck_assert_int_eq(bl_rs_expire_slice(db, 2, D(6), &cur, 100, 100, &deleted, &done), BL_OK);
     ck_assert_int_eq(done, 1);
     ck_assert_int_eq(deleted, 1);
     exec_ok("UPDATE builds SET created_at = 1 WHERE id = 2");

@@ -20,6 +20,7 @@
 #include "agg/sketch.h"
 #include "store/db.h"
 #include "store/internal.h"
+#include "store/retention.h"
 #include "store/rollups.h"
 #include "store/slow_methods.h"
 #include "store/writer.h"
@@ -427,6 +428,181 @@ START_TEST(rollups_rebuilt_after_rename_and_foreign_writes)
 }
 END_TEST
 
+/* Expires build `build` up to `cutoff` in slices of at most 7 rows, one
+ * transaction each, as retention does; the app stays clean throughout. */
+static void expire_build(int64_t build, int64_t cutoff)
+{
+    bl_rs_cursor cur;
+    memset(&cur, 0, sizeof cur);
+    int64_t deleted = 0;
+    int done = 0, slices = 0;
+    while (!done) {
+        ck_assert_int_eq(bl_db_begin(db), BL_OK);
+        ck_assert_msg(bl_rs_expire_slice(db, build, cutoff, &cur, 7, 7, &deleted, &done) == BL_OK,
+                      "%s", bl_db_errmsg(db));
+        ck_assert_int_eq(bl_db_commit(db), BL_OK);
+        ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_dirty"), 0);
+        ck_assert_int_lt(++slices, 10000);
+    }
+    ck_assert_int_gt(slices, 2);
+}
+
+/* one stat row of `calls` calls of `v` µs each */
+static void write_one(int64_t build, int64_t method, int main, int64_t hour, uint64_t v, int calls)
+{
+    flush f;
+    f.n = 1;
+    bl_sketch sk;
+    bl_sketch_init(&sk);
+    ck_assert_int_eq(bl_sketch_add(&sk, v, (uint64_t)calls), BL_OK);
+    bl_buf_init(&f.blob[0], 0);
+    ck_assert_int_eq(bl_sketch_serialize(&sk, &f.blob[0]), BL_OK);
+    bl_sketch_cleanup(&sk);
+    f.s[0] = (bl_wr_stat){ build, method, main, hour, calls, (int64_t)v * calls,
+                           (int64_t)v * calls / 2, (int64_t)v, f.blob[0].data, f.blob[0].len };
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    ck_assert_int_eq(bl_wr_stats_add(db, 1, flush_row, &f), BL_OK);
+    ck_assert_int_eq(bl_rollups_add(db, 1, flush_row, &f), BL_OK);
+    ck_assert_int_eq(bl_db_commit(db), BL_OK);
+    free_flush(&f);
+}
+
+/* Retention expires whole days in slices: the rollups are adjusted in the
+ * same transactions (no dirty mark, no rebuild) and answer exactly what
+ * method_stats holds, also halfway (one build of the app expired, the other
+ * not); a max that lived in an expired day is recomputed from what is left;
+ * an identity whose rows all expired leaves no rollup row. */
+START_TEST(rollups_exact_through_expiry)
+{
+    open_db();
+    schema_fixture();
+    /* an identity seen only on the first day (build 1, main thread) */
+    exec_ok("INSERT INTO methods(id, build_id, method_id, class, name, descriptor, source_file) "
+            "VALUES (150, 1, 50, 'com.Gone', 'once', '()V', 'S.java')");
+    for (int i = 0; i < 12; i++)
+        write_txn(40);
+    write_one(1, 150, 1, H(BASE_HOUR + 2), 77, 3);
+    /* the largest calls of m5 (build 1) and m6 (build 2, other threads):
+     * on the first day */
+    write_one(1, 105, 1, H(BASE_HOUR + 1), 9000000, 1);
+    write_one(2, 206, 0, H(BASE_HOUR + 3), 8000000, 2);
+    all_answers_equal();
+    const char *max_m5 = "SELECT max(max_us) FROM rollup_totals WHERE scope IN (1, -1) AND "
+                         "sig = (SELECT sig FROM methods WHERE id = 105)";
+    const char *max_m6 = "SELECT max(max_us) FROM rollup_totals WHERE scope IN (2, -1) AND "
+                         "sig = (SELECT sig FROM methods WHERE id = 206)";
+    ck_assert_int_eq(count_of(max_m5), 9000000);
+    ck_assert_int_eq(count_of(max_m6), 8000000);
+    int64_t gone_sig = count_of("SELECT sig FROM methods WHERE id = 150");
+    ck_assert_int_gt(gone_sig, 0);
+
+    /* the cutoff is inside the second day: the first day expires whole */
+    const int64_t day0 = H(BASE_HOUR - 5), day = H(24);
+    int64_t left = count_of("SELECT count(*) FROM method_stats WHERE build_id = 2");
+    expire_build(1, day0 + day + H(7));
+    ck_assert_int_eq(count_of("SELECT count(*) FROM method_stats WHERE build_id = 1 AND "
+                              "hour < 3600000000 * (480000 + 24)"),
+                     0);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM method_stats WHERE build_id = 1 AND "
+                              "hour >= 3600000000 * (480000 + 24) AND hour < 3600000000 * "
+                              "(480000 + 31)") > 0,
+                     1); /* hours before the cutoff but in its day stay */
+    ck_assert_int_eq(count_of("SELECT count(*) FROM method_stats WHERE build_id = 2"), left);
+    all_answers_equal(); /* halfway: build 2 not expired yet */
+    expire_build(2, day0 + day + H(7));
+    expire_build(3, day0 + day + H(7));
+    all_answers_equal();
+    /* the maxima went with their day, recomputed from what is left */
+    ck_assert_int_lt(count_of(max_m5), 9000000);
+    ck_assert_int_gt(count_of(max_m5), 0);
+    ck_assert_int_lt(count_of("SELECT max(max_us) FROM rollup_totals WHERE scope = 2 AND "
+                              "sig = (SELECT sig FROM methods WHERE id = 206)"),
+                     8000000);
+    /* an identity with nothing left has no rollup rows; none is empty */
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM rollup_totals WHERE sig = %lld",
+             (long long)gone_sig);
+    ck_assert_int_eq(count_of(sql), 0);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM rollup_days WHERE sig = %lld",
+             (long long)gone_sig);
+    ck_assert_int_eq(count_of(sql), 0);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_days WHERE day < 3600000000 * "
+                              "(480000 + 24)"),
+                     0);
+    /* every rollup row left has method_stats rows behind it (count 0 may
+     * be rows of calls still running only) */
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_totals t WHERE NOT EXISTS "
+                              "(SELECT 1 FROM method_stats s JOIN methods m ON m.id = s.method "
+                              "JOIN builds b ON b.id = s.build_id WHERE m.sig = t.sig AND "
+                              "(s.build_id = t.scope OR -b.app_id = t.scope))"),
+                     0);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_days t WHERE NOT EXISTS "
+                              "(SELECT 1 FROM method_stats s JOIN methods m ON m.id = s.method "
+                              "JOIN builds b ON b.id = s.build_id WHERE m.sig = t.sig AND "
+                              "-b.app_id = t.scope AND s.main = t.main AND s.hour >= t.day "
+                              "AND s.hour < t.day + 86400000000)"),
+                     0);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_totals WHERE count < 0") +
+                         count_of("SELECT count(*) FROM rollup_days WHERE count < 0"),
+                     0);
+    /* two more days, then everything */
+    for (int64_t b = 1; b <= 3; b++)
+        expire_build(b, day0 + 3 * day);
+    all_answers_equal();
+    for (int64_t b = 1; b <= 3; b++)
+        expire_build(b, day0 + 30 * day);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM method_stats"), 0);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_totals") +
+                         count_of("SELECT count(*) FROM rollup_days") +
+                         count_of("SELECT count(*) FROM rollup_spans"),
+                     0);
+    all_answers_equal();
+}
+END_TEST
+
+/* Deleting a build (retention moves it to the graveyard app 0, then
+ * deletes its rows in slices): its app is rebuilt once, when it leaves;
+ * the slices mark nothing, app 0 keeps no rollups, and the app's answers
+ * stay exact. */
+START_TEST(rollups_build_deletion_rebuilds_once)
+{
+    open_db();
+    schema_fixture();
+    for (int i = 0; i < 8; i++)
+        write_txn(40);
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    ck_assert_int_eq(bl_rs_doom_build(db, 2, "deleted", 1), BL_OK);
+    ck_assert_int_eq(bl_db_commit(db), BL_OK);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_dirty"), 1);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_totals WHERE scope IN (0, 2)") +
+                         count_of("SELECT count(*) FROM rollup_spans WHERE scope IN (0, 2)"),
+                     0);
+    int rebuilt;
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    ck_assert_int_eq(bl_rollups_refresh(db, &rebuilt), BL_OK);
+    ck_assert_int_eq(bl_db_commit(db), BL_OK);
+    ck_assert_int_eq(rebuilt, 1);
+    int64_t deleted;
+    int slices = 0;
+    do {
+        ck_assert_int_eq(bl_db_begin(db), BL_OK);
+        ck_assert_int_eq(bl_rs_build_slice(db, 2, 10, &deleted), BL_OK);
+        ck_assert_int_eq(bl_db_commit(db), BL_OK);
+        ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_dirty"), 0);
+        ck_assert_int_lt(++slices, 1000);
+    } while (deleted);
+    ck_assert_int_gt(slices, 5);
+    ck_assert_int_eq(bl_rs_build_forget(db, 2), BL_OK);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_totals WHERE scope IN (0, 2)") +
+                         count_of("SELECT count(*) FROM rollup_days WHERE scope = 0"),
+                     0);
+    bl_slow_query q = { 1, NULL, 0, 0, INT64_MAX, BL_SLOW_P99, 50 };
+    same_answer(&q);
+    q.since_us = H(BASE_HOUR + 30);
+    same_answer(&q);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rollups");
@@ -436,6 +612,8 @@ int main(void)
     tcase_add_test(t, rollups_follow_writer_transactions);
     tcase_add_test(t, rollups_backfilled_by_migration);
     tcase_add_test(t, rollups_rebuilt_after_rename_and_foreign_writes);
+    tcase_add_test(t, rollups_exact_through_expiry);
+    tcase_add_test(t, rollups_build_deletion_rebuilds_once);
     suite_add_tcase(s, t);
     return tu_run(s);
 }

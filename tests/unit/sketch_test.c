@@ -690,6 +690,67 @@ START_TEST(blob_merge_linear)
 }
 END_TEST
 
+/* bl_sketch_blob_sub undoes a merge exactly: (a ∪ b) − b has the bytes of
+ * a's serialisation; what is not contained is refused. */
+START_TEST(blob_sub_exact)
+{
+    uint64_t rng = 777;
+    for (int round = 0; round < 50; round++) {
+        bl_sketch a, b, u;
+        bl_sketch_init(&a);
+        bl_sketch_init(&b);
+        bl_sketch_init(&u);
+        int na = round % 7 == 0 ? 0 : 1 + round * 13, nb = round % 5 == 0 ? 0 : 1 + round * 7;
+        for (int i = 0; i < na; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            uint64_t v = (rng >> 20) % (1ull << (round % 40 + 1));
+            ck_assert_int_eq(bl_sketch_add(&a, v, 1), BL_OK);
+            ck_assert_int_eq(bl_sketch_add(&u, v, 1), BL_OK);
+        }
+        for (int i = 0; i < nb; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            uint64_t v = (rng >> 17) % 100000;
+            ck_assert_int_eq(bl_sketch_add(&b, v, 2), BL_OK);
+            ck_assert_int_eq(bl_sketch_add(&u, v, 2), BL_OK);
+        }
+        bl_buf ba, bb, bu, bs;
+        bl_buf_init(&ba, 0);
+        bl_buf_init(&bb, 0);
+        bl_buf_init(&bu, 0);
+        bl_buf_init(&bs, 0);
+        ck_assert_int_eq(bl_sketch_serialize(&a, &ba), BL_OK);
+        ck_assert_int_eq(bl_sketch_serialize(&b, &bb), BL_OK);
+        ck_assert_int_eq(bl_sketch_serialize(&u, &bu), BL_OK);
+        ck_assert_int_eq(bl_sketch_blob_sub(bu.data, bu.len, bb.data, bb.len, &bs), BL_OK);
+        ck_assert_uint_eq(bs.len, ba.len);
+        ck_assert_int_eq(memcmp(bs.data, ba.data, ba.len), 0);
+        bl_buf_reset(&bs);
+        ck_assert_int_eq(bl_sketch_blob_sub(bu.data, bu.len, ba.data, ba.len, &bs), BL_OK);
+        ck_assert_uint_eq(bs.len, bb.len);
+        ck_assert_int_eq(memcmp(bs.data, bb.data, bb.len), 0);
+        /* everything taken away: the empty sketch */
+        bl_buf_reset(&bs);
+        ck_assert_int_eq(bl_sketch_blob_sub(bu.data, bu.len, bu.data, bu.len, &bs), BL_OK);
+        ck_assert_uint_eq(bs.len, 8);
+        /* more than there is: refused */
+        bl_buf_reset(&bs);
+        if (nb)
+            ck_assert_int_eq(bl_sketch_blob_sub(ba.data, ba.len, bu.data, bu.len, &bs),
+                             BL_EINVAL);
+        bl_buf_reset(&bs);
+        ck_assert_int_eq(bl_sketch_blob_sub(bu.data, bu.len - 1, bb.data, bb.len, &bs),
+                         BL_EFORMAT);
+        bl_buf_cleanup(&ba);
+        bl_buf_cleanup(&bb);
+        bl_buf_cleanup(&bu);
+        bl_buf_cleanup(&bs);
+        bl_sketch_cleanup(&a);
+        bl_sketch_cleanup(&b);
+        bl_sketch_cleanup(&u);
+    }
+}
+END_TEST
+
 START_TEST(throughput)
 {
     enum { N = 1 << 16, ROUNDS = 200 };
@@ -734,6 +795,7 @@ int main(void)
     tcase_add_test(tm, blob_round_trip);
     tcase_add_test(tm, blob_malformed);
     tcase_add_test(tm, blob_merge_linear);
+    tcase_add_test(tm, blob_sub_exact);
     tcase_add_test(tm, throughput);
     suite_add_tcase(s, tm);
     return tu_run(s);
