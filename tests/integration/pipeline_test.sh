@@ -207,9 +207,11 @@ serve
 http PUT "/v1/apps/shop/builds/obf/method-ids?replace=true" "$UPL" --data-binary @obf-ids2.txt
 expect "obf method-ids replaced" 200 "$CODE"
 wait_metric beatline_mapping_index_rebuilt_total 1
-for _ in $(seq 100); do
+# both methods, and both named (the writer re-symbolicates after the 200)
+for _ in $(seq 200); do
   http GET "/v1/apps/shop/slow-methods?build=obf&sort=total" "$RD"
-  [ "$(jq -r '.methods | length' <<< "$BODY")" == 2 ] && break
+  [ "$(jq -r '[.methods[] | "\(.method.class).\(.method.name)"] | join("|")' <<< "$BODY")" == \
+    "com.example.Main.run|com.example.Main.step" ] && break
   sleep 0.05
 done
 expect "symbolicated through the rebuilt index" "com.example.Main.run|com.example.Main.step" \

@@ -270,7 +270,12 @@ ub --server "$URL" --app shop --build x --key "$UPL" --mapping nope.txt
 expect "upload-build: missing file is a usage error" 2 "$rc"
 ub --server "http://127.0.0.1:1" --app shop --build x --key "$UPL" --mapping mapping.txt
 expect "upload-build: server down" "1 1" "$rc $(grep -c 'could not reach' ub.out)"
-http GET /v1/apps/shop/builds "$RD"
+# the writer symbolicates the build after the uploads' answers: wait for it (bounded)
+for _ in $(seq 200); do
+  http GET /v1/apps/shop/builds "$RD"
+  [ "$(jq -r '[.builds[] | select(.build == "7.3 rc+1") | .symbolicated] | .[0]' <<< "$BODY")" == true ] && break
+  sleep 0.05
+done
 expect "upload-build: the build as named" "true" \
   "$(jq -r '[.builds[] | select(.build == "7.3 rc+1") | .symbolicated] | .[0]' <<< "$BODY")"
 

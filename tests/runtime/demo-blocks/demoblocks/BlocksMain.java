@@ -55,7 +55,7 @@ public final class BlocksMain {
                 default: EventQueue.invokeLater(new SettingsScreen(k, false)); break;
             }
             if (k % every == every - 1) {
-                // one slow event in turn: feed, settings, gallery, settings, prefetch, …
+                // one slow event in turn: feed, settings, gallery, settings, prefetch, ...
                 int turn = k / every;
                 if (turn % 2 == 1 && settings < SETTINGS_STALLS) {
                     EventQueue.invokeLater(new SettingsScreen(k, true));
