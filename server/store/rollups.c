@@ -254,6 +254,34 @@ static int cmp_i(int64_t a, int64_t b)
     return a < b ? -1 : a > b;
 }
 
+/* The rollup rows one method_stats row `s` (of build `build`, app `app`,
+ * identity `sig`) feeds, written to a[] (room for 5): the build's and the
+ * app's totals for both kinds (2) and, on the main thread, for the main
+ * thread (1); the app's day (UTC, µs) for its own kind. Returns how many. */
+static size_t fan_out(radd *a, const bl_wr_stat *s, int64_t build, int64_t app, int64_t sig)
+{
+    size_t na = 0;
+    int kind = s->main ? 1 : 0;
+    radd r = { 0, 0, 0, sig, 0, s->count, s->total_us, s->self_us, s->max_us, s->sketch,
+               s->sketch_len };
+    const int64_t scopes[2] = { build, -app };
+    for (int k = 0; k < 2; k++) {
+        r.scope = scopes[k];
+        if (kind == 1) {
+            r.kind = 1;
+            a[na++] = r;
+        }
+        r.kind = 2;
+        a[na++] = r;
+    }
+    r.table = 1;
+    r.scope = -app;
+    r.kind = kind;
+    r.day = s->hour - ((s->hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
+    a[na++] = r;
+    return na;
+}
+
 static int cmp_radd(const void *pa, const void *pb)
 {
     const radd *a = pa, *b = pb;
@@ -339,26 +367,7 @@ bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
         int64_t sig;
         if ((err = lookups(db, &s, &build, &app, &sig)))
             break;
-        int64_t day = s.hour - ((s.hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
-        int kind = s.main ? 1 : 0;
-        radd r = { 0, 0, 0, sig, 0, s.count, s.total_us, s.self_us, s.max_us, s.sketch,
-                   s.sketch_len };
-        /* totals: the main thread's (1) and both kinds' (2); the app's day */
-        const int64_t scopes[2] = { build, -app };
-        for (int k = 0; k < 2; k++) {
-            r.scope = scopes[k];
-            if (kind == 1) {
-                r.kind = 1;
-                a[na++] = r;
-            }
-            r.kind = 2;
-            a[na++] = r;
-        }
-        r.table = 1;
-        r.scope = -app;
-        r.kind = kind;
-        r.day = day;
-        a[na++] = r;
+        na += fan_out(a + na, &s, build, app, sig);
         if (span_note(db, sp, &n_sp, build, s.hour) || span_note(db, sp, &n_sp, -app, s.hour))
             err = BL_EIO;
     }
@@ -591,25 +600,7 @@ bl_err bl_rollups_sub(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
         int64_t sig;
         if ((err = sub_lookups(db, &s, &build, &app, &sig)) || !app)
             continue;
-        int64_t day = s.hour - ((s.hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
-        int kind = s.main ? 1 : 0;
-        radd r = { 0, 0, 0, sig, 0, s.count, s.total_us, s.self_us, s.max_us, s.sketch,
-                   s.sketch_len };
-        const int64_t scopes[2] = { build, -app };
-        for (int k = 0; k < 2; k++) {
-            r.scope = scopes[k];
-            if (kind == 1) {
-                r.kind = 1;
-                a[na++] = r;
-            }
-            r.kind = 2;
-            a[na++] = r;
-        }
-        r.table = 1;
-        r.scope = -app;
-        r.kind = kind;
-        r.day = day;
-        a[na++] = r;
+        na += fan_out(a + na, &s, build, app, sig);
     }
     if (!err)
         qsort(a, na, sizeof *a, cmp_radd);
