@@ -194,31 +194,6 @@ static bl_err group_json(bl_db *db, int64_t build_id, const list_ctx *x, const g
     return *out ? BL_OK : BL_ENOMEM;
 }
 
-/* Decimal digits only, in [min, max]; absent or empty: dflt. */
-static int arg_int(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t min,
-                   int64_t max, int64_t *out, char *err, size_t n)
-{
-    const char *v = bl_arg(c, name);
-    if (!v || !*v) {
-        *out = dflt;
-        return 0;
-    }
-    int64_t x = 0;
-    const char *p = v;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        x = x * 10 + (*p - '0');
-        if (x > max)
-            break;
-    }
-    if (*p || x < min || x > max) {
-        snprintf(err, n, "'%s' must be an integer from %lld to %lld (decimal digits only)", name,
-                 (long long)min, (long long)max);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 /* The build and the groups of [since, until): shared by both endpoints.
  * Returns 0, or -1 with the answer queued in *rc. */
 static int load_groups(struct MHD_Connection *c, bl_http *h, req *r, int64_t since,
@@ -294,10 +269,10 @@ enum MHD_Result bl_h_blocks(struct MHD_Connection *c, bl_http *h, req *r)
         if (sk < 0)
             return bl_reply_error(c, h, 400, "'sort' must be one of count, p50, p90, p99, max");
     }
-    if (arg_int(c, "since", 0, 0, INT64_MAX / 1000000, &since, err, sizeof err) ||
-        arg_int(c, "until", INT64_MAX / 1000000, 0, INT64_MAX / 1000000, &until, err,
+    if (bl_arg_i64(c, "since", 0, 0, INT64_MAX / 1000000, &since, err, sizeof err) ||
+        bl_arg_i64(c, "until", INT64_MAX / 1000000, 0, INT64_MAX / 1000000, &until, err,
                 sizeof err) ||
-        arg_int(c, "limit", 50, 0, 10000, &limit, err, sizeof err))
+        bl_arg_i64(c, "limit", 50, 0, 10000, &limit, err, sizeof err))
         return bl_reply_error(c, h, 400, err);
     if (since > until)
         return bl_reply_error(c, h, 400, "'since' must not be after 'until'");
@@ -432,7 +407,7 @@ enum MHD_Result bl_h_block(struct MHD_Connection *c, bl_http *h, req *r)
         hex = (r->sig[i] >= '0' && r->sig[i] <= '9') || (r->sig[i] >= 'a' && r->sig[i] <= 'f');
     if (!hex)
         return bl_reply_error(c, h, 400, "the signature must be 32 lower-case hex digits");
-    if (arg_int(c, "limit", 10000, 0, 100000, &limit, err, sizeof err))
+    if (bl_arg_i64(c, "limit", 10000, 0, 100000, &limit, err, sizeof err))
         return bl_reply_error(c, h, 400, err);
     list_ctx x;
     int64_t build_id;

@@ -85,33 +85,6 @@ enum MHD_Result bl_h_builds(struct MHD_Connection *c, bl_http *h, req *r)
     return bl_reply_json(c, h, 200, json_pack("{s:s,s:o}", "app", r->app, "builds", x.arr));
 }
 
-/* Parses an optional integer argument in [min, max] (max <= INT64_MAX / 10 - 1): decimal
- * digits only, no sign, spaces or other characters; absent or empty gives
- * dflt. -1 with the error text (naming the parameter and its range). */
-static int arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t min,
-                   int64_t max, int64_t *out, char *err, size_t n)
-{
-    const char *v = bl_arg(c, name);
-    if (!v || !*v) {
-        *out = dflt;
-        return 0;
-    }
-    int64_t x = 0;
-    const char *p = v;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        x = x * 10 + (*p - '0');
-        if (x > max)
-            break;
-    }
-    if (*p || x < min || x > max) {
-        snprintf(err, n, "'%s' must be an integer from %lld to %lld (decimal digits only)", name,
-                 (long long)min, (long long)max);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 /* thread=main|all → 1 for main only. */
 static int arg_thread(struct MHD_Connection *c, int *main_only, char *err, size_t n)
 {
@@ -234,10 +207,10 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
                                   "'sort' must be one of p50, p90, p99, count, total, self, max");
     }
     if (arg_thread(c, &main_only, err, sizeof err) ||
-        arg_i64(c, "since", 0, 0, INT64_MAX / 1000000, &since, err, sizeof err) ||
-        arg_i64(c, "until", INT64_MAX / 1000000, 0, INT64_MAX / 1000000, &until, err,
+        bl_arg_i64(c, "since", 0, 0, INT64_MAX / 1000000, &since, err, sizeof err) ||
+        bl_arg_i64(c, "until", INT64_MAX / 1000000, 0, INT64_MAX / 1000000, &until, err,
                 sizeof err) ||
-        arg_i64(c, "limit", 50, 0, 10000, &limit, err, sizeof err))
+        bl_arg_i64(c, "limit", 50, 0, 10000, &limit, err, sizeof err))
         return bl_reply_error(c, h, 400, err);
     bl_db *db = bl_http_db(h);
     if (!db)
@@ -859,8 +832,8 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     const char *build = bl_arg(c, "build");
     const char *root = bl_arg(c, "root");
     if (arg_thread(c, &main_only, err, sizeof err) ||
-        arg_i64(c, "max_depth", 64, 1, 4096, &max_depth, err, sizeof err) ||
-        arg_i64(c, "limit", 10000, 0, 1000000, &limit, err, sizeof err))
+        bl_arg_i64(c, "max_depth", 64, 1, 4096, &max_depth, err, sizeof err) ||
+        bl_arg_i64(c, "limit", 10000, 0, 1000000, &limit, err, sizeof err))
         return bl_reply_error(c, h, 400, err);
     bl_db *db = bl_http_db(h);
     if (!db)

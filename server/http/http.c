@@ -229,6 +229,30 @@ const char *bl_arg(struct MHD_Connection *c, const char *name)
     return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
 }
 
+int bl_arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t min,
+               int64_t max, int64_t *out, char *err, size_t n)
+{
+    const char *v = bl_arg(c, name);
+    if (!v || !*v) {
+        *out = dflt;
+        return 0;
+    }
+    int64_t x = 0;
+    const char *p = v;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        x = x * 10 + (*p - '0');
+        if (x > max)
+            break;
+    }
+    if (*p || x < min || x > max) {
+        snprintf(err, n, "'%s' must be an integer from %lld to %lld (decimal digits only)", name,
+                 (long long)min, (long long)max);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
 int bl_req_auth(struct MHD_Connection *c, bl_http *h, req *r, bl_role role)
 {
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");

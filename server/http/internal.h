@@ -137,6 +137,13 @@ int bl_req_auth(struct MHD_Connection *c, bl_http *h, req *r, bl_role role);
 /* Query argument or NULL. */
 const char *bl_arg(struct MHD_Connection *c, const char *name);
 
+/* Parses an optional integer argument in [min, max] (max <= INT64_MAX / 10
+ * - 1): decimal digits only, no sign, spaces or other characters; absent or
+ * empty gives dflt. -1 with the error text in err (naming the parameter and
+ * its range, for a 400). */
+int bl_arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t min,
+               int64_t max, int64_t *out, char *err, size_t n);
+
 /* Request memory, charged against c.max_inflight (bl_http.inflight) before
  * it is allocated and given back when the request completes.
  * bl_req_reserve makes room for `extra` more bytes in b (growth: doubling
