@@ -234,6 +234,13 @@ void bl_db_close(bl_db *db)
     free(db);
 }
 
+bl_err bl_db_step_done(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
 sqlite3 *bl_db_handle(bl_db *db)
 {
     return db->h;

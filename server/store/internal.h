@@ -23,5 +23,9 @@ bl_err bl_db_exec(bl_db *db, const char *sql);
  * failure (message: bl_db_errmsg). */
 sqlite3_stmt *bl_db_stmt(bl_db *db, const char *sql);
 
+/* Steps a statement that returns no row (its parameters bound) and resets
+ * it: BL_OK on SQLITE_DONE, else BL_EIO (message: bl_db_errmsg). */
+bl_err bl_db_step_done(sqlite3_stmt *st);
+
 
 #endif

@@ -76,14 +76,6 @@ static const struct {
 #define N_PER_BUILD (sizeof per_build / sizeof *per_build)
 #define N_PER_TIME (sizeof per_time / sizeof *per_time)
 
-/* Runs a statement without rows (bindings done); BL_OK on SQLITE_DONE. */
-static bl_err done(sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
-}
-
 static int64_t changes(bl_db *db)
 {
     return (int64_t)sqlite3_changes(bl_db_handle(db));
@@ -150,7 +142,7 @@ bl_err bl_rs_set_keep(bl_db *db, const char *name, int which, int64_t days)
     else
         sqlite3_bind_int64(st, 1, days);
     sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
-    if (done(st))
+    if (bl_db_step_done(st))
         return BL_EIO;
     return changes(db) == 1 ? BL_OK : BL_ENOTFOUND;
 }
@@ -201,7 +193,7 @@ bl_err bl_rs_raw_mark(bl_db *db, const bl_rs_uuid *uuids, size_t n, int64_t now_
             return BL_EIO;
         sqlite3_bind_text(st, 1, uuids[i], -1, SQLITE_TRANSIENT);
         sqlite3_bind_int64(st, 2, now_us);
-        if (done(st))
+        if (bl_db_step_done(st))
             return BL_EIO;
     }
     return BL_OK;
@@ -358,10 +350,7 @@ static bl_err expire_stats(bl_db *db, sqlite3_stmt *del, expired *e, int64_t bui
         if (!st)
             return BL_EIO;
         sqlite3_bind_int64(st, 1, build_id);
-        rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE)
-            err = BL_EIO;
+        err = bl_db_step_done(st);
     }
     return err;
 }
@@ -434,7 +423,7 @@ static bl_err slice_walk(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_c
             if (err)
                 return err;
         } else {
-            if (done(del))
+            if (bl_db_step_done(del))
                 return BL_EIO;
             c = changes(db);
         }
@@ -515,7 +504,7 @@ bl_err bl_rs_doom_build(bl_db *db, int64_t build_id, const char *reason, int64_t
     sqlite3_bind_int64(st, 1, build_id);
     sqlite3_bind_text(st, 2, reason, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, now_us);
-    if (done(st))
+    if (bl_db_step_done(st))
         return BL_EIO;
     if (changes(db) != 1)
         return BL_ENOTFOUND;
@@ -523,7 +512,7 @@ bl_err bl_rs_doom_build(bl_db *db, int64_t build_id, const char *reason, int64_t
     if (!st)
         return BL_EIO;
     sqlite3_bind_int64(st, 1, build_id);
-    return done(st);
+    return bl_db_step_done(st);
 }
 
 bl_err bl_rs_build_state(bl_db *db, int64_t build_id, int *state, int64_t *app_id, char *name,
@@ -584,7 +573,7 @@ bl_err bl_rs_batches_forget(bl_db *db, const bl_rs_uuid *uuids, size_t n)
         if (!st)
             return BL_EIO;
         sqlite3_bind_text(st, 1, uuids[i], -1, SQLITE_TRANSIENT);
-        if (done(st))
+        if (bl_db_step_done(st))
             return BL_EIO;
     }
     return BL_OK;
@@ -599,7 +588,7 @@ bl_err bl_rs_build_slice(bl_db *db, int64_t build_id, int64_t limit, int64_t *de
             return BL_EIO;
         sqlite3_bind_int64(st, 1, build_id);
         sqlite3_bind_int64(st, 2, limit);
-        if (done(st))
+        if (bl_db_step_done(st))
             return BL_EIO;
         if ((*deleted = changes(db)) > 0)
             return BL_OK;
@@ -629,11 +618,11 @@ bl_err bl_rs_build_forget(bl_db *db, int64_t build_id)
     if (!st)
         return BL_EIO;
     sqlite3_bind_int64(st, 1, build_id);
-    if (done(st))
+    if (bl_db_step_done(st))
         return BL_EIO;
     st = bl_db_stmt(db, "DELETE FROM builds WHERE id = ? AND app_id = 0");
     if (!st)
         return BL_EIO;
     sqlite3_bind_int64(st, 1, build_id);
-    return done(st);
+    return bl_db_step_done(st);
 }

@@ -84,9 +84,7 @@ static bl_err run(bl_db *db, const char *sql, int64_t app)
         return BL_EIO;
     if (sqlite3_bind_parameter_count(st) > 0) /* app 0, the graveyard, too */
         sqlite3_bind_int64(st, 1, app);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+    return bl_db_step_done(st);
 }
 
 bl_err bl_rollups_refresh(bl_db *db, int *rebuilt)

@@ -7,14 +7,6 @@
 
 #include <stdio.h>
 
-/* Steps a statement that returns nothing, then resets it. */
-static bl_err step_done(sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
-}
-
 bl_err bl_wr_build_get(bl_db *db, int64_t app_id, const char *name, int64_t now_us,
                        int64_t *id)
 {
@@ -25,7 +17,7 @@ bl_err bl_wr_build_get(bl_db *db, int64_t app_id, const char *name, int64_t now_
     sqlite3_bind_int64(st, 1, app_id);
     sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, now_us);
-    if (step_done(st))
+    if (bl_db_step_done(st))
         return BL_EIO;
     st = bl_db_stmt(db, "SELECT id FROM builds WHERE app_id = ? AND name = ?");
     if (!st)
@@ -71,7 +63,7 @@ bl_err bl_wr_build_set_mapping(bl_db *db, int64_t id, const char *hash, int64_t 
     sqlite3_bind_int64(st, 2, size);
     sqlite3_bind_int64(st, 3, at_us);
     sqlite3_bind_int64(st, 4, id);
-    return step_done(st);
+    return bl_db_step_done(st);
 }
 
 bl_err bl_wr_build_set_methodids(bl_db *db, int64_t id, const char *hash, int64_t count,
@@ -87,7 +79,7 @@ bl_err bl_wr_build_set_methodids(bl_db *db, int64_t id, const char *hash, int64_
     sqlite3_bind_int(st, 3, obfuscated);
     sqlite3_bind_int64(st, 4, at_us);
     sqlite3_bind_int64(st, 5, id);
-    return step_done(st);
+    return bl_db_step_done(st);
 }
 
 bl_err bl_wr_build_set_warnings(bl_db *db, int64_t id, const char *json)
@@ -100,7 +92,7 @@ bl_err bl_wr_build_set_warnings(bl_db *db, int64_t id, const char *json)
     else
         sqlite3_bind_null(st, 1);
     sqlite3_bind_int64(st, 2, id);
-    return step_done(st);
+    return bl_db_step_done(st);
 }
 
 bl_err bl_wr_build_set_symbolicated(bl_db *db, int64_t id, int64_t at_us)
@@ -110,7 +102,7 @@ bl_err bl_wr_build_set_symbolicated(bl_db *db, int64_t id, int64_t at_us)
         return BL_EIO;
     sqlite3_bind_int64(st, 1, at_us);
     sqlite3_bind_int64(st, 2, id);
-    return step_done(st);
+    return bl_db_step_done(st);
 }
 
 bl_err bl_wr_build_count_batch(bl_db *db, int64_t id, int64_t records)
@@ -121,7 +113,7 @@ bl_err bl_wr_build_count_batch(bl_db *db, int64_t id, int64_t records)
         return BL_EIO;
     sqlite3_bind_int64(st, 1, records);
     sqlite3_bind_int64(st, 2, id);
-    return step_done(st);
+    return bl_db_step_done(st);
 }
 
 bl_err bl_wr_builds_ready(bl_db *db, bl_wr_ready_cb cb, void *ctx)
@@ -185,7 +177,7 @@ bl_err bl_wr_method_put(bl_db *db, int64_t build_id, int64_t method_id, const ch
     sqlite3_bind_text(st, 4, name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 5, descriptor, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 6, source_file, -1, SQLITE_TRANSIENT);
-    return step_done(st);
+    return bl_db_step_done(st);
 }
 
 bl_err bl_wr_method_unknown(bl_db *db, int64_t build_id, int64_t method_id, const char *name,
@@ -261,7 +253,7 @@ bl_err bl_wr_stats_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
         sqlite3_bind_int64(st, 7, s.self_us);
         sqlite3_bind_int64(st, 8, s.max_us);
         sqlite3_bind_blob(st, 9, s.sketch, (int)s.sketch_len, SQLITE_STATIC);
-        if (step_done(st))
+        if (bl_db_step_done(st))
             return BL_EIO;
     }
     return BL_OK;
@@ -295,7 +287,7 @@ bl_err bl_wr_nodes_add(bl_db *db, size_t n, bl_wr_node_fn row, void *ctx)
             sqlite3_bind_int64(upd, 2, d.count);
             sqlite3_bind_int64(upd, 3, d.total_us);
             sqlite3_bind_int64(upd, 4, d.self_us);
-            if (step_done(upd))
+            if (bl_db_step_done(upd))
                 return BL_EIO;
             if (sqlite3_changes(h) == 1)
                 continue;
@@ -309,7 +301,7 @@ bl_err bl_wr_nodes_add(bl_db *db, size_t n, bl_wr_node_fn row, void *ctx)
         sqlite3_bind_int64(ins, 6, d.count);
         sqlite3_bind_int64(ins, 7, d.total_us);
         sqlite3_bind_int64(ins, 8, d.self_us);
-        if (step_done(ins))
+        if (bl_db_step_done(ins))
             return BL_EIO;
     }
     return BL_OK;
@@ -340,5 +332,5 @@ bl_err bl_wr_batch_insert(bl_db *db, const bl_wr_batch *b)
     sqlite3_bind_int64(st, 6, b->records);
     sqlite3_bind_int64(st, 7, b->malformed);
     sqlite3_bind_int64(st, 8, b->bytes);
-    return step_done(st);
+    return bl_db_step_done(st);
 }
