@@ -108,14 +108,26 @@ public final class DispatchMonitor {
      * (made odd-free: never 0), 0 when the main thread is idle: the one
      * field the watchdog watches. One volatile store per begin (its fence
      * orders it before the read of {@link #watchdogParked}), an ordered
-     * store per end.
+     * store per end (a volatile one when the dispatch ran half the ANR
+     * threshold or more: see {@link #anrClaim}).
      */
     private volatile long start;
     private volatile boolean watchdogParked;
-    /** The watchdog's ANR report of the dispatch that began at {@link #anrSeq} ({@link #start}): its spool handle. */
+    /**
+     * The watchdog's ANR report, a handshake with {@link #end()}: the watchdog
+     * stores {@link #anrClaim} = the dispatch's {@link #start} before it looks
+     * at {@code start} again; end() of a long dispatch stores {@code start = 0}
+     * (volatile) before it reads the claim. So either the watchdog sees the
+     * dispatch over and gives up, or end() sees the claim and waits for
+     * {@link #anrSeq} = the same value, published after {@link #anrHandle}
+     * (the spooled report, null when the watchdog gave up) and {@link #anrStack}.
+     */
+    private volatile long anrClaim = -1;
     private volatile Object anrHandle;
     private volatile long anrSeq = -1;
     private volatile String[] anrStack;
+    /** end() waits at most this long for a claimed report to be spooled, ns; past it the block is sent beside the report. */
+    private static final long ANR_WAIT_NANOS = 2000000000L;
 
     /** Dispatches seen, blocks found, ANR reports (plain counters: approximate when read elsewhere). */
     long messages;
@@ -211,12 +223,19 @@ public final class DispatchMonitor {
             }
             long endNanos = System.nanoTime();
             long s = start;
-            START.lazySet(this, 0);
+            // only a dispatch near the ANR threshold can be claimed by the watchdog:
+            // it alone pays for the full fence of the handshake
+            boolean longOne = anrNanos > 0 && endNanos - beginNanos >= anrNanos / 2;
+            if (longOne) {
+                start = 0;
+            } else {
+                START.lazySet(this, 0);
+            }
             messages++;
             if (clock instanceof TickerClock) {
                 ((TickerClock) clock).pause();
             }
-            boolean reported = anrSeq == s;
+            boolean reported = longOne && anrClaim == s && awaitReport(s);
             if (endNanos - beginNanos >= blockNanos || reported) {
                 blocks++;
                 Ring r = ring;
@@ -228,6 +247,18 @@ public final class DispatchMonitor {
         } catch (Throwable t) {
             // never into the app
         }
+    }
+
+    /** The watchdog claimed dispatch {@code s}: waits (bounded) until its report is done. @return true when it was spooled */
+    private boolean awaitReport(long s) {
+        long deadline = System.nanoTime() + ANR_WAIT_NANOS;
+        while (anrSeq != s) {
+            if (System.nanoTime() - deadline > 0) {
+                return false;
+            }
+            LockSupport.parkNanos(this, 1000000L);
+        }
+        return anrHandle != null;
     }
 
     private String safeTarget(Object w) {
@@ -271,7 +302,7 @@ public final class DispatchMonitor {
                     LockSupport.parkNanos(this, due - now);
                     continue;
                 }
-                if (start == s && anrSeq != s) {
+                if (start == s && anrClaim != s) {
                     report(s);
                 }
                 // this dispatch is reported (or over): look again after a threshold
@@ -299,23 +330,36 @@ public final class DispatchMonitor {
         if (m == null || r == null) {
             return;
         }
+        anrClaim = s; // before the look at start: see anrClaim
+        Object handle = null;
+        String[] stack = null;
+        try {
+            if (start != s) {
+                return; // it ended meanwhile: end() reports it as a block
+            }
+            stack = sample(m);
+            long nowUs = micros(System.nanoTime());
+            long p = r.published();
+            long b = pBegin;
+            long bUs = beginUs;
+            Object w = what;
+            anrs++;
+            handle = sink.anr(new Block(kind, safeTarget(w), r, b, p, bUs, nowUs, true, stack));
+        } finally {
+            anrStack = stack;
+            anrHandle = handle;
+            anrSeq = s; // published last: end() waits for it
+        }
+    }
+
+    /** The main thread's Java stack, innermost first, at most 256 frames. */
+    private static String[] sample(Thread m) {
         StackTraceElement[] st = m.getStackTrace();
         int n = Math.min(st.length, 256);
         String[] stack = new String[n];
         for (int i = 0; i < n; i++) {
             stack[i] = st[i].toString();
         }
-        long nowUs = micros(System.nanoTime());
-        long p = r.published();
-        long b = pBegin;
-        long bUs = beginUs;
-        Object w = what;
-        if (start != s) {
-            return; // it ended meanwhile: end() reports it as a block
-        }
-        anrs++;
-        anrStack = stack;
-        anrHandle = sink.anr(new Block(kind, safeTarget(w), r, b, p, bUs, nowUs, true, stack));
-        anrSeq = s; // published last: end() reads it first
+        return stack;
     }
 }
