@@ -19,6 +19,8 @@
 #include "common/u128map.h"
 #include "store/blocks.h"
 #include "store/builds.h"
+#include "symbol/mapindex.h"
+#include "symbol/retrace.h"
 
 #define HOUR_US 3600000000ll
 #define NODE_CHARGE 1024 /* bytes charged per call-tree node (a jansson object and its members) */
@@ -41,6 +43,7 @@ typedef struct list_ctx {
     bl_buf rows;  /* grp[], charged */
     bl_buf text;  /* NUL-terminated strings, charged */
     bl_sketch sk;
+    bl_mapindex *mi; /* the build's mapping index (owned; NULL: none, targets as sent) */
     int failed;   /* out of memory / budget */
 } list_ctx;
 
@@ -78,6 +81,8 @@ static void list_free(list_ctx *x)
     bl_req_buf_free(x->r, &x->rows);
     bl_req_buf_free(x->r, &x->text);
     bl_sketch_cleanup(&x->sk);
+    if (x->mi)
+        bl_mapindex_close(x->mi);
 }
 
 static _Thread_local int sort_key; /* qsort has no context argument */
@@ -184,13 +189,25 @@ static bl_err group_json(bl_db *db, int64_t build_id, const list_ctx *x, const g
         return e;
     size_t n = json_array_size(path);
     json_t *method = n ? json_incref(json_array_get(path, n - 1)) : json_null();
+    /* the target's class names retraced with the build's mapping, if any */
+    const char *t = x->text.data + g->target_off;
+    bl_buf tb;
+    bl_buf_init(&tb, 0);
+    if (bl_req_take(x->r, 2 * strlen(t) + 64) ||
+        bl_retrace_class_names(x->mi, t, strlen(t), &tb)) {
+        bl_buf_cleanup(&tb);
+        json_decref(path);
+        json_decref(method);
+        return BL_ENOMEM;
+    }
     *out = json_pack("{s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "signature", sig,
                      "method", method, "path", path, "count", (json_int_t)g->count, "p50_us",
                      (json_int_t)g->q[0], "p90_us", (json_int_t)g->q[1], "p99_us",
                      (json_int_t)g->q[2], "max_us", (json_int_t)g->max_us, "devices",
                      (json_int_t)g->devices, "sessions", (json_int_t)g->sessions, "anrs",
                      (json_int_t)g->anrs, "first_at", (json_int_t)g->first_at, "last_at",
-                     (json_int_t)g->last_at, "target", bl_json_text(x->text.data + g->target_off));
+                     (json_int_t)g->last_at, "target", bl_json_text(tb.data));
+    bl_buf_cleanup(&tb);
     return *out ? BL_OK : BL_ENOMEM;
 }
 
@@ -226,6 +243,12 @@ static int load_groups(struct MHD_Connection *c, bl_http *h, req *r, int64_t sin
     bl_buf_init(&x->rows, 0);
     bl_buf_init(&x->text, 0);
     bl_sketch_init(&x->sk);
+    /* best effort: without a mapping (or an index that cannot be opened
+     * now) targets are answered as the runtime named them */
+    char bdir[BL_PATH_MAX];
+    if (bl_datadir_build(h->data_dir, r->app_id, bname, bdir) != BL_OK ||
+        bl_datadir_open_index(h->data_dir, bdir, &x->mi, NULL) != BL_OK)
+        x->mi = NULL;
     bl_err e = bl_blk_groups(db, *build_id, from, to, group_row, x);
     if (x->failed || e) {
         list_free(x);

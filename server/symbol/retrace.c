@@ -930,3 +930,55 @@ bl_err bl_retrace_text(const bl_mapindex *mi, const bl_retrace_opts *opts, const
     bl_retracer_free(rt);
     return err;
 }
+
+/* ---- class names in a free text (block targets) ------------------------ */
+
+static int class_name_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '$' || c == '.' || c >= 0x80;
+}
+
+/* Appends the original name of the class run t[0..n), or the run itself. */
+static bl_err put_class_run(const bl_mapindex *mi, const char *t, size_t n, bl_buf *out)
+{
+    const bl_mi_class *c = mi ? bl_mapindex_class_by_obf(mi, t, n) : NULL;
+    for (size_t cut = n; !c && mi && cut-- > 1;) {
+        if (t[cut] != '$')
+            continue;
+        const bl_mi_class *outer = bl_mapindex_class_by_obf(mi, t, cut);
+        if (outer) {
+            const char *o = bl_mapindex_str(mi, outer->orig);
+            bl_err e = bl_buf_append(out, o, bl_mapindex_strlen(mi, outer->orig));
+            return e ? e : bl_buf_append(out, t + cut, n - cut);
+        }
+    }
+    if (c)
+        return bl_buf_append(out, bl_mapindex_str(mi, c->orig), bl_mapindex_strlen(mi, c->orig));
+    return bl_buf_append(out, t, n);
+}
+
+bl_err bl_retrace_class_names(const bl_mapindex *mi, const char *text, size_t len, bl_buf *out)
+{
+    size_t i = 0;
+    while (i < len) {
+        size_t j = i;
+        bl_err e;
+        if (class_name_char((unsigned char)text[i])) {
+            while (j < len && class_name_char((unsigned char)text[j]))
+                j++;
+            e = put_class_run(mi, text + i, j - i, out);
+        } else {
+            while (j < len && !class_name_char((unsigned char)text[j]))
+                j++;
+            e = bl_buf_append(out, text + i, j - i);
+        }
+        if (e)
+            return e;
+        i = j;
+    }
+    bl_err e = bl_buf_putc(out, 0);
+    if (!e)
+        out->len--;
+    return e;
+}

@@ -123,6 +123,20 @@ typedef void (*bl_retrace_name_fn)(void *ctx, const char *cls, size_t cn, const 
 void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn, void *ctx);
 
 /*
+ * Retraces the class names in a short free text such as a block's message
+ * target ("android.os.Handler/a.b$1", "java.awt.event.InvocationEvent/a.c"):
+ * every maximal run of Java identifier characters, '.' and '$' that names an
+ * obfuscated class of the mapping is replaced by the original name; a run
+ * that does not but whose part before one of its '$' does (a nested or
+ * synthetic class the mapping does not list) becomes the outer class's
+ * original name followed by the rest unchanged. Everything else (framework
+ * classes, "what=3", separators) is copied as is. Appends the result to
+ * out, NUL-terminated (the NUL not counted in out->len). mi may be NULL
+ * (copies the text). Errors: BL_ENOMEM (out keeps what was appended).
+ */
+bl_err bl_retrace_class_names(const bl_mapindex *mi, const char *text, size_t len, bl_buf *out);
+
+/*
  * Source file name inferred from an original class name (R8 rules): the
  * outer class's simple name + ".java", or + ".kt" without the "Kt" suffix.
  * Writes into buf (cap bytes, NUL-terminated); returns the length.

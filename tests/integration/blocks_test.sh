@@ -182,7 +182,7 @@ post b3
 expect "batch 3 accepted" 202 "$CODE"
 # batch 4: the stall in the obfuscated build
 R4="[$(recs 10 's/^1 /11 /; s/^2 /12 /; s/^3 /13 /; s/^4 /14 /; s/^6 /15 /' <<< "$STALL")]"
-batch b4 11111111-1111-4111-8111-000000000004 2.0 s9 $O1 "$R4" "[$(ev 0 10 900010 obf dev-9)]"
+batch b4 11111111-1111-4111-8111-000000000004 2.0 s9 $O1 "$R4" "[$(ev 0 10 900010 'android.os.Handler/a.a$1' dev-9)]"
 post b4
 expect "batch 4 accepted" 202 "$CODE"
 expect_processed 4
@@ -238,6 +238,8 @@ expect "signatures differ" 4 "$(jq '[.blocks[].signature] | unique | length' <<<
 http GET "/v1/apps/shop/blocks?build=2.0" "$RD"
 expect "obfuscated build: same signature as the original" "$SIG 1 com.example.Db.query" \
   "$(jq -r '.blocks[0] | "\(.signature) \(.count) \(.method.class).\(.method.name)"' <<< "$BODY")"
+expect "obfuscated build: the target's classes retraced (a nested class the mapping lacks: its outer class's)" \
+  'android.os.Handler/com.example.Feed$1' "$(jq -r '.blocks[0].target' <<< "$BODY")"
 
 # --- a method symbolicated late: build 3.0's first method-ID file lacks
 # query (3); its blocks show "unknown method 3" until a complete file

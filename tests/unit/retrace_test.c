@@ -523,6 +523,45 @@ END_TEST
 
 
 
+/* Class names in a block target: exact classes, a nested class the mapping
+ * lacks (its outer class's name, the rest kept), framework classes and
+ * other text unchanged; no index: the text as is. */
+START_TEST(class_names_in_a_target)
+{
+    static const char m[] = "com.example.Feed -> a.a:\n"
+                            "    void run() -> a\n"
+                            "com.example.Feed$Loader -> a.b:\n"
+                            "com.example.Db -> b:\n";
+    bl_buf img;
+    bl_mi_stats st;
+    bl_mapindex *mi = tu_index_of(m, sizeof m - 1, &img, &st);
+    static const char *const cases[][2] = {
+        { "java.awt.event.InvocationEvent/a.a", "java.awt.event.InvocationEvent/com.example.Feed" },
+        { "android.os.Handler/a.a$1", "android.os.Handler/com.example.Feed$1" },
+        { "android.os.Handler/a.b$$Lambda$3", "android.os.Handler/com.example.Feed$Loader$$Lambda$3" },
+        { "b/what=3", "com.example.Db/what=3" },
+        { "android.os.Handler/what=3", "android.os.Handler/what=3" },
+        { "", "" },
+        { "a.c$1 (x)", "a.c$1 (x)" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bl_buf out;
+        bl_buf_init(&out, 0);
+        ck_assert_int_eq(bl_retrace_class_names(mi, cases[i][0], strlen(cases[i][0]), &out), BL_OK);
+        ck_assert_str_eq(out.data, cases[i][1]);
+        ck_assert_uint_eq(out.len, strlen(cases[i][1]));
+        bl_buf_cleanup(&out);
+    }
+    bl_buf out;
+    bl_buf_init(&out, 0);
+    ck_assert_int_eq(bl_retrace_class_names(NULL, "x/a.a", 5, &out), BL_OK);
+    ck_assert_str_eq(out.data, "x/a.a");
+    bl_buf_cleanup(&out);
+    bl_mapindex_close(mi);
+    bl_buf_cleanup(&img);
+}
+END_TEST
+
 /* The index written to disk and mmapped answers like the in-memory one. */
 START_TEST(index_file_roundtrip)
 {
@@ -589,6 +628,7 @@ int main(void)
     tcase_add_test(tc, golden_cases_two_threads);
     tcase_add_loop_test(tc, golden_case, 0, n_cases);
     tcase_add_test(tc, malformed_lines_counted);
+    tcase_add_test(tc, class_names_in_a_target);
     tcase_add_test(tc, remembered_outline_line);
     tcase_add_test(tc, lazy_build_reads_version_in_skipped_class);
     tcase_add_test(tc, lazy_build_reads_escaped_metadata);
