@@ -420,6 +420,59 @@ static int sort_nodes(json_t *arr)
     return bad ? -1 : 0;
 }
 
+/* The latest ANR stack of a group, retraced with the build's mapping. */
+typedef struct stack_ctx {
+    req *r;
+    const bl_mapindex *mi;
+    json_t *obj;   /* {"at_us": …, "frames": […]}, owned; NULL: none */
+    int oom;
+} stack_ctx;
+
+static void stack_cb(const char *stack, int64_t at_us, void *ctx)
+{
+    stack_ctx *x = ctx;
+    /* one "\tat FRAME" line per frame, as a Java stack trace prints it */
+    bl_buf in, out;
+    bl_buf_init(&in, 0);
+    bl_buf_init(&out, 0);
+    json_t *frames = json_array();
+    int bad = !frames || bl_buf_puts(&in, "\tat ");
+    for (const char *p = stack; *p && !bad; p++)
+        bad = *p == '\n' ? bl_buf_puts(&in, "\n\tat ") : bl_buf_putc(&in, *p);
+    bad = bad || bl_buf_putc(&in, '\n');
+    if (!bad && x->mi) {
+        bl_retrace_opts o = { 0 };
+        bad = bl_req_take(x->r, 4 * in.len + 4096) ||
+              bl_retrace_text(x->mi, &o, in.data, in.len, &out) != BL_OK;
+    } else if (!bad) {
+        bad = bl_buf_append(&out, in.data, in.len);
+    }
+    /* the frames back out of the (retraced) text: each line without its
+     * indentation and "at " (an ambiguous frame's other candidates keep
+     * R8's "<OR> at " before them) */
+    for (size_t i = 0; i < out.len && !bad;) {
+        size_t j = i;
+        while (j < out.len && out.data[j] != '\n')
+            j++;
+        size_t a = i;
+        while (a < j && (out.data[a] == ' ' || out.data[a] == '\t'))
+            a++;
+        if (j - a >= 3 && !memcmp(out.data + a, "at ", 3))
+            a += 3;
+        if (j > a)
+            bad = json_array_append_new(frames, json_stringn(out.data + a, j - a)) != 0 ||
+                  bl_req_take(x->r, 64 + (j - a));
+        i = j + 1;
+    }
+    bl_buf_cleanup(&in);
+    bl_buf_cleanup(&out);
+    if (!bad)
+        x->obj = json_pack("{s:I,s:o}", "at_us", (json_int_t)at_us, "frames", frames);
+    else
+        json_decref(frames);
+    x->oom = !x->obj;
+}
+
 enum MHD_Result bl_h_block(struct MHD_Connection *c, bl_http *h, req *r)
 {
     char err[200];
@@ -457,12 +510,22 @@ enum MHD_Result bl_h_block(struct MHD_Connection *c, bl_http *h, req *r)
             !strcmp(sig, r->sig))
             hit = i;
     }
+    stack_ctx sx = { r, NULL, NULL, 0 };
     if (!e && hit != SIZE_MAX) {
         char sig[33];
         if (!(e = group_json(db, build_id, &x, &g[hit], &found, sig)))
             gid = g[hit].id;
+        sx.mi = x.mi;
+        if (!e && !(e = bl_blk_anr_stack(db, gid, stack_cb, &sx)) && sx.oom)
+            e = BL_ENOMEM;
+        if (!e && json_object_set_new(found, "anr_stack", sx.obj ? sx.obj : json_null()))
+            e = BL_ENOMEM;
+        else if (e)
+            json_decref(sx.obj);
     }
     list_free(&x);
+    if (e)
+        json_decref(found);
     if (e)
         return e == BL_EIO ? bl_reply_error(c, h, 500, "database error")
                            : bl_reply_error(c, h, 503, "out of memory; retry later");

@@ -48,6 +48,7 @@ struct bl_events {
     int64_t tree_thread;  /* thread index the tree holds, -1 none */
     bl_sketch sk;
     bl_buf blob;          /* one block's serialised sketch */
+    bl_buf stack;         /* one ANR's stack, frames joined by '\n', NUL-terminated */
     int64_t *ids;         /* stored node id per block-tree node */
     size_t cap_ids;
     char *session;        /* NUL-terminated copy of the batch's session_id */
@@ -63,6 +64,7 @@ bl_err bl_events_new(bl_events **out)
     bl_block_tree_init(&ev->bt);
     bl_sketch_init(&ev->sk);
     bl_buf_init(&ev->blob, 0);
+    bl_buf_init(&ev->stack, 0);
     *out = ev;
     return BL_OK;
 }
@@ -75,6 +77,7 @@ void bl_events_free(bl_events *ev)
     bl_block_tree_cleanup(&ev->bt);
     bl_sketch_cleanup(&ev->sk);
     bl_buf_cleanup(&ev->blob);
+    bl_buf_cleanup(&ev->stack);
     free(ev->ids);
     free(ev->session);
     free(ev);
@@ -120,6 +123,7 @@ typedef struct block_ev {
     uint64_t thread, begin, end;
     const char *target, *device;
     int anr;
+    json_t *stack;        /* the event's "stack" array (checked), NULL: none */
 } block_ev;
 
 /* Checks a block event's fields: -1 with *reason set when one is wrong. */
@@ -146,6 +150,7 @@ static int parse_block(json_t *o, const bl_batch *bt, block_ev *b, int *reason)
         }
     }
     b->anr = anr && json_is_true(anr);
+    b->stack = stack;
     if (b->thread >= bt->n_threads) {
         *reason = BL_EV_THREAD;
         return -1;
@@ -171,11 +176,25 @@ static bl_err store_block(bl_events *ev, bl_db *db, int64_t build_id, int64_t or
     bl_buf_reset(&ev->blob);
     if (bl_sketch_add(&ev->sk, b->end - b->begin, 1) || bl_sketch_serialize(&ev->sk, &ev->blob))
         return BL_ENOMEM;
+    /* an ANR's stack (a quick block's is not kept: the runtime sends one only with "anr") */
+    const char *stack = NULL;
+    if (b->anr && b->stack && json_array_size(b->stack)) {
+        bl_buf_reset(&ev->stack);
+        for (size_t i = 0; i < json_array_size(b->stack); i++) {
+            json_t *f = json_array_get(b->stack, i);
+            if ((i && bl_buf_putc(&ev->stack, '\n')) ||
+                bl_buf_append(&ev->stack, json_string_value(f), json_string_length(f)))
+                return BL_ENOMEM;
+        }
+        if (bl_buf_putc(&ev->stack, 0))
+            return BL_ENOMEM;
+        stack = ev->stack.data;
+    }
     bl_blk_block row = {
         .build_id = build_id, .path = path, .at_us = origin + (int64_t)b->begin,
         .dur_us = (int64_t)(b->end - b->begin), .anr = b->anr, .target = b->target,
         .device = b->device, .session = ev->session, .sketch = ev->blob.data,
-        .sketch_len = ev->blob.len,
+        .sketch_len = ev->blob.len, .anr_stack = stack,
     };
     int64_t grp;
     if (bl_blk_add(db, &row, &grp))

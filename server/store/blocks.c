@@ -41,13 +41,20 @@ bl_err bl_blk_add(bl_db *db, const bl_blk_block *b, int64_t *group)
     int64_t hour = hour_of(b->at_us);
     st = bl_db_stmt(db,
                     "INSERT INTO block_stats (grp, hour, count, anrs, max_us, sketch, first_at, "
-                    "last_at, target) VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?6, ?7) "
+                    "last_at, target, anr_stack, anr_at) VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?6, "
+                    "?7, ?8, CASE WHEN ?8 IS NULL THEN NULL ELSE ?6 END) "
                     "ON CONFLICT(grp, hour) DO UPDATE SET count = count + 1, "
                     "anrs = anrs + excluded.anrs, max_us = max(max_us, excluded.max_us), "
                     "sketch = sketch_merge(sketch, excluded.sketch), "
                     "first_at = min(first_at, excluded.first_at), "
                     "target = CASE WHEN excluded.last_at >= last_at THEN excluded.target "
-                    "ELSE target END, last_at = max(last_at, excluded.last_at)");
+                    "ELSE target END, "
+                    "anr_stack = CASE WHEN excluded.anr_stack IS NOT NULL AND "
+                    "(anr_at IS NULL OR excluded.anr_at >= anr_at) THEN excluded.anr_stack "
+                    "ELSE anr_stack END, "
+                    "anr_at = CASE WHEN excluded.anr_stack IS NOT NULL AND "
+                    "(anr_at IS NULL OR excluded.anr_at >= anr_at) THEN excluded.anr_at "
+                    "ELSE anr_at END, last_at = max(last_at, excluded.last_at)");
     if (!st)
         return BL_EIO;
     sqlite3_bind_int64(st, 1, g);
@@ -57,6 +64,10 @@ bl_err bl_blk_add(bl_db *db, const bl_blk_block *b, int64_t *group)
     sqlite3_bind_blob(st, 5, b->sketch, (int)b->sketch_len, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 6, b->at_us);
     sqlite3_bind_text(st, 7, b->target, -1, SQLITE_TRANSIENT);
+    if (b->anr_stack)
+        sqlite3_bind_text(st, 8, b->anr_stack, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, 8);
     if (done(st, sqlite3_step(st)))
         return BL_EIO;
     st = bl_db_stmt(db, "INSERT INTO block_seen (grp, kind, value, hour) VALUES (?, ?, ?, ?) "
@@ -165,6 +176,21 @@ bl_err bl_blk_method(bl_db *db, int64_t build_id, int64_t method_id,
         bl_blk_names n = { "?", name, "", "" };
         cb(&n, ctx);
     }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
+bl_err bl_blk_anr_stack(bl_db *db, int64_t group,
+                        void (*cb)(const char *stack, int64_t at_us, void *ctx), void *ctx)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT anr_stack, anr_at FROM block_stats WHERE grp = ? "
+                                      "AND anr_stack IS NOT NULL ORDER BY anr_at DESC LIMIT 1");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, group);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        cb(text(st, 0), sqlite3_column_int64(st, 1), ctx);
     sqlite3_reset(st);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? BL_OK : BL_EIO;
 }

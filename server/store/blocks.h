@@ -34,6 +34,8 @@ typedef struct bl_blk_block {
     const char *session;  /* the batch's session_id */
     const void *sketch;   /* agg/sketch.h blob holding dur_us once */
     size_t sketch_len;
+    const char *anr_stack; /* an ANR's sampled stack: frames innermost first, '\n' between;
+                            * NULL: none. The hour keeps the latest one (by at_us). */
 } bl_blk_block;
 
 /* Adds the block to its group (created when new) for the hour of at_us;
@@ -80,6 +82,13 @@ typedef struct bl_blk_names {
  * `build_id`. BL_OK, BL_EIO. */
 bl_err bl_blk_method(bl_db *db, int64_t build_id, int64_t method_id,
                      void (*cb)(const bl_blk_names *n, void *ctx), void *ctx);
+
+/* Calls cb(stack, at_us, ctx) with the stack of group `group`'s latest
+ * ANR that had one (bl_blk_block.anr_stack, as stored) and that block's
+ * begin (µs since the epoch); not at all when there is none. BL_OK,
+ * BL_EIO. */
+bl_err bl_blk_anr_stack(bl_db *db, int64_t group,
+                        void (*cb)(const char *stack, int64_t at_us, void *ctx), void *ctx);
 
 /* One stored node of a group's call tree, with its method's names. */
 typedef struct bl_blk_node {

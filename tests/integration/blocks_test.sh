@@ -182,7 +182,10 @@ post b3
 expect "batch 3 accepted" 202 "$CODE"
 # batch 4: the stall in the obfuscated build
 R4="[$(recs 10 's/^1 /11 /; s/^2 /12 /; s/^3 /13 /; s/^4 /14 /; s/^6 /15 /' <<< "$STALL")]"
-batch b4 11111111-1111-4111-8111-000000000004 2.0 s9 $O1 "$R4" "[$(ev 0 10 900010 'android.os.Handler/a.a$1' dev-9)]"
+# (an ANR, with the stack the watchdog sampled, obfuscated: retraced when answered)
+E4=$(ev 0 10 900010 'android.os.Handler/a.a$1' dev-9 true |
+  jq -c '. + {stack: ["b.a.a(SourceFile)", "a.a.b(SourceFile)", "a.a.a(SourceFile)", "android.os.Looper.loop(Looper.java:288)"]}')
+batch b4 11111111-1111-4111-8111-000000000004 2.0 s9 $O1 "$R4" "[$E4]"
 post b4
 expect "batch 4 accepted" 202 "$CODE"
 expect_processed 4
@@ -238,6 +241,15 @@ expect "signatures differ" 4 "$(jq '[.blocks[].signature] | unique | length' <<<
 http GET "/v1/apps/shop/blocks?build=2.0" "$RD"
 expect "obfuscated build: same signature as the original" "$SIG 1 com.example.Db.query" \
   "$(jq -r '.blocks[0] | "\(.signature) \(.count) \(.method.class).\(.method.name)"' <<< "$BODY")"
+SIG2=$(jq -r '.blocks[0].signature' <<< "$BODY")
+http GET "/v1/apps/shop/blocks/$SIG2?build=2.0" "$RD"
+expect "obfuscated build: the ANR's stack, retraced, innermost first" \
+  'com.example.Db.query(Db.java)|com.example.Feed.load(Feed.java)|com.example.Feed.run(Feed.java)|android.os.Looper.loop(Looper.java:288)' \
+  "$(jq -r '.anr_stack.frames | join("|")' <<< "$BODY")"
+expect "obfuscated build: the ANR stack's block begin" "$((O1 + 10))" "$(jq -r '.anr_stack.at_us' <<< "$BODY")"
+http GET "/v1/apps/shop/blocks/$SIG?build=1.0" "$RD"
+expect "a group without an ANR stack: anr_stack null" null "$(jq -c '.anr_stack' <<< "$BODY")"
+http GET "/v1/apps/shop/blocks?build=2.0" "$RD"
 expect "obfuscated build: the target's classes retraced (a nested class the mapping lacks: its outer class's)" \
   'android.os.Handler/com.example.Feed$1' "$(jq -r '.blocks[0].target' <<< "$BODY")"
 

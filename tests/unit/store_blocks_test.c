@@ -60,8 +60,9 @@ static void teardown(void)
 }
 
 /* Adds one block; returns its group. */
-static int64_t add(int64_t build, const char *p, int64_t at, int64_t dur, int anr,
-                   const char *target, const char *device, const char *session)
+static int64_t add_stack(int64_t build, const char *p, int64_t at, int64_t dur, int anr,
+                         const char *target, const char *device, const char *session,
+                         const char *stack)
 {
     bl_sketch s;
     bl_sketch_init(&s);
@@ -69,10 +70,17 @@ static int64_t add(int64_t build, const char *p, int64_t at, int64_t dur, int an
     ck_assert_int_eq(bl_sketch_add(&s, (uint64_t)dur, 1), BL_OK);
     ck_assert_int_eq(bl_sketch_serialize(&s, &blob), BL_OK);
     bl_sketch_cleanup(&s);
-    bl_blk_block b = { build, p, at, dur, anr, target, device, session, blob.data, blob.len };
+    bl_blk_block b = { build, p, at, dur, anr, target, device, session, blob.data, blob.len,
+                       stack };
     int64_t g;
     ck_assert_msg(bl_blk_add(db, &b, &g) == BL_OK, "%s", bl_db_errmsg(db));
     return g;
+}
+
+static int64_t add(int64_t build, const char *p, int64_t at, int64_t dur, int anr,
+                   const char *target, const char *device, const char *session)
+{
+    return add_stack(build, p, at, dur, anr, target, device, session, NULL);
 }
 
 typedef struct got {
@@ -200,6 +208,44 @@ START_TEST(nodes_merge)
 }
 END_TEST
 
+typedef struct stk {
+    char s[64];
+    int64_t at;
+    int n;
+} stk;
+
+static void take_stack(const char *stack, int64_t at_us, void *ctx)
+{
+    stk *k = ctx;
+    snprintf(k->s, sizeof k->s, "%s", stack);
+    k->at = at_us;
+    k->n++;
+}
+
+/* The latest ANR stack of a group (by its block's begin), across hours and
+ * within one, whatever order the blocks were added in; blocks without a
+ * stack never replace one. */
+START_TEST(anr_stack_latest)
+{
+    stk k = { "", 0, 0 };
+    int64_t g = add(1, "1", T0 + 5, 1000, 1, "t", "d", "s");
+    ck_assert_int_eq(bl_blk_anr_stack(db, g, take_stack, &k), BL_OK);
+    ck_assert_int_eq(k.n, 0); /* an ANR without a stack */
+    add_stack(1, "1", T0 + 100, 1000, 1, "t", "d", "s", "x.a(S)\ny.b(S)");
+    add_stack(1, "1", T0 + 50, 1000, 1, "t", "d", "s", "older");     /* same hour, earlier */
+    add(1, "1", T0 + 200, 1000, 0, "t", "d", "s");                    /* later, no stack */
+    ck_assert_int_eq(bl_blk_anr_stack(db, g, take_stack, &k), BL_OK);
+    ck_assert_int_eq(k.n, 1);
+    ck_assert_str_eq(k.s, "x.a(S)\ny.b(S)");
+    ck_assert_int_eq(k.at, T0 + 100);
+    add_stack(1, "1", T0 - H, 1000, 1, "t", "d", "s", "an hour before");
+    add_stack(1, "1", T0 + 2 * H, 1000, 1, "t", "d", "s", "two hours later");
+    ck_assert_int_eq(bl_blk_anr_stack(db, g, take_stack, &k), BL_OK);
+    ck_assert_str_eq(k.s, "two hours later");
+    ck_assert_int_eq(k.at, T0 + 2 * H);
+}
+END_TEST
+
 START_TEST(rollback_leaves_nothing)
 {
     exec_ok("BEGIN");
@@ -223,6 +269,7 @@ int main(void)
     tcase_add_test(t, groups_and_figures);
     tcase_add_test(t, nodes_merge);
     tcase_add_test(t, rollback_leaves_nothing);
+    tcase_add_test(t, anr_stack_latest);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
