@@ -199,6 +199,18 @@ public final class Beatline {
         }
     }
 
+    /**
+     * A main-thread message began (Android's {@code LooperDispatch}, issue
+     * 14): wakes the flush thread when it sleeps without a deadline for want
+     * of records. Cheap (volatile reads); never throws.
+     */
+    public static void nudge() {
+        Session s = current;
+        if (s != null) {
+            s.nudge();
+        }
+    }
+
     /** @return counters of the running session, or null when not running */
     public static Stats stats() {
         Session s = current;
@@ -249,6 +261,10 @@ public final class Beatline {
         /** Block events spooled; blocks lost (queue full, no window in full mode, spool failure). */
         public final long blocksSpooled;
         public final long blocksDropped;
+        /** Times the runtime's flush and upload threads woke up (issue 14: 0 while idle on a phone). */
+        public final long wakeups;
+        /** The HTTPS / cleartext error that stopped uploads for this session, or null (issue 14). */
+        public final String uploadError;
 
         Stats(Session s) {
             threads = s.recorder.threads();
@@ -276,6 +292,8 @@ public final class Beatline {
             anrReports = m == null ? 0 : m.anrs;
             blocksSpooled = s.blocksSpooled;
             blocksDropped = s.blocksDropped;
+            wakeups = s.wakeups;
+            uploadError = s.uploadError;
         }
     }
 }

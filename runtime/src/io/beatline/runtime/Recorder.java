@@ -31,6 +31,7 @@ final class Recorder {
     private final ThreadLocal<Ring> local = new ThreadLocal<Ring>() {
         @Override
         protected Ring initialValue() {
+            set(Ring.OFF); // re-entry guard (issue 14): probes inside the policy see OFF, not a new attach
             return attach(Thread.currentThread());
         }
     };
@@ -47,13 +48,14 @@ final class Recorder {
         this.threadCapacity = threadCapacity;
         this.maxThreads = maxThreads;
         this.log = log;
+        this.appClock = !(clock instanceof NanoClock || clock instanceof TickerClock);
     }
 
     /** Method enter on the calling thread. Never throws. */
     void enter(int methodId) {
         Ring r = local.get();
         if (r.on) {
-            r.put(((long) (methodId & ID_MASK) << ID_SHIFT) | (clock.nowMicros() & T_MASK));
+            r.put(((long) (methodId & ID_MASK) << ID_SHIFT) | ((appClock ? appNow(r) : clock.nowMicros()) & T_MASK));
         }
     }
 
@@ -61,8 +63,44 @@ final class Recorder {
     void exit(int methodId) {
         Ring r = local.get();
         if (r.on) {
-            r.put(EXIT | ((long) (methodId & ID_MASK) << ID_SHIFT) | (clock.nowMicros() & T_MASK));
+            r.put(EXIT | ((long) (methodId & ID_MASK) << ID_SHIFT)
+                    | ((appClock ? appNow(r) : clock.nowMicros()) & T_MASK));
         }
+    }
+
+    /**
+     * Re-entry guard (issue 14): whether {@link #clock} is app code (not the
+     * runtime's {@link NanoClock} / {@link TickerClock}), instrumented with
+     * the app, whose probes would come back here for every reading.
+     */
+    private final boolean appClock;
+
+    /** An app clock's reading with this thread's probes ignored while it runs. */
+    private long appNow(Ring r) {
+        local.set(Ring.OFF);
+        try {
+            return clock.nowMicros();
+        } finally {
+            local.set(r);
+        }
+    }
+
+    /**
+     * Re-entry guard (issue 14): ignores the calling thread's probes until
+     * {@link #unmute}; for runtime code calling app code ({@link Log}, say).
+     * Attaches a ring first when the thread has none (as its first probe would).
+     *
+     * @return what {@link #unmute} restores
+     */
+    Ring mute() {
+        Ring r = local.get();
+        local.set(Ring.OFF);
+        return r;
+    }
+
+    /** Ends a {@link #mute()}: the thread's probes record again (into {@code r}). */
+    void unmute(Ring r) {
+        local.set(r);
     }
 
     /** The calling thread's ring (attached on first use). */
