@@ -83,3 +83,9 @@ function(beatline_android_test name class)
 endfunction()
 
 beatline_android_test(runtime_android_looper LooperDispatchTest)
+
+# The AAR (issue 14): entries, manifest provider, consumer rules applied by
+# Debian's ProGuard (tests/runtime/android/aar_test.sh).
+add_test(NAME runtime_android_aar
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/runtime/android/aar_test.sh ${CMAKE_BINARY_DIR} ${BEATLINE_ANDROID_ALL})
+set_tests_properties(runtime_android_aar PROPERTIES TIMEOUT 300 LABELS "runtime;android")
