@@ -42,20 +42,19 @@ final class Recorder {
      * @param maxThreads at most this many rings at once (dead threads' rings leave after their last dump)
      */
     Recorder(Clock clock, ThreadPolicy policy, int mainCapacity, int threadCapacity, int maxThreads, Log log) {
-        this.clock = clock;
+        this.clock = clock instanceof NanoClock || clock instanceof TickerClock ? clock : new MutedClock(clock);
         this.policy = policy;
         this.mainCapacity = mainCapacity;
         this.threadCapacity = threadCapacity;
         this.maxThreads = maxThreads;
         this.log = log;
-        this.appClock = !(clock instanceof NanoClock || clock instanceof TickerClock);
     }
 
     /** Method enter on the calling thread. Never throws. */
     void enter(int methodId) {
         Ring r = local.get();
         if (r.on) {
-            r.put(((long) (methodId & ID_MASK) << ID_SHIFT) | ((appClock ? appNow(r) : clock.nowMicros()) & T_MASK));
+            r.put(((long) (methodId & ID_MASK) << ID_SHIFT) | (clock.nowMicros() & T_MASK));
         }
     }
 
@@ -63,25 +62,41 @@ final class Recorder {
     void exit(int methodId) {
         Ring r = local.get();
         if (r.on) {
-            r.put(EXIT | ((long) (methodId & ID_MASK) << ID_SHIFT)
-                    | ((appClock ? appNow(r) : clock.nowMicros()) & T_MASK));
+            r.put(EXIT | ((long) (methodId & ID_MASK) << ID_SHIFT) | (clock.nowMicros() & T_MASK));
         }
     }
 
     /**
-     * Re-entry guard (issue 14): whether {@link #clock} is app code (not the
-     * runtime's {@link NanoClock} / {@link TickerClock}), instrumented with
-     * the app, whose probes would come back here for every reading.
+     * Re-entry guard (issue 14): an app clock (not the runtime's
+     * {@link NanoClock} / {@link TickerClock}) is instrumented with the app,
+     * and its probes would come back here at every reading (the probes', the
+     * dumper's, the dispatch monitor's): each reading runs with the calling
+     * thread's probes ignored.
      */
-    private final boolean appClock;
+    private final class MutedClock implements Clock {
+        private final Clock app;
 
-    /** An app clock's reading with this thread's probes ignored while it runs. */
-    private long appNow(Ring r) {
-        local.set(Ring.OFF);
-        try {
-            return clock.nowMicros();
-        } finally {
-            local.set(r);
+        MutedClock(Clock app) {
+            this.app = app;
+        }
+
+        @Override
+        public long nowMicros() {
+            Ring r = local.get();
+            if (!r.on) {
+                return app.nowMicros(); // untraced: its probes are ignored anyway
+            }
+            local.set(Ring.OFF);
+            try {
+                return app.nowMicros();
+            } finally {
+                local.set(r);
+            }
+        }
+
+        @Override
+        public void close() {
+            app.close();
         }
     }
 

@@ -562,6 +562,10 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
                 }
                 Uploader.Pass p;
                 try {
+                    if (uploader.fatal != null) {
+                        stopUploads();
+                        continue; // stopped while this thread waited for the lock
+                    }
                     p = uploader.pass(Long.MAX_VALUE);
                 } finally {
                     uploadLock.unlock();
@@ -595,7 +599,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     }
 
     /** An HTTPS / cleartext error: uploads stop for this session (the batches stay in the spool). */
-    private void stopUploads() {
+    private synchronized void stopUploads() {
         if (uploadError == null) {
             uploadError = uploader.fatal;
             log.warn("uploads stopped for this session: " + uploader.fatal + " (the server must be reachable over"
@@ -673,6 +677,10 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
             }
             Uploader.Pass p;
             try {
+                if (uploader.fatal != null) {
+                    stopUploads();
+                    return false; // stopped while this thread waited for the lock
+                }
                 p = uploader.pass(deadline);
             } finally {
                 uploadLock.unlock();
