@@ -90,3 +90,4 @@ beatline_android_test(runtime_android_looper LooperDispatchTest)
 add_test(NAME runtime_android_aar
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/runtime/android/aar_test.sh ${CMAKE_BINARY_DIR} ${BEATLINE_ANDROID_ALL})
 set_tests_properties(runtime_android_aar PROPERTIES TIMEOUT 300 LABELS "runtime;android")
+beatline_android_test(runtime_android_runtime AndroidRuntimeTest)
