@@ -170,7 +170,7 @@ public class AndroidRuntimeTest {
     /** The app going to the background (its last activity stopped) dumps and spools, with no flush call. */
     @Test
     public void backgroundDumpsAndSpools() throws Exception {
-        meta("full");
+        meta("full", "io.beatline.flushIntervalMillis", "3600000"); // no regular dump within the test
         startProvider();
         ActivityController<Activity> a = Robolectric.buildActivity(Activity.class).setup();
         work();

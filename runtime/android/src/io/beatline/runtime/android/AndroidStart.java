@@ -32,6 +32,8 @@ import java.util.List;
  * <tr><td>{@code io.beatline.pauseOnLowBattery}</td><td>no upload on low battery (default true)</td></tr>
  * <tr><td>{@code io.beatline.uploadMinBatches}</td><td>upload when the spool holds this many batches, or at the
  *     next background (default 20)</td></tr>
+ * <tr><td>{@code io.beatline.flushIntervalMillis}</td><td>full mode: ms between regular dumps while records
+ *     are written (default 30000)</td></tr>
  * <tr><td>{@code io.beatline.debug}</td><td>debug lines in logcat (default false)</td></tr>
  * <tr><td>{@code io.beatline.enabled}</td><td>false: the provider does not start the runtime (default true)</td></tr>
  * </table>
@@ -80,6 +82,9 @@ public final class AndroidStart {
                     .uploadMinBatches((int) num(meta, "uploadMinBatches", 20))
                     .uploadGate(new AndroidUploadGate(context, bool(meta, "unmeteredOnly", false),
                             bool(meta, "respectDataSaver", true), bool(meta, "pauseOnLowBattery", true)));
+            if (meta.containsKey(META + "flushIntervalMillis")) {
+                b.flushIntervalMillis((long) num(meta, "flushIntervalMillis", 30000));
+            }
             if (meta.containsKey(META + "sampleRate")) {
                 b.sampleRate(num(meta, "sampleRate", 0.01));
             }
