@@ -138,7 +138,9 @@ public final class Beatline {
     /**
      * Dumps every traced thread's ring buffer now, as batches, into the spool
      * (on the calling thread: file I/O, keep it off a UI thread) and wakes the
-     * uploader without waiting for it. No-op when not running. Never throws.
+     * uploader without waiting for it. With {@code asyncFlush} (Android) it
+     * only hands the dump to the runtime's thread. No-op when not running.
+     * Never throws.
      */
     public static void flush() {
         Session s = current;
@@ -154,7 +156,8 @@ public final class Beatline {
      *
      * @return true when the spool is empty at the end (everything was
      *         accepted or dropped by the server); false when not running or
-     *         batches remain (they are sent later)
+     *         batches remain (they are sent later), and at once on the main
+     *         thread with {@code asyncFlush} (Android: handed over, not waited for)
      */
     public static boolean flushAndWait(long waitMillis) {
         Session s = current;
