@@ -427,8 +427,10 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
                 synchronized (wake) {
                     long left = (nextDumpNanos - System.nanoTime()) / 1000000L;
                     if (!flushWanted && !blocksWanted && !stopping && (left > 0 || triggered || idle)) {
-                        long ms = triggered || idle ? 0 : Math.max(1, Math.min(left, poll));
-                        idleWaiting = ms == 0;
+                        // phone, nothing written since the last look: no fill to watch, only the interval
+                        long ms = triggered || idle ? 0
+                                : Math.max(1, !cfg.idleWakeups && quiet ? left : Math.min(left, poll));
+                        idleWaiting = ms == 0 && !triggered; // triggered: a message needs no dump (nudge)
                         wake.wait(ms);
                         idleWaiting = false;
                         wakeups++;
