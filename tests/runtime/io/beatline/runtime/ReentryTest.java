@@ -3,6 +3,7 @@ package io.beatline.runtime;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertNotNull;
+import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 
 import java.io.File;
@@ -184,6 +185,28 @@ public class ReentryTest {
             l.add(-1);
         }
         return l;
+    }
+
+    /**
+     * Issue 14's header field {@code process}: written after
+     * {@code clock_resolution_us}, read back, and skipped by the server's
+     * decoder ({@code beatline-batch decode}, the same parser as ingest).
+     */
+    @Test
+    public void processHeaderFieldIsSkippedByTheServersDecoder() throws Exception {
+        BatchEncoder.Header h = new BatchEncoder.Header(java.util.UUID.randomUUID(), 1700000000000000L, 34, "re",
+                "b1", "s1", "Pixel", "14", 1);
+        h.process = "com.example:sync";
+        List<Recorder.ThreadDump> ts = new ArrayList<Recorder.ThreadDump>();
+        ts.add(new Recorder.ThreadDump(1, "main", true, false, new long[] {(1L << 40) | 5, Recorder.EXIT | (1L << 40) | 9}));
+        byte[] b = BatchEncoder.encode(h, ts, new byte[0]);
+        BatchReader r = BatchReader.parse(b);
+        assertEquals("com.example:sync", r.process);
+        assertEquals(1, r.clockResolutionUs);
+        String json = TestSupport.decode(b);
+        assertTrue(json, json.contains("\"build\":\"b1\""));
+        h.process = null;
+        assertNull(BatchReader.parse(BatchEncoder.encode(h, ts, new byte[0])).process);
     }
 
     /**
