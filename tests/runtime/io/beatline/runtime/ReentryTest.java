@@ -187,6 +187,27 @@ public class ReentryTest {
         return l;
     }
 
+    /** The phone options are checked like every setting: a clear error naming the setting. */
+    @Test
+    public void phoneOptionsAreChecked() {
+        String[] bad = {"uploadMinBatches", "uploadMinBatches", "process", "process"};
+        BeatlineConfig.Builder[] bs = {
+            base().uploadMinBatches(0), base().uploadMinBatches(10001), base().process(""), base().process("a\nb")};
+        for (int i = 0; i < bs.length; i++) {
+            try {
+                bs[i].build();
+                org.junit.Assert.fail("accepted: " + bad[i]);
+            } catch (IllegalArgumentException e) {
+                assertTrue(e.getMessage(), e.getMessage().startsWith(bad[i]));
+            }
+        }
+        assertEquals("com.example:sync", base().process("com.example:sync").uploadMinBatches(10000).build().process);
+    }
+
+    static BeatlineConfig.Builder base() {
+        return new BeatlineConfig.Builder().server("https://beatline.example").app("re").ingestKey("k");
+    }
+
     /**
      * Issue 14's header field {@code process}: written after
      * {@code clock_resolution_us}, read back, and skipped by the server's
