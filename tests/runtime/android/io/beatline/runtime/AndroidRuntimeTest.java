@@ -330,6 +330,86 @@ public class AndroidRuntimeTest {
         idleWakesNothing("triggered");
     }
 
+    /**
+     * An app-supplied ThreadPolicy (around the shipped AndroidThreadPolicy)
+     * and Clock, instrumented like the rest of the app (their probes call
+     * the runtime): the main Looper's thread and a worker trace normally.
+     */
+    @Test
+    public void appSuppliedInstrumentedPolicyAndClockTraceNormally() throws Exception {
+        final ThreadPolicy shipped = new AndroidThreadPolicy(true);
+        ThreadPolicy policy = new ThreadPolicy() {
+            @Override
+            public boolean isMain(Thread t) {
+                Beatline.i(900);
+                boolean m = shipped.isMain(t);
+                Beatline.o(900);
+                return m;
+            }
+
+            @Override
+            public boolean trace(Thread t) {
+                Beatline.i(901);
+                boolean on = shipped.trace(t);
+                Beatline.o(901);
+                return on;
+            }
+        };
+        Clock clock = new Clock() {
+            @Override
+            public long nowMicros() {
+                Beatline.i(902);
+                long v = System.nanoTime() / 1000;
+                Beatline.o(902);
+                return v;
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        assertTrue(AndroidBeatline.start(AndroidStart.builder(app, null, false).server("http://127.0.0.1:9").app("robo")
+                .ingestKey("k").build("b").uploadMode("full").threadPolicy(policy).clock(clock).build()));
+        final java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+        final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        Thread worker = new Thread(new Runnable() {
+            @Override
+            public void run() {
+                for (int k = 0; k < 100; k++) {
+                    work();
+                }
+                done.countDown();
+                try {
+                    release.await(60, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }, "app-worker");
+        worker.start();
+        for (int k = 0; k < 100; k++) {
+            work();
+        }
+        assertTrue(done.await(60, java.util.concurrent.TimeUnit.SECONDS));
+        Beatline.Stats st = Beatline.stats();
+        Beatline.flush();
+        List<BatchReader> bs = batches(AndroidStart.spoolDir(app, null));
+        release.countDown();
+        worker.join(60000);
+        assertEquals("main + worker rings, no more", 2, st.threads);
+        assertEquals("nothing refused", 0, st.threadsRefused);
+        assertEquals(1, bs.size());
+        List<Integer> want = new ArrayList<Integer>();
+        for (int k = 0; k < 100; k++) {
+            want.addAll(java.util.Arrays.asList(1, 2, -2, -1));
+        }
+        assertEquals(2, bs.get(0).segs.size());
+        for (BatchReader.Seg g : bs.get(0).segs) {
+            assertEquals(g.name, want, g.ids());
+            assertEquals(g.name, g.id == Looper.getMainLooper().getThread().getId(), g.main());
+        }
+    }
+
     @Test
     public void uploadGate() {
         ConnectivityManager cm = (ConnectivityManager) app.getSystemService(Context.CONNECTIVITY_SERVICE);
