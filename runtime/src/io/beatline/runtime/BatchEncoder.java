@@ -36,6 +36,12 @@ final class BatchEncoder {
         final String osVersion;
         /** Header field added by issue 13: the clock's resolution, µs (0: not stated). */
         final long clockResolutionUs;
+        /**
+         * Header field added by issue 14: the Android process name of a batch
+         * recorded outside the app's main process; null (absent) in the main
+         * process and on the JVM.
+         */
+        String process;
 
         Header(UUID batchId, long originWallUs, int sdkLevel, String app, String build, String sessionId,
                 String deviceModel, String osVersion) {
@@ -97,9 +103,13 @@ final class BatchEncoder {
         for (byte[] s : hs) {
             size += 2 + s.length;
         }
-        boolean res = h.clockResolutionUs > 0;
+        byte[] proc = h.process == null ? null : utf8(h.process);
+        boolean res = h.clockResolutionUs > 0 || proc != null;
         if (res) {
             size += 4; // u32 clock_resolution_us (a later header field, schema/batch-format.md)
+        }
+        if (proc != null) {
+            size += 2 + proc.length; // str process (issue 14), after clock_resolution_us
         }
         final long headerSize = size;
         size += 4;
@@ -144,7 +154,10 @@ final class BatchEncoder {
             o.str(s);
         }
         if (res) {
-            o.u32(Math.min(h.clockResolutionUs, 0xFFFFFFFFL));
+            o.u32(Math.min(Math.max(0, h.clockResolutionUs), 0xFFFFFFFFL));
+        }
+        if (proc != null) {
+            o.str(proc);
         }
         o.u32(n);
         for (int i = 0; i < n; i++) {

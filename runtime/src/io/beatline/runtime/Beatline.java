@@ -138,7 +138,9 @@ public final class Beatline {
     /**
      * Dumps every traced thread's ring buffer now, as batches, into the spool
      * (on the calling thread: file I/O, keep it off a UI thread) and wakes the
-     * uploader without waiting for it. No-op when not running. Never throws.
+     * uploader without waiting for it. With {@code asyncFlush} (Android) it
+     * only hands the dump to the runtime's thread. No-op when not running.
+     * Never throws.
      */
     public static void flush() {
         Session s = current;
@@ -154,7 +156,8 @@ public final class Beatline {
      *
      * @return true when the spool is empty at the end (everything was
      *         accepted or dropped by the server); false when not running or
-     *         batches remain (they are sent later)
+     *         batches remain (they are sent later), and at once on the main
+     *         thread with {@code asyncFlush} (Android: handed over, not waited for)
      */
     public static boolean flushAndWait(long waitMillis) {
         Session s = current;
@@ -196,6 +199,18 @@ public final class Beatline {
             return s == null ? null : s.monitor(kind, namer);
         } catch (Throwable t) {
             return null;
+        }
+    }
+
+    /**
+     * A main-thread message began (Android's {@code LooperDispatch}, issue
+     * 14): wakes the flush thread when it sleeps without a deadline for want
+     * of records. Cheap (volatile reads); never throws.
+     */
+    public static void nudge() {
+        Session s = current;
+        if (s != null) {
+            s.nudge();
         }
     }
 
@@ -249,6 +264,10 @@ public final class Beatline {
         /** Block events spooled; blocks lost (queue full, no window in full mode, spool failure). */
         public final long blocksSpooled;
         public final long blocksDropped;
+        /** Times the runtime's flush and upload threads woke up (issue 14: 0 while idle on a phone). */
+        public final long wakeups;
+        /** The HTTPS / cleartext error that stopped uploads for this session, or null (issue 14). */
+        public final String uploadError;
 
         Stats(Session s) {
             threads = s.recorder.threads();
@@ -276,6 +295,8 @@ public final class Beatline {
             anrReports = m == null ? 0 : m.anrs;
             blocksSpooled = s.blocksSpooled;
             blocksDropped = s.blocksDropped;
+            wakeups = s.wakeups;
+            uploadError = s.uploadError;
         }
     }
 }

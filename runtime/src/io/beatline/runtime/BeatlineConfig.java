@@ -80,6 +80,33 @@ public final class BeatlineConfig {
     public final Long sampleSeed;
     /** Triggered mode: the gated ticker clock's period, µs (its resolution). */
     public final long tickerPeriodMicros;
+    /**
+     * Phone behaviour (issue 14): {@link Beatline#flush()} and the life-cycle
+     * flush hand the dump to the runtime's thread instead of doing it on the
+     * caller's; {@link Beatline#flushAndWait} on the main thread (as the
+     * {@link ThreadPolicy} says) hands it over too and returns at once. The
+     * spool directory is opened on the runtime's thread.
+     */
+    public final boolean asyncFlush;
+    /**
+     * False (phone behaviour): the runtime's threads wait without a deadline
+     * while idle (no records written since the last look, nothing to upload):
+     * no periodic wake-ups; a flush, a block, a main-thread message
+     * ({@link Beatline#nudge()}) or the app going to the background wakes
+     * them. True (JVM default): the flush thread looks at the rings every
+     * 10 … 200 ms and the upload thread at the spool every flush interval.
+     */
+    public final boolean idleWakeups;
+    /**
+     * Uploads start when the spool holds at least this many batches, or at a
+     * flush ({@link Beatline#flush()}, the app going to the background); 1:
+     * after every batch (JVM default).
+     */
+    public final int uploadMinBatches;
+    /** Whether uploads may start now (null: always). */
+    public final UploadGate uploadGate;
+    /** Process name written into every batch header (issue 14; null: not written, the main process). */
+    public final String process;
 
     private BeatlineConfig(Builder b) {
         server = b.server;
@@ -113,6 +140,11 @@ public final class BeatlineConfig {
         sampleRate = b.sampleRate;
         sampleSeed = b.sampleSeed;
         tickerPeriodMicros = b.tickerPeriodMicros;
+        asyncFlush = b.asyncFlush;
+        idleWakeups = b.idleWakeups;
+        uploadMinBatches = b.uploadMinBatches;
+        uploadGate = b.uploadGate;
+        process = b.process;
     }
 
     /** Whether this configuration asks for triggered uploads. */
@@ -161,6 +193,41 @@ public final class BeatlineConfig {
         double sampleRate = 0.01;
         Long sampleSeed;
         long tickerPeriodMicros = 1000;
+        boolean asyncFlush;
+        boolean idleWakeups = true;
+        int uploadMinBatches = 1;
+        UploadGate uploadGate;
+        String process;
+
+        /** @param on phone behaviour: flushes on the runtime's thread ({@link BeatlineConfig#asyncFlush}) */
+        public Builder asyncFlush(boolean on) {
+            asyncFlush = on;
+            return this;
+        }
+
+        /** @param on false: no periodic wake-ups while idle ({@link BeatlineConfig#idleWakeups}) */
+        public Builder idleWakeups(boolean on) {
+            idleWakeups = on;
+            return this;
+        }
+
+        /** @param n upload when the spool holds this many batches, 1 … 10,000 ({@link BeatlineConfig#uploadMinBatches}) */
+        public Builder uploadMinBatches(int n) {
+            uploadMinBatches = n;
+            return this;
+        }
+
+        /** @param g whether uploads may start now (null: always) */
+        public Builder uploadGate(UploadGate g) {
+            uploadGate = g;
+            return this;
+        }
+
+        /** @param name process name for the batch header (null: the main process, not written); at most 255 bytes */
+        public Builder process(String name) {
+            process = name;
+            return this;
+        }
 
         /** @param d {@code "none"} or {@code "awt"}: the plain JVM's dispatch monitor */
         public Builder dispatch(String d) {
@@ -383,6 +450,11 @@ public final class BeatlineConfig {
             require(sampleRate >= 0 && sampleRate <= 1, "sampleRate must be 0..1: " + sampleRate);
             require(tickerPeriodMicros >= 10 && tickerPeriodMicros <= 1000000,
                     "tickerPeriodMicros must be 10..1000000: " + tickerPeriodMicros);
+            require(uploadMinBatches >= 1 && uploadMinBatches <= 10000,
+                    "uploadMinBatches must be 1..10000: " + uploadMinBatches);
+            require(process == null || !process.isEmpty() && process.getBytes(BatchEncoder.UTF8).length <= 255
+                    && !process.matches(".*[\\x00-\\x1f\\x7f].*"),
+                    "process must be 1-255 bytes without control characters: " + process);
             while (server.endsWith("/")) {
                 server = server.substring(0, server.length() - 1);
             }

@@ -31,6 +31,7 @@ final class Recorder {
     private final ThreadLocal<Ring> local = new ThreadLocal<Ring>() {
         @Override
         protected Ring initialValue() {
+            set(Ring.OFF); // re-entry guard (issue 14): probes inside the policy see OFF, not a new attach
             return attach(Thread.currentThread());
         }
     };
@@ -41,7 +42,7 @@ final class Recorder {
      * @param maxThreads at most this many rings at once (dead threads' rings leave after their last dump)
      */
     Recorder(Clock clock, ThreadPolicy policy, int mainCapacity, int threadCapacity, int maxThreads, Log log) {
-        this.clock = clock;
+        this.clock = clock instanceof NanoClock || clock instanceof TickerClock ? clock : new MutedClock(clock);
         this.policy = policy;
         this.mainCapacity = mainCapacity;
         this.threadCapacity = threadCapacity;
@@ -63,6 +64,58 @@ final class Recorder {
         if (r.on) {
             r.put(EXIT | ((long) (methodId & ID_MASK) << ID_SHIFT) | (clock.nowMicros() & T_MASK));
         }
+    }
+
+    /**
+     * Re-entry guard (issue 14): an app clock (not the runtime's
+     * {@link NanoClock} / {@link TickerClock}) is instrumented with the app,
+     * and its probes would come back here at every reading (the probes', the
+     * dumper's, the dispatch monitor's): each reading runs with the calling
+     * thread's probes ignored.
+     */
+    private final class MutedClock implements Clock {
+        private final Clock app;
+
+        MutedClock(Clock app) {
+            this.app = app;
+        }
+
+        @Override
+        public long nowMicros() {
+            Ring r = local.get();
+            if (!r.on) {
+                return app.nowMicros(); // untraced: its probes are ignored anyway
+            }
+            local.set(Ring.OFF);
+            try {
+                return app.nowMicros();
+            } finally {
+                local.set(r);
+            }
+        }
+
+        @Override
+        public void close() {
+            app.close();
+        }
+    }
+
+    /**
+     * Re-entry guard (issue 14): ignores the calling thread's probes until
+     * {@link #unmute}; for runtime code calling app code ({@link Log}, say).
+     * Attaches a ring first when the thread has none (as its first probe would).
+     *
+     * @return what {@link #unmute} restores
+     */
+    Ring mute() {
+        Ring r = local.get();
+        local.set(Ring.OFF);
+        return r;
+    }
+
+    /** Ends a {@link #mute()}: the thread's probes record again (into {@code r}). */
+    void unmute(Ring r) {
+        local.set(r);
     }
 
     /** The calling thread's ring (attached on first use). */

@@ -37,7 +37,16 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     private final ReentrantLock uploadLock = new ReentrantLock();
     private final Object wake = new Object();
     private boolean flushWanted;
+    /** A flush asked for (not a block's dump): upload what it spools at once (under wake). */
+    private boolean uploadNow;
     private boolean uploadWanted;
+    /** Set while the flush thread waits without a deadline for want of records ({@link #nudge}). */
+    private volatile boolean idleWaiting;
+    /** Times the flush and upload threads woke up (a wait returned), for the idle test (issue 14). */
+    volatile long wakeups;
+    /** The upload error that stopped uploads for this session (HTTPS / cleartext), or null. */
+    volatile String uploadError;
+    private final ThreadPolicy policy;
     private volatile boolean stopping;
     private boolean ended;
     private Thread flusher;
@@ -98,7 +107,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     /** @param spool the spool to write to (null: the one {@code cfg} describes) */
     Session(BeatlineConfig cfg, Spool spool) throws IOException {
         this.cfg = cfg;
-        this.log = cfg.log != null ? cfg.log : Log.STDERR;
+        this.log = cfg.log != null ? new MutedLog(cfg.log) : Log.STDERR;
         boolean full = true;
         boolean sampled = false;
         if (cfg.triggered()) {
@@ -121,15 +130,82 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
         if (triggered) {
             policy = mainOnly(policy); // only main-thread windows are uploaded: other threads' rings would be waste
         }
+        policy = runtimeThreadsOff(policy);
+        this.policy = policy;
         DeviceInfo dev = cfg.device != null ? cfg.device : new JvmDeviceInfo();
         model = dev.model();
         os = dev.osVersion();
         sdk = dev.sdkLevel();
         recorder = new Recorder(clock, policy, cfg.mainBufferRecords, cfg.threadBufferRecords, cfg.maxThreads, log);
         recorder.openCallDepth = OpenCalls.depthFor(cfg.maxBatchRecords);
+        if (this.log instanceof MutedLog) {
+            ((MutedLog) this.log).recorder = recorder;
+        }
         this.spool = spool != null ? spool : new Spool(cfg.spoolDir, cfg.spoolMaxFiles, cfg.spoolMaxBytes, log);
         uploader = new Uploader(cfg.server, cfg.app, cfg.ingestKey, this.spool, cfg.backoffBaseMillis,
                 cfg.backoffMaxMillis, cfg.httpTimeoutMillis, log);
+    }
+
+    /**
+     * Re-entry guard (issue 14): the runtime's own threads ({@code beatline-*})
+     * never get a ring, so the app code they call ({@link Log}, an
+     * {@link UploadGate}) records nothing; the app's policy is not asked.
+     */
+    private static ThreadPolicy runtimeThreadsOff(final ThreadPolicy inner) {
+        return new ThreadPolicy() {
+            @Override
+            public boolean isMain(Thread t) {
+                return !t.getName().startsWith("beatline-") && inner.isMain(t);
+            }
+
+            @Override
+            public boolean trace(Thread t) {
+                return !t.getName().startsWith("beatline-") && inner.trace(t);
+            }
+        };
+    }
+
+    /**
+     * Re-entry guard (issue 14): an app-supplied {@link Log} (instrumented
+     * with the app) runs with the calling thread's probes ignored.
+     */
+    static final class MutedLog implements Log {
+        final Log inner;
+        volatile Recorder recorder;
+
+        MutedLog(Log inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public void warn(String msg) {
+            Recorder r = recorder;
+            Ring was = r == null ? null : r.mute();
+            try {
+                inner.warn(msg);
+            } catch (Throwable t) {
+                // never into the runtime
+            } finally {
+                if (r != null) {
+                    r.unmute(was);
+                }
+            }
+        }
+
+        @Override
+        public void debug(String msg) {
+            Recorder r = recorder;
+            Ring was = r == null ? null : r.mute();
+            try {
+                inner.debug(msg);
+            } catch (Throwable t) {
+                // never into the runtime
+            } finally {
+                if (r != null) {
+                    r.unmute(was);
+                }
+            }
+        }
     }
 
     /** Triggered mode: only the main thread gets a ring. */
@@ -293,13 +369,17 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     }
 
     private BatchEncoder.Header header(UUID id, long originWall) {
-        return new BatchEncoder.Header(id, originWall, sdk, cfg.app, cfg.build, sessionId, model, os,
+        BatchEncoder.Header h = new BatchEncoder.Header(id, originWall, sdk, cfg.app, cfg.build, sessionId, model, os,
                 clockResolutionUs);
+        h.process = cfg.process;
+        return h;
     }
 
     /** Opens the spool, starts the threads, installs the life-cycle hooks. */
     void begin() {
-        spool.open();
+        if (!cfg.asyncFlush) {
+            spool.open();
+        }
         if ("awt".equals(cfg.dispatch)) {
             try {
                 AwtDispatch.install(monitor("awt", AwtDispatch.NAMER));
@@ -332,18 +412,33 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     }
 
     private void flushLoop() {
+        if (cfg.asyncFlush) {
+            synchronized (dumpLock) {
+                spool.open(); // phone: no disk on the thread that called start
+            }
+        }
         nextDumpNanos = System.nanoTime() + cfg.flushIntervalMillis * 1000000L;
         while (!stopping) {
             boolean now;
+            boolean upload;
             try {
                 long poll = pollMillis();
+                boolean idle = !cfg.idleWakeups && quiet && recorder.pending() == 0;
                 synchronized (wake) {
                     long left = (nextDumpNanos - System.nanoTime()) / 1000000L;
-                    if (!flushWanted && !blocksWanted && !stopping && (left > 0 || triggered)) {
-                        wake.wait(triggered ? 0 : Math.max(1, Math.min(left, poll)));
+                    if (!flushWanted && !blocksWanted && !stopping && (left > 0 || triggered || idle)) {
+                        // phone, nothing written since the last look: no fill to watch, only the interval
+                        long ms = triggered || idle ? 0
+                                : Math.max(1, !cfg.idleWakeups && quiet ? left : Math.min(left, poll));
+                        idleWaiting = ms == 0 && !triggered; // triggered: a message needs no dump (nudge)
+                        wake.wait(ms);
+                        idleWaiting = false;
+                        wakeups++;
                     }
                     now = flushWanted;
                     flushWanted = false;
+                    upload = uploadNow;
+                    uploadNow = false;
                 }
                 if (stopping) {
                     return;
@@ -358,14 +453,16 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
                         synchronized (dumpLock) {
                             spoolBlocks();
                         }
-                        wakeUploader();
+                        uploadIfDue(upload);
                     }
                     continue; // the rings are never dumped: they wrap
                 }
                 if (now || System.nanoTime() - nextDumpNanos >= 0
                         || cfg.flushFill > 0 && recorder.maxFill() >= cfg.flushFill) {
                     drain(false, true);
-                    wakeUploader(); // upload as we go: what is left at shutdown must fit in shutdownWaitMs
+                    uploadIfDue(upload); // upload as we go: what is left at shutdown must fit in shutdownWaitMs
+                } else if (upload) {
+                    wakeUploader();
                 }
             } catch (InterruptedException e) {
                 return;
@@ -384,11 +481,40 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
      * ring in 0.84 s).
      */
     private long pollMillis() {
+        double until = recorder.msUntilFill(cfg.flushFill > 0 ? cfg.flushFill : 1);
+        quiet = until == Double.POSITIVE_INFINITY; // no ring written since the last look
         if (cfg.flushFill <= 0) {
             return FILL_POLL_MS;
         }
-        double ms = recorder.msUntilFill(cfg.flushFill) / 2;
+        double ms = until / 2;
         return (long) Math.max(MIN_POLL_MS, Math.min(FILL_POLL_MS, ms));
+    }
+
+    /** No ring was written between the flush thread's last two looks (flush thread only). */
+    private boolean quiet;
+
+    /**
+     * Wakes the uploader when {@code now} or when the spool holds at least
+     * {@code uploadMinBatches} batches (uploads batched: the radio stays on
+     * for seconds after each request).
+     */
+    private void uploadIfDue(boolean now) {
+        if (now || cfg.uploadMinBatches <= 1 || spool.list().size() >= cfg.uploadMinBatches) {
+            wakeUploader();
+        }
+    }
+
+    /**
+     * A main-thread message began (Android's {@code LooperDispatch}): wakes
+     * the flush thread when it waits without a deadline for want of records
+     * (full mode, {@code idleWakeups} false). One volatile read otherwise.
+     */
+    void nudge() {
+        if (idleWaiting) {
+            synchronized (wake) {
+                wake.notifyAll();
+            }
+        }
     }
 
     private void uploadLoop() {
@@ -399,10 +525,16 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
             try {
                 synchronized (wake) {
                     while (!stopping) {
+                        if (uploadError != null) {
+                            wake.wait(); // stopped by an HTTPS / cleartext error: until the session ends
+                            wakeups++;
+                            continue;
+                        }
                         if (backingOff) {
                             long left = (retryAt - System.nanoTime()) / 1000000L;
                             if (left > 0) {
                                 wake.wait(left); // a flush does not cut a backoff short
+                                wakeups++;
                                 continue;
                             }
                             break;
@@ -410,21 +542,41 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
                         if (look || uploadWanted) {
                             break;
                         }
-                        wake.wait(cfg.flushIntervalMillis); // woken by a flush, or look again later
-                        look = true;
+                        // woken by a flush, or (JVM) look again later; a phone waits for a flush
+                        wake.wait(cfg.idleWakeups ? cfg.flushIntervalMillis : 0);
+                        wakeups++;
+                        look = cfg.idleWakeups;
                     }
                     uploadWanted = false;
                 }
-                if (stopping || !uploadLock.tryLock(1, TimeUnit.SECONDS)) {
+                if (stopping) {
+                    continue;
+                }
+                String gate = gateBlocked();
+                if (gate != null) {
+                    look = false;
+                    backingOff = false;
+                    log.debug("uploads paused: " + gate);
+                    continue; // until the next flush wakes this thread
+                }
+                if (!uploadLock.tryLock(1, TimeUnit.SECONDS)) {
                     continue;
                 }
                 Uploader.Pass p;
                 try {
+                    if (uploader.fatal != null) {
+                        stopUploads();
+                        continue; // stopped while this thread waited for the lock
+                    }
                     p = uploader.pass(Long.MAX_VALUE);
                 } finally {
                     uploadLock.unlock();
                 }
                 look = false;
+                if (p.retryInMillis < 0) {
+                    stopUploads();
+                    continue;
+                }
                 backingOff = p.retryInMillis > 0;
                 retryAt = System.nanoTime() + p.retryInMillis * 1000000L;
             } catch (InterruptedException e) {
@@ -432,6 +584,29 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
             } catch (Throwable t) {
                 log.warn("upload failed: " + t);
             }
+        }
+    }
+
+    /** The upload gate's answer (null: go; a throwing gate counts as go). */
+    private String gateBlocked() {
+        UploadGate g = cfg.uploadGate;
+        if (g == null) {
+            return null;
+        }
+        try {
+            return g.blocked();
+        } catch (Throwable t) {
+            return null;
+        }
+    }
+
+    /** An HTTPS / cleartext error: uploads stop for this session (the batches stay in the spool). */
+    private synchronized void stopUploads() {
+        if (uploadError == null) {
+            uploadError = uploader.fatal;
+            log.warn("uploads stopped for this session: " + uploader.fatal + " (the server must be reachable over"
+                    + " HTTPS, or http:// allowed by the app's network security config; batches stay in the spool"
+                    + " for the next start)");
         }
     }
 
@@ -445,6 +620,14 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     /** Dumps every ring into the spool now (on the caller's thread) and wakes the uploader. */
     @Override
     public void flush() {
+        if (cfg.asyncFlush) {
+            synchronized (wake) { // phone: the flush thread dumps, spools and wakes the uploader
+                flushWanted = true;
+                uploadNow = true;
+                wake.notifyAll();
+            }
+            return;
+        }
         try {
             dumpToSpool();
             wakeUploader();
@@ -455,6 +638,10 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
 
     /** Dumps, spools, then uploads until the spool is empty or {@code waitMillis} passed. */
     boolean flushAndWait(long waitMillis) {
+        if (cfg.asyncFlush && onMain()) {
+            flush(); // never blocks the main thread: handed over, not waited for
+            return false;
+        }
         return flushAndWait(waitMillis, false);
     }
 
@@ -472,20 +659,40 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
         }
     }
 
+    /** Whether the calling thread is the app's main thread (the policy's word; false if it throws). */
+    private boolean onMain() {
+        try {
+            return policy.isMain(Thread.currentThread());
+        } catch (Throwable t) {
+            return false;
+        }
+    }
+
     private boolean uploadUntil(long deadline) throws InterruptedException {
         while (true) {
+            if (uploadError != null || gateBlocked() != null) {
+                return spool.list().isEmpty();
+            }
             long left = (deadline - System.nanoTime()) / 1000000L;
             if (left <= 0 || !uploadLock.tryLock(left, TimeUnit.MILLISECONDS)) {
                 return spool.list().isEmpty();
             }
             Uploader.Pass p;
             try {
+                if (uploader.fatal != null) {
+                    stopUploads();
+                    return false; // stopped while this thread waited for the lock
+                }
                 p = uploader.pass(deadline);
             } finally {
                 uploadLock.unlock();
             }
             if (p.retryInMillis == 0) {
                 return true;
+            }
+            if (p.retryInMillis < 0) {
+                stopUploads();
+                return false;
             }
             left = (deadline - System.nanoTime()) / 1000000L;
             if (p.retryInMillis >= left) {
@@ -679,7 +886,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
                 if (background && work.held() == 0) {
                     dropUnattached(firstDumpUs);
                 }
-                wakeUploader();
+                uploadIfDue(false);
                 if (background) {
                     copy = false;
                     if (stopping || callersWaiting.get() > 0) {

@@ -57,6 +57,12 @@ final class Uploader {
     /** Status and message of the last refusal logged (passes run one at a time, under the upload lock). */
     private String lastRefusal;
     volatile long failures;
+    /**
+     * Why uploads cannot work with this configuration (issue 14: an HTTPS
+     * handshake failure, Android's "cleartext not permitted"), set when a
+     * pass returned {@code retryInMillis} -1; null otherwise.
+     */
+    volatile String fatal;
 
     Uploader(String server, String app, String key, Spool spool, long baseMs, long maxMs, int timeoutMs, Log log)
             throws IOException {
@@ -101,6 +107,11 @@ final class Uploader {
             int timeout = (int) Math.max(1, Math.min(timeoutMs, deadlineNanos == Long.MAX_VALUE ? timeoutMs : left));
             Response r = post(f, timeout);
             status = r.status;
+            if (r.status == -1 && r.fatal) {
+                failures++;
+                fatal = r.body;
+                return new Pass(sent, -1, status); // retrying would fail the same way: surface it
+            }
             if (r.status == -2) {
                 continue; // the file went away (another process sent it): next one
             }
@@ -157,11 +168,18 @@ final class Uploader {
         final int status;
         final String body;
         final long retryAfterMs;
+        /** A transport error that retrying cannot mend ({@link #configError}). */
+        final boolean fatal;
 
         Response(int status, String body, long retryAfterMs) {
+            this(status, body, retryAfterMs, false);
+        }
+
+        Response(int status, String body, long retryAfterMs, boolean fatal) {
             this.status = status;
             this.body = body;
             this.retryAfterMs = retryAfterMs;
+            this.fatal = fatal;
         }
     }
 
@@ -196,7 +214,7 @@ final class Uploader {
             long retryAfter = parseRetryAfter(c.getHeaderField("Retry-After"), System.currentTimeMillis());
             return new Response(status, text, retryAfter);
         } catch (IOException e) {
-            return new Response(-1, e.toString(), -1);
+            return new Response(-1, e.toString(), -1, configError(e));
         } catch (RuntimeException e) {
             return new Response(-1, e.toString(), -1);
         }
@@ -208,6 +226,30 @@ final class Uploader {
      *
      * @return ms to wait (0 or more), or -1 when absent or unreadable
      */
+    /**
+     * Whether an upload's exception is a configuration error that retrying
+     * cannot mend (issue 14): TLS failed (a certificate the device does not
+     * trust, a plain-HTTP server behind an https:// URL), or Android refused
+     * cleartext ({@code UnknownServiceException: CLEARTEXT communication …
+     * not permitted by network security policy}). A TLS error caused by the
+     * connection breaking (a socket error or time-out underneath) is not.
+     */
+    static boolean configError(IOException e) {
+        if (e instanceof java.net.UnknownServiceException) {
+            return true;
+        }
+        if (!(e instanceof javax.net.ssl.SSLException)) {
+            return false;
+        }
+        for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+            if (c instanceof java.net.SocketException || c instanceof java.io.InterruptedIOException
+                    || c instanceof java.io.EOFException) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     static long parseRetryAfter(String v, long nowMillis) {
         if (v == null) {
             return -1;

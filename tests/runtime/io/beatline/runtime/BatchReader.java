@@ -43,7 +43,12 @@ final class BatchReader {
     }
 
     String sessionId;
+    String build;
+    String deviceModel;
+    String osVersion;
+    int sdkLevel;
     long clockResolutionUs; // 0: not stated
+    String process; // issue 14; null: absent (the main process)
     List<Seg> segs = new ArrayList<Seg>();
     List<String> events = new ArrayList<String>();
     int bytes; // spooled (gzip) size
@@ -82,8 +87,15 @@ final class BatchReader {
         }
         BatchReader r = new BatchReader();
         r.sessionId = s[2];
+        r.build = s[1];
+        r.deviceModel = s[3];
+        r.osVersion = s[4];
+        r.sdkLevel = bb.getInt(40);
         if (headerSize - bb.position() >= 4) {
             r.clockResolutionUs = bb.getInt() & 0xFFFFFFFFL;
+        }
+        if (headerSize - bb.position() >= 2) {
+            r.process = str(bb);
         }
         bb.position(headerSize);
         int n = bb.getInt();

@@ -17,10 +17,21 @@ public final class AndroidBeatline {
     /**
      * A builder with the Android defaults: {@code uploadMode} triggered
      * (only windows around events, plus a {@code sampleRate} fraction of
-     * sessions in full) and the main Looper's thread as the main thread.
+     * sessions in full), the main Looper's thread as the main thread, the
+     * phone behaviour (issue 14: {@code asyncFlush}, no idle wake-ups,
+     * {@code uploadMinBatches} 20) and the phone memory budget. Platform
+     * pieces that need a {@code Context}: {@code AndroidStart.builder}.
      */
     public static BeatlineConfig.Builder builder() {
-        return new BeatlineConfig.Builder().uploadMode("triggered").threadPolicy(new AndroidThreadPolicy(true));
+        return new BeatlineConfig.Builder().uploadMode("triggered").threadPolicy(new AndroidThreadPolicy(true))
+                // phone behaviour (issue 14): no disk or network on the main thread, no idle wake-ups,
+                // uploads batched (the radio stays on for seconds after each request)
+                .asyncFlush(true).idleWakeups(false).uploadMinBatches(20)
+                // memory budget (runtime/README.md, "On Android"): rings at most
+                // 8 x (2^17 + 15 x 2^13) = 2,031,616 bytes, records copied out at most 2^17 x 8 = 1,048,576
+                .mainBufferRecords(1 << 17).threadBufferRecords(1 << 13).maxThreads(16)
+                .maxPendingRecords(1 << 17).maxBatchRecords(1 << 16)
+                .spoolMaxFiles(100).spoolMaxBytes(8L << 20).shutdownWaitMillis(0);
     }
 
     /**

@@ -103,6 +103,7 @@ public final class LooperDispatch implements Printer, MessageQueue.IdleHandler {
         }
         char c = x.charAt(0);
         if (c == '>') {
+            Beatline.nudge(); // full mode on a phone: the flush thread sleeps without a deadline while idle
             monitor.begin(x);
         } else if (c == '<') {
             monitor.end();
