@@ -45,6 +45,7 @@ beatline_runtime_test(runtime_backlog BacklogTest)
 beatline_runtime_test(runtime_spool SpoolTest)
 beatline_runtime_test(runtime_awt AwtDispatchTest)
 beatline_runtime_test(runtime_block_event BlockEventTest)
+beatline_runtime_test(runtime_gate GateTest)
 
 # Android tests (issue 13): the Android source set under Robolectric 4.11.1,
 # SDK 34, offline: the jars scripts/install-deps copied with Maven into
