@@ -12,6 +12,9 @@
 #   off        instrumented.jar + runtime jar, no beatline.server: runtime off
 #   triggered  runtime on, beatline.uploadMode=triggered (gated ticker clock)
 #   full       runtime on, uploadMode=full (NanoClock), the demo's ring settings
+# ALT_INSTRUMENT="ARGS" (e.g. --no-guard) also makes instrumented-alt.jar with
+# those beatline-instrument arguments and adds off-alt and triggered-alt: the
+# same runs on it (before/after comparisons of the probes in one interleaved run).
 # The server URL points at a closed port: nothing is uploaded; the spool
 # lives in the work directory and is emptied before every round.
 # Prints a table (min and median wall time, median CPU) and the load.
@@ -52,8 +55,13 @@ if [ ! -s obfuscated.jar ]; then
 EOP
   java -jar "$J/proguard.jar" @obfuscate.pro > obfuscate.log 2>&1
 fi
-rm -f instrumented.jar
+rm -f instrumented.jar instrumented-alt.jar
 "$I" --names obfuscated "$@" obfuscated.jar -o instrumented.jar --method-ids method-ids.txt
+if [ -n "${ALT_INSTRUMENT:-}" ]; then
+  # shellcheck disable=SC2086
+  "$I" --names obfuscated "$@" $ALT_INSTRUMENT obfuscated.jar -o instrumented-alt.jar \
+    --method-ids method-ids-alt.txt
+fi
 cat > work.pro <<EOP
 -injars $J/commons-lang3.jar(!META-INF/**)
 -outjars work-output.jar
@@ -82,9 +90,12 @@ declare -A cmd=(
 )
 # ALT_RUNTIME=JAR adds off-alt and triggered-alt: the same with another
 # runtime jar (before/after comparisons in one interleaved run).
-if [ -n "${ALT_RUNTIME:-}" ]; then
-  cmd[off-alt]="java $JVM_OPTS -cp instrumented.jar:$G:$A proguard.ProGuard @work.pro"
-  cmd[triggered-alt]="java $JVM_OPTS $on -Dbeatline.uploadMode=triggered -cp instrumented.jar:$G:$A proguard.ProGuard @work.pro"
+if [ -n "${ALT_RUNTIME:-}" ] || [ -n "${ALT_INSTRUMENT:-}" ]; then
+  [ -n "$A" ] || A=$R
+  X=instrumented.jar
+  [ -n "${ALT_INSTRUMENT:-}" ] && X=instrumented-alt.jar
+  cmd[off-alt]="java $JVM_OPTS -cp $X:$G:$A proguard.ProGuard @work.pro"
+  cmd[triggered-alt]="java $JVM_OPTS $on -Dbeatline.uploadMode=triggered -cp $X:$G:$A proguard.ProGuard @work.pro"
   configs=(plain off off-alt triggered triggered-alt full)
 fi
 [ -n "${CONFIGS:-}" ] && read -r -a configs <<< "$CONFIGS"

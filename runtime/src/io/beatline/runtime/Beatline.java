@@ -30,7 +30,14 @@ public final class Beatline {
      * full one from its start to its end. Written under {@link #GATE}.
      */
     private static Recorder recorder;
-    /** Orders the writes of {@link #recorder} (start, end, recording windows). */
+    /**
+     * {@code recorder != null}, for the guard that {@code beatline-instrument}
+     * puts before each probe call ({@code if (Beatline.on) Beatline.i(id)}):
+     * code that is not compiled yet (interpreter, C1) then skips the call
+     * while nothing records. Written with {@link #recorder}; not for apps to write.
+     */
+    public static boolean on;
+    /** Orders the writes of {@link #recorder} and {@link #on} (start, end, recording windows). */
     private static final Object GATE = new Object();
 
     static {
@@ -132,6 +139,7 @@ public final class Beatline {
             synchronized (GATE) {
                 current = s;
                 recorder = s.gated && s.windows == 0 ? null : s.recorder;
+                on = recorder != null;
             }
             return true;
         } catch (Throwable t) {
@@ -188,6 +196,7 @@ public final class Beatline {
             if (current == s) {
                 current = null;
                 recorder = null;
+                on = false;
             }
         }
     }
@@ -211,6 +220,7 @@ public final class Beatline {
             s.windows = w;
             if (s.gated && current == s) {
                 recorder = w != 0 ? s.recorder : null;
+                on = w != 0;
             }
         }
     }
