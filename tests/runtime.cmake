@@ -84,3 +84,4 @@ function(beatline_android_test name class)
 endfunction()
 
 beatline_android_test(runtime_android_looper LooperDispatchTest)
+beatline_android_test(runtime_android_gate LooperGateTest)

@@ -288,7 +288,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
      * @return the spooled file
      */
     File spoolBlock(DispatchMonitor.Block b) throws IOException {
-        Recorder.ThreadDump seg = Blocks.window(b);
+        Recorder.ThreadDump seg = Blocks.window(b, !gated);
         long nowUs = recorder.clock instanceof TickerClock ? ((TickerClock) recorder.clock).exactMicros()
                 : recorder.clock.nowMicros();
         long wallUs = System.currentTimeMillis() * 1000L;

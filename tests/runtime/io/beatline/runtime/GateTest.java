@@ -171,6 +171,32 @@ public class GateTest {
         assertEquals(Arrays.asList(2, -2, 3, -3, 4, -4), mainRing());
     }
 
+    /**
+     * A call entered in the launch window and left open there, exited (not
+     * recorded) and entered again between windows: the ring's old enter is
+     * not that call's, so a later block's window does not carry it.
+     */
+    @Test
+    public void windowsCarryNothingFromEarlierWindows() throws Exception {
+        assertTrue(Beatline.start(config("triggered").build()));
+        DispatchMonitor m = Beatline.dispatchMonitor("looper", NAMER);
+        Beatline.launchWindow(true);
+        Beatline.i(6);
+        Beatline.launchWindow(false);
+        Beatline.o(6); // not recorded
+        Beatline.i(6); // not recorded: the call the block's window ends
+        m.begin("slow");
+        Thread.sleep(150);
+        Beatline.o(6);
+        m.end();
+        Beatline.flush();
+        List<BatchReader> bs = BatchReader.spool(spool);
+        assertEquals(1, bs.size());
+        BatchReader.Seg s = bs.get(0).segs.get(0);
+        assertEquals("fresh: the enter in the ring belongs to an earlier call", 0, s.carried);
+        assertEquals(Arrays.asList(-6), s.ids());
+    }
+
     @Test
     public void fullAndSampledSessionsRecordEverywhere() throws Exception {
         assertTrue(Beatline.start(config("full").build()));
