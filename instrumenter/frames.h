@@ -7,10 +7,11 @@
  * (after its exit probe; the frame at the return, its value on the stack).
  *
  * Scheme: every explicit frame is decoded to its full form (locals and stack
- * as lists of verification types). A new frame at instruction t (following
- * the widened conditional at t-1) is computed by simulating types linearly
- * from the last explicit frame at or before t-1 (or from the method's
- * implicit initial frame, built from its descriptor). That is exact: in a
+ * as lists of verification types). A new frame at instruction t is the
+ * type state on entry to t (before t executes; for a return, its value is
+ * on the stack), computed by simulating types linearly from the last
+ * explicit frame at or before t (or from the method's implicit initial
+ * frame, built from its descriptor). That is exact: in a
  * method with a StackMapTable every instruction after an unconditional
  * transfer carries a frame, so the instructions between that frame and t are
  * a straight line that only falls through. Then all frames, old and new, are

@@ -115,7 +115,6 @@ enum { M_DONE, M_SKIP };
  * skip: — the bytes before the push. */
 #define GUARD_LEN 6u
 
-
 static bl_err ensure_pool(ctx *c)
 {
     if (c->pool_ready)
