@@ -81,7 +81,7 @@ int main(int argc, char **argv)
     double *t = malloc((size_t)rounds * sizeof *t);
     if (!ids || !t)
         return 1;
-    bl_probe_opts o = {"io/beatline/runtime/Beatline", NULL, NULL};
+    bl_probe_opts o = {"io/beatline/runtime/Beatline", NULL, NULL, 0}; /* guarded, the default */
     bl_buf out;
     bl_buf_init(&out, 0);
     size_t methods = 0, out_bytes = 0;

@@ -12,6 +12,11 @@
 #   off        instrumented.jar + runtime jar, no beatline.server: runtime off
 #   triggered  runtime on, beatline.uploadMode=triggered (gated ticker clock)
 #   full       runtime on, uploadMode=full (NanoClock), the demo's ring settings
+# ALT_INSTRUMENT="ARGS" (e.g. --no-guard) also makes instrumented-alt.jar with
+# those beatline-instrument arguments and adds off-alt and triggered-alt: the
+# same runs on it (before/after comparisons of the probes in one interleaved run);
+# with ALT_RUNTIME as well, the -alt runs use both, and triggered-altjar the alt
+# jar with this build's runtime.
 # The server URL points at a closed port: nothing is uploaded; the spool
 # lives in the work directory and is emptied before every round.
 # Prints a table (min and median wall time, median CPU) and the load.
@@ -52,8 +57,13 @@ if [ ! -s obfuscated.jar ]; then
 EOP
   java -jar "$J/proguard.jar" @obfuscate.pro > obfuscate.log 2>&1
 fi
-rm -f instrumented.jar
+rm -f instrumented.jar instrumented-alt.jar
 "$I" --names obfuscated "$@" obfuscated.jar -o instrumented.jar --method-ids method-ids.txt
+if [ -n "${ALT_INSTRUMENT:-}" ]; then
+  # shellcheck disable=SC2086
+  "$I" --names obfuscated "$@" $ALT_INSTRUMENT obfuscated.jar -o instrumented-alt.jar \
+    --method-ids method-ids-alt.txt
+fi
 cat > work.pro <<EOP
 -injars $J/commons-lang3.jar(!META-INF/**)
 -outjars work-output.jar
@@ -82,10 +92,18 @@ declare -A cmd=(
 )
 # ALT_RUNTIME=JAR adds off-alt and triggered-alt: the same with another
 # runtime jar (before/after comparisons in one interleaved run).
-if [ -n "${ALT_RUNTIME:-}" ]; then
-  cmd[off-alt]="java $JVM_OPTS -cp instrumented.jar:$G:$A proguard.ProGuard @work.pro"
-  cmd[triggered-alt]="java $JVM_OPTS $on -Dbeatline.uploadMode=triggered -cp instrumented.jar:$G:$A proguard.ProGuard @work.pro"
+if [ -n "${ALT_RUNTIME:-}" ] || [ -n "${ALT_INSTRUMENT:-}" ]; then
+  [ -n "$A" ] || A=$R
+  X=instrumented.jar
+  [ -n "${ALT_INSTRUMENT:-}" ] && X=instrumented-alt.jar
+  cmd[off-alt]="java $JVM_OPTS -cp $X:$G:$A proguard.ProGuard @work.pro"
+  cmd[triggered-alt]="java $JVM_OPTS $on -Dbeatline.uploadMode=triggered -cp $X:$G:$A proguard.ProGuard @work.pro"
   configs=(plain off off-alt triggered triggered-alt full)
+  if [ -n "${ALT_RUNTIME:-}" ] && [ -n "${ALT_INSTRUMENT:-}" ]; then
+    # both: the alt jar with this build's runtime too (the two changes apart)
+    cmd[triggered-altjar]="java $JVM_OPTS $on -Dbeatline.uploadMode=triggered -cp $X:$G:$R proguard.ProGuard @work.pro"
+    configs=(plain off off-alt triggered triggered-alt triggered-altjar full)
+  fi
 fi
 [ -n "${CONFIGS:-}" ] && read -r -a configs <<< "$CONFIGS"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -99,10 +117,10 @@ for round in $(seq 0 "$runs"); do
   done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-14s %6s %8s %8s  (s, %d rounds)\n' config min median cpu "$runs"
+printf '%-17s %6s %8s %8s  (s, %d rounds)\n' config min median cpu "$runs"
 for c in "${configs[@]}"; do
   awk -v c="$c" '$1 == c { n++; w[n] = $2; u[n] = $3 + $4 }
     function med(a, n,   i, j, t) { for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
       return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
-    END { m = med(w, n); printf "%-14s %6.2f %8.2f %8.2f\n", c, w[1], m, med(u, n) }' times.txt
+    END { m = med(w, n); printf "%-17s %6.2f %8.2f %8.2f\n", c, w[1], m, med(u, n) }' times.txt
 done

@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t stride = size > 0 ? data[size - 1] * 131u + 1 : 1;
     for (size_t i = 0; i < n; i++)
         ids[i] = (uint32_t)(i * stride) % (BL_PROBE_MAX_ID + 1);
-    bl_probe_opts o = {"io/beatline/runtime/Beatline", no_warn, NULL};
+    bl_probe_opts o = {"io/beatline/runtime/Beatline", no_warn, NULL, 0};
     bl_buf out;
     bl_buf_init(&out, 0);
     if (bl_probe_instrument(cf, ids, &o, &out, NULL, err, sizeof err) == BL_OK) {

@@ -28,6 +28,7 @@ enum {
     BL_OP_LOOKUPSWITCH = 171,
     BL_OP_IRETURN = 172, /* 172..177: ireturn lreturn freturn dreturn areturn return */
     BL_OP_RETURN = 177,
+    BL_OP_GETSTATIC = 178,
     BL_OP_INVOKEVIRTUAL = 182,
     BL_OP_INVOKESPECIAL = 183,
     BL_OP_INVOKESTATIC = 184,

@@ -24,7 +24,7 @@ static uint32_t entry_size(const uint8_t *p)
         return 3u + bl_be16(p + 1);
     case BL_CP_CLASS:
         return 3;
-    default: /* Integer, NameAndType, Methodref */
+    default: /* Integer, NameAndType, Fieldref, Methodref */
         return 5;
     }
 }
@@ -32,7 +32,7 @@ static uint32_t entry_size(const uint8_t *p)
 static int indexed(uint8_t tag)
 {
     return tag == BL_CP_UTF8 || tag == BL_CP_INTEGER || tag == BL_CP_CLASS ||
-           tag == BL_CP_NAMEANDTYPE || tag == BL_CP_METHODREF;
+           tag == BL_CP_NAMEANDTYPE || tag == BL_CP_FIELDREF || tag == BL_CP_METHODREF;
 }
 
 static uint64_t ld64(const uint8_t *p)
@@ -251,6 +251,16 @@ bl_err bl_cpool_methodref(bl_cpool *p, const char *cls, const char *name, const 
     if (!e)
         e = bl_cpool_nat(p, name, desc, &nt);
     return e ? e : ref2(p, BL_CP_METHODREF, c, nt, idx);
+}
+
+bl_err bl_cpool_fieldref(bl_cpool *p, const char *cls, const char *name, const char *desc,
+                         uint16_t *idx)
+{
+    uint16_t c, nt;
+    bl_err e = bl_cpool_class(p, cls, strlen(cls), &c);
+    if (!e)
+        e = bl_cpool_nat(p, name, desc, &nt);
+    return e ? e : ref2(p, BL_CP_FIELDREF, c, nt, idx);
 }
 
 const char *bl_cpool_class_name(const bl_cpool *p, uint16_t idx, uint32_t *n)

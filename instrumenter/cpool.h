@@ -10,7 +10,7 @@
  * Long/Double, String, handles and dynamic entries are never added.
  *
  * Only entries of the kinds that can be added (Utf8, Integer, Class,
- * NameAndType, Methodref) are indexed, once, in bl_cpool_init: O(pool bytes).
+ * NameAndType, Fieldref, Methodref) are indexed, once, in bl_cpool_init: O(pool bytes).
  * Lookups are O(1) on average (open addressing, FNV-1a over the bytes).
  */
 #ifndef BL_CPOOL_H
@@ -49,6 +49,8 @@ bl_err bl_cpool_integer(bl_cpool *p, uint32_t v, uint16_t *idx);
 bl_err bl_cpool_nat(bl_cpool *p, const char *name, const char *desc, uint16_t *idx);
 bl_err bl_cpool_methodref(bl_cpool *p, const char *cls, const char *name, const char *desc,
                           uint16_t *idx);
+bl_err bl_cpool_fieldref(bl_cpool *p, const char *cls, const char *name, const char *desc,
+                         uint16_t *idx);
 
 /* The name of Class entry idx (original or added): *n bytes at the returned
  * pointer, not NUL-terminated, valid until the next addition. NULL when idx

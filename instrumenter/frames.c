@@ -32,6 +32,7 @@ typedef struct vt {
 
 typedef struct frame {
     uint32_t off;   /* old offset (UINT32_MAX: the handler frame) */
+    uint32_t at_body; /* 1: at the instruction's own bytes (after its exit probe), 0: at its `lab` */
     uint32_t loc, nloc, stk, nstk; /* ranges in st.t */
 } frame;
 
@@ -79,7 +80,7 @@ static bl_err new_frame(st *s, uint32_t off, frame **out)
         s->capf = nc;
     }
     *out = &s->f[s->nf++];
-    **out = (frame){off, 0, 0, 0, 0};
+    **out = (frame){off, 0, 0, 0, 0, 0};
     return BL_OK;
 }
 
@@ -299,13 +300,15 @@ static bl_err load_frame(st *s, const frame *f, uint32_t off)
     return BL_OK;
 }
 
-/* Stores the slot form as a new frame at old offset off. */
-static bl_err save_frame(st *s, uint32_t off)
+/* Stores the slot form as a new frame at old offset off (at the
+ * instruction's `body` when at_body, else at its `lab`). */
+static bl_err save_frame(st *s, uint32_t off, uint32_t at_body)
 {
     frame *f;
     bl_err e = new_frame(s, off, &f);
     if (e)
         return e;
+    f->at_body = at_body;
     uint32_t loc = (uint32_t)s->nt, last = 0, n = 0;
     for (uint32_t i = 0; i < s->in->max_locals; i++) {
         vt v = s->L[i];
@@ -328,6 +331,7 @@ static bl_err save_frame(st *s, uint32_t off)
     }
     f = &s->f[s->nf - 1];
     f->loc = loc, f->nloc = last, f->stk = stk, f->nstk = ns;
+    f->at_body = at_body;
     return BL_OK;
 }
 
@@ -716,8 +720,10 @@ static bl_err step(st *s, uint32_t off)
 
 static int cmp_frame(const void *a, const void *b)
 {
-    uint32_t x = ((const frame *)a)->off, y = ((const frame *)b)->off;
-    return x < y ? -1 : x > y;
+    const frame *p = a, *q = b;
+    if (p->off != q->off)
+        return p->off < q->off ? -1 : 1;
+    return p->at_body < q->at_body ? -1 : p->at_body > q->at_body;
 }
 
 static bl_err put16(bl_buf *o, uint32_t v)
@@ -759,7 +765,9 @@ static bl_err encode(st *s, bl_buf *o)
     uint32_t prev_new = 0;
     for (size_t k = 1; k < s->nf && !e; k++) {
         const frame *p = &s->f[k - 1], *f = &s->f[k];
-        uint32_t nw = f->off == UINT32_MAX ? s->in->map->code_end : bl_pcmap_lab(s->in->map, f->off);
+        uint32_t nw = f->off == UINT32_MAX ? s->in->map->code_end
+                      : f->at_body     ? bl_pcmap_body(s->in->map, f->off)
+                                       : bl_pcmap_lab(s->in->map, f->off);
         if (nw == UINT32_MAX || (k > 1 && nw <= prev_new))
             return bad(s, f->off, "frame offset is not an instruction");
         uint32_t d = k > 1 ? nw - prev_new - 1 : nw;
@@ -822,16 +830,21 @@ static bl_err rebuild(st *s, bl_buf *out)
     for (size_t k = 2; k < n_old; k++)
         if (s->f[k].off <= s->f[k - 1].off)
             return bad(s, s->f[k].off, "frames out of order");
-    size_t j = 0; /* last old frame (index into f, 0 = initial) at or before the branch */
+    /* j: the last old frame (index into f, 0 = initial) before the target
+     * instruction (at its `lab`), or at or before it (at its `body`) */
+    size_t j = 0;
     for (uint32_t q = 0; q < in->n_targets; q++) {
-        uint32_t t = in->targets[q];
-        if (t == 0 || t >= in->n_insns)
+        uint32_t t = in->targets[q] >> 1, at_body = in->targets[q] & 1u;
+        if (t >= in->n_insns || (q > 0 && in->targets[q] <= in->targets[q - 1]))
             return bad(s, 0, "bad frame target");
-        uint32_t toff = in->old_off[t], boff = in->old_off[t - 1];
-        while (j + 1 < n_old && s->f[j + 1].off <= boff)
+        uint32_t toff = in->old_off[t];
+        while (j + 1 < n_old && s->f[j + 1].off < toff)
             j++;
-        if (j + 1 < n_old && s->f[j + 1].off == toff)
-            continue; /* the target has a frame already */
+        if (j + 1 < n_old && s->f[j + 1].off == toff) {
+            if (!at_body)
+                continue; /* the target has a frame already */
+            j++; /* at the body: the same frame as at the lab */
+        }
         uint32_t first = 0;
         if (j > 0) {
             int32_t ix = s->f[j].off < in->map->old_len ? in->map->idx_of[s->f[j].off] : -1;
@@ -845,7 +858,7 @@ static bl_err rebuild(st *s, bl_buf *out)
         for (uint32_t i = first; i < t; i++)
             if ((e = step(s, in->old_off[i])) != BL_OK)
                 return e;
-        if ((e = save_frame(s, toff)) != BL_OK)
+        if ((e = save_frame(s, toff, at_body)) != BL_OK)
             return e;
     }
     qsort(s->f + 1, s->nf - 1, sizeof *s->f, cmp_frame);

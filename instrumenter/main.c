@@ -69,6 +69,7 @@ typedef struct opts {
     char *runtime_class; /* owned */
     char *base_ids_owned; /* base-ids path from a config file (owned) */
     int skip_trivial, obfuscated, threads, quiet;
+    int unguarded; /* --no-guard: bare probes (bl_probe_opts.unguarded) */
     bl_rules *rules;
     char **inputs;
     int n_inputs;
@@ -91,8 +92,10 @@ static void usage(FILE *f)
             "      --exclude PATTERN      do not instrument matching methods (repeatable)\n"
             "      --include PATTERN      instrument only matching methods (repeatable)\n"
             "                             PATTERN: CLASS[#METHOD[DESCRIPTOR]], globs * ** ?\n"
-            "      --runtime-class NAME   class with static i(I)V and o(I)V\n"
+            "      --runtime-class NAME   class with static i(I)V, o(I)V and boolean on\n"
             "                             (default " DEFAULT_RUNTIME ")\n"
+            "      --no-guard             bare probes: no `if (on)` test before each call\n"
+            "                             (for a runtime class without the field on)\n"
             "      --skip-trivial         skip empty methods, getters/setters, methods that\n"
             "                             call nothing (default)\n"
             "      --no-skip-trivial      instrument those too\n"
@@ -235,7 +238,7 @@ static int default_threads(void)
 static int parse_args(int argc, char **argv, opts *o)
 {
     enum { O_METHOD_IDS = 256, O_BASE_IDS, O_CONFIG, O_EXCLUDE, O_INCLUDE, O_RUNTIME,
-           O_SKIP, O_NO_SKIP, O_NAMES };
+           O_SKIP, O_NO_SKIP, O_NAMES, O_NO_GUARD };
     static const struct option longs[] = {
         {"output", required_argument, NULL, 'o'},
         {"method-ids", required_argument, NULL, O_METHOD_IDS},
@@ -246,6 +249,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"runtime-class", required_argument, NULL, O_RUNTIME},
         {"skip-trivial", no_argument, NULL, O_SKIP},
         {"no-skip-trivial", no_argument, NULL, O_NO_SKIP},
+        {"no-guard", no_argument, NULL, O_NO_GUARD},
         {"names", required_argument, NULL, O_NAMES},
         {"threads", required_argument, NULL, 'j'},
         {"quiet", no_argument, NULL, 'q'},
@@ -265,6 +269,7 @@ static int parse_args(int argc, char **argv, opts *o)
         case O_RUNTIME: runtime = optarg; break;
         case O_SKIP: o->skip_trivial = 1; break;
         case O_NO_SKIP: o->skip_trivial = 0; break;
+        case O_NO_GUARD: o->unguarded = 1; break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); rc = -1; break;
         case O_NAMES:
@@ -540,7 +545,7 @@ static void pass2(job *j, unit *u)
         }
     }
     if (with_id) {
-        bl_probe_opts po = {j->o->runtime_class, on_probe_warn, u};
+        bl_probe_opts po = {j->o->runtime_class, on_probe_warn, u, j->o->unguarded};
         bl_buf_init(&u->out, OUT_CLASS_MAX);
         bl_err e = bl_probe_instrument(u->cf, ids, &po, &u->out, &u->n_done, msg, sizeof msg);
         if (e) {

@@ -97,6 +97,10 @@ typedef struct ctx {
     bl_cpool pool;
     int pool_ready;
     uint16_t m_enter, m_exit, c_throwable;
+    uint16_t f_on;  /* Fieldref <runtime>.on:Z, 0 until a guarded method needs it */
+    int guard;      /* the method being rewritten gets guarded probes (see GUARD_LEN) */
+    int retry;      /* set by do_method: the guarded rewrite does not fit or its frames
+                       cannot be simulated; nothing was written: rewrite it unguarded */
     uint16_t u_smt; /* "StackMapTable" Utf8, 0 until needed */
     scratch s;
     char *err;
@@ -106,6 +110,10 @@ typedef struct ctx {
 
 /* Outcome of one method: rewritten, left as it is (warned), or an error. */
 enum { M_DONE, M_SKIP };
+
+/* Guarded probe: getstatic <runtime>.on:Z; ifeq skip; push id; invokestatic;
+ * skip: — the bytes before the push. */
+#define GUARD_LEN 6u
 
 static bl_err ensure_pool(ctx *c)
 {
@@ -386,8 +394,26 @@ static bl_err emit_probe(bl_buf *b, uint32_t id, uint16_t int_idx, uint16_t mref
     return e ? e : bl_bx_app(b, x, 3);
 }
 
+/* A probe of the method body: guarded when c->guard (the skip label lands
+ * right after the invokestatic, plen bytes of push + invoke further). */
+static bl_err emit_site(ctx *c, bl_buf *b, uint32_t id, uint16_t int_idx, uint16_t mref,
+                        uint32_t plen)
+{
+    if (c->guard) {
+        uint32_t disp = 3 + plen; /* from the ifeq to the skip label */
+        uint8_t g[GUARD_LEN] = {BL_OP_GETSTATIC, (uint8_t)(c->f_on >> 8), (uint8_t)c->f_on,
+                                BL_OP_IFEQ, (uint8_t)(disp >> 8), (uint8_t)disp};
+        bl_err e = bl_bx_app(b, g, GUARD_LEN);
+        if (e)
+            return e;
+    }
+    bl_err e = emit_push(b, id, int_idx);
+    uint8_t x[3] = {BL_OP_INVOKESTATIC, (uint8_t)(mref >> 8), (uint8_t)mref};
+    return e ? e : bl_bx_app(b, x, 3);
+}
+
 static bl_err emit_code(ctx *c, const uint8_t *code, uint32_t n, uint32_t id, uint16_t int_idx,
-                        uint32_t code_end)
+                        uint32_t plen, uint32_t code_end)
 {
     scratch *s = &c->s;
     bl_buf *b = &s->code;
@@ -397,9 +423,9 @@ static bl_err emit_code(ctx *c, const uint8_t *code, uint32_t n, uint32_t id, ui
         const insn *t = &s->in[i];
         const uint8_t *p = code + t->old;
         if (t->flags & F_ENTER)
-            e = emit_probe(b, id, int_idx, c->m_enter);
+            e = emit_site(c, b, id, int_idx, c->m_enter, plen);
         if (!e && (t->flags & F_EXIT))
-            e = emit_probe(b, id, int_idx, c->m_exit);
+            e = emit_site(c, b, id, int_idx, c->m_exit, plen);
         if (e)
             break;
         uint32_t at = s->body[i];
@@ -550,22 +576,36 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
     uint16_t int_idx = 0;
     if (id > 32767 && (e = bl_cpool_integer(&c->pool, id, &int_idx)) != BL_OK)
         return e;
+    if (c->guard && !c->f_on &&
+        (e = bl_cpool_fieldref(&c->pool, c->opts->runtime_class, "on", "Z", &c->f_on)) != BL_OK)
+        return e;
     uint32_t plen = push_len(id, int_idx) + 3, hlen = plen + 1;
-    uint32_t code_end = layout(s, n, plen, hlen);
+    uint32_t code_end = layout(s, n, plen + (c->guard ? GUARD_LEN : 0), hlen);
     if (code_end == UINT32_MAX) {
+        if (c->guard) {
+            c->retry = 1; /* the unguarded probes may still fit */
+            return BL_OK;
+        }
         skip(c, m, "code would exceed 65535 bytes");
         return bl_bx_app(&s->methods, d + r->start, r->end - r->start);
     }
-    /* inverted conditionals make their fall-through a jump target */
+    /* Instructions that need a new frame, as (index << 1 | at_body),
+     * ascending: inverted conditionals make their fall-through a jump
+     * target; a guarded enter probe's skip label is the enter point's
+     * `lab`, a guarded exit probe's the return's own `body`. */
     uint32_t n_targets = 0;
-    for (uint32_t i = 0; i + 1 < n; i++)
-        if ((s->in[i].flags & F_WIDE) && bl_bc_is_cond_branch(s->in[i].op))
-            s->targets[n_targets++] = i + 1;
+    for (uint32_t i = 0; i < n; i++) {
+        if ((c->guard && (s->in[i].flags & F_ENTER)) ||
+            (i > 0 && (s->in[i - 1].flags & F_WIDE) && bl_bc_is_cond_branch(s->in[i - 1].op)))
+            s->targets[n_targets++] = i << 1;
+        if (c->guard && (s->in[i].flags & F_EXIT))
+            s->targets[n_targets++] = i << 1 | 1u;
+    }
     int rebuild = n_targets && (has_smt || bl_cf_major(c->cf) >= 50);
     uint32_t new_len = code_end + hlen;
     bl_pcmap pm = {s->idx_of, s->lab, s->body, len, code_end, new_len};
 
-    if ((e = emit_code(c, code, n, id, int_idx, code_end)) != BL_OK)
+    if ((e = emit_code(c, code, n, id, int_idx, plen, code_end)) != BL_OK)
         return e;
     if ((e = emit_probe(&s->code, id, int_idx, c->m_exit)) != BL_OK ||
         (e = bl_bx_putc(&s->code, (char)BL_OP_ATHROW)) != BL_OK)
@@ -602,6 +642,10 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
             e = bl_ca_type_annos(&pm, body, alen, ab, c->err, c->errlen);
             break;
         }
+        if (e == BL_EFORMAT && c->guard && kind == 0) { /* frames: try without guards */
+            c->retry = 1;
+            return BL_OK;
+        }
         if (e == BL_EFORMAT) { /* offsets we cannot move, or the simulation gave up */
             snprintf(c->msg, sizeof c->msg, "%s", c->err);
             skip(c, m, c->msg);
@@ -624,6 +668,10 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
         e = rebuild ? frames_rebuild(c, mi, &pm, n, NULL, 0, n_targets, ab)
                     : bl_ca_frames(&pm, NULL, 0, tail, sizeof tail, code_end, ab, &nf, c->err,
                                    c->errlen);
+        if (e == BL_EFORMAT && rebuild && c->guard) {
+            c->retry = 1;
+            return BL_OK;
+        }
         if (e == BL_EFORMAT && rebuild) {
             snprintf(c->msg, sizeof c->msg, "%s", c->err);
             skip(c, m, c->msg);
@@ -715,7 +763,14 @@ bl_err bl_probe_instrument(bl_cf *cf, const uint32_t *ids, const bl_probe_opts *
     bl_err e = grow_scratch(&c->s, maxlen + 1);
     for (size_t i = 0; i < nm && !e; i++) {
         int one = 0;
+        c->guard = !opts->unguarded;
+        c->retry = 0;
         e = do_method(c, i, ids[i], &one);
+        if (!e && c->retry) { /* guarded code too long, or frames not simulated */
+            c->guard = 0;
+            c->retry = 0;
+            e = do_method(c, i, ids[i], &one);
+        }
         done += (size_t)one;
     }
     if (!e && !done) {

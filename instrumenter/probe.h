@@ -10,6 +10,17 @@
  *     table (user handlers keep priority), covering the body from just after
  *     the enter probe to the end of the original code (exit probes included,
  *     the handler itself not), that calls o(methodId) and rethrows (athrow).
+ * Guarded probes (the default): each enter and exit probe is preceded by
+ *     getstatic <runtime>.on:Z; ifeq skip
+ *   and its skip label lands just after its invokestatic, so code that is not
+ *   compiled yet (interpreter, C1) skips the call when the runtime is off
+ *   (6 bytes more per probe; the catch-all handler's probe stays bare). Each
+ *   skip label gets a StackMapTable frame (major >= 50): the enter probe's
+ *   is the frame at the enter point (the initial frame, or simulated after a
+ *   constructor's super(...) call), an exit probe's the frame at its return
+ *   (value on the stack), simulated by frames.c. A method whose guarded code
+ *   would exceed 65,535 bytes, or whose frames cannot be simulated, gets the
+ *   bare probes instead (no warning: its probes are all there).
  * Methods without code (abstract, native) are never touched. A method is left
  * as it is, with a warning through opts->warn, when its new code would exceed
  * 65,535 bytes, a constructor has no super(...)/this(...) call, its Code
@@ -41,9 +52,11 @@
 typedef void (*bl_probe_warn_fn)(void *ctx, const char *msg);
 
 typedef struct bl_probe_opts {
-    const char *runtime_class; /* internal name of the class with static i(I)V and o(I)V */
+    const char *runtime_class; /* internal name of the class with static i(I)V and o(I)V
+                                  (and, for guarded probes, static boolean field on) */
     bl_probe_warn_fn warn;     /* may be NULL */
     void *warn_ctx;
+    int unguarded;             /* 0 (default): guarded probes (see above); 1: bare probes */
 } bl_probe_opts;
 
 /* Writes the instrumented class file to `out` (appended). ids has

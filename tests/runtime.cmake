@@ -46,6 +46,7 @@ beatline_runtime_test(runtime_spool SpoolTest)
 beatline_runtime_test(runtime_awt AwtDispatchTest)
 beatline_runtime_test(runtime_block_event BlockEventTest)
 beatline_runtime_test(runtime_reentry ReentryTest)
+beatline_runtime_test(runtime_gate GateTest)
 
 # Android tests (issue 13): the Android source set under Robolectric 4.11.1,
 # SDK 34, offline: the jars scripts/install-deps copied with Maven into
@@ -91,3 +92,4 @@ add_test(NAME runtime_android_aar
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/runtime/android/aar_test.sh ${CMAKE_BINARY_DIR} ${BEATLINE_ANDROID_ALL})
 set_tests_properties(runtime_android_aar PROPERTIES TIMEOUT 300 LABELS "runtime;android")
 beatline_android_test(runtime_android_runtime AndroidRuntimeTest)
+beatline_android_test(runtime_android_gate LooperGateTest)

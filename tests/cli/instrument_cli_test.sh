@@ -33,6 +33,7 @@ cat > src/io/beatline/runtime/Beatline.java <<'EOF'
 package io.beatline.runtime;
 public final class Beatline {
     public static long enters, exits;
+    public static boolean on = true; // read by the guarded probes
     public static void i(int id) { if (id <= 0 || id > 8388607) throw new AssertionError(id); enters++; }
     public static void o(int id) { if (id <= 0 || id > 8388607) throw new AssertionError(id); exits++; }
 }

@@ -66,7 +66,7 @@ static int one(void *ctx, const char *name, const uint8_t *data, size_t len)
         ids[i] = d->next_id % (BL_PROBE_MAX_ID + 1);
         d->next_id += d->stride;
     }
-    bl_probe_opts o = {d->runtime, warn, d};
+    bl_probe_opts o = {d->runtime, warn, d, 0}; /* guarded probes */
     bl_buf out;
     bl_buf_init(&out, 0);
     size_t done = 0;

@@ -33,6 +33,9 @@ static const char *const JARS[] = {
 
 static size_t n_warn;
 static char last_warn[512];
+/* bl_probe_opts.unguarded of every run here: the shapes checked by the
+ * older tests are the bare probes'; the guarded_* tests clear it */
+static int unguarded = 1;
 static void warn_fn(void *ctx, const char *msg)
 {
     (void)ctx;
@@ -143,7 +146,7 @@ static int instrument_one(void *ctx, const char *name, const uint8_t *data, size
     size_t n = bl_cf_method_count(cf);
     uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
     ck_assert_ptr_nonnull(ids);
-    bl_probe_opts o = {RT, warn_fn, NULL};
+    bl_probe_opts o = {RT, warn_fn, NULL, unguarded};
     bl_buf out, again;
     bl_buf_init(&out, 0);
     bl_buf_init(&again, 0);
@@ -307,7 +310,7 @@ static uint8_t *instrument_and_run(const uint8_t *data, size_t len, const char *
     ck_assert_uint_le(nm, 64);
     for (size_t i = 0; i < nm; i++)
         ids[i] = (uint32_t)i + 1;
-    bl_probe_opts o = {RT, warn_fn, NULL};
+    bl_probe_opts o = {RT, warn_fn, NULL, unguarded};
     bl_buf out;
     bl_buf_init(&out, 0);
     size_t done = 0;
@@ -626,7 +629,7 @@ static bl_err instrument_all(const cb *b, uint32_t id, size_t *done, char *err, 
     uint32_t ids[16];
     for (size_t i = 0; i < 16; i++)
         ids[i] = id;
-    bl_probe_opts o = {RT, warn_fn, NULL};
+    bl_probe_opts o = {RT, warn_fn, NULL, unguarded};
     bl_buf out;
     bl_buf_init(&out, 0);
     e = bl_probe_instrument(cf, ids, &o, &out, done, err, errlen);
@@ -761,7 +764,7 @@ START_TEST(constructors)
     bl_cf *cf = NULL;
     ck_assert_int_eq(bl_cf_parse((uint8_t *)b.out.data, b.out.len, &cf, NULL, 0), BL_OK);
     uint32_t ids[2] = {3, 4};
-    bl_probe_opts o = {RT, warn_fn, NULL};
+    bl_probe_opts o = {RT, warn_fn, NULL, unguarded};
     bl_buf out;
     bl_buf_init(&out, 0);
     size_t done = 0;
@@ -786,6 +789,194 @@ START_TEST(constructors)
     ck_assert_uint_eq(r->code_len, 25);
     ck_assert_uint_eq(bl_cf_method_raw(cf2, 1)->code_len, 1);
     bl_cf_free(cf2);
+    bl_cf_free(cf);
+    bl_buf_cleanup(&out);
+    cb_free(&b);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Guarded probes (getstatic on; ifeq skip; push; invokestatic; skip:)       */
+
+/* Guards (getstatic <RT>.on directly followed by ifeq) in method `name`. */
+static size_t count_guards(const uint8_t *d, size_t len, const char *name)
+{
+    bl_cf *cf = NULL;
+    ck_assert_int_eq(bl_cf_parse(d, len, &cf, NULL, 0), BL_OK);
+    size_t hits = 0;
+    for (size_t i = 0; i < bl_cf_method_count(cf); i++) {
+        if (strcmp(bl_cf_method_at(cf, i)->name, name) != 0)
+            continue;
+        const bl_cf_mraw *r = bl_cf_method_raw(cf, i);
+        const uint8_t *c = d + r->code;
+        for (uint32_t off = 0; off + 6 <= r->code_len; off += bl_bc_insn_len(c, r->code_len, off)) {
+            if (c[off] != BL_OP_GETSTATIC || c[off + 3] != BL_OP_IFEQ)
+                continue;
+            uint16_t ref = bl_be16(c + off + 1), nat = bl_be16(d + bl_cf_pool_off(cf, ref) + 3);
+            const char *fname = bl_cf_utf8(cf, bl_be16(d + bl_cf_pool_off(cf, nat) + 1), NULL);
+            const char *owner = bl_cf_class_name(cf, bl_be16(d + bl_cf_pool_off(cf, ref) + 1));
+            hits += bl_cf_pool_tag(cf, ref) == BL_CP_FIELDREF && !strcmp(fname, "on") &&
+                    owner && !strcmp(owner, RT);
+        }
+    }
+    bl_cf_free(cf);
+    return hits;
+}
+
+/* javac output (StackMapTable) with every shape a skip label's frame must
+ * get right, run under -Xverify:all with the same output as the original:
+ * a return that is a jump target (its old frame copied after the exit
+ * probe), a method whose first instruction is a loop head (an old frame at
+ * offset 0), long/double locals and returns, a reference on the stack at
+ * an areturn, returns inside try/catch/finally and synchronized blocks, and
+ * constructors (the enter frame simulated after super(...) with arguments). */
+static void javac_guarded(const char *release)
+{
+    if (!have_jvm())
+        return;
+    char path[512], cmd[1024];
+    snprintf(path, sizeof path, "%s/g%s", tmpdir, release);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", path);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/g%s/G.java", tmpdir, release);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("public class G extends java.util.ArrayList<String> {\n"
+          "  final long w; final String s;\n"
+          "  G(long w, String s) { super(s == null ? 4 : s.length()); this.w = w; this.s = s; }\n"
+          "  G() { this(3L, w0() > 0 ? \"yes\" : null); }\n"
+          "  static long w0() { return 1; }\n"
+          "  static int pick(int x) { return x > 0 ? 1 : 2; }\n"
+          "  static int loop(int n) { while (true) { if (n-- < 0) return n; } }\n"
+          "  static double mix(long a, double b, int c) {\n"
+          "    long t = a * c; double u = b / 2;\n"
+          "    if (c == 0) return u;\n"
+          "    for (int i = 0; i < c; i++) { t += i; if (t > 100) return t + u; }\n"
+          "    return t - u; }\n"
+          "  static String tryer(String x) {\n"
+          "    try { if (x.isEmpty()) return \"empty\"; return x.substring(1); }\n"
+          "    catch (RuntimeException e) { return \"npe\"; }\n"
+          "    finally { System.out.println(\"finally \" + x); } }\n"
+          "  synchronized Object locked(int k) {\n"
+          "    synchronized (s) { if (k > 1) return s; }\n"
+          "    return k == 0 ? null : this; }\n"
+          "  static void nothing() { }\n"
+          "  static long deep(long v, int d) { return d == 0 ? v : deep(v + d, d - 1); }\n"
+          "  public static void main(String[] a) {\n"
+          "    G g = new G(); System.out.println(g.w + \" \" + g.s + \" \" + new G(5L, null).s);\n"
+          "    System.out.println(pick(1) + pick(-1) + loop(3));\n"
+          "    System.out.println(mix(3, 5.0, 0) + \" \" + mix(50, 1.0, 4) + \" \" + mix(1, 1.0, 2));\n"
+          "    System.out.println(tryer(\"\") + tryer(\"abc\") + tryer(null));\n"
+          "    System.out.println(g.locked(2) + \" \" + g.locked(0) + \" \" + (g.locked(1) == g));\n"
+          "    nothing(); System.out.println(deep(1, 10));\n"
+          "  }\n}\n",
+          f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "javac %s%s -d %s/gcls%s %s 2>&1", release[0] ? "--release " : "",
+             release, tmpdir, release, path);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/gcls%s/G.class", tmpdir, release);
+    size_t len, olen;
+    char *data = tu_read_file(path, &len);
+    ck_assert_ptr_nonnull(data);
+    n_warn = 0;
+    unguarded = 0;
+    uint8_t *o = instrument_and_run((uint8_t *)data, len, "G", 11, &olen);
+    unguarded = 1;
+    ck_assert_msg(n_warn == 0, "%s", last_warn);
+    ck_assert_uint_eq(count_guards(o, olen, "pick"), 2);  /* enter, one ireturn */
+    ck_assert_uint_eq(count_guards(o, olen, "loop"), 2);
+    ck_assert_uint_eq(count_guards(o, olen, "mix"), 4);   /* enter, three returns */
+    ck_assert_uint_eq(count_guards(o, olen, "<init>"), 4); /* two constructors */
+    ck_assert_uint_ge(count_guards(o, olen, "tryer"), 4);
+    free(o);
+    free(data);
+}
+
+START_TEST(guarded_javac_release8) { javac_guarded("8"); }
+END_TEST
+
+START_TEST(guarded_javac_default) { javac_guarded(""); }
+END_TEST
+
+/* The guarded long method of javac_long (branches widened by the probes and
+ * their guards, frames simulated at both kinds of new targets). */
+START_TEST(guarded_javac_long)
+{
+    unguarded = 0;
+    javac_long("8");
+    unguarded = 1;
+}
+END_TEST
+
+/* Straight-line methods in every version, guarded: from 50 on the enter
+ * guard's skip label needs the initial frame, the exit's one int on the
+ * stack; before 50 no frames at all. */
+START_TEST(guarded_class_versions)
+{
+    static const uint16_t versions[] = {45, 49, 50, 52, 61};
+    for (size_t v = 0; v < sizeof versions / sizeof *versions; v++) {
+        cb b;
+        cb_init(&b, versions[v]);
+        uint16_t tc = cb_class(&b, "t/V"), sc = cb_class(&b, "java/lang/Object");
+        add_init(&b, sc);
+        static const uint8_t f[] = {0x1a, 0x04, 0x60, 0xac}; /* iload_0 iconst_1 iadd ireturn */
+        cb_method(&b, 9, "f", "(I)I", 2, 1, f, sizeof f, NULL, 0, NULL, 0, 0);
+        static const char *const fns[1] = {"f"};
+        static const int args[1] = {41};
+        add_main(&b, tc, fns, args, 1);
+        cb_finish(&b, tc, sc);
+        n_warn = 0;
+        size_t len;
+        unguarded = 0;
+        uint8_t *o = instrument_and_run((uint8_t *)b.out.data, b.out.len, "t.V", 3, &len);
+        unguarded = 1;
+        ck_assert_uint_eq(n_warn, 0);
+        ck_assert_uint_eq(count_guards(o, len, "f"), 2);
+        ck_assert_int_eq(has_code_attr(o, len, "f", "StackMapTable"), versions[v] >= 50);
+        free(o);
+        cb_free(&b);
+    }
+}
+END_TEST
+
+/* A method whose guarded probes would pass 65,535 bytes but whose bare ones
+ * fit gets the bare ones (all its probes, no warning); the small method of
+ * the same class keeps its guards. */
+START_TEST(guarded_falls_back_near_64k)
+{
+    cb b;
+    cb_init(&b, 49);
+    uint16_t tc = cb_class(&b, "t/L"), sc = cb_class(&b, "java/lang/Object");
+    add_init(&b, sc);
+    /* 57,000 nops, then 1,000 returns: id 3 (iconst_3) makes a bare probe 4
+     * bytes, a guarded one 10: bare 57,000 + 1,000 * 5 + 4 + 5 = 62,009
+     * bytes; guarded 57,000 + 1,000 * 11 + 10 + 5 = 68,015 */
+    size_t n = 57000 + 1000;
+    uint8_t *code = malloc(n);
+    ck_assert_ptr_nonnull(code);
+    memset(code, 0x00, 57000);
+    memset(code + 57000, BL_OP_RETURN, 1000);
+    cb_method(&b, 9, "big", "()V", 0, 0, code, n, NULL, 0, NULL, 0, 0);
+    free(code);
+    cb_finish(&b, tc, sc);
+    bl_cf *cf = NULL;
+    ck_assert_int_eq(bl_cf_parse((uint8_t *)b.out.data, b.out.len, &cf, NULL, 0), BL_OK);
+    uint32_t ids[2] = {3, 3};
+    bl_probe_opts o = {RT, warn_fn, NULL, 0};
+    bl_buf out;
+    bl_buf_init(&out, 0);
+    size_t done = 0;
+    n_warn = 0;
+    ck_assert_int_eq(bl_probe_instrument(cf, ids, &o, &out, &done, NULL, 0), BL_OK);
+    ck_assert_uint_eq(done, 2);
+    ck_assert_uint_eq(n_warn, 0);
+    bl_cf *cf2 = NULL;
+    ck_assert_int_eq(bl_cf_parse((uint8_t *)out.data, out.len, &cf2, NULL, 0), BL_OK);
+    ck_assert_uint_eq(bl_cf_method_raw(cf2, 1)->code_len, 62009);
+    bl_cf_free(cf2);
+    ck_assert_uint_eq(count_guards((uint8_t *)out.data, out.len, "big"), 0);
+    ck_assert_uint_eq(count_guards((uint8_t *)out.data, out.len, "<init>"), 2);
     bl_cf_free(cf);
     bl_buf_cleanup(&out);
     cb_free(&b);
@@ -889,6 +1080,11 @@ int main(void)
     tcase_add_test(tc, corrupt_code);
     tcase_add_test(tc, constructors);
     tcase_add_test(tc, type_annotations);
+    tcase_add_test(tc, guarded_javac_release8);
+    tcase_add_test(tc, guarded_javac_default);
+    tcase_add_test(tc, guarded_javac_long);
+    tcase_add_test(tc, guarded_class_versions);
+    tcase_add_test(tc, guarded_falls_back_near_64k);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);
     if (tmpdir[0]) {

@@ -23,6 +23,9 @@ import java.util.Map;
 import java.util.TreeMap;
 
 public final class Rec {
+    /** Read by the guarded probes (beatline-instrument without --no-guard): always on here. */
+    public static boolean on = true;
+
     private static final class Events {
         final String thread = Thread.currentThread().getName();
         long[] ev = new long[1024];

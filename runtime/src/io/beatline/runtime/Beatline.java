@@ -23,8 +23,22 @@ import java.util.Properties;
 public final class Beatline {
     /** The recording session's recorder; null = off (probes return at once). */
     private static volatile Session current;
-    /** Read by the probes: plain, so the off path is a field load and a branch. */
+    /**
+     * Read by the probes: plain, so the off path is a field load and a branch.
+     * A gated session ({@link Session#gated}: triggered, not sampled) sets it
+     * only while one of its recording windows is open ({@link #window}); a
+     * full one from its start to its end. Written under {@link #GATE}.
+     */
     private static Recorder recorder;
+    /**
+     * {@code recorder != null}, for the guard that {@code beatline-instrument}
+     * puts before each probe call ({@code if (Beatline.on) Beatline.i(id)}):
+     * code that is not compiled yet (interpreter, C1) then skips the call
+     * while nothing records. Written with {@link #recorder}; not for apps to write.
+     */
+    public static boolean on;
+    /** Orders the writes of {@link #recorder} and {@link #on} (start, end, recording windows). */
+    private static final Object GATE = new Object();
 
     static {
         try {
@@ -122,8 +136,11 @@ public final class Beatline {
         try {
             Session s = new Session(config);
             s.begin();
-            current = s;
-            recorder = s.recorder;
+            synchronized (GATE) {
+                current = s;
+                recorder = s.gated && s.windows == 0 ? null : s.recorder;
+                on = recorder != null;
+            }
             return true;
         } catch (Throwable t) {
             log(config).warn("start failed: " + t);
@@ -178,10 +195,56 @@ public final class Beatline {
     }
 
     static synchronized void ended(Session s) {
-        if (current == s) {
-            current = null;
-            recorder = null;
+        synchronized (GATE) {
+            if (current == s) {
+                current = null;
+                recorder = null;
+                on = false;
+            }
         }
+    }
+
+    /**
+     * Opens or closes one of a gated session's recording windows (issue 13):
+     * the probes record while at least one is open and take the off path
+     * (the field load and branch of an off runtime) otherwise. Reasons are
+     * bit flags ({@link Session#WINDOW_DISPATCH}, {@link Session#WINDOW_LAUNCH}).
+     * No-op for a session that is not gated or no longer running. Call it on
+     * the main thread: only that thread records in a gated session, and it
+     * sees its own write of the probes' field at once. Never throws.
+     *
+     * @param s the session (its {@link Session#windows} is guarded by the same lock)
+     * @param reason one bit flag
+     * @param open true to open, false to close
+     */
+    static void window(Session s, int reason, boolean open) {
+        synchronized (GATE) {
+            int w = open ? s.windows | reason : s.windows & ~reason;
+            s.windows = w;
+            if (s.gated && current == s) {
+                recorder = w != 0 ? s.recorder : null;
+                on = w != 0;
+            }
+        }
+    }
+
+    /**
+     * Hook for the launch tracer (issue 15): opens ({@code true}) or closes
+     * the launch recording window of a gated session (triggered, not
+     * sampled), in which the main thread records outside message dispatches
+     * too (e.g. from the process start to the first frame). Main thread. A
+     * no-op when the runtime is not running or records everything anyway.
+     */
+    static void launchWindow(boolean open) {
+        Session s = current;
+        if (s != null) {
+            window(s, Session.WINDOW_LAUNCH, open);
+        }
+    }
+
+    /** Whether the probes record now (tests: a gated session's windows). */
+    static boolean recording() {
+        return recorder != null;
     }
 
     /**

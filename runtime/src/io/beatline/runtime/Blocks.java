@@ -33,8 +33,13 @@ final class Blocks {
      * server then synthesizes the enters of the window's unmatched exits.
      * Times are raw 40-bit clock µs, {@code sinceUs} full clock µs (as
      * {@link Recorder#dump} gives them); {@link #rebase} follows.
+     *
+     * @param carry false for a gated session ({@link Session#gated}): its
+     *        ring holds only earlier windows, not the calls between them, so
+     *        an enter found there may belong to another call of the same
+     *        method: the segment is always fresh
      */
-    static Recorder.ThreadDump window(DispatchMonitor.Block b) {
+    static Recorder.ThreadDump window(DispatchMonitor.Block b, boolean carry) {
         Ring ring = b.ring;
         Ring.Window w = ring.copy(b.pBegin, b.pEnd);
         long[] recs = w.records;
@@ -59,7 +64,7 @@ final class Blocks {
                 need.add(id);
             }
         }
-        long[] carried = w.truncated || need.isEmpty() ? new long[0] : openEnters(ring, b.pBegin, need);
+        long[] carried = !carry || w.truncated || need.isEmpty() ? new long[0] : openEnters(ring, b.pBegin, need);
         int nc = carried == null ? 0 : carried.length;
         long[] all = new long[nc + recs.length];
         for (int i = 0; i < nc; i++) {

@@ -27,7 +27,9 @@ import java.util.concurrent.locks.LockSupport;
  * with one unpark).
  *
  * <p>Per message the main thread pays two {@code System.nanoTime()} reads,
- * a few field stores and a ring position read (docs/benchmarks.md). Nested
+ * a few field stores and a ring position read (docs/benchmarks.md); in a
+ * gated session ({@link Session#gated}) also the opening and closing of its
+ * dispatch recording window (two uncontended locks). Nested
  * dispatches (a modal loop inside a message) belong to the outer message.
  * Nothing here throws into the app.
  */
@@ -85,6 +87,8 @@ public final class DispatchMonitor {
     private final long anrNanos;
     private final Thread watchdog;
     private volatile boolean running = true;
+    /** The gated session whose dispatch recording window this monitor opens and closes; null: not gated. */
+    private final Session gate;
 
     private static final java.util.concurrent.atomic.AtomicLongFieldUpdater<DispatchMonitor> START =
             java.util.concurrent.atomic.AtomicLongFieldUpdater.newUpdater(DispatchMonitor.class, "start");
@@ -138,10 +142,13 @@ public final class DispatchMonitor {
      * @param kind {@code "looper"} or {@code "awt"} (the event's {@code kind})
      * @param blockThresholdMs a dispatch this long or longer is a block, ms
      * @param anrThresholdMs the watchdog reports a dispatch still running after this long, ms (0: no watchdog)
+     * @param gate a gated session ({@link Session#gated}): each dispatch opens and closes its
+     *        {@link Session#WINDOW_DISPATCH} recording window; null when recording is not gated
      */
     DispatchMonitor(String kind, Namer namer, Recorder recorder, Sink sink, long blockThresholdMs,
-            long anrThresholdMs) {
+            long anrThresholdMs, Session gate) {
         this.kind = kind;
+        this.gate = gate;
         this.namer = namer;
         this.recorder = recorder;
         this.clock = recorder.clock;
@@ -206,6 +213,9 @@ public final class DispatchMonitor {
                 ((TickerClock) clock).resume(beginUs);
             }
             pBegin = r.published();
+            if (gate != null) {
+                Beatline.window(gate, Session.WINDOW_DISPATCH, true); // the probes record from here
+            }
             start = t == 0 ? 1 : t; // volatile: publishes the fields above to the watchdog
             if (watchdogParked) {
                 LockSupport.unpark(watchdog);
@@ -232,6 +242,9 @@ public final class DispatchMonitor {
                 START.lazySet(this, 0);
             }
             messages++;
+            if (gate != null) {
+                Beatline.window(gate, Session.WINDOW_DISPATCH, false); // off path again until the next dispatch
+            }
             if (clock instanceof TickerClock) {
                 ((TickerClock) clock).pause();
             }

@@ -59,6 +59,23 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     final boolean triggered;
     /** A triggered configuration that this session's draw put in full mode. */
     final boolean sampledFull;
+    /**
+     * Recording is gated (triggered and not sampled, issue 13): the probes
+     * record only while a recording window is open — the main thread
+     * dispatching a message ({@link #WINDOW_DISPATCH}, opened and closed by
+     * the {@link DispatchMonitor}), or a launch ({@link #WINDOW_LAUNCH},
+     * raised by issue 15's launch tracer through {@link Beatline#launchWindow})
+     * — and on the main thread only. Everything else would never be uploaded
+     * in this mode (only windows around events are), so outside the windows
+     * every probe takes the off path. Full and sampled sessions are not gated.
+     */
+    final boolean gated;
+    /** Recording window: the main thread dispatches a message. */
+    static final int WINDOW_DISPATCH = 1;
+    /** Recording window: the app launches (issue 15; nothing raises it yet). */
+    static final int WINDOW_LAUNCH = 2;
+    /** Open recording windows, bit flags; written under {@link Beatline}'s gate lock ({@link Beatline#window}). */
+    int windows;
     /** The clock's resolution, µs, written into every batch header (1: exact µs). */
     final long clockResolutionUs;
     /** Blocks waiting for the flush thread (under blockLock); at most {@link #MAX_PENDING_BLOCKS}. */
@@ -117,6 +134,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
         }
         triggered = !full;
         sampledFull = sampled;
+        gated = triggered;
         Clock clock = cfg.clock;
         if (clock == null) {
             // triggered: the cheap ticker, running only while the main thread dispatches
@@ -247,7 +265,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     synchronized DispatchMonitor monitor(String kind, DispatchMonitor.Namer namer) {
         if (monitor == null) {
             monitor = new DispatchMonitor(kind, namer, recorder, this, cfg.blockThresholdMillis,
-                    cfg.anrThresholdMillis);
+                    cfg.anrThresholdMillis, gated ? this : null);
         }
         return monitor;
     }
@@ -346,7 +364,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
      * @return the spooled file
      */
     File spoolBlock(DispatchMonitor.Block b) throws IOException {
-        Recorder.ThreadDump seg = Blocks.window(b);
+        Recorder.ThreadDump seg = Blocks.window(b, !gated);
         long nowUs = recorder.clock instanceof TickerClock ? ((TickerClock) recorder.clock).exactMicros()
                 : recorder.clock.nowMicros();
         long wallUs = System.currentTimeMillis() * 1000L;

@@ -10,6 +10,8 @@ public final class Beatline {
     /** Number of enter (i) and exit (o) probe calls so far, all threads. */
     public static final AtomicLong ENTERS = new AtomicLong();
     public static final AtomicLong EXITS = new AtomicLong();
+    /** Read by the guarded probes (beatline-instrument without --no-guard): always on here. */
+    public static boolean on = true;
 
     private Beatline() {}
 
