@@ -64,11 +64,17 @@
 
 /* ---- options ------------------------------------------------------------- */
 
+/* --layout (several inputs): OUTPUT/<base name> (names), OUTPUT/<position>/
+ * <base name> (position, 1-based, never collides), or names when the base
+ * names all differ and position otherwise (auto, the default). */
+enum { LAYOUT_AUTO, LAYOUT_NAMES, LAYOUT_POSITION };
+
 typedef struct opts {
     const char *output, *method_ids, *base_ids;
     char *runtime_class; /* owned */
     char *base_ids_owned; /* base-ids path from a config file (owned) */
     int skip_trivial, obfuscated, threads, quiet;
+    int layout; /* LAYOUT_*: where several inputs' outputs go in OUTPUT */
     bl_rules *rules;
     char **inputs;
     int n_inputs;
@@ -82,7 +88,9 @@ static void usage(FILE *f)
             "Inserts methodId enter/exit probes into the classes of INPUTs (jars, class\n"
             "folders, .class files) and writes the method-ID file. One INPUT: OUTPUT is its\n"
             "instrumented copy (jar, folder or class file, like the input). Several INPUTs:\n"
-            "OUTPUT is a folder that receives each one under its base name.\n"
+            "OUTPUT is a folder that receives each one as OUTPUT/<base name> or, when two\n"
+            "inputs have the same base name (AGP's many .../jars/classes.jar), as\n"
+            "OUTPUT/<position>/<base name> (see --layout).\n"
             "\n"
             "  -o, --output OUTPUT        where the instrumented copy goes (replaced)\n"
             "      --method-ids FILE      method-ID file to write (schema/method-id-file.md)\n"
@@ -98,6 +106,10 @@ static void usage(FILE *f)
             "      --no-skip-trivial      instrument those too\n"
             "      --names original|obfuscated  what the method-ID file says about the names\n"
             "                             (obfuscated: the inputs went through R8/ProGuard)\n"
+            "      --layout auto|names|position  several INPUTs: OUTPUT/<base name> (names),\n"
+            "                             OUTPUT/<N>/<base name> for the N-th INPUT, from 1\n"
+            "                             (position); auto (default): names when no two\n"
+            "                             INPUTs share a base name, else position\n"
             "  -j, --threads N            worker threads (default: number of cores)\n"
             "  -q, --quiet                no progress, notices, warnings or summary\n"
             "  -h, --help                 this text\n"
@@ -235,7 +247,7 @@ static int default_threads(void)
 static int parse_args(int argc, char **argv, opts *o)
 {
     enum { O_METHOD_IDS = 256, O_BASE_IDS, O_CONFIG, O_EXCLUDE, O_INCLUDE, O_RUNTIME,
-           O_SKIP, O_NO_SKIP, O_NAMES };
+           O_SKIP, O_NO_SKIP, O_NAMES, O_LAYOUT };
     static const struct option longs[] = {
         {"output", required_argument, NULL, 'o'},
         {"method-ids", required_argument, NULL, O_METHOD_IDS},
@@ -247,6 +259,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"skip-trivial", no_argument, NULL, O_SKIP},
         {"no-skip-trivial", no_argument, NULL, O_NO_SKIP},
         {"names", required_argument, NULL, O_NAMES},
+        {"layout", required_argument, NULL, O_LAYOUT},
         {"threads", required_argument, NULL, 'j'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -272,6 +285,16 @@ static int parse_args(int argc, char **argv, opts *o)
                 o->obfuscated = optarg[0] == 'o' && optarg[1] == 'b';
             else
                 rc = usage_error("--names must be original or obfuscated, not '%s'", optarg);
+            break;
+        case O_LAYOUT:
+            if (!strcmp(optarg, "auto"))
+                o->layout = LAYOUT_AUTO;
+            else if (!strcmp(optarg, "names"))
+                o->layout = LAYOUT_NAMES;
+            else if (!strcmp(optarg, "position"))
+                o->layout = LAYOUT_POSITION;
+            else
+                rc = usage_error("--layout must be auto, names or position, not '%s'", optarg);
             break;
         case 'j': {
             char *end;
@@ -672,8 +695,66 @@ static const char *base_of(const char *p, char *buf, size_t n)
 
 /* 1 when make_targets created the OUTPUT folder (removed again on failure). */
 static int created_output;
+/* Position layout: created_sub[i] is 1 when make_targets created
+ * OUTPUT/<i+1> (removed again on failure); owned, n_inputs entries. */
+static unsigned char *created_sub;
 
-/* Targets: OUTPUT itself for one input; OUTPUT/<base name> for several. */
+/* Removes the folders make_targets created (after a failure, when nothing was
+ * written into them: rmdir fails harmlessly on a folder that is not empty). */
+static void remove_created(const opts *o)
+{
+    for (int i = 0; created_sub && i < o->n_inputs; i++)
+        if (created_sub[i]) {
+            char d[4096];
+            snprintf(d, sizeof d, "%s/%d", o->output, i + 1);
+            (void)rmdir(d);
+        }
+    if (created_output)
+        (void)rmdir(o->output);
+}
+
+/* 1 when two of the inputs have the same base name. */
+static int base_names_collide(const opts *o, int *a, int *b)
+{
+    for (int i = 0; i < o->n_inputs; i++) {
+        char b1[4096];
+        base_of(o->inputs[i], b1, sizeof b1);
+        for (int k = 0; k < i; k++) {
+            char b2[4096];
+            if (!strcmp(base_of(o->inputs[k], b2, sizeof b2), b1)) {
+                *a = k;
+                *b = i;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Makes dir unless it is a folder already; sets *created when it made it. */
+static int ensure_dir(const char *dir, int *created)
+{
+    struct stat sb;
+    *created = 0;
+    if (stat(dir, &sb) != 0) {
+        if (errno != ENOENT || mkdir(dir, 0777) != 0) {
+            fprintf(stderr, PROG ": %s: %s\n", dir, strerror(errno));
+            return -1;
+        }
+        *created = 1;
+    } else if (!S_ISDIR(sb.st_mode)) {
+        fprintf(stderr,
+                PROG ": %s: not a folder (with several inputs, OUTPUT and its numbered "
+                     "folders are folders)\n",
+                dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* Targets: OUTPUT itself for one input; for several, OUTPUT/<base name>
+ * (names layout) or OUTPUT/<position>/<base name> (position layout; the
+ * numbered folders are made here). */
 static int make_targets(const opts *o, char **targets)
 {
     if (o->n_inputs == 1) {
@@ -684,39 +765,57 @@ static int make_targets(const opts *o, char **targets)
         }
         return 0;
     }
-    struct stat sb;
-    if (stat(o->output, &sb) != 0) {
-        if (errno != ENOENT || mkdir(o->output, 0777) != 0) {
-            fprintf(stderr, PROG ": %s: %s\n", o->output, strerror(errno));
-            return -1;
-        }
-        created_output = 1;
-    } else if (!S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, PROG ": %s: with several inputs OUTPUT must be a folder\n", o->output);
+    int ca = 0, cb = 0, layout = o->layout;
+    int collide = base_names_collide(o, &ca, &cb);
+    if (layout == LAYOUT_AUTO)
+        layout = collide ? LAYOUT_POSITION : LAYOUT_NAMES;
+    if (layout == LAYOUT_NAMES && collide) {
+        char nm[4096];
+        fprintf(stderr,
+                PROG ": %s and %s have the same base name '%s'; their outputs would collide in "
+                     "%s with --layout names (use --layout position or auto)\n",
+                o->inputs[ca], o->inputs[cb], base_of(o->inputs[cb], nm, sizeof nm), o->output);
+        return -1;
+    }
+    int made = 0;
+    if (ensure_dir(o->output, &made) != 0)
+        return -1;
+    created_output = made;
+    if (layout == LAYOUT_POSITION && !(created_sub = calloc((size_t)o->n_inputs, 1))) {
+        fprintf(stderr, PROG ": out of memory\n");
         return -1;
     }
     for (int i = 0; i < o->n_inputs; i++) {
-        char b[4096];
+        char b[4096], sub[4096];
         base_of(o->inputs[i], b, sizeof b);
         if (!b[0] || !strcmp(b, ".") || !strcmp(b, "..")) {
             fprintf(stderr, PROG ": %s: cannot name its output (no base name)\n", o->inputs[i]);
             return -1;
         }
-        for (int k = 0; k < i; k++) {
-            char b2[4096];
-            if (!strcmp(base_of(o->inputs[k], b2, sizeof b2), b)) {
-                fprintf(stderr, PROG ": %s and %s have the same base name '%s'; their outputs "
-                                "would collide in %s\n",
-                        o->inputs[k], o->inputs[i], b, o->output);
+        if (layout == LAYOUT_POSITION) {
+            if ((size_t)snprintf(sub, sizeof sub, "%s/%d", o->output, i + 1) >= sizeof sub) {
+                fprintf(stderr, PROG ": %s: path too long\n", o->output);
                 return -1;
             }
+            if (ensure_dir(sub, &made) != 0)
+                return -1;
+            created_sub[i] = (unsigned char)made;
+        } else {
+            snprintf(sub, sizeof sub, "%s", o->output);
         }
-        size_t len = strlen(o->output) + 1 + strlen(b) + 1;
+        size_t len = strlen(sub) + 1 + strlen(b) + 1;
         if (!(targets[i] = malloc(len))) {
             fprintf(stderr, PROG ": out of memory\n");
             return -1;
         }
-        snprintf(targets[i], len, "%s/%s", o->output, b);
+        snprintf(targets[i], len, "%s/%s", sub, b);
+    }
+    if (layout == LAYOUT_POSITION && o->layout == LAYOUT_AUTO && !o->quiet) {
+        char nm[4096];
+        fprintf(stderr,
+                PROG ": %s and %s have the same base name '%s': each output goes to "
+                     "%s/<position>/<base name>\n",
+                o->inputs[ca], o->inputs[cb], base_of(o->inputs[cb], nm, sizeof nm), o->output);
     }
     return 0;
 }
@@ -909,8 +1008,9 @@ out:
         bl_jio_abort(&staged[i]);
         bl_jio_staged_cleanup(&staged[i]);
     }
-    if (status != 0 && created_output)
-        (void)rmdir(o.output); /* nothing was written: leave no empty folder */
+    if (status != 0)
+        remove_created(&o); /* nothing was written: leave no empty folder */
+    free(created_sub);
     free(staged);
     free_units(units, n_units);
     bl_mids_free(mids);

@@ -20,4 +20,10 @@ if(TARGET beatline-instrument)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_cli_test.sh
                    ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-cli)
   set_tests_properties(instrument_cli PROPERTIES TIMEOUT 300 LABELS cli)
+  # issue 14: an AGP-shaped run (20 inputs, 17 named classes.jar), every
+  # output verified with java -Xverify:all and ASM's analyzer (~35 s)
+  add_test(NAME instrument_agp
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_agp_test.sh
+                   ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-agp)
+  set_tests_properties(instrument_agp PROPERTIES TIMEOUT 300 LABELS "cli;instrumenter")
 endif()
