@@ -27,3 +27,12 @@ if(TARGET beatline-instrument)
                    ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-agp)
   set_tests_properties(instrument_agp PROPERTIES TIMEOUT 300 LABELS "cli;instrumenter")
 endif()
+
+# issue 14: the instrumenter-only configuration (-DBEATLINE_INSTRUMENTER_ONLY=ON,
+# -DBEATLINE_POSIX_ONLY=ON) configures with only libzip and libdeflate visible
+# to pkg-config, builds in a folder of this build tree (~10 s) and runs with
+# the POSIX fallbacks of renameat2/syncfs.
+add_test(NAME instrument_only_build
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_only_build_test.sh
+                 ${PROJECT_SOURCE_DIR} ${CMAKE_BINARY_DIR}/instrument-only-build)
+set_tests_properties(instrument_only_build PROPERTIES TIMEOUT 300 LABELS "cli;build")
