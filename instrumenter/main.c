@@ -25,6 +25,7 @@
  *
  * Exit status: 0 success, 1 bad input or I/O error, 2 usage error.
  */
+#include "buildinfo.h"
 #include "classfile.h"
 #include "jario.h"
 #include "methodids.h"
@@ -33,6 +34,7 @@
 
 #include "common/buf.h"
 #include "common/fdio.h"
+#include "ingest/methodid.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +73,10 @@ enum { LAYOUT_AUTO, LAYOUT_NAMES, LAYOUT_POSITION };
 
 typedef struct opts {
     const char *output, *method_ids, *base_ids;
+    /* build id (schema/build-id.md): --build-id as given ("auto" or a UUID,
+     * NULL when none of the three options is given), --version-name,
+     * --build-class DIR */
+    const char *build_id_arg, *version_name, *build_class_dir;
     char *runtime_class; /* owned */
     char *base_ids_owned; /* base-ids path from a config file (owned) */
     int skip_trivial, obfuscated, threads, quiet;
@@ -110,6 +116,12 @@ static void usage(FILE *f)
             "                             OUTPUT/<N>/<base name> for the N-th INPUT, from 1\n"
             "                             (position); auto (default): names when no two\n"
             "                             INPUTs share a base name, else position\n"
+            "      --build-id auto|UUID   the build's id (schema/build-id.md): into the\n"
+            "                             method-ID file header; auto: a new random UUID\n"
+            "      --version-name NAME    the app's versionName: build name NAME+SHORT_ID\n"
+            "      --build-class DIR      write DIR/" BL_BUILDINFO_CLASS_FILE "\n"
+            "                             (build name and id for the runtime; implies\n"
+            "                             --build-id auto, as --version-name does)\n"
             "  -j, --threads N            worker threads (default: number of cores)\n"
             "  -q, --quiet                no progress, notices, warnings or summary\n"
             "  -h, --help                 this text\n"
@@ -191,6 +203,32 @@ static char *canon_path(const char *p)
     return out;
 }
 
+/* Like canon_path, also when several trailing components do not exist yet:
+ * realpath() of the longest existing leading part plus the rest as written
+ * ("." and ".." in the rest are kept: such paths only fail to match). */
+static char *canon_path_loose(const char *p)
+{
+    char *r = canon_path(p);
+    if (r)
+        return r;
+    const char *slash = strrchr(p, '/');
+    if (!slash || slash == p)
+        return NULL;
+    char *dir = strndup(p, (size_t)(slash - p));
+    if (!dir)
+        return NULL;
+    char *d = canon_path_loose(dir);
+    free(dir);
+    if (!d)
+        return NULL;
+    size_t n = strlen(d) + strlen(slash) + 1;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s%s", d, slash);
+    free(d);
+    return out;
+}
+
 /* 1 when `inner` is `outer` or below it (both canonical). */
 static int path_within(const char *inner, const char *outer)
 {
@@ -233,6 +271,26 @@ static int check_paths(const opts *o)
         free(in);
     }
     free(ids);
+    if (rc || !o->build_class_dir)
+        return rc;
+    /* --build-class DIR: not an input or inside one, not the output or
+     * inside it (the class would be mixed into an input or an output) */
+    char *bc = canon_path_loose(o->build_class_dir);
+    if (!bc)
+        return 0;
+    out = canon_path_loose(o->output);
+    if (out && (path_within(bc, out) || path_within(out, bc)))
+        rc = usage_error("--build-class %s and the output %s overlap", o->build_class_dir,
+                         o->output);
+    free(out);
+    for (int i = 0; rc == 0 && i < o->n_inputs; i++) {
+        char *in = canon_path(o->inputs[i]);
+        if (in && (path_within(bc, in) || path_within(in, bc)))
+            rc = usage_error("--build-class %s and the input %s overlap", o->build_class_dir,
+                             o->inputs[i]);
+        free(in);
+    }
+    free(bc);
     return rc;
 }
 
@@ -247,7 +305,7 @@ static int default_threads(void)
 static int parse_args(int argc, char **argv, opts *o)
 {
     enum { O_METHOD_IDS = 256, O_BASE_IDS, O_CONFIG, O_EXCLUDE, O_INCLUDE, O_RUNTIME,
-           O_SKIP, O_NO_SKIP, O_NAMES, O_LAYOUT };
+           O_SKIP, O_NO_SKIP, O_NAMES, O_LAYOUT, O_BUILD_ID, O_VERSION_NAME, O_BUILD_CLASS };
     static const struct option longs[] = {
         {"output", required_argument, NULL, 'o'},
         {"method-ids", required_argument, NULL, O_METHOD_IDS},
@@ -260,6 +318,9 @@ static int parse_args(int argc, char **argv, opts *o)
         {"no-skip-trivial", no_argument, NULL, O_NO_SKIP},
         {"names", required_argument, NULL, O_NAMES},
         {"layout", required_argument, NULL, O_LAYOUT},
+        {"build-id", required_argument, NULL, O_BUILD_ID},
+        {"version-name", required_argument, NULL, O_VERSION_NAME},
+        {"build-class", required_argument, NULL, O_BUILD_CLASS},
         {"threads", required_argument, NULL, 'j'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -286,6 +347,9 @@ static int parse_args(int argc, char **argv, opts *o)
             else
                 rc = usage_error("--names must be original or obfuscated, not '%s'", optarg);
             break;
+        case O_BUILD_ID: o->build_id_arg = optarg; break;
+        case O_VERSION_NAME: o->version_name = optarg; break;
+        case O_BUILD_CLASS: o->build_class_dir = optarg; break;
         case O_LAYOUT:
             if (!strcmp(optarg, "auto"))
                 o->layout = LAYOUT_AUTO;
@@ -375,6 +439,8 @@ static int parse_args(int argc, char **argv, opts *o)
         return usage_error("-o OUTPUT is required");
     if (!o->method_ids)
         return usage_error("--method-ids FILE is required");
+    if (!o->build_id_arg && (o->version_name || o->build_class_dir))
+        o->build_id_arg = "auto";
     return check_paths(o);
 }
 
@@ -820,6 +886,38 @@ static int make_targets(const opts *o, char **targets)
     return 0;
 }
 
+/* Makes the folders above file path p that are missing (mkdir -p of its
+ * folder). 0, or -1 with a message in err. */
+static int mkdirs_for(const char *p, char *err, size_t errlen)
+{
+    char *d = strdup(p);
+    if (!d) {
+        snprintf(err, errlen, "%s: out of memory", p);
+        return -1;
+    }
+    for (char *q = d + 1; *q; q++) {
+        if (*q != '/')
+            continue;
+        *q = '\0';
+        struct stat sb;
+        const char *why = NULL;
+        if (stat(d, &sb) == 0) {
+            if (!S_ISDIR(sb.st_mode))
+                why = "not a folder";
+        } else if (errno != ENOENT || (mkdir(d, 0777) != 0 && errno != EEXIST)) {
+            why = strerror(errno);
+        }
+        if (why) {
+            snprintf(err, errlen, "%s: %s", d, why);
+            free(d);
+            return -1;
+        }
+        *q = '/';
+    }
+    free(d);
+    return 0;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 /* Process-wide settings that only change speed (measured on guava.jar,
@@ -853,11 +951,14 @@ int main(int argc, char **argv)
     unit *units = NULL;
     size_t n_units = 0;
     bl_mids *mids = NULL;
-    bl_buf idtext, base;
+    bl_buf idtext, base, clsbytes;
     char err[2048];
+    char build_id[37] = "", build_name[BL_BUILDINFO_NAME_MAX + 1] = "";
+    char *class_path = NULL;
     double t0 = now_s();
     bl_buf_init(&idtext, 0);
     bl_buf_init(&base, 0);
+    bl_buf_init(&clsbytes, 1u << 20);
     tune_process();
 
     if (bl_rules_new(&o.rules) != BL_OK) {
@@ -871,10 +972,39 @@ int main(int argc, char **argv)
     }
     int progress = !o.quiet && isatty(STDERR_FILENO);
 
+    /* the build id, its name and the class that carries them */
+    if (o.build_id_arg) {
+        if (!strcmp(o.build_id_arg, "auto")) {
+            if (bl_buildinfo_new_id(build_id, err, sizeof err) != BL_OK) {
+                fprintf(stderr, PROG ": error: %s\n", err);
+                goto out;
+            }
+        } else if (bl_build_id_parse(o.build_id_arg, strlen(o.build_id_arg), build_id) != 0) {
+            status = usage_error("--build-id wants auto or a UUID (8-4-4-4-12 hex digits), "
+                                 "not '%s'",
+                                 o.build_id_arg);
+            goto out;
+        }
+        if (bl_buildinfo_name(o.version_name, build_id, build_name, err, sizeof err) != BL_OK) {
+            status = usage_error("%s", err);
+            goto out;
+        }
+        if (o.build_class_dir) {
+            bl_err e = bl_buildinfo_class(build_name, build_id, o.version_name, &clsbytes);
+            size_t n = strlen(o.build_class_dir) + sizeof "/" BL_BUILDINFO_CLASS_FILE;
+            if (e || !(class_path = malloc(n))) {
+                fprintf(stderr, PROG ": error: the build class: %s\n",
+                        e ? bl_err_str(e) : "out of memory");
+                goto out;
+            }
+            snprintf(class_path, n, "%s/%s", o.build_class_dir, BL_BUILDINFO_CLASS_FILE);
+        }
+    }
+
     /* 0. inputs */
     ins = calloc((size_t)o.n_inputs, sizeof *ins);
     targets = calloc((size_t)o.n_inputs, sizeof *targets);
-    staged = calloc((size_t)o.n_inputs + 1, sizeof *staged);
+    staged = calloc((size_t)o.n_inputs + 2, sizeof *staged);
     if (!ins || !targets || !staged) {
         fprintf(stderr, PROG ": out of memory\n");
         goto out;
@@ -952,7 +1082,7 @@ int main(int argc, char **argv)
             goto out;
         }
         if ((e = bl_mids_validate(mids, print_warning, &o, NULL)) != BL_OK ||
-            (e = bl_mids_write(mids, o.obfuscated, &idtext)) != BL_OK) {
+            (e = bl_mids_write(mids, o.obfuscated, build_id[0] ? build_id : NULL, &idtext)) != BL_OK) {
             fprintf(stderr, PROG ": error: method-ID file: %s\n", bl_err_str(e));
             goto out;
         }
@@ -985,6 +1115,15 @@ int main(int argc, char **argv)
         }
         n_staged++;
     }
+    if (class_path) {
+        if (mkdirs_for(class_path, err, sizeof err) != 0 ||
+            bl_jio_stage_bytes(class_path, clsbytes.data, clsbytes.len, &staged[n_staged], err,
+                               sizeof err) != BL_OK) {
+            fprintf(stderr, PROG ": error: %s\n", err);
+            goto out;
+        }
+        n_staged++;
+    }
     if (bl_jio_stage_bytes(o.method_ids, idtext.data, idtext.len, &staged[n_staged], err,
                            sizeof err) != BL_OK) {
         fprintf(stderr, PROG ": error: %s\n", err);
@@ -1002,6 +1141,9 @@ int main(int argc, char **argv)
                      "%zu methodIds (%zu kept from the base), largest %u; %.2f s\n",
                 o.n_inputs, n_units, n_changed, n_done, bl_mids_count(mids),
                 bl_mids_reused(mids), bl_mids_max_id(mids), now_s() - t0);
+    if (!o.quiet && build_id[0])
+        fprintf(stderr, PROG ": build %s (build id %s)%s%s\n", build_name, build_id,
+                class_path ? "; class " : "", class_path ? class_path : "");
     status = 0;
 out:
     for (size_t i = 0; staged && i < n_staged; i++) {
@@ -1022,6 +1164,8 @@ out:
     free(targets);
     bl_buf_cleanup(&idtext);
     bl_buf_cleanup(&base);
+    bl_buf_cleanup(&clsbytes);
+    free(class_path);
     bl_rules_free(o.rules);
     free(o.runtime_class);
     free(o.base_ids_owned);

@@ -26,6 +26,11 @@ if(TARGET beatline-instrument)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_agp_test.sh
                    ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-agp)
   set_tests_properties(instrument_agp PROPERTIES TIMEOUT 300 LABELS "cli;instrumenter")
+  # issue 14: --build-id / --version-name / --build-class (schema/build-id.md)
+  add_test(NAME instrument_buildid
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_buildid_test.sh
+                   ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-buildid)
+  set_tests_properties(instrument_buildid PROPERTIES TIMEOUT 300 LABELS cli)
 endif()
 
 # issue 14: the instrumenter-only configuration (-DBEATLINE_INSTRUMENTER_ONLY=ON,
