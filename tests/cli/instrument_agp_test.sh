@@ -55,6 +55,10 @@ public class App {
         System.out.println(s + " " + fib(12) + " " + Helper.twice(R.string.app_name)
             + " " + com.example.lib.Lib.hello());
         System.out.println("open=" + (io.beatline.runtime.Beatline.ENTERS.get() - io.beatline.runtime.Beatline.EXITS.get()));
+        try { // as the runtime reads the build name (schema/build-id.md)
+            Class<?> c = Class.forName("io.beatline.build.BeatlineBuild", false, App.class.getClassLoader());
+            System.out.println("build=" + c.getField("BUILD").get(null));
+        } catch (ReflectiveOperationException e) { System.out.println("build=none"); }
     }
 }
 EOF
@@ -115,10 +119,17 @@ grep -q ',com\.example\.app\.App fib (I)I$' ids.txt && grep -q ',com\.example\.a
   grep -q ',com\.example\.lib\.Lib hello ' ids.txt && grep -q ',org\.objectweb\.asm\.tree\.' ids.txt
 check "folders, module jar and libraries listed" $?
 
-"$bin" -q -j1 --layout position --no-skip-trivial "${inputs[@]}" -o out-pos --method-ids ids-pos.txt
-check "--layout position exits 0" $?
-diff -r out out-pos > /dev/null && cmp -s ids.txt ids-pos.txt
+# the recipe's command (docs/android-gradle.md): --layout position, a build id
+"$bin" -q -j1 --layout position --no-skip-trivial --version-name 1.0 --build-class gen \
+  "${inputs[@]}" -o out-pos --method-ids ids-pos.txt
+check "the recipe's command (--layout position --version-name --build-class) exits 0" $?
+diff -r out out-pos > /dev/null && cmp -s <(tail -n +2 ids.txt) <(tail -n +2 ids-pos.txt)
 check "--layout position (and -j1) gives the same bytes" $?
+bid=$(head -1 ids-pos.txt | sed -n 's/.* build-id=\([^ ]*\).*/\1/p')
+short=${bid//-/}
+short=${short:0:12}
+[ -n "$bid" ] && [ -f gen/io/beatline/build/BeatlineBuild.class ]
+check "build id in the header ($bid) and the build class written" $?
 "$bin" -q --layout names "${inputs[@]}" -o out-names --method-ids ids-names.txt 2> err-names.txt
 [ $? -eq 1 ]; check "--layout names refuses equal base names (exit 1)" $?
 grep -q "same base name 'classes.jar'.*--layout position" err-names.txt
@@ -126,7 +137,10 @@ check "--layout names message" $?
 [ ! -e out-names ] && [ ! -e ids-names.txt ]; check "--layout names writes nothing" $?
 
 # ---- every output verified: one VerifyJars run over all outputs merged --------
-# (the originals merged the same way; a class name in two inputs: the first)
+# The recipe's merge: the outputs in position order (a class name in two
+# inputs: the first), then the build class (app.jar, which runs; VerifyJars
+# checks instr-all.jar, the same without the build class, which has no
+# original). The originals merged the same way.
 python3 - "$s" "${inputs[@]}" <<'EOF' || { echo "merge failed"; exit 1; }
 import os, sys, zipfile
 base, inputs = sys.argv[1], sys.argv[2:]
@@ -146,24 +160,26 @@ def merge(dst, srcs):
                     for n in j.namelist():
                         if not n.endswith("/") and n not in seen:
                             seen.add(n); z.writestr(n, j.read(n))
-outs = [os.path.join(base, "out", str(i + 1), os.path.basename(p.rstrip("/")))
+outs = [os.path.join(base, "out-pos", str(i + 1), os.path.basename(p.rstrip("/")))
         for i, p in enumerate(inputs)]
 merge(os.path.join(base, "orig-all.jar"), inputs)
 merge(os.path.join(base, "instr-all.jar"), outs)
+merge(os.path.join(base, "app.jar"), outs + [os.path.join(base, "gen")])
 EOF
 java -Xverify:all -Xss4m -cp "$J/asm.jar:$J/asm-tree.jar:$J/asm-analysis.jar:$J/asm-util.jar:tools" \
-  VerifyJars --support stub orig-all.jar instr-all.jar ids.txt > verify.log 2> verify.err
+  VerifyJars --support stub orig-all.jar instr-all.jar ids-pos.txt > verify.log 2> verify.err
 rc=$?
 grep '^  FAILURE: ' verify.log | head -20
 tail -n 3 verify.log
 check "all 20 outputs verify (-Xverify:all, ASM analyzer, probes)" $rc
 [ "$(grep -c '^  FAILURE: ' verify.log)" -eq 0 ]; check "0 verification failures" $?
 
-java -Xverify:all -cp instr-all.jar:stub com.example.app.App > run.txt 2>&1
+java -Xverify:all -cp app.jar:stub com.example.app.App > run.txt 2>&1
 check "the instrumented app runs" $?
 # R.string.app_name * 2 overflows: 0x7f010001 + 0x7f010001 = -33423358
 grep -qx 'Agp 144 -33423358 lib:2a' run.txt && grep -qx 'open=1' run.txt
 check "app output and balanced probes" $?
+grep -qx "build=1.0+$short" run.txt; check "the app reads its build name (1.0+$short)" $?
 
 echo "$pass passed, $fails failed"
 [ "$fails" -eq 0 ]
