@@ -72,6 +72,12 @@ id2=$(hdr_id ids2.txt)
 diff -r o1 o2 > /dev/null; check "instrumented classes byte-identical across runs" $?
 diff <(sed 1d ids1.txt) <(sed 1d ids2.txt) > /dev/null; check "method-ID records identical" $?
 
+# a previous build's file (with its build-id) as --base-ids: ids kept, new id
+"$bin" -q --base-ids ids1.txt --version-name 7.2 classes -o o6 --method-ids ids6.txt
+check "--base-ids of a file with build-id exits 0" $?
+diff <(sed 1d ids1.txt) <(sed 1d ids6.txt) > /dev/null && [ "$(hdr_id ids6.txt)" != "$id1" ]
+check "base ids kept, a new build id" $?
+
 # ---- --build-id UUID (upper case in, lower case out), no version name -------
 "$bin" -q --build-id 0A1B2C3D-4E5F-4A6B-8C7D-8E9FA0B1C2D3 --build-class gen3 classes -o o3 \
   --method-ids ids3.txt
