@@ -48,6 +48,11 @@ echo "$needed" | grep -q 'libzip' && echo "$needed" | grep -q 'libdeflate'
 check "links libzip and libdeflate" $?
 ! echo "$needed" | grep -Eq 'jansson|sqlite|microhttpd|sodium|zstd|xxhash'
 check "links none of the server's libraries" $?
+# the compiler's dependency files: which headers each object read
+ndeps=$(find "$w/build" -name '*.o.d' | wc -l)
+[ "$ndeps" -gt 10 ] && ! find "$w/build" -name '*.o.d' -exec cat {} + |
+  grep -Eq '(jansson|sqlite3|microhttpd|sodium|zstd|xxhash)\.h'
+check "no header of the server's libraries compiled in ($ndeps objects)" $?
 ! grep -Eq 'BEATLINE_HAVE_(RENAMEAT2_FN|SYNCFS)' "$w/build/CMakeCache.txt"
 check "no Linux call probed in the POSIX build" $?
 
