@@ -25,7 +25,7 @@ if(TARGET beatline-instrument)
   add_test(NAME instrument_agp
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_agp_test.sh
                    ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-agp)
-  set_tests_properties(instrument_agp PROPERTIES TIMEOUT 300 LABELS "cli;instrumenter")
+  set_tests_properties(instrument_agp PROPERTIES TIMEOUT 600 LABELS "cli;instrumenter")
   # issue 14: --build-id / --version-name / --build-class (schema/build-id.md)
   add_test(NAME instrument_buildid
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_buildid_test.sh
