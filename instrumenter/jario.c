@@ -23,7 +23,17 @@
  * output exists on disk iff st->tmp != NULL; every error path removes what
  * it created.
  */
-#define _GNU_SOURCE /* renameat2 (RENAME_EXCHANGE) */
+/* Linux calls, each used only when CMake found it (instrumenter/CMakeLists.txt;
+ * never with -DBEATLINE_POSIX_ONLY=ON), else a POSIX fallback:
+ *   BL_HAVE_RENAMEAT2: renameat2(RENAME_EXCHANGE) swaps a new output folder
+ *     in atomically; fallback: rename the old one aside, rename the new one in,
+ *     remove the old one (a crash in between leaves the old output at
+ *     TMP.old and no TARGET);
+ *   BL_HAVE_SYNCFS: one syncfs for a whole output folder tree; fallback: an
+ *     fsync per file and per folder. */
+#if defined(BL_HAVE_RENAMEAT2) || defined(BL_HAVE_SYNCFS)
+#define _GNU_SOURCE
+#endif
 #include "jario.h"
 
 #include "common/buf.h"
@@ -1278,6 +1288,12 @@ static bl_err stage_jar(const bl_jio_input *in, const char *tmp, bl_jio_notice_f
     return BL_OK;
 }
 
+#ifdef BL_HAVE_SYNCFS
+#define PER_FILE_SYNC 0 /* one syncfs at the end */
+#else
+#define PER_FILE_SYNC 1
+#endif
+
 static bl_err stage_dir(const bl_jio_input *in, const char *tmp, char *err, size_t errlen)
 {
     for (size_t i = 0; i < in->n; i++) {
@@ -1293,10 +1309,11 @@ static bl_err stage_dir(const bl_jio_input *in, const char *tmp, char *err, size
                 e = BL_EIO;
         } else if (en->out || en->data) {
             e = write_new_file(dst, en->out ? en->out : en->data, en->out ? en->out_len : en->len,
-                               (mode_t)(en->mode ? en->mode : 0644), 0);
+                               (mode_t)(en->mode ? en->mode : 0644), PER_FILE_SYNC);
         } else {
             char *src = cat3(in->path, "/", en->name);
-            e = src ? copy_file(src, dst, (mode_t)(en->mode ? en->mode : 0644), 0, 0) : BL_ENOMEM;
+            e = src ? copy_file(src, dst, (mode_t)(en->mode ? en->mode : 0644), 0, PER_FILE_SYNC)
+                    : BL_ENOMEM;
             free(src);
         }
         if (e) {
@@ -1306,11 +1323,35 @@ static bl_err stage_dir(const bl_jio_input *in, const char *tmp, char *err, size
         }
         free(dst);
     }
+#ifdef BL_HAVE_SYNCFS
     /* one syncfs for the whole tree instead of an fsync per file (thousands
      * of fsyncs cost seconds); then the root folder */
     int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 || syncfs(fd) != 0 || fsync(fd) != 0) {
-        snprintf(err, errlen, "%s: syncfs: %s", tmp, strerror(errno));
+#else
+    /* POSIX: every file was fsync'ed as written; now every folder, deepest
+     * entries last in the list first, then the root */
+    for (size_t i = in->n; i-- > 0;) {
+        if (!in->entries[i].is_dir)
+            continue;
+        char *dst = cat3(tmp, "/", in->entries[i].name);
+        if (!dst) {
+            snprintf(err, errlen, "%s: out of memory", tmp);
+            return BL_ENOMEM;
+        }
+        int r = fsync_path(dst, 1);
+        int saved = errno;
+        free(dst);
+        if (r != 0) {
+            snprintf(err, errlen, "%s/%s: fsync: %s", tmp, in->entries[i].name,
+                     strerror(saved));
+            return BL_EIO;
+        }
+    }
+    int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
+#endif
+        snprintf(err, errlen, "%s: sync: %s", tmp, strerror(errno));
         if (fd >= 0)
             close(fd);
         return BL_EIO;
@@ -1431,7 +1472,12 @@ bl_err bl_jio_commit(bl_jio_staged *st, char *err, size_t errlen)
     int exists = lstat(st->target, &sb) == 0;
     if (st->is_dir && exists) {
         /* swap the new folder in, then remove the old one (now at tmp) */
-        if (renameat2(AT_FDCWD, st->tmp, AT_FDCWD, st->target, RENAME_EXCHANGE) != 0) {
+#ifdef BL_HAVE_RENAMEAT2
+        int swapped = renameat2(AT_FDCWD, st->tmp, AT_FDCWD, st->target, RENAME_EXCHANGE) == 0;
+#else
+        int swapped = 0; /* POSIX: no exchange; rename aside below */
+#endif
+        if (!swapped) {
             char *old = cat3(st->tmp, ".old", "");
             if (!old || rename(st->target, old) != 0) {
                 snprintf(err, errlen, "%s: cannot replace: %s", st->target,

@@ -25,6 +25,7 @@
  *
  * Exit status: 0 success, 1 bad input or I/O error, 2 usage error.
  */
+#include "buildinfo.h"
 #include "classfile.h"
 #include "jario.h"
 #include "methodids.h"
@@ -33,6 +34,7 @@
 
 #include "common/buf.h"
 #include "common/fdio.h"
+#include "ingest/methodid.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,12 +66,22 @@
 
 /* ---- options ------------------------------------------------------------- */
 
+/* --layout (several inputs): OUTPUT/<base name> (names), OUTPUT/<position>/
+ * <base name> (position, 1-based, never collides), or names when the base
+ * names all differ and position otherwise (auto, the default). */
+enum { LAYOUT_AUTO, LAYOUT_NAMES, LAYOUT_POSITION };
+
 typedef struct opts {
     const char *output, *method_ids, *base_ids;
+    /* build id (schema/build-id.md): --build-id as given ("auto" or a UUID,
+     * NULL when none of the three options is given), --version-name,
+     * --build-class DIR */
+    const char *build_id_arg, *version_name, *build_class_dir;
     char *runtime_class; /* owned */
     char *base_ids_owned; /* base-ids path from a config file (owned) */
     int skip_trivial, obfuscated, threads, quiet;
     int unguarded; /* --no-guard: bare probes (bl_probe_opts.unguarded) */
+    int layout; /* LAYOUT_*: where several inputs' outputs go in OUTPUT */
     bl_rules *rules;
     char **inputs;
     int n_inputs;
@@ -83,7 +95,9 @@ static void usage(FILE *f)
             "Inserts methodId enter/exit probes into the classes of INPUTs (jars, class\n"
             "folders, .class files) and writes the method-ID file. One INPUT: OUTPUT is its\n"
             "instrumented copy (jar, folder or class file, like the input). Several INPUTs:\n"
-            "OUTPUT is a folder that receives each one under its base name.\n"
+            "OUTPUT is a folder that receives each one as OUTPUT/<base name> or, when two\n"
+            "inputs have the same base name (AGP's many .../jars/classes.jar), as\n"
+            "OUTPUT/<position>/<base name> (see --layout).\n"
             "\n"
             "  -o, --output OUTPUT        where the instrumented copy goes (replaced)\n"
             "      --method-ids FILE      method-ID file to write (schema/method-id-file.md)\n"
@@ -101,6 +115,16 @@ static void usage(FILE *f)
             "      --no-skip-trivial      instrument those too\n"
             "      --names original|obfuscated  what the method-ID file says about the names\n"
             "                             (obfuscated: the inputs went through R8/ProGuard)\n"
+            "      --layout auto|names|position  several INPUTs: OUTPUT/<base name> (names),\n"
+            "                             OUTPUT/<N>/<base name> for the N-th INPUT, from 1\n"
+            "                             (position); auto (default): names when no two\n"
+            "                             INPUTs share a base name, else position\n"
+            "      --build-id auto|UUID   the build's id (schema/build-id.md): into the\n"
+            "                             method-ID file header; auto: a new random UUID\n"
+            "      --version-name NAME    the app's versionName: build name NAME+SHORT_ID\n"
+            "      --build-class DIR      write DIR/" BL_BUILDINFO_CLASS_FILE "\n"
+            "                             (build name and id for the runtime; implies\n"
+            "                             --build-id auto, as --version-name does)\n"
             "  -j, --threads N            worker threads (default: number of cores)\n"
             "  -q, --quiet                no progress, notices, warnings or summary\n"
             "  -h, --help                 this text\n"
@@ -182,6 +206,32 @@ static char *canon_path(const char *p)
     return out;
 }
 
+/* Like canon_path, also when several trailing components do not exist yet:
+ * realpath() of the longest existing leading part plus the rest as written
+ * ("." and ".." in the rest are kept: such paths only fail to match). */
+static char *canon_path_loose(const char *p)
+{
+    char *r = canon_path(p);
+    if (r)
+        return r;
+    const char *slash = strrchr(p, '/');
+    if (!slash || slash == p)
+        return NULL;
+    char *dir = strndup(p, (size_t)(slash - p));
+    if (!dir)
+        return NULL;
+    char *d = canon_path_loose(dir);
+    free(dir);
+    if (!d)
+        return NULL;
+    size_t n = strlen(d) + strlen(slash) + 1;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s%s", d, slash);
+    free(d);
+    return out;
+}
+
 /* 1 when `inner` is `outer` or below it (both canonical). */
 static int path_within(const char *inner, const char *outer)
 {
@@ -224,6 +274,26 @@ static int check_paths(const opts *o)
         free(in);
     }
     free(ids);
+    if (rc || !o->build_class_dir)
+        return rc;
+    /* --build-class DIR: not an input or inside one, not the output or
+     * inside it (the class would be mixed into an input or an output) */
+    char *bc = canon_path_loose(o->build_class_dir);
+    if (!bc)
+        return 0;
+    out = canon_path_loose(o->output);
+    if (out && (path_within(bc, out) || path_within(out, bc)))
+        rc = usage_error("--build-class %s and the output %s overlap", o->build_class_dir,
+                         o->output);
+    free(out);
+    for (int i = 0; rc == 0 && i < o->n_inputs; i++) {
+        char *in = canon_path(o->inputs[i]);
+        if (in && (path_within(bc, in) || path_within(in, bc)))
+            rc = usage_error("--build-class %s and the input %s overlap", o->build_class_dir,
+                             o->inputs[i]);
+        free(in);
+    }
+    free(bc);
     return rc;
 }
 
@@ -238,7 +308,8 @@ static int default_threads(void)
 static int parse_args(int argc, char **argv, opts *o)
 {
     enum { O_METHOD_IDS = 256, O_BASE_IDS, O_CONFIG, O_EXCLUDE, O_INCLUDE, O_RUNTIME,
-           O_SKIP, O_NO_SKIP, O_NAMES, O_NO_GUARD };
+           O_SKIP, O_NO_SKIP, O_NAMES, O_NO_GUARD, O_LAYOUT, O_BUILD_ID, O_VERSION_NAME,
+           O_BUILD_CLASS };
     static const struct option longs[] = {
         {"output", required_argument, NULL, 'o'},
         {"method-ids", required_argument, NULL, O_METHOD_IDS},
@@ -251,6 +322,10 @@ static int parse_args(int argc, char **argv, opts *o)
         {"no-skip-trivial", no_argument, NULL, O_NO_SKIP},
         {"no-guard", no_argument, NULL, O_NO_GUARD},
         {"names", required_argument, NULL, O_NAMES},
+        {"layout", required_argument, NULL, O_LAYOUT},
+        {"build-id", required_argument, NULL, O_BUILD_ID},
+        {"version-name", required_argument, NULL, O_VERSION_NAME},
+        {"build-class", required_argument, NULL, O_BUILD_CLASS},
         {"threads", required_argument, NULL, 'j'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -277,6 +352,19 @@ static int parse_args(int argc, char **argv, opts *o)
                 o->obfuscated = optarg[0] == 'o' && optarg[1] == 'b';
             else
                 rc = usage_error("--names must be original or obfuscated, not '%s'", optarg);
+            break;
+        case O_BUILD_ID: o->build_id_arg = optarg; break;
+        case O_VERSION_NAME: o->version_name = optarg; break;
+        case O_BUILD_CLASS: o->build_class_dir = optarg; break;
+        case O_LAYOUT:
+            if (!strcmp(optarg, "auto"))
+                o->layout = LAYOUT_AUTO;
+            else if (!strcmp(optarg, "names"))
+                o->layout = LAYOUT_NAMES;
+            else if (!strcmp(optarg, "position"))
+                o->layout = LAYOUT_POSITION;
+            else
+                rc = usage_error("--layout must be auto, names or position, not '%s'", optarg);
             break;
         case 'j': {
             char *end;
@@ -357,6 +445,8 @@ static int parse_args(int argc, char **argv, opts *o)
         return usage_error("-o OUTPUT is required");
     if (!o->method_ids)
         return usage_error("--method-ids FILE is required");
+    if (!o->build_id_arg && (o->version_name || o->build_class_dir))
+        o->build_id_arg = "auto";
     return check_paths(o);
 }
 
@@ -677,8 +767,66 @@ static const char *base_of(const char *p, char *buf, size_t n)
 
 /* 1 when make_targets created the OUTPUT folder (removed again on failure). */
 static int created_output;
+/* Position layout: created_sub[i] is 1 when make_targets created
+ * OUTPUT/<i+1> (removed again on failure); owned, n_inputs entries. */
+static unsigned char *created_sub;
 
-/* Targets: OUTPUT itself for one input; OUTPUT/<base name> for several. */
+/* Removes the folders make_targets created (after a failure, when nothing was
+ * written into them: rmdir fails harmlessly on a folder that is not empty). */
+static void remove_created(const opts *o)
+{
+    for (int i = 0; created_sub && i < o->n_inputs; i++)
+        if (created_sub[i]) {
+            char d[4096];
+            snprintf(d, sizeof d, "%s/%d", o->output, i + 1);
+            (void)rmdir(d);
+        }
+    if (created_output)
+        (void)rmdir(o->output);
+}
+
+/* 1 when two of the inputs have the same base name. */
+static int base_names_collide(const opts *o, int *a, int *b)
+{
+    for (int i = 0; i < o->n_inputs; i++) {
+        char b1[4096];
+        base_of(o->inputs[i], b1, sizeof b1);
+        for (int k = 0; k < i; k++) {
+            char b2[4096];
+            if (!strcmp(base_of(o->inputs[k], b2, sizeof b2), b1)) {
+                *a = k;
+                *b = i;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Makes dir unless it is a folder already; sets *created when it made it. */
+static int ensure_dir(const char *dir, int *created)
+{
+    struct stat sb;
+    *created = 0;
+    if (stat(dir, &sb) != 0) {
+        if (errno != ENOENT || mkdir(dir, 0777) != 0) {
+            fprintf(stderr, PROG ": %s: %s\n", dir, strerror(errno));
+            return -1;
+        }
+        *created = 1;
+    } else if (!S_ISDIR(sb.st_mode)) {
+        fprintf(stderr,
+                PROG ": %s: not a folder (with several inputs, OUTPUT and its numbered "
+                     "folders are folders)\n",
+                dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* Targets: OUTPUT itself for one input; for several, OUTPUT/<base name>
+ * (names layout) or OUTPUT/<position>/<base name> (position layout; the
+ * numbered folders are made here). */
 static int make_targets(const opts *o, char **targets)
 {
     if (o->n_inputs == 1) {
@@ -689,40 +837,90 @@ static int make_targets(const opts *o, char **targets)
         }
         return 0;
     }
-    struct stat sb;
-    if (stat(o->output, &sb) != 0) {
-        if (errno != ENOENT || mkdir(o->output, 0777) != 0) {
-            fprintf(stderr, PROG ": %s: %s\n", o->output, strerror(errno));
-            return -1;
-        }
-        created_output = 1;
-    } else if (!S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, PROG ": %s: with several inputs OUTPUT must be a folder\n", o->output);
+    int ca = 0, cb = 0, layout = o->layout;
+    int collide = base_names_collide(o, &ca, &cb);
+    if (layout == LAYOUT_AUTO)
+        layout = collide ? LAYOUT_POSITION : LAYOUT_NAMES;
+    if (layout == LAYOUT_NAMES && collide) {
+        char nm[4096];
+        fprintf(stderr,
+                PROG ": %s and %s have the same base name '%s'; their outputs would collide in "
+                     "%s with --layout names (use --layout position or auto)\n",
+                o->inputs[ca], o->inputs[cb], base_of(o->inputs[cb], nm, sizeof nm), o->output);
+        return -1;
+    }
+    int made = 0;
+    if (ensure_dir(o->output, &made) != 0)
+        return -1;
+    created_output = made;
+    if (layout == LAYOUT_POSITION && !(created_sub = calloc((size_t)o->n_inputs, 1))) {
+        fprintf(stderr, PROG ": out of memory\n");
         return -1;
     }
     for (int i = 0; i < o->n_inputs; i++) {
-        char b[4096];
+        char b[4096], sub[4096];
         base_of(o->inputs[i], b, sizeof b);
         if (!b[0] || !strcmp(b, ".") || !strcmp(b, "..")) {
             fprintf(stderr, PROG ": %s: cannot name its output (no base name)\n", o->inputs[i]);
             return -1;
         }
-        for (int k = 0; k < i; k++) {
-            char b2[4096];
-            if (!strcmp(base_of(o->inputs[k], b2, sizeof b2), b)) {
-                fprintf(stderr, PROG ": %s and %s have the same base name '%s'; their outputs "
-                                "would collide in %s\n",
-                        o->inputs[k], o->inputs[i], b, o->output);
+        if (layout == LAYOUT_POSITION) {
+            if ((size_t)snprintf(sub, sizeof sub, "%s/%d", o->output, i + 1) >= sizeof sub) {
+                fprintf(stderr, PROG ": %s: path too long\n", o->output);
                 return -1;
             }
+            if (ensure_dir(sub, &made) != 0)
+                return -1;
+            created_sub[i] = (unsigned char)made;
+        } else {
+            snprintf(sub, sizeof sub, "%s", o->output);
         }
-        size_t len = strlen(o->output) + 1 + strlen(b) + 1;
+        size_t len = strlen(sub) + 1 + strlen(b) + 1;
         if (!(targets[i] = malloc(len))) {
             fprintf(stderr, PROG ": out of memory\n");
             return -1;
         }
-        snprintf(targets[i], len, "%s/%s", o->output, b);
+        snprintf(targets[i], len, "%s/%s", sub, b);
     }
+    if (layout == LAYOUT_POSITION && o->layout == LAYOUT_AUTO && !o->quiet) {
+        char nm[4096];
+        fprintf(stderr,
+                PROG ": %s and %s have the same base name '%s': each output goes to "
+                     "%s/<position>/<base name>\n",
+                o->inputs[ca], o->inputs[cb], base_of(o->inputs[cb], nm, sizeof nm), o->output);
+    }
+    return 0;
+}
+
+/* Makes the folders above file path p that are missing (mkdir -p of its
+ * folder). 0, or -1 with a message in err. */
+static int mkdirs_for(const char *p, char *err, size_t errlen)
+{
+    char *d = strdup(p);
+    if (!d) {
+        snprintf(err, errlen, "%s: out of memory", p);
+        return -1;
+    }
+    for (char *q = d + 1; *q; q++) {
+        if (*q != '/')
+            continue;
+        *q = '\0';
+        struct stat sb;
+        const char *why = NULL;
+        if (stat(d, &sb) == 0) {
+            if (!S_ISDIR(sb.st_mode))
+                why = "not a folder";
+        } else if (errno != ENOENT || (mkdir(d, 0777) != 0 && errno != EEXIST)) {
+            why = strerror(errno);
+        }
+        if (why) {
+            snprintf(err, errlen, "%s: %s", d, why);
+            free(d);
+            return -1;
+        }
+        *q = '/';
+    }
+    free(d);
     return 0;
 }
 
@@ -759,11 +957,14 @@ int main(int argc, char **argv)
     unit *units = NULL;
     size_t n_units = 0;
     bl_mids *mids = NULL;
-    bl_buf idtext, base;
+    bl_buf idtext, base, clsbytes;
     char err[2048];
+    char build_id[37] = "", build_name[BL_BUILDINFO_NAME_MAX + 1] = "";
+    char *class_path = NULL;
     double t0 = now_s();
     bl_buf_init(&idtext, 0);
     bl_buf_init(&base, 0);
+    bl_buf_init(&clsbytes, 1u << 20);
     tune_process();
 
     if (bl_rules_new(&o.rules) != BL_OK) {
@@ -777,10 +978,39 @@ int main(int argc, char **argv)
     }
     int progress = !o.quiet && isatty(STDERR_FILENO);
 
+    /* the build id, its name and the class that carries them */
+    if (o.build_id_arg) {
+        if (!strcmp(o.build_id_arg, "auto")) {
+            if (bl_buildinfo_new_id(build_id, err, sizeof err) != BL_OK) {
+                fprintf(stderr, PROG ": error: %s\n", err);
+                goto out;
+            }
+        } else if (bl_build_id_parse(o.build_id_arg, strlen(o.build_id_arg), build_id) != 0) {
+            status = usage_error("--build-id wants auto or a UUID (8-4-4-4-12 hex digits), "
+                                 "not '%s'",
+                                 o.build_id_arg);
+            goto out;
+        }
+        if (bl_buildinfo_name(o.version_name, build_id, build_name, err, sizeof err) != BL_OK) {
+            status = usage_error("%s", err);
+            goto out;
+        }
+        if (o.build_class_dir) {
+            bl_err e = bl_buildinfo_class(build_name, build_id, o.version_name, &clsbytes);
+            size_t n = strlen(o.build_class_dir) + sizeof "/" BL_BUILDINFO_CLASS_FILE;
+            if (e || !(class_path = malloc(n))) {
+                fprintf(stderr, PROG ": error: the build class: %s\n",
+                        e ? bl_err_str(e) : "out of memory");
+                goto out;
+            }
+            snprintf(class_path, n, "%s/%s", o.build_class_dir, BL_BUILDINFO_CLASS_FILE);
+        }
+    }
+
     /* 0. inputs */
     ins = calloc((size_t)o.n_inputs, sizeof *ins);
     targets = calloc((size_t)o.n_inputs, sizeof *targets);
-    staged = calloc((size_t)o.n_inputs + 1, sizeof *staged);
+    staged = calloc((size_t)o.n_inputs + 2, sizeof *staged);
     if (!ins || !targets || !staged) {
         fprintf(stderr, PROG ": out of memory\n");
         goto out;
@@ -858,7 +1088,7 @@ int main(int argc, char **argv)
             goto out;
         }
         if ((e = bl_mids_validate(mids, print_warning, &o, NULL)) != BL_OK ||
-            (e = bl_mids_write(mids, o.obfuscated, &idtext)) != BL_OK) {
+            (e = bl_mids_write(mids, o.obfuscated, build_id[0] ? build_id : NULL, &idtext)) != BL_OK) {
             fprintf(stderr, PROG ": error: method-ID file: %s\n", bl_err_str(e));
             goto out;
         }
@@ -891,6 +1121,15 @@ int main(int argc, char **argv)
         }
         n_staged++;
     }
+    if (class_path) {
+        if (mkdirs_for(class_path, err, sizeof err) != 0 ||
+            bl_jio_stage_bytes(class_path, clsbytes.data, clsbytes.len, &staged[n_staged], err,
+                               sizeof err) != BL_OK) {
+            fprintf(stderr, PROG ": error: %s\n", err);
+            goto out;
+        }
+        n_staged++;
+    }
     if (bl_jio_stage_bytes(o.method_ids, idtext.data, idtext.len, &staged[n_staged], err,
                            sizeof err) != BL_OK) {
         fprintf(stderr, PROG ": error: %s\n", err);
@@ -908,14 +1147,18 @@ int main(int argc, char **argv)
                      "%zu methodIds (%zu kept from the base), largest %u; %.2f s\n",
                 o.n_inputs, n_units, n_changed, n_done, bl_mids_count(mids),
                 bl_mids_reused(mids), bl_mids_max_id(mids), now_s() - t0);
+    if (!o.quiet && build_id[0])
+        fprintf(stderr, PROG ": build %s (build id %s)%s%s\n", build_name, build_id,
+                class_path ? "; class " : "", class_path ? class_path : "");
     status = 0;
 out:
     for (size_t i = 0; staged && i < n_staged; i++) {
         bl_jio_abort(&staged[i]);
         bl_jio_staged_cleanup(&staged[i]);
     }
-    if (status != 0 && created_output)
-        (void)rmdir(o.output); /* nothing was written: leave no empty folder */
+    if (status != 0)
+        remove_created(&o); /* nothing was written: leave no empty folder */
+    free(created_sub);
     free(staged);
     free_units(units, n_units);
     bl_mids_free(mids);
@@ -927,6 +1170,8 @@ out:
     free(targets);
     bl_buf_cleanup(&idtext);
     bl_buf_cleanup(&base);
+    bl_buf_cleanup(&clsbytes);
+    free(class_path);
     bl_rules_free(o.rules);
     free(o.runtime_class);
     free(o.base_ids_owned);

@@ -383,7 +383,7 @@ static int cmp_by_id(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-bl_err bl_mids_write(const bl_mids *m, int obfuscated, bl_buf *out)
+bl_err bl_mids_write(const bl_mids *m, int obfuscated, const char *build_id, bl_buf *out)
 {
     if (!m->assigned)
         return BL_EINVAL;
@@ -399,6 +399,10 @@ bl_err bl_mids_write(const bl_mids *m, int obfuscated, bl_buf *out)
                                            : "# beatline method-ids v1 names=original max-id=");
     if (!e)
         e = bl_buf_put_u64(out, m->max_id);
+    if (!e && build_id)
+        e = bl_buf_puts(out, " build-id=");
+    if (!e && build_id)
+        e = bl_buf_puts(out, build_id);
     if (!e)
         e = bl_buf_putc(out, '\n');
     for (size_t i = 0; i < k && !e; i++) {
@@ -454,7 +458,7 @@ bl_err bl_mids_validate(bl_mids *m, bl_mids_warn_fn warn, void *ctx, size_t *dro
         *dropped = 0;
     bl_buf text;
     bl_buf_init(&text, 0);
-    bl_err e = bl_mids_write(m, 0, &text);
+    bl_err e = bl_mids_write(m, 0, NULL, &text);
     bad_lines bad = {0};
     bl_methodids *t = NULL;
     uint64_t bad_line = 0;

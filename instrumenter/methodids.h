@@ -96,9 +96,10 @@ size_t bl_mids_reused(const bl_mids *m);
 uint32_t bl_mids_max_id(const bl_mids *m);
 
 /* Appends the method-ID file (format above; names=obfuscated when
- * `obfuscated`) to out. After bl_mids_assign. BL_ENOMEM / BL_ETOOBIG (out's
- * cap). */
-bl_err bl_mids_write(const bl_mids *m, int obfuscated, bl_buf *out);
+ * `obfuscated`; build-id=BUILD_ID in the header when build_id, a lowercase
+ * UUID, is not NULL: schema/build-id.md) to out. After bl_mids_assign.
+ * BL_ENOMEM / BL_ETOOBIG (out's cap). */
+bl_err bl_mids_write(const bl_mids *m, int obfuscated, const char *build_id, bl_buf *out);
 
 /* The record line of entry (without newline) as bl_mids_write writes it,
  * appended to out: "id,access,dotted.Class name desc". */

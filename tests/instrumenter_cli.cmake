@@ -20,4 +20,24 @@ if(TARGET beatline-instrument)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_cli_test.sh
                    ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-cli)
   set_tests_properties(instrument_cli PROPERTIES TIMEOUT 300 LABELS cli)
+  # issue 14: an AGP-shaped run (20 inputs, 17 named classes.jar), every
+  # output verified with java -Xverify:all and ASM's analyzer (~35 s)
+  add_test(NAME instrument_agp
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_agp_test.sh
+                   ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-agp)
+  set_tests_properties(instrument_agp PROPERTIES TIMEOUT 600 LABELS "cli;instrumenter")
+  # issue 14: --build-id / --version-name / --build-class (schema/build-id.md)
+  add_test(NAME instrument_buildid
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_buildid_test.sh
+                   ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-buildid)
+  set_tests_properties(instrument_buildid PROPERTIES TIMEOUT 300 LABELS cli)
 endif()
+
+# issue 14: the instrumenter-only configuration (-DBEATLINE_INSTRUMENTER_ONLY=ON,
+# -DBEATLINE_POSIX_ONLY=ON) configures with only libzip and libdeflate visible
+# to pkg-config, builds in a folder of this build tree (~10 s) and runs with
+# the POSIX fallbacks of renameat2/syncfs.
+add_test(NAME instrument_only_build
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_only_build_test.sh
+                 ${PROJECT_SOURCE_DIR} ${CMAKE_BINARY_DIR}/instrument-only-build)
+set_tests_properties(instrument_only_build PROPERTIES TIMEOUT 300 LABELS "cli;build")

@@ -34,9 +34,19 @@ void bl_buf_init(bl_buf *b, size_t cap_max)
 
 #define MAP_STEP ((size_t)64 << 10)
 
+/* MAP_ANONYMOUS is not in POSIX.1-2008 (macOS and the BSDs call it
+ * MAP_ANON); without either, bl_buf_init_mapped falls back to the heap. */
+#if !defined(MAP_ANONYMOUS) && defined(MAP_ANON)
+#define MAP_ANONYMOUS MAP_ANON
+#endif
+#ifndef MAP_NORESERVE
+#define MAP_NORESERVE 0
+#endif
+
 void bl_buf_init_mapped(bl_buf *b, size_t cap_max)
 {
     bl_buf_init(b, cap_max);
+#ifdef MAP_ANONYMOUS
     if (b->cap_max > SIZE_MAX - MAP_STEP)
         return;
     size_t n = (b->cap_max + 1 + MAP_STEP - 1) / MAP_STEP * MAP_STEP;
@@ -53,6 +63,7 @@ void bl_buf_init_mapped(bl_buf *b, size_t cap_max)
     b->data[0] = '\0';
     b->alloc = MAP_STEP; /* the first page is written */
     b->mapped = n;
+#endif /* else heap storage */
 }
 
 void bl_buf_cleanup(bl_buf *b)

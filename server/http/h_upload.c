@@ -463,7 +463,23 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
             bl_req_give(r, charged);
             goto out;
         }
+        /* a build id in the header (schema/build-id.md) that is not the one
+         * the build's name ends in: the file of another build */
+        const char *bid = bl_methodids_build_id(t);
+        if (bid && bl_build_name_conflicts(r->build, bid)) {
+            bl_h_upload_abort(r);
+            char sh[BL_BUILD_SHORT_LEN + 1], msg[400];
+            bl_build_short_id(bid, sh);
+            snprintf(msg, sizeof msg,
+                     "the method-ID file is of build id %s (short id %s), not of build '%.128s'",
+                     bid, sh, r->build);
+            rc = bl_reply_error(c, h, 400, msg);
+            bl_methodids_free(t);
+            bl_req_give(r, charged);
+            goto out;
+        }
         int oom =
+            json_object_set_new(extra, "build_id", bid ? json_string(bid) : json_null()) != 0 ||
             json_object_set_new(extra, "methods", json_integer(bl_methodids_count(t))) != 0 ||
             json_object_set_new(extra, "malformed_lines",
                                 json_integer((json_int_t)bl_methodids_malformed(t))) != 0 ||

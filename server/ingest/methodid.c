@@ -51,6 +51,7 @@ struct bl_methodids {
     uint32_t n, cap;
     uint32_t id_limit;        /* largest id + 1, 0 when empty */
     int obfuscated;
+    char build_id[37];        /* header build-id=, lowercase; "" when none */
     uint64_t malformed;
     char *arena;              /* all strings (invariant 3) */
     uint32_t *page[N_PAGES];  /* id → 1 + position (invariant 2) */
@@ -482,11 +483,23 @@ static bl_err comment_line(parser *ps, const char *p, const char *e, const char 
         return BL_EFORMAT;
     }
     int names = -1; /* -1 not given, 0 original, 1 obfuscated */
+    char bid[37] = "";
     while (next_word(&p, e, &ws, &we)) {
         const char *eq = memchr(ws, '=', (size_t)(we - ws));
         if (!eq || !key_ok(ws, eq) || eq + 1 == we) {
             *why = "header word is not key=value";
             return BL_EFORMAT;
+        }
+        if (word_is(ws, eq, "build-id")) {
+            if (bid[0]) {
+                *why = "header gives build-id= twice";
+                return BL_EFORMAT;
+            }
+            if (bl_build_id_parse(eq + 1, (size_t)(we - eq - 1), bid) != 0) {
+                *why = "header build-id= is not a UUID (8-4-4-4-12 hex digits)";
+                return BL_EFORMAT;
+            }
+            continue;
         }
         if (!word_is(ws, eq, "names"))
             continue; /* unknown keys are ignored */
@@ -504,6 +517,7 @@ static bl_err comment_line(parser *ps, const char *p, const char *e, const char 
         }
     }
     ps->t->obfuscated = names == 1;
+    memcpy(ps->t->build_id, bid, sizeof bid);
     return BL_OK;
 }
 
@@ -664,6 +678,62 @@ void bl_methodids_free(bl_methodids *t)
     free(t->ent);
     free(t->arena);
     free(t);
+}
+
+const char *bl_methodids_build_id(const bl_methodids *t)
+{
+    return t->build_id[0] ? t->build_id : NULL;
+}
+
+static int hex_val(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int bl_build_id_parse(const char *s, size_t n, char out[37])
+{
+    if (n != 36)
+        return -1;
+    for (size_t i = 0; i < 36; i++) {
+        int dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? s[i] != '-' : hex_val(s[i]) < 0)
+            return -1;
+        out[i] = dash ? '-' : "0123456789abcdef"[hex_val(s[i])];
+    }
+    out[36] = '\0';
+    return 0;
+}
+
+void bl_build_short_id(const char *build_id, char out[BL_BUILD_SHORT_LEN + 1])
+{
+    size_t k = 0;
+    for (size_t i = 0; build_id[i] && k < BL_BUILD_SHORT_LEN; i++)
+        if (build_id[i] != '-')
+            out[k++] = build_id[i];
+    out[k] = '\0';
+}
+
+int bl_build_name_conflicts(const char *build, const char *build_id)
+{
+    size_t n = strlen(build);
+    if (n < BL_BUILD_SHORT_LEN + 1 || build[n - BL_BUILD_SHORT_LEN - 1] != '+')
+        return 0;
+    const char *suf = build + n - BL_BUILD_SHORT_LEN;
+    for (size_t i = 0; i < BL_BUILD_SHORT_LEN; i++)
+        if (hex_val(suf[i]) < 0)
+            return 0; /* not a short id: not checked */
+    char sh[BL_BUILD_SHORT_LEN + 1];
+    bl_build_short_id(build_id, sh);
+    for (size_t i = 0; i < BL_BUILD_SHORT_LEN; i++)
+        if (hex_val(suf[i]) != hex_val(sh[i]))
+            return 1;
+    return 0;
 }
 
 int bl_methodids_obfuscated(const bl_methodids *t)

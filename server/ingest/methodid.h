@@ -11,9 +11,10 @@
  * is stored with '/'). An optional header comment line says whether names
  * are original or obfuscated (instrumented after R8/ProGuard):
  *
- *   # beatline method-ids v1 names=obfuscated
+ *   # beatline method-ids v1 names=obfuscated build-id=3f2a9c1b-04de-4c1e-9a2b-0123456789ab
  *
- * Without it names are taken as original.
+ * Without it names are taken as original; build-id (optional) is the build's
+ * UUID (schema/build-id.md).
  */
 #ifndef BL_METHODID_H
 #define BL_METHODID_H
@@ -49,6 +50,23 @@ void bl_methodids_free(bl_methodids *t);
 
 /* 1 when the header says names=obfuscated, else 0. */
 int bl_methodids_obfuscated(const bl_methodids *t);
+
+/* The header's build-id= (schema/build-id.md): the build's UUID, lowercase
+ * "8-4-4-4-12" text owned by t, or NULL when the header has none. */
+const char *bl_methodids_build_id(const bl_methodids *t);
+
+/* Build ids (schema/build-id.md). BL_BUILD_SHORT_LEN: hex digits of a short id. */
+#define BL_BUILD_SHORT_LEN 12
+/* Checks that [s, s+n) is a UUID in 8-4-4-4-12 hex form (any case) and
+ * writes it lowercase, NUL-terminated, to out. 0, or -1 when it is not. */
+int bl_build_id_parse(const char *s, size_t n, char out[37]);
+/* The short id of a (valid, lowercase) build id: its first 12 hex digits,
+ * NUL-terminated in out. */
+void bl_build_short_id(const char *build_id, char out[BL_BUILD_SHORT_LEN + 1]);
+/* 1 when the build name ends in '+' and 12 hex digits (any case) that are
+ * not the short id of build_id: a method-ID file of another build. 0
+ * otherwise (names without such a suffix are not checked). */
+int bl_build_name_conflicts(const char *build, const char *build_id);
 /* Entry for a methodId, or NULL. O(1). */
 const bl_mid_entry *bl_methodids_get(const bl_methodids *t, uint32_t id);
 /* Number of entries; and the largest id + 1 (0 when empty). */

@@ -118,9 +118,17 @@ cmp -s multi1/okio.jar multi2/okio.jar && cmp -s multi1/commons-lang3.jar multi2
 check "output jars independent of input order" $?
 grep -q ',okio\.' m1.ids && grep -q ',org\.apache\.commons\.lang3\.' m1.ids; check "both inputs listed" $?
 "$idcheck" m1.ids > /dev/null; check "two-input method-ID file parses" $?
-"$bin" -q "$lang3" "$(dirname "$lang3")/../java/commons-lang3.jar" -o multi3 --method-ids m3.ids 2> err.txt
-check "same base name twice refused" "$(neg $?)"
+"$bin" -q --layout names "$lang3" "$(dirname "$lang3")/../java/commons-lang3.jar" -o multi3 \
+  --method-ids m3.ids 2> err.txt
+check "same base name twice refused with --layout names" "$(neg $?)"
 grep -q "same base name" err.txt; check "same base name message" $?
+[ ! -e multi3 ] && [ ! -e m3.ids ]; check "refused: nothing written" $?
+# the default (auto) puts them at OUTPUT/<position>/<base name> (issue 14)
+"$bin" -q "$lang3" "$(dirname "$lang3")/../java/commons-lang3.jar" -o multi4 --method-ids m4.ids
+check "same base name twice: accepted by default" $?
+[ -f multi4/1/commons-lang3.jar ] && [ -f multi4/2/commons-lang3.jar ] &&
+  cmp -s multi4/1/commons-lang3.jar multi4/2/commons-lang3.jar
+check "same base name twice: OUTPUT/1/ and OUTPUT/2/, identical" $?
 
 # ---- --base-ids keeps ids; new methods above the largest --------------------
 "$bin" -q --base-ids m1.ids "$lang3" -o b.jar --method-ids b.ids; check "--base-ids exits 0" $?

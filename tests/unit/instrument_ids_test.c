@@ -49,7 +49,7 @@ static char *file_of(const bl_mids *m, int obf)
 {
     bl_buf b;
     bl_buf_init(&b, 0);
-    ck_assert_int_eq(bl_mids_write(m, obf, &b), BL_OK);
+    ck_assert_int_eq(bl_mids_write(m, obf, NULL, &b), BL_OK);
     return b.data;
 }
 

@@ -731,6 +731,55 @@ START_TEST(big_shuffled)
 }
 END_TEST
 
+/* issue 14: the header's build-id= (schema/build-id.md) */
+START_TEST(header_build_id)
+{
+    static const struct {
+        const char *text;
+        const char *id;  /* expected bl_methodids_build_id, NULL for none */
+        int malformed;   /* line of the expected diagnostic, 0 = none */
+    } cases[] = {
+        { "# beatline method-ids v1 names=original build-id=3f2a9c1b-04de-4c1e-9a2b-0123456789ab\n"
+          "1,1,a.B c ()V\n", "3f2a9c1b-04de-4c1e-9a2b-0123456789ab", 0 },
+        /* any case in, lowercase out; any position among the words */
+        { "# beatline method-ids v1 build-id=3F2A9C1B-04DE-4C1E-9A2B-0123456789AB names=obfuscated\n",
+          "3f2a9c1b-04de-4c1e-9a2b-0123456789ab", 0 },
+        { "# beatline method-ids v1 names=original\n", NULL, 0 },
+        { "# beatline method-ids v1 build-id=3f2a9c1b04de4c1e9a2b0123456789ab\n", NULL, 1 },
+        { "# beatline method-ids v1 build-id=3f2a9c1b-04de-4c1e-9a2b-0123456789a\n", NULL, 1 },
+        { "# beatline method-ids v1 build-id=3f2a9c1b-04de-4c1e-9a2b-0123456789abc\n", NULL, 1 },
+        { "# beatline method-ids v1 build-id=3f2a9c1g-04de-4c1e-9a2b-0123456789ab\n", NULL, 1 },
+        { "# beatline method-ids v1 build-id=3f2a9c1b-04de-4c1e-9a2b-0123456789ab "
+          "build-id=3f2a9c1b-04de-4c1e-9a2b-0123456789ab\n", NULL, 1 },
+        /* a malformed header applies nothing */
+        { "# beatline method-ids v1 build-id=3f2a9c1b-04de-4c1e-9a2b-0123456789ab names=x\n", NULL, 1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        diags d = { 0 };
+        bl_methodids *t = parse_ok(cases[i].text, &d);
+        const char *id = bl_methodids_build_id(t);
+        if (cases[i].id)
+            ck_assert_msg(id && !strcmp(id, cases[i].id), "case %zu: id %s", i, id ? id : "NULL");
+        else
+            ck_assert_msg(id == NULL, "case %zu: id %s", i, id);
+        ck_assert_msg(d.n == (cases[i].malformed ? 1 : 0), "case %zu: %d diagnostics", i, d.n);
+        bl_methodids_free(t);
+    }
+    const char *bid = "3f2a9c1b-04de-4c1e-9a2b-0123456789ab";
+    char sh[BL_BUILD_SHORT_LEN + 1];
+    bl_build_short_id(bid, sh);
+    ck_assert_str_eq(sh, "3f2a9c1b04de");
+    ck_assert_int_eq(bl_build_name_conflicts("7.1+3f2a9c1b04de", bid), 0);
+    ck_assert_int_eq(bl_build_name_conflicts("7.1+3F2A9C1B04DE", bid), 0);
+    ck_assert_int_eq(bl_build_name_conflicts("3f2a9c1b04de", bid), 0);     /* no '+': unchecked */
+    ck_assert_int_eq(bl_build_name_conflicts("7.1", bid), 0);
+    ck_assert_int_eq(bl_build_name_conflicts("7.1+beta", bid), 0);
+    ck_assert_int_eq(bl_build_name_conflicts("7.1+3f2a9c1b04dx", bid), 0); /* not hex */
+    ck_assert_int_eq(bl_build_name_conflicts("7.1+3f2a9c1b04df", bid), 1);
+    ck_assert_int_eq(bl_build_name_conflicts("+000000000000", bid), 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("methodid");
@@ -742,6 +791,7 @@ int main(void)
     tcase_add_test(tf, duplicates);
     tcase_add_test(tf, any_order);
     tcase_add_test(tf, header_variants);
+    tcase_add_test(tf, header_build_id);
     tcase_add_test(tf, sparse_ids);
     suite_add_tcase(s, tf);
     TCase *tm = tcase_create("malformed");
