@@ -227,7 +227,7 @@ START_TEST(block_tables)
 {
     exec_ok("INSERT INTO block_groups(id, build_id, path) VALUES (1, 1, '1'), (2, 1, '2'), "
             "(3, 2, '1')");
-    exec_ok("INSERT INTO block_stats VALUES (1, 3, 1, 0, 9, x'', 1, 1, 't'), "
+    exec_ok("INSERT INTO block_stats (grp, hour, count, anrs, max_us, sketch, first_at, last_at, target) VALUES (1, 3, 1, 0, 9, x'', 1, 1, 't'), "
             "(1, 8, 1, 0, 9, x'', 1, 1, 't'), (2, 3, 1, 0, 9, x'', 1, 1, 't'), "
             "(3, 3, 1, 0, 9, x'', 1, 1, 't')");
     exec_ok("INSERT INTO block_seen VALUES (1, 0, 'd', 3), (1, 0, 'd', 8), (2, 1, 's', 3), "
