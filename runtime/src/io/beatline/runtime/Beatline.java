@@ -134,6 +134,9 @@ public final class Beatline {
             return false;
         }
         try {
+            if (config.buildNote != null) {
+                log(config).warn(config.buildNote);
+            }
             Session s = new Session(config);
             s.begin();
             synchronized (GATE) {

@@ -19,7 +19,13 @@ public final class BeatlineConfig {
     /** App name on the server ({@code beatline-server app create NAME}). */
     public final String app;
     /** App build (the build the method-ID file was uploaded for). */
+    /**
+     * The build in every batch header: the generated class's {@code BUILD}
+     * when the app has one (schema/build-id.md), else the configured build.
+     */
     public final String build;
+    /** Non-null when a configured build was replaced by the generated one: says so (logged at start). */
+    public final String buildNote;
     /** Ingest key ({@code blk_ing_…}), sent as {@code Authorization: Bearer}. */
     public final String ingestKey;
     /** Records (8 bytes each) in the main thread's ring buffer; a power of two. */
@@ -112,6 +118,7 @@ public final class BeatlineConfig {
         server = b.server;
         app = b.app;
         build = b.build;
+        buildNote = b.buildNote;
         ingestKey = b.ingestKey;
         mainBufferRecords = b.mainBufferRecords;
         threadBufferRecords = b.threadBufferRecords;
@@ -165,6 +172,7 @@ public final class BeatlineConfig {
         String server;
         String app;
         String build = "unknown";
+        String buildNote;
         String ingestKey;
         int mainBufferRecords = 1 << 20;
         int threadBufferRecords = 1 << 15;
@@ -419,6 +427,14 @@ public final class BeatlineConfig {
          * @throws IllegalArgumentException naming the first bad setting
          */
         public BeatlineConfig build() {
+            // the build the instrumenter generated into the app wins: uploads are keyed by it
+            String gen = GeneratedBuild.name(Thread.currentThread().getContextClassLoader());
+            if (gen != null && !gen.equals(build)) {
+                buildNote = "unknown".equals(build) ? null
+                        : "build " + build + " ignored: the app's generated " + GeneratedBuild.CLASS
+                                + " names build " + gen;
+                build = gen;
+            }
             require(server != null && (server.startsWith("http://") || server.startsWith("https://"))
                     && validUrl(server), "server must be an http:// or https:// URL with a host: " + server);
             require(app != null && !app.isEmpty(), "app is required");

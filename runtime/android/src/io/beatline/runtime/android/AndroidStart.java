@@ -131,12 +131,18 @@ public final class AndroidStart {
     }
 
     /**
-     * The build id, first found of: meta-data {@code io.beatline.build}; the
+     * The build id, first found of: the build name generated into the app by
+     * {@code beatline-instrument --build-class} (schema/build-id.md; the
+     * configuration uses it in any case); meta-data {@code io.beatline.build}; the
      * string resource {@code beatline_build_id} of the app's package (what a
      * build step generates, a per-build UUID); {@code versionName} (which a
      * rebuild with changed code keeps: a warning says so).
      */
     public static String buildId(Context context, Bundle meta) {
+        String g = io.beatline.runtime.GeneratedBuild.name(context.getClassLoader());
+        if (g != null) {
+            return g;
+        }
         String b = meta == null ? null : str(meta, "build", null);
         if (b != null && !b.isEmpty()) {
             return b;
