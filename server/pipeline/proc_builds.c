@@ -453,6 +453,10 @@ bl_err pr_drop_build(bl_processor *p, const work *w)
         bl_db_rollback(p->db);
         return err;
     }
+    /* the deletion is durable before it is answered and before the waiting
+     * batches' files go (pr_forget_state) */
+    if (pr_make_durable(p) != BL_OK)
+        pr_log("build %s: cannot sync the deletion's commit: %s", w->build, strerror(errno));
     bl_retention_request_done(p->data_dir, id); /* a DELETE's request happened */
     if (si != SIZE_MAX)
         pr_forget_state(p, si);
@@ -462,7 +466,6 @@ bl_err pr_drop_build(bl_processor *p, const work *w)
     return BL_OK;
 }
 
-/* Hands a drop's result to its caller. */
 /* Deletes the waiting batches older than the expiry time (their file's
  * modification time; it survives restarts), releases their quota counts and
  * counts them in st.expired. Writer thread only, between transactions. */

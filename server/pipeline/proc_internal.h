@@ -101,6 +101,17 @@ typedef struct pslot {
     int check;
 } pslot;
 
+/* Batch files a round is done with — moved out of batches/pending once its
+ * transaction is durable — and the round's counts for /metrics, counted at
+ * the same moment. Arrays owned by the list. */
+typedef struct movelist {
+    pending_batch *b;
+    uint8_t *failed; /* per entry: 1 = to batches/failed, else to batches/done */
+    size_t n, cap;
+    uint64_t done, records, dup, failed_n; /* batches processed, their records,
+                                            * duplicates, failed batches */
+} movelist;
+
 struct bl_processor {
     bl_proc_opts o;
     char data_dir[BL_PATH_MAX];
@@ -135,10 +146,14 @@ struct bl_processor {
     pthread_t ck_thread;
     int ck_started, ck_due;
     pthread_cond_t ck_cv;
-    /* done in this transaction: files to move after COMMIT */
-    pending_batch *moves;
-    size_t n_moves, cap_moves;
-    int *move_failed;
+    /* done in this transaction: files to move once its COMMIT is durable
+     * (writer only) */
+    movelist moves;
+    /* committed rounds handed to the checkpointer, whose WAL sync has not
+     * begun (under pmu); ck_work: the ones it syncs now (its own) */
+    movelist ck_in, ck_work;
+    int deferred;        /* the writer's commits do not fsync (bl_db_defer_sync):
+                          * the checkpointer syncs the WAL before the moves */
     bl_quota *quota;     /* owned; thread-safe */
     double next_sweep;   /* monotonic seconds of the next expiry sweep */
     uint64_t round_batches; /* batches counted in the open transaction */
@@ -196,8 +211,21 @@ void pr_move_batch(bl_processor *p, const pending_batch *pb, int failed);
 /* ---- proc_workers.c ---- */
 void *pr_prep_main(void *arg);
 void *pr_ck_main(void *arg);
-/* A transaction committed: the checkpointer copies it into the database. */
-void pr_ck_wake(bl_processor *p);
+/* Adds batch w to m (failed: to batches/failed). -1 when out of memory:
+ * the file then stays in batches/pending (found again at the next start,
+ * a duplicate of the committed batch). */
+int pr_ml_add(movelist *m, const work *w, int failed);
+void pr_ml_free(movelist *m);
+/* The round in p->moves is committed: its files are moved and its counts
+ * added to the stats once the commit is durable — by the checkpointer
+ * after its WAL sync when the writer's commits do not sync (p->deferred),
+ * else here at once. Then the checkpointer copies the commit into the
+ * database file. Leaves p->moves empty. Writer thread. */
+void pr_committed(bl_processor *p);
+/* A transaction committed by the writer outside a round (a build's
+ * deletion): returns once it is durable. BL_EIO (errno) when the WAL could
+ * not be synced. Writer thread. */
+bl_err pr_make_durable(bl_processor *p);
 /* Queues the batches of items[*next..n) into free prep slots, in order. */
 void pr_prep_submit(bl_processor *p, const work *items, size_t n, size_t *next);
 /* The slot of item i once prepared, or NULL when it was not queued. */
@@ -205,6 +233,5 @@ pslot *pr_prep_wait(bl_processor *p, size_t i);
 void pr_prep_release(bl_processor *p, pslot *s);
 /* Drops every queued or prepared slot; waits for the ones being prepared. */
 void pr_prep_drain(bl_processor *p);
-void pr_record_latency(bl_processor *p, double t_enq, double now);
 
 #endif

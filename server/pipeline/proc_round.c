@@ -263,28 +263,6 @@ void pr_move_batch(bl_processor *p, const pending_batch *pb, int failed)
 /* ------------------------------------------------------------------------ */
 /* Thread                                                                    */
 
-static int add_move(bl_processor *p, const work *w, int failed)
-{
-    if (p->n_moves == p->cap_moves) {
-        size_t nc = p->cap_moves ? p->cap_moves * 2 : 64;
-        pending_batch *nm = realloc(p->moves, nc * sizeof *nm);
-        int *nf = realloc(p->move_failed, nc * sizeof *nf);
-        if (nm)
-            p->moves = nm;
-        if (nf)
-            p->move_failed = nf;
-        if (!nm || !nf)
-            return -1;
-        p->cap_moves = nc;
-    }
-    memcpy(p->moves[p->n_moves].uuid, w->uuid, sizeof w->uuid);
-    p->moves[p->n_moves].enc = w->enc;
-    p->moves[p->n_moves].t_enq = w->t_enq;
-    p->move_failed[p->n_moves] = failed;
-    p->n_moves++;
-    return 0;
-}
-
 /* More work for the open transaction (begun at t_begin, monotonic s): the
  * items queued since, waiting up to txn_idle_ms for one when there are
  * none. 0 — commit now — once the transaction holds max_batches_per_txn
@@ -352,9 +330,10 @@ static void push_back_items(bl_processor *p, work *items, size_t n, size_t skip)
 
 static void run_txn_(bl_processor *p, work *items, size_t n)
 {
-    uint64_t recs = 0, done = 0, dup = 0, failed = 0;
+    movelist *m = &p->moves; /* empty (pr_committed leaves it so) */
+    m->n = 0;
+    m->done = m->records = m->dup = m->failed_n = 0;
     size_t aborted = SIZE_MAX;
-    p->n_moves = 0;
     /* items that went to a build's waiting list: a rollback's pr_reset_states
      * queues those again itself, so they are not pushed a second time */
     memset(p->waited, 0, n);
@@ -405,16 +384,16 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
             pr_release(p, &items[i]);
         }
         if (res == B_DONE) {
-            recs += r;
-            done++;
+            m->records += r;
+            m->done++;
             p->round_batches++;
-            add_move(p, &items[i], 0);
+            pr_ml_add(m, &items[i], 0);
         } else if (res == B_DUPLICATE) {
-            dup++;
-            add_move(p, &items[i], 0);
+            m->dup++;
+            pr_ml_add(m, &items[i], 0);
         } else if (res == B_FAILED) {
-            failed++;
-            add_move(p, &items[i], 1);
+            m->failed_n++;
+            pr_ml_add(m, &items[i], 1);
         } else if (res == B_ABORT) {
             aborted = i;
             break;
@@ -444,30 +423,18 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
         goto retry;
     }
     bl_agg_mark_stored(&p->agg); /* committed: later rounds update them by id */
-    pr_ck_wake(p);
     clear_deltas(p);
     if (later != SIZE_MAX) /* back at the head, before any deletion queued since */
         pr_push_front(p, items + later, n - later);
-    double now = pr_mono_s();
-    for (size_t i = 0; i < p->n_moves; i++)
-        pr_move_batch(p, &p->moves[i], p->move_failed[i]);
-    if (p->n_moves) {
-        char d[BL_PATH_MAX];
-        if (!bl_path_join(d, p->data_dir, "batches/pending"))
-            bl_fsync_dir(d);
-    }
     pthread_mutex_lock(&p->mu);
-    p->st.batches += done;
-    p->st.records += recs;
-    p->st.duplicates += dup;
-    p->st.failed += failed;
     p->st.txn++;
     p->st.failing = 0;
     p->st.dropped_paths = p->agg.dropped_nodes;
-    for (size_t i = 0; i < p->n_moves; i++)
-        if (!p->move_failed[i])
-            pr_record_latency(p, p->moves[i].t_enq, now);
     pthread_mutex_unlock(&p->mu);
+    /* the batches are counted and their files moved once the commit is
+     * durable: by the checkpointer after its WAL sync, while this thread
+     * goes on with the next round (proc_workers.c) */
+    pr_committed(p);
     return;
 retry:
     /* nothing was committed: the batches stay durable in batches/pending;

@@ -1,6 +1,8 @@
 /*
  * proc_workers.c — the prep workers and the checkpointer (see
- * proc_internal.h).
+ * proc_internal.h): the checkpointer makes the writer's commits durable
+ * (WAL sync), then moves their batch files and counts them, then copies
+ * the commits into the database file (checkpoint).
  */
 #include "pipeline/proc_internal.h"
 
@@ -12,7 +14,74 @@
 #include <unistd.h>
 
 
-void pr_record_latency(bl_processor *p, double t_enq, double now)
+/* ---- the checkpointer: durable commits, batch-file moves, checkpoints ---- */
+
+int pr_ml_add(movelist *m, const work *w, int failed)
+{
+    if (m->n == m->cap) {
+        size_t nc = m->cap ? m->cap * 2 : 64;
+        pending_batch *nb = realloc(m->b, nc * sizeof *nb);
+        if (nb)
+            m->b = nb;
+        uint8_t *nf = realloc(m->failed, nc);
+        if (nf)
+            m->failed = nf;
+        if (!nb || !nf)
+            return -1;
+        m->cap = nc;
+    }
+    pending_batch *pb = &m->b[m->n];
+    memset(pb, 0, sizeof *pb);
+    memcpy(pb->uuid, w->uuid, sizeof pb->uuid);
+    pb->enc = w->enc;
+    pb->t_enq = w->t_enq;
+    m->failed[m->n++] = (uint8_t)(failed != 0);
+    return 0;
+}
+
+static void ml_reset(movelist *m)
+{
+    m->n = 0;
+    m->done = m->records = m->dup = m->failed_n = 0;
+}
+
+void pr_ml_free(movelist *m)
+{
+    free(m->b);
+    free(m->failed);
+    memset(m, 0, sizeof *m);
+}
+
+/* Appends src to dst (src unchanged). -1 when out of memory. */
+static int ml_append(movelist *dst, const movelist *src)
+{
+    if (dst->n + src->n > dst->cap) {
+        size_t nc = dst->cap ? dst->cap : 64;
+        while (nc < dst->n + src->n)
+            nc *= 2;
+        pending_batch *nb = realloc(dst->b, nc * sizeof *nb);
+        if (nb)
+            dst->b = nb;
+        uint8_t *nf = realloc(dst->failed, nc);
+        if (nf)
+            dst->failed = nf;
+        if (!nb || !nf)
+            return -1;
+        dst->cap = nc;
+    }
+    if (src->n) {
+        memcpy(dst->b + dst->n, src->b, src->n * sizeof *src->b);
+        memcpy(dst->failed + dst->n, src->failed, src->n);
+    }
+    dst->n += src->n;
+    dst->done += src->done;
+    dst->records += src->records;
+    dst->dup += src->dup;
+    dst->failed_n += src->failed_n;
+    return 0;
+}
+
+static void record_latency(bl_processor *p, double t_enq, double now)
 {
     static const double le[6] = { 0.010, 0.050, 0.100, 0.500, 1.0, 5.0 };
     double d = now - t_enq;
@@ -23,7 +92,41 @@ void pr_record_latency(bl_processor *p, double t_enq, double now)
     p->st.lat_sum_s += d;
 }
 
-/* ---- checkpointer ---- */
+/* The rounds in m are committed: once their commits are durable (`sync`:
+ * the WAL is synced first, on connection db), their batch files leave
+ * batches/pending and they are counted. A power loss before the sync may
+ * undo those commits: their batches are still in batches/pending then and
+ * processed again at the next start (a commit that survived makes them
+ * duplicates: counted once). When the sync fails the files stay there too
+ * (the next start finds them committed, duplicates) and the batches are
+ * counted (they are committed). Empties m. */
+static void finish(bl_processor *p, bl_db *db, int sync, movelist *m)
+{
+    int durable = 1;
+    if (sync && bl_db_sync_wal(db) != BL_OK) {
+        pr_log("cannot sync the database's WAL: %s; %zu batch file(s) stay in "
+               "batches/pending (checked again at the next start)", strerror(errno), m->n);
+        durable = 0;
+    }
+    for (size_t i = 0; durable && i < m->n; i++)
+        pr_move_batch(p, &m->b[i], m->failed[i]);
+    if (durable && m->n) {
+        char d[BL_PATH_MAX];
+        if (!bl_path_join(d, p->data_dir, "batches/pending"))
+            bl_fsync_dir(d);
+    }
+    double now = pr_mono_s();
+    pthread_mutex_lock(&p->mu);
+    p->st.batches += m->done;
+    p->st.records += m->records;
+    p->st.duplicates += m->dup;
+    p->st.failed += m->failed_n;
+    for (size_t i = 0; i < m->n; i++)
+        if (!m->failed[i])
+            record_latency(p, m->b[i].t_enq, now);
+    pthread_mutex_unlock(&p->mu);
+    ml_reset(m);
+}
 
 void *pr_ck_main(void *arg)
 {
@@ -36,7 +139,14 @@ void *pr_ck_main(void *arg)
         if (!p->ck_due && p->pstop)
             break;
         p->ck_due = 0;
+        movelist t = p->ck_work; /* empty */
+        p->ck_work = p->ck_in;
+        p->ck_in = t;
         pthread_mutex_unlock(&p->pmu);
+        /* the rounds handed over before this point were committed before
+         * the sync begins: it makes them durable */
+        if (p->ck_work.n || p->ck_work.done || p->ck_work.dup || p->ck_work.failed_n)
+            finish(p, p->ck_db, p->deferred, &p->ck_work);
         if (bl_db_checkpoint(p->ck_db))
             pr_log("checkpoint failed: %s", bl_db_errmsg(p->ck_db));
         pthread_mutex_lock(&p->pmu);
@@ -45,8 +155,33 @@ void *pr_ck_main(void *arg)
     return NULL;
 }
 
+void pr_committed(bl_processor *p)
+{
+    movelist *m = &p->moves;
+    if (!p->ck_started) {
+        finish(p, p->db, p->deferred, m);
+        return;
+    }
+    pthread_mutex_lock(&p->pmu);
+    int handed = 1;
+    if (!p->ck_in.n && !p->ck_in.done && !p->ck_in.dup && !p->ck_in.failed_n) {
+        movelist t = p->ck_in; /* empty: the two lists trade places */
+        p->ck_in = *m;
+        *m = t;
+    } else if (ml_append(&p->ck_in, m) == 0) {
+        ml_reset(m);
+    } else {
+        handed = 0;
+    }
+    p->ck_due = 1;
+    pthread_cond_signal(&p->ck_cv);
+    pthread_mutex_unlock(&p->pmu);
+    if (!handed) /* out of memory: made durable here */
+        finish(p, p->db, p->deferred, m);
+}
+
 /* A transaction committed: the checkpointer copies it into the database. */
-void pr_ck_wake(bl_processor *p)
+static void ck_wake(bl_processor *p)
 {
     if (!p->ck_started)
         return;
@@ -55,6 +190,14 @@ void pr_ck_wake(bl_processor *p)
     pthread_cond_signal(&p->ck_cv);
     pthread_mutex_unlock(&p->pmu);
 }
+
+bl_err pr_make_durable(bl_processor *p)
+{
+    ck_wake(p);
+    return p->deferred ? bl_db_sync_wal(p->db) : BL_OK;
+}
+
+/* ---- prep workers ---- */
 
 void *pr_prep_main(void *arg)
 {

@@ -196,6 +196,7 @@ void bl_processor_stats(bl_processor *p, bl_proc_stats *s)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* Hands a drop's result to its caller. */
 void pr_drop_finish(bl_processor *p, drop_req *dr, bl_err result)
 {
     if (!dr)
@@ -468,6 +469,13 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
             p->ck_started = 1; /* it runs anyway (harmless), and stops at the end */
         } else {
             p->ck_started = 1;
+            /* the writer's commits no longer wait for the disk: the
+             * checkpointer syncs the WAL before their batch files leave
+             * batches/pending (store/db.h bl_db_defer_sync) */
+            if (bl_db_defer_sync(p->db) == BL_OK)
+                p->deferred = 1;
+            else
+                pr_log("commits keep syncing: %s", bl_db_errmsg(p->db));
         }
     }
     if (!err) {
@@ -539,8 +547,9 @@ void bl_processor_stop(bl_processor *p)
     free(p->builds);
     bl_agg_cleanup(&p->agg);
     bl_u128map_cleanup(&p->build_ix);
-    free(p->moves);
-    free(p->move_failed);
+    pr_ml_free(&p->moves);
+    pr_ml_free(&p->ck_in);
+    pr_ml_free(&p->ck_work);
     free(p->waited);
     free(p->q);
     bl_quota_free(p->quota);
