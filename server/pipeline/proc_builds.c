@@ -51,6 +51,8 @@ bl_err pr_get_build(bl_processor *p, int64_t app_id, const char *build, bstate *
         return BL_OK;
     }
     int64_t id;
+    if (pr_need_db(p)) /* p->redo says why */
+        return BL_EIO;
     if (bl_wr_build_get(p->db, app_id, build, bl_now_us(), &id))
         return pr_sql_err(p, "builds get");
     bstate *b = calloc(1, sizeof *b);

@@ -30,6 +30,7 @@
 #include "pipeline/processor.h"
 #include "pipeline/quota.h"
 #include "store/db.h"
+#include "store/writer.h"
 
 enum { W_BATCH, W_BUILD, W_DROP };
 
@@ -112,6 +113,28 @@ typedef struct movelist {
                                             * duplicates, failed batches */
 } movelist;
 
+/* A finished round handed to the committer: its deltas, its block events,
+ * the batch files to move once durable, and its items (put back in the
+ * queue when its commit fails). Owned by the committer while
+ * bl_processor.cm_busy, else by the writer. */
+typedef struct cjob {
+    bl_agg_out out;
+    bl_events *ev;       /* the round's events (one of bl_processor.evs) */
+    movelist moves;
+    work *items;         /* cap: max_batches_per_txn */
+    uint8_t *waited;     /* per item: went to a waiting list (not put back) */
+    size_t n_items;
+    uint64_t dropped;    /* bl_agg.dropped_nodes at the hand-over */
+    int failed;          /* the commit failed: rolled back, items not put back yet */
+} cjob;
+
+/* A batch processed while the committer held the connection: its row and
+ * build counter, written when the writer's transaction begins. */
+typedef struct deferred_batch {
+    char uuid[37];
+    bl_wr_batch row;     /* row.uuid points to uuid above (set when written) */
+} deferred_batch;
+
 struct bl_processor {
     bl_proc_opts o;
     char data_dir[BL_PATH_MAX];
@@ -158,8 +181,27 @@ struct bl_processor {
     double next_sweep;   /* monotonic seconds of the next expiry sweep */
     uint64_t round_batches; /* batches counted in the open transaction */
     uint8_t *waited;        /* per item of the round: went to a waiting list */
-    bl_events *ev;          /* batch events: blocks (owned) */
+    bl_events *ev;          /* batch events of the open round: one of evs */
+    bl_events *evs[2];      /* owned; the other one is the committer's */
+    /* the committer (proc_commit.c): writes a finished round's deltas and
+     * commits it on p->db while the writer aggregates the next round */
+    pthread_t cm_thread;
+    int cm_started;
+    pthread_mutex_t cmu;
+    pthread_cond_t cm_cv;   /* a job handed over, or stopping */
+    pthread_cond_t cm_done; /* the job is finished */
+    int cm_busy, cm_stop;   /* under cmu */
+    cjob job;
+    int txn_open;           /* writer: its round's transaction is begun on p->db */
+    deferred_batch *dq;     /* writer: batches of the round not written yet */
+    size_t n_dq, cap_dq;
+    char app_name[80];      /* writer: the last app looked up (apps are never */
+    int64_t app_id;         /* renamed or deleted), "" = none */
+    int redo;               /* writer: why the round must be done again (R_*) */
 };
+
+/* Why a round is given up and done again (bl_processor.redo). */
+enum { R_NONE, R_PRIOR, R_DUP, R_EIO };
 
 
 /* ---- processor.c ---- */
@@ -198,6 +240,32 @@ double pr_sweep_every(const bl_processor *p);
 /* Deletes the waiting batches older than the expiry time. */
 void pr_expire_waiting(bl_processor *p);
 
+/* ---- proc_commit.c ---- */
+/* The committer thread's body. */
+void *pr_cm_main(void *arg);
+/* Hands the round to the committer: finishes the aggregates (sketch blobs,
+ * order), moves them, p->moves and items[0..n) with p->waited into p->job
+ * and wakes the committer; the aggregator and p->moves are empty after.
+ * The round's transaction must be open (p->txn_open); it is the
+ * committer's from now on. BL_ENOMEM (nothing handed over). */
+bl_err pr_cm_hand_over(bl_processor *p, const work *items, size_t n);
+/* Waits until the committer is done with its round. 1 when that commit
+ * failed (p->job holds its items, to be put back: pr_cm_put_back), else 0. */
+int pr_cm_wait(bl_processor *p);
+/* After a failed commit (pr_cm_wait 1): the job's items go back to the
+ * head of the queue (in their order, before anything queued since). */
+void pr_cm_put_back(bl_processor *p);
+/* The writer needs the connection: waits for the committer, begins the
+ * round's transaction and writes the deferred batches. BL_OK; else
+ * BL_EIO with p->redo set (R_PRIOR: the previous round's commit failed;
+ * R_DUP: a deferred batch was committed before, a duplicate whose
+ * aggregates were added; R_EIO: SQL error): the round must be given up. */
+bl_err pr_need_db(bl_processor *p);
+/* Puts items[0..n) back at the head of the queue, except `skip` and those
+ * flagged in waited (a build's waiting list queues those again). */
+void pr_push_back_items(bl_processor *p, work *items, const uint8_t *waited, size_t n,
+                        size_t skip);
+
 /* ---- proc_round.c ---- */
 /* bl_agg_new_row_fn of the writer's aggregator: a placeholder methods row
  * for a methodId the method-ID file does not know (ctx: the processor). */
@@ -216,12 +284,14 @@ void *pr_ck_main(void *arg);
  * a duplicate of the committed batch). */
 int pr_ml_add(movelist *m, const work *w, int failed);
 void pr_ml_free(movelist *m);
-/* The round in p->moves is committed: its files are moved and its counts
+/* Empties m (keeps its arrays). */
+void pr_ml_reset(movelist *m);
+/* The round in m is committed: its files are moved and its counts
  * added to the stats once the commit is durable — by the checkpointer
  * after its WAL sync when the writer's commits do not sync (p->deferred),
  * else here at once. Then the checkpointer copies the commit into the
- * database file. Leaves p->moves empty. Writer thread. */
-void pr_committed(bl_processor *p);
+ * database file. Leaves m empty. Thread holding p->db. */
+void pr_committed(bl_processor *p, movelist *m);
 /* A transaction committed by the writer outside a round (a build's
  * deletion): returns once it is durable. BL_EIO (errno) when the WAL could
  * not be synced. Writer thread. */

@@ -32,51 +32,11 @@ bl_err pr_new_row(void *ctx, bl_agg_build *ab, uint32_t mid, int64_t *row)
                                     "method-ID file)", BL_AGG_MAX_FAR);
     else
         snprintf(name, sizeof name, "unknown method %u", mid);
+    if (pr_need_db(p)) /* p->redo says why: the round is given up */
+        return BL_EIO;
     if (bl_wr_method_unknown(p->db, ab->build_id, mid, name, row))
         return pr_sql_err(p, "methods unknown");
     return BL_OK;
-}
-
-static void delta_stat(void *ctx, size_t i, bl_wr_stat *s)
-{
-    const bl_agg *a = ctx;
-    const bl_agg_stat *d = &a->stats[a->stat_order[i]];
-    *s = (bl_wr_stat){
-        .build_id = d->build_id, .method = d->method, .main = d->main, .hour = d->hour,
-        .count = (int64_t)d->count, .total_us = (int64_t)d->total,
-        .self_us = (int64_t)d->self, .max_us = (int64_t)d->max,
-        .sketch = a->blobs.data + d->blob_off, .sketch_len = d->blob_len,
-    };
-}
-
-static void delta_node(void *ctx, size_t i, bl_wr_node *n)
-{
-    const bl_agg_node *d = &((const bl_agg *)ctx)->nodes[i];
-    *n = (bl_wr_node){
-        .id = d->id, .build_id = d->build_id, .main = d->main, .parent = d->parent,
-        .method = d->method, .is_new = d->is_new, .count = (int64_t)d->count,
-        .total_us = (int64_t)d->total, .self_us = (int64_t)d->self,
-    };
-}
-
-static bl_err flush_deltas(bl_processor *p)
-{
-    bl_err err = bl_agg_finish(&p->agg);
-    if (!err && bl_wr_stats_add(p->db, p->agg.n_stats, delta_stat, &p->agg))
-        err = pr_sql_err(p, "stats upsert");
-    if (!err && bl_rollups_add(p->db, p->agg.n_stats, delta_stat, &p->agg))
-        err = pr_sql_err(p, "rollups upsert");
-    if (!err && bl_wr_nodes_add(p->db, p->agg.n_nodes, delta_node, &p->agg))
-        err = pr_sql_err(p, "nodes upsert");
-    if (!err)
-        bl_events_flush(p->ev);
-    /* an app a re-symbolication left dirty is rebuilt here (store/rollups.h) */
-    /* a rebuild that fails (a malformed sketch written by a tool) must not
-     * stop ingest: the statements run inside a savepoint, undone; the app
-     * stays dirty (answers from method_stats) */
-    if (!err && bl_rollups_refresh(p->db, NULL))
-        pr_log("rebuilding slow-methods rollups failed: %s", bl_db_errmsg(p->db));
-    return err;
 }
 
 static void clear_deltas(bl_processor *p)
@@ -93,7 +53,28 @@ static void clear_deltas(bl_processor *p)
  * later (the batches stay in batches/pending: never moved to failed for a
  * passing shortage); B_GONE: the file left batches/pending already (the
  * batch was queued twice and handled): nothing to do */
-enum { B_DONE, B_WAITING, B_DUPLICATE, B_FAILED, B_ABORT, B_LATER, B_RETRY, B_GONE };
+enum { B_DONE, B_WAITING, B_DUPLICATE, B_FAILED, B_ABORT, B_LATER, B_RETRY, B_GONE, B_REDO };
+
+/* B_REDO: the round is given up and done again (p->redo says why). */
+
+/* Keeps a processed batch's row for pr_need_db (the committer holds the
+ * connection). -1 when out of memory. */
+static int defer_batch(bl_processor *p, const bl_wr_batch *row)
+{
+    if (p->n_dq == p->cap_dq) {
+        size_t nc = p->cap_dq ? p->cap_dq * 2 : 64;
+        deferred_batch *nd = realloc(p->dq, nc * sizeof *nd);
+        if (!nd)
+            return -1;
+        p->dq = nd;
+        p->cap_dq = nc;
+    }
+    deferred_batch *d = &p->dq[p->n_dq++];
+    snprintf(d->uuid, sizeof d->uuid, "%s", row->uuid);
+    d->row = *row;
+    d->row.uuid = NULL;
+    return 0;
+}
 
 /* Processes batch w, prepared in *j (prep.h) by a worker, or NULL: the
  * writer prepares it itself (also when its body was too big to be
@@ -123,7 +104,10 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
     }
     const bl_batch bt = j->bt; /* owned by the job */
     int result = B_FAILED;
-    bl_err seen = bl_wr_batch_seen(p->db, w->uuid);
+    /* with the committer holding the connection the check waits for the
+     * batch's row (pr_need_db) */
+    int checked = p->txn_open; /* the duplicate check done */
+    bl_err seen = checked ? bl_wr_batch_seen(p->db, w->uuid) : BL_ENOTFOUND;
     if (seen == BL_EIO)
         goto out;
     if (seen == BL_OK) {
@@ -134,15 +118,25 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
     snprintf(app, sizeof app, "%.*s", (int)(bt.app.n < 79 ? bt.app.n : 79), bt.app.p);
     snprintf(build, sizeof build, "%.*s", (int)bt.build.n, bt.build.p);
     int64_t app_id;
-    if (bl_apps_find(p->db, app, &app_id) != BL_OK) {
+    if (p->app_name[0] && !strcmp(app, p->app_name)) {
+        app_id = p->app_id;
+    } else if (pr_need_db(p)) {
+        return B_REDO;
+    } else if (bl_apps_find(p->db, app, &app_id) != BL_OK) {
         pr_log("batch %s: unknown app %s", w->uuid, app);
         goto out;
     }
+    if (strcmp(app, p->app_name)) {
+        snprintf(p->app_name, sizeof p->app_name, "%s", app);
+        p->app_id = app_id;
+    }
     bstate *b;
     if ((err = pr_get_build(p, app_id, build, &b))) {
-        result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
+        result = p->redo ? B_REDO : err == BL_ENOMEM ? B_RETRY : B_FAILED;
         goto out;
     }
+    if (!b->ready && pr_need_db(p))
+        return B_REDO;
     if (!b->ready && (err = pr_register_build(p, app_id, build))) {
         result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
         goto out;
@@ -175,6 +169,16 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
         result = B_WAITING;
         goto out;
     }
+    /* the transaction began since (a new app or build): the check now, exact */
+    if (!checked && p->txn_open) {
+        checked = 1;
+        if ((seen = bl_wr_batch_seen(p->db, w->uuid)) == BL_OK) {
+            result = B_DUPLICATE;
+            goto out;
+        }
+        if (seen == BL_EIO)
+            goto out;
+    }
     /* a wall clock outside 2000..2200 is not a clock: use the server's */
     int64_t origin = bt.origin_wall_us;
     if (origin < 946684800000000ll || origin > 7258118400000000ll)
@@ -201,10 +205,12 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
             (err = bl_agg_tree(&p->agg, &b->ab, &bt.threads[i], &j->trees[i], origin))) {
             pr_log("batch %s: %s", w->uuid, bl_err_str(err));
             /* deltas are partial: the transaction must go */
-            result = err == BL_ENOMEM ? B_RETRY : B_ABORT;
+            result = p->redo ? B_REDO : err == BL_ENOMEM ? B_RETRY : B_ABORT;
             goto out;
         }
     /* events (blocks) in the same transaction: exactly once with the batch */
+    if (bt.events.n && pr_need_db(p))
+        return B_REDO;
     if ((err = bl_events_batch(p->ev, p->db, &bt, b->build_id, origin))) {
         pr_log("batch %s: events: %s", w->uuid,
               err == BL_EIO ? bl_db_errmsg(p->db) : bl_err_str(err));
@@ -226,12 +232,23 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
         .records = (int64_t)bt.n_records, .malformed = (int64_t)(p->agg.malformed - malformed0),
         .bytes = (int64_t)j->body.len,
     };
-    if (bl_wr_batch_insert(p->db, &row)) {
+    /* the transaction began while the batch was aggregated (events, an
+     * unknown methodId): a duplicate found now has added its aggregates */
+    if (!checked && p->txn_open && (seen = bl_wr_batch_seen(p->db, w->uuid)) != BL_ENOTFOUND) {
+        p->redo = seen == BL_OK ? R_DUP : R_EIO;
+        return B_REDO;
+    }
+    if (!p->txn_open) { /* written when the transaction begins (pr_need_db) */
+        if (defer_batch(p, &row)) {
+            result = B_RETRY;
+            goto out;
+        }
+    } else if (bl_wr_batch_insert(p->db, &row)) {
         pr_sql_err(p, "batches insert");
         result = B_ABORT;
         goto out;
     }
-    if (bl_wr_build_count_batch(p->db, b->build_id, (int64_t)bt.n_records)) {
+    if (p->txn_open && bl_wr_build_count_batch(p->db, b->build_id, (int64_t)bt.n_records)) {
         result = B_ABORT;
         goto out;
     }
@@ -263,9 +280,20 @@ void pr_move_batch(bl_processor *p, const pending_batch *pb, int failed)
 /* ------------------------------------------------------------------------ */
 /* Thread                                                                    */
 
+static int cm_busy_now(bl_processor *p)
+{
+    if (!p->cm_started)
+        return 0;
+    pthread_mutex_lock(&p->cmu);
+    int busy = p->cm_busy;
+    pthread_mutex_unlock(&p->cmu);
+    return busy;
+}
+
 /* More work for the open transaction (begun at t_begin, monotonic s): the
  * items queued since, waiting up to txn_idle_ms for one when there are
- * none. 0 — commit now — once the transaction holds max_batches_per_txn
+ * none (while the committer writes the round before: until it is done,
+ * then txn_idle_ms). 0 — commit now — once the transaction holds max_batches_per_txn
  * items (`room` is 0), has been open txn_max_ms, holds BL_TXN_MAX_VALS
  * inclusive times (bounds the aggregator's memory), or the server stops.
  * Committing rewrites every call-path node and method-hour row the
@@ -278,24 +306,34 @@ static size_t take_more(bl_processor *p, work *dst, size_t room, double t_begin)
     if (!room || p->agg.n_vals >= BL_TXN_MAX_VALS)
         return 0;
     double end = t_begin + (double)p->o.txn_max_ms / 1e3;
+    double idle_s = (double)p->o.txn_idle_ms / 1e3;
     pthread_mutex_lock(&p->mu);
-    double now = pr_mono_s();
-    if (p->qlen == 0 && !p->stop && now < end && p->o.txn_idle_ms) {
-        double until = now + (double)p->o.txn_idle_ms / 1e3;
+    double now = pr_mono_s(), idle_until = now + idle_s;
+    /* while the committer still writes the round before, this one stays
+     * open for what comes (it could not be handed over anyway); the idle
+     * wait starts again when the committer is done (it wakes p->cv) */
+    int was_busy = 0;
+    while (p->qlen == 0 && !p->stop && now < end) {
+        int busy = cm_busy_now(p);
+        if (was_busy && !busy)
+            idle_until = now + idle_s;
+        was_busy = busy;
+        double until = busy ? end : idle_until;
         if (until > end)
             until = end;
-        while (p->qlen == 0 && !p->stop && (now = pr_mono_s()) < until) {
-            struct timespec ts; /* CLOCK_REALTIME: the cv's clock */
-            clock_gettime(CLOCK_REALTIME, &ts);
-            double left = until - now;
-            ts.tv_sec += (time_t)left;
-            ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+        if (now >= until)
+            break;
+        struct timespec ts; /* CLOCK_REALTIME: the cv's clock */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double left = until - now;
+        ts.tv_sec += (time_t)left;
+        ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
         }
+        pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+        now = pr_mono_s();
     }
     size_t n = 0;
     if (!p->stop && pr_mono_s() < end)
@@ -309,6 +347,14 @@ static void run_txn_(bl_processor *p, work *items, size_t n);
 void pr_run_txn(bl_processor *p, work *items, size_t n)
 {
     if (n == 1 && items[0].kind == W_DROP) { /* a deletion runs alone */
+        if (pr_cm_wait(p)) {
+            /* the round before failed: it goes again first, then this */
+            pr_reset_states(p);
+            pr_push_front(p, items, 1);
+            pr_cm_put_back(p);
+            sleep(1);
+            return;
+        }
         pr_drop_finish(p, items[0].dr, pr_drop_build(p, &items[0]));
         return;
     }
@@ -316,33 +362,45 @@ void pr_run_txn(bl_processor *p, work *items, size_t n)
     pr_prep_drain(p);
 }
 
-/* After a rollback: items[0..n) go back to the head of the queue in their
- * order, except `skip` and those a build's waiting list queued again
- * (p->waited). Compacts items in place. */
-static void push_back_items(bl_processor *p, work *items, size_t n, size_t skip)
+/* Gives up the open round: rolls its transaction back (if begun), forgets
+ * its deltas, waits for the committer and drops every build state (it may
+ * be ahead of the database). 1 when the committer's round failed too (its
+ * items are still in p->job: pr_cm_put_back after this round's). */
+static int abandon(bl_processor *p)
 {
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (i != skip && !p->waited[i])
-            items[k++] = items[i];
-    pr_push_front(p, items, k);
+    if (p->txn_open)
+        bl_db_rollback(p->db);
+    p->txn_open = 0;
+    p->n_dq = 0;
+    clear_deltas(p);
+    int prior = pr_cm_wait(p);
+    pr_reset_states(p);
+    return prior;
 }
 
 static void run_txn_(bl_processor *p, work *items, size_t n)
 {
     movelist *m = &p->moves; /* empty (pr_committed leaves it so) */
-    m->n = 0;
-    m->done = m->records = m->dup = m->failed_n = 0;
+    pr_ml_reset(m);
     size_t aborted = SIZE_MAX;
     /* items that went to a build's waiting list: a rollback's pr_reset_states
      * queues those again itself, so they are not pushed a second time */
     memset(p->waited, 0, n);
-    if (bl_db_begin(p->db)) {
-        pr_sql_err(p, "begin");
-        goto retry;
-    }
+    p->txn_open = 0;
+    p->n_dq = 0;
+    p->redo = R_NONE;
     p->round_batches = 0;
     size_t later = SIZE_MAX; /* items[later..n) go to the next transaction */
+    /* the committer idle: the transaction begins now (every check exact at
+     * once); else this round aggregates while it commits the last one */
+    int idle = 1;
+    if (p->cm_started) {
+        pthread_mutex_lock(&p->cmu);
+        idle = !p->cm_busy;
+        pthread_mutex_unlock(&p->cmu);
+    }
+    if (idle && pr_need_db(p))
+        goto give_up;
     size_t next_prep = 0;
     double t_begin = pr_mono_s();
     pr_prep_submit(p, items, n, &next_prep);
@@ -356,6 +414,8 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
             pr_prep_submit(p, items, n, &next_prep);
         }
         if (items[i].kind == W_BUILD) {
+            if (pr_need_db(p))
+                goto give_up;
             if (pr_register_build(p, items[i].app_id, items[i].build) != BL_OK)
                 pr_log("build %s: registration failed", items[i].build);
             continue;
@@ -366,15 +426,14 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
         if (ps)
             pr_prep_release(p, ps);
         pr_prep_submit(p, items, n, &next_prep);
+        if (res == B_REDO)
+            goto give_up;
         if (res == B_LATER) {
             later = i;
             break;
         }
         if (res == B_RETRY) {
             pr_log("batch %s: out of memory; the transaction is tried again", items[i].uuid);
-            bl_db_rollback(p->db);
-            clear_deltas(p);
-            pr_reset_states(p);
             goto retry;
         }
         if (res == B_WAITING) {
@@ -399,54 +458,55 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
             break;
         }
     }
-    if (aborted != SIZE_MAX || flush_deltas(p) != BL_OK || bl_db_commit(p->db)) {
-        if (aborted == SIZE_MAX)
-            pr_sql_err(p, "commit");
-        bl_db_rollback(p->db);
-        clear_deltas(p);
-        pr_reset_states(p);
-        if (aborted != SIZE_MAX) {
-            /* the batch that broke the transaction is kept aside; the others
-             * are processed again at once */
-            pending_batch pb;
-            memset(&pb, 0, sizeof pb);
-            memcpy(pb.uuid, items[aborted].uuid, sizeof pb.uuid);
-            pb.enc = items[aborted].enc;
-            pr_move_batch(p, &pb, 1);
-            pr_release(p, &items[aborted]);
-            pthread_mutex_lock(&p->mu);
-            p->st.failed++;
-            pthread_mutex_unlock(&p->mu);
-            push_back_items(p, items, n, aborted);
-            return;
-        }
-        goto retry;
+    if (aborted != SIZE_MAX) {
+        int prior = abandon(p);
+        /* the batch that broke the transaction is kept aside; the others
+         * are processed again at once */
+        pending_batch pb;
+        memset(&pb, 0, sizeof pb);
+        memcpy(pb.uuid, items[aborted].uuid, sizeof pb.uuid);
+        pb.enc = items[aborted].enc;
+        pr_move_batch(p, &pb, 1);
+        pr_release(p, &items[aborted]);
+        pthread_mutex_lock(&p->mu);
+        p->st.failed++;
+        pthread_mutex_unlock(&p->mu);
+        pr_push_back_items(p, items, p->waited, n, aborted);
+        if (prior)
+            pr_cm_put_back(p);
+        return;
     }
-    bl_agg_mark_stored(&p->agg); /* committed: later rounds update them by id */
-    clear_deltas(p);
+    if (pr_need_db(p))
+        goto give_up;
+    /* the deltas are written and committed by the committer, while this
+     * thread goes on with the next round */
+    if (pr_cm_hand_over(p, items, later != SIZE_MAX ? later : n) != BL_OK)
+        goto retry;
     if (later != SIZE_MAX) /* back at the head, before any deletion queued since */
         pr_push_front(p, items + later, n - later);
-    pthread_mutex_lock(&p->mu);
-    p->st.txn++;
-    p->st.failing = 0;
-    p->st.dropped_paths = p->agg.dropped_nodes;
-    pthread_mutex_unlock(&p->mu);
-    /* the batches are counted and their files moved once the commit is
-     * durable: by the checkpointer after its WAL sync, while this thread
-     * goes on with the next round (proc_workers.c) */
-    pr_committed(p);
     return;
-retry:
-    /* nothing was committed: the batches stay durable in batches/pending;
-     * try again after a pause, unless the server is stopping (they are
-     * queued again at the next start) */
+give_up:
+    if (p->redo == R_DUP) { /* done again at once: the check is exact now */
+        abandon(p);
+        pr_push_back_items(p, items, p->waited, n, SIZE_MAX);
+        return;
+    }
+retry:;
+    /* nothing of this round was committed: its batches stay durable in
+     * batches/pending; try again after a pause, unless the server is
+     * stopping (they are queued again at the next start) */
+    int prior = abandon(p);
     pthread_mutex_lock(&p->mu);
-    p->st.failing++;
+    if (!prior)
+        p->st.failing++; /* a failed commit counted itself */
     int stopping = p->stop;
     pthread_mutex_unlock(&p->mu);
-    if (stopping)
+    if (stopping) {
+        p->job.failed = 0;
         return;
+    }
     sleep(1);
-    push_back_items(p, items, n, SIZE_MAX);
+    pr_push_back_items(p, items, p->waited, n, SIZE_MAX);
+    if (prior)
+        pr_cm_put_back(p);
 }
-

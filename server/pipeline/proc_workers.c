@@ -39,7 +39,7 @@ int pr_ml_add(movelist *m, const work *w, int failed)
     return 0;
 }
 
-static void ml_reset(movelist *m)
+void pr_ml_reset(movelist *m)
 {
     m->n = 0;
     m->done = m->records = m->dup = m->failed_n = 0;
@@ -125,7 +125,7 @@ static void finish(bl_processor *p, bl_db *db, int sync, movelist *m)
         if (!m->failed[i])
             record_latency(p, m->b[i].t_enq, now);
     pthread_mutex_unlock(&p->mu);
-    ml_reset(m);
+    pr_ml_reset(m);
 }
 
 void *pr_ck_main(void *arg)
@@ -155,9 +155,8 @@ void *pr_ck_main(void *arg)
     return NULL;
 }
 
-void pr_committed(bl_processor *p)
+void pr_committed(bl_processor *p, movelist *m)
 {
-    movelist *m = &p->moves;
     if (!p->ck_started) {
         finish(p, p->db, p->deferred, m);
         return;
@@ -169,7 +168,7 @@ void pr_committed(bl_processor *p)
         p->ck_in = *m;
         *m = t;
     } else if (ml_append(&p->ck_in, m) == 0) {
-        ml_reset(m);
+        pr_ml_reset(m);
     } else {
         handed = 0;
     }

@@ -326,6 +326,10 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&p->mu);
         pr_run_txn(p, items, n);
     }
+    /* the last round's commit ends before the thread does (a failed one
+     * leaves its batches in batches/pending: queued again at next start) */
+    pr_cm_wait(p);
+    p->job.failed = 0;
     free(items);
     return NULL;
 }
@@ -437,6 +441,10 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     bl_agg_init(&p->agg, 1, p->o.max_nodes_per_build, pr_new_row, p);
     bl_prep_init(&p->inline_job);
     pthread_mutex_init(&p->pmu, NULL);
+    pthread_mutex_init(&p->cmu, NULL);
+    pthread_cond_init(&p->cm_cv, NULL);
+    pthread_cond_init(&p->cm_done, NULL);
+    bl_agg_out_init(&p->job.out);
     pthread_cond_init(&p->pcv, NULL);
     pthread_cond_init(&p->pdone, NULL);
     pthread_cond_init(&p->ck_cv, NULL);
@@ -446,7 +454,16 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     char dbp[BL_PATH_MAX];
     bl_err err = bl_quota_new(&p->o.quota, &p->quota);
     if (!err)
-        err = bl_events_new(&p->ev);
+        err = bl_events_new(&p->evs[0]);
+    if (!err)
+        err = bl_events_new(&p->evs[1]);
+    p->ev = p->evs[0];
+    if (!err) {
+        p->job.items = malloc(p->o.max_batches_per_txn * sizeof *p->job.items);
+        p->job.waited = malloc(p->o.max_batches_per_txn);
+        if (!p->job.items || !p->job.waited)
+            err = BL_ENOMEM;
+    }
     if (err)
         snprintf(errbuf, n, "out of memory");
     else
@@ -499,6 +516,11 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
         p->n_slots = p->n_prep + 1;
     }
     if (!err) {
+        /* the committer; without it the writer commits itself */
+        if (pthread_create(&p->cm_thread, NULL, pr_cm_main, p) == 0)
+            p->cm_started = 1;
+        else
+            pr_log("no committer thread: the writer commits its rounds itself");
         if (pthread_create(&p->thread, NULL, writer_main, p) != 0) {
             snprintf(errbuf, n, "cannot start the writer thread");
             err = BL_ENOMEM;
@@ -524,6 +546,13 @@ void bl_processor_stop(bl_processor *p)
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
         pthread_join(p->thread, NULL);
+    }
+    if (p->cm_started) {
+        pthread_mutex_lock(&p->cmu);
+        p->cm_stop = 1;
+        pthread_cond_broadcast(&p->cm_cv);
+        pthread_mutex_unlock(&p->cmu);
+        pthread_join(p->cm_thread, NULL);
     }
     pthread_mutex_lock(&p->pmu);
     p->pstop = 1;
@@ -553,7 +582,13 @@ void bl_processor_stop(bl_processor *p)
     free(p->waited);
     free(p->q);
     bl_quota_free(p->quota);
-    bl_events_free(p->ev);
+    bl_events_free(p->evs[0]);
+    bl_events_free(p->evs[1]);
+    bl_agg_out_cleanup(&p->job.out);
+    pr_ml_free(&p->job.moves);
+    free(p->job.items);
+    free(p->job.waited);
+    free(p->dq);
     bl_db_close(p->db);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
@@ -563,6 +598,9 @@ void bl_processor_stop(bl_processor *p)
     pthread_cond_destroy(&p->pcv);
     pthread_cond_destroy(&p->pdone);
     pthread_cond_destroy(&p->ck_cv);
+    pthread_mutex_destroy(&p->cmu);
+    pthread_cond_destroy(&p->cm_cv);
+    pthread_cond_destroy(&p->cm_done);
     free(p);
 }
 

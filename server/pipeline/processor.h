@@ -52,6 +52,8 @@ typedef struct bl_proc_opts {
                                    * counted in `expired`; default 7 days; at most
                                    * BL_WAITING_EXPIRY_MAX (larger values are taken as
                                    * that) */
+    uint32_t test_commit_delay_ms; /* tests only: the committer waits this long (ms)
+                                    * before each COMMIT; 0 = none */
 } bl_proc_opts;
 
 #define BL_PREP_NONE UINT32_MAX
