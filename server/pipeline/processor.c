@@ -512,8 +512,10 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     for (unsigned i = 0; !err && i < want; i++) {
         if (pthread_create(&p->prep_thread[i], NULL, pr_prep_main, p) != 0)
             break; /* fewer workers (or none): the writer prepares the rest itself */
+        pthread_mutex_lock(&p->pmu); /* the workers started read n_slots under pmu */
         p->n_prep++;
         p->n_slots = p->n_prep + 1;
+        pthread_mutex_unlock(&p->pmu);
     }
     if (!err) {
         /* the committer; without it the writer commits itself */
