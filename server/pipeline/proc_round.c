@@ -293,7 +293,7 @@ static int cm_busy_now(bl_processor *p)
 /* More work for the open transaction (begun at t_begin, monotonic s): the
  * items queued since, waiting up to txn_idle_ms for one when there are
  * none (while the committer writes the round before: until it is done,
- * then txn_idle_ms). 0 — commit now — once the transaction holds max_batches_per_txn
+ * also past txn_max_ms, then txn_idle_ms). 0 — commit now — once the transaction holds max_batches_per_txn
  * items (`room` is 0), has been open txn_max_ms, holds BL_TXN_MAX_VALS
  * inclusive times (bounds the aggregator's memory), or the server stops.
  * Committing rewrites every call-path node and method-hour row the
@@ -309,19 +309,19 @@ static size_t take_more(bl_processor *p, work *dst, size_t room, double t_begin)
     double idle_s = (double)p->o.txn_idle_ms / 1e3;
     pthread_mutex_lock(&p->mu);
     double now = pr_mono_s(), idle_until = now + idle_s;
-    /* while the committer still writes the round before, this one stays
-     * open for what comes (it could not be handed over anyway); the idle
+    /* while the committer still writes the round before, this one (no
+     * transaction begun: no lock held) stays open for what comes, past
+     * txn_max_ms too: it could not be handed over anyway, and a bigger
+     * round rewrites each node and stat once for more batches. The idle
      * wait starts again when the committer is done (it wakes p->cv) */
-    int was_busy = 0;
-    while (p->qlen == 0 && !p->stop && now < end) {
-        int busy = cm_busy_now(p);
+    int was_busy = 0, busy = 0;
+    while (p->qlen == 0 && !p->stop) {
+        busy = cm_busy_now(p);
         if (was_busy && !busy)
             idle_until = now + idle_s;
         was_busy = busy;
-        double until = busy ? end : idle_until;
-        if (until > end)
-            until = end;
-        if (now >= until)
+        double until = busy ? now + 1.0 : idle_until < end ? idle_until : end;
+        if (!busy && now >= until)
             break;
         struct timespec ts; /* CLOCK_REALTIME: the cv's clock */
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -336,7 +336,7 @@ static size_t take_more(bl_processor *p, work *dst, size_t room, double t_begin)
         now = pr_mono_s();
     }
     size_t n = 0;
-    if (!p->stop && pr_mono_s() < end)
+    if (!p->stop && (pr_mono_s() < end || cm_busy_now(p)))
         n = pr_pop_locked(p, dst, room, 0);
     pthread_mutex_unlock(&p->mu);
     return n;
