@@ -421,6 +421,35 @@ int main(int argc, char **argv)
         clock_offset = v;
         fprintf(stderr, "beatline-server: TEST ONLY: retention clock offset %lld s\n", v);
     }
+    /* test only: the committer waits this long before each COMMIT, so that
+     * tests can act while a round commits and the next one aggregates */
+    uint32_t commit_delay_ms = 0;
+    if ((env = getenv("BEATLINE_TEST_COMMIT_DELAY_MS")) && *env) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(env, &end, 10);
+        if (errno || *end || v > 60000) {
+            fprintf(stderr, "beatline-server: BEATLINE_TEST_COMMIT_DELAY_MS: not a number of "
+                            "ms (at most 60000): %s\n", env);
+            return 1;
+        }
+        commit_delay_ms = (uint32_t)v;
+        fprintf(stderr, "beatline-server: TEST ONLY: commits delayed %lu ms\n", v);
+    }
+    /* test only: at most this many items (batches, build changes) per round */
+    uint32_t txn_batches = 256;
+    if ((env = getenv("BEATLINE_TEST_TXN_MAX_BATCHES")) && *env) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(env, &end, 10);
+        if (errno || *end || v < 1 || v > 256) {
+            fprintf(stderr, "beatline-server: BEATLINE_TEST_TXN_MAX_BATCHES: not 1-256: %s\n",
+                    env);
+            return 1;
+        }
+        txn_batches = (uint32_t)v;
+        fprintf(stderr, "beatline-server: TEST ONLY: at most %lu item(s) per transaction\n", v);
+    }
     if ((env = getenv("BEATLINE_LISTEN")) && *env &&
         parse_listen(env, addr, sizeof addr, &port)) {
         fprintf(stderr, "beatline-server: BEATLINE_LISTEN: bad address '%s'\n", env);
@@ -567,13 +596,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "beatline-server: %s\n", err);
         return 1;
     }
-    bl_proc_opts po = { .data_dir = data, .max_batches_per_txn = 256,
+    bl_proc_opts po = { .data_dir = data, .max_batches_per_txn = txn_batches,
                         .max_decompressed = max_dec,
                         .quota = { q_builds, q_batches, q_bytes, q_new },
                         .waiting_expiry_s = expiry,
                         .prep_threads = prep_threads ? (uint32_t)prep_threads : BL_PREP_NONE,
                         .txn_max_ms = (uint32_t)txn_max_ms,
-                        .txn_idle_ms = txn_idle_ms ? (uint32_t)txn_idle_ms : BL_TXN_IDLE_NONE };
+                        .txn_idle_ms = txn_idle_ms ? (uint32_t)txn_idle_ms : BL_TXN_IDLE_NONE,
+                        .test_commit_delay_ms = commit_delay_ms };
     bl_processor *proc;
     if (bl_processor_start(&po, &proc, err, sizeof err) != BL_OK) {
         fprintf(stderr, "beatline-server: %s\n", err);

@@ -107,6 +107,37 @@ void bl_agg_mark_stored(bl_agg *a)
         a->touched[i].b->lnode[a->touched[i].local].stored = 1;
 }
 
+void bl_agg_out_init(bl_agg_out *o)
+{
+    memset(o, 0, sizeof *o);
+    bl_buf_init(&o->blobs, 0);
+}
+
+void bl_agg_out_cleanup(bl_agg_out *o)
+{
+    free(o->stats);
+    free(o->stat_order);
+    free(o->nodes);
+    bl_buf_cleanup(&o->blobs);
+    memset(o, 0, sizeof *o);
+}
+
+#define SWAP_(T, x, y) do { T t_ = (x); (x) = (y); (y) = t_; } while (0)
+
+void bl_agg_take(bl_agg *a, bl_agg_out *o)
+{
+    SWAP_(bl_agg_stat *, a->stats, o->stats);
+    SWAP_(size_t, a->cap_stats, o->cap_stats);
+    o->n_stats = a->n_stats;
+    SWAP_(uint32_t *, a->stat_order, o->stat_order);
+    SWAP_(size_t, a->cap_order, o->cap_order);
+    SWAP_(bl_agg_node *, a->nodes, o->nodes);
+    SWAP_(size_t, a->cap_nodes, o->cap_nodes);
+    o->n_nodes = a->n_nodes;
+    SWAP_(bl_buf, a->blobs, o->blobs);
+    bl_agg_clear(a);
+}
+
 bl_err bl_agg_finish(bl_agg *a)
 {
     size_t n = a->n_vals, ns = a->n_stats;

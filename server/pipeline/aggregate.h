@@ -160,6 +160,20 @@ typedef struct bl_agg {
     void *new_row_ctx;
 } bl_agg;
 
+/* A finished round's deltas, taken out of the aggregator (bl_agg_take) so
+ * that another thread writes them while the aggregator goes on with the
+ * next round. Arrays owned by the struct (bl_agg_out_cleanup); the fields
+ * mean what bl_agg's of the same names mean after bl_agg_finish. */
+typedef struct bl_agg_out {
+    bl_agg_stat *stats;
+    size_t n_stats, cap_stats;
+    uint32_t *stat_order;
+    size_t cap_order;
+    bl_agg_node *nodes;
+    size_t n_nodes, cap_nodes;
+    bl_buf blobs;
+} bl_agg_out;
+
 void bl_agg_init(bl_agg *a, int64_t next_node, uint32_t max_nodes, bl_agg_new_row_fn fn,
                  void *ctx);
 void bl_agg_cleanup(bl_agg *a);
@@ -177,6 +191,14 @@ bl_err bl_agg_finish(bl_agg *a);
  * on (later rounds update them by id). Call before bl_agg_clear, only after
  * a successful commit (after a rollback the writer drops its build states). */
 void bl_agg_mark_stored(bl_agg *a);
+
+/* After bl_agg_finish: moves the round's deltas (stats, their order and
+ * sketch blobs, node deltas) to *o and gives the aggregator o's previous
+ * arrays to reuse (no copy), then clears the aggregator for the next round
+ * (bl_agg_clear). o starts zeroed (bl_agg_out_init) and is reused. */
+void bl_agg_take(bl_agg *a, bl_agg_out *o);
+void bl_agg_out_init(bl_agg_out *o);
+void bl_agg_out_cleanup(bl_agg_out *o);
 
 void bl_agg_build_init(bl_agg_build *b, int64_t build_id);
 void bl_agg_build_cleanup(bl_agg_build *b);

@@ -1,13 +1,18 @@
 /*
- * processor.h — the processing pipeline: one writer thread that turns
- * accepted raw batches into call trees and aggregates in SQLite.
+ * processor.h — the processing pipeline: the threads that turn accepted
+ * raw batches into call trees and aggregates in SQLite.
  *
  *   HTTP thread: validate, write the raw batch durably (datadir.h), enqueue.
- *   writer:      decode → symbolicate (method-ID file of the build, then the
- *                mapping when names are obfuscated) → rebuild call trees per
- *                thread (agg/calltree.h) → aggregate per method and per call
- *                path → commit many batches per transaction → move the raw
- *                files to batches/done.
+ *   bl-prep:     read, decompress, decode, rebuild call trees per thread
+ *                (agg/calltree.h) of the next batches (prep.h).
+ *   bl-writer:   symbolicate (method-ID file of the build, then the mapping
+ *                when names are obfuscated) → aggregate per method and per
+ *                call path, many batches per round (transaction).
+ *   bl-commit:   writes a finished round's deltas and commits it while the
+ *                writer aggregates the next round (proc_commit.c).
+ *   bl-checkpoint: syncs the WAL (the writer connection's commits do not),
+ *                then moves the committed rounds' raw files to batches/done
+ *                and counts them, then checkpoints.
  *
  * A batch whose build has no method-ID file yet (or no mapping while its
  * method-ID file says names are obfuscated) waits in batches/pending and is
@@ -52,6 +57,8 @@ typedef struct bl_proc_opts {
                                    * counted in `expired`; default 7 days; at most
                                    * BL_WAITING_EXPIRY_MAX (larger values are taken as
                                    * that) */
+    uint32_t test_commit_delay_ms; /* tests only: the committer waits this long (ms)
+                                    * before each COMMIT; 0 = none */
 } bl_proc_opts;
 
 #define BL_PREP_NONE UINT32_MAX

@@ -342,7 +342,7 @@ void bl_retention_untrash_build(const char *data_dir, int64_t app_id, const char
 
 /* Batches in batches/pending of build (app_id, name) received no later than
  * `before` (the build folder's move to trash) are deleted: acknowledged
- * before the deletion, they go with the build (the writer's forget_state
+ * before the deletion, they go with the build (the writer's pr_forget_state
  * would have deleted them had the commit happened). Later ones make a new
  * build, as after any deletion. */
 static void drop_pending_of(const char *data_dir, bl_db *db, int64_t app_id, const char *name,

@@ -7,10 +7,13 @@
 #include "store/rollups.h"
 #include "store/sqlfuncs.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 extern const char *const bl_migrations[];
 
@@ -111,6 +114,28 @@ bl_err bl_db_checkpoint(bl_db *db)
 {
     int rc = sqlite3_wal_checkpoint_v2(db->h, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     return rc == SQLITE_OK || rc == SQLITE_BUSY ? BL_OK : BL_EIO;
+}
+
+bl_err bl_db_defer_sync(bl_db *db)
+{
+    return bl_db_exec(db, "PRAGMA synchronous = NORMAL");
+}
+
+bl_err bl_db_sync_wal(bl_db *db)
+{
+    const char *wal = sqlite3_filename_wal(sqlite3_db_filename(db->h, "main"));
+    if (!wal || !*wal) {
+        errno = ENOENT;
+        return BL_EIO;
+    }
+    int fd = open(wal, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return BL_EIO;
+    int rc = fdatasync(fd);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc == 0 ? BL_OK : BL_EIO;
 }
 
 bl_err bl_db_bound_memory(bl_db *db)

@@ -87,6 +87,26 @@ bl_err bl_db_no_autocheckpoint(bl_db *db);
  * bl_db_errmsg); busy (another checkpoint running) is BL_OK. */
 bl_err bl_db_checkpoint(bl_db *db);
 
+/*
+ * Commits without waiting for the disk (issue 12): the writer connection's
+ * commits write the transaction into the WAL file but no longer fsync it
+ * (PRAGMA synchronous = NORMAL); bl_db_sync_wal, called afterwards by
+ * another thread, makes every transaction committed before it began
+ * durable. A process crash (kill -9) loses no committed transaction either
+ * way (the data is in the kernel's page cache); a power loss may undo the
+ * transactions committed after the last bl_db_sync_wal, so whoever defers
+ * the sync must keep the inputs of those transactions (the raw batches in
+ * batches/pending) until bl_db_sync_wal returned BL_OK. The database stays
+ * consistent in every case (SQLite's WAL frames carry checksums). BL_EIO.
+ */
+bl_err bl_db_defer_sync(bl_db *db);
+/* fdatasync of the connection's WAL file (DB-wal): what was committed on
+ * any connection of the database before the call is durable when it
+ * returns BL_OK (frames a completed checkpoint copied out were synced in
+ * the database file by that checkpoint before the WAL could be restarted).
+ * BL_EIO (errno set) when the file cannot be opened or synced. */
+bl_err bl_db_sync_wal(bl_db *db);
+
 /* Microseconds since the Unix epoch, now. */
 int64_t bl_now_us(void);
 

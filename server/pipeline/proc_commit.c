@@ -1,0 +1,215 @@
+/*
+ * proc_commit.c — the committer (see proc_internal.h): a round's SQL writes
+ * and its COMMIT run on the thread bl-commit while the writer aggregates
+ * the next round.
+ *
+ * The connection p->db is used by one thread at a time: by the committer
+ * from pr_cm_hand_over until it sets cm_busy back to 0 (under cmu), else by
+ * the writer. While the committer holds it, the writer aggregates without
+ * SQL: batches of builds it knows are processed in memory and their rows
+ * (batches, build counters) kept in p->dq; anything else that needs the
+ * database (a new app or build, a build's files, block events, an unknown
+ * methodId) waits for the committer first (pr_need_db). A batch counts as
+ * processed only once its round is committed and durable (proc_workers.c).
+ *
+ * A commit that fails rolls its round back; the writer learns it at its
+ * next wait (pr_cm_wait), gives up its own round as well (its aggregates
+ * were built on the failed one's node ids and marks), drops its build
+ * states and puts both rounds' items back, the failed round's first.
+ */
+#include "pipeline/proc_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/rollups.h"
+
+static void delta_stat(void *ctx, size_t i, bl_wr_stat *s)
+{
+    const bl_agg_out *a = ctx;
+    const bl_agg_stat *d = &a->stats[a->stat_order[i]];
+    *s = (bl_wr_stat){
+        .build_id = d->build_id, .method = d->method, .main = d->main, .hour = d->hour,
+        .count = (int64_t)d->count, .total_us = (int64_t)d->total,
+        .self_us = (int64_t)d->self, .max_us = (int64_t)d->max,
+        .sketch = a->blobs.data + d->blob_off, .sketch_len = d->blob_len,
+    };
+}
+
+static void delta_node(void *ctx, size_t i, bl_wr_node *n)
+{
+    const bl_agg_node *d = &((const bl_agg_out *)ctx)->nodes[i];
+    *n = (bl_wr_node){
+        .id = d->id, .build_id = d->build_id, .main = d->main, .parent = d->parent,
+        .method = d->method, .is_new = d->is_new, .count = (int64_t)d->count,
+        .total_us = (int64_t)d->total, .self_us = (int64_t)d->self,
+    };
+}
+
+/* Writes the job's deltas and commits. Thread holding p->db. */
+static void cm_run(bl_processor *p, cjob *j)
+{
+    bl_agg_out *o = &j->out;
+    bl_err err = BL_OK;
+    if (bl_wr_stats_add(p->db, o->n_stats, delta_stat, o))
+        err = pr_sql_err(p, "stats upsert");
+    if (!err && bl_rollups_add(p->db, o->n_stats, delta_stat, o))
+        err = pr_sql_err(p, "rollups upsert");
+    if (!err && bl_wr_nodes_add(p->db, o->n_nodes, delta_node, o))
+        err = pr_sql_err(p, "nodes upsert");
+    /* an app a re-symbolication left dirty is rebuilt here (store/rollups.h);
+     * a rebuild that fails (a malformed sketch written by a tool) must not
+     * stop ingest: the statements run inside a savepoint, undone; the app
+     * stays dirty (answers from method_stats) */
+    if (!err && bl_rollups_refresh(p->db, NULL))
+        pr_log("rebuilding slow-methods rollups failed: %s", bl_db_errmsg(p->db));
+    if (!err && p->o.test_commit_delay_ms)
+        usleep((useconds_t)p->o.test_commit_delay_ms * 1000);
+    if (!err && bl_db_commit(p->db))
+        err = pr_sql_err(p, "commit");
+    if (err) {
+        bl_db_rollback(p->db);
+        bl_events_clear(j->ev);
+        pr_ml_reset(&j->moves); /* nothing moves: the files stay in batches/pending */
+        j->failed = 1;
+        pthread_mutex_lock(&p->mu);
+        p->st.failing++;
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
+    bl_events_flush(j->ev);
+    pthread_mutex_lock(&p->mu);
+    p->st.txn++;
+    p->st.failing = 0;
+    p->st.dropped_paths = j->dropped;
+    pthread_mutex_unlock(&p->mu);
+    /* counted and moved once durable (the checkpointer's WAL sync) */
+    pr_committed(p, &j->moves);
+}
+
+void *pr_cm_main(void *arg)
+{
+    bl_processor *p = arg;
+    pr_name_thread("bl-commit");
+    pthread_mutex_lock(&p->cmu);
+    for (;;) {
+        while (!p->cm_busy && !p->cm_stop)
+            pthread_cond_wait(&p->cm_cv, &p->cmu);
+        if (!p->cm_busy)
+            break;
+        pthread_mutex_unlock(&p->cmu);
+        cm_run(p, &p->job);
+        pthread_mutex_lock(&p->cmu);
+        p->cm_busy = 0;
+        pthread_cond_broadcast(&p->cm_done);
+        pthread_mutex_unlock(&p->cmu);
+        /* a round waiting for more batches while this one committed is
+         * handed over now (take_more); never both locks at once */
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        pthread_mutex_lock(&p->cmu);
+    }
+    pthread_mutex_unlock(&p->cmu);
+    return NULL;
+}
+
+bl_err pr_cm_hand_over(bl_processor *p, const work *items, size_t n)
+{
+    bl_err err = bl_agg_finish(&p->agg);
+    if (err)
+        return err;
+    /* marked stored before the commit: the next round updates them by id,
+     * and is written only after this commit; when it fails, every build
+     * state is dropped and loaded again from the database */
+    bl_agg_mark_stored(&p->agg);
+    cjob *j = &p->job;
+    bl_agg_take(&p->agg, &j->out);
+    memcpy(j->items, items, n * sizeof *items);
+    memcpy(j->waited, p->waited, n);
+    j->n_items = n;
+    movelist t = j->moves; /* empty */
+    j->moves = p->moves;
+    p->moves = t;
+    j->ev = p->ev;
+    p->ev = p->ev == p->evs[0] ? p->evs[1] : p->evs[0];
+    j->dropped = p->agg.dropped_nodes;
+    j->failed = 0;
+    p->txn_open = 0;
+    if (!p->cm_started) {
+        cm_run(p, j);
+        return BL_OK;
+    }
+    pthread_mutex_lock(&p->cmu);
+    p->cm_busy = 1;
+    pthread_cond_signal(&p->cm_cv);
+    pthread_mutex_unlock(&p->cmu);
+    return BL_OK;
+}
+
+int pr_cm_wait(bl_processor *p)
+{
+    if (p->cm_started) {
+        pthread_mutex_lock(&p->cmu);
+        while (p->cm_busy)
+            pthread_cond_wait(&p->cm_done, &p->cmu);
+        pthread_mutex_unlock(&p->cmu);
+    }
+    return p->job.failed;
+}
+
+void pr_push_back_items(bl_processor *p, work *items, const uint8_t *waited, size_t n,
+                        size_t skip)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i != skip && !waited[i])
+            items[k++] = items[i];
+    pr_push_front(p, items, k);
+}
+
+void pr_cm_put_back(bl_processor *p)
+{
+    cjob *j = &p->job;
+    if (j->failed)
+        pr_push_back_items(p, j->items, j->waited, j->n_items, SIZE_MAX);
+    j->failed = 0;
+    j->n_items = 0;
+}
+
+bl_err pr_need_db(bl_processor *p)
+{
+    if (p->txn_open)
+        return BL_OK;
+    if (pr_cm_wait(p)) {
+        p->redo = R_PRIOR;
+        return BL_EIO;
+    }
+    if (bl_db_begin(p->db)) {
+        pr_sql_err(p, "begin");
+        p->redo = R_EIO;
+        return BL_EIO;
+    }
+    p->txn_open = 1;
+    for (size_t i = 0; i < p->n_dq; i++) {
+        deferred_batch *d = &p->dq[i];
+        bl_err seen = bl_wr_batch_seen(p->db, d->uuid);
+        if (seen == BL_OK) { /* committed before: its aggregates must not count */
+            pr_log("batch %s: processed before (a duplicate); the round is done again",
+                   d->uuid);
+            p->redo = R_DUP;
+            return BL_EIO;
+        }
+        d->row.uuid = d->uuid;
+        if (seen != BL_ENOTFOUND || bl_wr_batch_insert(p->db, &d->row) ||
+            bl_wr_build_count_batch(p->db, d->row.build_id, d->row.records)) {
+            pr_sql_err(p, "batches insert");
+            p->redo = R_EIO;
+            return BL_EIO;
+        }
+    }
+    p->n_dq = 0;
+    return BL_OK;
+}

@@ -1,0 +1,307 @@
+/*
+ * proc_internal.h — private to the processor's files (pipeline/processor.c
+ * and pipeline/proc_*.c): the writer's state and the functions its parts
+ * call in one another. Nothing outside pipeline/proc*.c includes it.
+ *
+ *   processor.c      public API (processor.h), the work queue, the writer
+ *                    thread's loop, recovery at start, start and stop;
+ *   proc_builds.c    per-build state: registration, symbolication, loading
+ *                    a build's rows, waiting batches and their expiry, build
+ *                    deletion;
+ *   proc_round.c     one round (transaction): processing each batch,
+ *                    aggregating, writing the deltas, committing;
+ *   proc_workers.c   the prep workers (prep.h) and the committer thread
+ *                    (WAL sync, batch-file moves, checkpoints).
+ */
+#ifndef BL_PROC_INTERNAL_H
+#define BL_PROC_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agg/calltree.h"
+#include "common/u128map.h"
+#include "ingest/batch.h"
+#include "pipeline/aggregate.h"
+#include "pipeline/datadir.h"
+#include "pipeline/events.h"
+#include "pipeline/prep.h"
+#include "pipeline/processor.h"
+#include "pipeline/quota.h"
+#include "store/db.h"
+#include "store/writer.h"
+
+enum { W_BATCH, W_BUILD, W_DROP };
+
+/* A build deletion waited for by its caller (bl_processor_drop_build).
+ * Fields under bl_processor.mu; freed by whichever of the two lets go last. */
+typedef struct drop_req {
+    int refs;
+    int done;
+    bl_err result;
+} drop_req;
+
+typedef struct work {
+    int kind;
+    char uuid[37];
+    bl_encoding enc;
+    int64_t app_id;
+    char build[BL_BUILD_NAME_MAX + 1];
+    double t_enq; /* monotonic seconds */
+    /* batches: counted against the app's quotas (quota.h) under (app_id,
+     * build) with `bytes`, released when the writer is done with it */
+    int counted;
+    uint64_t bytes;
+    /* W_DROP: the caller's request; drop_cutoff 0 = delete, else only when
+     * the build is idle since then (retention: its aggregates expired) */
+    drop_req *dr;
+    int64_t drop_cutoff;
+    int checked;     /* 1: bl_agg_check_batch passed at POST (same bytes) */
+} work;
+
+typedef struct pending_batch {
+    char uuid[37];
+    bl_encoding enc;
+    double t_enq;
+    int counted;     /* waiting batches are always counted (quota.h) */
+    uint64_t bytes;  /* as received (the file's size) */
+    int64_t mtime;   /* the file's modification time, Unix seconds: expiry */
+} pending_batch;
+
+typedef struct bstate {
+    int64_t app_id;
+    char build[BL_BUILD_NAME_MAX + 1];
+    int64_t build_id;
+    int ready;
+    int loaded;          /* call-path nodes loaded from the database */
+    bl_agg_build ab;     /* methods.id by methodId, call-path nodes */
+    pending_batch *waiting;
+    size_t n_waiting, cap_waiting;
+} bstate;
+
+/* Prep workers (prep.h): while the writer aggregates batch i of a
+ * transaction, workers read, decompress, decode and rebuild the call trees
+ * of the next ones, one slot per batch; the writer takes the slots in its
+ * own order, so what it adds is exactly what it would add alone. */
+#define PREP_MAX_THREADS 8
+#define PREP_SLOTS (PREP_MAX_THREADS + 1)
+/* bodies prepared ahead are at most this big (a bigger one is prepared
+ * again by the writer itself, up to max_decompressed): bounds the memory
+ * the slots hold */
+#define PREP_AHEAD_MAX_BODY ((uint64_t)8 << 20)
+enum { PS_FREE, PS_QUEUED, PS_RUNNING, PS_DONE };
+
+typedef struct pslot {
+    bl_prep job;
+    int state;        /* PS_*, under pmu */
+    size_t item;      /* index in the transaction's items */
+    uint64_t seq;     /* submission order: workers take the oldest */
+    char path[BL_PATH_MAX];
+    bl_encoding enc;
+    int check;
+} pslot;
+
+/* Batch files a round is done with — moved out of batches/pending once its
+ * transaction is durable — and the round's counts for /metrics, counted at
+ * the same moment. Arrays owned by the list. */
+typedef struct movelist {
+    pending_batch *b;
+    uint8_t *failed; /* per entry: 1 = to batches/failed, else to batches/done */
+    size_t n, cap;
+    uint64_t done, records, dup, failed_n; /* batches processed, their records,
+                                            * duplicates, failed batches */
+} movelist;
+
+/* A finished round handed to the committer: its deltas, its block events,
+ * the batch files to move once durable, and its items (put back in the
+ * queue when its commit fails). Owned by the committer while
+ * bl_processor.cm_busy, else by the writer. */
+typedef struct cjob {
+    bl_agg_out out;
+    bl_events *ev;       /* the round's events (one of bl_processor.evs) */
+    movelist moves;
+    work *items;         /* cap: max_batches_per_txn */
+    uint8_t *waited;     /* per item: went to a waiting list (not put back) */
+    size_t n_items;
+    uint64_t dropped;    /* bl_agg.dropped_nodes at the hand-over */
+    int failed;          /* the commit failed: rolled back, items not put back yet */
+} cjob;
+
+/* A batch processed while the committer held the connection: its row and
+ * build counter, written when the writer's transaction begins. */
+typedef struct deferred_batch {
+    char uuid[37];
+    bl_wr_batch row;     /* row.uuid points to uuid above (set when written) */
+} deferred_batch;
+
+struct bl_processor {
+    bl_proc_opts o;
+    char data_dir[BL_PATH_MAX];
+    bl_db *db;
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv, idle_cv, drop_cv;
+    work *q;
+    size_t qhead, qlen, qcap;
+    int stop;
+    int busy;            /* the writer holds popped work */
+    bl_proc_stats st;    /* under mu */
+    /* writer-only state */
+    bstate **builds;
+    size_t n_builds, cap_builds;
+    bl_u128map build_ix; /* (app_id, xxh64(build)) -> index + 1 */
+    bl_agg agg;
+    bl_prep inline_job;  /* the writer's own job (no workers; big bodies) */
+    unsigned n_prep;     /* prep worker threads running */
+    pthread_t prep_thread[PREP_MAX_THREADS];
+    pthread_mutex_t pmu;
+    pthread_cond_t pcv;  /* a slot queued, or stopping */
+    pthread_cond_t pdone; /* a slot done */
+    pslot slot[PREP_SLOTS];
+    unsigned n_slots;
+    uint64_t pseq;
+    int pstop;
+    /* the checkpointer (store/db.h bl_db_checkpoint): its own connection,
+     * woken after each commit; under pmu */
+    bl_db *ck_db;
+    pthread_t ck_thread;
+    int ck_started, ck_due;
+    pthread_cond_t ck_cv;
+    /* done in this transaction: files to move once its COMMIT is durable
+     * (writer only) */
+    movelist moves;
+    /* committed rounds handed to the checkpointer, whose WAL sync has not
+     * begun (under pmu); ck_work: the ones it syncs now (its own) */
+    movelist ck_in, ck_work;
+    int deferred;        /* the writer's commits do not fsync (bl_db_defer_sync):
+                          * the checkpointer syncs the WAL before the moves */
+    bl_quota *quota;     /* owned; thread-safe */
+    double next_sweep;   /* monotonic seconds of the next expiry sweep */
+    uint64_t round_batches; /* batches counted in the open transaction */
+    uint8_t *waited;        /* per item of the round: went to a waiting list */
+    bl_events *ev;          /* batch events of the open round: one of evs */
+    bl_events *evs[2];      /* owned; the other one is the committer's */
+    /* the committer (proc_commit.c): writes a finished round's deltas and
+     * commits it on p->db while the writer aggregates the next round */
+    pthread_t cm_thread;
+    int cm_started;
+    pthread_mutex_t cmu;
+    pthread_cond_t cm_cv;   /* a job handed over, or stopping */
+    pthread_cond_t cm_done; /* the job is finished */
+    int cm_busy, cm_stop;   /* under cmu */
+    cjob job;
+    int txn_open;           /* writer: its round's transaction is begun on p->db */
+    deferred_batch *dq;     /* writer: batches of the round not written yet */
+    size_t n_dq, cap_dq;
+    char app_name[80];      /* writer: the last app looked up (apps are never */
+    int64_t app_id;         /* renamed or deleted), "" = none */
+    int redo;               /* writer: why the round must be done again (R_*) */
+};
+
+/* Why a round is given up and done again (bl_processor.redo). */
+enum { R_NONE, R_PRIOR, R_DUP, R_EIO };
+
+
+/* ---- processor.c ---- */
+/* Names the calling thread (top -H, /proc/PID/task/N/comm). */
+void pr_name_thread(const char *name);
+/* Monotonic seconds. */
+double pr_mono_s(void);
+/* One line "beatline-server: MSG" on stderr. */
+__attribute__((format(printf, 1, 2))) void pr_log(const char *fmt, ...);
+/* Puts ws[0..n) back at the head of the queue (see processor.c). */
+void pr_push_front(bl_processor *p, const work *ws, size_t n);
+/* The writer is done with a batch that is not waiting: its quota count goes. */
+void pr_release(bl_processor *p, work *w);
+/* Moves up to `room` queued items to dst; p->mu held (see processor.c). */
+size_t pr_pop_locked(bl_processor *p, work *dst, size_t room, int new_round);
+/* Hands a build deletion's result to its caller. */
+void pr_drop_finish(bl_processor *p, drop_req *dr, bl_err result);
+
+/* ---- proc_builds.c ---- */
+/* Logs the writer connection's SQL error about `what`; BL_EIO. */
+bl_err pr_sql_err(bl_processor *p, const char *what);
+void pr_bstate_free(bstate *b);
+/* Finds or creates the builds row and the in-memory state. */
+bl_err pr_get_build(bl_processor *p, int64_t app_id, const char *build, bstate **out);
+/* Brings the builds row and the methods table in line with the build's
+ * files; a build that became ready queues its waiting batches again. */
+bl_err pr_register_build(bl_processor *p, int64_t app_id, const char *build);
+/* The build's waiting batches go back to the head of the queue. */
+bl_err pr_requeue_waiting(bl_processor *p, bstate *b);
+/* Forgets every build's in-memory state (after a rollback). */
+void pr_reset_states(bl_processor *p);
+/* A W_DROP item, alone in its round (see proc_builds.c). */
+bl_err pr_drop_build(bl_processor *p, const work *w);
+/* Seconds between expiry sweeps of waiting batches. */
+double pr_sweep_every(const bl_processor *p);
+/* Deletes the waiting batches older than the expiry time. */
+void pr_expire_waiting(bl_processor *p);
+
+/* ---- proc_commit.c ---- */
+/* The committer thread's body. */
+void *pr_cm_main(void *arg);
+/* Hands the round to the committer: finishes the aggregates (sketch blobs,
+ * order), moves them, p->moves and items[0..n) with p->waited into p->job
+ * and wakes the committer; the aggregator and p->moves are empty after.
+ * The round's transaction must be open (p->txn_open); it is the
+ * committer's from now on. BL_ENOMEM (nothing handed over). */
+bl_err pr_cm_hand_over(bl_processor *p, const work *items, size_t n);
+/* Waits until the committer is done with its round. 1 when that commit
+ * failed (p->job holds its items, to be put back: pr_cm_put_back), else 0. */
+int pr_cm_wait(bl_processor *p);
+/* After a failed commit (pr_cm_wait 1): the job's items go back to the
+ * head of the queue (in their order, before anything queued since). */
+void pr_cm_put_back(bl_processor *p);
+/* The writer needs the connection: waits for the committer, begins the
+ * round's transaction and writes the deferred batches. BL_OK; else
+ * BL_EIO with p->redo set (R_PRIOR: the previous round's commit failed;
+ * R_DUP: a deferred batch was committed before, a duplicate whose
+ * aggregates were added; R_EIO: SQL error): the round must be given up. */
+bl_err pr_need_db(bl_processor *p);
+/* Puts items[0..n) back at the head of the queue, except `skip` and those
+ * flagged in waited (a build's waiting list queues those again). */
+void pr_push_back_items(bl_processor *p, work *items, const uint8_t *waited, size_t n,
+                        size_t skip);
+
+/* ---- proc_round.c ---- */
+/* bl_agg_new_row_fn of the writer's aggregator: a placeholder methods row
+ * for a methodId the method-ID file does not know (ctx: the processor). */
+bl_err pr_new_row(void *ctx, bl_agg_build *ab, uint32_t mid, int64_t *row);
+/* Runs one round: items[0..n) and what is queued while it is open, in one
+ * transaction (a W_DROP alone). */
+void pr_run_txn(bl_processor *p, work *items, size_t n);
+/* Moves one batch file out of batches/pending (to done/, or failed/). */
+void pr_move_batch(bl_processor *p, const pending_batch *pb, int failed);
+
+/* ---- proc_workers.c ---- */
+void *pr_prep_main(void *arg);
+void *pr_ck_main(void *arg);
+/* Adds batch w to m (failed: to batches/failed). -1 when out of memory:
+ * the file then stays in batches/pending (found again at the next start,
+ * a duplicate of the committed batch). */
+int pr_ml_add(movelist *m, const work *w, int failed);
+void pr_ml_free(movelist *m);
+/* Empties m (keeps its arrays). */
+void pr_ml_reset(movelist *m);
+/* The round in m is committed: its files are moved and its counts
+ * added to the stats once the commit is durable — by the checkpointer
+ * after its WAL sync when the writer's commits do not sync (p->deferred),
+ * else here at once. Then the checkpointer copies the commit into the
+ * database file. Leaves m empty. Thread holding p->db. */
+void pr_committed(bl_processor *p, movelist *m);
+/* A transaction committed by the writer outside a round (a build's
+ * deletion): returns once it is durable. BL_EIO (errno) when the WAL could
+ * not be synced. Writer thread. */
+bl_err pr_make_durable(bl_processor *p);
+/* Queues the batches of items[*next..n) into free prep slots, in order. */
+void pr_prep_submit(bl_processor *p, const work *items, size_t n, size_t *next);
+/* The slot of item i once prepared, or NULL when it was not queued. */
+pslot *pr_prep_wait(bl_processor *p, size_t i);
+void pr_prep_release(bl_processor *p, pslot *s);
+/* Drops every queued or prepared slot; waits for the ones being prepared. */
+void pr_prep_drain(bl_processor *p);
+
+#endif

@@ -1,0 +1,512 @@
+/*
+ * proc_round.c — one round of the writer: a transaction of batches (see
+ * proc_internal.h).
+ */
+#include "pipeline/proc_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/apps.h"
+#include "store/rollups.h"
+#include "store/writer.h"
+
+/* ------------------------------------------------------------------------ */
+/* Aggregation                                                               */
+
+/* bl_agg_new_row_fn: a methodId the method-ID file does not know gets a
+ * placeholder method, so the tree stays whole: class "?", name "unknown
+ * method N", no descriptor (docs/api.md). A placeholder made by an older
+ * server ("methodId:N") is renamed; a method of the file is left alone. */
+bl_err pr_new_row(void *ctx, bl_agg_build *ab, uint32_t mid, int64_t *row)
+{
+    bl_processor *p = ctx;
+    char name[96];
+    if (mid == BL_AGG_MID_OVERFLOW)
+        snprintf(name, sizeof name, "unknown methods (past %u distinct methodIds outside the "
+                                    "method-ID file)", BL_AGG_MAX_FAR);
+    else
+        snprintf(name, sizeof name, "unknown method %u", mid);
+    if (pr_need_db(p)) /* p->redo says why: the round is given up */
+        return BL_EIO;
+    if (bl_wr_method_unknown(p->db, ab->build_id, mid, name, row))
+        return pr_sql_err(p, "methods unknown");
+    return BL_OK;
+}
+
+static void clear_deltas(bl_processor *p)
+{
+    bl_agg_clear(&p->agg);
+    bl_events_clear(p->ev);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Batches                                                                   */
+
+/* B_LATER: does not fit this transaction, process in the next one;
+ * B_RETRY: out of memory, roll back and try the whole transaction again
+ * later (the batches stay in batches/pending: never moved to failed for a
+ * passing shortage); B_GONE: the file left batches/pending already (the
+ * batch was queued twice and handled): nothing to do */
+enum { B_DONE, B_WAITING, B_DUPLICATE, B_FAILED, B_ABORT, B_LATER, B_RETRY, B_GONE, B_REDO };
+
+/* B_REDO: the round is given up and done again (p->redo says why). */
+
+/* Keeps a processed batch's row for pr_need_db (the committer holds the
+ * connection). -1 when out of memory. */
+static int defer_batch(bl_processor *p, const bl_wr_batch *row)
+{
+    if (p->n_dq == p->cap_dq) {
+        size_t nc = p->cap_dq ? p->cap_dq * 2 : 64;
+        deferred_batch *nd = realloc(p->dq, nc * sizeof *nd);
+        if (!nd)
+            return -1;
+        p->dq = nd;
+        p->cap_dq = nc;
+    }
+    deferred_batch *d = &p->dq[p->n_dq++];
+    snprintf(d->uuid, sizeof d->uuid, "%s", row->uuid);
+    d->row = *row;
+    d->row.uuid = NULL;
+    return 0;
+}
+
+/* Processes batch w, prepared in *j (prep.h) by a worker, or NULL: the
+ * writer prepares it itself (also when its body was too big to be
+ * prepared ahead). */
+static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *records)
+{
+    char path[BL_PATH_MAX];
+    *records = 0;
+    if (bl_datadir_batch(p->data_dir, 0, w->uuid, w->enc, path))
+        return B_FAILED;
+    if (!j || (j->read_err == BL_ETOOBIG && j->max_body < p->o.max_decompressed)) {
+        j = &p->inline_job;
+        bl_prep_file(j, path, w->enc, p->o.max_decompressed, !w->checked);
+    }
+    bl_err err = j->read_err;
+    if (err == BL_ENOTFOUND)
+        return B_GONE; /* queued twice (a retry re-queues): handled already */
+    if (err == BL_ENOMEM) /* passing: the batch stays in batches/pending */
+        return B_RETRY;
+    if (err) {
+        pr_log("batch %s: cannot read: %s", w->uuid, bl_err_str(err));
+        return B_FAILED;
+    }
+    if (!j->decoded) {
+        pr_log("batch %s: malformed: %s", w->uuid, j->be.message ? j->be.message : "?");
+        return B_FAILED;
+    }
+    const bl_batch bt = j->bt; /* owned by the job */
+    int result = B_FAILED;
+    /* with the committer holding the connection the check waits for the
+     * batch's row (pr_need_db) */
+    int checked = p->txn_open; /* the duplicate check done */
+    bl_err seen = checked ? bl_wr_batch_seen(p->db, w->uuid) : BL_ENOTFOUND;
+    if (seen == BL_EIO)
+        goto out;
+    if (seen == BL_OK) {
+        result = B_DUPLICATE;
+        goto out;
+    }
+    char app[80], build[BL_BUILD_NAME_MAX + 1];
+    snprintf(app, sizeof app, "%.*s", (int)(bt.app.n < 79 ? bt.app.n : 79), bt.app.p);
+    snprintf(build, sizeof build, "%.*s", (int)bt.build.n, bt.build.p);
+    int64_t app_id;
+    if (p->app_name[0] && !strcmp(app, p->app_name)) {
+        app_id = p->app_id;
+    } else if (pr_need_db(p)) {
+        return B_REDO;
+    } else if (bl_apps_find(p->db, app, &app_id) != BL_OK) {
+        pr_log("batch %s: unknown app %s", w->uuid, app);
+        goto out;
+    }
+    if (strcmp(app, p->app_name)) {
+        snprintf(p->app_name, sizeof p->app_name, "%s", app);
+        p->app_id = app_id;
+    }
+    bstate *b;
+    if ((err = pr_get_build(p, app_id, build, &b))) {
+        result = p->redo ? B_REDO : err == BL_ENOMEM ? B_RETRY : B_FAILED;
+        goto out;
+    }
+    if (!b->ready && pr_need_db(p))
+        return B_REDO;
+    if (!b->ready && (err = pr_register_build(p, app_id, build))) {
+        result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
+        goto out;
+    }
+    if (!b->ready) {
+        if (b->n_waiting == b->cap_waiting) {
+            size_t nc = b->cap_waiting ? b->cap_waiting * 2 : 16;
+            pending_batch *nw = realloc(b->waiting, nc * sizeof *nw);
+            if (!nw) {
+                result = B_RETRY;
+                goto out;
+            }
+            b->waiting = nw;
+            b->cap_waiting = nc;
+        }
+        pending_batch *pb = &b->waiting[b->n_waiting++];
+        memcpy(pb->uuid, w->uuid, sizeof pb->uuid);
+        pb->enc = w->enc;
+        pb->t_enq = w->t_enq;
+        struct stat sb;
+        int have = stat(path, &sb) == 0;
+        pb->mtime = have ? (int64_t)sb.st_mtime : (int64_t)time(NULL);
+        pb->bytes = w->counted ? w->bytes : have ? (uint64_t)sb.st_size : 0;
+        if (!w->counted) /* found on disk at start, or its build lost its files */
+            bl_quota_hold(p->quota, app_id, build, pb->bytes);
+        pb->counted = 1;
+        pthread_mutex_lock(&p->mu);
+        p->st.waiting++;
+        pthread_mutex_unlock(&p->mu);
+        result = B_WAITING;
+        goto out;
+    }
+    /* the transaction began since (a new app or build): the check now, exact */
+    if (!checked && p->txn_open) {
+        checked = 1;
+        if ((seen = bl_wr_batch_seen(p->db, w->uuid)) == BL_OK) {
+            result = B_DUPLICATE;
+            goto out;
+        }
+        if (seen == BL_EIO)
+            goto out;
+    }
+    /* a wall clock outside 2000..2200 is not a clock: use the server's */
+    int64_t origin = bt.origin_wall_us;
+    if (origin < 946684800000000ll || origin > 7258118400000000ll)
+        origin = bl_now_us();
+    /* the POST checked this already (http/h_batch.c); a batch stored by an
+     * older server may still break a limit: refused whole, before any of its
+     * threads is counted */
+    if (j->checked && (err = j->check_err)) {
+        pr_log("batch %s: %s; batch refused", w->uuid,
+              err == BL_ETOOBIG ? j->why : bl_err_str(err));
+        result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
+        goto out;
+    }
+    /* a transaction holds at most BL_AGG_MAX_STATS stats; a batch makes at
+     * most one per record: when it might not fit, the transaction is
+     * committed first and the batch goes to the next one */
+    if (p->agg.n_stats + bt.n_records > BL_AGG_MAX_STATS && p->round_batches > 0) {
+        result = B_LATER;
+        goto out;
+    }
+    uint64_t malformed0 = p->agg.malformed, unknown0 = p->agg.unknown_records;
+    for (uint32_t i = 0; i < bt.n_threads; i++)
+        if ((err = j->tree_err[i]) ||
+            (err = bl_agg_tree(&p->agg, &b->ab, &bt.threads[i], &j->trees[i], origin))) {
+            pr_log("batch %s: %s", w->uuid, bl_err_str(err));
+            /* deltas are partial: the transaction must go */
+            result = p->redo ? B_REDO : err == BL_ENOMEM ? B_RETRY : B_ABORT;
+            goto out;
+        }
+    /* events (blocks) in the same transaction: exactly once with the batch */
+    if (bt.events.n && pr_need_db(p))
+        return B_REDO;
+    if ((err = bl_events_batch(p->ev, p->db, &bt, b->build_id, origin))) {
+        pr_log("batch %s: events: %s", w->uuid,
+              err == BL_EIO ? bl_db_errmsg(p->db) : bl_err_str(err));
+        result = err == BL_ENOMEM ? B_RETRY : B_ABORT;
+        goto out;
+    }
+    uint64_t truncated = 0;
+    for (uint32_t i = 0; i < bt.n_threads; i++)
+        truncated += bt.threads[i].truncated != 0;
+    pthread_mutex_lock(&p->mu);
+    p->st.malformed += p->agg.malformed - malformed0;
+    p->st.unknown_method += p->agg.unknown_records - unknown0;
+    p->st.truncated += truncated;
+    pthread_mutex_unlock(&p->mu);
+    int64_t now = bl_now_us();
+    bl_wr_batch row = {
+        .uuid = w->uuid, .app_id = app_id, .build_id = b->build_id,
+        .received_at = now - (int64_t)((pr_mono_s() - w->t_enq) * 1e6), .processed_at = now,
+        .records = (int64_t)bt.n_records, .malformed = (int64_t)(p->agg.malformed - malformed0),
+        .bytes = (int64_t)j->body.len,
+    };
+    /* the transaction began while the batch was aggregated (events, an
+     * unknown methodId): a duplicate found now has added its aggregates */
+    if (!checked && p->txn_open && (seen = bl_wr_batch_seen(p->db, w->uuid)) != BL_ENOTFOUND) {
+        p->redo = seen == BL_OK ? R_DUP : R_EIO;
+        return B_REDO;
+    }
+    if (!p->txn_open) { /* written when the transaction begins (pr_need_db) */
+        if (defer_batch(p, &row)) {
+            result = B_RETRY;
+            goto out;
+        }
+    } else if (bl_wr_batch_insert(p->db, &row)) {
+        pr_sql_err(p, "batches insert");
+        result = B_ABORT;
+        goto out;
+    }
+    if (p->txn_open && bl_wr_build_count_batch(p->db, b->build_id, (int64_t)bt.n_records)) {
+        result = B_ABORT;
+        goto out;
+    }
+    *records = bt.n_records;
+    result = B_DONE;
+out:
+    return result;
+}
+
+void pr_move_batch(bl_processor *p, const pending_batch *pb, int failed)
+{
+    char from[BL_PATH_MAX], to[BL_PATH_MAX];
+    if (bl_datadir_batch(p->data_dir, 0, pb->uuid, pb->enc, from) ||
+        bl_datadir_batch(p->data_dir, 1, pb->uuid, pb->enc, to))
+        return;
+    if (failed) {
+        /* keep it for inspection: batches/failed/UUID.EXT */
+        char fdir[BL_PATH_MAX], name[64];
+        snprintf(name, sizeof name, "%.36s.%s", pb->uuid, bl_enc_ext(pb->enc));
+        if (bl_path_join(fdir, p->data_dir, "batches/failed") || bl_path_join(to, fdir, name))
+            return;
+        mkdir(fdir, 0750);
+    }
+    if (rename(from, to) != 0 && errno != ENOENT)
+        pr_log("cannot move batch %s: %s", pb->uuid, strerror(errno));
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Thread                                                                    */
+
+static int cm_busy_now(bl_processor *p)
+{
+    if (!p->cm_started)
+        return 0;
+    pthread_mutex_lock(&p->cmu);
+    int busy = p->cm_busy;
+    pthread_mutex_unlock(&p->cmu);
+    return busy;
+}
+
+/* More work for the open transaction (begun at t_begin, monotonic s): the
+ * items queued since, waiting up to txn_idle_ms for one when there are
+ * none (while the committer writes the round before: until it is done,
+ * also past txn_max_ms, then txn_idle_ms). 0 — commit now — once the transaction holds max_batches_per_txn
+ * items (`room` is 0), has been open txn_max_ms, holds BL_TXN_MAX_VALS
+ * inclusive times (bounds the aggregator's memory), or the server stops.
+ * Committing rewrites every call-path node and method-hour row the
+ * transaction touched, so under load a transaction that goes on taking
+ * batches writes each of them once instead of once per handful of batches;
+ * nothing is acknowledged by the writer, so a kill -9 before the commit
+ * leaves the batches in batches/pending, processed again at the start. */
+static size_t take_more(bl_processor *p, work *dst, size_t room, double t_begin)
+{
+    if (!room || p->agg.n_vals >= BL_TXN_MAX_VALS)
+        return 0;
+    double end = t_begin + (double)p->o.txn_max_ms / 1e3;
+    double idle_s = (double)p->o.txn_idle_ms / 1e3;
+    pthread_mutex_lock(&p->mu);
+    double now = pr_mono_s(), idle_until = now + idle_s;
+    /* while the committer still writes the round before, this one (no
+     * transaction begun: no lock held) stays open for what comes, past
+     * txn_max_ms too: it could not be handed over anyway, and a bigger
+     * round rewrites each node and stat once for more batches. The idle
+     * wait starts again when the committer is done (it wakes p->cv) */
+    int was_busy = 0, busy = 0;
+    while (p->qlen == 0 && !p->stop) {
+        busy = cm_busy_now(p);
+        if (was_busy && !busy)
+            idle_until = now + idle_s;
+        was_busy = busy;
+        double until = busy ? now + 1.0 : idle_until < end ? idle_until : end;
+        if (!busy && now >= until)
+            break;
+        struct timespec ts; /* CLOCK_REALTIME: the cv's clock */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double left = until - now;
+        ts.tv_sec += (time_t)left;
+        ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+        now = pr_mono_s();
+    }
+    size_t n = 0;
+    if (!p->stop && (pr_mono_s() < end || cm_busy_now(p)))
+        n = pr_pop_locked(p, dst, room, 0);
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+static void run_txn_(bl_processor *p, work *items, size_t n);
+
+void pr_run_txn(bl_processor *p, work *items, size_t n)
+{
+    if (n == 1 && items[0].kind == W_DROP) { /* a deletion runs alone */
+        if (pr_cm_wait(p)) {
+            /* the round before failed: it goes again first, then this */
+            pr_reset_states(p);
+            pr_push_front(p, items, 1);
+            pr_cm_put_back(p);
+            sleep(1);
+            return;
+        }
+        pr_drop_finish(p, items[0].dr, pr_drop_build(p, &items[0]));
+        return;
+    }
+    run_txn_(p, items, n);
+    pr_prep_drain(p);
+}
+
+/* Gives up the open round: rolls its transaction back (if begun), forgets
+ * its deltas, waits for the committer and drops every build state (it may
+ * be ahead of the database). 1 when the committer's round failed too (its
+ * items are still in p->job: pr_cm_put_back after this round's). */
+static int abandon(bl_processor *p)
+{
+    if (p->txn_open)
+        bl_db_rollback(p->db);
+    p->txn_open = 0;
+    p->n_dq = 0;
+    clear_deltas(p);
+    int prior = pr_cm_wait(p);
+    pr_reset_states(p);
+    return prior;
+}
+
+static void run_txn_(bl_processor *p, work *items, size_t n)
+{
+    movelist *m = &p->moves; /* empty (pr_committed leaves it so) */
+    pr_ml_reset(m);
+    size_t aborted = SIZE_MAX;
+    /* items that went to a build's waiting list: a rollback's pr_reset_states
+     * queues those again itself, so they are not pushed a second time */
+    memset(p->waited, 0, n);
+    p->txn_open = 0;
+    p->n_dq = 0;
+    p->redo = R_NONE;
+    p->round_batches = 0;
+    size_t later = SIZE_MAX; /* items[later..n) go to the next transaction */
+    /* the committer idle: the transaction begins now (every check exact at
+     * once); else this round aggregates while it commits the last one */
+    int idle = 1;
+    if (p->cm_started) {
+        pthread_mutex_lock(&p->cmu);
+        idle = !p->cm_busy;
+        pthread_mutex_unlock(&p->cmu);
+    }
+    if (idle && pr_need_db(p))
+        goto give_up;
+    size_t next_prep = 0;
+    double t_begin = pr_mono_s();
+    pr_prep_submit(p, items, n, &next_prep);
+    for (size_t i = 0;; i++) {
+        if (i == n) {
+            size_t got = take_more(p, items + n, p->o.max_batches_per_txn - n, t_begin);
+            if (!got)
+                break;
+            memset(p->waited + n, 0, got);
+            n += got;
+            pr_prep_submit(p, items, n, &next_prep);
+        }
+        if (items[i].kind == W_BUILD) {
+            if (pr_need_db(p))
+                goto give_up;
+            if (pr_register_build(p, items[i].app_id, items[i].build) != BL_OK)
+                pr_log("build %s: registration failed", items[i].build);
+            continue;
+        }
+        uint64_t r;
+        pslot *ps = pr_prep_wait(p, i);
+        int res = process_batch(p, &items[i], ps ? &ps->job : NULL, &r);
+        if (ps)
+            pr_prep_release(p, ps);
+        pr_prep_submit(p, items, n, &next_prep);
+        if (res == B_REDO)
+            goto give_up;
+        if (res == B_LATER) {
+            later = i;
+            break;
+        }
+        if (res == B_RETRY) {
+            pr_log("batch %s: out of memory; the transaction is tried again", items[i].uuid);
+            goto retry;
+        }
+        if (res == B_WAITING) {
+            items[i].counted = 0; /* the count moved to the build's waiting list */
+            p->waited[i] = 1;
+        } else if (res != B_ABORT) {
+            pr_release(p, &items[i]);
+        }
+        if (res == B_DONE) {
+            m->records += r;
+            m->done++;
+            p->round_batches++;
+            pr_ml_add(m, &items[i], 0);
+        } else if (res == B_DUPLICATE) {
+            m->dup++;
+            pr_ml_add(m, &items[i], 0);
+        } else if (res == B_FAILED) {
+            m->failed_n++;
+            pr_ml_add(m, &items[i], 1);
+        } else if (res == B_ABORT) {
+            aborted = i;
+            break;
+        }
+    }
+    if (aborted != SIZE_MAX) {
+        int prior = abandon(p);
+        /* the batch that broke the transaction is kept aside; the others
+         * are processed again at once */
+        pending_batch pb;
+        memset(&pb, 0, sizeof pb);
+        memcpy(pb.uuid, items[aborted].uuid, sizeof pb.uuid);
+        pb.enc = items[aborted].enc;
+        pr_move_batch(p, &pb, 1);
+        pr_release(p, &items[aborted]);
+        pthread_mutex_lock(&p->mu);
+        p->st.failed++;
+        pthread_mutex_unlock(&p->mu);
+        pr_push_back_items(p, items, p->waited, n, aborted);
+        if (prior)
+            pr_cm_put_back(p);
+        return;
+    }
+    if (pr_need_db(p))
+        goto give_up;
+    /* the deltas are written and committed by the committer, while this
+     * thread goes on with the next round */
+    if (pr_cm_hand_over(p, items, later != SIZE_MAX ? later : n) != BL_OK)
+        goto retry;
+    if (later != SIZE_MAX) /* back at the head, before any deletion queued since */
+        pr_push_front(p, items + later, n - later);
+    return;
+give_up:
+    if (p->redo == R_DUP) { /* done again at once: the check is exact now */
+        abandon(p);
+        pr_push_back_items(p, items, p->waited, n, SIZE_MAX);
+        return;
+    }
+retry:;
+    /* nothing of this round was committed: its batches stay durable in
+     * batches/pending; try again after a pause, unless the server is
+     * stopping (they are queued again at the next start) */
+    int prior = abandon(p);
+    pthread_mutex_lock(&p->mu);
+    if (!prior)
+        p->st.failing++; /* a failed commit counted itself */
+    int stopping = p->stop;
+    pthread_mutex_unlock(&p->mu);
+    if (stopping) {
+        p->job.failed = 0;
+        return;
+    }
+    sleep(1);
+    pr_push_back_items(p, items, p->waited, n, SIZE_MAX);
+    if (prior)
+        pr_cm_put_back(p);
+}
