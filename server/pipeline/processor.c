@@ -38,6 +38,7 @@
 #include "pipeline/datadir.h"
 #include "pipeline/events.h"
 #include "pipeline/prep.h"
+#include "pipeline/rebuilder.h"
 #include "pipeline/quota.h"
 #include "pipeline/retention.h"
 #include "store/apps.h"
@@ -151,6 +152,7 @@ struct bl_processor {
     bl_db *ck_db;
     pthread_t ck_thread;
     int ck_started, ck_due;
+    bl_rebuilder *rb; /* owned: the rollups rebuild thread (NULL: none) */
     pthread_cond_t ck_cv;
     /* done in this transaction: files to move after COMMIT */
     pending_batch *moves;
@@ -696,12 +698,7 @@ static bl_err flush_deltas(bl_processor *p)
         err = sql_err(p, "nodes upsert");
     if (!err)
         bl_events_flush(p->ev);
-    /* an app a re-symbolication left dirty is rebuilt here (store/rollups.h) */
-    /* a rebuild that fails (a malformed sketch written by a tool) must not
-     * stop ingest: the statements run inside a savepoint, undone; the app
-     * stays dirty (answers from method_stats) */
-    if (!err && bl_rollups_refresh(p->db, NULL))
-        logf_("rebuilding slow-methods rollups failed: %s", bl_db_errmsg(p->db));
+    /* apps a re-symbolication left dirty are rebuilt by p->rb */
     return err;
 }
 
@@ -1738,6 +1735,14 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
             p->started = 1;
         }
     }
+    if (!err) {
+        /* rollups marked for a rebuild (a migration, a re-symbolication):
+         * rebuilt in the background, in steps (pipeline/rebuilder.h) */
+        char rberr[256];
+        if (bl_rebuilder_start(dbp, p, &p->rb, rberr, sizeof rberr) != BL_OK)
+            logf_("no rollups rebuild thread (%s): slow-methods answers of apps marked "
+                  "for a rebuild come from method_stats", rberr);
+    }
     if (err) {
         bl_processor_stop(p);
         return err;
@@ -1750,6 +1755,7 @@ void bl_processor_stop(bl_processor *p)
 {
     if (!p)
         return;
+    bl_rebuilder_stop(p->rb); /* its step commits first: the writer's last commit never waits */
     if (p->started) {
         pthread_mutex_lock(&p->mu);
         p->stop = 1;

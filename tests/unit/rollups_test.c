@@ -244,6 +244,7 @@ static void same_answer(const bl_slow_query *q)
 static void all_answers_equal(void)
 {
     ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_dirty"), 0);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_rebuild"), 0);
     const char *builds[] = { NULL, "1.0", "2.0", "nope" };
     const int64_t day0 = H(BASE_HOUR - 5), day = H(24);
     const int64_t t[][2] = {
@@ -360,9 +361,17 @@ START_TEST(rollups_backfilled_by_migration)
         free_flush(&f);
     }
     sqlite3_close(h);
-    /* the migration marks both apps, the open rebuilds them */
+    /* the migration marks both apps; the open leaves them (a fast open),
+     * the server's rebuild thread or a refresh rebuilds them */
     open_db();
     ck_assert_int_eq(count_of("PRAGMA user_version"), bl_db_schema_version());
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_dirty"), 2);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_totals"), 0);
+    int rebuilt;
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    ck_assert_int_eq(bl_rollups_refresh(db, &rebuilt), BL_OK);
+    ck_assert_int_eq(bl_db_commit(db), BL_OK);
+    ck_assert_int_eq(rebuilt, 2);
     ck_assert_int_eq(count_of("SELECT count(*) FROM methods WHERE sig IS NULL"), 0);
     ck_assert_int_gt(count_of("SELECT count(*) FROM rollup_totals"), 0);
     all_answers_equal();
