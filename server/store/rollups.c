@@ -450,7 +450,7 @@ static int cmp_i(int64_t a, int64_t b)
  * app's totals for both kinds (2) and, on the main thread, for the main
  * thread (1); the app's day (UTC, µs) and hour for its own kind. Returns
  * how many. */
-#define FAN 6
+#define FAN 8
 static size_t fan_out(radd *a, const bl_wr_stat *s, int64_t build, int64_t app, int64_t sig)
 {
     size_t na = 0;
@@ -467,14 +467,20 @@ static size_t fan_out(radd *a, const bl_wr_stat *s, int64_t build, int64_t app, 
         r.kind = 2;
         a[na++] = r;
     }
-    r.table = 1;
+    /* the app's day and hour: both kinds (2) and, on the main thread, the
+     * main thread (1), as the totals: a query reads one of them */
     r.scope = -app;
-    r.kind = kind;
-    r.day = s->hour - ((s->hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
-    a[na++] = r;
-    r.table = 2;
-    r.day = s->hour;
-    a[na++] = r;
+    for (int t = 1; t <= 2; t++) {
+        r.table = t;
+        r.day = t == 2 ? s->hour
+                       : s->hour - ((s->hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
+        if (kind == 1) {
+            r.kind = 1;
+            a[na++] = r;
+        }
+        r.kind = 2;
+        a[na++] = r;
+    }
     return na;
 }
 
@@ -693,18 +699,18 @@ static const char hours_set_sql[] =
  * method_stats rows of the identity; an app's total from its days */
 static const char days_max_sql[] =
     "SELECT max(s.max_us) FROM methods m JOIN builds b ON b.id = m.build_id "
-    "JOIN method_stats s ON s.build_id = m.build_id AND s.method = m.id AND s.main = ?3 "
-    "AND s.hour >= ?9 AND s.hour < ?9 + " DAY_US " WHERE m.sig = ?2 AND b.app_id = -?1";
+    "JOIN method_stats s ON s.build_id = m.build_id AND s.method = m.id "
+    "AND s.hour >= ?9 AND s.hour < ?9 + " DAY_US " WHERE m.sig = ?2 AND b.app_id = -?1 "
+    "AND (?3 = 2 OR s.main = 1)";
 static const char hours_max_sql[] =
     "SELECT max(s.max_us) FROM methods m JOIN builds b ON b.id = m.build_id "
-    "JOIN method_stats s ON s.build_id = m.build_id AND s.method = m.id AND s.main = ?3 "
-    "AND s.hour = ?9 WHERE m.sig = ?2 AND b.app_id = -?1";
+    "JOIN method_stats s ON s.build_id = m.build_id AND s.method = m.id "
+    "AND s.hour = ?9 WHERE m.sig = ?2 AND b.app_id = -?1 AND (?3 = 2 OR s.main = 1)";
 static const char build_max_sql[] =
     "SELECT max(s.max_us) FROM methods m JOIN method_stats s ON s.build_id = m.build_id "
     "AND s.method = m.id WHERE m.build_id = ?1 AND m.sig = ?2 AND (?3 = 2 OR s.main = 1)";
 static const char app_max_sql[] =
-    "SELECT max(max_us) FROM rollup_days WHERE scope = ?1 AND sig = ?2 "
-    "AND (?3 = 2 OR main = 1)";
+    "SELECT max(max_us) FROM rollup_days WHERE scope = ?1 AND sig = ?2 AND main = ?3";
 /* by table: 0 rollup_totals, 1 rollup_days, 2 rollup_hours */
 static const char *const get_sql[3] = { totals_get_sql, days_get_sql, hours_get_sql };
 static const char *const del_sql[3] = { totals_del_sql, days_del_sql, hours_del_sql };

@@ -336,23 +336,23 @@ typedef struct cand {
     int bad;              /* a malformed q3: left out, as the reference does */
 } cand;
 
-/* figures of the range: ?1 scope, ?2 0 (both kinds) or 1 (main thread),
+/* figures of the range: ?1 scope, ?2 thread kind (2 both, 1 main thread),
  * [?3, ?4) days or hours */
 static const char days_fig_sql[] =
     "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_days "
     "INDEXED BY rollup_days_figures "
-    "WHERE scope = ?1 AND main IN (?2, 1) AND day >= ?3 AND day < ?4";
+    "WHERE scope = ?1 AND main = ?2 AND day >= ?3 AND day < ?4";
 static const char hours_fig_sql[] =
     "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_hours "
     "INDEXED BY rollup_hours_figures "
-    "WHERE scope = ?1 AND main IN (?2, 1) AND hour >= ?3 AND hour < ?4";
-/* one sig's sketches: ?1 scope, ?2 sig, [?3, ?4), ?5 main only */
+    "WHERE scope = ?1 AND main = ?2 AND hour >= ?3 AND hour < ?4";
+/* one sig's sketches: ?1 scope, ?2 sig, [?3, ?4), ?5 thread kind */
 static const char days_sig_sql[] =
     "SELECT sketch FROM rollup_days "
-    "WHERE scope = ?1 AND sig = ?2 AND day >= ?3 AND day < ?4 AND (?5 = 0 OR main = 1)";
+    "WHERE scope = ?1 AND sig = ?2 AND day >= ?3 AND day < ?4 AND main = ?5";
 static const char hours_sig_sql[] =
     "SELECT sketch FROM rollup_hours "
-    "WHERE scope = ?1 AND sig = ?2 AND hour >= ?3 AND hour < ?4 AND (?5 = 0 OR main = 1)";
+    "WHERE scope = ?1 AND sig = ?2 AND hour >= ?3 AND hour < ?4 AND main = ?5";
 
 static int quantile_ix(bl_slow_sort s)
 {
@@ -476,7 +476,7 @@ static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
 {
     int qi = quantile_ix(q->sort);
     int64_t scope = -q->app_id;
-    int main_only = q->main_only ? 1 : 0;
+    int kind = q->main_only ? 1 : 2;
     cmap m = { NULL, 0, 0 };
     bl_err err = BL_OK;
 
@@ -491,7 +491,7 @@ static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
             break;
         }
         sqlite3_bind_int64(st, 1, scope);
-        sqlite3_bind_int(st, 2, main_only);
+        sqlite3_bind_int(st, 2, kind);
         sqlite3_bind_int64(st, 3, a);
         sqlite3_bind_int64(st, 4, b);
         err = gather(st, qi, &m);
@@ -553,7 +553,7 @@ static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
             sqlite3_bind_int64(st, 2, e.sig);
             sqlite3_bind_int64(st, 3, a);
             sqlite3_bind_int64(st, 4, b);
-            sqlite3_bind_int(st, 5, main_only);
+            sqlite3_bind_int(st, 5, kind);
             bad |= merge_sketches(st, &sk, &err);
         }
         if (err || bad)
