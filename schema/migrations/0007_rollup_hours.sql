@@ -12,9 +12,10 @@
 --
 -- Rebuilds (rollup_dirty) run in bounded steps, each its own transaction
 -- (bl_rollups_refresh_step, started by the processor), not in one: a step
--- takes an app's mark, clears its rollups and records a cursor in
--- rollup_rebuild; the next steps add the app's method_stats rows after the
--- cursor, in key order, as the writer adds a flush's rows. Meanwhile the
+-- takes an app's mark and records a cursor in rollup_rebuild; the next
+-- steps delete the app's rollup rows (cursor build -1), then add its
+-- method_stats rows after the cursor, in key order, as the writer adds a
+-- flush's rows. Meanwhile the
 -- writer adds a row only when its key is at or before the cursor (the later
 -- ones are still to be read), and queries of the app read method_stats. A
 -- mark made during a rebuild starts it over.

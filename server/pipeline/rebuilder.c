@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "store/db.h"
 #include "store/rollups.h"
@@ -71,6 +74,9 @@ static void writer_first(bl_rebuilder *r)
 static void *rb_main(void *arg)
 {
     bl_rebuilder *r = arg;
+#ifdef __linux__
+    (void)prctl(PR_SET_NAME, "bl-rollups", 0, 0, 0);
+#endif
     double t0 = 0;
     int running = 0, apps = 0;
     unsigned pause = 0;

@@ -17,7 +17,8 @@
 #define APP_SCOPES "(scope = -?1 OR scope IN (SELECT id FROM builds WHERE app_id = ?1))"
 
 /* Starting an app's rebuild (?1): its methods without identity get one,
- * and its rollup rows go; rollup_rebuild then holds its cursor. */
+ * its mark goes and rollup_rebuild holds its cursor, at -1: its rollup
+ * rows are deleted first, in steps (wipe_sql), then its rows added. */
 static const char *const start_sql[] = {
     /* identities of the app's methods that have none yet */
     "INSERT INTO method_sigs(app_id, class, name, descriptor, source_file) "
@@ -28,13 +29,21 @@ static const char *const start_sql[] = {
     "AND s.class = methods.class AND s.name = methods.name AND s.descriptor = methods.descriptor "
     "AND s.source_file = methods.source_file) "
     "WHERE sig IS NULL AND build_id IN (SELECT id FROM builds WHERE app_id = ?1)",
-    "DELETE FROM rollup_totals WHERE " APP_SCOPES,
-    "DELETE FROM rollup_days WHERE scope = -?1",
-    "DELETE FROM rollup_hours WHERE scope = -?1",
     "DELETE FROM rollup_spans WHERE " APP_SCOPES,
     "DELETE FROM rollup_dirty WHERE app_id = ?1",
     "INSERT INTO rollup_rebuild(app_id, build, method, main, hour) "
-    "VALUES (?1, 0, 0, 0, 0) ON CONFLICT DO UPDATE SET build = 0, method = 0, main = 0, hour = 0",
+    "VALUES (?1, -1, 0, 0, 0) ON CONFLICT DO UPDATE SET build = -1, method = 0, main = 0, "
+    "hour = 0",
+};
+
+/* A wiping step: at most ?2 rows of each table of app ?1's rollups. */
+static const char *const wipe_sql[] = {
+    "DELETE FROM rollup_hours WHERE scope = -?1 AND (sig, hour, main) IN "
+    "(SELECT sig, hour, main FROM rollup_hours WHERE scope = -?1 LIMIT ?2)",
+    "DELETE FROM rollup_days WHERE scope = -?1 AND (sig, day, main) IN "
+    "(SELECT sig, day, main FROM rollup_days WHERE scope = -?1 LIMIT ?2)",
+    "DELETE FROM rollup_totals WHERE (scope, sig, main) IN (SELECT scope, sig, main "
+    "FROM rollup_totals WHERE " APP_SCOPES " LIMIT ?2)",
 };
 
 /* rows of builds that no longer exist */
@@ -87,8 +96,9 @@ static void chunk_row(void *ctx, size_t i, bl_wr_stat *out)
  * builds by id), moves the cursor past them and takes them off *budget.
  * The cursor (build, method, main, hour): build > 0, the rows of that
  * build up to (method, main, hour) are in; build 0, the rows of builds up
- * to id `method` are (0: none yet). *finished when none is left (its
- * rollup_rebuild row then goes). */
+ * to id `method` are (0: none yet); build -1, the app's old rollup rows
+ * are being deleted (up to *budget rows of each table per step), none is
+ * in. *finished when none is left (its rollup_rebuild row then goes). */
 static bl_err rebuild_step(bl_db *db, int64_t app, int64_t *budget_, int *finished)
 {
     int64_t budget = *budget_;
@@ -105,6 +115,23 @@ static bl_err rebuild_step(bl_db *db, int64_t app, int64_t *budget_, int *finish
     sqlite3_reset(st);
     if (rc != SQLITE_ROW)
         return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+    if (cur[0] == -1) { /* wiping: rows deleted count as rows read */
+        int64_t deleted = 0;
+        for (size_t i = 0; i < sizeof wipe_sql / sizeof *wipe_sql; i++) {
+            st = bl_db_stmt(db, wipe_sql[i]);
+            if (!st)
+                return BL_EIO;
+            sqlite3_bind_int64(st, 1, app);
+            sqlite3_bind_int64(st, 2, budget);
+            if (bl_db_step_done(st))
+                return BL_EIO;
+            deleted += sqlite3_changes(bl_db_handle(db));
+        }
+        *budget_ = budget - deleted;
+        if (deleted >= budget)
+            return BL_OK; /* more may be left */
+        return run(db, "UPDATE rollup_rebuild SET build = 0 WHERE app_id = ?1", app);
+    }
     chunk c;
     memset(&c, 0, sizeof c);
     bl_buf_init(&c.blobs, 0);
@@ -530,6 +557,8 @@ static bl_err build_state(bl_db *db, int64_t build, bstate *b)
 static int before_cursor(const bstate *b, const bl_wr_stat *s)
 {
     const int64_t *c = b->cur;
+    if (c[0] == -1) /* its old rows are being deleted: none yet */
+        return 0;
     if (c[0] == 0) /* builds up to id c[1] done */
         return s->build_id <= c[1];
     if (s->build_id != c[0])

@@ -48,17 +48,16 @@ bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx);
 
 /* One bounded step of the rebuilds (migration 0007): first every app
  * marked in rollup_dirty is started — its methods get identities, its
- * rollup rows are deleted, its mark goes and rollup_rebuild holds its
- * cursor (the graveyard app 0 has its rows deleted, nothing more); a mark
- * made while an app is being rebuilt starts it over — then up to `budget`
- * method_stats rows of apps being rebuilt (0: all of them) are added to
- * their rollups after their cursor, in key order, with the code that adds
- * a flush's rows. Until its rebuild ends an app's queries read
+ * mark goes and rollup_rebuild holds its cursor (the graveyard app 0 has
+ * its rows deleted, nothing more); a mark made while an app is being
+ * rebuilt starts it over — then, within `budget` rows (0: no bound), the
+ * old rollup rows of apps being rebuilt are deleted (up to `budget` per
+ * table) and their method_stats rows after their cursor are added, in key
+ * order, with the code that adds a flush's rows. Until its rebuild ends an app's queries read
  * method_stats (store/slow_methods.h). Runs in the caller's transaction (a
  * writer connection between bl_db_begin and bl_db_commit); each step
  * should be its own transaction, so that the writer waits for one step
- * only (starting an app deletes its rollup rows at once: about 1 s per
- * 300,000 on the benchmark machine; a step of 2,000 rows about 0.1–0.3 s).
+ * only (a step of 2,000 rows: about 0.1–0.3 s on the benchmark machine).
  * *more (may be NULL): 1 when rows are left for a next step. *rebuilt (may
  * be NULL): the apps whose rebuild ended in this step. BL_ENOMEM; BL_EIO
  * (message: bl_db_errmsg) when a step fails (e.g. a malformed sketch a
