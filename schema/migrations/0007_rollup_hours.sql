@@ -24,7 +24,7 @@ CREATE TABLE rollup_hours (
     scope      INTEGER NOT NULL,  -- minus an app id (apps only)
     sig        INTEGER NOT NULL,
     hour       INTEGER NOT NULL,  -- as method_stats.hour
-    main       INTEGER NOT NULL,  -- 1 main thread, 2 both kinds (as rollup_totals)
+    main       INTEGER NOT NULL,  -- 1 main thread, 0 other threads (as method_stats)
     count      INTEGER NOT NULL,
     total_us   INTEGER NOT NULL,
     self_us    INTEGER NOT NULL,
@@ -37,7 +37,7 @@ CREATE INDEX rollup_hours_figures
     ON rollup_hours(scope, main, hour, sig, count, total_us, self_us, max_us, q3);
 
 -- rollup_days keeps kinds 1 (main thread) and 2 (both) from here on, as
--- rollup_totals and rollup_hours, no longer 0 and 1: a query of all threads
+-- rollup_totals, no longer 0 and 1: a query of all threads
 -- reads one row per method and day, not two (the rebuild below rewrites
 -- them). Time-major: a range reads its own days' entries, not every day's.
 DROP INDEX rollup_days_figures;

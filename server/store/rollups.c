@@ -477,7 +477,7 @@ static int cmp_i(int64_t a, int64_t b)
  * app's totals for both kinds (2) and, on the main thread, for the main
  * thread (1); the app's day (UTC, µs) and hour for its own kind. Returns
  * how many. */
-#define FAN 8
+#define FAN 7
 static size_t fan_out(radd *a, const bl_wr_stat *s, int64_t build, int64_t app, int64_t sig)
 {
     size_t na = 0;
@@ -494,20 +494,23 @@ static size_t fan_out(radd *a, const bl_wr_stat *s, int64_t build, int64_t app, 
         r.kind = 2;
         a[na++] = r;
     }
-    /* the app's day and hour: both kinds (2) and, on the main thread, the
-     * main thread (1), as the totals: a query reads one of them */
+    /* the app's day: both kinds (2) and, on the main thread, the main
+     * thread (1), as the totals (a query reads one of them); its hour: the
+     * row's own kind, as method_stats (hours are read at a range's edges
+     * only: fewer and smaller rows) */
     r.scope = -app;
-    for (int t = 1; t <= 2; t++) {
-        r.table = t;
-        r.day = t == 2 ? s->hour
-                       : s->hour - ((s->hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
-        if (kind == 1) {
-            r.kind = 1;
-            a[na++] = r;
-        }
-        r.kind = 2;
+    r.table = 1;
+    r.day = s->hour - ((s->hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
+    if (kind == 1) {
+        r.kind = 1;
         a[na++] = r;
     }
+    r.kind = 2;
+    a[na++] = r;
+    r.table = 2;
+    r.kind = kind;
+    r.day = s->hour;
+    a[na++] = r;
     return na;
 }
 
@@ -733,8 +736,8 @@ static const char days_max_sql[] =
     "AND (?3 = 2 OR s.main = 1)";
 static const char hours_max_sql[] =
     "SELECT max(s.max_us) FROM methods m JOIN builds b ON b.id = m.build_id "
-    "JOIN method_stats s ON s.build_id = m.build_id AND s.method = m.id "
-    "AND s.hour = ?9 WHERE m.sig = ?2 AND b.app_id = -?1 AND (?3 = 2 OR s.main = 1)";
+    "JOIN method_stats s ON s.build_id = m.build_id AND s.method = m.id AND s.main = ?3 "
+    "AND s.hour = ?9 WHERE m.sig = ?2 AND b.app_id = -?1";
 static const char build_max_sql[] =
     "SELECT max(s.max_us) FROM methods m JOIN method_stats s ON s.build_id = m.build_id "
     "AND s.method = m.id WHERE m.build_id = ?1 AND m.sig = ?2 AND (?3 = 2 OR s.main = 1)";

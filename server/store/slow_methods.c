@@ -336,8 +336,9 @@ typedef struct cand {
     int bad;              /* a malformed q3: left out, as the reference does */
 } cand;
 
-/* figures of the range: ?1 scope, ?2 thread kind (2 both, 1 main thread),
- * [?3, ?4) days or hours */
+/* figures of the range: ?1 scope, [?3, ?4) days or hours; ?2 the thread
+ * kind of the days (2 both, 1 main thread), of the hours (0: both kinds,
+ * 0 and 1; 1 main thread) */
 static const char days_fig_sql[] =
     "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_days "
     "INDEXED BY rollup_days_figures "
@@ -345,14 +346,15 @@ static const char days_fig_sql[] =
 static const char hours_fig_sql[] =
     "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_hours "
     "INDEXED BY rollup_hours_figures "
-    "WHERE scope = ?1 AND main = ?2 AND hour >= ?3 AND hour < ?4";
-/* one sig's sketches: ?1 scope, ?2 sig, [?3, ?4), ?5 thread kind */
+    "WHERE scope = ?1 AND main IN (?2, 1) AND hour >= ?3 AND hour < ?4";
+/* one sig's sketches: ?1 scope, ?2 sig, [?3, ?4), ?5 thread kind (as
+ * above) */
 static const char days_sig_sql[] =
     "SELECT sketch FROM rollup_days "
     "WHERE scope = ?1 AND sig = ?2 AND day >= ?3 AND day < ?4 AND main = ?5";
 static const char hours_sig_sql[] =
     "SELECT sketch FROM rollup_hours "
-    "WHERE scope = ?1 AND sig = ?2 AND hour >= ?3 AND hour < ?4 AND main = ?5";
+    "WHERE scope = ?1 AND sig = ?2 AND hour >= ?3 AND hour < ?4 AND main IN (?5, 1)";
 
 static int quantile_ix(bl_slow_sort s)
 {
@@ -491,7 +493,7 @@ static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
             break;
         }
         sqlite3_bind_int64(st, 1, scope);
-        sqlite3_bind_int(st, 2, kind);
+        sqlite3_bind_int(st, 2, i < 0 ? kind : kind == 1);
         sqlite3_bind_int64(st, 3, a);
         sqlite3_bind_int64(st, 4, b);
         err = gather(st, qi, &m);
@@ -553,7 +555,7 @@ static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
             sqlite3_bind_int64(st, 2, e.sig);
             sqlite3_bind_int64(st, 3, a);
             sqlite3_bind_int64(st, 4, b);
-            sqlite3_bind_int(st, 5, kind);
+            sqlite3_bind_int(st, 5, j < 0 ? kind : kind == 1);
             bad |= merge_sketches(st, &sk, &err);
         }
         if (err || bad)
