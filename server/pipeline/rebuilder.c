@@ -107,7 +107,12 @@ static void *rb_main(void *arg)
         int more = 0, rebuilt = 0;
         double t1 = mono_s();
         bl_err err = bl_db_begin(r->db);
-        if (!err) {
+        if (err) { /* the lock stayed taken for the busy timeout: soon again */
+            fprintf(stderr, "beatline-server: rollups rebuild waits: %s\n", bl_db_errmsg(r->db));
+            pause = IDLE_MS;
+            continue;
+        }
+        {
             err = bl_rollups_refresh_step(r->db, budget, &more, &rebuilt);
             /* a failed step was undone (a savepoint): what came before it
              * (apps started) commits */

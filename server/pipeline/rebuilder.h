@@ -16,7 +16,8 @@
  * while it has batches queued (up to 200 ms).
  * When nothing is marked the thread looks again every second (one indexed
  * read). A step that fails (a malformed sketch a tool wrote) is undone and
- * logged; the thread tries again a minute later.
+ * logged; the thread tries again a minute later (a second later when the
+ * write lock stayed taken for SQLite's busy timeout, 5 s).
  */
 #ifndef BL_REBUILDER_H
 #define BL_REBUILDER_H
