@@ -80,7 +80,7 @@ static void *rb_main(void *arg)
     double t0 = 0;
     int running = 0, apps = 0;
     unsigned pause = 0;
-    int64_t budget = BL_REBUILD_STEP;
+    int64_t budget = 200; /* grows towards BL_REBUILD_STEP while steps are short */
     while (!wait_ms(r, pause)) {
         int pending = 0;
         if (bl_rollups_pending(r->db, &pending) != BL_OK) {
@@ -134,6 +134,9 @@ static void *rb_main(void *arg)
         pause = YIELD_MS;
         /* rows per step: towards STEP_MS, within [100, BL_REBUILD_STEP] */
         double took = (mono_s() - t1) * 1000.0;
+        if (took > 2000.0) /* the writer waited that long: worth knowing */
+            fprintf(stderr, "beatline-server: a rollups rebuild step of %lld rows took %.1f s\n",
+                    (long long)budget, took / 1000.0);
         double want = took > 1.0 ? (double)budget * STEP_MS / took : 2.0 * (double)budget;
         budget = want < 100 ? 100 : want > BL_REBUILD_STEP ? BL_REBUILD_STEP : (int64_t)want;
     }

@@ -36,14 +36,15 @@ static const char *const start_sql[] = {
     "hour = 0",
 };
 
-/* A wiping step: at most ?2 rows of each table of app ?1's rollups. */
-static const char *const wipe_sql[] = {
-    "DELETE FROM rollup_hours WHERE scope = -?1 AND (sig, hour, main) IN "
-    "(SELECT sig, hour, main FROM rollup_hours WHERE scope = -?1 LIMIT ?2)",
-    "DELETE FROM rollup_days WHERE scope = -?1 AND (sig, day, main) IN "
-    "(SELECT sig, day, main FROM rollup_days WHERE scope = -?1 LIMIT ?2)",
-    "DELETE FROM rollup_totals WHERE (scope, sig, main) IN (SELECT scope, sig, main "
-    "FROM rollup_totals WHERE " APP_SCOPES " LIMIT ?2)",
+/* Wiping: the rows of scope ?1 up to the sig of its ?2-th row (primary-key
+ * order; the last sig's rows go whole, a few more than ?2). */
+static const char *const wipe_sql[3] = {
+    "DELETE FROM rollup_totals WHERE scope = ?1 AND sig <= (SELECT max(sig) FROM "
+    "(SELECT sig FROM rollup_totals WHERE scope = ?1 ORDER BY sig LIMIT ?2))",
+    "DELETE FROM rollup_days WHERE scope = ?1 AND sig <= (SELECT max(sig) FROM "
+    "(SELECT sig FROM rollup_days WHERE scope = ?1 ORDER BY sig LIMIT ?2))",
+    "DELETE FROM rollup_hours WHERE scope = ?1 AND sig <= (SELECT max(sig) FROM "
+    "(SELECT sig FROM rollup_hours WHERE scope = ?1 ORDER BY sig LIMIT ?2))",
 };
 
 /* rows of builds that no longer exist */
@@ -91,6 +92,71 @@ static void chunk_row(void *ctx, size_t i, bl_wr_stat *out)
     out->sketch = c->blobs.data + c->off[i];
 }
 
+/* Deletes up to about *budget rows of app `app`'s old rollups (its totals,
+ * days and hours, its builds' totals), each table and scope in primary-key
+ * order, taking them off *budget; when none is left, its rebuild's cursor
+ * moves on to adding rows (build 0). */
+static bl_err wipe_step(bl_db *db, int64_t app, int64_t *budget)
+{
+    /* the scopes: the app's, then its builds' (totals only) */
+    int64_t *scope = NULL;
+    size_t n = 0, cap = 0;
+    bl_err err = BL_OK;
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT id FROM builds WHERE app_id = ?1 ORDER BY id");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, app);
+    int rc = SQLITE_ROW;
+    for (;;) {
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 64;
+            int64_t *g = realloc(scope, nc * sizeof *g);
+            if (!g) {
+                err = BL_ENOMEM;
+                break;
+            }
+            scope = g;
+            cap = nc;
+        }
+        if (!n) {
+            scope[n++] = -app;
+            continue;
+        }
+        if ((rc = sqlite3_step(st)) != SQLITE_ROW)
+            break;
+        scope[n++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_reset(st);
+    if (!err && rc != SQLITE_DONE)
+        err = BL_EIO;
+    int more = 0;
+    for (int t = 0; t < 3 && !err && !more; t++)
+        for (size_t i = 0; i < (t == 0 ? n : 1) && !err && !more; i++)
+            for (;;) {
+                if (*budget <= 0) {
+                    more = 1;
+                    break;
+                }
+                st = bl_db_stmt(db, wipe_sql[t]);
+                if (!st) {
+                    err = BL_EIO;
+                    break;
+                }
+                sqlite3_bind_int64(st, 1, scope[i]);
+                sqlite3_bind_int64(st, 2, *budget);
+                if ((err = bl_db_step_done(st)))
+                    break;
+                int gone = sqlite3_changes(bl_db_handle(db));
+                if (!gone)
+                    break;
+                *budget -= gone;
+            }
+    free(scope);
+    if (err || more)
+        return err;
+    return run(db, "UPDATE rollup_rebuild SET build = 0 WHERE app_id = ?1", app);
+}
+
 /* One step of app `app`'s rebuild from its cursor (rollup_rebuild): adds
  * up to *budget of its method_stats rows after the cursor (in key order,
  * builds by id), moves the cursor past them and takes them off *budget.
@@ -115,23 +181,8 @@ static bl_err rebuild_step(bl_db *db, int64_t app, int64_t *budget_, int *finish
     sqlite3_reset(st);
     if (rc != SQLITE_ROW)
         return rc == SQLITE_DONE ? BL_OK : BL_EIO;
-    if (cur[0] == -1) { /* wiping: rows deleted count as rows read */
-        int64_t deleted = 0;
-        for (size_t i = 0; i < sizeof wipe_sql / sizeof *wipe_sql; i++) {
-            st = bl_db_stmt(db, wipe_sql[i]);
-            if (!st)
-                return BL_EIO;
-            sqlite3_bind_int64(st, 1, app);
-            sqlite3_bind_int64(st, 2, budget);
-            if (bl_db_step_done(st))
-                return BL_EIO;
-            deleted += sqlite3_changes(bl_db_handle(db));
-        }
-        *budget_ = budget - deleted;
-        if (deleted >= budget)
-            return BL_OK; /* more may be left */
-        return run(db, "UPDATE rollup_rebuild SET build = 0 WHERE app_id = ?1", app);
-    }
+    if (cur[0] == -1) /* wiping: rows deleted count as rows read */
+        return wipe_step(db, app, budget_);
     chunk c;
     memset(&c, 0, sizeof c);
     bl_buf_init(&c.blobs, 0);
