@@ -112,6 +112,10 @@ for _ in $(seq 1200); do # bounded: 120 s
   sleep 0.1
 done
 expect "the rebuild ended" 1 "$done_"
+for _ in $(seq 100); do # bounded (10 s): the thread logs right after its last commit
+  grep -q "slow-methods rollups rebuilt" server.log && break
+  sleep 0.1
+done
 expect_grep "the rebuild is logged" "slow-methods rollups rebuilt" "$(cat server.log)"
 answers shop "$RD" > after.txt # from the rollups
 expect "answers from the rebuilt rollups = answers from method_stats" "" "$(diff during.txt after.txt)"
