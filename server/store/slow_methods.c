@@ -326,9 +326,9 @@ static bl_err emit(topk *t, bl_err err, bl_slow_cb cb, void *ctx)
  * Pass 2 takes the groups by descending upper bound (the exact key for the
  * other sorts), merges their day and hour sketches (primary-key ranges of
  * the sig) exactly and offers them to the heap, and stops once the heap is
- * full and the next bound is below its worst key. Memory: 72 bytes per
- * method of the range (twice, in the hash table and the sorted array), one
- * dense sketch and the heap. */
+ * full and the next bound is below its worst key. Memory: about 200 bytes
+ * per method of the range (a 64-byte group in the hash table, at most half
+ * full, and again in the sorted array), one dense sketch and the heap. */
 
 typedef struct cand {
     int64_t sig, count, total, self;
