@@ -59,12 +59,7 @@ static void cm_run(bl_processor *p, cjob *j)
         err = pr_sql_err(p, "rollups upsert");
     if (!err && bl_wr_nodes_add(p->db, o->n_nodes, delta_node, o))
         err = pr_sql_err(p, "nodes upsert");
-    /* an app a re-symbolication left dirty is rebuilt here (store/rollups.h);
-     * a rebuild that fails (a malformed sketch written by a tool) must not
-     * stop ingest: the statements run inside a savepoint, undone; the app
-     * stays dirty (answers from method_stats) */
-    if (!err && bl_rollups_refresh(p->db, NULL))
-        pr_log("rebuilding slow-methods rollups failed: %s", bl_db_errmsg(p->db));
+    /* apps a re-symbolication left dirty are rebuilt by p->rb (rebuilder.h) */
     if (!err && p->o.test_commit_delay_ms)
         usleep((useconds_t)p->o.test_commit_delay_ms * 1000);
     if (!err && bl_db_commit(p->db))

@@ -29,6 +29,7 @@
 #include "pipeline/prep.h"
 #include "pipeline/processor.h"
 #include "pipeline/quota.h"
+#include "pipeline/rebuilder.h"
 #include "store/db.h"
 #include "store/writer.h"
 
@@ -169,6 +170,7 @@ struct bl_processor {
     pthread_t ck_thread;
     int ck_started, ck_due;
     pthread_cond_t ck_cv;
+    bl_rebuilder *rb; /* owned: the rollups rebuild thread (NULL: none) */
     /* done in this transaction: files to move once its COMMIT is durable
      * (writer only) */
     movelist moves;

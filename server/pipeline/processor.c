@@ -530,6 +530,14 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
             p->started = 1;
         }
     }
+    if (!err) {
+        /* rollups marked for a rebuild (a migration, a re-symbolication):
+         * rebuilt in the background, in steps (pipeline/rebuilder.h) */
+        char rberr[256];
+        if (bl_rebuilder_start(dbp, p, &p->rb, rberr, sizeof rberr) != BL_OK)
+            pr_log("no rollups rebuild thread (%s): slow-methods answers of apps marked "
+                   "for a rebuild come from method_stats", rberr);
+    }
     if (err) {
         bl_processor_stop(p);
         return err;
@@ -542,6 +550,7 @@ void bl_processor_stop(bl_processor *p)
 {
     if (!p)
         return;
+    bl_rebuilder_stop(p->rb); /* its step commits first: the writer's last commit never waits */
     if (p->started) {
         pthread_mutex_lock(&p->mu);
         p->stop = 1;

@@ -4,7 +4,6 @@
 #include "store/db.h"
 #include "store/internal.h"
 
-#include "store/rollups.h"
 #include "store/sqlfuncs.h"
 
 #include <errno.h>
@@ -224,18 +223,6 @@ bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, siz
             snprintf(errbuf, errlen, "%s: schema version %d, this program needs %d", path, v,
                      bl_db_schema_version());
             err = BL_EVERSION;
-        }
-    }
-    if (!err && !readonly) {
-        /* rollups of apps marked by a migration or left dirty: rebuilt now,
-         * before anyone reads them (store/rollups.h) */
-        if (bl_db_begin(db) || bl_rollups_refresh(db, NULL) || bl_db_commit(db)) {
-            /* not fatal: the app stays dirty and its slow-methods answers
-             * come from method_stats (exact, slower); the writer tries
-             * again at its next flush */
-            fprintf(stderr, "beatline-server: rebuilding slow-methods rollups failed: %s\n",
-                    sqlite3_errmsg(db->h));
-            bl_db_rollback(db);
         }
     }
     if (err) {

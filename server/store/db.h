@@ -22,7 +22,9 @@ typedef struct bl_db bl_db;
 /*
  * Opens (creating if needed) the database at `path`. A writable connection
  * applies pending migrations; a read-only one refuses a database whose
- * schema is older or newer than this program (BL_EVERSION). On error, a
+ * schema is older or newer than this program (BL_EVERSION). Opening does
+ * no other work: rollups a migration marked for a rebuild are rebuilt by
+ * the server's processor (store/rollups.h), not here. On error, a
  * message is written to errbuf. BL_EIO, BL_EVERSION, BL_ENOMEM.
  */
 bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, size_t errlen);

@@ -282,10 +282,13 @@ static void expired_row(void *ctx, size_t i, bl_wr_stat *out)
     out->sketch_len = e->row[i].len;
 }
 
-/* Whether the app of build `build_id` is marked for a rollups rebuild. */
+/* Whether the app of build `build_id` is marked for a rollups rebuild or
+ * being rebuilt. */
 static bl_err app_dirty(bl_db *db, int64_t build_id, int *dirty)
 {
     sqlite3_stmt *st = bl_db_stmt(db, "SELECT EXISTS (SELECT 1 FROM rollup_dirty WHERE app_id = "
+                                      "(SELECT app_id FROM builds WHERE id = ?1)) OR EXISTS "
+                                      "(SELECT 1 FROM rollup_rebuild WHERE app_id = "
                                       "(SELECT app_id FROM builds WHERE id = ?1))");
     if (!st)
         return BL_EIO;

@@ -16,8 +16,10 @@
 #define NO_MAX "9223372036854775807" /* sketch_q3 without clamping */
 #define APP_SCOPES "(scope = -?1 OR scope IN (SELECT id FROM builds WHERE app_id = ?1))"
 
-/* run in order for one app (?1) */
-static const char *const rebuild_sql[] = {
+/* Starting an app's rebuild (?1): its methods without identity get one,
+ * its mark goes and rollup_rebuild holds its cursor, at -1: its rollup
+ * rows are deleted first, in steps (wipe_sql), then its rows added. */
+static const char *const start_sql[] = {
     /* identities of the app's methods that have none yet */
     "INSERT INTO method_sigs(app_id, class, name, descriptor, source_file) "
     "SELECT DISTINCT ?1, m.class, m.name, m.descriptor, m.source_file FROM methods m "
@@ -27,43 +29,27 @@ static const char *const rebuild_sql[] = {
     "AND s.class = methods.class AND s.name = methods.name AND s.descriptor = methods.descriptor "
     "AND s.source_file = methods.source_file) "
     "WHERE sig IS NULL AND build_id IN (SELECT id FROM builds WHERE app_id = ?1)",
-    "DELETE FROM rollup_totals WHERE " APP_SCOPES,
-    "DELETE FROM rollup_days WHERE " APP_SCOPES,
     "DELETE FROM rollup_spans WHERE " APP_SCOPES,
-    "INSERT INTO rollup_days(scope, sig, day, main, count, total_us, self_us, max_us, q3, sketch) "
-    "SELECT -?1, m.sig, s.hour - ((s.hour % " DAY_US ") + " DAY_US ") % " DAY_US
-    " AS d, s.main, sum(s.count), sum(s.total_us), sum(s.self_us), max(s.max_us), x'', "
-    "sketch_union(s.sketch) FROM method_stats s JOIN builds b ON b.id = s.build_id "
-    "JOIN methods m ON m.id = s.method WHERE b.app_id = ?1 GROUP BY m.sig, d, s.main",
-    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
-    "SELECT s.build_id, m.sig, s.main, sum(s.count), sum(s.total_us), sum(s.self_us), "
-    "max(s.max_us), x'', sketch_union(s.sketch) FROM method_stats s "
-    "JOIN builds b ON b.id = s.build_id JOIN methods m ON m.id = s.method WHERE b.app_id = ?1 "
-    "GROUP BY s.build_id, m.sig, s.main",
-    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
-    "SELECT -?1, sig, main, sum(count), sum(total_us), sum(self_us), max(max_us), x'', "
-    "sketch_union(sketch) FROM rollup_days WHERE scope = -?1 GROUP BY sig, main",
-    /* both thread kinds */
-    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
-    "SELECT scope, sig, 2, sum(count), sum(total_us), sum(self_us), max(max_us), x'', "
-    "sketch_union(sketch) FROM rollup_totals WHERE " APP_SCOPES " GROUP BY scope, sig",
-    /* other threads alone are never asked for: main (1) and both (2) kept */
-    "DELETE FROM rollup_totals WHERE main = 0 AND " APP_SCOPES,
-    "UPDATE rollup_totals SET q3 = sketch_q3(sketch, max_us) WHERE " APP_SCOPES,
-    "UPDATE rollup_days SET q3 = sketch_q3(sketch, " NO_MAX ") WHERE scope = -?1",
-    "INSERT INTO rollup_spans(scope, first_hour, last_hour) "
-    "SELECT s.build_id, min(s.hour), max(s.hour) FROM method_stats s "
-    "JOIN builds b ON b.id = s.build_id WHERE b.app_id = ?1 GROUP BY s.build_id",
-    "INSERT INTO rollup_spans(scope, first_hour, last_hour) "
-    "SELECT -?1, min(first_hour), max(last_hour) FROM rollup_spans "
-    "WHERE scope IN (SELECT id FROM builds WHERE app_id = ?1) HAVING count(*) > 0",
     "DELETE FROM rollup_dirty WHERE app_id = ?1",
+    "INSERT INTO rollup_rebuild(app_id, build, method, main, hour) "
+    "VALUES (?1, -1, 0, 0, 0) ON CONFLICT DO UPDATE SET build = -1, method = 0, main = 0, "
+    "hour = 0",
+};
+
+/* Wiping: the rows of scope ?1 up to the sig of its ?2-th row (primary-key
+ * order; the last sig's rows go whole, a few more than ?2). */
+static const char *const wipe_sql[3] = {
+    "DELETE FROM rollup_totals WHERE scope = ?1 AND sig <= (SELECT max(sig) FROM "
+    "(SELECT sig FROM rollup_totals WHERE scope = ?1 ORDER BY sig LIMIT ?2))",
+    "DELETE FROM rollup_days WHERE scope = ?1 AND sig <= (SELECT max(sig) FROM "
+    "(SELECT sig FROM rollup_days WHERE scope = ?1 ORDER BY sig LIMIT ?2))",
+    "DELETE FROM rollup_hours WHERE scope = ?1 AND sig <= (SELECT max(sig) FROM "
+    "(SELECT sig FROM rollup_hours WHERE scope = ?1 ORDER BY sig LIMIT ?2))",
 };
 
 /* rows of builds that no longer exist */
 static const char *const orphans_sql[] = {
     "DELETE FROM rollup_totals WHERE scope > 0 AND scope NOT IN (SELECT id FROM builds)",
-    "DELETE FROM rollup_days WHERE scope > 0 AND scope NOT IN (SELECT id FROM builds)",
     "DELETE FROM rollup_spans WHERE scope > 0 AND scope NOT IN (SELECT id FROM builds)",
 };
 
@@ -72,9 +58,11 @@ static const char *const graveyard_sql[] = {
     "DELETE FROM rollup_totals WHERE scope = 0 OR scope IN (SELECT id FROM builds "
     "WHERE app_id = 0)",
     "DELETE FROM rollup_days WHERE scope = 0",
+    "DELETE FROM rollup_hours WHERE scope = 0",
     "DELETE FROM rollup_spans WHERE scope = 0 OR scope IN (SELECT id FROM builds "
     "WHERE app_id = 0)",
     "DELETE FROM rollup_dirty WHERE app_id = 0",
+    "DELETE FROM rollup_rebuild WHERE app_id = 0",
 };
 
 static bl_err run(bl_db *db, const char *sql, int64_t app)
@@ -87,53 +75,324 @@ static bl_err run(bl_db *db, const char *sql, int64_t app)
     return bl_db_step_done(st);
 }
 
-bl_err bl_rollups_refresh(bl_db *db, int *rebuilt)
+static bl_err add_rows(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx, int check);
+
+/* method_stats rows read by a rebuild step (blobs copied: owned) */
+typedef struct chunk {
+    bl_wr_stat *row;
+    size_t n, cap;
+    bl_buf blobs;
+    size_t *off;
+} chunk;
+
+static void chunk_row(void *ctx, size_t i, bl_wr_stat *out)
 {
+    const chunk *c = ctx;
+    *out = c->row[i];
+    out->sketch = c->blobs.data + c->off[i];
+}
+
+/* Deletes up to about *budget rows of app `app`'s old rollups (its totals,
+ * days and hours, its builds' totals), each table and scope in primary-key
+ * order, taking them off *budget; when none is left, its rebuild's cursor
+ * moves on to adding rows (build 0). */
+static bl_err wipe_step(bl_db *db, int64_t app, int64_t *budget)
+{
+    /* the scopes: the app's, then its builds' (totals only) */
+    int64_t *scope = NULL;
+    size_t n = 0, cap = 0;
+    bl_err err = BL_OK;
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT id FROM builds WHERE app_id = ?1 ORDER BY id");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, app);
+    int rc = SQLITE_ROW;
+    for (;;) {
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 64;
+            int64_t *g = realloc(scope, nc * sizeof *g);
+            if (!g) {
+                err = BL_ENOMEM;
+                break;
+            }
+            scope = g;
+            cap = nc;
+        }
+        if (!n) {
+            scope[n++] = -app;
+            continue;
+        }
+        if ((rc = sqlite3_step(st)) != SQLITE_ROW)
+            break;
+        scope[n++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_reset(st);
+    if (!err && rc != SQLITE_DONE)
+        err = BL_EIO;
+    int more = 0;
+    for (int t = 0; t < 3 && !err && !more; t++)
+        for (size_t i = 0; i < (t == 0 ? n : 1) && !err && !more; i++)
+            for (;;) {
+                if (*budget <= 0) {
+                    more = 1;
+                    break;
+                }
+                st = bl_db_stmt(db, wipe_sql[t]);
+                if (!st) {
+                    err = BL_EIO;
+                    break;
+                }
+                sqlite3_bind_int64(st, 1, scope[i]);
+                sqlite3_bind_int64(st, 2, *budget);
+                if ((err = bl_db_step_done(st)))
+                    break;
+                int gone = sqlite3_changes(bl_db_handle(db));
+                if (!gone)
+                    break;
+                *budget -= gone;
+            }
+    free(scope);
+    if (err || more)
+        return err;
+    return run(db, "UPDATE rollup_rebuild SET build = 0 WHERE app_id = ?1", app);
+}
+
+/* One step of app `app`'s rebuild from its cursor (rollup_rebuild): adds
+ * up to *budget of its method_stats rows after the cursor (in key order,
+ * builds by id), moves the cursor past them and takes them off *budget.
+ * The cursor (build, method, main, hour): build > 0, the rows of that
+ * build up to (method, main, hour) are in; build 0, the rows of builds up
+ * to id `method` are (0: none yet); build -1, the app's old rollup rows
+ * are being deleted (up to *budget rows of each table per step), none is
+ * in. *finished when none is left (its rollup_rebuild row then goes). */
+static bl_err rebuild_step(bl_db *db, int64_t app, int64_t *budget_, int *finished)
+{
+    int64_t budget = *budget_;
+    *finished = 0;
+    sqlite3_stmt *st =
+        bl_db_stmt(db, "SELECT build, method, main, hour FROM rollup_rebuild WHERE app_id = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, app);
+    int rc = sqlite3_step(st);
+    int64_t cur[4] = { 0, 0, 0, 0 };
+    for (int k = 0; rc == SQLITE_ROW && k < 4; k++)
+        cur[k] = sqlite3_column_int64(st, k);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW)
+        return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+    if (cur[0] == -1) /* wiping: rows deleted count as rows read */
+        return wipe_step(db, app, budget_);
+    chunk c;
+    memset(&c, 0, sizeof c);
+    bl_buf_init(&c.blobs, 0);
+    bl_err err = BL_OK;
+    /* cur[0] == 0: no build started yet (ids are > 0); else the rows of
+     * build cur[0] after (method, main, hour) = cur[1..3] are left */
+    while (!err && budget > 0) {
+        if (cur[0] == 0) {
+            st = bl_db_stmt(db, "SELECT min(id) FROM builds WHERE app_id = ?1 AND id > ?2");
+            if (!st) {
+                err = BL_EIO;
+                break;
+            }
+            sqlite3_bind_int64(st, 1, app);
+            sqlite3_bind_int64(st, 2, cur[1]); /* the last build done */
+            rc = sqlite3_step(st);
+            int none = rc != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL;
+            int64_t b = none ? 0 : sqlite3_column_int64(st, 0);
+            sqlite3_reset(st);
+            if (rc != SQLITE_ROW) {
+                err = BL_EIO;
+                break;
+            }
+            if (none) {
+                *finished = 1;
+                break;
+            }
+            cur[0] = b;
+            cur[1] = cur[2] = cur[3] = INT64_MIN;
+        }
+        st = bl_db_stmt(db, "SELECT method, main, hour, count, total_us, self_us, max_us, sketch "
+                            "FROM method_stats WHERE build_id = ?1 AND (method, main, hour) > "
+                            "(?2, ?3, ?4) ORDER BY method, main, hour LIMIT ?5");
+        if (!st) {
+            err = BL_EIO;
+            break;
+        }
+        for (int k = 0; k < 4; k++)
+            sqlite3_bind_int64(st, k + 1, cur[k]);
+        sqlite3_bind_int64(st, 5, budget);
+        c.n = 0;
+        bl_buf_reset(&c.blobs);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            if (c.n == c.cap) {
+                size_t nc = c.cap ? 2 * c.cap : 256;
+                bl_wr_stat *r = realloc(c.row, nc * sizeof *r);
+                if (r)
+                    c.row = r;
+                size_t *o = r ? realloc(c.off, nc * sizeof *o) : NULL;
+                if (o)
+                    c.off = o;
+                if (!r || !o) {
+                    err = BL_ENOMEM;
+                    break;
+                }
+                c.cap = nc;
+            }
+            bl_wr_stat *r = &c.row[c.n];
+            r->build_id = cur[0];
+            r->method = sqlite3_column_int64(st, 0);
+            r->main = sqlite3_column_int(st, 1);
+            r->hour = sqlite3_column_int64(st, 2);
+            r->count = sqlite3_column_int64(st, 3);
+            r->total_us = sqlite3_column_int64(st, 4);
+            r->self_us = sqlite3_column_int64(st, 5);
+            r->max_us = sqlite3_column_int64(st, 6);
+            const void *blob = sqlite3_column_blob(st, 7);
+            r->sketch_len = (size_t)sqlite3_column_bytes(st, 7);
+            c.off[c.n] = c.blobs.len;
+            if (r->sketch_len && (err = bl_buf_append(&c.blobs, blob, r->sketch_len)))
+                break;
+            c.n++;
+        }
+        if (!err && rc != SQLITE_DONE)
+            err = BL_EIO;
+        sqlite3_reset(st);
+        if (err)
+            break;
+        if (c.n && (err = add_rows(db, c.n, chunk_row, &c, 0)))
+            break;
+        budget -= (int64_t)c.n;
+        *budget_ = budget;
+        if (c.n) {
+            const bl_wr_stat *l = &c.row[c.n - 1];
+            cur[1] = l->method;
+            cur[2] = l->main;
+            cur[3] = l->hour;
+        }
+        if (budget > 0) { /* fewer than asked: the build is done */
+            cur[1] = cur[0];
+            cur[0] = 0;
+        }
+    }
+    free(c.row);
+    free(c.off);
+    bl_buf_cleanup(&c.blobs);
+    if (err)
+        return err;
+    if (*finished)
+        return run(db, "DELETE FROM rollup_rebuild WHERE app_id = ?1", app);
+    st = bl_db_stmt(db, "UPDATE rollup_rebuild SET build = ?2, method = ?3, main = ?4, "
+                        "hour = ?5 WHERE app_id = ?1");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, app);
+    for (int k = 0; k < 4; k++)
+        sqlite3_bind_int64(st, k + 2, cur[k]);
+    return bl_db_step_done(st);
+}
+
+bl_err bl_rollups_refresh_step(bl_db *db, int64_t budget, int *more, int *rebuilt)
+{
+    if (more)
+        *more = 0;
     if (rebuilt)
         *rebuilt = 0;
-    int64_t last = -1;
-    for (int n = 0;; n++) {
+    if (budget <= 0)
+        budget = INT64_MAX;
+    int64_t last_started = -1;
+    for (;;) {
+        /* marks first: a mark made during a rebuild starts it over */
         sqlite3_stmt *st = bl_db_stmt(db, "SELECT app_id FROM rollup_dirty LIMIT 1");
         if (!st)
             return BL_EIO;
         int rc = sqlite3_step(st);
         int64_t app = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
         sqlite3_reset(st);
-        if (rc == SQLITE_DONE) {
-            for (size_t i = 0; n && i < sizeof orphans_sql / sizeof *orphans_sql; i++)
-                if (run(db, orphans_sql[i], 0))
-                    return BL_EIO;
-            return BL_OK;
-        }
-        if (rc != SQLITE_ROW)
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
             return BL_EIO;
-        if (app == 0) { /* the graveyard of builds being deleted keeps none */
-            for (size_t i = 0; i < sizeof graveyard_sql / sizeof *graveyard_sql; i++)
-                if (run(db, graveyard_sql[i], 0))
+        if (rc == SQLITE_ROW) {
+            /* starting clears the mark: an app marked again at once would
+             * loop for ever */
+            if (app == last_started)
+                return BL_EIO;
+            last_started = app;
+            const char *const *sql = app ? start_sql : graveyard_sql;
+            size_t n = app ? sizeof start_sql / sizeof *start_sql
+                           : sizeof graveyard_sql / sizeof *graveyard_sql;
+            for (size_t i = 0; i < n; i++)
+                if (run(db, sql[i], app))
                     return BL_EIO;
-            last = app;
             continue;
         }
-        /* each rebuild clears its app's mark: an app dirty again right after
-         * its rebuild would loop for ever */
-        if (n > 0 && app == last)
+        if (budget <= 0) {
+            st = bl_db_stmt(db, "SELECT EXISTS (SELECT 1 FROM rollup_rebuild)");
+            if (!st)
+                return BL_EIO;
+            rc = sqlite3_step(st);
+            if (more && rc == SQLITE_ROW)
+                *more = sqlite3_column_int(st, 0);
+            sqlite3_reset(st);
+            return rc == SQLITE_ROW ? BL_OK : BL_EIO;
+        }
+        st = bl_db_stmt(db, "SELECT app_id FROM rollup_rebuild LIMIT 1");
+        if (!st)
             return BL_EIO;
-        last = app;
-        /* one app's rebuild is all or nothing (a savepoint): a failure
-         * leaves its old rows and its dirty mark, not half a rebuild */
+        rc = sqlite3_step(st);
+        app = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE)
+            return BL_OK;
+        if (rc != SQLITE_ROW)
+            return BL_EIO;
+        /* one step is all or nothing (a savepoint): a failure leaves the
+         * cursor where it was */
         if (bl_db_exec(db, "SAVEPOINT rollup_rebuild"))
             return BL_EIO;
-        for (size_t i = 0; i < sizeof rebuild_sql / sizeof *rebuild_sql; i++)
-            if (run(db, rebuild_sql[i], app)) {
-                bl_db_exec(db, "ROLLBACK TO rollup_rebuild");
-                bl_db_exec(db, "RELEASE rollup_rebuild");
-                return BL_EIO;
-            }
+        int finished = 0;
+        int64_t before = budget;
+        bl_err err = rebuild_step(db, app, &budget, &finished);
+        if (err) {
+            bl_db_exec(db, "ROLLBACK TO rollup_rebuild");
+            bl_db_exec(db, "RELEASE rollup_rebuild");
+            return err == BL_ENOMEM ? BL_ENOMEM : BL_EIO;
+        }
         if (bl_db_exec(db, "RELEASE rollup_rebuild"))
             return BL_EIO;
-        if (rebuilt)
-            (*rebuilt)++;
+        if (finished) {
+            for (size_t i = 0; i < sizeof orphans_sql / sizeof *orphans_sql; i++)
+                if (run(db, orphans_sql[i], 0))
+                    return BL_EIO;
+            if (rebuilt)
+                (*rebuilt)++;
+        }
+        if (before == INT64_MAX)
+            budget = INT64_MAX; /* unbounded */
     }
+}
+
+bl_err bl_rollups_pending(bl_db *db, int *pending)
+{
+    *pending = 0;
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT EXISTS (SELECT 1 FROM rollup_dirty) OR "
+                                      "EXISTS (SELECT 1 FROM rollup_rebuild)");
+    if (!st)
+        return BL_EIO;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *pending = sqlite3_column_int(st, 0);
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? BL_OK : BL_EIO;
+}
+
+bl_err bl_rollups_refresh(bl_db *db, int *rebuilt)
+{
+    int n;
+    bl_err err = bl_rollups_refresh_step(db, 0, NULL, &n);
+    if (rebuilt)
+        *rebuilt = err ? 0 : n;
+    return err;
 }
 
 /* A row is updated when it exists, else inserted: the percentiles (q3)
@@ -156,6 +415,17 @@ static const char days_upd_sql[] =
 static const char days_ins_sql[] =
     "INSERT INTO rollup_days(scope, sig, day, main, count, total_us, self_us, max_us, q3, sketch) "
     "VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, " NO_MAX "), ?8)";
+static const char hours_upd_sql[] =
+    "UPDATE rollup_hours SET count = count + ?4, total_us = total_us + ?5, "
+    "self_us = self_us + ?6, max_us = max(max_us, ?7), sketch = sketch_merge(sketch, ?8), "
+    "q3 = sketch_q3(sketch_merge(sketch, ?8), " NO_MAX ") "
+    "WHERE scope = ?1 AND sig = ?2 AND hour = ?9 AND main = ?3";
+static const char hours_ins_sql[] =
+    "INSERT INTO rollup_hours(scope, sig, hour, main, count, total_us, self_us, max_us, q3, "
+    "sketch) VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, " NO_MAX "), ?8)";
+/* by table: 0 rollup_totals, 1 rollup_days, 2 rollup_hours */
+static const char *const upd_sql[3] = { totals_upd_sql, days_upd_sql, hours_upd_sql };
+static const char *const ins_sql[3] = { totals_ins_sql, days_ins_sql, hours_ins_sql };
 static const char span_sql[] =
     "INSERT INTO rollup_spans(scope, first_hour, last_hour) VALUES (?, ?, ?) "
     "ON CONFLICT DO UPDATE SET first_hour = min(first_hour, excluded.first_hour), "
@@ -216,7 +486,7 @@ static bl_err add_stmt(bl_db *db, const char *sql, int64_t scope, int64_t sig, i
     sqlite3_bind_int64(st, 6, s->self_us);
     sqlite3_bind_int64(st, 7, s->max_us);
     sqlite3_bind_blob(st, 8, s->sketch, (int)s->sketch_len, SQLITE_STATIC);
-    if (sql == days_upd_sql || sql == days_ins_sql)
+    if (sql != totals_upd_sql && sql != totals_ins_sql)
         sqlite3_bind_int64(st, 9, day);
     int rc = sqlite3_step(st);
     *changed = sqlite3_changes(bl_db_handle(db));
@@ -224,22 +494,23 @@ static bl_err add_stmt(bl_db *db, const char *sql, int64_t scope, int64_t sig, i
     return rc == SQLITE_DONE ? BL_OK : BL_EIO;
 }
 
-/* kind: 0/1 the row's thread kind, 2 both; days: the app's day row */
-static bl_err upsert(bl_db *db, int days, int64_t scope, int64_t sig, int kind,
+/* kind: 0/1 the row's thread kind, 2 both; table: 0 totals, 1 the app's
+ * day row, 2 its hour row (day: the day's or hour's start) */
+static bl_err upsert(bl_db *db, int table, int64_t scope, int64_t sig, int kind,
                      const bl_wr_stat *s, int64_t day)
 {
     int changed;
-    if (add_stmt(db, days ? days_upd_sql : totals_upd_sql, scope, sig, kind, s, day, &changed))
+    if (add_stmt(db, upd_sql[table], scope, sig, kind, s, day, &changed))
         return BL_EIO;
     if (changed)
         return BL_OK;
-    return add_stmt(db, days ? days_ins_sql : totals_ins_sql, scope, sig, kind, s, day, &changed);
+    return add_stmt(db, ins_sql[table], scope, sig, kind, s, day, &changed);
 }
 
 /* One addition to a rollup row; a flush's additions are sorted by row and
  * merged, so each row is written once per flush. */
 typedef struct radd {
-    int table; /* 0 rollup_totals, 1 rollup_days */
+    int table; /* 0 rollup_totals, 1 rollup_days, 2 rollup_hours */
     int kind;
     int64_t scope, sig, day;
     int64_t count, total, self, max;
@@ -253,9 +524,11 @@ static int cmp_i(int64_t a, int64_t b)
 }
 
 /* The rollup rows one method_stats row `s` (of build `build`, app `app`,
- * identity `sig`) feeds, written to a[] (room for 5): the build's and the
+ * identity `sig`) feeds, written to a[] (room for FAN): the build's and the
  * app's totals for both kinds (2) and, on the main thread, for the main
- * thread (1); the app's day (UTC, µs) for its own kind. Returns how many. */
+ * thread (1); the app's day (UTC, µs) and hour for its own kind. Returns
+ * how many. */
+#define FAN 7
 static size_t fan_out(radd *a, const bl_wr_stat *s, int64_t build, int64_t app, int64_t sig)
 {
     size_t na = 0;
@@ -272,10 +545,22 @@ static size_t fan_out(radd *a, const bl_wr_stat *s, int64_t build, int64_t app, 
         r.kind = 2;
         a[na++] = r;
     }
-    r.table = 1;
+    /* the app's day: both kinds (2) and, on the main thread, the main
+     * thread (1), as the totals (a query reads one of them); its hour: the
+     * row's own kind, as method_stats (hours are read at a range's edges
+     * only: fewer and smaller rows) */
     r.scope = -app;
-    r.kind = kind;
+    r.table = 1;
     r.day = s->hour - ((s->hour % 86400000000ll) + 86400000000ll) % 86400000000ll;
+    if (kind == 1) {
+        r.kind = 1;
+        a[na++] = r;
+    }
+    r.kind = 2;
+    a[na++] = r;
+    r.table = 2;
+    r.kind = kind;
+    r.day = s->hour;
     a[na++] = r;
     return na;
 }
@@ -290,21 +575,58 @@ static int cmp_radd(const void *pa, const void *pb)
     return cmp_i(a->day, b->day);
 }
 
-static bl_err lookups(bl_db *db, const bl_wr_stat *s, int64_t *build, int64_t *app, int64_t *sig)
+/* What the writer's rows of one build do to the rollups (add_rows with
+ * check): mode 0 added; 1 skipped (the app is marked for a rebuild, which
+ * clears its rollups first, or is the graveyard app 0); 2 added when at or
+ * before the app's rebuild cursor cur[] (rollup_rebuild). */
+typedef struct bstate {
+    int64_t build, app;
+    int mode;
+    int64_t cur[4];
+} bstate;
+
+static bl_err build_state(bl_db *db, int64_t build, bstate *b)
+{
+    sqlite3_stmt *st = bl_db_stmt(
+        db, "SELECT b.app_id, EXISTS (SELECT 1 FROM rollup_dirty d WHERE d.app_id = b.app_id), "
+            "r.app_id IS NOT NULL, r.build, r.method, r.main, r.hour FROM builds b "
+            "LEFT JOIN rollup_rebuild r ON r.app_id = b.app_id WHERE b.id = ?");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, build);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        b->build = build;
+        b->app = sqlite3_column_int64(st, 0);
+        b->mode = !b->app || sqlite3_column_int(st, 1) ? 1 : sqlite3_column_int(st, 2) ? 2 : 0;
+        for (int k = 0; k < 4; k++)
+            b->cur[k] = sqlite3_column_int64(st, 3 + k);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? BL_OK : BL_EIO;
+}
+
+/* Whether row s is in the rollups of an app being rebuilt (rebuild_step's
+ * cursor): the later rows are still to be read by the rebuild. */
+static int before_cursor(const bstate *b, const bl_wr_stat *s)
+{
+    const int64_t *c = b->cur;
+    if (c[0] == -1) /* its old rows are being deleted: none yet */
+        return 0;
+    if (c[0] == 0) /* builds up to id c[1] done */
+        return s->build_id <= c[1];
+    if (s->build_id != c[0])
+        return s->build_id < c[0];
+    if (s->method != c[1])
+        return s->method < c[1];
+    if (s->main != c[2])
+        return s->main < c[2];
+    return s->hour <= c[3];
+}
+
+static bl_err lookups(bl_db *db, const bl_wr_stat *s, int64_t app, int64_t *sig)
 {
     int rc;
-    if (s->build_id != *build || !*app) {
-        sqlite3_stmt *st = bl_db_stmt(db, "SELECT app_id FROM builds WHERE id = ?");
-        if (!st)
-            return BL_EIO;
-        sqlite3_bind_int64(st, 1, s->build_id);
-        rc = sqlite3_step(st);
-        *app = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW)
-            return BL_EIO;
-        *build = s->build_id;
-    }
     sqlite3_stmt *st = bl_db_stmt(db, "SELECT sig FROM methods WHERE id = ?");
     if (!st)
         return BL_EIO;
@@ -323,7 +645,7 @@ static bl_err lookups(bl_db *db, const bl_wr_stat *s, int64_t *build, int64_t *a
                         "WHERE id = ?2 ON CONFLICT DO NOTHING");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, *app);
+    sqlite3_bind_int64(st, 1, app);
     sqlite3_bind_int64(st, 2, s->method);
     rc = sqlite3_step(st);
     sqlite3_reset(st);
@@ -335,7 +657,7 @@ static bl_err lookups(bl_db *db, const bl_wr_stat *s, int64_t *build, int64_t *a
                         "AND s.source_file = methods.source_file) WHERE id = ?2 RETURNING sig");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, *app);
+    sqlite3_bind_int64(st, 1, app);
     sqlite3_bind_int64(st, 2, s->method);
     rc = sqlite3_step(st);
     null_sig = rc != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL;
@@ -346,15 +668,20 @@ static bl_err lookups(bl_db *db, const bl_wr_stat *s, int64_t *build, int64_t *a
 
 bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
 {
+    return add_rows(db, n, row, ctx, 1);
+}
+
+/* check: the writer's rows (added per bstate); 0: a rebuild's own rows */
+static bl_err add_rows(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx, int check)
+{
     if (!n)
         return BL_OK;
-    int64_t build = 0, app = 0;
+    bstate bs = { 0, 0, 0, { 0, 0, 0, 0 } };
     span sp[SPANS];
     int n_sp = 0;
-    /* at most 5 additions per row */
-    if (n > SIZE_MAX / 5 / sizeof(radd))
+    if (n > SIZE_MAX / FAN / sizeof(radd))
         return BL_ENOMEM;
-    radd *a = malloc(5 * n * sizeof *a);
+    radd *a = malloc(FAN * n * sizeof *a);
     if (!a)
         return BL_ENOMEM;
     size_t na = 0;
@@ -362,11 +689,20 @@ bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
     for (size_t i = 0; i < n && !err; i++) {
         bl_wr_stat s;
         row(ctx, i, &s);
-        int64_t sig;
-        if ((err = lookups(db, &s, &build, &app, &sig)))
+        if (s.build_id != bs.build && (err = build_state(db, s.build_id, &bs)))
             break;
-        na += fan_out(a + na, &s, build, app, sig);
-        if (span_note(db, sp, &n_sp, build, s.hour) || span_note(db, sp, &n_sp, -app, s.hour))
+        if (check && (bs.mode == 1 || (bs.mode == 2 && !before_cursor(&bs, &s))))
+            continue;
+        if (!bs.app) { /* a rebuild of app 0 does not happen (graveyard_sql) */
+            err = BL_EIO;
+            break;
+        }
+        int64_t sig;
+        if ((err = lookups(db, &s, bs.app, &sig)))
+            break;
+        na += fan_out(a + na, &s, s.build_id, bs.app, sig);
+        if (span_note(db, sp, &n_sp, s.build_id, s.hour) ||
+            span_note(db, sp, &n_sp, -bs.app, s.hour))
             err = BL_EIO;
     }
     if (!err)
@@ -419,10 +755,15 @@ static const char totals_get_sql[] =
 static const char days_get_sql[] =
     "SELECT count, total_us, self_us, max_us, sketch FROM rollup_days "
     "WHERE scope = ?1 AND sig = ?2 AND day = ?9 AND main = ?3";
+static const char hours_get_sql[] =
+    "SELECT count, total_us, self_us, max_us, sketch FROM rollup_hours "
+    "WHERE scope = ?1 AND sig = ?2 AND hour = ?9 AND main = ?3";
 static const char totals_del_sql[] =
     "DELETE FROM rollup_totals WHERE scope = ?1 AND sig = ?2 AND main = ?3";
 static const char days_del_sql[] =
     "DELETE FROM rollup_days WHERE scope = ?1 AND sig = ?2 AND day = ?9 AND main = ?3";
+static const char hours_del_sql[] =
+    "DELETE FROM rollup_hours WHERE scope = ?1 AND sig = ?2 AND hour = ?9 AND main = ?3";
 /* ?4 count, ?5 total, ?6 self, ?7 max, ?8 sketch: the new figures */
 static const char totals_set_sql[] =
     "UPDATE rollup_totals SET count = ?4, total_us = ?5, self_us = ?6, max_us = ?7, "
@@ -431,20 +772,32 @@ static const char days_set_sql[] =
     "UPDATE rollup_days SET count = ?4, total_us = ?5, self_us = ?6, max_us = ?7, "
     "sketch = ?8, q3 = sketch_q3(?8, " NO_MAX ") "
     "WHERE scope = ?1 AND sig = ?2 AND day = ?9 AND main = ?3";
+static const char hours_set_sql[] =
+    "UPDATE rollup_hours SET count = ?4, total_us = ?5, self_us = ?6, max_us = ?7, "
+    "sketch = ?8, q3 = sketch_q3(?8, " NO_MAX ") "
+    "WHERE scope = ?1 AND sig = ?2 AND hour = ?9 AND main = ?3";
 /* the largest max left, when the subtracted rows held the row's max:
  * an app's day from its builds' method_stats hours of that day (the
  * methods_sig index, then the method_stats key); a build's total from its
  * method_stats rows of the identity; an app's total from its days */
 static const char days_max_sql[] =
     "SELECT max(s.max_us) FROM methods m JOIN builds b ON b.id = m.build_id "
+    "JOIN method_stats s ON s.build_id = m.build_id AND s.method = m.id "
+    "AND s.hour >= ?9 AND s.hour < ?9 + " DAY_US " WHERE m.sig = ?2 AND b.app_id = -?1 "
+    "AND (?3 = 2 OR s.main = 1)";
+static const char hours_max_sql[] =
+    "SELECT max(s.max_us) FROM methods m JOIN builds b ON b.id = m.build_id "
     "JOIN method_stats s ON s.build_id = m.build_id AND s.method = m.id AND s.main = ?3 "
-    "AND s.hour >= ?9 AND s.hour < ?9 + " DAY_US " WHERE m.sig = ?2 AND b.app_id = -?1";
+    "AND s.hour = ?9 WHERE m.sig = ?2 AND b.app_id = -?1";
 static const char build_max_sql[] =
     "SELECT max(s.max_us) FROM methods m JOIN method_stats s ON s.build_id = m.build_id "
     "AND s.method = m.id WHERE m.build_id = ?1 AND m.sig = ?2 AND (?3 = 2 OR s.main = 1)";
 static const char app_max_sql[] =
-    "SELECT max(max_us) FROM rollup_days WHERE scope = ?1 AND sig = ?2 "
-    "AND (?3 = 2 OR main = 1)";
+    "SELECT max(max_us) FROM rollup_days WHERE scope = ?1 AND sig = ?2 AND main = ?3";
+/* by table: 0 rollup_totals, 1 rollup_days, 2 rollup_hours */
+static const char *const get_sql[3] = { totals_get_sql, days_get_sql, hours_get_sql };
+static const char *const del_sql[3] = { totals_del_sql, days_del_sql, hours_del_sql };
+static const char *const set_sql[3] = { totals_set_sql, days_set_sql, hours_set_sql };
 
 static sqlite3_stmt *key_stmt(bl_db *db, const char *sql, int64_t scope, int64_t sig, int kind,
                               int64_t day)
@@ -475,10 +828,10 @@ static bl_err mark_dirty(bl_db *db, int64_t app)
 /* Subtracts s (merged figures of deleted rows) from one rollup row.
  * BL_EINVAL when the row does not hold them (the rollups are not what
  * method_stats held: the caller marks the app dirty). tmp: scratch. */
-static bl_err sub_one(bl_db *db, int days, int64_t scope, int64_t sig, int kind, int64_t day,
+static bl_err sub_one(bl_db *db, int table, int64_t scope, int64_t sig, int kind, int64_t day,
                       const bl_wr_stat *s, bl_buf *tmp)
 {
-    sqlite3_stmt *st = key_stmt(db, days ? days_get_sql : totals_get_sql, scope, sig, kind, day);
+    sqlite3_stmt *st = key_stmt(db, get_sql[table], scope, sig, kind, day);
     if (!st)
         return BL_EIO;
     int rc = sqlite3_step(st);
@@ -505,7 +858,10 @@ static bl_err sub_one(bl_db *db, int days, int64_t scope, int64_t sig, int kind,
     /* count 0 may be left by rows of calls still running only: whether
      * rows are left is what the max query tells (NULL: none) */
     if (count == 0 || s->max_us == max) { /* the max may have gone with the rows */
-        const char *sql = days ? days_max_sql : scope > 0 ? build_max_sql : app_max_sql;
+        const char *sql = table == 1   ? days_max_sql
+                          : table == 2 ? hours_max_sql
+                          : scope > 0  ? build_max_sql
+                                       : app_max_sql;
         st = key_stmt(db, sql, scope, sig, kind, day);
         if (!st)
             return BL_EIO;
@@ -518,7 +874,7 @@ static bl_err sub_one(bl_db *db, int days, int64_t scope, int64_t sig, int kind,
         if (none && count)
             return BL_EINVAL; /* count left but no row */
         if (none) { /* nothing left behind the row */
-            st = key_stmt(db, days ? days_del_sql : totals_del_sql, scope, sig, kind, day);
+            st = key_stmt(db, del_sql[table], scope, sig, kind, day);
             if (!st)
                 return BL_EIO;
             rc = sqlite3_step(st);
@@ -526,7 +882,7 @@ static bl_err sub_one(bl_db *db, int days, int64_t scope, int64_t sig, int kind,
             return rc == SQLITE_DONE ? BL_OK : BL_EIO;
         }
     }
-    st = key_stmt(db, days ? days_set_sql : totals_set_sql, scope, sig, kind, day);
+    st = key_stmt(db, set_sql[table], scope, sig, kind, day);
     if (!st)
         return BL_EIO;
     sqlite3_bind_int64(st, 4, count);
@@ -549,6 +905,7 @@ static bl_err sub_lookups(bl_db *db, const bl_wr_stat *s, int64_t *build, int64_
     if (s->build_id != *build) {
         sqlite3_stmt *st = bl_db_stmt(
             db, "SELECT b.app_id, EXISTS (SELECT 1 FROM rollup_dirty d WHERE d.app_id = b.app_id) "
+                "OR EXISTS (SELECT 1 FROM rollup_rebuild r WHERE r.app_id = b.app_id) "
                 "FROM builds b WHERE b.id = ?");
         if (!st)
             return BL_EIO;
@@ -584,9 +941,9 @@ bl_err bl_rollups_sub(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
 {
     if (!n)
         return BL_OK;
-    if (n > SIZE_MAX / 5 / sizeof(radd))
+    if (n > SIZE_MAX / FAN / sizeof(radd))
         return BL_ENOMEM;
-    radd *a = malloc(5 * n * sizeof *a);
+    radd *a = malloc(FAN * n * sizeof *a);
     if (!a)
         return BL_ENOMEM;
     size_t na = 0;
@@ -606,8 +963,9 @@ bl_err bl_rollups_sub(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
     bl_buf_init(&m[0], 0);
     bl_buf_init(&m[1], 0);
     bl_buf_init(&tmp, 0);
-    /* the days first: an app total's max is recomputed from them */
-    for (int pass = 1; pass >= 0 && !err; pass--) {
+    /* the hours and days first: an app total's max is recomputed from the
+     * days */
+    for (int pass = 2; pass >= 0 && !err; pass--) {
         for (size_t i = 0; i < na && !err;) {
             size_t j = i + 1;
             while (j < na && !cmp_radd(&a[i], &a[j]))
@@ -677,12 +1035,14 @@ bl_err bl_rollups_expired(bl_db *db, int64_t build_id, int64_t before_hour)
         "UPDATE rollup_spans SET first_hour = max(first_hour, ?2) WHERE scope = ?1",
         "DELETE FROM rollup_spans WHERE scope = -(SELECT app_id FROM builds WHERE id = ?1) "
         "AND NOT EXISTS (SELECT 1 FROM rollup_dirty d JOIN builds b ON b.app_id = d.app_id "
-        "WHERE b.id = ?1)",
+        "WHERE b.id = ?1) AND NOT EXISTS (SELECT 1 FROM rollup_rebuild r "
+        "JOIN builds b ON b.app_id = r.app_id WHERE b.id = ?1)",
         "INSERT INTO rollup_spans(scope, first_hour, last_hour) "
         "SELECT -b.app_id, min(p.first_hour), max(p.last_hour) FROM builds b "
         "JOIN builds o ON o.app_id = b.app_id JOIN rollup_spans p ON p.scope = o.id "
         "WHERE b.id = ?1 AND b.app_id <> 0 AND NOT EXISTS "
-        "(SELECT 1 FROM rollup_dirty d WHERE d.app_id = b.app_id) "
+        "(SELECT 1 FROM rollup_dirty d WHERE d.app_id = b.app_id) AND NOT EXISTS "
+        "(SELECT 1 FROM rollup_rebuild r WHERE r.app_id = b.app_id) "
         "GROUP BY b.app_id ON CONFLICT DO NOTHING",
     };
     for (size_t i = 0; i < sizeof sql / sizeof *sql; i++) {

@@ -5,15 +5,15 @@
  * sig order, from rollup_totals when the selected hours cover all of the
  * scope's (build's or app's) data — one row per sig with its percentiles
  * precomputed, no sketch read; else, for an app, from rollup_days for
- * the whole days inside the range plus method_stats for the hours at its
- * edges, and for a build from its method_stats hours. Each sig's rows are merged
- * into one dense sketch (agg/sketch.h: the same buckets, hence the same
+ * the whole days inside the range plus rollup_hours for the hours at its
+ * edges (ranged(), in two passes, below), and for a build from its
+ * method_stats hours. Each sig's rows are merged into one dense sketch (agg/sketch.h: the same buckets, hence the same
  * percentiles, as merging every method_stats row), and a heap keeps the best
  * `limit` groups; names are read only for groups that enter it. Memory:
  * one dense sketch (30 KiB) and `limit` rows.
  *
  * Reference path (bl_slow_methods_scan, and the fast path's answer while the
- * app's rollups are dirty): one SQL statement over method_stats. Sort and
+ * app's rollups are marked or being rebuilt): one SQL statement over method_stats. Sort and
  * limit happen in SQL (ORDER BY … LIMIT keeps only `limit` rows while the
  * groups stream by); the percentile sorts compute each group's quantile from
  * its merged sketch (store/sqlfuncs.h), clamped to the exact max as the row
@@ -117,16 +117,6 @@ bl_err bl_slow_methods_scan(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, vo
 static const char totals_sql[] =
     "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_totals "
     "WHERE scope = ?1 AND main = ?2 ORDER BY sig";
-/* two texts (the statement cache is keyed by the text's address): the
- * hours before and after the whole days are read at the same time */
-#define HOURS_SQL(tag)                                                                         \
-    "SELECT m.sig, s.count, s.total_us, s.self_us, s.max_us, s.sketch "                        \
-    "FROM method_stats s INDEXED BY method_stats_hour JOIN builds b ON b.id = s.build_id "    \
-    "JOIN methods m ON m.id = s.method "                                                        \
-    "WHERE b.app_id = ?1 AND (?2 = 0 OR s.main = 1) AND (?5 IS NULL OR s.build_id = ?5) "      \
-    "AND s.hour >= ?3 AND s.hour < ?4 ORDER BY m.sig /* " tag " */"
-static const char hours_a_sql[] = HOURS_SQL("before");
-static const char hours_b_sql[] = HOURS_SQL("after");
 /* a build's hours: its primary-key range (+s.hour keeps SQLite off the
  * hour index, which holds every build's rows) */
 static const char build_hours_sql[] =
@@ -322,44 +312,49 @@ static bl_err emit(topk *t, bl_err err, bl_slow_cb cb, void *ctx)
 
 
 /* ---- an app's time range: whole days from rollup_days, hours at the edges
- * from method_stats, in two passes.
+ * from rollup_hours (all builds per hour), in two passes.
  *
- * Pass 1 reads figures only (the covering index rollup_days_figures, no
- * sketch pages) and each day row's precomputed percentiles (q3, not
- * clamped), merging them per sig: exact count, sums and max, and for the
- * percentile sorts bounds of the merged percentile — a quantile of merged
- * histograms lies between the smallest and the largest quantile of the
- * parts (at the rank ceil(q·n) of the whole, every part's cumulative count
- * is below its own rank before the smallest part quantile and at or above it
- * from the largest on). The edge hours' rows give theirs from their
- * sketches, and their figures and merged sketch are kept for pass 2. Pass 2
- * takes the groups by descending upper bound (the exact key for the other
- * sorts), merges their day sketches (one primary-key range each) and edge
- * sketch exactly and offers them to the heap, and stops once the heap is
- * full and the next bound is below its worst key. Memory: 96 bytes per
- * method of the range, the edge hours' merged sketches, and the heap. */
+ * Pass 1 reads figures only, through the time-major covering indexes
+ * rollup_days_figures and rollup_hours_figures (the range's entries and
+ * nothing else, no sketch pages): count, µs sums, max and each row's
+ * precomputed percentiles (q3, not clamped), merged per sig in a hash
+ * table: exact count, sums and max, and for the percentile sorts bounds of
+ * the merged percentile — a quantile of merged histograms lies between the
+ * smallest and the largest quantile of the parts (at the rank ceil(q·n) of
+ * the whole, every part's cumulative count is below its own rank before
+ * the smallest part quantile and at or above it from the largest on).
+ * Pass 2 takes the groups by descending upper bound (the exact key for the
+ * other sorts), merges their day and hour sketches (primary-key ranges of
+ * the sig) exactly and offers them to the heap, and stops once the heap is
+ * full and the next bound is below its worst key. Memory: about 200 bytes
+ * per method of the range (a 64-byte group in the hash table, at most half
+ * full, and again in the sorted array), one dense sketch and the heap. */
 
 typedef struct cand {
     int64_t sig, count, total, self;
-    uint64_t max, lo, hi; /* bounds of the sort key */
-    /* the edge hours' part: figures and merged sketch (owned, NULL: none) */
-    int64_t e_count, e_total, e_self;
-    uint64_t e_max;
-    char *e_blob;
-    size_t e_len;
+    uint64_t max, lo, hi; /* lo, hi: bounds of the sort key */
+    int bad;              /* a malformed q3: left out, as the reference does */
 } cand;
 
+/* figures of the range: ?1 scope, [?3, ?4) days or hours; ?2 the thread
+ * kind of the days (2 both, 1 main thread), of the hours (0: both kinds,
+ * 0 and 1; 1 main thread) */
 static const char days_fig_sql[] =
     "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_days "
     "INDEXED BY rollup_days_figures "
-    "WHERE scope = ?1 AND main = ?2 AND day >= ?3 AND day < ?4 ORDER BY sig";
-static const char days_fig0_sql[] =
-    "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_days "
-    "INDEXED BY rollup_days_figures "
-    "WHERE scope = ?1 AND main = ?2 AND day >= ?3 AND day < ?4 ORDER BY sig /* other */";
+    "WHERE scope = ?1 AND main = ?2 AND day >= ?3 AND day < ?4";
+static const char hours_fig_sql[] =
+    "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_hours "
+    "INDEXED BY rollup_hours_figures "
+    "WHERE scope = ?1 AND main IN (?2, 1) AND hour >= ?3 AND hour < ?4";
+/* one sig's sketches: ?1 scope, ?2 sig, [?3, ?4), ?5 thread kind (as
+ * above) */
 static const char days_sig_sql[] =
-    "SELECT count, total_us, self_us, max_us, sketch FROM rollup_days "
-    "WHERE scope = ?1 AND sig = ?2 AND day >= ?3 AND day < ?4 AND (?5 = 0 OR main = 1)";
+    "SELECT sketch FROM rollup_days "
+    "WHERE scope = ?1 AND sig = ?2 AND day >= ?3 AND day < ?4 AND main = ?5";
+static const char hours_sig_sql[] =
+    "SELECT sketch FROM rollup_hours "
+    "WHERE scope = ?1 AND sig = ?2 AND hour >= ?3 AND hour < ?4 AND main IN (?5, 1)";
 
 static int quantile_ix(bl_slow_sort s)
 {
@@ -382,148 +377,136 @@ static int cmp_cand(const void *a, const void *b)
     return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
 }
 
-/* Adds one row (count, total, self, max, sketch at columns c..c+4) to e and
- * sk. 1 when the sketch is malformed. */
-static int add_row(sqlite3_stmt *st, int c, ent *e, bl_sketch *sk, bl_err *err)
+/* open addressing by sig (> 0; 0 marks a free slot), capacity a power of 2 */
+typedef struct cmap {
+    cand *slot;
+    size_t n, cap;
+} cmap;
+
+static uint64_t mix(int64_t sig)
 {
-    e->r.count += sqlite3_column_int64(st, c);
-    e->r.total_us += sqlite3_column_int64(st, c + 1);
-    e->r.self_us += sqlite3_column_int64(st, c + 2);
-    uint64_t mx = (uint64_t)sqlite3_column_int64(st, c + 3);
-    if (mx > e->r.max_us)
-        e->r.max_us = mx;
-    const void *blob = sqlite3_column_blob(st, c + 4);
-    bl_err be = blob ? bl_sketch_merge_blob(sk, blob, (size_t)sqlite3_column_bytes(st, c + 4))
-                     : BL_OK;
-    if (be == BL_ENOMEM)
-        *err = be;
-    return be && be != BL_ENOMEM;
+    uint64_t x = (uint64_t)sig * 0x9E3779B97F4A7C15ull;
+    return x ^ (x >> 29);
 }
 
+/* The group of sig, created empty when new; NULL when out of memory. */
+static cand *cmap_get(cmap *m, int64_t sig)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        size_t nc = m->cap ? 2 * m->cap : 4096;
+        cand *ns = calloc(nc, sizeof *ns);
+        if (!ns)
+            return NULL;
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->slot[i].sig) {
+                size_t j = mix(m->slot[i].sig) & (nc - 1);
+                while (ns[j].sig)
+                    j = (j + 1) & (nc - 1);
+                ns[j] = m->slot[i];
+            }
+        free(m->slot);
+        m->slot = ns;
+        m->cap = nc;
+    }
+    size_t j = mix(sig) & (m->cap - 1);
+    while (m->slot[j].sig && m->slot[j].sig != sig)
+        j = (j + 1) & (m->cap - 1);
+    if (!m->slot[j].sig) {
+        m->slot[j] = (cand){ sig, 0, 0, 0, 0, UINT64_MAX, 0, 0 };
+        m->n++;
+    }
+    return &m->slot[j];
+}
+
+/* Pass 1 over one statement's rows (bound by the caller). */
+static bl_err gather(sqlite3_stmt *st, int qi, cmap *m)
+{
+    int rc;
+    bl_err err = BL_OK;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        cand *k = cmap_get(m, sqlite3_column_int64(st, 0));
+        if (!k) {
+            err = BL_ENOMEM;
+            break;
+        }
+        int64_t n = sqlite3_column_int64(st, 1);
+        k->count += n;
+        k->total += sqlite3_column_int64(st, 2);
+        k->self += sqlite3_column_int64(st, 3);
+        uint64_t mx = (uint64_t)sqlite3_column_int64(st, 4);
+        k->max = mx > k->max ? mx : k->max;
+        if (qi >= 0) {
+            const uint8_t *b = sqlite3_column_blob(st, 5);
+            if (sqlite3_column_bytes(st, 5) != 24 || !b) {
+                k->bad = 1;
+            } else if (n > 0) { /* rows with no finished call hold no value */
+                uint64_t v = get_u64(b + 8 * qi);
+                k->lo = v < k->lo ? v : k->lo;
+                k->hi = v > k->hi ? v : k->hi;
+            }
+        }
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = BL_EIO;
+    sqlite3_reset(st);
+    return err;
+}
+
+/* Merges the sketches of one statement's rows into sk. 1: one is
+ * malformed. */
+static int merge_sketches(sqlite3_stmt *st, bl_sketch *sk, bl_err *err)
+{
+    int rc, bad = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const void *b = sqlite3_column_blob(st, 0);
+        bl_err be = b ? bl_sketch_merge_blob(sk, b, (size_t)sqlite3_column_bytes(st, 0)) : BL_OK;
+        if (be == BL_ENOMEM) {
+            *err = be;
+            break;
+        }
+        bad |= be != BL_OK;
+    }
+    if (!*err && rc != SQLITE_DONE && rc != SQLITE_ROW)
+        *err = BL_EIO;
+    sqlite3_reset(st);
+    return bad;
+}
+
+/* [d0, d1): whole days (d0 >= d1: none); edges[0..n_e): hour ranges. */
 static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
                      int64_t edges[2][2], int n_e, bl_slow_cb cb, void *ctx)
 {
     int qi = quantile_ix(q->sort);
     int64_t scope = -q->app_id;
-    src s[4];
-    int n_src = 0;
+    int kind = q->main_only ? 1 : 2;
+    cmap m = { NULL, 0, 0 };
     bl_err err = BL_OK;
-    for (int m = q->main_only ? 1 : 0; m < 2; m++) {
-        s[n_src].st = bl_db_stmt(db, m ? days_fig_sql : days_fig0_sql);
-        if (!s[n_src].st)
-            err = BL_EIO;
-        else {
-            sqlite3_bind_int64(s[n_src].st, 1, scope);
-            sqlite3_bind_int(s[n_src].st, 2, m);
-            sqlite3_bind_int64(s[n_src].st, 3, d0);
-            sqlite3_bind_int64(s[n_src].st, 4, d1);
-            n_src++;
-        }
-    }
-    const char *hs[2] = { hours_a_sql, hours_b_sql };
-    int first_edge = n_src;
-    for (int i = 0; i < n_e && !err; i++) {
-        s[n_src].st = bl_db_stmt(db, hs[i]);
-        if (!s[n_src].st) {
-            err = BL_EIO;
-            break;
-        }
-        sqlite3_bind_int64(s[n_src].st, 1, q->app_id);
-        sqlite3_bind_int(s[n_src].st, 2, q->main_only ? 1 : 0);
-        sqlite3_bind_int64(s[n_src].st, 3, edges[i][0]);
-        sqlite3_bind_int64(s[n_src].st, 4, edges[i][1]);
-        n_src++;
-    }
-    for (int i = 0; i < n_src && !err; i++) {
-        int rc = sqlite3_step(s[i].st);
-        s[i].live = rc == SQLITE_ROW;
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-            err = BL_EIO;
-    }
+
     /* pass 1 */
-    cand *c = NULL;
-    size_t n_c = 0, cap_c = 0;
-    bl_sketch sk, esk;
-    bl_sketch_init(&sk);
-    bl_sketch_init(&esk);
-    static const double qs[3] = { 0.50, 0.90, 0.99 };
-    while (!err) {
-        int64_t sig = INT64_MAX;
-        int any = 0;
-        for (int i = 0; i < n_src; i++)
-            if (s[i].live) {
-                int64_t v = sqlite3_column_int64(s[i].st, 0);
-                if (!any || v < sig)
-                    sig = v;
-                any = 1;
-            }
-        if (!any)
-            break;
-        cand k = { sig, 0, 0, 0, 0, UINT64_MAX, 0, 0, 0, 0, 0, NULL, 0 };
-        int bad = 0;
-        bl_sketch_reset(&esk);
-        for (int i = 0; i < n_src && !err; i++) {
-            while (s[i].live && sqlite3_column_int64(s[i].st, 0) == sig) {
-                sqlite3_stmt *x = s[i].st;
-                k.count += sqlite3_column_int64(x, 1);
-                k.total += sqlite3_column_int64(x, 2);
-                k.self += sqlite3_column_int64(x, 3);
-                uint64_t mx = (uint64_t)sqlite3_column_int64(x, 4);
-                k.max = mx > k.max ? mx : k.max;
-                if (i >= first_edge) {
-                    k.e_count += sqlite3_column_int64(x, 1);
-                    k.e_total += sqlite3_column_int64(x, 2);
-                    k.e_self += sqlite3_column_int64(x, 3);
-                    k.e_max = mx > k.e_max ? mx : k.e_max;
-                    const void *b = sqlite3_column_blob(x, 5);
-                    bl_err be = b ? bl_sketch_merge_blob(&esk, b, (size_t)sqlite3_column_bytes(x, 5))
-                                  : BL_OK;
-                    if (be == BL_ENOMEM)
-                        err = be;
-                    bad |= be != BL_OK;
-                }
-                if (qi >= 0) {
-                    uint64_t v = 0;
-                    const uint8_t *b = sqlite3_column_blob(x, 5);
-                    int bn = sqlite3_column_bytes(x, 5);
-                    if (i < first_edge) {
-                        if (bn == 24)
-                            v = get_u64(b + 8 * qi);
-                        else
-                            bad = 1;
-                    } else if (sqlite3_column_int64(x, 1) > 0) {
-                        bl_sketch_reset(&sk);
-                        bl_err be = b ? bl_sketch_merge_blob(&sk, b, (size_t)bn) : BL_OK;
-                        if (be == BL_ENOMEM)
-                            err = be;
-                        bad |= be != BL_OK;
-                        v = bl_sketch_quantile(&sk, qs[qi]);
-                    }
-                    /* rows with no finished call hold no value */
-                    if (sqlite3_column_int64(x, 1) > 0) {
-                        k.lo = v < k.lo ? v : k.lo;
-                        k.hi = v > k.hi ? v : k.hi;
-                    }
-                }
-                int rc = sqlite3_step(x);
-                s[i].live = rc == SQLITE_ROW;
-                if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                    err = BL_EIO;
-            }
-        }
-        if (err || bad || k.count <= 0)
+    for (int i = -1; i < n_e && !err; i++) {
+        int64_t a = i < 0 ? d0 : edges[i][0], b = i < 0 ? d1 : edges[i][1];
+        if (a >= b)
             continue;
-        if (esk.count) {
-            bl_buf eb;
-            bl_buf_init(&eb, 0);
-            if (bl_sketch_serialize(&esk, &eb)) {
-                bl_buf_cleanup(&eb);
-                err = BL_ENOMEM;
-                break;
-            }
-            k.e_blob = eb.data; /* owned by k from here */
-            k.e_len = eb.len;
+        sqlite3_stmt *st = bl_db_stmt(db, i < 0 ? days_fig_sql : hours_fig_sql);
+        if (!st) {
+            err = BL_EIO;
+            break;
         }
+        sqlite3_bind_int64(st, 1, scope);
+        sqlite3_bind_int(st, 2, i < 0 ? kind : kind == 1);
+        sqlite3_bind_int64(st, 3, a);
+        sqlite3_bind_int64(st, 4, b);
+        err = gather(st, qi, &m);
+    }
+    /* the groups listed (a call finished, no malformed q3), by bound */
+    cand *c = NULL;
+    size_t n_c = 0;
+    if (!err && m.n && !(c = malloc(m.n * sizeof *c)))
+        err = BL_ENOMEM;
+    for (size_t i = 0; !err && i < m.cap; i++) {
+        cand k = m.slot[i];
+        if (!k.sig || k.bad || k.count <= 0)
+            continue;
         if (qi < 0) {
             bl_slow_row r = { 0 };
             r.count = k.count;
@@ -531,67 +514,51 @@ static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
             r.self_us = k.self;
             r.max_us = k.max;
             k.lo = k.hi = key_of(&r, q->sort);
-        } else {
+        } else { /* the answer is clamped to the max */
             k.lo = k.lo < k.max ? k.lo : k.max;
             k.hi = k.hi < k.max ? k.hi : k.max;
         }
-        if (n_c == cap_c) {
-            size_t nc = cap_c ? 2 * cap_c : 1024;
-            cand *g = realloc(c, nc * sizeof *c);
-            if (!g) {
-                free(k.e_blob);
-                err = BL_ENOMEM;
-                break;
-            }
-            c = g;
-            cap_c = nc;
-        }
         c[n_c++] = k;
     }
-    for (int i = 0; i < n_src; i++)
-        sqlite3_reset(s[i].st);
+    free(m.slot);
+    if (!err && n_c)
+        qsort(c, n_c, sizeof *c, cmp_cand);
 
     /* pass 2 */
     topk t = { NULL, 0, (size_t)q->limit, q->sort };
     if (!err && !(t.e = malloc(t.cap * sizeof *t.e)))
         err = BL_ENOMEM;
-    if (!err && n_c)
-        qsort(c, n_c, sizeof *c, cmp_cand);
+    bl_sketch sk;
+    bl_sketch_init(&sk);
     for (size_t i = 0; i < n_c && !err; i++) {
         if (t.n == t.cap && (int64_t)c[i].hi < (int64_t)key_of(&t.e[0].r, q->sort))
             break; /* no group left can beat the worst kept */
         ent e;
         memset(&e, 0, sizeof e);
         e.sig = c[i].sig;
+        e.r.count = c[i].count;
+        e.r.total_us = c[i].total;
+        e.r.self_us = c[i].self;
+        e.r.max_us = c[i].max;
         bl_sketch_reset(&sk);
         int bad = 0;
-        sqlite3_stmt *st = bl_db_stmt(db, days_sig_sql);
-        if (!st) {
-            err = BL_EIO;
-            break;
+        for (int j = -1; j < n_e && !err; j++) {
+            int64_t a = j < 0 ? d0 : edges[j][0], b = j < 0 ? d1 : edges[j][1];
+            if (a >= b)
+                continue;
+            sqlite3_stmt *st = bl_db_stmt(db, j < 0 ? days_sig_sql : hours_sig_sql);
+            if (!st) {
+                err = BL_EIO;
+                break;
+            }
+            sqlite3_bind_int64(st, 1, scope);
+            sqlite3_bind_int64(st, 2, e.sig);
+            sqlite3_bind_int64(st, 3, a);
+            sqlite3_bind_int64(st, 4, b);
+            sqlite3_bind_int(st, 5, j < 0 ? kind : kind == 1);
+            bad |= merge_sketches(st, &sk, &err);
         }
-        sqlite3_bind_int64(st, 1, scope);
-        sqlite3_bind_int64(st, 2, e.sig);
-        sqlite3_bind_int64(st, 3, d0);
-        sqlite3_bind_int64(st, 4, d1);
-        sqlite3_bind_int(st, 5, q->main_only ? 1 : 0);
-        int rc;
-        while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW)
-            bad |= add_row(st, 0, &e, &sk, &err);
-        if (!err && rc != SQLITE_DONE)
-            err = BL_EIO;
-        sqlite3_reset(st);
-        e.r.count += c[i].e_count;
-        e.r.total_us += c[i].e_total;
-        e.r.self_us += c[i].e_self;
-        e.r.max_us = c[i].e_max > e.r.max_us ? c[i].e_max : e.r.max_us;
-        if (!err && c[i].e_blob) {
-            bl_err be = bl_sketch_merge_blob(&sk, c[i].e_blob, c[i].e_len);
-            if (be == BL_ENOMEM)
-                err = be;
-            bad |= be != BL_OK;
-        }
-        if (err || bad || e.r.count <= 0)
+        if (err || bad)
             continue;
         uint64_t q50 = bl_sketch_quantile(&sk, 0.50), q90 = bl_sketch_quantile(&sk, 0.90),
                  q99 = bl_sketch_quantile(&sk, 0.99);
@@ -601,9 +568,6 @@ static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
         err = offer(db, &t, &e);
     }
     bl_sketch_cleanup(&sk);
-    bl_sketch_cleanup(&esk);
-    for (size_t i = 0; i < n_c; i++)
-        free(c[i].e_blob);
     free(c);
     return emit(&t, err, cb, ctx);
 }
@@ -614,12 +578,13 @@ static int64_t floor_to(int64_t v, int64_t unit)
     return r < 0 ? v - r - unit : v - r;
 }
 
-/* The rollup answer. *fallback = 1 when the app's rollups are dirty (the
- * caller reads method_stats instead). */
+/* The rollup answer. *fallback = 1 when the app's rollups are marked for
+ * a rebuild or being rebuilt (the caller reads method_stats instead). */
 static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, int *fallback)
 {
     *fallback = 0;
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT 1 FROM rollup_dirty WHERE app_id = ?");
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT 1 FROM rollup_dirty WHERE app_id = ?1 UNION ALL "
+                                      "SELECT 1 FROM rollup_rebuild WHERE app_id = ?1");
     if (!st)
         return BL_EIO;
     sqlite3_bind_int64(st, 1, q->app_id);
@@ -682,18 +647,18 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
         sqlite3_bind_int(s[n_src].st, 2, main_only ? 1 : 2);
         n_src++;
         use_q3 = 1;
-    } else {
-        /* whole days [d0, d1) from rollup_days; the hours around them */
+    } else if (!q->build) {
+        /* whole days [d0, d1) from rollup_days; the hours around them from
+         * rollup_hours (where the scope has data) */
         int64_t d0 = h0 == INT64_MIN ? INT64_MIN : floor_to(h0 + DAY_US - 1, DAY_US);
         int64_t d1 = no_end ? INT64_MAX : floor_to(h1, DAY_US);
-        if (q->build) /* days are kept per app only: a build's hours */
-            d0 = d1;
-        const char *hs[2] = { hours_a_sql, hours_b_sql };
-        int64_t ha[2][2];
-        int n_h = 0;
-        if (d0 < d1) {
-            int64_t edges[2][2];
-            int n_e = 0;
+        int64_t edges[2][2];
+        int n_e = 0;
+        if (d0 >= d1) { /* no whole day: the hours alone */
+            edges[n_e][0] = h0;
+            edges[n_e++][1] = h1;
+            d0 = d1 = 0;
+        } else {
             if (h0 < d0 && d0 > first) {
                 edges[n_e][0] = h0;
                 edges[n_e++][1] = d0;
@@ -702,29 +667,18 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
                 edges[n_e][0] = d1;
                 edges[n_e++][1] = h1;
             }
-            return ranged(db, q, d0, d1, edges, n_e, cb, ctx);
-        } else {
-            ha[n_h][0] = h0;
-            ha[n_h++][1] = h1;
         }
-        for (int i = 0; i < n_h; i++) {
-            /* nothing of the scope there: skip the read */
-            if (ha[i][1] <= first || ha[i][0] > last)
-                continue;
-            s[n_src].st = bl_db_stmt(db, q->build ? build_hours_sql : hs[i]);
-            if (!s[n_src].st) {
-                for (int k = 0; k < n_src; k++)
-                    sqlite3_reset(s[k].st);
-                return BL_EIO;
-            }
-            sqlite3_bind_int64(s[n_src].st, 1, q->app_id);
-            sqlite3_bind_int(s[n_src].st, 2, main_only);
-            sqlite3_bind_int64(s[n_src].st, 3, ha[i][0]);
-            sqlite3_bind_int64(s[n_src].st, 4, ha[i][1]);
-            if (q->build)
-                sqlite3_bind_int64(s[n_src].st, 5, build_id);
-            n_src++;
-        }
+        return ranged(db, q, d0, d1, edges, n_e, cb, ctx);
+    } else if (h1 > first && h0 <= last) { /* a build's hours (else nothing there) */
+        s[n_src].st = bl_db_stmt(db, build_hours_sql);
+        if (!s[n_src].st)
+            return BL_EIO;
+        sqlite3_bind_int64(s[n_src].st, 1, q->app_id);
+        sqlite3_bind_int(s[n_src].st, 2, main_only);
+        sqlite3_bind_int64(s[n_src].st, 3, h0);
+        sqlite3_bind_int64(s[n_src].st, 4, h1);
+        sqlite3_bind_int64(s[n_src].st, 5, build_id);
+        n_src++;
     }
 
     bl_err err = BL_OK;

@@ -244,6 +244,7 @@ static void same_answer(const bl_slow_query *q)
 static void all_answers_equal(void)
 {
     ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_dirty"), 0);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_rebuild"), 0);
     const char *builds[] = { NULL, "1.0", "2.0", "nope" };
     const int64_t day0 = H(BASE_HOUR - 5), day = H(24);
     const int64_t t[][2] = {
@@ -360,9 +361,17 @@ START_TEST(rollups_backfilled_by_migration)
         free_flush(&f);
     }
     sqlite3_close(h);
-    /* the migration marks both apps, the open rebuilds them */
+    /* the migration marks both apps; the open leaves them (a fast open),
+     * the server's rebuild thread or a refresh rebuilds them */
     open_db();
     ck_assert_int_eq(count_of("PRAGMA user_version"), bl_db_schema_version());
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_dirty"), 2);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_totals"), 0);
+    int rebuilt;
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    ck_assert_int_eq(bl_rollups_refresh(db, &rebuilt), BL_OK);
+    ck_assert_int_eq(bl_db_commit(db), BL_OK);
+    ck_assert_int_eq(rebuilt, 2);
     ck_assert_int_eq(count_of("SELECT count(*) FROM methods WHERE sig IS NULL"), 0);
     ck_assert_int_gt(count_of("SELECT count(*) FROM rollup_totals"), 0);
     all_answers_equal();
@@ -539,7 +548,7 @@ START_TEST(rollups_exact_through_expiry)
     ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_days t WHERE NOT EXISTS "
                               "(SELECT 1 FROM method_stats s JOIN methods m ON m.id = s.method "
                               "JOIN builds b ON b.id = s.build_id WHERE m.sig = t.sig AND "
-                              "-b.app_id = t.scope AND s.main = t.main AND s.hour >= t.day "
+                              "-b.app_id = t.scope AND (t.main = 2 OR s.main = t.main) AND s.hour >= t.day "
                               "AND s.hour < t.day + 86400000000)"),
                      0);
     ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_totals WHERE count < 0") +
@@ -603,6 +612,143 @@ START_TEST(rollups_build_deletion_rebuilds_once)
 }
 END_TEST
 
+/* ---- many builds over many days: ranges with partial days ------------- */
+
+#define WIDE_BUILDS 8
+#define WIDE_DAYS 10
+
+/* app 1 with builds 1..WIDE_BUILDS ("w1"…), METHODS methods each (names
+ * shared across builds, as names_of for build 2) */
+static void wide_fixture(void)
+{
+    exec_ok("INSERT INTO apps(id, name, created_at) VALUES (1, 'a', 1)");
+    for (int b = 1; b <= WIDE_BUILDS; b++) {
+        char sql[256];
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO builds(id, app_id, name, created_at) VALUES (%d, 1, 'w%d', 1)", b,
+                 b);
+        exec_ok(sql);
+        for (int i = 0; i < METHODS; i++) {
+            char cls[32], name[32];
+            names_of(2, i, cls, name);
+            snprintf(sql, sizeof sql,
+                     "INSERT INTO methods(id, build_id, method_id, class, name, descriptor, "
+                     "source_file) VALUES (%d, %d, %d, '%s', '%s', '()V', 'S.java')",
+                     b * 100 + i, b, i, cls, name);
+            exec_ok(sql);
+        }
+    }
+}
+
+/* n random rows of the wide fixture, one flush; refresh: as write_txn */
+static void wide_txn(size_t n, int refresh)
+{
+    flush f;
+    make_flush(&f, n);
+    for (size_t i = 0; i < f.n; i++) { /* spread over builds and days */
+        bl_wr_stat *s = &f.s[i];
+        int dup;
+        do {
+            s->build_id = 1 + (int64_t)(next() % WIDE_BUILDS);
+            s->method = s->build_id * 100 + (int64_t)(next() % METHODS);
+            s->main = (int)(next() % 2);
+            s->hour = H(BASE_HOUR + (int64_t)(next() % (WIDE_DAYS * 24)));
+            dup = 0;
+            for (size_t j = 0; j < i; j++)
+                dup |= f.s[j].build_id == s->build_id && f.s[j].method == s->method &&
+                       f.s[j].main == s->main && f.s[j].hour == s->hour;
+        } while (dup);
+    }
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    ck_assert_msg(bl_wr_stats_add(db, f.n, flush_row, &f) == BL_OK, "%s", bl_db_errmsg(db));
+    ck_assert_msg(bl_rollups_add(db, f.n, flush_row, &f) == BL_OK, "%s", bl_db_errmsg(db));
+    if (refresh)
+        ck_assert_msg(bl_rollups_refresh(db, NULL) == BL_OK, "%s", bl_db_errmsg(db));
+    ck_assert_int_eq(bl_db_commit(db), BL_OK);
+    free_flush(&f);
+}
+
+/* random ranges (µs edges inside hours and days, open or closed ends),
+ * all builds and one, both thread kinds, every sort, limits 1, 5, 50:
+ * the rollup answer equals the one merged from the raw method_stats rows */
+static void wide_answers_equal(int ranges)
+{
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_dirty"), 0);
+    ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_rebuild"), 0);
+    const char *builds[] = { NULL, "w3" };
+    const int64_t limits[] = { 1, 5, 50 };
+    const int64_t t0 = H(BASE_HOUR) - H(30);
+    for (int r = 0; r < ranges; r++) {
+        int64_t since = t0 + (int64_t)(next() % (uint64_t)H(24 * (WIDE_DAYS + 2)));
+        int64_t until = r % 3 == 0 ? INT64_MAX
+                                   : since + 1 + (int64_t)(next() % (uint64_t)H(24 * 6));
+        if (r == 0)
+            since = 0;
+        for (size_t b = 0; b < 2; b++)
+            for (int m = 0; m < 2; m++)
+                for (int s = 0; s < BL_SLOW_SORTS; s++) {
+                    bl_slow_query q = { 1, builds[b], m, since, until, (bl_slow_sort)s,
+                                        limits[(size_t)(r + s) % 3] };
+                    same_answer(&q);
+                }
+    }
+}
+
+START_TEST(rollups_ranges_with_partial_days)
+{
+    open_db();
+    wide_fixture();
+    for (int i = 0; i < 16; i++)
+        wide_txn(60, 1);
+    /* the hours at the ranges' edges come from the all-builds hourly
+     * rollups, the whole days from the days */
+    ck_assert_int_gt(count_of("SELECT count(*) FROM rollup_hours WHERE scope = -1"), 0);
+    ck_assert_int_gt(count_of("SELECT count(DISTINCT day) FROM rollup_days WHERE scope = -1"),
+                     WIDE_DAYS - 1);
+    n_compared = 0;
+    wide_answers_equal(40);
+    ck_assert_int_eq(n_compared, 40 * 2 * 2 * BL_SLOW_SORTS);
+}
+END_TEST
+
+/* A rebuild in bounded steps, the writer adding rows between them (some
+ * before the cursor, some after), a mark in the middle starting it over:
+ * at its end the answers are exact, and during it they come from
+ * method_stats. */
+START_TEST(rollups_rebuild_in_steps_with_writes)
+{
+    open_db();
+    wide_fixture();
+    for (int i = 0; i < 8; i++)
+        wide_txn(60, 1);
+    exec_ok("INSERT INTO rollup_dirty(app_id) VALUES (1)");
+    int steps = 0, more = 1, marked_again = 0, rebuilt_total = 0;
+    while (more) {
+        int rebuilt = 0;
+        ck_assert_int_eq(bl_db_begin(db), BL_OK);
+        ck_assert_msg(bl_rollups_refresh_step(db, 25, &more, &rebuilt) == BL_OK, "%s",
+                      bl_db_errmsg(db));
+        ck_assert_int_eq(bl_db_commit(db), BL_OK);
+        rebuilt_total += rebuilt;
+        if (more) {
+            ck_assert_int_eq(count_of("SELECT count(*) FROM rollup_rebuild"), 1);
+            bl_slow_query q = { 1, NULL, 0, H(BASE_HOUR + 30) + 17, INT64_MAX, BL_SLOW_P99, 50 };
+            same_answer(&q); /* from method_stats meanwhile */
+        }
+        wide_txn(20, 0); /* the writer, between steps */
+        if (steps == 20 && !marked_again) { /* a tool writes: starts over */
+            exec_ok("INSERT INTO rollup_dirty(app_id) VALUES (1)");
+            marked_again = 1;
+            more = 1;
+        }
+        ck_assert_int_lt(++steps, 5000);
+    }
+    ck_assert_int_gt(steps, 30);
+    ck_assert_int_eq(rebuilt_total, 1);
+    wide_answers_equal(12);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rollups");
@@ -614,6 +760,8 @@ int main(void)
     tcase_add_test(t, rollups_rebuilt_after_rename_and_foreign_writes);
     tcase_add_test(t, rollups_exact_through_expiry);
     tcase_add_test(t, rollups_build_deletion_rebuilds_once);
+    tcase_add_test(t, rollups_ranges_with_partial_days);
+    tcase_add_test(t, rollups_rebuild_in_steps_with_writes);
     suite_add_tcase(s, t);
     return tu_run(s);
 }
