@@ -1,0 +1,285 @@
+// Browser tests of the dashboard (ctest label "web"): a real beatline-server
+// on loopback serving the built bundle, seeded with test/seed.mjs, driven
+// by playwright-core in Debian's chromium (headless).
+//
+//   node test/browser.mjs BUILD_DIR WEB_DIR OUT_DIR
+//
+// BUILD_DIR/bin holds beatline-server and beatline-batch, WEB_DIR the built
+// bundle, OUT_DIR (emptied) the server's data, screenshots (*.png) and
+// timings.json. Exit 0 when every check passes, 1 otherwise, 77 (ctest
+// SKIP) when no chromium is installed. CHROMIUM=/path overrides the browser.
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { seed } from './seed.mjs';
+
+const [buildDir, webDir, outDir] = process.argv.slice(2).map((p) => p && path.resolve(p));
+if (!outDir) { console.error('usage: browser.mjs BUILD_DIR WEB_DIR OUT_DIR'); process.exit(2); }
+const bin = path.join(buildDir, 'bin');
+const exe = process.env.CHROMIUM || ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find(existsSync);
+if (!exe) { console.log('no chromium: skipped (scripts/install-deps installs it)'); process.exit(77); }
+rmSync(outDir, { recursive: true, force: true });
+mkdirSync(outDir, { recursive: true });
+
+let pass = 0;
+let fail = 0;
+const ok = (name, cond, detail = '') => {
+  if (cond) pass++; else { fail++; console.error(`FAIL: ${name}${detail ? `: ${detail}` : ''}`); }
+};
+const deadline = Date.now() + 240e3; // every wait below is bounded too
+
+// ---- the server ------------------------------------------------------------
+const data = path.join(outDir, 'data');
+const keys = JSON.parse(execFileSync(`${bin}/beatline-server`, ['--data', data, 'app', 'create', 'shop']).toString());
+const portFile = path.join(outDir, 'port.txt');
+const server = spawn(`${bin}/beatline-server`, ['--data', data, '--listen', '127.0.0.1:0', '--port-file', portFile, '--web', webDir],
+  { stdio: ['ignore', 'ignore', 'pipe'] });
+let serverLog = '';
+server.stderr.on('data', (d) => { serverLog += d; });
+let browser = null;
+async function cleanup() {
+  if (browser) await browser.close().catch(() => {});
+  server.kill('SIGTERM');
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function until(what, f, ms = 20000) {
+  const end = Math.min(Date.now() + ms, deadline);
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+try {
+  const port = await until('the server port', () => existsSync(portFile) && readFileSync(portFile, 'utf8').trim());
+  const url = `http://127.0.0.1:${port}`;
+  const posted = await seed({ bin, url, app: 'shop', keys });
+  const processed = async () => {
+    const t = await (await fetch(`${url}/metrics`)).text();
+    const m = t.match(/^beatline_batches_processed_total (\d+)/m);
+    return m && Number(m[1]) >= posted;
+  };
+  await until('the batches to be processed', processed);
+  const read = (p) => fetch(`${url}/v1/apps/shop${p}`, { headers: { Authorization: `Bearer ${keys.read_key}` } }).then((r) => r.json());
+
+  // ---- the browser ---------------------------------------------------------
+  browser = await chromium.launch({ executablePath: exe, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await ctx.newPage();
+  const errors = [];
+  let expectRefusal = false; // the wrong-key check's 403 is logged by Chromium as a failed resource
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    if (expectRefusal && /status of 403/.test(m.text())) return;
+    errors.push(`${page.url()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => errors.push(`${page.url()}: ${e.message}`));
+  const shot = (name, p = page) => p.screenshot({ path: path.join(outDir, `${name}.png`), fullPage: false });
+  const timings = {};
+
+  // sign-in: a wrong key is refused with a clear message, never put in the URL
+  await page.goto(`${url}/`);
+  await page.fill('input[name=app]', 'shop');
+  await page.fill('input[name=key]', 'blk_read_wrong');
+  expectRefusal = true;
+  await page.click('button[type=submit]');
+  const msg = await page.locator('#signin-error').textContent({ timeout: 10000 });
+  expectRefusal = false;
+  ok('wrong key: a clear message', /read key is not accepted for the app “shop”/.test(msg), msg);
+  ok('wrong key: not in the URL', !page.url().includes('blk_read'), page.url());
+  ok('wrong key: not stored', (await page.evaluate(() => sessionStorage.getItem('beatline.readKey'))) === null);
+  await shot('signin-wrong-key');
+
+  // sign in
+  await page.fill('input[name=key]', keys.read_key);
+  await page.click('button[type=submit]');
+  await page.locator('#builds tbody tr').first().waitFor({ timeout: 10000 });
+  ok('signed in: key only in sessionStorage', (await page.evaluate(() => sessionStorage.getItem('beatline.readKey'))) === keys.read_key);
+  ok('signed in: key not in the URL', !page.url().includes(keys.read_key));
+  const builds = await read('/builds');
+  const rows = await page.locator('#builds tbody tr td:first-child').allTextContents();
+  const newest = [...builds.builds].sort((a, b) => b.created_at - a.created_at).map((b) => b.build);
+  ok('overview: builds newest first', JSON.stringify(rows) === JSON.stringify(newest), `${rows} vs ${newest}`);
+  await page.getByText('symbolicated').first().waitFor({ timeout: 5000 });
+  await shot('overview');
+
+  // slow methods: the table's top rows are the API's, in every sort
+  const t0 = Date.now();
+  await page.goto(`${url}/#/slow`);
+  await page.reload(); // a first load of this page
+  await page.locator('#slow-table tbody tr').first().waitFor({ timeout: 10000 });
+  timings.slow_methods_first_render_ms = Math.round(await page.evaluate(() => window.__beatlineRendered));
+  timings.slow_methods_wall_ms = Date.now() - t0;
+  const tableTop = async () => (await page.locator('#slow-table tbody tr').evaluateAll((trs) => trs.slice(0, 10).map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent])));
+  const apiTop = async (q) => (await read(`/slow-methods?limit=10&${q}`)).methods.map((m) => [`${m.method.class}.${m.method.name}`, m.count.toLocaleString('en-US')]);
+  let top = await tableTop();
+  let want = await apiTop('sort=total');
+  ok('slow: top rows equal the API (total)', JSON.stringify(top) === JSON.stringify(want), `${JSON.stringify(top)} vs ${JSON.stringify(want)}`);
+  ok('slow: original names (retraced)', top.length > 0 && top.every(([n]) => n.startsWith('com.example.shop.')), JSON.stringify(top));
+  await shot('slow-methods');
+  await page.click('#slow-table th button:has-text("p99")');
+  await page.waitForFunction(() => location.hash.includes('sort=p99'));
+  await page.locator('#slow-table th[aria-sort=descending]:has-text("p99")').waitFor({ timeout: 5000 });
+  await sleep(300);
+  want = await apiTop('sort=p99');
+  top = await tableTop();
+  ok('slow: sorted by p99 equals the API', JSON.stringify(top) === JSON.stringify(want), `${JSON.stringify(top)} vs ${JSON.stringify(want)}`);
+  // filters: build and main thread, units, search (all in the URL)
+  await page.selectOption('select[aria-label=build]', '7.1');
+  await page.selectOption('select[aria-label=thread]', 'main');
+  await page.waitForFunction(() => location.hash.includes('build=7.1') && location.hash.includes('thread=main'));
+  await sleep(300);
+  want = await apiTop('sort=p99&build=7.1&thread=main');
+  top = await tableTop();
+  ok('slow: build 7.1, main thread equals the API', JSON.stringify(top) === JSON.stringify(want), `${JSON.stringify(top)} vs ${JSON.stringify(want)}`);
+  ok('slow: main thread has no worker method', !top.some(([n]) => n.includes('SyncWorker')));
+  await page.fill('input[aria-label="search methods"]', 'database');
+  await sleep(200);
+  const found = await page.locator('#slow-table tbody tr td:first-child').allTextContents();
+  ok('slow: search filters', found.length === 2 && found.every((n) => n.includes('Database')), JSON.stringify(found));
+  await page.selectOption('select[aria-label=units]', 'us');
+  ok('slow: units µs', (await page.locator('#slow-table tbody tr td:nth-child(3)').first().textContent()).endsWith('µs'));
+  const deep = page.url();
+  ok('slow: the view is in the URL', /build=7\.1/.test(deep) && /q=database/.test(deep) && /unit=us/.test(deep), deep);
+  await page.goto('about:blank');
+  await page.goto(deep);
+  await page.locator('#slow-table tbody tr').first().waitFor({ timeout: 10000 });
+  ok('slow: a deep link opens the same view', (await page.locator('#slow-table tbody tr').count()) === 2 &&
+    (await page.inputValue('input[aria-label="search methods"]')) === 'database');
+
+  // method page: figures, chart, callers and callees
+  await page.goto(`${url}/#/slow?build=7.1`);
+  await page.locator('#slow-table tbody tr').first().waitFor({ timeout: 10000 });
+  await page.click('#slow-table tbody a:has-text("Database.query")');
+  await page.locator('#figures').waitFor({ timeout: 10000 });
+  await page.locator('.chart canvas').first().waitFor({ timeout: 10000 });
+  await page.locator('#callers tbody tr').first().waitFor({ timeout: 10000 });
+  const callers = await page.locator('#callers tbody td:first-child').allTextContents();
+  ok('method: caller is FeedRepository.load', callers.length === 1 && callers[0].includes('FeedRepository.load'), JSON.stringify(callers));
+  const qrow = (await read('/slow-methods?build=7.1&limit=100')).methods.find((m) => m.method.name === 'query');
+  ok('method: calls figure equals the API', (await page.locator('#figures dd').first().textContent()) === qrow.count.toLocaleString('en-US'));
+  await shot('method');
+
+  // flame graph: renders, click zooms (into the URL), search highlights
+  await page.goto(`${url}/#/flame?build=7.1`);
+  const canvas = page.locator('#flame canvas');
+  await canvas.waitFor({ timeout: 10000 });
+  await sleep(200);
+  await shot('flame');
+  const box = await canvas.boundingBox();
+  const pixels = (color) => page.evaluate((c) => {
+    const cv = document.querySelector('#flame canvas');
+    const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] === c[0] && d[i + 1] === c[1] && d[i + 2] === c[2]) n++;
+    return n;
+  }, color);
+  ok('flame: nothing highlighted before a search', (await pixels([0xd6, 0x3a, 0xf9])) === 0);
+  // a frame at depth 2 (third row), near its left edge
+  await canvas.hover({ position: { x: 40, y: 18 * 2 + 9 } });
+  await page.locator('.flame-tip').waitFor({ state: 'visible', timeout: 5000 });
+  const tip = await page.locator('.flame-tip').textContent();
+  ok('flame: tooltip with figures', /calls .* total .* self/.test(tip) && /of its caller/.test(tip), tip);
+  const before = await canvas.screenshot();
+  await canvas.click({ position: { x: 40, y: 18 * 2 + 9 } });
+  await page.waitForFunction(() => /zoom=0\.0\.\d/.test(location.hash), null, { timeout: 5000 });
+  const after = await canvas.screenshot();
+  ok('flame: click zooms (URL and picture change)', !before.equals(after));
+  await shot('flame-zoomed');
+  await page.click('#flame-reset');
+  await page.waitForFunction(() => !location.hash.includes('zoom='));
+  await page.fill('#flame-search', 'Database.query');
+  await page.locator('#flame-found').waitFor({ timeout: 5000 });
+  const hl = await pixels([0xd6, 0x3a, 0xf9]);
+  ok('flame: search highlights', hl > 50, `${hl} highlighted pixels`);
+  ok('flame: search says what it found', /frames, \d+(\.\d)?% of the time/.test(await page.locator('#flame-found').textContent()));
+  await shot('flame-search');
+  await page.click('button:has-text("self")');
+  await page.click('button:has-text("table")');
+  await page.locator('#tree-table tbody tr').first().waitFor({ timeout: 5000 });
+  ok('flame: table view', (await page.locator('#tree-table tbody tr').count()) > 5);
+
+  // blocks: the groups, then one with its ANR stack and flame graph
+  await page.goto(`${url}/#/blocks?build=7.1`);
+  await page.locator('#blocks-table tbody tr').first().waitFor({ timeout: 10000 });
+  const blocks = await read('/blocks?build=7.1');
+  ok('blocks: rows equal the API', (await page.locator('#blocks-table tbody tr').count()) === blocks.blocks.length);
+  await shot('blocks');
+  await page.locator('#blocks-table tbody a').first().click();
+  await page.locator('#block-figures').waitFor({ timeout: 10000 });
+  await page.locator('#block-flame canvas').waitFor({ timeout: 10000 });
+  const anr = blocks.blocks[0].anrs > 0;
+  if (anr) {
+    const stack = await page.locator('#anr-stack').textContent({ timeout: 5000 });
+    ok('block: ANR stack retraced', stack.includes('com.example.shop.db.Database.query'), stack);
+  }
+  ok('block: an ANR in the test data', anr);
+  await sleep(200);
+  await shot('block');
+
+  // a phone's width
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${url}/#/slow?build=7.1`);
+  await page.locator('#slow-table tbody tr').first().waitFor({ timeout: 10000 });
+  await shot('slow-methods-phone');
+  await page.setViewportSize({ width: 1280, height: 800 });
+
+  // 100,000 frames: the call-tree answer replaced by a synthetic tree
+  const big = syntheticTree(100000);
+  const bigJson = JSON.stringify({ app: 'shop', build: 'bench', thread: 'all', root: null, truncated: false, roots: [big] });
+  await page.route('**/v1/apps/shop/call-tree*', (r) => r.fulfill({ status: 200, contentType: 'application/json', body: bigJson }));
+  await page.goto('about:blank');
+  await page.goto(`${url}/#/flame?build=7.1`);
+  await page.waitForFunction(() => window.__beatlineFlame && window.__beatlineFlame.nodes === 100000, null, { timeout: 60000 });
+  timings.flame_100k_first_render_ms = Math.round(await page.evaluate(() => performance.now()));
+  timings.flame_100k_draw_ms = Math.round(await page.evaluate(() => window.__beatlineFlame.ms));
+  timings.flame_100k_json_bytes = bigJson.length;
+  const c2 = await page.locator('#flame canvas').boundingBox();
+  const tz = await page.evaluate(() => performance.now());
+  await page.mouse.click(c2.x + 30, c2.y + 18 + 9);
+  await page.waitForFunction(() => location.hash.includes('zoom='), null, { timeout: 10000 });
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
+  timings.flame_100k_click_zoom_ms = Math.round((await page.evaluate(() => performance.now())) - tz);
+  await shot('flame-100k');
+  await page.unroute('**/v1/apps/shop/call-tree*');
+
+  let bundle = 0;
+  for (const f of readdirSync(path.join(webDir, 'assets'))) bundle += statSync(path.join(webDir, 'assets', f)).size;
+  timings.bundle_bytes = bundle + statSync(path.join(webDir, 'index.html')).size;
+  timings.loadavg = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  writeFileSync(path.join(outDir, 'timings.json'), `${JSON.stringify(timings, null, 2)}\n`);
+  console.log('timings', JSON.stringify(timings));
+
+  ok('no console error on any page', errors.length === 0, errors.join('\n'));
+} catch (e) {
+  fail++;
+  console.error(`FAIL: ${e.stack || e}`);
+  console.error(serverLog.split('\n').slice(-5).join('\n'));
+} finally {
+  await cleanup();
+}
+console.log(`${pass} passed, ${fail} failed`);
+process.exit(fail ? 1 : 0);
+
+// a tree of n nodes, up to 6 children each, breadth first (deterministic)
+function syntheticTree(n) {
+  let s = 7;
+  const r = () => { s = (s * 1664525 + 1013904223) >>> 0; return s / 2 ** 32; };
+  const node = (k) => ({ method: { class: `com.example.gen.P${k % 37}.C${k % 997}`, name: `m${k}`, descriptor: '()V', source_file: '' }, count: 1, total_us: 0, self_us: 0, children: [] });
+  const root = node(0);
+  const q = [root];
+  let made = 1;
+  for (let h = 0; made < n && h < q.length; h++) {
+    const k = 1 + Math.floor(r() * 6);
+    for (let i = 0; i < k && made < n; i++) { const c = node(made++); q[h].children.push(c); q.push(c); }
+  }
+  for (let i = q.length - 1; i >= 0; i--) {
+    const x = q[i];
+    x.self_us = 1 + Math.floor(r() * 100);
+    x.total_us = x.self_us + x.children.reduce((a, c) => a + c.total_us, 0);
+    x.children.sort((a, b) => b.total_us - a.total_us);
+  }
+  return root;
+}
