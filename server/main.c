@@ -31,10 +31,10 @@
 #include "store/db.h"
 #include "store/retention.h"
 
-/* The dashboard's folder when --web is not given: BIN/../share/beatline/web
- * (installed), else BIN/../web (a build tree: BUILD/bin/beatline-server and
- * BUILD/web), BIN the folder of /proc/self/exe; NULL when neither holds an
- * index.html. The answer is written into buf (n bytes). */
+/* The dashboard's folder when --web is not given: BIN/../share/beatline/web,
+ * BIN the folder of /proc/self/exe (installed, and in a build tree, where
+ * web/CMakeLists.txt writes BUILD/share/beatline/web); NULL when it holds
+ * no index.html. The answer is written into buf (n bytes). */
 static const char *default_web_dir(char *buf, size_t n)
 {
     char exe[BL_PATH_MAX];
@@ -46,17 +46,12 @@ static const char *default_web_dir(char *buf, size_t n)
     if (!slash)
         return NULL;
     *slash = '\0';
-    static const char *const rel[] = { "/../share/beatline/web", "/../web" };
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-        char index[BL_PATH_MAX + 16];
-        int w = snprintf(buf, n, "%s%s", exe, rel[i]);
-        if (w < 0 || (size_t)w >= n)
-            continue;
-        snprintf(index, sizeof index, "%s/index.html", buf);
-        if (access(index, R_OK) == 0)
-            return buf;
-    }
-    return NULL;
+    char index[BL_PATH_MAX + 16];
+    int w = snprintf(buf, n, "%s/../share/beatline/web", exe);
+    if (w < 0 || (size_t)w >= n)
+        return NULL;
+    snprintf(index, sizeof index, "%s/index.html", buf);
+    return access(index, R_OK) == 0 ? buf : NULL;
 }
 
 static const char usage[] =
@@ -155,8 +150,8 @@ static const char usage[] =
     "  --port-file FILE         write the bound port to FILE once listening\n"
     "  --web DIR                the dashboard's built files, served at /\n"
     "                           [BEATLINE_WEB] (default: BIN/../share/beatline/web,\n"
-    "                           else BIN/../web of a build tree, BIN the folder of\n"
-    "                           this program; 'none': no dashboard)\n"
+    "                           BIN the folder of this program, when it holds an\n"
+    "                           index.html; 'none': no dashboard)\n"
     "  -h, --help               this text\n"
     "\n"
     "app commands print JSON; 'app create' and 'app rotate-keys' print the\n"

@@ -127,6 +127,24 @@ expect "no web: 404" 404 "$CODE"
 contains "no web: says --web" "--web DIR" "$BODY"
 stop_server
 
+# no --web: BIN/../share/beatline/web, BIN the server's own folder
+mkdir -p inst/bin inst/share/beatline/web
+cp "$BIN/beatline-server" inst/bin/
+echo '<title>installed</title>' > inst/share/beatline/web/index.html
+SAVED_BIN=$BIN
+BIN=$PWD/inst/bin
+start_server data4
+http GET / ''
+expect "default folder: 200" 200 "$CODE"
+contains "default folder: its index.html" "<title>installed</title>" "$BODY"
+stop_server
+rm inst/share/beatline/web/index.html
+start_server data4
+http GET / ''
+expect "default folder without index.html: 404" 404 "$CODE"
+stop_server
+BIN=$SAVED_BIN
+
 # a --web folder that is not there: the server does not start
 if "$BIN/beatline-server" --data data3 --listen 127.0.0.1:0 --web "$PWD/missing" 2> start.err; then
   bad "a missing --web folder was accepted"

@@ -9,7 +9,7 @@
 // (total_us); the colour shows either the method's package (inclusive
 // mode) or the frame's self share (self mode: hotter = more self time).
 
-import { fmtDur, fmtInt, fmtPct, methodName } from './format.js';
+import { fmtDur, fmtInt, fmtPct, methodName, shortName } from './format.js';
 
 const ROW = 18;
 const FONT = '11px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace';
@@ -23,7 +23,7 @@ export function flatten(roots) {
   const t = {
     n, parent: new Int32Array(n), depth: new Uint16Array(n), end: new Int32Array(n),
     x0: new Float64Array(n), w: new Float64Array(n), self: new Float64Array(n),
-    count: new Float64Array(n), name: new Array(n), method: new Array(n), color: new Array(n),
+    count: new Float64Array(n), name: new Array(n), label: new Array(n), method: new Array(n), color: new Array(n),
     childIdx: new Int32Array(n), maxDepth: 0, total: 0,
   };
   let i = 0;
@@ -38,7 +38,7 @@ export function flatten(roots) {
     while (open.length && t.depth[open[open.length - 1]] >= d) t.end[open.pop()] = i;
     t.parent[i] = p; t.depth[i] = d; t.x0[i] = nx0;
     t.w[i] = node.total_us || 0; t.self[i] = node.self_us || 0; t.count[i] = node.count || 0;
-    t.method[i] = node.method; t.name[i] = methodName(node.method); t.childIdx[i] = ci;
+    t.method[i] = node.method; t.name[i] = methodName(node.method); t.label[i] = shortName(node.method); t.childIdx[i] = ci;
     if (d > t.maxDepth) t.maxDepth = d;
     open.push(i);
     const kids = node.children || [];
@@ -192,7 +192,7 @@ export class FlameGraph {
       g.globalAlpha = dim ? 0.35 : anc.has(i) && i !== z ? 0.6 : 1;
       g.fillRect(px, y, Math.max(pw - 0.5, 0.4), ROW - 1);
       if (pw > 28) {
-        const label = t.name[i];
+        const label = t.label[i];
         const fit = Math.floor((pw - 6) / CHAR_W);
         g.fillStyle = '#1b1b1b';
         g.fillText(fit >= label.length ? label : `${label.slice(0, Math.max(1, fit - 1))}…`, Math.max(px, 0) + 3, y + ROW / 2);

@@ -326,8 +326,8 @@ function MethodPage({ params }) {
       <h3>Call duration by build (p50 / p90 / p99 / max, ms)</h3>
       {present.length ? (
         <Chart opts={{
-          scales: { x: { time: false } },
-          axes: [{ values: (u, ticks) => ticks.map((t) => (present[t] ? present[t].build : '')) }, { label: 'ms' }],
+          scales: { x: { time: false, range: (u, a, b) => [a - 0.3, b + 0.3] } },
+          axes: [{ splits: () => present.map((_, i) => i), values: (u, ticks) => ticks.map((t) => (present[t] ? present[t].build : '')) }, { label: 'ms' }],
           series: [{ label: 'build', value: (u, v) => (v == null || !present[v] ? '' : present[v].build) },
             { label: 'p50', stroke: '#2b7bb9', width: 2 }, { label: 'p90', stroke: '#e08a00', width: 2 },
             { label: 'p99', stroke: '#c2185b', width: 2 }, { label: 'max', stroke: '#777', dash: [4, 4] }],
