@@ -565,6 +565,8 @@ static enum route route_of(const char *method, const char *url, req *r)
         return get ? R_TREE : R_NONE;
     if (!strcmp(rest, "/blocks"))
         return get ? R_BLOCKS : R_NONE;
+    if (!strcmp(rest, "/method-histogram"))
+        return get ? R_METHOD_HIST : R_NONE;
     if (!strncmp(rest, "/blocks/", 8) && rest[8] && !strchr(rest + 8, '/')) {
         snprintf(r->sig, sizeof r->sig, "%s", rest + 8);
         return get ? R_BLOCK : R_NONE;
@@ -602,6 +604,7 @@ static const bl_role route_role[] = {
     [R_BUILDS] = BL_ROLE_READ,    [R_SLOW] = BL_ROLE_READ,        [R_TREE] = BL_ROLE_READ,
     [R_RETRACE] = BL_ROLE_READ,   [R_DELETE_BUILD] = BL_ROLE_UPLOAD,
                                   [R_BLOCKS] = BL_ROLE_READ,      [R_BLOCK] = BL_ROLE_READ,
+    [R_METHOD_HIST] = BL_ROLE_READ,
 };
 
 /* ---- connection tracking and the watchdog (total-time limits) ---------- */
@@ -1056,6 +1059,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     case R_RETRACE: return bl_h_retrace(c, h, r);
     case R_BLOCKS: return bl_h_blocks(c, h, r);
     case R_BLOCK: return bl_h_block(c, h, r);
+    case R_METHOD_HIST: return bl_h_method_hist(c, h, r);
     case R_BATCHES: return bl_h_batch(c, h, r);
     case R_DELETE_BUILD: return bl_h_delete_build(c, h, r);
     case R_MAPPING:

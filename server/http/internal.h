@@ -35,7 +35,8 @@ enum route {
     R_RETRACE,
     R_DELETE_BUILD, /* DELETE /v1/apps/{app}/builds/{build} (h_delete.c) */
     R_BLOCKS,
-    R_BLOCK
+    R_BLOCK,
+    R_METHOD_HIST   /* GET /v1/apps/{app}/method-histogram (h_method.c) */
 };
 
 /* One open connection, for the total-time limits (http.c "watchdog").
@@ -196,6 +197,7 @@ int bl_web_open(const char *dir, int *fd, char *err, size_t n);
 enum MHD_Result bl_h_web(struct MHD_Connection *c, bl_http *h, req *r, const char *url);
 /* Counts an answer's status for /metrics (beatline_http_requests_total). */
 void bl_http_count_status(bl_http *h, unsigned status);
+enum MHD_Result bl_h_method_hist(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_delete_build(struct MHD_Connection *c, bl_http *h, req *r);
 /* Uploads stream: begin on the first call, feed per chunk, finish at end. */
