@@ -9,7 +9,7 @@
 // (total_us); the colour shows either the method's package (inclusive
 // mode) or the frame's self share (self mode: hotter = more self time).
 
-import { fmtDur, fmtInt, fmtPct, methodName, shortName } from './format.js';
+import { fmtDur, fmtInt, fmtPct, methodName } from './format.js';
 
 const ROW = 18;
 const FONT = '11px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace';
@@ -19,44 +19,57 @@ export function flatten(roots) {
   // count first (iteratively: trees may be thousands deep)
   let n = 0;
   const st = [...roots];
-  while (st.length) { const x = st.pop(); n++; if (x.children) for (const c of x.children) st.push(c); }
+  while (st.length) { const x = st.pop(); n++; const k = x.children; if (k) for (let j = 0; j < k.length; j++) st.push(k[j]); }
   const t = {
     n, parent: new Int32Array(n), depth: new Uint16Array(n), end: new Int32Array(n),
     x0: new Float64Array(n), w: new Float64Array(n), self: new Float64Array(n),
     count: new Float64Array(n), name: new Array(n), label: new Array(n), method: new Array(n), color: new Array(n),
     childIdx: new Int32Array(n), maxDepth: 0, total: 0,
   };
-  let i = 0;
-  // stack entries: [node, parent index, depth, x0, child position]
-  const stack = [];
+  // parallel stacks (no array per node): node, parent index, depth, x0, child position
+  const sN = []; const sP = []; const sD = []; const sX = []; const sC = [];
   let rx = 0;
   const rxs = roots.map((r) => { const v = rx; rx += r.total_us || 0; return v; });
-  for (let r = roots.length - 1; r >= 0; r--) stack.push([roots[r], -1, 0, rxs[r], r]);
-  const open = []; // indices whose end is not yet known, with their depth
-  while (stack.length) {
-    const [node, p, d, nx0, ci] = stack.pop();
+  for (let r = roots.length - 1; r >= 0; r--) { sN.push(roots[r]); sP.push(-1); sD.push(0); sX.push(rxs[r]); sC.push(r); }
+  const open = []; // indices whose subtree end is not known yet
+  const colors = new Map();
+  let i = 0;
+  while (sN.length) {
+    const node = sN.pop(); const p = sP.pop(); const d = sD.pop(); const nx0 = sX.pop(); const ci = sC.pop();
     while (open.length && t.depth[open[open.length - 1]] >= d) t.end[open.pop()] = i;
     t.parent[i] = p; t.depth[i] = d; t.x0[i] = nx0;
     t.w[i] = node.total_us || 0; t.self[i] = node.self_us || 0; t.count[i] = node.count || 0;
-    t.method[i] = node.method; t.name[i] = methodName(node.method); t.label[i] = shortName(node.method); t.childIdx[i] = ci;
+    const m = node.method;
+    t.method[i] = m; t.childIdx[i] = ci;
+    const cls = (m && m.class) || '?';
+    const nm = m ? m.name : '(no calls)';
+    t.name[i] = `${cls}.${nm}`;
+    const dot = cls.lastIndexOf('.');
+    t.label[i] = `${dot >= 0 ? cls.slice(dot + 1) : cls}.${nm}`;
+    const pkg = dot >= 0 ? cls.slice(0, dot) : '';
+    let col = colors.get(pkg);
+    if (!col) { col = hue(pkg); colors.set(pkg, col); }
+    t.color[i] = col;
     if (d > t.maxDepth) t.maxDepth = d;
     open.push(i);
-    const kids = node.children || [];
-    let cx = nx0;
-    const xs = kids.map((c) => { const v = cx; cx += c.total_us || 0; return v; });
-    for (let k = kids.length - 1; k >= 0; k--) stack.push([kids[k], i, d + 1, xs[k], k]);
+    const kids = node.children;
+    if (kids && kids.length) {
+      let cx = nx0;
+      for (let k = 0; k < kids.length; k++) cx += kids[k].total_us || 0;
+      for (let k = kids.length - 1; k >= 0; k--) {
+        cx -= kids[k].total_us || 0;
+        sN.push(kids[k]); sP.push(i); sD.push(d + 1); sX.push(cx); sC.push(k);
+      }
+    }
     i++;
   }
   while (open.length) t.end[open.pop()] = i;
   t.total = rx;
-  for (let k = 0; k < n; k++) t.color[k] = hue(t.method[k]);
   return t;
 }
 
 // a stable warm colour per package (flame-graph convention)
-function hue(m) {
-  const cls = (m && m.class) || '';
-  const pkg = cls.slice(0, Math.max(0, cls.lastIndexOf('.')));
+function hue(pkg) {
   let h = 0;
   for (let k = 0; k < pkg.length; k++) h = (h * 31 + pkg.charCodeAt(k)) | 0;
   const a = Math.abs(h);

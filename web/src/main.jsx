@@ -10,6 +10,12 @@ import { api, ApiError, health, keyMessage, metric, session } from './api.js';
 import { FlameGraph, flatten, nodeOfPath, nodePath } from './flame.js';
 import { fmtBytes, fmtDur, fmtInt, fmtPct, fmtTime, methodKey, methodName, shortName } from './format.js';
 
+// a method's name with line-break chances after its dots (narrow screens)
+function Name({ m }) {
+  const parts = methodName(m).split('.');
+  return <>{parts.map((p, i) => (i < parts.length - 1 ? <>{p}.<wbr /></> : p))}</>;
+}
+
 // ---- routing --------------------------------------------------------------
 function parseHash() {
   const h = location.hash.replace(/^#\/?/, '');
@@ -221,7 +227,7 @@ function SlowMethods({ params }) {
               </th>))}</tr></thead>
             <tbody>{rows.map((m) => (
               <tr>
-                <td class="method"><a href={href('method', { build: params.build, thread, m: methodKey(m.method) })} title={methodName(m.method, true)}>{methodName(m.method)}</a></td>
+                <td class="method"><a href={href('method', { build: params.build, thread, m: methodKey(m.method) })} title={methodName(m.method, true)}><Name m={m.method} /></a></td>
                 {SORTS.map(([k]) => <td class="num">{k === 'count' ? fmtInt(m.count) : fmtDur(m[FIELD[k]], unit)}</td>)}
               </tr>))}</tbody>
           </table></div>
@@ -274,11 +280,29 @@ function Relatives({ title, rows, params, id }) {
       {rows.length ? (
         <table class="grid" id={id}><thead><tr><th>Method</th><th class="num">Calls</th><th class="num">Total</th></tr></thead>
           <tbody>{rows.slice(0, 50).map((r) => (
-            <tr><td class="method">{r.method ? <a href={href('method', { ...params, m: methodKey(r.method) })}>{methodName(r.method)}</a> : <i>(a root: no caller)</i>}</td>
+            <tr><td class="method">{r.method ? <a href={href('method', { ...params, m: methodKey(r.method) })}><Name m={r.method} /></a> : <i>(a root: no caller)</i>}</td>
               <td class="num">{fmtInt(r.count)}</td><td class="num">{fmtDur(r.total_us, params.unit)}</td></tr>))}</tbody>
         </table>) : <p class="muted">none</p>}
     </div>
   );
+}
+
+// the API lists non-empty buckets only; the chart shows the empty ones
+// between them too (8 per power of two: a bucket from lo is 2^(e-3) wide,
+// e = floor(log2 lo); 1 µs below 8 µs), at most 400
+function withEmptyBuckets(bs) {
+  const out = [];
+  for (let k = 0; k < bs.length; k++) {
+    out.push(bs[k]);
+    if (k + 1 === bs.length) break;
+    let lo = bs[k].hi_us + 1;
+    while (lo < bs[k + 1].lo_us && out.length < 400) {
+      const w = lo < 8 ? 1 : 2 ** (Math.floor(Math.log2(lo)) - 3);
+      out.push({ lo_us: lo, hi_us: lo + w - 1, count: 0 });
+      lo += w;
+    }
+  }
+  return out;
 }
 
 function MethodPage({ params }) {
@@ -298,7 +322,9 @@ function MethodPage({ params }) {
       .catch(() => ({ build: b.build, m: null }))))
       .then(setPerBuild);
   }, [builds.data, thread, key]);
+  const hist = useApi('/method-histogram', { method: key, build: params.build, thread }, [key, params.build, thread]);
   const rel = useMemo(() => (tree.data ? relatives(tree.data.roots, key) : null), [tree.data, key]);
+  const buckets = useMemo(() => (hist.data ? withEmptyBuckets(hist.data.buckets) : []), [hist.data]);
   const present = perBuild ? perBuild.filter((x) => x.m) : [];
   return (
     <section>
@@ -323,6 +349,16 @@ function MethodPage({ params }) {
           <div><dt>Max</dt><dd>{fmtDur(row.max_us)}</dd></div>
         </dl>
       )}
+      <h3>Distribution of call durations <span class="muted">(calls per bucket; buckets 12.5% wide)</span></h3>
+      <Status s={hist} what="the distribution" />
+      {buckets.length ? (
+        <div id="histogram"><Chart opts={{
+          scales: { x: { time: false, range: (u, a, b) => [a - 0.6, b + 0.6] } },
+          axes: [{ values: (u, ticks) => ticks.map((t) => (buckets[t] ? fmtDur(buckets[t].lo_us) : '')) }, { label: 'calls' }],
+          series: [{ label: 'from', value: (u, v) => (v == null || !buckets[v] ? '' : `${fmtDur(buckets[v].lo_us)} – ${fmtDur(buckets[v].hi_us)}`) },
+            { label: 'calls', stroke: '#2b7bb9', fill: 'rgba(43,123,185,0.35)', paths: uPlot.paths.bars({ size: [0.8, 60] }), points: { show: false } }],
+        }} data={[buckets.map((_, i) => i), buckets.map((b) => b.count)]} /></div>
+      ) : hist.data && <p class="muted">No finished call in this selection.</p>}
       <h3>Call duration by build (p50 / p90 / p99 / max, ms)</h3>
       {present.length ? (
         <Chart opts={{
@@ -349,7 +385,13 @@ function MethodPage({ params }) {
 function Flame({ roots, zoom, onZoom, search, mode, id }) {
   const ref = useRef(null);
   const fg = useRef(null);
-  const t = useMemo(() => flatten(roots || []), [roots]);
+  const timing = useRef({});
+  const t = useMemo(() => {
+    const t0 = performance.now();
+    const x = flatten(roots || []);
+    timing.current.flatten_ms = performance.now() - t0;
+    return x;
+  }, [roots]);
   const [found, setFound] = useState(null);
   useEffect(() => {
     fg.current = new FlameGraph(ref.current, { onZoom: (i) => onZoom && onZoom(i < 0 ? '' : nodePath(fg.current.t, i)) });
@@ -358,7 +400,8 @@ function Flame({ roots, zoom, onZoom, search, mode, id }) {
   useEffect(() => {
     const t0 = performance.now();
     fg.current.setData(t);
-    window.__beatlineFlame = { nodes: t.n, ms: performance.now() - t0 };
+    const now = performance.now();
+    window.__beatlineFlame = { nodes: t.n, flatten_ms: timing.current.flatten_ms, draw_ms: now - t0, at: now };
   }, [t]);
   useEffect(() => { fg.current.setZoom(zoom ? nodeOfPath(t, zoom) : -1); }, [zoom, t]);
   useEffect(() => { setFound(fg.current.setSearch(search || '')); }, [search, t]);
@@ -444,7 +487,7 @@ function BlocksPage({ params }) {
         <div class="scroll"><table class="grid" id="blocks-table">
           <thead><tr><th>Culprit</th>{BSORTS.map(([k, l]) => <th class="num" aria-sort={k === sort ? 'descending' : 'none'}><button class={`sort ${k === sort ? 'on' : ''}`} onClick={() => P('sort', k)}>{l}{k === sort ? ' ▼' : ''}</button></th>)}<th class="num">Devices</th><th class="num">ANRs</th><th>Last seen</th></tr></thead>
           <tbody>{s.data.blocks.map((g) => (
-            <tr><td class="method"><a href={href('block', { build: s.data.build, sig: g.signature })}>{g.method ? methodName(g.method) : '(no calls in the window)'}</a>
+            <tr><td class="method"><a href={href('block', { build: s.data.build, sig: g.signature })}>{g.method ? <Name m={g.method} /> : '(no calls in the window)'}</a>
               <div class="muted small">{g.path.map(shortName).join(' › ')}</div></td>
               <td class="num">{fmtInt(g.count)}</td><td class="num">{fmtDur(g.p50_us)}</td><td class="num">{fmtDur(g.p90_us)}</td><td class="num">{fmtDur(g.p99_us)}</td><td class="num">{fmtDur(g.max_us)}</td>
               <td class="num">{fmtInt(g.devices)}</td><td class="num">{g.anrs ? <span class="badge bad">{g.anrs}</span> : 0}</td><td>{fmtTime(g.last_at)}</td></tr>))}</tbody>

@@ -91,7 +91,7 @@ export function batchJson({ app, build, session, device, origin, screens, slow, 
   for (let s = 0; s < screens; s++) {
     const begin = t;
     t = emit(screen(slow, r), t, main, jitter) + 50;
-    if (s === 0) events.push({ type: 'block', thread: 1, begin_us: begin, end_us: t - 10, target: 'android.os.Handler/a.a$1', kind: 'looper', device, anr: !!anr, ...(anr ? { stack: ['c.a.a(SourceFile:12)', 'b.c.a(SourceFile:30)', 'b.a.a(SourceFile:8)', 'a.a.a(SourceFile:21)', 'android.os.Looper.loop(Looper.java:288)'] } : {}) });
+    if (s === 0) events.push({ type: 'block', thread: 0, begin_us: begin, end_us: t - 10, target: 'android.os.Handler/a.a$1', kind: 'looper', device, anr: !!anr, ...(anr ? { stack: ['c.a.a(SourceFile:12)', 'b.c.a(SourceFile:30)', 'b.a.a(SourceFile:8)', 'a.a.a(SourceFile:21)', 'android.os.Looper.loop(Looper.java:288)'] } : {}) });
     t += 1000;
   }
   let wt = 0;
@@ -134,4 +134,55 @@ export async function seed({ bin, url, app, keys }) {
     }
   }
   return posted;
+}
+
+// A build "big" whose merged call tree has exactly n nodes (distinct call
+// paths: the children of a node are distinct methods), all on the main
+// thread: the 100,000-node flame graph of docs/benchmarks.md, through the
+// server like any data. Returns {ids, batch} (method-ID file text, JSON).
+export function bigBuild(app, n, origin) {
+  const M = 64;
+  const ids = ['# beatline method-ids v1 names=original'];
+  for (let i = 1; i <= M; i++) ids.push(`${i},1,com.example.big.pkg${i % 7}.Class${i} method${i} ()V`);
+  const r = rng(99);
+  // tree by breadth: parent index, method id
+  const parent = [-1];
+  const mid = [1];
+  const kids = [[]];
+  for (let h = 0; parent.length < n && h < parent.length; h++) {
+    const k = 1 + Math.floor(r() * 6);
+    const used = new Set();
+    for (let i = 0; i < k && parent.length < n; i++) {
+      let m;
+      do m = 1 + Math.floor(r() * M); while (used.has(m));
+      used.add(m);
+      parent.push(h); mid.push(m); kids.push([]);
+      kids[h].push(parent.length - 1);
+    }
+  }
+  const recs = [];
+  let t = 0;
+  // depth first, iteratively: [node, entered]
+  const st = [[0, false]];
+  while (st.length) {
+    const top = st.pop();
+    const [x, entered] = top;
+    if (entered) { t += 1 + Math.floor(r() * 50); recs.push([mid[x], 'o', t]); continue; }
+    t += 1 + Math.floor(r() * 50);
+    recs.push([mid[x], 'i', t]);
+    st.push([x, true]);
+    for (let k = kids[x].length - 1; k >= 0; k--) st.push([kids[x][k], false]);
+  }
+  const batch = JSON.stringify({
+    batch_id: randomUUID(), app, build: 'big', session_id: 'big', origin_wall_us: origin,
+    device: { model: 'bench', os: '14', sdk: 34 },
+    threads: [{ id: 1, name: 'main', main: true, truncated: false, records: recs }], events: [],
+  });
+  return { ids: `${ids.join('\n')}\n`, batch };
+}
+
+export async function seedBig({ bin, url, app, keys, n }) {
+  const { ids, batch } = bigBuild(app, n, Date.now() * 1000 - 3600e6);
+  await req(`${url}/v1/apps/${app}/builds/big/method-ids`, 'PUT', keys.upload_key, ids);
+  await req(`${url}/v1/apps/${app}/batches`, 'POST', keys.ingest_key, encode(bin, batch));
 }
