@@ -408,7 +408,7 @@ function Flame({ roots, zoom, onZoom, search, mode, id }) {
   useEffect(() => { fg.current.setMode(mode || 'incl'); }, [mode]);
   return (
     <div>
-      {search && found && <p class="muted" id="flame-found">“{search}”: {fmtInt(found.frames)} frames, {fmtPct(found.share)} of the time</p>}
+      {search && found && <p class="muted" id="flame-found">“{search}”: {fmtInt(found.frames)} frame{found.frames === 1 ? '' : 's'}, {fmtPct(found.share)} of the time</p>}
       <div class="flame" ref={ref} id={id} />
     </div>
   );

@@ -80,6 +80,14 @@ try {
   });
   page.on('pageerror', (e) => errors.push(`${page.url()}: ${e.message}`));
   const shot = (name, p = page) => p.screenshot({ path: path.join(outDir, `${name}.png`), fullPage: false });
+  // the smaller pictures of docs/ (README): the top of a page at 1000 px wide
+  const docShot = async (name, height) => {
+    await page.setViewportSize({ width: 1000, height: 800 });
+    await sleep(300);
+    await page.screenshot({ path: path.join(outDir, `doc-${name}.png`), clip: { x: 0, y: 0, width: 1000, height } });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await sleep(200);
+  };
   const timings = {};
 
   // sign-in: a wrong key is refused with a clear message, never put in the URL
@@ -120,6 +128,7 @@ try {
   let top = await tableTop();
   let want = await apiTop('sort=total');
   ok('slow: top rows equal the API (total)', JSON.stringify(top) === JSON.stringify(want), `${JSON.stringify(top)} vs ${JSON.stringify(want)}`);
+  await docShot('slow-methods', 460);
   ok('slow: original names (retraced)', top.length > 0 && top.every(([n]) => n.startsWith('com.example.shop.')), JSON.stringify(top));
   await shot('slow-methods');
   await page.click('#slow-table th button:has-text("p99")');
@@ -198,8 +207,9 @@ try {
   await page.locator('#flame-found').waitFor({ timeout: 5000 });
   const hl = await pixels([0xd6, 0x3a, 0xf9]);
   ok('flame: search highlights', hl > 50, `${hl} highlighted pixels`);
-  ok('flame: search says what it found', /frames, \d+(\.\d)?% of the time/.test(await page.locator('#flame-found').textContent()));
+  ok('flame: search says what it found', /frames?, \d+(\.\d)?% of the time/.test(await page.locator('#flame-found').textContent()));
   await shot('flame-search');
+  await docShot('flame', 400);
   await page.click('button:has-text("self")');
   await page.click('button:has-text("table")');
   await page.locator('#tree-table tbody tr').first().waitFor({ timeout: 5000 });
@@ -222,6 +232,7 @@ try {
   ok('block: an ANR in the test data', anr);
   await sleep(200);
   await shot('block');
+  await docShot('block', 640);
 
   // a phone's width
   await page.setViewportSize({ width: 390, height: 844 });
@@ -240,7 +251,9 @@ try {
   timings.flame_100k_first_render_ms = Math.round(fl.at);
   timings.flame_100k_flatten_ms = Math.round(fl.flatten_ms);
   timings.flame_100k_draw_ms = Math.round(fl.draw_ms);
-  const res = await page.evaluate(() => performance.getEntriesByType('resource').filter((e) => e.name.includes('call-tree')).map((e) => ({ end: e.responseEnd, bytes: e.encodedBodySize }))[0]);
+  const res = await page.evaluate(() => performance.getEntriesByType('resource').filter((e) => e.name.includes('call-tree')).map((e) => ({ start: e.requestStart, first: e.responseStart, end: e.responseEnd, bytes: e.encodedBodySize }))[0]);
+  timings.flame_100k_request_sent_ms = Math.round(res.start);
+  timings.flame_100k_first_byte_ms = Math.round(res.first);
   timings.flame_100k_answer_received_ms = Math.round(res.end);
   timings.flame_100k_answer_bytes = res.bytes;
   const c2 = await page.locator('#flame canvas').boundingBox();
