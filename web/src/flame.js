@@ -201,7 +201,8 @@ export class FlameGraph {
       if (t.depth[i] >= 400) { i = t.end[i]; continue; }
       const dim = this.match && !this.match[i];
       g.fillStyle = this.match && this.match[i] ? '#d63af9'
-        : this.mode === 'self' ? heat(t.w[i] ? t.self[i] / t.w[i] : 0) : t.color[i];
+        : this.opts.colorOf ? this.opts.colorOf(i)
+          : this.mode === 'self' ? heat(t.w[i] ? t.self[i] / t.w[i] : 0) : t.color[i];
       g.globalAlpha = dim ? 0.35 : anc.has(i) && i !== z ? 0.6 : 1;
       g.fillRect(px, y, Math.max(pw - 0.5, 0.4), ROW - 1);
       if (pw > 28) {
@@ -252,6 +253,7 @@ export class FlameGraph {
       methodName(t.method[i], true),
       `calls ${fmtInt(t.count[i])} · total ${fmtDur(t.w[i])} · self ${fmtDur(t.self[i])}`,
       `${fmtPct(t.total ? t.w[i] / t.total : 0)} of all${p >= 0 ? ` · ${fmtPct(t.w[p] ? t.w[i] / t.w[p] : 0)} of its caller` : ''}`,
+      ...(this.opts.extraTip ? this.opts.extraTip(i) : []),
     ];
     this.tip.replaceChildren(...lines.map((s, k) => { const d = document.createElement('div'); d.textContent = s; if (!k) d.className = 'tip-name'; return d; }));
     this.tip.hidden = false;

@@ -79,10 +79,10 @@ function Status({ s, what }) {
 // builds newest first
 const newestFirst = (builds) => [...builds].sort((a, b) => b.created_at - a.created_at);
 
-function BuildSelect({ builds, value, onChange, allowAll = true }) {
+function BuildSelect({ builds, value, onChange, allowAll = true, label = 'Build' }) {
   return (
-    <label>Build{' '}
-      <select value={value || ''} onChange={(e) => onChange(e.target.value)} aria-label="build">
+    <label>{label}{' '}
+      <select value={value || ''} onChange={(e) => onChange(e.target.value)} aria-label={label === 'Build' ? 'build' : `${label.toLowerCase()} build`}>
         {allowAll && <option value="">{allowAll === true ? 'all builds' : allowAll}</option>}
         {newestFirst(builds || []).map((b) => <option value={b.build}>{b.build}</option>)}
       </select>
@@ -382,7 +382,44 @@ function MethodPage({ params }) {
 }
 
 // ---- flame graph ----------------------------------------------------------
-function Flame({ roots, zoom, onZoom, search, mode, id }) {
+// per node of t: its call path's inclusive time in a base tree (the older
+// build), for the differential flame graph; keys are the paths' names
+function diffAgainst(t, baseRoots) {
+  const base = new Map();
+  let baseTotal = 0;
+  const st = baseRoots.map((r) => [r, '']);
+  for (const r of baseRoots) baseTotal += r.total_us;
+  while (st.length) {
+    const [n, pre] = st.pop();
+    const k = `${pre}\n${methodKey(n.method || { class: '?', name: '?' })}`;
+    base.set(k, (base.get(k) || 0) + n.total_us);
+    for (const c of n.children || []) st.push([c, k]);
+  }
+  const keys = new Array(t.n);
+  const was = new Float64Array(t.n);
+  const known = new Uint8Array(t.n);
+  for (let i = 0; i < t.n; i++) {
+    const p = t.parent[i];
+    keys[i] = `${p >= 0 ? keys[p] : ''}\n${methodKey(t.method[i] || { class: '?', name: '?' })}`;
+    if (base.has(keys[i])) { was[i] = base.get(keys[i]); known[i] = 1; }
+  }
+  const delta = (i) => (t.total ? t.w[i] / t.total : 0) - (baseTotal ? was[i] / baseTotal : 0);
+  return {
+    color(i) {
+      if (!known[i]) return 'hsl(0, 85%, 45%)';
+      const d = delta(i);
+      const f = Math.min(1, Math.abs(d) / 0.05);
+      return d >= 0 ? `hsl(0, 80%, ${Math.round(92 - 40 * f)}%)` : `hsl(215, 80%, ${Math.round(92 - 40 * f)}%)`;
+    },
+    tip(i) {
+      if (!known[i]) return ['new in this build (no such call path in the other)'];
+      const d = delta(i);
+      return [`share of all time ${d >= 0 ? '+' : '−'}${fmtPct(Math.abs(d))} (was ${fmtPct(baseTotal ? was[i] / baseTotal : 0)}, ${fmtDur(was[i])})`];
+    },
+  };
+}
+
+function Flame({ roots, zoom, onZoom, search, mode, id, baseRoots }) {
   const ref = useRef(null);
   const fg = useRef(null);
   const timing = useRef({});
@@ -393,10 +430,18 @@ function Flame({ roots, zoom, onZoom, search, mode, id }) {
     return x;
   }, [roots]);
   const [found, setFound] = useState(null);
+  const diff = useRef(null);
   useEffect(() => {
-    fg.current = new FlameGraph(ref.current, { onZoom: (i) => onZoom && onZoom(i < 0 ? '' : nodePath(fg.current.t, i)) });
+    fg.current = new FlameGraph(ref.current, {
+      onZoom: (i) => onZoom && onZoom(i < 0 ? '' : nodePath(fg.current.t, i)),
+      colorOf: baseRoots ? (i) => diff.current.color(i) : undefined,
+      extraTip: baseRoots ? (i) => diff.current.tip(i) : undefined,
+    });
     return () => fg.current.destroy();
   }, []);
+  if (baseRoots && (!diff.current || diff.current.t !== t || diff.current.base !== baseRoots)) {
+    diff.current = { ...diffAgainst(t, baseRoots), t, base: baseRoots };
+  }
   useEffect(() => {
     const t0 = performance.now();
     fg.current.setData(t);
@@ -530,15 +575,102 @@ function BlockPage({ params }) {
   );
 }
 
+// ---- compare builds ---------------------------------------------------------
+// A method is flagged when both builds have at least minCalls finished calls
+// and its p50, p90 or p99 changed by at least minChange % (up: regression,
+// down: improvement); regressions first, by their largest rise.
+function compareRows(a, b, minCalls, minChange) {
+  const totalA = a.reduce((x, m) => x + m.count, 0) || 1;
+  const totalB = b.reduce((x, m) => x + m.count, 0) || 1;
+  const byKey = new Map(a.map((m) => [methodKey(m.method), m]));
+  const rows = [];
+  const seen = new Set();
+  for (const mb of b) {
+    const k = methodKey(mb.method);
+    seen.add(k);
+    const ma = byKey.get(k);
+    const rel = (f) => (ma && ma[f] > 0 ? mb[f] / ma[f] - 1 : null);
+    const ch = { p50: rel('p50_us'), p90: rel('p90_us'), p99: rel('p99_us') };
+    const enough = ma && ma.count >= minCalls && mb.count >= minCalls;
+    const vals = Object.values(ch).filter((v) => v !== null);
+    const up = vals.length ? Math.max(...vals) : 0;
+    const down = vals.length ? Math.min(...vals) : 0;
+    const flag = !enough ? '' : up * 100 >= minChange ? 'regression' : -down * 100 >= minChange ? 'improvement' : '';
+    rows.push({ method: mb.method, a: ma, b: mb, ch, share: mb.count / totalB - (ma ? ma.count / totalA : 0), flag, up, down });
+  }
+  for (const ma of a) if (!seen.has(methodKey(ma.method))) rows.push({ method: ma.method, a: ma, b: null, ch: {}, share: -ma.count / totalA, flag: '', up: 0, down: 0 });
+  const rank = (r) => (r.flag === 'regression' ? 0 : r.flag === 'improvement' ? 1 : 2);
+  rows.sort((x, y) => rank(x) - rank(y) || (rank(x) === 1 ? x.down - y.down : y.up - x.up) || ((y.b ? y.b.total_us : 0) - (x.b ? x.b.total_us : 0)));
+  return rows;
+}
+
+function Change({ v }) {
+  if (v === null || v === undefined) return <span class="muted">–</span>;
+  const pct = Math.round(v * 100);
+  return <span class={pct >= 10 ? 'up' : pct <= -10 ? 'down' : ''}>{pct > 0 ? '+' : ''}{pct}%</span>;
+}
+
+function ComparePage({ params }) {
+  const builds = useBuilds();
+  const list = builds.data ? newestFirst(builds.data.builds) : [];
+  const b = params.b || (list[0] && list[0].build);
+  const a = params.a || (list[1] && list[1].build);
+  const thread = params.thread || 'all';
+  const minCalls = Number(params.min_calls || 10);
+  const minChange = Number(params.min_change || 20);
+  const P = (k, v) => setParam('compare', { ...params, a, b }, k, v);
+  const sa = useApi('/slow-methods', { build: a, thread, limit: 10000 }, [a, thread, !!a]);
+  const sb = useApi('/slow-methods', { build: b, thread, limit: 10000 }, [b, thread, !!b]);
+  const ta = useApi('/call-tree', { build: a, thread, limit: 100000, max_depth: 4096 }, [a, thread]);
+  const tb = useApi('/call-tree', { build: b, thread, limit: 100000, max_depth: 4096 }, [b, thread]);
+  const rows = useMemo(() => (sa.data && sb.data ? compareRows(sa.data.methods, sb.data.methods, minCalls, minChange) : null), [sa.data, sb.data, minCalls, minChange]);
+  if (builds.data && list.length < 2) return <section><h2>Compare builds</h2><p>Comparing needs two builds with data.</p></section>;
+  const regressions = rows ? rows.filter((r) => r.flag === 'regression').length : 0;
+  return (
+    <section>
+      <h2>Compare builds</h2>
+      <div class="filters">
+        <BuildSelect builds={list} value={a} onChange={(v) => P('a', v)} allowAll={false} label="Before" />
+        <BuildSelect builds={list} value={b} onChange={(v) => P('b', v)} allowAll={false} label="After" />
+        <ThreadSelect value={thread} onChange={(v) => P('thread', v)} />
+        <label>Min. calls <input type="number" min="1" class="short" value={minCalls} onChange={(e) => P('min_calls', e.target.value)} aria-label="minimum calls" /></label>
+        <label>Min. change % <input type="number" min="1" class="short" value={minChange} onChange={(e) => P('min_change', e.target.value)} aria-label="minimum change" /></label>
+      </div>
+      <p class="muted">Flagged: both builds have at least {minCalls} calls and p50, p90 or p99 changed by at least {minChange}% (up: regression, down: improvement). Call share: the method's calls as a share of all calls of the build, change in percentage points.</p>
+      <Status s={sa.error ? sa : sb} what="slow methods" />
+      {rows && <p id="compare-summary"><b>{regressions}</b> regression{regressions === 1 ? '' : 's'} from {a} to {b}.</p>}
+      {rows && (
+        <div class="scroll"><table class="grid" id="compare-table">
+          <thead><tr><th>Method</th><th /><th class="num">Calls {a}</th><th class="num">Calls {b}</th><th class="num">Call share</th><th class="num">p50 {b}</th><th class="num">p50</th><th class="num">p90 {b}</th><th class="num">p90</th><th class="num">p99 {b}</th><th class="num">p99</th></tr></thead>
+          <tbody>{rows.slice(0, 300).map((r) => (
+            <tr class={r.flag}>
+              <td class="method"><a href={href('method', { build: b, thread, m: methodKey(r.method) })}><Name m={r.method} /></a></td>
+              <td>{r.flag && <span class={`badge ${r.flag === 'regression' ? 'bad' : 'ok'}`}>{r.flag}</span>}</td>
+              <td class="num">{r.a ? fmtInt(r.a.count) : '–'}</td><td class="num">{r.b ? fmtInt(r.b.count) : '–'}</td>
+              <td class="num">{Math.abs(r.share) < 0.0005 ? '0.0' : `${r.share > 0 ? '+' : '−'}${Math.abs(r.share * 100).toFixed(1)}`} pp</td>
+              <td class="num">{r.b ? fmtDur(r.b.p50_us) : '–'}</td><td class="num"><Change v={r.ch.p50} /></td>
+              <td class="num">{r.b ? fmtDur(r.b.p90_us) : '–'}</td><td class="num"><Change v={r.ch.p90} /></td>
+              <td class="num">{r.b ? fmtDur(r.b.p99_us) : '–'}</td><td class="num"><Change v={r.ch.p99} /></td>
+            </tr>))}</tbody>
+        </table></div>)}
+      <h3>Differential flame graph <span class="muted">{b}'s merged call tree; colour: change of each call path's share of all time since {a} (red: more, blue: less, dark red: new path)</span></h3>
+      <Status s={ta.error ? ta : tb} what="the call trees" />
+      {ta.data && tb.data && (tb.data.roots.length
+        ? <Flame id="diff-flame" roots={tb.data.roots} baseRoots={ta.data.roots} zoom={params.zoom} onZoom={(z) => go('compare', { ...params, a, b, zoom: z })} />
+        : <p>No calls in {b}.</p>)}
+    </section>
+  );
+}
+
 // ---- shell ----------------------------------------------------------------
-const PAGES = [['overview', 'Overview'], ['slow', 'Slow methods'], ['flame', 'Flame graph'], ['blocks', 'Blocks']];
+const PAGES = [['overview', 'Overview'], ['slow', 'Slow methods'], ['flame', 'Flame graph'], ['blocks', 'Blocks'], ['compare', 'Compare builds']];
 function App() {
   const { page, params } = useRoute();
   if (!session.key || page === 'signin') return <SignIn next={page} />;
   const keep = params.build ? { build: params.build } : {};
   const body = {
     overview: () => <Overview />, slow: () => <SlowMethods params={params} />, method: () => <MethodPage params={params} />,
-    flame: () => <FlamePage params={params} />, blocks: () => <BlocksPage params={params} />, block: () => <BlockPage params={params} />,
+    flame: () => <FlamePage params={params} />, compare: () => <ComparePage params={params} />, blocks: () => <BlocksPage params={params} />, block: () => <BlockPage params={params} />,
   }[page];
   return (
     <>

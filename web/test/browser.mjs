@@ -234,6 +234,18 @@ try {
   await shot('block');
   await docShot('block', 640);
 
+  // compare builds: the planted regression (7.1's database is 3x slower) is flagged
+  await page.goto(`${url}/#/compare?a=7.0&b=7.1`);
+  await page.locator('#compare-table tbody tr').first().waitFor({ timeout: 10000 });
+  const cmp = await page.locator('#compare-table tbody tr').evaluateAll((trs) => trs.map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent]));
+  const flagOf = (name) => (cmp.find(([n]) => n.endsWith(name)) || [])[1];
+  ok('compare: Database.query is a regression', flagOf('.Database.query') === 'regression', JSON.stringify(cmp));
+  ok('compare: Strings.isBlank is not flagged', flagOf('.Strings.isBlank') === '', JSON.stringify(cmp));
+  ok('compare: regressions listed first', cmp[0][1] === 'regression');
+  await page.locator('#diff-flame canvas').waitFor({ timeout: 10000 });
+  await sleep(200);
+  await shot('compare');
+
   // a phone's width
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`${url}/#/slow?build=7.1`);
