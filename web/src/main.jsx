@@ -7,6 +7,7 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { api, ApiError, health, keyMessage, metric, session } from './api.js';
+import { download, toChromeTrace, toSpeedscope } from './export.js';
 import { FlameGraph, flatten, nodeOfPath, nodePath } from './flame.js';
 import { fmtBytes, fmtDur, fmtInt, fmtPct, fmtTime, methodKey, methodName, shortName } from './format.js';
 
@@ -501,6 +502,11 @@ function FlamePage({ params }) {
           <button class={`toggle ${params.view === 'table' ? 'on' : ''}`} onClick={() => P('view', 'table')}>table</button>
         </span>
         <button id="flame-reset" onClick={() => P('zoom', '')} disabled={!params.zoom}>Reset zoom</button>
+        {s.data && s.data.roots.length > 0 && (
+          <span role="group" aria-label="export">
+            <button id="export-speedscope" onClick={() => download(toSpeedscope(s.data.roots, `${session.app} ${s.data.build} ${thread}`), `beatline-${s.data.build}-${thread}.speedscope.json`)}>speedscope</button>{' '}
+            <button id="export-chrome" title="Chrome trace-event JSON: opens in Perfetto UI" onClick={() => download(toChromeTrace(s.data.roots, `${session.app} ${s.data.build} ${thread}`), `beatline-${s.data.build}-${thread}.trace.json`)}>Chrome trace</button>
+          </span>)}
       </div>
       <p class="muted">Widths are inclusive time of the merged call tree (exact, every call). {params.mode === 'self' ? 'Colour: share of self time (red = most).' : 'Colour: package.'} Click a frame to zoom, again (or Escape) to go back; hover for figures.</p>
       <Status s={s} what="the call tree" />

@@ -210,6 +210,27 @@ try {
   ok('flame: search says what it found', /frames?, \d+(\.\d)?% of the time/.test(await page.locator('#flame-found').textContent()));
   await shot('flame-search');
   await docShot('flame', 400);
+  // exports of the same tree: speedscope (evented) and Chrome trace events
+  const apiTree = await read('/call-tree?build=7.1&limit=100000&max_depth=4096');
+  let nodes = 0;
+  for (const st = [...apiTree.roots]; st.length;) { const x = st.pop(); nodes++; st.push(...x.children); }
+  const grab = async (sel) => {
+    const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 10000 }), page.click(sel)]);
+    const file = path.join(outDir, dl.suggestedFilename());
+    await dl.saveAs(file);
+    return JSON.parse(readFileSync(file, 'utf8'));
+  };
+  const sp = await grab('#export-speedscope');
+  const evs = sp.profiles[0].events;
+  let depth = 0; let nested = true; let last = 0;
+  for (const e of evs) { depth += e.type === 'O' ? 1 : -1; if (depth < 0 || e.at < last) nested = false; last = e.at; }
+  ok('export: speedscope has one open and close per node, nested, in time order', evs.length === 2 * nodes && depth === 0 && nested, `${evs.length} events, ${nodes} nodes`);
+  ok('export: speedscope frames are original names', sp.shared.frames.some((f) => f.name.startsWith('com.example.shop.db.Database.query(')));
+  ok('export: speedscope covers the total time', sp.profiles[0].endValue === apiTree.roots.reduce((a, r) => a + r.total_us, 0));
+  const ct = await grab('#export-chrome');
+  const xs = ct.traceEvents.filter((e) => e.ph === 'X');
+  ok('export: Chrome trace has one complete event per node', xs.length === nodes, `${xs.length} vs ${nodes}`);
+  ok('export: Chrome trace durations are inclusive times', xs[0].dur === apiTree.roots[0].total_us && xs[0].args.calls === apiTree.roots[0].count);
   await page.click('button:has-text("self")');
   await page.click('button:has-text("table")');
   await page.locator('#tree-table tbody tr').first().waitFor({ timeout: 5000 });
