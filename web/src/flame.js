@@ -111,7 +111,7 @@ export class FlameGraph {
     this.canvas.className = 'flame-canvas';
     this.canvas.tabIndex = 0;
     this.canvas.setAttribute('role', 'img');
-    this.canvas.setAttribute('aria-label', 'flame graph; click a frame to zoom, Escape to reset');
+    this.canvas.setAttribute('aria-label', 'flame graph: click a frame to zoom; keyboard: arrows select a frame, Enter zooms, Escape resets');
     this.tip = document.createElement('div');
     this.tip.className = 'flame-tip';
     this.tip.hidden = true;
@@ -125,15 +125,24 @@ export class FlameGraph {
     this.canvas.addEventListener('click', (e) => this.onClick(e));
     this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
     this.canvas.addEventListener('mouseleave', () => { this.hover = -1; this.tip.hidden = true; });
-    this.canvas.addEventListener('keydown', (e) => {
-      if (e.key === 'Escape') this.setZoom(-1, true);
-      if (e.key === 'Backspace' && this.zoom >= 0) this.setZoom(this.t.parent[this.zoom], true);
+    // keyboard: arrows move a selected frame (up: caller, down: first
+    // callee, left/right: siblings), Enter zooms to it, Escape resets
+    this.sel = -1;
+    this.live = document.createElement('div');
+    this.live.className = 'sr-only';
+    this.live.setAttribute('aria-live', 'polite');
+    el.append(this.live);
+    this.canvas.addEventListener('focus', () => {
+      // a keyboard focus selects a frame; a click's focus does not
+      if (this.sel < 0 && this.t && this.t.n && this.canvas.matches(':focus-visible')) this.select(this.zoom >= 0 ? this.zoom : 0);
     });
+    this.canvas.addEventListener('blur', () => { this.tip.hidden = true; });
+    this.canvas.addEventListener('keydown', (e) => this.onKey(e));
     this.ro = new ResizeObserver(() => this.draw());
     this.ro.observe(el);
   }
   destroy() { this.ro.disconnect(); this.el.replaceChildren(); }
-  setData(t) { this.t = t; this.zoom = -1; this.setSearch(this.search, false); this.draw(); }
+  setData(t) { this.t = t; this.zoom = -1; this.sel = -1; this.setSearch(this.search, false); this.draw(); }
   setMode(m) { this.mode = m; this.draw(); }
   setZoom(i, notify = false) {
     this.zoom = i;
@@ -212,8 +221,44 @@ export class FlameGraph {
         g.fillText(fit >= label.length ? label : `${label.slice(0, Math.max(1, fit - 1))}…`, Math.max(px, 0) + 3, y + ROW / 2);
       }
       g.globalAlpha = 1;
+      if (i === this.sel) {
+        g.strokeStyle = '#0b3d91';
+        g.lineWidth = 2;
+        g.strokeRect(Math.max(px, 0) + 1, y + 1, Math.min(pw, cssW) - 2.5, ROW - 3);
+      }
       i++;
     }
+  }
+  onKey(e) {
+    const t = this.t;
+    if (!t || !t.n) return;
+    const i = this.sel < 0 ? 0 : this.sel;
+    let j = -1;
+    if (e.key === 'Escape') { this.setZoom(-1, true); e.preventDefault(); return; }
+    if (e.key === 'Enter' || e.key === ' ') { this.setZoom(i, true); e.preventDefault(); return; }
+    if (e.key === 'ArrowUp') j = t.parent[i];
+    else if (e.key === 'ArrowDown') j = i + 1 < t.end[i] ? i + 1 : -1;
+    else if (e.key === 'ArrowRight') { const p = t.parent[i]; const stop = p >= 0 ? t.end[p] : t.n; j = t.end[i] < stop ? t.end[i] : -1; }
+    else if (e.key === 'ArrowLeft') {
+      const p = t.parent[i];
+      for (let k = p >= 0 ? p + 1 : 0; k < i; k = t.end[k]) if (t.end[k] === i) j = k;
+    } else return;
+    e.preventDefault();
+    if (j >= 0) this.select(j);
+  }
+  // selects frame i (keyboard): outlined, its figures in the tooltip and read out
+  select(i) {
+    this.sel = i;
+    this.draw();
+    const lines = this.tipLines(i);
+    this.live.textContent = lines.join('. ');
+    this.tip.replaceChildren(...lines.map((s, k) => { const d = document.createElement('div'); d.textContent = s; if (!k) d.className = 'tip-name'; return d; }));
+    const { x0, w } = this.view();
+    const cssW = this.canvas.clientWidth;
+    const px = Math.max(0, (this.t.x0[i] - x0) * (cssW / w));
+    this.tip.hidden = false;
+    this.tip.style.left = `${Math.min(px, Math.max(0, cssW - 340))}px`;
+    this.tip.style.top = `${(this.t.depth[i] + 1) * ROW + 4}px`;
   }
   hit(e) {
     const t = this.t;
@@ -247,17 +292,20 @@ export class FlameGraph {
     if (i === this.hover && i >= 0) { this.placeTip(e); return; }
     this.hover = i;
     if (i < 0) { this.tip.hidden = true; return; }
+    const lines = this.tipLines(i);
+    this.tip.replaceChildren(...lines.map((s, k) => { const d = document.createElement('div'); d.textContent = s; if (!k) d.className = 'tip-name'; return d; }));
+    this.tip.hidden = false;
+    this.placeTip(e);
+  }
+  tipLines(i) {
     const t = this.t;
     const p = t.parent[i];
-    const lines = [
+    return [
       methodName(t.method[i], true),
       `calls ${fmtInt(t.count[i])} · total ${fmtDur(t.w[i])} · self ${fmtDur(t.self[i])}`,
       `${fmtPct(t.total ? t.w[i] / t.total : 0)} of all${p >= 0 ? ` · ${fmtPct(t.w[p] ? t.w[i] / t.w[p] : 0)} of its caller` : ''}`,
       ...(this.opts.extraTip ? this.opts.extraTip(i) : []),
     ];
-    this.tip.replaceChildren(...lines.map((s, k) => { const d = document.createElement('div'); d.textContent = s; if (!k) d.className = 'tip-name'; return d; }));
-    this.tip.hidden = false;
-    this.placeTip(e);
   }
   placeTip(e) {
     const r = this.el.getBoundingClientRect();

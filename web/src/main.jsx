@@ -508,7 +508,7 @@ function FlamePage({ params }) {
             <button id="export-chrome" title="Chrome trace-event JSON: opens in Perfetto UI" onClick={() => download(toChromeTrace(s.data.roots, `${session.app} ${s.data.build} ${thread}`), `beatline-${s.data.build}-${thread}.trace.json`)}>Chrome trace</button>
           </span>)}
       </div>
-      <p class="muted">Widths are inclusive time of the merged call tree (exact, every call). {params.mode === 'self' ? 'Colour: share of self time (red = most).' : 'Colour: package.'} Click a frame to zoom, again (or Escape) to go back; hover for figures.</p>
+      <p class="muted">Widths are inclusive time of the merged call tree (exact, every call). {params.mode === 'self' ? 'Colour: share of self time (red = most).' : 'Colour: package.'} Click a frame to zoom, again (or Escape) to go back; hover for figures. Keyboard: Tab to the graph, arrows select a frame, Enter zooms.</p>
       <Status s={s} what="the call tree" />
       {s.data && s.data.truncated && <p class="warn">The tree was cut at 100,000 nodes (the API's limit for one answer).</p>}
       {s.data && (s.data.roots.length ? (params.view === 'table' ? <TreeTable roots={s.data.roots} unit={params.unit} />

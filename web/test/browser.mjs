@@ -203,6 +203,20 @@ try {
   await shot('flame-zoomed');
   await page.click('#flame-reset');
   await page.waitForFunction(() => !location.hash.includes('zoom='));
+  // keyboard: focus, down twice (first callee of the first callee), Enter zooms there
+  await page.focus('#flame-search');
+  await page.keyboard.press('Escape'); // leaves the search empty (it is)
+  await page.keyboard.press('Shift+Tab');
+  await page.keyboard.press('Tab'); // back to the search box, then on through the controls to the canvas
+  for (let k = 0; k < 12 && !(await page.evaluate(() => document.activeElement && document.activeElement.tagName === 'CANVAS')); k++) await page.keyboard.press('Tab');
+  ok('flame: the canvas is reachable by Tab', await page.evaluate(() => document.activeElement.tagName === 'CANVAS'));
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => /zoom=0\.0\.0(&|$)/.test(location.hash), null, { timeout: 5000 });
+  ok('flame: keyboard selects and zooms', true);
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => !location.hash.includes('zoom='));
   await page.fill('#flame-search', 'Database.query');
   await page.locator('#flame-found').waitFor({ timeout: 5000 });
   const hl = await pixels([0xd6, 0x3a, 0xf9]);
