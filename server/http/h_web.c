@@ -17,7 +17,8 @@
  * images and API calls from this origin only, no inline script, no
  * framing). Names the build hashes (NAME-XXXXXXXX.EXT, 8 of A-Z 0-9, what
  * esbuild writes for [name]-[hash]) are cached for a year (immutable);
- * every other file (index.html) is "no-cache": revalidated each time.
+ * every other file (index.html) is "no-cache": revalidated each time, by
+ * its ETag (size and modification time; If-None-Match → 304).
  */
 #include "http/internal.h"
 
@@ -108,9 +109,11 @@ static int segment_ok(const char *s, size_t len)
 
 /* Opens the file of a request path below dirfd: -1 when the path is not
  * one the rules above allow, does not exist, is not a regular file or
- * passes through a symbolic link. On success the descriptor (the caller's)
- * and its size, and *name the last segment (inside path). */
-static int open_below(int dirfd, const char *path, uint64_t *size, const char **name)
+ * passes through a symbolic link. On success the descriptor (the caller's),
+ * its stat in *st, and *name the last segment (inside path). The last
+ * segment is checked with fstatat before it is opened, so a device or FIFO
+ * in the folder is never opened, and again with fstat after. */
+static int open_below(int dirfd, const char *path, struct stat *st, const char **name)
 {
     if (path[0] != '/')
         return -1;
@@ -126,6 +129,12 @@ static int open_below(int dirfd, const char *path, uint64_t *size, const char **
             break;
         memcpy(seg, p, len);
         seg[len] = '\0';
+        struct stat pre;
+        if (!slash && (fstatat(cur, seg, &pre, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(pre.st_mode))) {
+            if (cur != dirfd)
+                close(cur);
+            return -1;
+        }
         int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (slash ? O_DIRECTORY : O_NONBLOCK);
         int fd = openat(cur, seg, flags);
         if (cur != dirfd)
@@ -138,12 +147,10 @@ static int open_below(int dirfd, const char *path, uint64_t *size, const char **
             p = slash + 1;
             continue;
         }
-        struct stat st;
-        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
             close(fd);
             return -1;
         }
-        *size = (uint64_t)st.st_size;
         *name = p;
         return fd;
     }
@@ -159,22 +166,36 @@ enum MHD_Result bl_h_web(struct MHD_Connection *c, bl_http *h, req *r, const cha
         return bl_reply_error(c, h, 404,
                               "no web UI here: start the server with --web DIR (the built "
                               "dashboard); the API is under /v1/");
-    uint64_t size = 0;
+    struct stat st;
     const char *name = NULL, *type = NULL;
-    int fd = open_below(h->web_fd, url, &size, &name);
+    int fd = open_below(h->web_fd, url, &st, &name);
     if (fd >= 0 && !(type = type_of(name))) {
         close(fd);
         fd = -1;
     }
     if (fd < 0)
         return bl_reply_error(c, h, 404, "not found");
-    /* libmicrohttpd owns fd from here (closed with the response) */
-    struct MHD_Response *resp = MHD_create_response_from_fd64(size, fd);
-    if (!resp) {
+    /* a validator for no-cache revalidation: size and modification time */
+    char etag[64];
+    snprintf(etag, sizeof etag, "\"%llx-%llx.%lx\"", (unsigned long long)st.st_size,
+             (unsigned long long)st.st_mtim.tv_sec, (unsigned long)st.st_mtim.tv_nsec);
+    const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match");
+    int not_modified = inm && (strstr(inm, etag) != NULL || !strcmp(inm, "*"));
+    struct MHD_Response *resp;
+    if (not_modified) {
         close(fd);
-        return bl_reply_error(c, h, 503, "cannot answer the file (out of memory)");
+        resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    } else {
+        /* libmicrohttpd owns fd from here (closed with the response) */
+        resp = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+        if (!resp)
+            close(fd);
     }
-    int ok = MHD_add_response_header(resp, "Content-Type", type) == MHD_YES &&
+    if (!resp)
+        return bl_reply_error(c, h, 503, "cannot answer the file (out of memory)");
+    unsigned status = not_modified ? 304 : 200;
+    int ok = MHD_add_response_header(resp, "ETag", etag) == MHD_YES &&
+             MHD_add_response_header(resp, "Content-Type", type) == MHD_YES &&
              MHD_add_response_header(resp, "Cache-Control",
                                      hashed_name(name) ? "public, max-age=31536000, immutable"
                                                        : "no-cache") == MHD_YES &&
@@ -188,9 +209,9 @@ enum MHD_Result bl_h_web(struct MHD_Connection *c, bl_http *h, req *r, const cha
         MHD_destroy_response(resp);
         return bl_reply_error(c, h, 503, "cannot answer the file (out of memory)");
     }
-    enum MHD_Result rc = MHD_queue_response(c, 200, resp);
+    enum MHD_Result rc = MHD_queue_response(c, status, resp);
     if (rc == MHD_YES)
-        bl_http_count_status(h, 200);
+        bl_http_count_status(h, status);
     MHD_destroy_response(resp);
     return rc;
 }

@@ -25,6 +25,8 @@ ln -s "$PWD/outside/secret.txt" site/link.txt
 ln -s "$PWD/outside" site/linkdir
 ln -s ../outside/secret.txt site/rel.txt
 mkfifo site/fifo.txt
+# a character device inside the folder is never opened (fstatat first)
+mknod site/zero.txt c 1 5 2> /dev/null || ln -s /dev/zero site/zero.txt
 
 start_server data --web "$PWD/site"
 
@@ -57,6 +59,24 @@ http GET /shot.png ''
 expect_grep "png type" '^Content-Type: image/png' "$HDRS"
 http GET /sub/deeper/page.html ''
 expect "nested file" 200 "$CODE"
+
+# revalidation: the ETag answers 304 without a body; a changed file, 200
+http GET /index.html '' -H "Cache-Control: max-age=0"
+etag=$(grep -i '^ETag:' hdrs.out | sed 's/^[^:]*: *//' | tr -d '\r')
+expect_grep "index.html has an ETag" '^"[0-9a-f]*-[0-9a-f]*\.[0-9a-f]*"$' "$etag"
+: > body.out # curl leaves the file alone when the body is empty
+http GET /index.html '' -H "If-None-Match: $etag"
+expect "If-None-Match: 304" 304 "$CODE"
+expect "304 has no body" "" "$BODY"
+expect_grep "304 keeps the CSP" '^Content-Security-Policy: ' "$HDRS"
+http GET /index.html '' -H 'If-None-Match: "other"'
+expect "another ETag: 200" 200 "$CODE"
+sleep 0.01
+echo '<!doctype html><title>fixture 2</title>' > site/index.html
+http GET /index.html '' -H "If-None-Match: $etag"
+expect "changed file: 200" 200 "$CODE"
+contains "changed file: new body" "fixture 2" "$BODY"
+echo '<!doctype html><title>fixture</title>' > site/index.html
 
 # HEAD: headers, no body
 CODE=$(curl -s -I -o hdrs.out -w '%{http_code}' "$URL/assets/app-AB12CD34.js")
@@ -95,6 +115,7 @@ check_refused "symlink to a folder outside" /linkdir/secret.txt
 check_refused "hidden file" /.hidden.txt
 check_refused "unknown extension" /notes.conf
 check_refused "fifo" /fifo.txt
+check_refused "device" /zero.txt
 check_refused "NUL" '/index.html%00.png'
 check_refused "too deep" /a/b/c/d/e/f/g/h/i/j.html
 check_refused "long segment" "/$(printf 'a%.0s' $(seq 200)).html"
