@@ -125,8 +125,14 @@ try {
   timings.slow_methods_wall_ms = Date.now() - t0;
   const tableTop = async () => (await page.locator('#slow-table tbody tr').evaluateAll((trs) => trs.slice(0, 10).map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent])));
   const apiTop = async (q) => (await read(`/slow-methods?limit=10&${q}`)).methods.map((m) => [`${m.method.class}.${m.method.name}`, m.count.toLocaleString('en-US')]);
-  let top = await tableTop();
+  // the table once it shows want (it is fetched after the URL changes): polled, bounded
+  const tableWhen = async (want) => {
+    let got = await tableTop();
+    for (let k = 0; k < 100 && JSON.stringify(got) !== JSON.stringify(want); k++) { await sleep(100); got = await tableTop(); }
+    return got;
+  };
   let want = await apiTop('sort=total');
+  let top = await tableWhen(want);
   ok('slow: top rows equal the API (total)', JSON.stringify(top) === JSON.stringify(want), `${JSON.stringify(top)} vs ${JSON.stringify(want)}`);
   await docShot('slow-methods', 460);
   ok('slow: original names (retraced)', top.length > 0 && top.every(([n]) => n.startsWith('com.example.shop.')), JSON.stringify(top));
@@ -134,24 +140,23 @@ try {
   await page.click('#slow-table th button:has-text("p99")');
   await page.waitForFunction(() => location.hash.includes('sort=p99'));
   await page.locator('#slow-table th[aria-sort=descending]:has-text("p99")').waitFor({ timeout: 5000 });
-  await sleep(300);
   want = await apiTop('sort=p99');
-  top = await tableTop();
+  top = await tableWhen(want);
   ok('slow: sorted by p99 equals the API', JSON.stringify(top) === JSON.stringify(want), `${JSON.stringify(top)} vs ${JSON.stringify(want)}`);
   // filters: build and main thread, units, search (all in the URL)
   await page.selectOption('select[aria-label=build]', '7.1');
   await page.selectOption('select[aria-label=thread]', 'main');
   await page.waitForFunction(() => location.hash.includes('build=7.1') && location.hash.includes('thread=main'));
-  await sleep(300);
   want = await apiTop('sort=p99&build=7.1&thread=main');
-  top = await tableTop();
+  top = await tableWhen(want);
   ok('slow: build 7.1, main thread equals the API', JSON.stringify(top) === JSON.stringify(want), `${JSON.stringify(top)} vs ${JSON.stringify(want)}`);
   ok('slow: main thread has no worker method', !top.some(([n]) => n.includes('SyncWorker')));
   await page.fill('input[aria-label="search methods"]', 'database');
-  await sleep(200);
+  await page.waitForFunction(() => document.querySelectorAll('#slow-table tbody tr').length === 2, null, { timeout: 10000 }).catch(() => {});
   const found = await page.locator('#slow-table tbody tr td:first-child').allTextContents();
   ok('slow: search filters', found.length === 2 && found.every((n) => n.includes('Database')), JSON.stringify(found));
   await page.selectOption('select[aria-label=units]', 'us');
+  await page.waitForFunction(() => (document.querySelector('#slow-table tbody tr td:nth-child(3)') || {}).textContent.endsWith('µs'), null, { timeout: 10000 }).catch(() => {});
   ok('slow: units µs', (await page.locator('#slow-table tbody tr td:nth-child(3)').first().textContent()).endsWith('µs'));
   const deep = page.url();
   ok('slow: the view is in the URL', /build=7\.1/.test(deep) && /q=database/.test(deep) && /unit=us/.test(deep), deep);
