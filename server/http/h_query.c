@@ -2,7 +2,7 @@
  * h_query.c — read endpoints:
  *   GET /v1/apps/{app}/builds
  *   GET /v1/apps/{app}/slow-methods?build=&thread=main|all&since=&until=&sort=&limit=
- *   GET /v1/apps/{app}/call-tree?build=&root=&thread=&max_depth=&limit=
+ *   GET /v1/apps/{app}/call-tree?build=&root=&thread=&max_depth=&limit=&format=json|speedscope|chrome
  * Shapes and units are in docs/api.md. Times are µs; since/until are Unix
  * seconds and select whole hours (aggregates are kept per hour).
  */

@@ -9,7 +9,8 @@
  *   POST /v1/apps/{app}/batches                     ingest key
  *   GET  /v1/apps/{app}/builds                      read key
  *   GET  /v1/apps/{app}/slow-methods                read key
- *   GET  /v1/apps/{app}/call-tree                   read key
+ *   GET  /v1/apps/{app}/call-tree                   read key (?format=speedscope|chrome)
+ *   GET  /v1/apps/{app}/method-histogram            read key
  *   POST /v1/apps/{app}/builds/{build}/retrace      read key
  *   DELETE /v1/apps/{app}/builds/{build}            upload key
  *   GET  / and other paths outside /v1/             the dashboard (--web DIR)

@@ -62,7 +62,7 @@ expect "nested file" 200 "$CODE"
 
 # revalidation: the ETag answers 304 without a body; a changed file, 200
 http GET /index.html '' -H "Cache-Control: max-age=0"
-etag=$(grep -i '^ETag:' hdrs.out | sed 's/^[^:]*: *//' | tr -d '\r')
+etag=$(grep -i '^ETag:' hdrs.out | sed 's/^[^:]*: *//' | tr -d '\r' || true)
 expect_grep "index.html has an ETag" '^"[0-9a-f]*-[0-9a-f]*\.[0-9a-f]*"$' "$etag"
 : > body.out # curl leaves the file alone when the body is empty
 http GET /index.html '' -H "If-None-Match: $etag"
