@@ -164,7 +164,7 @@ function Overview() {
               <td>{x.mapping ? fmtBytes(x.mapping.bytes) : 'none'}</td>
               <td>{x.symbolicated ? <span class="badge ok">symbolicated</span> : <span class="badge bad">waiting for uploads</span>}
                 {x.warnings && x.warnings.map((w) => <div class="warn">{w}</div>)}</td>
-              <td class="links"><a href={href('slow', { build: x.build })}>slow methods</a> <a href={href('flame', { build: x.build })}>flame graph</a> <a href={href('blocks', { build: x.build })}>blocks</a></td>
+              <td class="links"><a href={href('slow', { build: x.build })}>slow methods</a> <a href={href('flame', { build: x.build })}>flame graph</a> <a href={href('blocks', { build: x.build })}>blocks</a> <a href={href('compare', { b: x.build })}>compare</a></td>
             </tr>))}</tbody>
         </table></div>) : <p>No builds yet: upload a build's method-ID file and post batches (see the README).</p>)}
     </section>
@@ -620,7 +620,9 @@ function ComparePage({ params }) {
   const builds = useBuilds();
   const list = builds.data ? newestFirst(builds.data.builds) : [];
   const b = params.b || (list[0] && list[0].build);
-  const a = params.a || (list[1] && list[1].build);
+  // before: the build just older than b (or newer, for the oldest)
+  const bi = list.findIndex((x) => x.build === b);
+  const a = params.a || ((list[bi + 1] || list[bi - 1] || {}).build);
   const thread = params.thread || 'all';
   const minCalls = Number(params.min_calls || 10);
   const minChange = Number(params.min_change || 20);
