@@ -8,16 +8,20 @@
 FROM debian:bookworm AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config libjansson-dev libxxhash-dev libzstd-dev zlib1g-dev \
-      libmicrohttpd-dev libsqlite3-dev libsodium-dev \
+      libmicrohttpd-dev libsqlite3-dev libsodium-dev nodejs npm ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY cmake cmake
 COPY server server
 COPY schema schema
-# the server alone: no instrumenter, Java runtime, tests or benchmarks
-RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DBEATLINE_SERVER_ONLY=ON \
-    && cmake --build /build -j"$(nproc)" --target beatline-server beatline-retrace beatline-batch
+# the dashboard's sources (its npm packages come by npm ci, pinned by the lock file)
+COPY web/package.json web/package-lock.json web/build.mjs web/CMakeLists.txt web/
+COPY web/src web/src
+COPY web/test web/test
+# the server alone (no instrumenter, Java runtime, tests or benchmarks) and the dashboard
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DBEATLINE_SERVER_ONLY=ON -DBEATLINE_WEB=ON \
+    && cmake --build /build -j"$(nproc)" --target beatline-server beatline-retrace beatline-batch beatline-web
 
 FROM debian:bookworm-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -27,6 +31,8 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
     && useradd --system --uid 10001 --gid beatline --home-dir /data --shell /usr/sbin/nologin beatline \
     && mkdir -p /data && chown beatline:beatline /data
 COPY --from=build /build/bin/beatline-server /build/bin/beatline-retrace /build/bin/beatline-batch /usr/local/bin/
+# served at / (the server's default: BIN/../share/beatline/web)
+COPY --from=build /build/share/beatline/web /usr/local/share/beatline/web
 USER beatline
 VOLUME /data
 EXPOSE 8080

@@ -31,6 +31,29 @@
 #include "store/db.h"
 #include "store/retention.h"
 
+/* The dashboard's folder when --web is not given: BIN/../share/beatline/web,
+ * BIN the folder of /proc/self/exe (installed, and in a build tree, where
+ * web/CMakeLists.txt writes BUILD/share/beatline/web); NULL when it holds
+ * no index.html. The answer is written into buf (n bytes). */
+static const char *default_web_dir(char *buf, size_t n)
+{
+    char exe[BL_PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0)
+        return NULL;
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    char index[BL_PATH_MAX + 16];
+    int w = snprintf(buf, n, "%s/../share/beatline/web", exe);
+    if (w < 0 || (size_t)w >= n)
+        return NULL;
+    snprintf(index, sizeof index, "%s/index.html", buf);
+    return access(index, R_OK) == 0 ? buf : NULL;
+}
+
 static const char usage[] =
     "usage: beatline-server [options]\n"
     "       beatline-server [--data DIR] app create NAME\n"
@@ -125,6 +148,10 @@ static const char usage[] =
     "                           [BEATLINE_MAX_CONNECTIONS_PER_IP] (default 0: behind\n"
     "                           a proxy or NAT one address is every client)\n"
     "  --port-file FILE         write the bound port to FILE once listening\n"
+    "  --web DIR                the dashboard's built files, served at /\n"
+    "                           [BEATLINE_WEB] (default: BIN/../share/beatline/web,\n"
+    "                           BIN the folder of this program, when it holds an\n"
+    "                           index.html; 'none': no dashboard)\n"
     "  -h, --help               this text\n"
     "\n"
     "app commands print JSON; 'app create' and 'app rotate-keys' print the\n"
@@ -368,6 +395,7 @@ int main(int argc, char **argv)
     char addr[128] = "127.0.0.1";
     uint16_t port = 8080;
     const char *data = (env = getenv("BEATLINE_DATA")) && *env ? env : "./beatline-data";
+    const char *web = (env = getenv("BEATLINE_WEB")) && *env ? env : NULL;
     const char *port_file = NULL;
     uint64_t threads = 4, max_body = 16u << 20, max_dec = 256u << 20, max_map = 1u << 30,
              max_inflight = 512u << 20, min_free = 64u << 20, header_timeout = 10,
@@ -521,6 +549,8 @@ int main(int argc, char **argv)
             bad = parse_u64(v, &max_per_ip);
         else if (!strcmp(a, "--port-file"))
             port_file = v;
+        else if (!strcmp(a, "--web"))
+            web = v;
         else {
             fprintf(stderr, "beatline-server: unknown option '%s'\n%s", a, usage);
             return 1;
@@ -621,7 +651,7 @@ int main(int argc, char **argv)
     bl_http_config hc = { addr, port, data, max_body, max_dec, max_map, (unsigned)threads,
                           max_inflight, proc, min_free, (unsigned)header_timeout,
                           (unsigned)body_timeout, min_body_rate, (unsigned)max_conns,
-                          (unsigned)max_per_ip, ret };
+                          (unsigned)max_per_ip, ret, NULL };
     /* the largest single request must fit: its body as sent and
      * decompressed plus decoder state (zstd window <= 8 MiB) and slack, and
      * for a retrace the answer (at most 64 MiB, h_retrace.c) */
@@ -630,6 +660,12 @@ int main(int argc, char **argv)
         least = max_dec + max_body + slack;
     if (hc.max_inflight < least)
         hc.max_inflight = least;
+    char web_default[BL_PATH_MAX];
+    if (!web)
+        web = default_web_dir(web_default, sizeof web_default);
+    else if (!strcmp(web, "none"))
+        web = NULL;
+    hc.web_dir = web;
     bl_http *http;
     if (bl_http_start(&hc, &http, err, sizeof err) != BL_OK) {
         fprintf(stderr, "beatline-server: %s\n", err);
@@ -637,9 +673,10 @@ int main(int argc, char **argv)
         bl_processor_stop(proc);
         return 1;
     }
-    fprintf(stderr, "beatline-server: listening on http://%s%s%s:%u, data in %s\n",
+    fprintf(stderr, "beatline-server: listening on http://%s%s%s:%u, data in %s, %s%s\n",
             strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "",
-            (unsigned)bl_http_port(http), data);
+            (unsigned)bl_http_port(http), data, web ? "dashboard from " : "no dashboard",
+            web ? web : " (--web DIR)");
     if (port_file) {
         FILE *f = fopen(port_file, "w");
         if (!f || fprintf(f, "%u\n", (unsigned)bl_http_port(http)) < 0 || fclose(f) != 0)

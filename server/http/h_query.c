@@ -2,7 +2,7 @@
  * h_query.c — read endpoints:
  *   GET /v1/apps/{app}/builds
  *   GET /v1/apps/{app}/slow-methods?build=&thread=main|all&since=&until=&sort=&limit=
- *   GET /v1/apps/{app}/call-tree?build=&root=&thread=&max_depth=&limit=
+ *   GET /v1/apps/{app}/call-tree?build=&root=&thread=&max_depth=&limit=&format=json|speedscope|chrome
  * Shapes and units are in docs/api.md. Times are µs; since/until are Unix
  * seconds and select whole hours (aggregates are kept per hour).
  */
@@ -406,7 +406,15 @@ typedef struct emit_ctx {
     bl_buf rows, groups, order; /* stacks of crow / cgroup / int64_t; charged */
     int dberr;                  /* a read failed: the answer is 500 */
     int main;                   /* thread kind of the rows being read */
+    /* format= (see "exports" below): TREE_JSON, TREE_SPEEDSCOPE or TREE_CHROME */
+    int fmt;
+    uint64_t cursor;  /* exports: µs laid out so far (a node opens here) */
+    uint64_t events;  /* exports: events written (for the commas) */
+    bl_buf frames;    /* speedscope: the frames list's JSON; charged */
+    uint64_t n_frames;
 } emit_ctx;
+
+enum { TREE_JSON = 0, TREE_SPEEDSCOPE, TREE_CHROME };
 
 /* 1 when s is printable ASCII only (0x20-0x7E): then jansson's compact
  * text of it is s between quotes with '"' and '\\' escaped, nothing else */
@@ -435,7 +443,30 @@ static void out_plain(out *o, const char *s)
 typedef struct method_out {
     out *o;
     int found;
+    int fmt; /* TREE_JSON: the method object; else its name as one JSON string
+              * ("class.name(descriptor)"), for speedscope inside a frame object */
 } method_out;
+
+/* Writes "class.name(descriptor)" as a JSON string (UTF-8 repaired). */
+static void name_json(out *o, const bl_method_names *n)
+{
+    size_t len = strlen(n->cls) + strlen(n->name) + strlen(n->descriptor) + 2;
+    char *s = NULL;
+    if (!o->e && bl_req_take(o->r, len) == 0) {
+        s = malloc(len);
+        if (!s)
+            bl_req_give(o->r, len);
+    }
+    if (!s) {
+        if (!o->e)
+            o->e = BL_ENOMEM;
+        return;
+    }
+    snprintf(s, len, "%s.%s%s", n->cls, n->name, n->descriptor);
+    out_json(o, bl_json_text(s));
+    free(s);
+    bl_req_give(o->r, len);
+}
 
 /* Writes the method's names as JSON: written directly when they are all
  * printable ASCII (the same bytes jansson writes), else through jansson
@@ -444,6 +475,20 @@ static void method_json(const bl_method_names *n, void *ctx)
 {
     method_out *m = ctx;
     m->found = 1;
+    if (m->fmt == TREE_SPEEDSCOPE) {
+        out_str(m->o, "{\"name\":");
+        name_json(m->o, n);
+        if (n->source_file[0]) {
+            out_str(m->o, ",\"file\":");
+            out_json(m->o, bl_json_text(n->source_file));
+        }
+        out_raw(m->o, "}", 1);
+        return;
+    }
+    if (m->fmt == TREE_CHROME) {
+        name_json(m->o, n);
+        return;
+    }
     if (plain_ascii(n->cls) && plain_ascii(n->name) && plain_ascii(n->descriptor) &&
         plain_ascii(n->source_file)) {
         out_str(m->o, "{\"class\":");
@@ -473,13 +518,33 @@ static void out_method(emit_ctx *e, int64_t id)
         return;
     if ((o->e = map_put(o->r, &e->names, (uint64_t)id, 0, e->text.len, &v, &ins)))
         return;
-    if (ins) {
-        /* written into the names text, then NUL-terminated */
-        out tmp = { o->r, e->text, BL_OK };
-        method_out m = { &tmp, 0 };
+    if (ins && e->fmt == TREE_SPEEDSCOPE) {
+        /* the frame object goes to the frames list, its index to the text */
+        out fr = { o->r, e->frames, BL_OK };
+        if (e->n_frames)
+            out_raw(&fr, ",", 1);
+        method_out m = { &fr, 0, e->fmt };
         (void)bl_calltree_method(e->db, id, method_json, &m);
         if (!m.found)
-            out_json(&tmp, json_pack("{s:s,s:s}", "class", "?", "name", "?"));
+            out_str(&fr, "{\"name\":\"?\"}");
+        e->frames = fr.b;
+        char ix[24];
+        snprintf(ix, sizeof ix, "%llu", (unsigned long long)e->n_frames++);
+        out tmp = { o->r, e->text, fr.e };
+        out_str(&tmp, ix);
+        e->text = tmp.b;
+        if (!tmp.e)
+            tmp.e = bl_req_append(o->r, &e->text, "", 1);
+        if ((o->e = tmp.e))
+            return;
+    } else if (ins) {
+        /* written into the names text, then NUL-terminated */
+        out tmp = { o->r, e->text, BL_OK };
+        method_out m = { &tmp, 0, e->fmt };
+        (void)bl_calltree_method(e->db, id, method_json, &m);
+        if (!m.found)
+            out_json(&tmp, e->fmt == TREE_CHROME ? json_string("?")
+                                                 : json_pack("{s:s,s:s}", "class", "?", "name", "?"));
         e->text = tmp.b;
         if (!tmp.e)
             tmp.e = bl_req_append(o->r, &e->text, "", 1);
@@ -497,6 +562,75 @@ static int cmp_total(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* ---- exports (format=speedscope|chrome) ----------------------------------
+ * The same nodes in the same order, written as events instead of a nested
+ * tree: each node is laid out from e->cursor, its children one after
+ * another from its start, and it ends at max(start + total, the end of its
+ * last child) — so events nest and never go back in time. speedscope: an
+ * open ("O") and a close ("C") event per node in an evented profile (µs),
+ * frames listed once; Chrome trace events: one complete ("X") event per
+ * node (ts, dur = total). The JSON tree's list punctuation is written by
+ * tree_punct, which writes nothing for the exports. */
+
+static void tree_punct(emit_ctx *e, const char *s, size_t n)
+{
+    if (e->fmt == TREE_JSON)
+        out_raw(e->o, s, n);
+}
+
+/* Writes a node's start (JSON: up to "children":; exports: its opening
+ * event) and returns where it starts. */
+static uint64_t node_open(emit_ctx *e, int64_t method, uint64_t count, uint64_t total,
+                          uint64_t self)
+{
+    char num[160];
+    uint64_t at = e->cursor;
+    if (e->fmt == TREE_JSON) {
+        out_str(e->o, "{\"method\":");
+        out_method(e, method);
+        snprintf(num, sizeof num, ",\"count\":%llu,\"total_us\":%llu,\"self_us\":%llu,\"children\":",
+                 (unsigned long long)count, (unsigned long long)total, (unsigned long long)self);
+        out_str(e->o, num);
+        return at;
+    }
+    if (e->events++)
+        out_raw(e->o, ",", 1);
+    if (e->fmt == TREE_SPEEDSCOPE) {
+        out_str(e->o, "{\"type\":\"O\",\"frame\":");
+        out_method(e, method);
+        snprintf(num, sizeof num, ",\"at\":%llu}", (unsigned long long)at);
+    } else {
+        out_str(e->o, "{\"name\":");
+        out_method(e, method);
+        snprintf(num, sizeof num,
+                 ",\"cat\":\"beatline\",\"ph\":\"X\",\"ts\":%llu,\"dur\":%llu,\"pid\":1,\"tid\":1,"
+                 "\"args\":{\"calls\":%llu,\"self_us\":%llu}}",
+                 (unsigned long long)at, (unsigned long long)total, (unsigned long long)count,
+                 (unsigned long long)self);
+    }
+    out_str(e->o, num);
+    return at;
+}
+
+/* Writes a node's end (JSON: "}"; speedscope: its closing event) and moves
+ * the cursor past it. */
+static void node_close(emit_ctx *e, int64_t method, uint64_t at, uint64_t total)
+{
+    uint64_t end = total > UINT64_MAX - at ? UINT64_MAX : at + total;
+    if (end < e->cursor)
+        end = e->cursor;
+    e->cursor = end;
+    if (e->fmt == TREE_JSON) {
+        out_raw(e->o, "}", 1);
+    } else if (e->fmt == TREE_SPEEDSCOPE) {
+        char num[64];
+        out_str(e->o, ",{\"type\":\"C\",\"frame\":");
+        out_method(e, method);
+        snprintf(num, sizeof num, ",\"at\":%llu}", (unsigned long long)end);
+        out_str(e->o, num);
+    }
+}
+
 static void emit(emit_ctx *e, int64_t i, uint32_t max_depth);
 
 /* Writes the children list starting at `first` (linked by next_sibling),
@@ -505,7 +639,7 @@ static void emit_children(emit_ctx *e, int64_t first, uint32_t max_depth)
 {
     const tnode *n = tn(e->t);
     size_t k = 0;
-    out_raw(e->o, "[", 1);
+    tree_punct(e, "[", 1);
     for (int64_t c = first; c >= 0; c = n[c].next_sibling)
         k++;
     if (k && !e->o->e) {
@@ -529,34 +663,30 @@ static void emit_children(emit_ctx *e, int64_t first, uint32_t max_depth)
                     break;
                 }
                 if (j)
-                    out_raw(e->o, ",", 1);
+                    tree_punct(e, ",", 1);
                 emit(e, ids[j], max_depth);
             }
             free(ids);
             bl_req_give(e->o->r, k * sizeof *ids);
         }
     }
-    out_raw(e->o, "]", 1);
+    tree_punct(e, "]", 1);
 }
 
 static void emit(emit_ctx *e, int64_t i, uint32_t max_depth)
 {
     const tnode *x = &tn(e->t)[i];
-    char num[100];
     e->budget--;
-    out_str(e->o, "{\"method\":");
-    out_method(e, x->method);
-    snprintf(num, sizeof num, ",\"count\":%lld,\"total_us\":%lld,\"self_us\":%lld,\"children\":",
-             (long long)x->count, (long long)x->total, (long long)x->self);
-    out_str(e->o, num);
+    uint64_t at = node_open(e, x->method, x->count, x->total, x->self);
     if (x->depth + 1 < max_depth) {
         emit_children(e, x->first_child, max_depth);
     } else {
-        out_raw(e->o, "[]", 2);
+        tree_punct(e, "[]", 2);
         if (x->first_child >= 0 || x->cut)
             e->truncated = 1;
     }
-    out_raw(e->o, "}", 1);
+    x = &tn(e->t)[i];
+    node_close(e, x->method, at, x->total);
 }
 
 /* ---- top-down reading (no root=, limit up to TOP_DOWN_MAX_LIMIT) -----------
@@ -700,10 +830,10 @@ static void lazy_emit(emit_ctx *e, size_t gi, uint32_t depth);
  * budget lasts. */
 static void lazy_children(emit_ctx *e, size_t first, size_t n, uint32_t depth)
 {
-    out_raw(e->o, "[", 1);
+    tree_punct(e, "[", 1);
     if (e->budget == 0) {
         lazy_cut(e, first, n);
-        out_raw(e->o, "]", 1);
+        tree_punct(e, "]", 1);
         return;
     }
     size_t r0 = e->rows.len / sizeof(crow), g0 = e->groups.len / sizeof(cgroup),
@@ -741,7 +871,7 @@ static void lazy_children(emit_ctx *e, size_t first, size_t n, uint32_t depth)
                     break;
                 }
                 if (j)
-                    out_raw(e->o, ",", 1);
+                    tree_punct(e, ",", 1);
                 lazy_emit(e, (size_t)order_at(e)[o0 + j], depth);
             }
         }
@@ -749,45 +879,83 @@ static void lazy_children(emit_ctx *e, size_t first, size_t n, uint32_t depth)
     e->rows.len = r0 * sizeof(crow);
     e->groups.len = g0 * sizeof(cgroup);
     e->order.len = o0 * sizeof(int64_t);
-    out_raw(e->o, "]", 1);
+    tree_punct(e, "]", 1);
 }
 
 static void lazy_emit(emit_ctx *e, size_t gi, uint32_t depth)
 {
     cgroup g = groups_at(e)[gi];
-    char num[100];
     e->budget--;
-    out_str(e->o, "{\"method\":");
-    out_method(e, g.method);
-    snprintf(num, sizeof num, ",\"count\":%lld,\"total_us\":%lld,\"self_us\":%lld,\"children\":",
-             (long long)g.count, (long long)g.total, (long long)g.self);
-    out_str(e->o, num);
+    uint64_t at = node_open(e, g.method, g.count, g.total, g.self);
     if (depth + 1 < e->max_depth) {
         lazy_children(e, g.first, g.n, depth + 1);
     } else {
-        out_raw(e->o, "[]", 2);
+        tree_punct(e, "[]", 2);
         lazy_cut(e, g.first, g.n);
     }
-    out_raw(e->o, "}", 1);
+    node_close(e, g.method, at, g.total);
 }
 
-/* The answer's head up to "roots": */
-static void tree_head(out *o, req *r, const char *bname, int main_only, const char *root)
+/* The answer's head: up to "roots": (JSON), or up to the first event of the
+ * exports' event list (Chrome: a thread-name event first). */
+static void tree_head(emit_ctx *e, req *r, const char *bname, int main_only, const char *root)
 {
-    out_str(o, "{\"app\":");
+    out *o = e->o;
+    out_str(o, e->fmt == TREE_SPEEDSCOPE
+                   ? "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
+                     "\"exporter\":\"beatline\",\"app\":"
+                   : "{\"app\":");
     out_json(o, bl_json_text(r->app));
     out_str(o, ",\"build\":");
     out_json(o, bl_json_text(bname));
     out_str(o, main_only ? ",\"thread\":\"main\",\"root\":" : ",\"thread\":\"all\",\"root\":");
     out_json(o, root ? bl_json_text(root) : json_null());
-    out_str(o, ",\"roots\":");
+    if (e->fmt == TREE_JSON) {
+        out_str(o, ",\"roots\":");
+        return;
+    }
+    char name[BL_BUILD_NAME_MAX + 128];
+    snprintf(name, sizeof name, "%s %s (%s thread%s)", r->app, bname, main_only ? "main" : "all",
+             main_only ? "" : "s");
+    if (e->fmt == TREE_SPEEDSCOPE) {
+        out_str(o, ",\"activeProfileIndex\":0,\"name\":");
+        out_json(o, bl_json_text(name));
+        out_str(o, ",\"profiles\":[{\"type\":\"evented\",\"unit\":\"microseconds\","
+                   "\"startValue\":0,\"name\":");
+        out_json(o, bl_json_text(name));
+        out_str(o, ",\"events\":[");
+    } else {
+        out_str(o, ",\"displayTimeUnit\":\"ms\",\"traceEvents\":[{\"name\":\"thread_name\","
+                   "\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":");
+        out_json(o, bl_json_text(name));
+        out_str(o, "}}");
+        e->events = 1;
+    }
+}
+
+/* The answer's tail after the roots / events. */
+static void tree_tail(emit_ctx *e)
+{
+    out *o = e->o;
+    if (e->fmt == TREE_SPEEDSCOPE) {
+        char num[64];
+        snprintf(num, sizeof num, "],\"endValue\":%llu}],\"shared\":{\"frames\":[",
+                 (unsigned long long)e->cursor);
+        out_str(o, num);
+        if (e->frames.len)
+            out_raw(o, e->frames.data, e->frames.len);
+        out_str(o, "]}");
+    } else if (e->fmt == TREE_CHROME) {
+        out_str(o, "]");
+    }
+    out_str(o, e->truncated ? ",\"truncated\":true}" : ",\"truncated\":false}");
 }
 
 /* The call tree without root= (limit up to TOP_DOWN_MAX_LIMIT), read
  * top-down while printed. */
 static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *r, bl_db *db,
                                      const bl_calltree_query *q, const char *bname,
-                                     int64_t max_depth, int64_t limit)
+                                     int64_t max_depth, int64_t limit, int fmt)
 {
     out o;
     out_init(&o, r);
@@ -798,12 +966,14 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
     e.budget = (uint64_t)limit;
     e.q = q;
     e.max_depth = (uint32_t)max_depth;
+    e.fmt = fmt;
     bl_u128map_init(&e.names);
     bl_buf_init(&e.text, 0);
+    bl_buf_init(&e.frames, 0);
     bl_buf_init(&e.rows, 0);
     bl_buf_init(&e.groups, 0);
     bl_buf_init(&e.order, 0);
-    tree_head(&o, r, bname, q->main_only, NULL);
+    tree_head(&e, r, bname, q->main_only, NULL);
     /* one snapshot for every read of the answer, as the merge's one query */
     if (bl_db_read_begin(db) != BL_OK) {
         e.dberr = 1;
@@ -811,9 +981,10 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
         lazy_children(&e, 0, 0, 0);
         bl_db_read_end(db);
     }
-    out_str(&o, e.truncated ? ",\"truncated\":true}" : ",\"truncated\":false}");
+    tree_tail(&e);
     map_free(r, &e.names);
     bl_req_buf_free(r, &e.text);
+    bl_req_buf_free(r, &e.frames);
     bl_req_buf_free(r, &e.rows);
     bl_req_buf_free(r, &e.groups);
     bl_req_buf_free(r, &e.order);
@@ -831,6 +1002,14 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     int64_t max_depth, limit;
     const char *build = bl_arg(c, "build");
     const char *root = bl_arg(c, "root");
+    const char *format = bl_arg(c, "format");
+    int fmt = TREE_JSON;
+    if (format && !strcmp(format, "speedscope"))
+        fmt = TREE_SPEEDSCOPE;
+    else if (format && !strcmp(format, "chrome"))
+        fmt = TREE_CHROME;
+    else if (format && *format && strcmp(format, "json") != 0)
+        return bl_reply_error(c, h, 400, "'format' must be json, speedscope or chrome");
     if (arg_thread(c, &main_only, err, sizeof err) ||
         bl_arg_i64(c, "max_depth", 64, 1, 4096, &max_depth, err, sizeof err) ||
         bl_arg_i64(c, "limit", 10000, 0, 1000000, &limit, err, sizeof err))
@@ -871,7 +1050,7 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     bl_calltree_query q = { build_id, main_only, root ? rcls : NULL, root ? rname : NULL,
                             rdesc };
     if (!root && limit <= TOP_DOWN_MAX_LIMIT)
-        return tree_top_down(c, h, r, db, &q, bname, max_depth, limit);
+        return tree_top_down(c, h, r, db, &q, bname, max_depth, limit, fmt);
     tree t;
     memset(&t, 0, sizeof t);
     t.r = r;
@@ -900,19 +1079,22 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     e.t = &t;
     e.o = &o;
     e.budget = (uint64_t)limit;
+    e.fmt = fmt;
     bl_u128map_init(&e.names);
     bl_buf_init(&e.text, 0);
+    bl_buf_init(&e.frames, 0);
     int64_t head = -1;
     for (size_t i = 0; i < t.len; i++)
         if (tn(&t)[i].depth == 0) {
             tn(&t)[i].next_sibling = (int32_t)head;
             head = (int64_t)i;
         }
-    tree_head(&o, r, bname, main_only, root);
+    tree_head(&e, r, bname, main_only, root);
     emit_children(&e, head, (uint32_t)max_depth);
-    out_str(&o, e.truncated ? ",\"truncated\":true}" : ",\"truncated\":false}");
+    tree_tail(&e);
     map_free(r, &e.names);
     bl_req_buf_free(r, &e.text);
+    bl_req_buf_free(r, &e.frames);
     bl_req_buf_free(r, &t.nodes);
     return out_reply(c, h, &o);
 }

@@ -92,7 +92,7 @@ void bl_req_fail(req *r, unsigned status, const char *fmt, ...)
     va_end(ap);
 }
 
-static void count_status(bl_http *h, unsigned status)
+void bl_http_count_status(bl_http *h, unsigned status)
 {
     if (status < 600)
         atomic_fetch_add(&h->status_count[status], 1);
@@ -109,7 +109,7 @@ enum MHD_Result bl_reply_text(struct MHD_Connection *c, bl_http *h, unsigned sta
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     enum MHD_Result rc = MHD_queue_response(c, status, resp);
     if (rc == MHD_YES)
-        count_status(h, status);
+        bl_http_count_status(h, status);
     MHD_destroy_response(resp);
     return rc;
 }
@@ -140,9 +140,11 @@ static enum MHD_Result queue_json(struct MHD_Connection *c, bl_http *h, unsigned
     }
     if (close)
         MHD_add_response_header(resp, "Connection", "close");
+    if (status == 405)
+        MHD_add_response_header(resp, "Allow", "GET, HEAD");
     rc = MHD_queue_response(c, status, resp);
     if (rc == MHD_YES)
-        count_status(h, status);
+        bl_http_count_status(h, status);
     MHD_destroy_response(resp);
     return rc;
 }
@@ -193,7 +195,7 @@ enum MHD_Result bl_reply_buf(struct MHD_Connection *c, bl_http *h, unsigned stat
     }
     MHD_add_response_header(resp, "Content-Type", type);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
-    count_status(h, status);
+    bl_http_count_status(h, status);
     enum MHD_Result rc = MHD_queue_response(c, status, resp);
     MHD_destroy_response(resp);
     return rc;
@@ -537,6 +539,10 @@ static enum route route_of(const char *method, const char *url, req *r)
         return get ? R_HEALTH : R_NONE;
     if (!strcmp(url, "/metrics"))
         return get ? R_METRICS : R_NONE;
+    if (strncmp(url, "/v1/", 4) != 0 && strcmp(url, "/v1") != 0) { /* the dashboard */
+        r->not_allowed = !get;
+        return get ? R_WEB : R_NONE;
+    }
     if (strncmp(url, "/v1/apps/", 9) != 0)
         return R_NONE;
     const char *a = url + 9, *s = strchr(a, '/');
@@ -559,6 +565,8 @@ static enum route route_of(const char *method, const char *url, req *r)
         return get ? R_TREE : R_NONE;
     if (!strcmp(rest, "/blocks"))
         return get ? R_BLOCKS : R_NONE;
+    if (!strcmp(rest, "/method-histogram"))
+        return get ? R_METHOD_HIST : R_NONE;
     if (!strncmp(rest, "/blocks/", 8) && rest[8] && !strchr(rest + 8, '/')) {
         snprintf(r->sig, sizeof r->sig, "%s", rest + 8);
         return get ? R_BLOCK : R_NONE;
@@ -596,6 +604,7 @@ static const bl_role route_role[] = {
     [R_BUILDS] = BL_ROLE_READ,    [R_SLOW] = BL_ROLE_READ,        [R_TREE] = BL_ROLE_READ,
     [R_RETRACE] = BL_ROLE_READ,   [R_DELETE_BUILD] = BL_ROLE_UPLOAD,
                                   [R_BLOCKS] = BL_ROLE_READ,      [R_BLOCK] = BL_ROLE_READ,
+    [R_METHOD_HIST] = BL_ROLE_READ,
 };
 
 /* ---- connection tracking and the watchdog (total-time limits) ---------- */
@@ -705,7 +714,7 @@ static void raw_answer(bl_http *h, int fd, unsigned status, const char *msg, uns
                      status, reason && *reason ? reason : "Error", ra, strlen(body), body);
     if (fd >= 0 && n > 0 && (size_t)n < sizeof buf &&
         send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n)
-        count_status(h, status);
+        bl_http_count_status(h, status);
 }
 
 /* Answers 408 on the socket and shuts it down; libmicrohttpd then sees the
@@ -893,7 +902,10 @@ static int begin(struct MHD_Connection *c, bl_http *h, req *r, const char *metho
         return -1;
     }
     if (r->route == R_NONE) {
-        bl_req_fail(r, 404, "no endpoint %s %s", method, url);
+        if (r->not_allowed)
+            bl_req_fail(r, 405, "method %s not allowed on %s (GET or HEAD)", method, url);
+        else
+            bl_req_fail(r, 404, "no endpoint %s %s", method, url);
         return -1;
     }
     if (r->app[0] && !bl_app_name_valid(r->app)) {
@@ -1040,12 +1052,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     switch (r->route) {
     case R_HEALTH: return bl_h_health(c, h, r);
     case R_METRICS: return bl_h_metrics(c, h, r);
+    case R_WEB: return bl_h_web(c, h, r, url);
     case R_BUILDS: return bl_h_builds(c, h, r);
     case R_SLOW: return bl_h_slow(c, h, r);
     case R_TREE: return bl_h_tree(c, h, r);
     case R_RETRACE: return bl_h_retrace(c, h, r);
     case R_BLOCKS: return bl_h_blocks(c, h, r);
     case R_BLOCK: return bl_h_block(c, h, r);
+    case R_METHOD_HIST: return bl_h_method_hist(c, h, r);
     case R_BATCHES: return bl_h_batch(c, h, r);
     case R_DELETE_BUILD: return bl_h_delete_build(c, h, r);
     case R_MAPPING:
@@ -1164,6 +1178,12 @@ bl_err bl_http_start(const bl_http_config *c, bl_http **out, char *errbuf, size_
     unsigned idle = h->c.body_timeout + 5;
     if (idle < h->c.header_timeout + 5)
         idle = h->c.header_timeout + 5;
+    if (bl_web_open(c->web_dir, &h->web_fd, errbuf, n) != 0) {
+        pthread_cond_destroy(&h->conn_cv);
+        pthread_mutex_destroy(&h->conn_mu);
+        free(h);
+        return BL_EINVAL;
+    }
     h->d = MHD_start_daemon(flags, c->port, NULL, NULL, on_request, h,
                             MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -1178,6 +1198,8 @@ bl_err bl_http_start(const bl_http_config *c, bl_http **out, char *errbuf, size_
                             MHD_OPTION_END);
     if (!h->d) {
         snprintf(errbuf, n, "cannot listen on %s:%u", c->bind_addr, (unsigned)c->port);
+        if (h->web_fd >= 0)
+            close(h->web_fd);
         pthread_cond_destroy(&h->conn_cv);
         pthread_mutex_destroy(&h->conn_mu);
         free(h);
@@ -1186,6 +1208,8 @@ bl_err bl_http_start(const bl_http_config *c, bl_http **out, char *errbuf, size_
     if (pthread_create(&h->watchdog, NULL, watchdog_main, h) != 0) {
         snprintf(errbuf, n, "cannot start the connection watchdog thread");
         MHD_stop_daemon(h->d);
+        if (h->web_fd >= 0)
+            close(h->web_fd);
         pthread_cond_destroy(&h->conn_cv);
         pthread_mutex_destroy(&h->conn_mu);
         free(h);
@@ -1215,6 +1239,8 @@ void bl_http_stop(bl_http *h)
         pthread_join(h->watchdog, NULL);
     }
     MHD_stop_daemon(h->d);
+    if (h->web_fd >= 0)
+        close(h->web_fd);
     pthread_cond_destroy(&h->conn_cv);
     pthread_mutex_destroy(&h->conn_mu);
     free(h);

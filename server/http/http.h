@@ -9,9 +9,11 @@
  *   POST /v1/apps/{app}/batches                     ingest key
  *   GET  /v1/apps/{app}/builds                      read key
  *   GET  /v1/apps/{app}/slow-methods                read key
- *   GET  /v1/apps/{app}/call-tree                   read key
+ *   GET  /v1/apps/{app}/call-tree                   read key (?format=speedscope|chrome)
+ *   GET  /v1/apps/{app}/method-histogram            read key
  *   POST /v1/apps/{app}/builds/{build}/retrace      read key
  *   DELETE /v1/apps/{app}/builds/{build}            upload key
+ *   GET  / and other paths outside /v1/             the dashboard (--web DIR)
  *
  * Errors are JSON {"error": "..."} with a 4xx/5xx status. Keys travel as
  * "Authorization: Bearer KEY".
@@ -49,6 +51,8 @@ typedef struct bl_http_config {
     unsigned max_per_ip;       /* open connections from one address; 0 = no limit (0) */
     struct bl_retention *ret;  /* borrowed, may be NULL: disk bytes for /metrics, woken
                                 * after a DELETE (pipeline/retention.h) */
+    const char *web_dir;       /* the dashboard's built files served at / (h_web.c);
+                                * NULL: none (/ answers 404) */
 } bl_http_config;
 
 /* Request size caps answered in JSON by the server itself (docs/api.md). */

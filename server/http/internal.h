@@ -25,6 +25,7 @@ enum route {
     R_NONE = 0,
     R_HEALTH,
     R_METRICS,
+    R_WEB,          /* GET anything outside /v1/: the dashboard's files (h_web.c) */
     R_MAPPING,
     R_METHODIDS,
     R_BATCHES,
@@ -34,7 +35,8 @@ enum route {
     R_RETRACE,
     R_DELETE_BUILD, /* DELETE /v1/apps/{app}/builds/{build} (h_delete.c) */
     R_BLOCKS,
-    R_BLOCK
+    R_BLOCK,
+    R_METHOD_HIST   /* GET /v1/apps/{app}/method-histogram (h_method.c) */
 };
 
 /* One open connection, for the total-time limits (http.c "watchdog").
@@ -70,6 +72,7 @@ struct bl_http {
     int stopping;
     int watchdog_running;
     pthread_t watchdog;
+    int web_fd;                  /* the --web folder (h_web.c), -1: none */
 };
 
 /* Per-request state, created on the first callback. */
@@ -105,6 +108,7 @@ typedef struct req {
     XXH3_state_t *hash;    /* mapping / method-ids content hash */
     int replace;           /* ?replace=true */
     char sig[40];          /* GET .../blocks/{signature}: its first 39 bytes */
+    int not_allowed;       /* a method other than GET/HEAD on a web path: 405 */
 } req;
 
 /* The read connection of the calling thread (opened on first use). */
@@ -186,6 +190,14 @@ enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r);
 /* h_blocks.c */
 enum MHD_Result bl_h_blocks(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_block(struct MHD_Connection *c, bl_http *h, req *r);
+/* h_web.c: the dashboard's files. bl_web_open opens the folder (NULL or
+ * "": none, *fd = -1); -1 with err when it cannot be opened. bl_h_web
+ * answers the file of the decoded request path url (200, or 404 JSON). */
+int bl_web_open(const char *dir, int *fd, char *err, size_t n);
+enum MHD_Result bl_h_web(struct MHD_Connection *c, bl_http *h, req *r, const char *url);
+/* Counts an answer's status for /metrics (beatline_http_requests_total). */
+void bl_http_count_status(bl_http *h, unsigned status);
+enum MHD_Result bl_h_method_hist(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_delete_build(struct MHD_Connection *c, bl_http *h, req *r);
 /* Uploads stream: begin on the first call, feed per chunk, finish at end. */

@@ -1,0 +1,695 @@
+// Beatline's dashboard: Preact pages over the JSON API (docs/api.md).
+// Every view's state is in the URL's fragment (#/page?build=…&…), so a
+// link opens the same view; the read key is never part of it.
+import { render } from 'preact';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import './style.css';
+import { api, ApiError, health, keyMessage, metric, session } from './api.js';
+import { download, toChromeTrace, toSpeedscope } from './export.js';
+import { FlameGraph, flatten, nodeOfPath, nodePath } from './flame.js';
+import { fmtBytes, fmtDur, fmtInt, fmtPct, fmtTime, methodKey, methodName, shortName } from './format.js';
+
+// a method's name with line-break chances after its dots (narrow screens)
+function Name({ m }) {
+  const parts = methodName(m).split('.');
+  return <>{parts.map((p, i) => (i < parts.length - 1 ? <>{p}.<wbr /></> : p))}</>;
+}
+
+// ---- routing --------------------------------------------------------------
+function parseHash() {
+  const h = location.hash.replace(/^#\/?/, '');
+  const [page, qs] = h.split('?');
+  return { page: page || 'overview', params: Object.fromEntries(new URLSearchParams(qs || '')) };
+}
+function href(page, params = {}) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, v);
+  const s = q.toString();
+  return `#/${page}${s ? `?${s}` : ''}`;
+}
+function go(page, params, replace = false) {
+  const h = href(page, params);
+  if (replace) history.replaceState(null, '', h);
+  else history.pushState(null, '', h);
+  window.dispatchEvent(new Event('beatline:route'));
+}
+function useRoute() {
+  const [r, setR] = useState(parseHash);
+  useEffect(() => {
+    const f = () => setR(parseHash());
+    window.addEventListener('hashchange', f);
+    window.addEventListener('popstate', f);
+    window.addEventListener('beatline:route', f);
+    return () => { window.removeEventListener('hashchange', f); window.removeEventListener('popstate', f); window.removeEventListener('beatline:route', f); };
+  }, []);
+  return r;
+}
+// a page's params with one change, written to the URL (replace: filters)
+const setParam = (page, params, k, v) => go(page, { ...params, [k]: v }, true);
+
+// ---- data loading ---------------------------------------------------------
+function useApi(path, params, deps) {
+  const [s, setS] = useState({ loading: true });
+  useEffect(() => {
+    const ac = new AbortController();
+    setS((o) => ({ ...o, loading: true, error: null }));
+    api(path, params, { signal: ac.signal })
+      .then((data) => setS({ data, loading: false }))
+      .catch((e) => { if (e.name !== 'AbortError') setS({ error: e, loading: false }); });
+    return () => ac.abort();
+  }, deps);
+  return s;
+}
+function useBuilds() {
+  return useApi('/builds', {}, []);
+}
+
+function Status({ s, what }) {
+  if (s.error) {
+    if (s.error.status === 401 || s.error.status === 403) {
+      return <p class="error" role="alert">The read key was refused ({s.error.message}). <a href="#/signin" onClick={() => session.clear()}>Sign in again</a>.</p>;
+    }
+    return <p class="error" role="alert">Cannot load {what}: {s.error.message}</p>;
+  }
+  if (s.loading && !s.data) return <p class="muted" aria-live="polite">Loading {what}…</p>;
+  return null;
+}
+
+// builds newest first
+const newestFirst = (builds) => [...builds].sort((a, b) => b.created_at - a.created_at);
+
+function BuildSelect({ builds, value, onChange, allowAll = true, label = 'Build' }) {
+  return (
+    <label>{label}{' '}
+      <select value={value || ''} onChange={(e) => onChange(e.target.value)} aria-label={label === 'Build' ? 'build' : `${label.toLowerCase()} build`}>
+        {allowAll && <option value="">{allowAll === true ? 'all builds' : allowAll}</option>}
+        {newestFirst(builds || []).map((b) => <option value={b.build}>{b.build}</option>)}
+      </select>
+    </label>
+  );
+}
+function ThreadSelect({ value, onChange }) {
+  return (
+    <label>Thread{' '}
+      <select value={value || 'all'} onChange={(e) => onChange(e.target.value)} aria-label="thread">
+        <option value="all">all threads</option>
+        <option value="main">main thread</option>
+      </select>
+    </label>
+  );
+}
+
+// ---- sign-in --------------------------------------------------------------
+function SignIn({ next }) {
+  const [app, setApp] = useState(session.app || '');
+  const [key, setKey] = useState('');
+  const [err, setErr] = useState('');
+  const [busy, setBusy] = useState(false);
+  async function submit(e) {
+    e.preventDefault();
+    setErr('');
+    if (!app.trim() || !key.trim()) { setErr('Enter the app name and its read key.'); return; }
+    setBusy(true);
+    try {
+      await api('/builds', {}, { app: app.trim(), key: key.trim() });
+      session.set(app.trim(), key.trim());
+      setKey('');
+      // a deep link that led here opens once signed in
+      if (next === 'signin') go('overview', {}, true);
+      else window.dispatchEvent(new Event('beatline:route'));
+    } catch (x) {
+      setErr(x instanceof ApiError ? keyMessage(x, app.trim()) : 'Cannot sign in.');
+    } finally { setBusy(false); }
+  }
+  return (
+    <main class="signin">
+      <h1>Beatline</h1>
+      <p class="muted">Method-level performance of your app's builds. Sign in with the app's read key (<code>beatline-server app create</code> prints it). It is kept in this tab only.</p>
+      <form onSubmit={submit} autocomplete="off">
+        <label>App <input name="app" value={app} onInput={(e) => setApp(e.target.value)} autofocus /></label>
+        <label>Read key <input name="key" type="password" value={key} onInput={(e) => setKey(e.target.value)} /></label>
+        <button type="submit" disabled={busy}>{busy ? 'Checking…' : 'Sign in'}</button>
+        {err && <p class="error" role="alert" id="signin-error">{err}</p>}
+      </form>
+    </main>
+  );
+}
+
+// ---- overview -------------------------------------------------------------
+function Overview() {
+  const b = useBuilds();
+  const [h, setH] = useState(null);
+  const [waiting, setWaiting] = useState(null);
+  useEffect(() => { health().then(setH); metric('beatline_batches_waiting').then(setWaiting); }, []);
+  const builds = b.data ? newestFirst(b.data.builds) : [];
+  return (
+    <section>
+      <h2>Overview</h2>
+      <p>Server: {h ? <span class={`badge ${h.status === 'ok' ? 'ok' : 'bad'}`}>{h.status}</span> : '…'}
+        {h && h.error ? ` — ${h.error}` : ''}
+        {waiting != null && <> · batches waiting for their build's uploads (all apps): <b>{fmtInt(waiting)}</b></>}</p>
+      <Status s={b} what="builds" />
+      {b.data && (builds.length ? (
+        <div class="scroll"><table class="grid" id="builds">
+          <thead><tr><th>Build</th><th>Created</th><th class="num">Batches</th><th class="num">Records</th><th>Method IDs</th><th>Mapping</th><th>Status</th><th /></tr></thead>
+          <tbody>{builds.map((x) => (
+            <tr>
+              <td><b>{x.build}</b></td>
+              <td>{fmtTime(x.created_at)}</td>
+              <td class="num">{fmtInt(x.batches)}</td>
+              <td class="num">{fmtInt(x.records)}</td>
+              <td>{x.method_ids ? `${fmtInt(x.method_ids.methods)} methods (${x.method_ids.names})` : <span class="warn">missing: batches wait</span>}</td>
+              <td>{x.mapping ? fmtBytes(x.mapping.bytes) : 'none'}</td>
+              <td>{x.symbolicated ? <span class="badge ok">symbolicated</span> : <span class="badge bad">waiting for uploads</span>}
+                {x.warnings && x.warnings.map((w) => <div class="warn">{w}</div>)}</td>
+              <td class="links"><a href={href('slow', { build: x.build })}>slow methods</a> <a href={href('flame', { build: x.build })}>flame graph</a> <a href={href('blocks', { build: x.build })}>blocks</a> <a href={href('compare', { b: x.build })}>compare</a></td>
+            </tr>))}</tbody>
+        </table></div>) : <p>No builds yet: upload a build's method-ID file and post batches (see the README).</p>)}
+    </section>
+  );
+}
+
+// ---- slow methods ---------------------------------------------------------
+const SORTS = [['count', 'Calls'], ['total', 'Total'], ['self', 'Self'], ['p50', 'p50'], ['p90', 'p90'], ['p99', 'p99'], ['max', 'Max']];
+const FIELD = { count: 'count', total: 'total_us', self: 'self_us', p50: 'p50_us', p90: 'p90_us', p99: 'p99_us', max: 'max_us' };
+const RANGES = [['', 'all time'], ['3600', 'last hour'], ['86400', 'last 24 h'], ['604800', 'last 7 days'], ['2592000', 'last 30 days']];
+
+function sinceOf(range) {
+  return range ? String(Math.floor(Date.now() / 1000) - Number(range)) : undefined;
+}
+
+function UnitSelect({ value, onChange }) {
+  return (
+    <label>Units{' '}
+      <select value={value || 'auto'} onChange={(e) => onChange(e.target.value)} aria-label="units">
+        <option value="auto">auto</option><option value="us">µs</option><option value="ms">ms</option><option value="s">s</option>
+      </select>
+    </label>
+  );
+}
+
+function SlowMethods({ params }) {
+  const P = (k, v) => setParam('slow', params, k, v);
+  const builds = useBuilds();
+  const sort = params.sort || 'total';
+  const thread = params.thread || 'all';
+  const unit = params.unit || 'auto';
+  const limit = params.limit || '1000';
+  const since = useMemo(() => sinceOf(params.range), [params.range]);
+  const s = useApi('/slow-methods', { build: params.build, thread, sort, since, limit }, [params.build, thread, sort, since, limit]);
+  const q = (params.q || '').toLowerCase();
+  const rows = s.data ? s.data.methods.filter((m) => !q || methodName(m.method, true).toLowerCase().includes(q)) : [];
+  useEffect(() => { if (s.data) window.__beatlineRendered = performance.now(); }, [s.data]);
+  return (
+    <section>
+      <h2>Slow methods</h2>
+      <div class="filters" role="group" aria-label="filters">
+        <BuildSelect builds={builds.data && builds.data.builds} value={params.build} onChange={(v) => P('build', v)} />
+        <ThreadSelect value={thread} onChange={(v) => P('thread', v)} />
+        <label>Time{' '}
+          <select value={params.range || ''} onChange={(e) => P('range', e.target.value)} aria-label="time range">
+            {RANGES.map(([v, l]) => <option value={v}>{l}</option>)}
+          </select>
+        </label>
+        <label>Search <input type="search" placeholder="class or method" value={params.q || ''} onInput={(e) => P('q', e.target.value)} aria-label="search methods" /></label>
+        <UnitSelect value={unit} onChange={(v) => P('unit', v)} />
+      </div>
+      <Status s={s} what="slow methods" />
+      {s.data && (
+        <>
+          <p class="muted">{rows.length === s.data.methods.length ? `${fmtInt(rows.length)} methods` : `${fmtInt(rows.length)} of ${fmtInt(s.data.methods.length)} methods match`}
+            {s.data.methods.length >= Number(limit) ? ` (the first ${limit} by ${sort}; search looks at these)` : ''}. Sorted by {sort}, descending; click a column to sort by it. Percentiles of a call's inclusive time.</p>
+          <div class="scroll"><table class="grid" id="slow-table">
+            <thead><tr><th>Method</th>{SORTS.map(([k, l]) => (
+              <th class="num" aria-sort={k === sort ? 'descending' : 'none'}>
+                <button class={`sort ${k === sort ? 'on' : ''}`} onClick={() => P('sort', k)}>{l}{k === sort ? ' ▼' : ''}</button>
+              </th>))}</tr></thead>
+            <tbody>{rows.map((m) => (
+              <tr>
+                <td class="method"><a href={href('method', { build: params.build, thread, m: methodKey(m.method) })} title={methodName(m.method, true)}><Name m={m.method} /></a></td>
+                {SORTS.map(([k]) => <td class="num">{k === 'count' ? fmtInt(m.count) : fmtDur(m[FIELD[k]], unit)}</td>)}
+              </tr>))}</tbody>
+          </table></div>
+        </>
+      )}
+    </section>
+  );
+}
+
+// ---- method page ----------------------------------------------------------
+function Chart({ opts, data }) {
+  const ref = useRef(null);
+  useEffect(() => {
+    if (!ref.current) return undefined;
+    const w = Math.max(280, Math.min(900, ref.current.clientWidth));
+    const u = new uPlot({ ...opts, width: w, height: 260 }, data, ref.current);
+    return () => u.destroy();
+  }, [JSON.stringify(data)]);
+  return <div class="chart" ref={ref} />;
+}
+
+// callers and callees of a method from a merged call tree: every node of the
+// method, its parent (caller) and children (callees), summed per method
+function relatives(roots, key) {
+  const callers = new Map();
+  const callees = new Map();
+  const add = (map, m, n) => {
+    const k = m ? methodKey(m) : '(root)';
+    const e = map.get(k) || { method: m, count: 0, total_us: 0 };
+    e.count += n.count; e.total_us += n.total_us;
+    map.set(k, e);
+  };
+  const st = roots.map((r) => [r, null]);
+  while (st.length) {
+    const [n, p] = st.pop();
+    if (methodKey(n.method) === key) {
+      add(callers, p && p.method, n);
+      for (const c of n.children || []) add(callees, c.method, c);
+    }
+    for (const c of n.children || []) st.push([c, n]);
+  }
+  const sorted = (m) => [...m.values()].sort((a, b) => b.total_us - a.total_us);
+  return { callers: sorted(callers), callees: sorted(callees) };
+}
+
+function Relatives({ title, rows, params, id }) {
+  return (
+    <div class="half">
+      <h3>{title}</h3>
+      {rows.length ? (
+        <table class="grid" id={id}><thead><tr><th>Method</th><th class="num">Calls</th><th class="num">Total</th></tr></thead>
+          <tbody>{rows.slice(0, 50).map((r) => (
+            <tr><td class="method">{r.method ? <a href={href('method', { ...params, m: methodKey(r.method) })}><Name m={r.method} /></a> : <i>(a root: no caller)</i>}</td>
+              <td class="num">{fmtInt(r.count)}</td><td class="num">{fmtDur(r.total_us, params.unit)}</td></tr>))}</tbody>
+        </table>) : <p class="muted">none</p>}
+    </div>
+  );
+}
+
+// the API lists non-empty buckets only; the chart shows the empty ones
+// between them too (8 per power of two: a bucket from lo is 2^(e-3) wide,
+// e = floor(log2 lo); 1 µs below 8 µs), at most 400
+function withEmptyBuckets(bs) {
+  const out = [];
+  for (let k = 0; k < bs.length; k++) {
+    out.push(bs[k]);
+    if (k + 1 === bs.length) break;
+    let lo = bs[k].hi_us + 1;
+    while (lo < bs[k + 1].lo_us && out.length < 400) {
+      const w = lo < 8 ? 1 : 2 ** (Math.floor(Math.log2(lo)) - 3);
+      out.push({ lo_us: lo, hi_us: lo + w - 1, count: 0 });
+      lo += w;
+    }
+  }
+  return out;
+}
+
+function MethodPage({ params }) {
+  const key = params.m || '';
+  const thread = params.thread || 'all';
+  const builds = useBuilds();
+  const stats = useApi('/slow-methods', { build: params.build, thread, limit: 10000 }, [params.build, thread]);
+  const tree = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096 }, [params.build, thread]);
+  const row = stats.data && stats.data.methods.find((m) => methodKey(m.method) === key);
+  // the percentiles of each build (newest 8), one answer per build
+  const [perBuild, setPerBuild] = useState(null);
+  useEffect(() => {
+    if (!builds.data) return;
+    const bs = newestFirst(builds.data.builds).slice(0, 8).reverse();
+    Promise.all(bs.map((b) => api('/slow-methods', { build: b.build, thread, limit: 10000 })
+      .then((d) => ({ build: b.build, m: d.methods.find((x) => methodKey(x.method) === key) }))
+      .catch(() => ({ build: b.build, m: null }))))
+      .then(setPerBuild);
+  }, [builds.data, thread, key]);
+  const hist = useApi('/method-histogram', { method: key, build: params.build, thread }, [key, params.build, thread]);
+  const rel = useMemo(() => (tree.data ? relatives(tree.data.roots, key) : null), [tree.data, key]);
+  const buckets = useMemo(() => (hist.data ? withEmptyBuckets(hist.data.buckets) : []), [hist.data]);
+  const present = perBuild ? perBuild.filter((x) => x.m) : [];
+  return (
+    <section>
+      <h2 class="method-title">{row ? methodName(row.method) : key}</h2>
+      {row && <p class="muted">{row.method.descriptor} {row.method.source_file && `· ${row.method.source_file}`}</p>}
+      <div class="filters">
+        <BuildSelect builds={builds.data && builds.data.builds} value={params.build} onChange={(v) => setParam('method', params, 'build', v)} />
+        <ThreadSelect value={thread} onChange={(v) => setParam('method', params, 'thread', v)} />
+        <a href={href('flame', { build: params.build, thread, q: row ? `${row.method.class}.${row.method.name}` : '' })}>find in the flame graph</a>
+      </div>
+      <Status s={stats} what="the method's figures" />
+      {stats.data && !row && <p class="muted">This method has no finished call {params.build ? `in build ${params.build}` : ''} on {thread === 'main' ? 'the main thread' : 'any thread'}.</p>}
+      {row && (
+        <dl class="figures" id="figures">
+          <div><dt>Calls</dt><dd>{fmtInt(row.count)}</dd></div>
+          <div><dt>Total</dt><dd>{fmtDur(row.total_us)}</dd></div>
+          <div><dt>Self</dt><dd>{fmtDur(row.self_us)}</dd></div>
+          <div><dt>Mean</dt><dd>{fmtDur(row.total_us / row.count)}</dd></div>
+          <div><dt>p50</dt><dd>{fmtDur(row.p50_us)}</dd></div>
+          <div><dt>p90</dt><dd>{fmtDur(row.p90_us)}</dd></div>
+          <div><dt>p99</dt><dd>{fmtDur(row.p99_us)}</dd></div>
+          <div><dt>Max</dt><dd>{fmtDur(row.max_us)}</dd></div>
+        </dl>
+      )}
+      <h3>Distribution of call durations <span class="muted">(calls per bucket; buckets 12.5% wide)</span></h3>
+      <Status s={hist} what="the distribution" />
+      {buckets.length ? (
+        <div id="histogram"><Chart opts={{
+          scales: { x: { time: false, range: (u, a, b) => [a - 0.6, b + 0.6] } },
+          axes: [{ values: (u, ticks) => ticks.map((t) => (buckets[t] ? fmtDur(buckets[t].lo_us) : '')) }, { label: 'calls' }],
+          series: [{ label: 'from', value: (u, v) => (v == null || !buckets[v] ? '' : `${fmtDur(buckets[v].lo_us)} – ${fmtDur(buckets[v].hi_us)}`) },
+            { label: 'calls', stroke: '#2b7bb9', fill: 'rgba(43,123,185,0.35)', paths: uPlot.paths.bars({ size: [0.8, 60] }), points: { show: false } }],
+        }} data={[buckets.map((_, i) => i), buckets.map((b) => b.count)]} /></div>
+      ) : hist.data && <p class="muted">No finished call in this selection.</p>}
+      <h3>Call duration by build (p50 / p90 / p99 / max, ms)</h3>
+      {present.length ? (
+        <Chart opts={{
+          scales: { x: { time: false, range: (u, a, b) => [a - 0.3, b + 0.3] } },
+          axes: [{ splits: () => present.map((_, i) => i), values: (u, ticks) => ticks.map((t) => (present[t] ? present[t].build : '')) }, { label: 'ms' }],
+          series: [{ label: 'build', value: (u, v) => (v == null || !present[v] ? '' : present[v].build) },
+            { label: 'p50', stroke: '#2b7bb9', width: 2 }, { label: 'p90', stroke: '#e08a00', width: 2 },
+            { label: 'p99', stroke: '#c2185b', width: 2 }, { label: 'max', stroke: '#777', dash: [4, 4] }],
+        }} data={[present.map((_, i) => i), ...['p50_us', 'p90_us', 'p99_us', 'max_us'].map((f) => present.map((x) => x.m[f] / 1000))]} />
+      ) : <p class="muted">{perBuild ? 'No build has calls of this method.' : 'Loading…'}</p>}
+      <Status s={tree} what="the call tree" />
+      {rel && (
+        <div class="two">
+          <Relatives title="Callers" rows={rel.callers} params={{ build: params.build, thread, unit: params.unit }} id="callers" />
+          <Relatives title="Callees" rows={rel.callees} params={{ build: params.build, thread, unit: params.unit }} id="callees" />
+        </div>
+      )}
+      {tree.data && tree.data.truncated && <p class="muted">The call tree was cut at 100,000 nodes: callers and callees are of the printed part.</p>}
+    </section>
+  );
+}
+
+// ---- flame graph ----------------------------------------------------------
+// per node of t: its call path's inclusive time in a base tree (the older
+// build), for the differential flame graph; keys are the paths' names
+function diffAgainst(t, baseRoots) {
+  const base = new Map();
+  let baseTotal = 0;
+  const st = baseRoots.map((r) => [r, '']);
+  for (const r of baseRoots) baseTotal += r.total_us;
+  while (st.length) {
+    const [n, pre] = st.pop();
+    const k = `${pre}\n${methodKey(n.method || { class: '?', name: '?' })}`;
+    base.set(k, (base.get(k) || 0) + n.total_us);
+    for (const c of n.children || []) st.push([c, k]);
+  }
+  const keys = new Array(t.n);
+  const was = new Float64Array(t.n);
+  const known = new Uint8Array(t.n);
+  for (let i = 0; i < t.n; i++) {
+    const p = t.parent[i];
+    keys[i] = `${p >= 0 ? keys[p] : ''}\n${methodKey(t.method[i] || { class: '?', name: '?' })}`;
+    if (base.has(keys[i])) { was[i] = base.get(keys[i]); known[i] = 1; }
+  }
+  const delta = (i) => (t.total ? t.w[i] / t.total : 0) - (baseTotal ? was[i] / baseTotal : 0);
+  return {
+    color(i) {
+      if (!known[i]) return 'hsl(0, 85%, 45%)';
+      const d = delta(i);
+      const f = Math.min(1, Math.abs(d) / 0.05);
+      return d >= 0 ? `hsl(0, 80%, ${Math.round(92 - 40 * f)}%)` : `hsl(215, 80%, ${Math.round(92 - 40 * f)}%)`;
+    },
+    tip(i) {
+      if (!known[i]) return ['new in this build (no such call path in the other)'];
+      const d = delta(i);
+      return [`share of all time ${d >= 0 ? '+' : '−'}${fmtPct(Math.abs(d))} (was ${fmtPct(baseTotal ? was[i] / baseTotal : 0)}, ${fmtDur(was[i])})`];
+    },
+  };
+}
+
+function Flame({ roots, zoom, onZoom, search, mode, id, baseRoots }) {
+  const ref = useRef(null);
+  const fg = useRef(null);
+  const timing = useRef({});
+  const t = useMemo(() => {
+    const t0 = performance.now();
+    const x = flatten(roots || []);
+    timing.current.flatten_ms = performance.now() - t0;
+    return x;
+  }, [roots]);
+  const [found, setFound] = useState(null);
+  const diff = useRef(null);
+  useEffect(() => {
+    fg.current = new FlameGraph(ref.current, {
+      onZoom: (i) => onZoom && onZoom(i < 0 ? '' : nodePath(fg.current.t, i)),
+      colorOf: baseRoots ? (i) => diff.current.color(i) : undefined,
+      extraTip: baseRoots ? (i) => diff.current.tip(i) : undefined,
+    });
+    return () => fg.current.destroy();
+  }, []);
+  if (baseRoots && (!diff.current || diff.current.t !== t || diff.current.base !== baseRoots)) {
+    diff.current = { ...diffAgainst(t, baseRoots), t, base: baseRoots };
+  }
+  useEffect(() => {
+    const t0 = performance.now();
+    fg.current.setData(t);
+    const now = performance.now();
+    window.__beatlineFlame = { nodes: t.n, flatten_ms: timing.current.flatten_ms, draw_ms: now - t0, at: now };
+  }, [t]);
+  useEffect(() => { fg.current.setZoom(zoom ? nodeOfPath(t, zoom) : -1); }, [zoom, t]);
+  useEffect(() => { setFound(fg.current.setSearch(search || '')); }, [search, t]);
+  useEffect(() => { fg.current.setMode(mode || 'incl'); }, [mode]);
+  return (
+    <div>
+      {search && found && <p class="muted" id="flame-found">“{search}”: {fmtInt(found.frames)} frame{found.frames === 1 ? '' : 's'}, {fmtPct(found.share)} of the time</p>}
+      <div class="flame" ref={ref} id={id} />
+    </div>
+  );
+}
+
+function TreeTable({ roots, unit }) {
+  // the heaviest nodes as an indented table (the same tree, readable by keyboard and screen readers)
+  const rows = [];
+  const st = (roots || []).map((r) => [r, 0]).reverse();
+  while (st.length && rows.length < 300) {
+    const [n, d] = st.pop();
+    rows.push([n, d]);
+    const kids = n.children || [];
+    for (let k = kids.length - 1; k >= 0; k--) st.push([kids[k], d + 1]);
+  }
+  return (
+    <div class="scroll"><table class="grid" id="tree-table"><thead><tr><th>Call path</th><th class="num">Calls</th><th class="num">Total</th><th class="num">Self</th></tr></thead>
+      <tbody>{rows.map(([n, d]) => (
+        <tr><td class="method"><span class="indent" data-d={Math.min(d, 30)}>{'· '.repeat(Math.min(d, 30))}</span>{methodName(n.method)}</td>
+          <td class="num">{fmtInt(n.count)}</td><td class="num">{fmtDur(n.total_us, unit)}</td><td class="num">{fmtDur(n.self_us, unit)}</td></tr>))}</tbody>
+    </table>{rows.length >= 300 && <p class="muted">The first 300 nodes in depth-first order.</p>}</div>
+  );
+}
+
+function FlamePage({ params }) {
+  const P = (k, v) => setParam('flame', params, k, v);
+  const thread = params.thread || 'all';
+  const builds = useBuilds();
+  const s = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096 }, [params.build, thread]);
+  const [q, setQ] = useState(params.q || '');
+  useEffect(() => setQ(params.q || ''), [params.q]);
+  return (
+    <section>
+      <h2>Flame graph {s.data && <span class="muted">build {s.data.build}, {thread === 'main' ? 'main thread' : 'all threads'}</span>}</h2>
+      <div class="filters">
+        <BuildSelect builds={builds.data && builds.data.builds} value={params.build} onChange={(v) => go('flame', { ...params, build: v, zoom: '' }, true)} allowAll="newest with data" />
+        <ThreadSelect value={thread} onChange={(v) => go('flame', { ...params, thread: v, zoom: '' }, true)} />
+        <label>Search <input type="search" id="flame-search" value={q} placeholder="class or method" onInput={(e) => { setQ(e.target.value); P('q', e.target.value); }} /></label>
+        <span role="group" aria-label="colour">
+          <button class={`toggle ${params.mode !== 'self' ? 'on' : ''}`} aria-pressed={params.mode !== 'self'} onClick={() => P('mode', '')}>inclusive</button>
+          <button class={`toggle ${params.mode === 'self' ? 'on' : ''}`} aria-pressed={params.mode === 'self'} onClick={() => P('mode', 'self')}>self</button>
+        </span>
+        <span role="group" aria-label="view">
+          <button class={`toggle ${params.view !== 'table' ? 'on' : ''}`} onClick={() => P('view', '')}>graph</button>
+          <button class={`toggle ${params.view === 'table' ? 'on' : ''}`} onClick={() => P('view', 'table')}>table</button>
+        </span>
+        <button id="flame-reset" onClick={() => P('zoom', '')} disabled={!params.zoom}>Reset zoom</button>
+        {s.data && s.data.roots.length > 0 && (
+          <span role="group" aria-label="export">
+            <button id="export-speedscope" onClick={() => download(toSpeedscope(s.data.roots, `${session.app} ${s.data.build} ${thread}`), `beatline-${s.data.build}-${thread}.speedscope.json`)}>speedscope</button>{' '}
+            <button id="export-chrome" title="Chrome trace-event JSON: opens in Perfetto UI" onClick={() => download(toChromeTrace(s.data.roots, `${session.app} ${s.data.build} ${thread}`), `beatline-${s.data.build}-${thread}.trace.json`)}>Chrome trace</button>
+          </span>)}
+      </div>
+      <p class="muted">Widths are inclusive time of the merged call tree (exact, every call). {params.mode === 'self' ? 'Colour: share of self time (red = most).' : 'Colour: package.'} Click a frame to zoom, again (or Escape) to go back; hover for figures. Keyboard: Tab to the graph, arrows select a frame, Enter zooms.</p>
+      <Status s={s} what="the call tree" />
+      {s.data && s.data.truncated && <p class="warn">The tree was cut at 100,000 nodes (the API's limit for one answer).</p>}
+      {s.data && (s.data.roots.length ? (params.view === 'table' ? <TreeTable roots={s.data.roots} unit={params.unit} />
+        : <Flame id="flame" roots={s.data.roots} zoom={params.zoom} onZoom={(z) => go('flame', { ...params, zoom: z })} search={q} mode={params.mode} />)
+        : <p>No calls in this build{thread === 'main' ? ' on the main thread' : ''}.</p>)}
+    </section>
+  );
+}
+
+// ---- blocks ---------------------------------------------------------------
+const BSORTS = [['count', 'Blocks'], ['p50', 'p50'], ['p90', 'p90'], ['p99', 'p99'], ['max', 'Max']];
+function BlocksPage({ params }) {
+  const builds = useBuilds();
+  const sort = params.sort || 'count';
+  const since = useMemo(() => sinceOf(params.range), [params.range]);
+  const s = useApi('/blocks', { build: params.build, sort, since, limit: 500 }, [params.build, sort, since]);
+  const P = (k, v) => setParam('blocks', params, k, v);
+  return (
+    <section>
+      <h2>Blocks <span class="muted">main-thread messages over the runtime's threshold{s.data ? `, build ${s.data.build}` : ''}</span></h2>
+      <div class="filters">
+        <BuildSelect builds={builds.data && builds.data.builds} value={params.build} onChange={(v) => P('build', v)} allowAll="newest with data" />
+        <label>Time{' '}<select value={params.range || ''} onChange={(e) => P('range', e.target.value)} aria-label="time range">{RANGES.map(([v, l]) => <option value={v}>{l}</option>)}</select></label>
+      </div>
+      <Status s={s} what="blocks" />
+      {s.data && (s.data.blocks.length ? (
+        <div class="scroll"><table class="grid" id="blocks-table">
+          <thead><tr><th>Culprit</th>{BSORTS.map(([k, l]) => <th class="num" aria-sort={k === sort ? 'descending' : 'none'}><button class={`sort ${k === sort ? 'on' : ''}`} onClick={() => P('sort', k)}>{l}{k === sort ? ' ▼' : ''}</button></th>)}<th class="num">Devices</th><th class="num">ANRs</th><th>Last seen</th></tr></thead>
+          <tbody>{s.data.blocks.map((g) => (
+            <tr><td class="method"><a href={href('block', { build: s.data.build, sig: g.signature })}>{g.method ? <Name m={g.method} /> : '(no calls in the window)'}</a>
+              <div class="muted small">{g.path.map(shortName).join(' › ')}</div></td>
+              <td class="num">{fmtInt(g.count)}</td><td class="num">{fmtDur(g.p50_us)}</td><td class="num">{fmtDur(g.p90_us)}</td><td class="num">{fmtDur(g.p99_us)}</td><td class="num">{fmtDur(g.max_us)}</td>
+              <td class="num">{fmtInt(g.devices)}</td><td class="num">{g.anrs ? <span class="badge bad">{g.anrs}</span> : 0}</td><td>{fmtTime(g.last_at)}</td></tr>))}</tbody>
+        </table></div>) : <p>No blocks in this build.</p>)}
+    </section>
+  );
+}
+
+function BlockPage({ params }) {
+  const s = useApi(`/blocks/${encodeURIComponent(params.sig || '')}`, { build: params.build, limit: 100000 }, [params.build, params.sig]);
+  const g = s.data;
+  return (
+    <section>
+      <p><a href={href('blocks', { build: params.build })}>← all blocks</a></p>
+      <h2>Block: {g ? (g.method ? methodName(g.method) : '(no calls in the window)') : '…'}</h2>
+      <Status s={s} what="the block group" />
+      {g && (<>
+        <dl class="figures" id="block-figures">
+          <div><dt>Blocks</dt><dd>{fmtInt(g.count)}</dd></div>
+          <div><dt>p50</dt><dd>{fmtDur(g.p50_us)}</dd></div>
+          <div><dt>p90</dt><dd>{fmtDur(g.p90_us)}</dd></div>
+          <div><dt>p99</dt><dd>{fmtDur(g.p99_us)}</dd></div>
+          <div><dt>Max</dt><dd>{fmtDur(g.max_us)}</dd></div>
+          <div><dt>Devices</dt><dd>{fmtInt(g.devices)}</dd></div>
+          <div><dt>Sessions</dt><dd>{fmtInt(g.sessions)}</dd></div>
+          <div><dt>ANRs</dt><dd>{fmtInt(g.anrs)}</dd></div>
+        </dl>
+        <p class="muted">First seen {fmtTime(g.first_at)}, last {fmtTime(g.last_at)}. Latest message target: <code>{g.target || '–'}</code>. Signature <code>{g.signature}</code>.</p>
+        <h3>Heaviest path</h3>
+        <ol class="path">{g.path.map((m, i) => <li class={i === g.path.length - 1 ? 'culprit' : ''}>{methodName(m)}{i === g.path.length - 1 ? ' — culprit' : ''}</li>)}</ol>
+        {g.anr_stack && (<>
+          <h3>ANR stack <span class="muted">sampled {fmtTime(g.anr_stack.at_us)}, innermost first</span></h3>
+          <pre class="stack" id="anr-stack">{g.anr_stack.frames.join('\n')}</pre>
+        </>)}
+        <h3>Merged call tree of the group's blocks</h3>
+        {g.truncated && <p class="warn">Cut at 100,000 nodes.</p>}
+        {g.call_tree.length ? <Flame id="block-flame" roots={g.call_tree} zoom={params.zoom} onZoom={(z) => go('block', { ...params, zoom: z })} /> : <p>No calls.</p>}
+      </>)}
+    </section>
+  );
+}
+
+// ---- compare builds ---------------------------------------------------------
+// A method is flagged when both builds have at least minCalls finished calls
+// and its p50, p90 or p99 changed by at least minChange % (up: regression,
+// down: improvement); regressions first, by their largest rise.
+function compareRows(a, b, minCalls, minChange) {
+  const totalA = a.reduce((x, m) => x + m.count, 0) || 1;
+  const totalB = b.reduce((x, m) => x + m.count, 0) || 1;
+  const byKey = new Map(a.map((m) => [methodKey(m.method), m]));
+  const rows = [];
+  const seen = new Set();
+  for (const mb of b) {
+    const k = methodKey(mb.method);
+    seen.add(k);
+    const ma = byKey.get(k);
+    const rel = (f) => (ma && ma[f] > 0 ? mb[f] / ma[f] - 1 : null);
+    const ch = { p50: rel('p50_us'), p90: rel('p90_us'), p99: rel('p99_us') };
+    const enough = ma && ma.count >= minCalls && mb.count >= minCalls;
+    const vals = Object.values(ch).filter((v) => v !== null);
+    const up = vals.length ? Math.max(...vals) : 0;
+    const down = vals.length ? Math.min(...vals) : 0;
+    const flag = !enough ? '' : up * 100 >= minChange ? 'regression' : -down * 100 >= minChange ? 'improvement' : '';
+    rows.push({ method: mb.method, a: ma, b: mb, ch, share: mb.count / totalB - (ma ? ma.count / totalA : 0), flag, up, down });
+  }
+  for (const ma of a) if (!seen.has(methodKey(ma.method))) rows.push({ method: ma.method, a: ma, b: null, ch: {}, share: -ma.count / totalA, flag: '', up: 0, down: 0 });
+  const rank = (r) => (r.flag === 'regression' ? 0 : r.flag === 'improvement' ? 1 : 2);
+  rows.sort((x, y) => rank(x) - rank(y) || (rank(x) === 1 ? x.down - y.down : y.up - x.up) || ((y.b ? y.b.total_us : 0) - (x.b ? x.b.total_us : 0)));
+  return rows;
+}
+
+function Change({ v }) {
+  if (v === null || v === undefined) return <span class="muted">–</span>;
+  const pct = Math.round(v * 100);
+  return <span class={pct >= 10 ? 'up' : pct <= -10 ? 'down' : ''}>{pct > 0 ? '+' : ''}{pct}%</span>;
+}
+
+function ComparePage({ params }) {
+  const builds = useBuilds();
+  const list = builds.data ? newestFirst(builds.data.builds) : [];
+  const b = params.b || (list[0] && list[0].build);
+  // before: the build just older than b (or newer, for the oldest)
+  const bi = list.findIndex((x) => x.build === b);
+  const a = params.a || ((list[bi + 1] || list[bi - 1] || {}).build);
+  const thread = params.thread || 'all';
+  const minCalls = Number(params.min_calls || 10);
+  const minChange = Number(params.min_change || 20);
+  const P = (k, v) => setParam('compare', { ...params, a, b }, k, v);
+  const sa = useApi('/slow-methods', { build: a, thread, limit: 10000 }, [a, thread, !!a]);
+  const sb = useApi('/slow-methods', { build: b, thread, limit: 10000 }, [b, thread, !!b]);
+  const ta = useApi('/call-tree', { build: a, thread, limit: 100000, max_depth: 4096 }, [a, thread]);
+  const tb = useApi('/call-tree', { build: b, thread, limit: 100000, max_depth: 4096 }, [b, thread]);
+  const rows = useMemo(() => (sa.data && sb.data ? compareRows(sa.data.methods, sb.data.methods, minCalls, minChange) : null), [sa.data, sb.data, minCalls, minChange]);
+  if (builds.data && list.length < 2) return <section><h2>Compare builds</h2><p>Comparing needs two builds with data.</p></section>;
+  const regressions = rows ? rows.filter((r) => r.flag === 'regression').length : 0;
+  return (
+    <section>
+      <h2>Compare builds</h2>
+      <div class="filters">
+        <BuildSelect builds={list} value={a} onChange={(v) => P('a', v)} allowAll={false} label="Before" />
+        <BuildSelect builds={list} value={b} onChange={(v) => P('b', v)} allowAll={false} label="After" />
+        <ThreadSelect value={thread} onChange={(v) => P('thread', v)} />
+        <label>Min. calls <input type="number" min="1" class="short" value={minCalls} onChange={(e) => P('min_calls', e.target.value)} aria-label="minimum calls" /></label>
+        <label>Min. change % <input type="number" min="1" class="short" value={minChange} onChange={(e) => P('min_change', e.target.value)} aria-label="minimum change" /></label>
+      </div>
+      <p class="muted">Flagged: both builds have at least {minCalls} calls and p50, p90 or p99 changed by at least {minChange}% (up: regression, down: improvement). Call share: the method's calls as a share of all calls of the build, change in percentage points.</p>
+      <Status s={sa.error ? sa : sb} what="slow methods" />
+      {rows && <p id="compare-summary"><b>{regressions}</b> regression{regressions === 1 ? '' : 's'} from {a} to {b}.</p>}
+      {rows && (
+        <div class="scroll"><table class="grid" id="compare-table">
+          <thead><tr><th>Method</th><th /><th class="num">Calls {a}</th><th class="num">Calls {b}</th><th class="num">Call share</th><th class="num">p50 {b}</th><th class="num">p50</th><th class="num">p90 {b}</th><th class="num">p90</th><th class="num">p99 {b}</th><th class="num">p99</th></tr></thead>
+          <tbody>{rows.slice(0, 300).map((r) => (
+            <tr class={r.flag}>
+              <td class="method"><a href={href('method', { build: b, thread, m: methodKey(r.method) })}><Name m={r.method} /></a></td>
+              <td>{r.flag && <span class={`badge ${r.flag === 'regression' ? 'bad' : 'ok'}`}>{r.flag}</span>}</td>
+              <td class="num">{r.a ? fmtInt(r.a.count) : '–'}</td><td class="num">{r.b ? fmtInt(r.b.count) : '–'}</td>
+              <td class="num">{Math.abs(r.share) < 0.0005 ? '0.0' : `${r.share > 0 ? '+' : '−'}${Math.abs(r.share * 100).toFixed(1)}`} pp</td>
+              <td class="num">{r.b ? fmtDur(r.b.p50_us) : '–'}</td><td class="num"><Change v={r.ch.p50} /></td>
+              <td class="num">{r.b ? fmtDur(r.b.p90_us) : '–'}</td><td class="num"><Change v={r.ch.p90} /></td>
+              <td class="num">{r.b ? fmtDur(r.b.p99_us) : '–'}</td><td class="num"><Change v={r.ch.p99} /></td>
+            </tr>))}</tbody>
+        </table></div>)}
+      <h3>Differential flame graph <span class="muted">{b}'s merged call tree; colour: change of each call path's share of all time since {a} (red: more, blue: less, dark red: new path)</span></h3>
+      <Status s={ta.error ? ta : tb} what="the call trees" />
+      {ta.data && tb.data && (tb.data.roots.length
+        ? <Flame id="diff-flame" roots={tb.data.roots} baseRoots={ta.data.roots} zoom={params.zoom} onZoom={(z) => go('compare', { ...params, a, b, zoom: z })} />
+        : <p>No calls in {b}.</p>)}
+    </section>
+  );
+}
+
+// ---- shell ----------------------------------------------------------------
+const PAGES = [['overview', 'Overview'], ['slow', 'Slow methods'], ['flame', 'Flame graph'], ['blocks', 'Blocks'], ['compare', 'Compare builds']];
+function App() {
+  const { page, params } = useRoute();
+  if (!session.key || page === 'signin') return <SignIn next={page} />;
+  const keep = params.build ? { build: params.build } : {};
+  const body = {
+    overview: () => <Overview />, slow: () => <SlowMethods params={params} />, method: () => <MethodPage params={params} />,
+    flame: () => <FlamePage params={params} />, compare: () => <ComparePage params={params} />, blocks: () => <BlocksPage params={params} />, block: () => <BlockPage params={params} />,
+  }[page];
+  return (
+    <>
+      <header>
+        <a class="brand" href="#/overview">Beatline</a>
+        <nav aria-label="pages">{PAGES.map(([p, l]) => <a href={href(p, keep)} aria-current={p === page || (page === 'method' && p === 'slow') || (page === 'block' && p === 'blocks') ? 'page' : undefined}>{l}</a>)}</nav>
+        <span class="who">app <b>{session.app}</b> <button class="link" onClick={() => { session.clear(); go('signin', {}, true); }}>sign out</button></span>
+      </header>
+      <main>{body ? body() : <p class="error">No page “{page}”. <a href="#/overview">Overview</a></p>}</main>
+    </>
+  );
+}
+
+render(<App />, document.getElementById('app'));
