@@ -64,7 +64,7 @@ public class A { static int f(int x) { return x * 2 + 1; } public static void ma
 EOF
 cat > "$w/src/Beatline.java" <<'EOF'
 package io.beatline.runtime;
-public final class Beatline { public static int n; public static void i(int id) { n++; } public static void o(int id) { n++; } }
+public final class Beatline { public static boolean on = true; public static int n; public static void i(int id) { n++; } public static void o(int id) { n++; } }
 EOF
 if javac -d "$w/classes" "$w/src/p/A.java" && mkdir -p "$w/stub" && javac -d "$w/stub" "$w/src/Beatline.java"; then
   mkdir -p "$w/out/p"
