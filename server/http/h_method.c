@@ -90,7 +90,11 @@ enum MHD_Result bl_h_method_hist(struct MHD_Connection *c, bl_http *h, req *r)
     bl_sketch_init(&sk);
     int64_t count = 0;
     uint64_t max_us = 0;
-    bl_err e = bl_method_hist(db, &q, &sk, &count, &max_us);
+    bl_err e = bl_db_read_begin(db); /* one snapshot (a rebuild step may commit meanwhile) */
+    if (!e) {
+        e = bl_method_hist(db, &q, &sk, &count, &max_us);
+        bl_db_read_end(db);
+    }
     if (e) {
         bl_sketch_cleanup(&sk);
         return bl_reply_error(c, h, e == BL_ENOMEM ? 503 : 500,

@@ -241,7 +241,13 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
     out_str(&o, sorts[sort_ix]);
     out_str(&o, "\",\"methods\":[");
     slow_ctx x = { &o, 1 };
-    bl_err e = o.e ? BL_OK : bl_slow_methods(db, &q, slow_row, &x);
+    /* one snapshot for every read of the answer: a rollups rebuild step
+     * committed between them must not show half done */
+    bl_err e = BL_OK;
+    if (!o.e && !(e = bl_db_read_begin(db))) {
+        e = bl_slow_methods(db, &q, slow_row, &x);
+        bl_db_read_end(db);
+    }
     if (!o.e && e) {
         bl_req_buf_free(r, &o.b);
         return bl_reply_error(c, h, 500, "database error");

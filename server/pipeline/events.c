@@ -112,7 +112,8 @@ static int get_uint(json_t *o, const char *k, uint64_t max, uint64_t *out)
 static int get_str(json_t *o, const char *k, size_t min, size_t max, const char **out)
 {
     json_t *v = json_object_get(o, k);
-    if (!json_is_string(v) || json_string_length(v) < min || json_string_length(v) > max)
+    if (!json_is_string(v) || json_string_length(v) < min || json_string_length(v) > max ||
+        strlen(json_string_value(v)) != json_string_length(v)) /* a NUL inside (\u0000) */
         return -1;
     *out = json_string_value(v);
     return 0;
@@ -145,7 +146,9 @@ static int parse_block(json_t *o, const bl_batch *bt, block_ev *b, int *reason)
             return -1;
         for (size_t i = 0; i < json_array_size(stack); i++) {
             json_t *f = json_array_get(stack, i);
-            if (!json_is_string(f) || json_string_length(f) > BL_EVENT_FRAME_MAX)
+            /* one frame, one line: no NUL or line break (the stack is kept as lines) */
+            if (!json_is_string(f) || json_string_length(f) > BL_EVENT_FRAME_MAX ||
+                strcspn(json_string_value(f), "\n\r") != json_string_length(f))
                 return -1;
         }
     }

@@ -75,8 +75,13 @@ bl_err pr_get_build(bl_processor *p, int64_t app_id, const char *build, bstate *
     p->builds[p->n_builds++] = b;
     uint64_t *v;
     int ins;
-    if (bl_u128map_put(&p->build_ix, (uint64_t)app_id, h, p->n_builds, &v, &ins))
+    if (bl_u128map_put(&p->build_ix, (uint64_t)app_id, h, p->n_builds, &v, &ins)) {
+        /* not indexed: not kept either (a later lookup would make a second
+         * state for the same build) */
+        p->builds[--p->n_builds] = NULL;
+        pr_bstate_free(b);
         return BL_ENOMEM;
+    }
     *v = p->n_builds;
     *out = b;
     return BL_OK;

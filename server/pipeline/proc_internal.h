@@ -285,6 +285,8 @@ void *pr_ck_main(void *arg);
  * the file then stays in batches/pending (found again at the next start,
  * a duplicate of the committed batch). */
 int pr_ml_add(movelist *m, const work *w, int failed);
+/* Makes room for n entries in m (0; -1 out of memory, m unchanged). */
+int pr_ml_reserve(movelist *m, size_t n);
 void pr_ml_free(movelist *m);
 /* Empties m (keeps its arrays). */
 void pr_ml_reset(movelist *m);

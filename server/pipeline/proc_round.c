@@ -382,6 +382,13 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
 {
     movelist *m = &p->moves; /* empty (pr_committed leaves it so) */
     pr_ml_reset(m);
+    /* room for every batch the round can take, so that recording a
+     * processed batch's file move cannot fail halfway (pr_ml_add still
+     * reports it: the round is then tried again) */
+    if (pr_ml_reserve(m, p->o.max_batches_per_txn)) {
+        pr_log("out of memory for a round's file list; the round is tried again");
+        goto retry;
+    }
     size_t aborted = SIZE_MAX;
     /* items that went to a build's waiting list: a rollback's pr_reset_states
      * queues those again itself, so they are not pushed a second time */
@@ -446,13 +453,16 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
             m->records += r;
             m->done++;
             p->round_batches++;
-            pr_ml_add(m, &items[i], 0);
+            if (pr_ml_add(m, &items[i], 0))
+                goto retry;
         } else if (res == B_DUPLICATE) {
             m->dup++;
-            pr_ml_add(m, &items[i], 0);
+            if (pr_ml_add(m, &items[i], 0))
+                goto retry;
         } else if (res == B_FAILED) {
             m->failed_n++;
-            pr_ml_add(m, &items[i], 1);
+            if (pr_ml_add(m, &items[i], 1))
+                goto retry;
         } else if (res == B_ABORT) {
             aborted = i;
             break;

@@ -16,6 +16,22 @@
 
 /* ---- the checkpointer: durable commits, batch-file moves, checkpoints ---- */
 
+int pr_ml_reserve(movelist *m, size_t n)
+{
+    if (m->cap >= n)
+        return 0;
+    pending_batch *nb = realloc(m->b, n * sizeof *nb);
+    if (nb)
+        m->b = nb;
+    uint8_t *nf = realloc(m->failed, n);
+    if (nf)
+        m->failed = nf;
+    if (!nb || !nf)
+        return -1;
+    m->cap = n;
+    return 0;
+}
+
 int pr_ml_add(movelist *m, const work *w, int failed)
 {
     if (m->n == m->cap) {

@@ -939,13 +939,19 @@ static int class_name_char(unsigned char c)
            c == '_' || c == '$' || c == '.' || c >= 0x80;
 }
 
+/* Outer classes tried per run, from its last '$' back: bounds the lookups
+ * of a run made of many '$' (each lookup hashes the prefix). */
+#define CLASS_RUN_CUTS 8
+
 /* Appends the original name of the class run t[0..n), or the run itself. */
 static bl_err put_class_run(const bl_mapindex *mi, const char *t, size_t n, bl_buf *out)
 {
     const bl_mi_class *c = mi ? bl_mapindex_class_by_obf(mi, t, n) : NULL;
-    for (size_t cut = n; !c && mi && cut-- > 1;) {
+    int cuts = 0;
+    for (size_t cut = n; !c && mi && cut-- > 1 && cuts < CLASS_RUN_CUTS;) {
         if (t[cut] != '$')
             continue;
+        cuts++;
         const bl_mi_class *outer = bl_mapindex_class_by_obf(mi, t, cut);
         if (outer) {
             const char *o = bl_mapindex_str(mi, outer->orig);

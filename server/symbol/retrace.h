@@ -127,7 +127,7 @@ void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn,
  * target ("android.os.Handler/a.b$1", "java.awt.event.InvocationEvent/a.c"):
  * every maximal run of Java identifier characters, '.' and '$' that names an
  * obfuscated class of the mapping is replaced by the original name; a run
- * that does not but whose part before one of its '$' does (a nested or
+ * that does not but whose part before one of its last 8 '$' does (a nested or
  * synthetic class the mapping does not list) becomes the outer class's
  * original name followed by the rest unchanged. Everything else (framework
  * classes, "what=3", separators) is copied as is. Appends the result to

@@ -159,7 +159,9 @@ $(ev 5000000000 10 900010 thread-far-out-of-range dev-1),
 {\"type\":\"block\",\"thread\":0,\"begin_us\":10,\"end_us\":900010,\"target\":\"t\",\"kind\":\"tv\",\"device\":\"d\"},
 {\"type\":\"block\",\"thread\":0,\"begin_us\":-1,\"end_us\":900010,\"target\":\"t\",\"kind\":\"awt\",\"device\":\"d\"},
 {\"type\":\"block\",\"thread\":0,\"begin_us\":10,\"end_us\":900010,\"target\":\"t\",\"kind\":\"awt\"},
-{\"type\":\"block\",\"thread\":0,\"begin_us\":10,\"end_us\":900010,\"target\":\"t\",\"kind\":\"awt\",\"device\":\"d\",\"anr\":1}]"
+{\"type\":\"block\",\"thread\":0,\"begin_us\":10,\"end_us\":900010,\"target\":\"t\",\"kind\":\"awt\",\"device\":\"d\",\"anr\":1},
+{\"type\":\"block\",\"thread\":0,\"begin_us\":10,\"end_us\":900010,\"target\":\"t\",\"kind\":\"awt\",\"device\":\"d\",\"anr\":true,\"stack\":[\"a.b(X)\\nc.d(Y)\"]},
+{\"type\":\"block\",\"thread\":0,\"begin_us\":10,\"end_us\":900010,\"target\":\"t\\u0000x\",\"kind\":\"awt\",\"device\":\"d\"}]"
 batch b1 11111111-1111-4111-8111-000000000001 1.0 s1 $O1 "$R1" "$E1"
 post b1
 expect "batch 1 accepted (malformed events do not refuse it)" 202 "$CODE"
@@ -193,11 +195,11 @@ expect_processed 4
 # --- malformed events: counted by reason, batch processed, slow methods exact
 m_of() { curl -s "$URL/metrics" | awk -v r="beatline_events_malformed_total{reason=\"$1\"}" '$1 == r { print $2 }'; }
 expect "malformed: unknown_type" 1 "$(m_of unknown_type)"
-expect "malformed: not_json (text, array)" 2 "$(m_of not_json)"
+expect "malformed: not_json (text, array, a NUL in a string: jansson refuses \\u0000)" 3 "$(m_of not_json)"
 expect "malformed: no_type (missing, not a string)" 2 "$(m_of no_type)"
 expect "malformed: window (begin > end)" 1 "$(m_of window)"
 expect "malformed: thread out of range" 2 "$(m_of thread)"
-expect "malformed: bad_field (kind, negative begin, no device, anr not bool)" 4 "$(m_of bad_field)"
+expect "malformed: bad_field (kind, negative begin, no device, anr not bool, a frame with a line break)" 5 "$(m_of bad_field)"
 expect "malformed: budget" 0 "$(m_of budget)"
 expect "blocks stored" 8 "$(metric beatline_blocks_total)"
 http GET "/v1/apps/shop/slow-methods?build=1.0&thread=main&sort=count&limit=100" "$RD"
