@@ -45,6 +45,8 @@ final class Ring {
 
     final long[] slots;
     final int mask;
+    /** {@code mask / 4}: record numbers {@code p} with {@code (p & mask & markMask) == 0} are fill marks. */
+    private final int markMask;
     /** Records written, as published to dumpers (release store by the writer). */
     private volatile long published;
     /** Dumper's fence target (see the protocol). */
@@ -80,6 +82,7 @@ final class Ring {
     private Ring() {
         slots = new long[1];
         mask = 0;
+        markMask = 0;
         on = false;
         threadId = -1;
         main = false;
@@ -109,6 +112,7 @@ final class Ring {
         }
         slots = new long[capacity];
         mask = capacity - 1;
+        markMask = mask >>> 2;
         on = true;
         threadId = t.getId();
         this.main = main;
@@ -120,8 +124,9 @@ final class Ring {
     /**
      * Appends one record. Writer thread only; no allocation, no lock, never
      * blocks. At the <b>fill marks</b> (the ring's first record, then every
-     * {@code capacity / 4} records: a shift, an AND and a compare on values
-     * already in registers, no extra memory read on the other records) it
+     * {@code capacity / 4} records: an AND and a compare on the slot index,
+     * with {@code markMask}, a plain final field next to {@code mask}; no
+     * volatile read, no call on the other records) it
      * tells the {@link Recorder}, which wakes a flush thread that waits
      * without watching the fill (phone settings: idle, or quiet until the
      * flush interval): between two marks the ring takes a quarter of its
@@ -130,13 +135,19 @@ final class Ring {
      */
     void put(long record) {
         long p = published; // only this thread writes it: a plain load on x86 and AArch64 (ldar)
-        slots[(int) p & mask] = record;
+        int i = (int) p & mask;
+        slots[i] = record;
         PUBLISHED.lazySet(this, p + 1);
-        if (((int) p & (mask >>> 2)) == 0) {
-            Recorder o = owner;
-            if (o != null) {
-                o.filled();
-            }
+        if ((i & markMask) == 0) {
+            mark();
+        }
+    }
+
+    /** A fill mark (see {@link #put}): out of line, to keep {@link #put} small. */
+    private void mark() {
+        Recorder o = owner;
+        if (o != null) {
+            o.filled();
         }
     }
 
