@@ -48,6 +48,7 @@ beatline_runtime_test(runtime_awt AwtDispatchTest)
 beatline_runtime_test(runtime_block_event BlockEventTest)
 beatline_runtime_test(runtime_reentry ReentryTest)
 beatline_runtime_test(runtime_gate GateTest)
+beatline_runtime_test(runtime_flush_wake FlushWakeTest)
 
 # Android tests (issue 13): the Android source set under Robolectric 4.11.1,
 # SDK 34, offline: the jars scripts/install-deps copied with Maven into

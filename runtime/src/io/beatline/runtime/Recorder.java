@@ -2,6 +2,7 @@ package io.beatline.runtime;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The per-thread ring buffers of one runtime session: attaches a
@@ -48,6 +49,40 @@ final class Recorder {
         this.threadCapacity = threadCapacity;
         this.maxThreads = maxThreads;
         this.log = log;
+    }
+
+    /** Fill marks passed by any ring ({@link Ring#put}), for the flush thread's idle check. */
+    private final AtomicLong marks = new AtomicLong();
+    /** Woken at each fill mark (the session's flush thread); null: nobody. */
+    private volatile Runnable onMark;
+
+    /** @param r run (on the writing thread, cheaply) at each ring's fill marks; null: nothing */
+    void onMark(Runnable r) {
+        onMark = r;
+    }
+
+    /**
+     * A ring passed a fill mark (its first record, or another quarter
+     * capacity): counts it (a full fence: the count is ordered before the
+     * read of the flush thread's waiting flag in {@code onMark}, as the flush
+     * thread's write of that flag is before its read of {@link #marks()}),
+     * then runs {@code onMark}. Writer thread, once per quarter ring; never throws.
+     */
+    void filled() {
+        marks.incrementAndGet();
+        Runnable r = onMark;
+        if (r != null) {
+            try {
+                r.run();
+            } catch (Throwable t) {
+                // never into the app
+            }
+        }
+    }
+
+    /** Fill marks passed so far (see {@link #filled()}). */
+    long marks() {
+        return marks.get();
     }
 
     /** Method enter on the calling thread. Never throws. */
@@ -144,7 +179,7 @@ final class Recorder {
                     mainTaken = true;
                 }
             }
-            Ring r = new Ring(main ? mainCapacity : threadCapacity, t, main);
+            Ring r = new Ring(main ? mainCapacity : threadCapacity, t, main, this);
             synchronized (this) {
                 rings.add(r);
             }

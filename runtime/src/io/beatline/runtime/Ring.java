@@ -45,6 +45,8 @@ final class Ring {
 
     final long[] slots;
     final int mask;
+    /** {@code mask / 4}: record numbers {@code p} with {@code (p & mask & markMask) == 0} are fill marks. */
+    private final int markMask;
     /** Records written, as published to dumpers (release store by the writer). */
     private volatile long published;
     /** Dumper's fence target (see the protocol). */
@@ -56,6 +58,12 @@ final class Ring {
 
     /** Whether probes record into this ring (false only for {@link #OFF}). */
     final boolean on;
+    /**
+     * Told at every fill mark ({@link #put}): the ring's first record and
+     * then every quarter capacity; null for {@link #OFF} and for rings made
+     * without a recorder (tests).
+     */
+    private final Recorder owner;
     final long threadId;
     final boolean main;
     final WeakReference<Thread> thread;
@@ -74,11 +82,13 @@ final class Ring {
     private Ring() {
         slots = new long[1];
         mask = 0;
+        markMask = 0;
         on = false;
         threadId = -1;
         main = false;
         thread = new WeakReference<Thread>(null);
         threadName = "";
+        owner = null;
     }
 
     /**
@@ -87,23 +97,58 @@ final class Ring {
      * @param main whether t is the app's main thread
      */
     Ring(int capacity, Thread t, boolean main) {
+        this(capacity, t, main, null);
+    }
+
+    /**
+     * @param capacity records, a power of two, at least 4
+     * @param t the owning thread (kept weakly)
+     * @param main whether t is the app's main thread
+     * @param owner told at each fill mark (see {@link #put}); null: nobody
+     */
+    Ring(int capacity, Thread t, boolean main, Recorder owner) {
         if (capacity < 4 || Integer.bitCount(capacity) != 1) {
             throw new IllegalArgumentException("ring capacity must be a power of two >= 4: " + capacity);
         }
         slots = new long[capacity];
         mask = capacity - 1;
+        markMask = mask >>> 2;
         on = true;
         threadId = t.getId();
         this.main = main;
         thread = new WeakReference<Thread>(t);
         threadName = t.getName();
+        this.owner = owner;
     }
 
-    /** Appends one record. Writer thread only; no allocation, no lock, never blocks. */
+    /**
+     * Appends one record. Writer thread only; no allocation, no lock, never
+     * blocks. At the <b>fill marks</b> (the ring's first record, then every
+     * {@code capacity / 4} records: an AND and a compare on the slot index,
+     * with {@code markMask}, a plain final field next to {@code mask}; no
+     * volatile read, no call on the other records) it
+     * tells the {@link Recorder}, which wakes a flush thread that waits
+     * without watching the fill (phone settings: idle, or quiet until the
+     * flush interval): between two marks the ring takes a quarter of its
+     * capacity, so a ring written while the flush thread sleeps is dumped
+     * before it wraps (with {@code flushFill} at most 0.5, the default).
+     */
     void put(long record) {
         long p = published; // only this thread writes it: a plain load on x86 and AArch64 (ldar)
-        slots[(int) p & mask] = record;
+        int i = (int) p & mask;
+        slots[i] = record;
         PUBLISHED.lazySet(this, p + 1);
+        if ((i & markMask) == 0) {
+            mark();
+        }
+    }
+
+    /** A fill mark (see {@link #put}): out of line, to keep {@link #put} small. */
+    private void mark() {
+        Recorder o = owner;
+        if (o != null) {
+            o.filled();
+        }
     }
 
     /** Records published so far (acquire). */

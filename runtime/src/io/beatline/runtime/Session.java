@@ -42,6 +42,15 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     private boolean uploadWanted;
     /** Set while the flush thread waits without a deadline for want of records ({@link #nudge}). */
     private volatile boolean idleWaiting;
+    /**
+     * Set while the flush thread waits without watching the rings' fill
+     * (full mode, {@code idleWakeups} false: without a deadline for want of
+     * records, or until the flush interval after a look that saw nothing
+     * written): a ring passing a fill mark ({@link Ring#put}, every quarter
+     * capacity, any thread) wakes it, so a worker that starts recording then
+     * is dumped before its ring wraps (no main-thread message need nudge it).
+     */
+    private volatile boolean markWaiting;
     /** Times the flush and upload threads woke up (a wait returned), for the idle test (issue 14). */
     volatile long wakeups;
     /** The upload error that stopped uploads for this session (HTTPS / cleartext), or null. */
@@ -405,6 +414,20 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
                 log.warn("AWT dispatch monitor not installed: " + t);
             }
         }
+        if (!triggered) {
+            // a ring written while the flush thread waits without a deadline (no main-thread
+            // message to nudge it: a worker in the background) wakes it at its fill marks
+            recorder.onMark(new Runnable() {
+                @Override
+                public void run() {
+                    if (markWaiting) {
+                        synchronized (wake) {
+                            wake.notifyAll();
+                        }
+                    }
+                }
+            });
+        }
         flusher = new Thread(new Runnable() {
             @Override
             public void run() {
@@ -440,6 +463,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
             boolean now;
             boolean upload;
             try {
+                long marks = recorder.marks(); // before the look: a ring's fill mark after it is seen below
                 long poll = pollMillis();
                 boolean idle = !cfg.idleWakeups && quiet && recorder.pending() == 0;
                 synchronized (wake) {
@@ -449,9 +473,16 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
                         long ms = triggered || idle ? 0
                                 : Math.max(1, !cfg.idleWakeups && quiet ? left : Math.min(left, poll));
                         idleWaiting = ms == 0 && !triggered; // triggered: a message needs no dump (nudge)
-                        wake.wait(ms);
+                        // no fill watched (idle, or quiet: only the interval): a ring that passes a fill
+                        // mark from here on wakes this wait (Ring#put, markWake); one that passed it
+                        // since the look (it saw markWaiting false) is seen here, and there is no wait
+                        markWaiting = !triggered && (idle || !cfg.idleWakeups && quiet);
+                        if (!markWaiting || recorder.marks() == marks) {
+                            wake.wait(ms);
+                            wakeups++;
+                        }
                         idleWaiting = false;
-                        wakeups++;
+                        markWaiting = false;
                     }
                     now = flushWanted;
                     flushWanted = false;
@@ -526,6 +557,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
      * A main-thread message began (Android's {@code LooperDispatch}): wakes
      * the flush thread when it waits without a deadline for want of records
      * (full mode, {@code idleWakeups} false). One volatile read otherwise.
+     * (Rings written on other threads wake it at their fill marks: {@link #markWaiting}.)
      */
     void nudge() {
         if (idleWaiting) {
