@@ -110,7 +110,7 @@ bl_err bl_wr_next_node_id(bl_db *db, int64_t *next);
 typedef struct bl_wr_stat {
     int64_t build_id, method; /* method: methods row id */
     int main;                 /* 1: main thread */
-    int64_t hour;             /* hour number: µs / 3600e6 */
+    int64_t hour;             /* start of the hour, µs since the epoch (a multiple of 3600e6) */
     int64_t count, total_us, self_us, max_us;
     const void *sketch;       /* serialised latency sketch (agg/sketch.h), merged */
     size_t sketch_len;        /* bytes */
