@@ -72,7 +72,7 @@ expect "method-ids of $N methods" "201 $N" "$CODE $(jq -r .methods <<< "$BODY")"
 http POST /v1/apps/big/batches "$ING" --data-binary @big.bin
 expect "batch of $((2 * N)) records" 202 "$CODE"
 n=0
-for _ in $(seq 1200); do
+for _ in $(seq 3000); do # bounded: 300 s (ASan on a loaded machine)
   n=$(curl -s "$URL/metrics" | awk '$1 == "beatline_batches_processed_total" { print $2 }')
   [ "$n" == 1 ] && break
   sleep 0.1

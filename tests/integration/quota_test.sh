@@ -139,14 +139,15 @@ stop_server
 DATA2=$WORK/data2
 keys=$("$BIN/beatline-server" --data "$DATA2" app create shop)
 ING=$(jq -r .ingest_key <<< "$keys")
-start_server "$DATA2" --quota-waiting-builds 1 --waiting-expiry 2
+# (6 s: room for a loaded machine between x's POST and the check below)
+start_server "$DATA2" --quota-waiting-builds 1 --waiting-expiry 6
 post x && expect "x waits" 202 "$CODE"
 uuid_x=$(jq -r .batch_id <<< "$BODY")
 post y && expect "y: the one waiting build is x" 429 "$CODE"
 wait_metric beatline_batches_waiting 1
 expect "nothing expired yet" 0 "$(metric beatline_batches_expired_total)"
-# bounded: expiry 2 s, sweeps every second
-for _ in $(seq 100); do
+# bounded: expiry 6 s, sweeps every second
+for _ in $(seq 300); do
   [ "$(metric beatline_batches_expired_total)" == 1 ] && break
   sleep 0.1
 done

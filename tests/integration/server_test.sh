@@ -99,8 +99,11 @@ if jq -e .error <<< "$BODY" > /dev/null; then ok; else bad "error body is JSON";
 http POST /v1/apps/shop/batches "$ING" -H 'Content-Encoding: gzip' --data-binary @<(gzip -c a.bin)
 expect "batch accepted" 202 "$CODE"
 expect "batch id echoed" 11111111-1111-4111-8111-111111111111 "$(jq -r .batch_id <<< "$BODY")"
-sleep 0.3
-waiting=$(curl -s "$URL/metrics" | awk '$1 == "beatline_batches_waiting" { print $2 }')
+for _ in $(seq 300); do # bounded: until the writer has parked it (30 s)
+  waiting=$(curl -s "$URL/metrics" | awk '$1 == "beatline_batches_waiting" { print $2 }')
+  [ "$waiting" == 1 ] && break
+  sleep 0.1
+done
 expect "batch waits for uploads" 1 "$waiting"
 http PUT /v1/apps/shop/builds/7.1/method-ids "$UPL" --data-binary @method-ids.txt
 expect "method-ids created" 201 "$CODE"
@@ -155,8 +158,11 @@ http PUT /v1/apps/shop/builds/7.1/mapping "$UPL" --data-binary @mapping2.txt
 expect "different mapping" 409 "$CODE"
 http PUT "/v1/apps/shop/builds/7.1/mapping?replace=true" "$UPL" --data-binary @mapping2.txt
 expect "replace" "200 replaced" "$CODE $(jq -r .status <<< "$BODY")"
-sleep 0.5
-http GET "/v1/apps/shop/slow-methods?build=7.1&thread=main&sort=total" "$RD"
+for _ in $(seq 300); do # bounded: until the writer has re-symbolicated (30 s)
+  http GET "/v1/apps/shop/slow-methods?build=7.1&thread=main&sort=total" "$RD"
+  [ "$(jq -r '.methods[0].method.class' <<< "$BODY")" == org.apache.commons.lang3.StringUtilz ] && break
+  sleep 0.1
+done
 expect "re-symbolicated with the new mapping" org.apache.commons.lang3.StringUtilz "$(jq -r '.methods[0].method.class' <<< "$BODY")"
 http PUT "/v1/apps/shop/builds/7.1/mapping?replace=true" "$UPL" --data-binary @mapping.txt
 expect "replace back" 200 "$CODE"
