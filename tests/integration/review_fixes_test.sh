@@ -135,7 +135,7 @@ upload shop "$UPL" v4
 BDIR=$(dirname "$(grep -l . "$DATA"/builds/*/*/method-ids.hash | head -1)")
 rm -f "$BDIR/.lock"
 mkdir "$BDIR/.lock"
-lock 13
+lock 18
 post shop "$ING" v4 && expect "v4 batch while the database is locked" 202 "$CODE"
 sleep 0.5
 http DELETE /v1/apps/shop/builds/v4 "$UPL"
