@@ -28,7 +28,7 @@ processed=0
 expect_processed() { # n more batches processed
   processed=$((processed + $1))
   local n
-  for _ in $(seq 300); do
+  for _ in $(seq 600); do
     n=$(metric beatline_batches_processed_total)
     [ "$n" == "$processed" ] && return 0
     sleep 0.05

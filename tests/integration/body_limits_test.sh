@@ -97,7 +97,7 @@ try:
                    "Authorization: Bearer %s\r\nContent-Length: %d\r\n\r\n" % (key, size))
                   .encode() + b"0123456789")
         held.append(s)
-        for _ in range(200):
+        for _ in range(600):
             if progress() >= 10 * (i + 1):
                 break
             time.sleep(0.05)

@@ -31,7 +31,7 @@ serve
 metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_metric() { # name value
   local n
-  for _ in $(seq 200); do
+  for _ in $(seq 600); do
     n=$(metric "$1")
     [ "$n" == "$2" ] && return 0
     sleep 0.05
