@@ -28,7 +28,7 @@ processed=0
 expect_processed() { # n more batches processed
   processed=$((processed + $1))
   local n
-  for _ in $(seq 300); do
+  for _ in $(seq 600); do
     n=$(metric beatline_batches_processed_total)
     [ "$n" == "$processed" ] && return 0
     sleep 0.05
@@ -270,7 +270,7 @@ expect "late names: placeholder first" "? unknown method 3 false" \
   "$(jq -r --arg s "$SIG" '.blocks[0] | "\(.method.class) \(.method.name) \(.signature == $s)"' <<< "$BODY")"
 http PUT "/v1/apps/shop/builds/3.0/method-ids?replace=true" "$UPL" --data-binary @ids1.txt
 expect "method-ids 3.0 replaced" 200 "$CODE"
-for _ in $(seq 200); do
+for _ in $(seq 600); do
   http GET "/v1/apps/shop/blocks?build=3.0" "$RD"
   [ "$(jq -r '.blocks[0].method.name' <<< "$BODY")" == query ] && break
   sleep 0.05

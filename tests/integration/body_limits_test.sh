@@ -97,7 +97,7 @@ try:
                    "Authorization: Bearer %s\r\nContent-Length: %d\r\n\r\n" % (key, size))
                   .encode() + b"0123456789")
         held.append(s)
-        for _ in range(200):
+        for _ in range(600):
             if progress() >= 10 * (i + 1):
                 break
             time.sleep(0.05)
@@ -174,7 +174,7 @@ finally:
 PY
 ) || res="error"
 expect "method-ID upload while 90 MB of bodies hold the budget" 503 "$res"
-for _ in $(seq 100); do # the held bodies are given back as their connections close
+for _ in $(seq 300); do # the held bodies are given back as their connections close
   put_mids mids.txt 1.0
   [ "$CODE" != 503 ] && break
   sleep 0.1

@@ -118,7 +118,7 @@ fi
 # --- 2. kill -9 while a round commits and the next one is aggregated ---------
 D=$WORK/kill
 setup_data "$D"
-BEATLINE_TEST_COMMIT_DELAY_MS=4000 start_server "$D" --txn-idle-ms 1
+BEATLINE_TEST_COMMIT_DELAY_MS=10000 start_server "$D" --txn-idle-ms 1
 http PUT /v1/apps/shop/builds/1.0/method-ids "$UPL" --data-binary @ids.txt
 wait_metric beatline_transactions_total 1 # the build's registration
 queue_empty() {
@@ -128,7 +128,7 @@ queue_empty() {
   done
 }
 post 1
-queue_empty # round A: v1, committing for 4 s
+queue_empty # round A: v1, committing for 10 s (the checks below must come before its end)
 sleep 0.2
 post 2
 post 3

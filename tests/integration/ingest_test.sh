@@ -196,7 +196,7 @@ for k in 1 2 3; do
   wait_metric beatline_batches_processed_total "$k"
 done
 n=""
-for _ in $(seq 100); do # the file alone (a copy without -wal), bounded wait
+for _ in $(seq 300); do # the file alone (a copy without -wal), bounded wait
   cp "$D5/beatline.db" main-only.db
   rm -f main-only.db-wal main-only.db-shm
   n=$(sqlite3 main-only.db "SELECT count(*) FROM batches" 2> /dev/null || true)

@@ -103,7 +103,7 @@ start_server() { # DATA [server args...]
   "$BIN/beatline-server" --data "$data" --listen 127.0.0.1:0 --port-file port.txt \
     ${SERVER_ARGS[@]+"${SERVER_ARGS[@]}"} "$@" 2>> server.log &
   SERVER_PID=$!
-  for _ in $(seq 200); do [ -s port.txt ] && break; sleep 0.05; done
+  for _ in $(seq 600); do [ -s port.txt ] && break; sleep 0.05; done
   PORT=$(cat port.txt 2> /dev/null || true)
   if [ -z "$PORT" ]; then
     bad "the server did not start on $data: $(tail -3 server.log)"

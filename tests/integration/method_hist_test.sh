@@ -46,7 +46,7 @@ batch 1.0 '[[1,"i",0],[2,"i",10],[2,"o",110],[2,"i",200],[2,"o",300],[2,"i",400]
             [2,"i",500],[2,"o",1500],[3,"i",2000],[3,"o",2100],[1,"o",3000]]' '[[2,"i",0],[2,"o",100]]'
 # build 2.0: query(String) 50000 µs on main
 batch 2.0 '[[2,"i",0],[2,"o",50000]]' '[]'
-for _ in $(seq 200); do [ "$(metric beatline_batches_processed_total)" = 2 ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ "$(metric beatline_batches_processed_total)" = 2 ] && break; sleep 0.05; done
 expect "processed" 2 "$(metric beatline_batches_processed_total)"
 
 H='/v1/apps/shop/method-histogram'

@@ -19,7 +19,7 @@ DATA=$WORK/data
 # them); sets W to them
 build_warnings() {
   local n
-  for _ in $(seq 200); do
+  for _ in $(seq 600); do
     http GET /v1/apps/shop/builds "$RD"
     # registered: both files in the row (written with the warnings, one
     # transaction) and symbolicated

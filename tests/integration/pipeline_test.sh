@@ -31,7 +31,7 @@ serve
 metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_metric() { # name value
   local n
-  for _ in $(seq 200); do
+  for _ in $(seq 600); do
     n=$(metric "$1")
     [ "$n" == "$2" ] && return 0
     sleep 0.05
@@ -156,7 +156,7 @@ serve
 wait_metric beatline_batches_duplicate_total 1
 expect "not processed again" "$processed" "$(metric beatline_batches_processed_total)"
 expect "not failed" 0 "$(metric beatline_batches_failed_total)"
-for _ in $(seq 100); do [ -z "$(ls "$DATA/batches/pending")" ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ -z "$(ls "$DATA/batches/pending")" ] && break; sleep 0.05; done
 expect "pending emptied" "" "$(ls "$DATA/batches/pending")"
 expect "nothing in batches/failed" "" "$(ls "$DATA/batches/failed" 2> /dev/null || true)"
 http GET /v1/apps/shop/builds "$RD"
@@ -208,7 +208,7 @@ http PUT "/v1/apps/shop/builds/obf/method-ids?replace=true" "$UPL" --data-binary
 expect "obf method-ids replaced" 200 "$CODE"
 wait_metric beatline_mapping_index_rebuilt_total 1
 # both methods, and both named (the writer re-symbolicates after the 200)
-for _ in $(seq 200); do
+for _ in $(seq 600); do
   http GET "/v1/apps/shop/slow-methods?build=obf&sort=total" "$RD"
   [ "$(jq -r '[.methods[] | "\(.method.class).\(.method.name)"] | join("|")' <<< "$BODY")" == \
     "com.example.Main.run|com.example.Main.step" ] && break

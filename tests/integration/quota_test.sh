@@ -19,9 +19,9 @@ set -euo pipefail
 setup "$@"
 
 metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
-wait_metric() { # name value: bounded wait (10 s) until the metric has the value
+wait_metric() { # name value: bounded wait (30 s) until the metric has the value
   local v
-  for _ in $(seq 200); do
+  for _ in $(seq 600); do
     v=$(metric "$1")
     [ "$v" == "$2" ] && { ok; return 0; }
     sleep 0.05

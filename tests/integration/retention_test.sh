@@ -202,7 +202,7 @@ expect "d2 untouched" "2 1" "$(q "SELECT (SELECT count(*) FROM method_stats WHER
 # a build whose batches wait for its method-ID file: they go with it
 post shop "$ING" w1 "$NOW_US" && expect "post w1 (waits)" 202 "$CODE"
 post shop "$ING" w1 "$NOW_US" && expect "post w1 again (waits)" 202 "$CODE"
-for _ in $(seq 200); do [ "$(metric beatline_batches_waiting)" == 2 ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ "$(metric beatline_batches_waiting)" == 2 ] && break; sleep 0.05; done
 expect "w1's batches wait" 2 "$(metric beatline_batches_waiting)"
 http DELETE /v1/apps/shop/builds/w1 "$UPL"
 expect "DELETE w1 (only waiting batches): 200" 200 "$CODE"

@@ -42,7 +42,7 @@ bid() { q "SELECT id FROM builds WHERE name = '$2' AND app_id = (SELECT id FROM 
 upload() { # APP KEY BUILD; then waits (bounded) for the writer to register it
   http PUT "/v1/apps/$1/builds/$3/method-ids" "$2" --data-binary @mids.txt
   expect "method-ids $1/$3" 201 "$CODE"
-  for _ in $(seq 100); do [ -n "$(bid "$1" "$3")" ] && return 0; sleep 0.1; done
+  for _ in $(seq 300); do [ -n "$(bid "$1" "$3")" ] && return 0; sleep 0.1; done
   bad "build $1/$3 not registered"
 }
 # lock SECONDS: another process holds the database's write lock that long
@@ -135,14 +135,14 @@ upload shop "$UPL" v4
 BDIR=$(dirname "$(grep -l . "$DATA"/builds/*/*/method-ids.hash | head -1)")
 rm -f "$BDIR/.lock"
 mkdir "$BDIR/.lock"
-lock 13
+lock 18
 post shop "$ING" v4 && expect "v4 batch while the database is locked" 202 "$CODE"
 sleep 0.5
 http DELETE /v1/apps/shop/builds/v4 "$UPL"
 expect "DELETE v4 while the writer is held" 202 "$CODE"
 wait "$LOCK_PID" || true
 wait_idle
-for _ in $(seq 100); do grep -q "build v4: cannot take" server.log && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q "build v4: cannot take" server.log && break; sleep 0.1; done
 expect_grep "the deletion failed after its 202" "build v4: cannot take its folder's lock" \
   "$(cat server.log)"
 [ -n "$(bid shop v4)" ] && ok || bad "v4 deleted although its lock could not be opened"
@@ -162,7 +162,7 @@ stop_server
 start_server "$DATA"
 post shop "$ING" v5 && expect "v5 batch (waits: no method-ids)" 202 "$CODE"
 post shop "$ING" v6 && expect "v6 batch (waits: no method-ids)" 202 "$CODE"
-for _ in $(seq 100); do [ "$(metric beatline_batches_waiting)" = 2 ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ "$(metric beatline_batches_waiting)" = 2 ] && break; sleep 0.1; done
 expect "two batches wait" 2 "$(metric beatline_batches_waiting)"
 stop_server
 V5=$(bid shop v5)

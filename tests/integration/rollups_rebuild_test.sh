@@ -112,7 +112,7 @@ for _ in $(seq 1200); do # bounded: 120 s
   sleep 0.1
 done
 expect "the rebuild ended" 1 "$done_"
-for _ in $(seq 100); do # bounded (10 s): the thread logs right after its last commit
+for _ in $(seq 300); do # bounded (30 s): the thread logs right after its last commit
   grep -q "slow-methods rollups rebuilt" server.log && break
   sleep 0.1
 done

@@ -72,7 +72,7 @@ JSON
   "$BIN/beatline-batch" encode < "$1.json" > "$1.bin"
 }
 wait_processed() { # expected processed-batches count
-  for _ in $(seq 200); do
+  for _ in $(seq 600); do
     n=$(curl -s "$URL/metrics" | awk '$1 == "beatline_batches_processed_total" { print $2 }')
     [ "$n" == "$1" ] && return 0
     sleep 0.05
@@ -277,7 +277,7 @@ expect "upload-build: missing file is a usage error" 2 "$rc"
 ub --server "http://127.0.0.1:1" --app shop --build x --key "$UPL" --mapping mapping.txt
 expect "upload-build: server down" "1 1" "$rc $(grep -c 'could not reach' ub.out)"
 # the writer symbolicates the build after the uploads' answers: wait for it (bounded)
-for _ in $(seq 200); do
+for _ in $(seq 600); do
   http GET /v1/apps/shop/builds "$RD"
   [ "$(jq -r '[.builds[] | select(.build == "7.3 rc+1") | .symbolicated] | .[0]' <<< "$BODY")" == true ] && break
   sleep 0.05
@@ -292,7 +292,7 @@ expect "batch before the kill" 202 "$CODE"
 kill -9 "$SERVER_PID"
 wait "$SERVER_PID" 2> /dev/null || true
 start_server "$DATA"
-for _ in $(seq 200); do
+for _ in $(seq 600); do
   http GET "/v1/apps/shop/slow-methods?build=7.1&thread=main&sort=max" "$RD"
   [ "$(jq -r '.methods[0].max_us' <<< "$BODY")" == 1000 ] && break
   sleep 0.05

@@ -35,7 +35,7 @@ jq -cn '{batch_id:"00000000-0000-4000-8000-000000000001", app:"shop", build:"1.0
 "$BIN/beatline-batch" encode < b.json > b.bin
 http POST /v1/apps/shop/batches "$ING" --data-binary @b.bin
 expect "batch" 202 "$CODE"
-for _ in $(seq 200); do [ "$(metric beatline_batches_processed_total)" = 1 ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ "$(metric beatline_batches_processed_total)" = 1 ] && break; sleep 0.05; done
 
 T=/v1/apps/shop/call-tree
 # the same answer whichever way the tree is read (top-down; merged first)
