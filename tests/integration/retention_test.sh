@@ -12,7 +12,7 @@
 # unknown build, 400 for a bad name, 200 then the build, its files, raw
 # batches and rows are gone and nothing else; a batch of the same name
 # afterwards makes a new build; POSTs keep answering 202 and the writer
-# keeps committing during a deletion of 150,000 rows and 3,000 files; a
+# keeps committing during a deletion of 300,000 rows and 3,000 files; a
 # kill -9 in the middle of a deletion leaves a consistent store and the
 # deletion finishes after a restart; bytes on disk per app in /metrics.
 # Needs the sqlite3 command-line shell (to count rows and make big data).
@@ -27,9 +27,9 @@ fi
 HTTP_ARGS=(-m 30)
 DAY=86400
 metric() { curl -s -m 10 "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
-wait_metric_ge() { # name value: bounded wait (30 s) until the metric is at least value
+wait_metric_ge() { # name value: bounded wait (90 s) until the metric is at least value
   local v
-  for _ in $(seq 600); do
+  for _ in $(seq 1800); do
     v=$(metric "$1")
     [ -n "$v" ] && [ "$v" -ge "$2" ] && { ok; return 0; }
     sleep 0.05
@@ -237,7 +237,7 @@ expect "c1's rows, batch and folder gone" "0 0" "$(q "SELECT (SELECT count(*) FR
 expect "raw files: d2's, other's, new d1's" 3 "$(done_files)"
 
 # --- a big deletion: ingest keeps answering; kill -9 in the middle ----------
-# 150,000 old method_stats rows and 3,000 old raw batches of build big
+# 300,000 old method_stats rows and 3,000 old raw batches of build big
 start_server "$DATA"
 upload shop "$UPL" big
 post shop "$ING" big "$NOW_US" && expect "post big" 202 "$CODE"
@@ -247,7 +247,7 @@ BIG=$(bid shop big)
 SHOP=$(q "SELECT id FROM apps WHERE name = 'shop'")
 M=$(q "SELECT min(id) FROM methods WHERE build_id = $BIG")
 H0=$(((NOW_US / 3600000000 - 100 * 24) * 3600000000))
-q "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 150000)
+q "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 300000)
    INSERT INTO method_stats(build_id, method, main, hour, count, total_us, self_us, max_us, sketch)
    SELECT $BIG, $M, 0, $H0 - i * 3600000000, 1, 1, 1, 1,
           (SELECT sketch FROM method_stats WHERE build_id = $BIG LIMIT 1) FROM k"
@@ -261,7 +261,7 @@ TOTAL=$(q "SELECT count(*) FROM method_stats")
 start_server "$DATA"
 # once the deletion has begun, batches posted are committed before it ends:
 # it runs in slices of BL_RET_SLICE (1,000) rows with a 30 ms pause after
-# each, so 150,000 rows take 4.5 s at the very least, and the writer goes
+# each, so 300,000 rows take 9 s at the very least, and the writer goes
 # first between slices; a deletion that held the write lock throughout
 # would let no batch commit before it ended
 wait_metric_ge beatline_retention_rows_deleted_total 1
@@ -274,7 +274,7 @@ done
 expect "every POST during the deletion answered 202" "$posted" "$okposts"
 wait_metric_ge beatline_batches_processed_total 5
 expect "the 5 batches were committed while the deletion was still running" 1 \
-  "$([ "$(metric beatline_retention_rows_deleted_total)" -lt 150000 ] && echo 1 || echo 0)"
+  "$([ "$(metric beatline_retention_rows_deleted_total)" -lt 300000 ] && echo 1 || echo 0)"
 for _ in $(seq 35); do
   post shop "$ING" big "$NOW_US"
   [ "$CODE" == 202 ] && okposts=$((okposts + 1))
@@ -283,7 +283,7 @@ expect "every POST answered 202" 40 "$okposts"
 http GET /healthz ""
 expect "healthy during the deletion" 200 "$CODE"
 wait_metric_ge beatline_batches_processed_total 40
-wait_metric_ge beatline_retention_rows_deleted_total 150000
+wait_metric_ge beatline_retention_rows_deleted_total 300000
 wait_metric_ge beatline_retention_raw_deleted_total 3000
 stop_server
 expect "old rows gone, recent kept" "$RECENT" "$(q "SELECT count(*) FROM method_stats")"
