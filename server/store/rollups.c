@@ -575,6 +575,36 @@ static int cmp_radd(const void *pa, const void *pb)
     return cmp_i(a->day, b->day);
 }
 
+/* The sum of a[i..j) (rows of one key, cmp_radd), sketches merged through
+ * the two buffers m (the result's sketch points into one of them or into
+ * a[i]). BL_OK; bl_sketch_blob_merge's errors. */
+static bl_err merge_run(const radd *a, size_t i, size_t j, bl_buf m[2], bl_wr_stat *s)
+{
+    memset(s, 0, sizeof *s);
+    s->count = a[i].count;
+    s->total_us = a[i].total;
+    s->self_us = a[i].self;
+    s->max_us = a[i].max;
+    s->sketch = a[i].blob;
+    s->sketch_len = a[i].len;
+    int cur = 0; /* m[cur] holds the sum so far */
+    for (size_t k = i + 1; k < j; k++) {
+        s->count += a[k].count;
+        s->total_us += a[k].total;
+        s->self_us += a[k].self;
+        s->max_us = a[k].max > s->max_us ? a[k].max : s->max_us;
+        bl_buf_reset(&m[!cur]);
+        bl_err err = bl_sketch_blob_merge(s->sketch, s->sketch_len, a[k].blob, a[k].len,
+                                          &m[!cur]);
+        if (err)
+            return err;
+        cur = !cur;
+        s->sketch = m[cur].data;
+        s->sketch_len = m[cur].len;
+    }
+    return BL_OK;
+}
+
 /* What the writer's rows of one build do to the rollups (add_rows with
  * check): mode 0 added; 1 skipped (the app is marked for a rebuild, which
  * clears its rollups first, or is the graveyard app 0); 2 added when at or
@@ -714,26 +744,8 @@ static bl_err add_rows(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx, int ch
         size_t j = i + 1;
         while (j < na && !cmp_radd(&a[i], &a[j]))
             j++;
-        bl_wr_stat s = { 0 };
-        s.count = a[i].count;
-        s.total_us = a[i].total;
-        s.self_us = a[i].self;
-        s.max_us = a[i].max;
-        s.sketch = a[i].blob;
-        s.sketch_len = a[i].len;
-        /* merge the run's sketches: m[cur] holds the sum so far */
-        int cur = 0;
-        for (size_t k = i + 1; k < j && !err; k++) {
-            s.count += a[k].count;
-            s.total_us += a[k].total;
-            s.self_us += a[k].self;
-            s.max_us = a[k].max > s.max_us ? a[k].max : s.max_us;
-            bl_buf_reset(&m[!cur]);
-            err = bl_sketch_blob_merge(s.sketch, s.sketch_len, a[k].blob, a[k].len, &m[!cur]);
-            cur = !cur;
-            s.sketch = m[cur].data;
-            s.sketch_len = m[cur].len;
-        }
+        bl_wr_stat s;
+        err = merge_run(a, i, j, m, &s);
         if (!err && upsert(db, a[i].table, a[i].scope, a[i].sig, a[i].kind, &s, a[i].day))
             err = BL_EIO;
         i = j;
@@ -974,25 +986,8 @@ bl_err bl_rollups_sub(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
                 i = j;
                 continue;
             }
-            bl_wr_stat s = { 0 };
-            s.count = a[i].count;
-            s.total_us = a[i].total;
-            s.self_us = a[i].self;
-            s.max_us = a[i].max;
-            s.sketch = a[i].blob;
-            s.sketch_len = a[i].len;
-            int cur = 0;
-            for (size_t k = i + 1; k < j && !err; k++) {
-                s.count += a[k].count;
-                s.total_us += a[k].total;
-                s.self_us += a[k].self;
-                s.max_us = a[k].max > s.max_us ? a[k].max : s.max_us;
-                bl_buf_reset(&m[!cur]);
-                err = bl_sketch_blob_merge(s.sketch, s.sketch_len, a[k].blob, a[k].len, &m[!cur]);
-                cur = !cur;
-                s.sketch = m[cur].data;
-                s.sketch_len = m[cur].len;
-            }
+            bl_wr_stat s;
+            err = merge_run(a, i, j, m, &s);
             if (err == BL_EFORMAT || err == BL_ETOOBIG)
                 err = BL_EINVAL;
             if (!err)
