@@ -71,18 +71,10 @@ enum MHD_Result bl_h_method_hist(struct MHD_Connection *c, bl_http *h, req *r)
         name[ml - (size_t)(dot - m) - 1] = '\0';
         desc = paren;
     }
-    bl_db *db = bl_http_db(h);
+    enum MHD_Result rc;
+    bl_db *db = bl_http_db_build(c, h, r, build, &rc);
     if (!db)
-        return bl_reply_error(c, h, 503, "database unavailable");
-    if (build) {
-        bl_err be = bl_builds_exists(db, r->app_id, build);
-        if (be == BL_ENOTFOUND) {
-            snprintf(err, sizeof err, "unknown build '%.100s'", build);
-            return bl_reply_error(c, h, 404, err);
-        }
-        if (be)
-            return bl_reply_error(c, h, 500, "database error");
-    }
+        return rc;
     bl_method_hist_query q = { r->app_id, build, main_only, since * 1000000,
                                until > INT64_MAX / 1000000 - 1 ? INT64_MAX : until * 1000000,
                                cls, name, desc };

@@ -212,18 +212,10 @@ enum MHD_Result bl_h_slow(struct MHD_Connection *c, bl_http *h, req *r)
                 sizeof err) ||
         bl_arg_i64(c, "limit", 50, 0, 10000, &limit, err, sizeof err))
         return bl_reply_error(c, h, 400, err);
-    bl_db *db = bl_http_db(h);
+    enum MHD_Result rc;
+    bl_db *db = bl_http_db_build(c, h, r, build, &rc);
     if (!db)
-        return bl_reply_error(c, h, 503, "database unavailable");
-    if (build) {
-        bl_err be = bl_builds_exists(db, r->app_id, build);
-        if (be == BL_ENOTFOUND) {
-            snprintf(err, sizeof err, "unknown build '%.100s'", build);
-            return bl_reply_error(c, h, 404, err);
-        }
-        if (be)
-            return bl_reply_error(c, h, 500, "database error");
-    }
+        return rc;
     bl_slow_query q = { r->app_id,
                         build,
                         main_only,

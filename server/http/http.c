@@ -26,6 +26,7 @@
 
 #include "common/utf8.h"
 #include "pipeline/datahealth.h"
+#include "store/builds.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -229,6 +230,27 @@ enum MHD_Result bl_reply_error_retry(struct MHD_Connection *c, bl_http *h, unsig
 const char *bl_arg(struct MHD_Connection *c, const char *name)
 {
     return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+bl_db *bl_http_db_build(struct MHD_Connection *c, bl_http *h, req *r, const char *build,
+                        enum MHD_Result *rc)
+{
+    bl_db *db = bl_http_db(h);
+    if (!db) {
+        *rc = bl_reply_error(c, h, 503, "database unavailable");
+        return NULL;
+    }
+    if (build) {
+        bl_err be = bl_builds_exists(db, r->app_id, build);
+        if (be) {
+            char err[160];
+            snprintf(err, sizeof err, "unknown build '%.100s'", build);
+            *rc = be == BL_ENOTFOUND ? bl_reply_error(c, h, 404, err)
+                                     : bl_reply_error(c, h, 500, "database error");
+            return NULL;
+        }
+    }
+    return db;
 }
 
 int bl_arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t min,

@@ -148,6 +148,12 @@ const char *bl_arg(struct MHD_Connection *c, const char *name);
 int bl_arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t min,
                int64_t max, int64_t *out, char *err, size_t n);
 
+/* The database for a read handler, checking the optional `build` argument
+ * names a build of the request's app. NULL with the answer queued in *rc:
+ * 503 no database, 404 unknown build, 500 database error. */
+bl_db *bl_http_db_build(struct MHD_Connection *c, bl_http *h, req *r, const char *build,
+                        enum MHD_Result *rc);
+
 /* Request memory, charged against c.max_inflight (bl_http.inflight) before
  * it is allocated and given back when the request completes.
  * bl_req_reserve makes room for `extra` more bytes in b (growth: doubling
