@@ -636,7 +636,7 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
     if (!no_end && h1 <= h0)
         return BL_OK;
 
-    src s[3];
+    src s[3] = {{0}}; /* zeroed: -Wmaybe-uninitialized without LTO */
     int n_src = 0, use_q3 = 0;
     int main_only = q->main_only ? 1 : 0;
     if (h0 <= first && (no_end || last < h1)) {
