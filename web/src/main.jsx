@@ -8,7 +8,7 @@ import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { api, ApiError, health, keyMessage, metric, session } from './api.js';
 import { download, toChromeTrace, toSpeedscope } from './export.js';
-import { FlameGraph, flatten, nodeOfPath, nodePath } from './flame.js';
+import { FlameGraph, flatten, methodOf, nodeOfPath, nodePath, treeOf } from './flame.js';
 import { fmtBytes, fmtDur, fmtInt, fmtPct, fmtTime, methodKey, methodName, shortName } from './format.js';
 
 // a method's name with line-break chances after its dots (narrow screens)
@@ -250,25 +250,23 @@ function Chart({ opts, data }) {
   return <div class="chart" ref={ref} />;
 }
 
-// callers and callees of a method from a merged call tree: every node of the
-// method, its parent (caller) and children (callees), summed per method
-function relatives(roots, key) {
+// callers and callees of a method from a merged call tree (flat, flame.js):
+// every node of the method, its parent (caller) and children (callees),
+// summed per method
+function relatives(t, key) {
   const callers = new Map();
   const callees = new Map();
-  const add = (map, m, n) => {
-    const k = m ? methodKey(m) : '(root)';
-    const e = map.get(k) || { method: m, count: 0, total_us: 0 };
-    e.count += n.count; e.total_us += n.total_us;
+  const keys = t.methods.map((m) => (m ? methodKey(m) : '(root)'));
+  const add = (map, i, n) => {
+    const k = i < 0 ? '(root)' : keys[t.mi[i]];
+    const e = map.get(k) || { method: i < 0 ? null : methodOf(t, i), count: 0, total_us: 0 };
+    e.count += t.count[n]; e.total_us += t.w[n];
     map.set(k, e);
   };
-  const st = roots.map((r) => [r, null]);
-  while (st.length) {
-    const [n, p] = st.pop();
-    if (methodKey(n.method) === key) {
-      add(callers, p && p.method, n);
-      for (const c of n.children || []) add(callees, c.method, c);
-    }
-    for (const c of n.children || []) st.push([c, n]);
+  for (let i = 0; i < t.n; i++) {
+    if (keys[t.mi[i]] !== key) continue;
+    add(callers, t.parent[i], i);
+    for (let c = i + 1; c < t.end[i]; c = t.end[c]) add(callees, c, c);
   }
   const sorted = (m) => [...m.values()].sort((a, b) => b.total_us - a.total_us);
   return { callers: sorted(callers), callees: sorted(callees) };
@@ -311,7 +309,7 @@ function MethodPage({ params }) {
   const thread = params.thread || 'all';
   const builds = useBuilds();
   const stats = useApi('/slow-methods', { build: params.build, thread, limit: 10000 }, [params.build, thread]);
-  const tree = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096 }, [params.build, thread]);
+  const tree = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [params.build, thread]);
   const row = stats.data && stats.data.methods.find((m) => methodKey(m.method) === key);
   // the percentiles of each build (newest 8), one answer per build
   const [perBuild, setPerBuild] = useState(null);
@@ -324,7 +322,7 @@ function MethodPage({ params }) {
       .then(setPerBuild);
   }, [builds.data, thread, key]);
   const hist = useApi('/method-histogram', { method: key, build: params.build, thread }, [key, params.build, thread]);
-  const rel = useMemo(() => (tree.data ? relatives(tree.data.roots, key) : null), [tree.data, key]);
+  const rel = useMemo(() => (tree.data ? relatives(treeOf(tree.data), key) : null), [tree.data, key]);
   const buckets = useMemo(() => (hist.data ? withEmptyBuckets(hist.data.buckets) : []), [hist.data]);
   const present = perBuild ? perBuild.filter((x) => x.m) : [];
   return (
@@ -385,25 +383,21 @@ function MethodPage({ params }) {
 // ---- flame graph ----------------------------------------------------------
 // per node of t: its call path's inclusive time in a base tree (the older
 // build), for the differential flame graph; keys are the paths' names
-function diffAgainst(t, baseRoots) {
-  const base = new Map();
-  let baseTotal = 0;
-  const st = baseRoots.map((r) => [r, '']);
-  for (const r of baseRoots) baseTotal += r.total_us;
-  while (st.length) {
-    const [n, pre] = st.pop();
-    const k = `${pre}\n${methodKey(n.method || { class: '?', name: '?' })}`;
-    base.set(k, (base.get(k) || 0) + n.total_us);
-    for (const c of n.children || []) st.push([c, k]);
-  }
+function pathKeys(t) {
+  const mk = t.methods.map((m) => methodKey(m || { class: '?', name: '?' }));
   const keys = new Array(t.n);
+  for (let i = 0; i < t.n; i++) { const p = t.parent[i]; keys[i] = `${p >= 0 ? keys[p] : ''}\n${mk[t.mi[i]]}`; }
+  return keys;
+}
+function diffAgainst(t, bt) {
+  const base = new Map();
+  const bk = pathKeys(bt);
+  for (let i = 0; i < bt.n; i++) base.set(bk[i], (base.get(bk[i]) || 0) + bt.w[i]);
+  const baseTotal = bt.total;
+  const keys = pathKeys(t);
   const was = new Float64Array(t.n);
   const known = new Uint8Array(t.n);
-  for (let i = 0; i < t.n; i++) {
-    const p = t.parent[i];
-    keys[i] = `${p >= 0 ? keys[p] : ''}\n${methodKey(t.method[i] || { class: '?', name: '?' })}`;
-    if (base.has(keys[i])) { was[i] = base.get(keys[i]); known[i] = 1; }
-  }
+  for (let i = 0; i < t.n; i++) if (base.has(keys[i])) { was[i] = base.get(keys[i]); known[i] = 1; }
   const delta = (i) => (t.total ? t.w[i] / t.total : 0) - (baseTotal ? was[i] / baseTotal : 0);
   return {
     color(i) {
@@ -420,34 +414,32 @@ function diffAgainst(t, baseRoots) {
   };
 }
 
-function Flame({ roots, zoom, onZoom, search, mode, id, baseRoots }) {
+// tree: a flat tree (flame.js treeOf); baseTree: the other build's, for
+// the differential colours
+function Flame({ tree: t, zoom, onZoom, search, mode, id, baseTree }) {
   const ref = useRef(null);
   const fg = useRef(null);
-  const timing = useRef({});
-  const t = useMemo(() => {
-    const t0 = performance.now();
-    const x = flatten(roots || []);
-    timing.current.flatten_ms = performance.now() - t0;
-    return x;
-  }, [roots]);
   const [found, setFound] = useState(null);
   const diff = useRef(null);
   useEffect(() => {
     fg.current = new FlameGraph(ref.current, {
       onZoom: (i) => onZoom && onZoom(i < 0 ? '' : nodePath(fg.current.t, i)),
-      colorOf: baseRoots ? (i) => diff.current.color(i) : undefined,
-      extraTip: baseRoots ? (i) => diff.current.tip(i) : undefined,
+      colorOf: baseTree ? (i) => diff.current.color(i) : undefined,
+      extraTip: baseTree ? (i) => diff.current.tip(i) : undefined,
     });
     return () => fg.current.destroy();
   }, []);
-  if (baseRoots && (!diff.current || diff.current.t !== t || diff.current.base !== baseRoots)) {
-    diff.current = { ...diffAgainst(t, baseRoots), t, base: baseRoots };
+  if (baseTree && (!diff.current || diff.current.t !== t || diff.current.base !== baseTree)) {
+    diff.current = { ...diffAgainst(t, baseTree), t, base: baseTree };
   }
   useEffect(() => {
     const t0 = performance.now();
     fg.current.setData(t);
     const now = performance.now();
-    window.__beatlineFlame = { nodes: t.n, flatten_ms: timing.current.flatten_ms, draw_ms: now - t0, at: now };
+    const f = { nodes: t.n, draw_ms: now - t0, at: now };
+    window.__beatlineFlame = f;
+    // painted: the frame after the one this draw went into
+    requestAnimationFrame(() => setTimeout(() => { f.painted = performance.now(); }, 0));
   }, [t]);
   useEffect(() => { fg.current.setZoom(zoom ? nodeOfPath(t, zoom) : -1); }, [zoom, t]);
   useEffect(() => { setFound(fg.current.setSearch(search || '')); }, [search, t]);
@@ -460,21 +452,28 @@ function Flame({ roots, zoom, onZoom, search, mode, id, baseRoots }) {
   );
 }
 
-function TreeTable({ roots, unit }) {
-  // the heaviest nodes as an indented table (the same tree, readable by keyboard and screen readers)
+// A flat tree from an API answer, made once per answer; its making is timed
+// (window.__beatlineTree: the flame graph's benchmark, docs/benchmarks.md)
+function useTree(data) {
+  return useMemo(() => {
+    if (!data) return null;
+    const t0 = performance.now();
+    const t = treeOf(data);
+    window.__beatlineTree = { nodes: t.n, flatten_ms: performance.now() - t0 };
+    return t;
+  }, [data]);
+}
+
+function TreeTable({ tree: t, unit }) {
+  // the first nodes in depth-first order as an indented table (the same
+  // tree, readable by keyboard and screen readers)
   const rows = [];
-  const st = (roots || []).map((r) => [r, 0]).reverse();
-  while (st.length && rows.length < 300) {
-    const [n, d] = st.pop();
-    rows.push([n, d]);
-    const kids = n.children || [];
-    for (let k = kids.length - 1; k >= 0; k--) st.push([kids[k], d + 1]);
-  }
+  for (let i = 0; i < Math.min(t.n, 300); i++) rows.push(i);
   return (
     <div class="scroll"><table class="grid" id="tree-table"><thead><tr><th>Call path</th><th class="num">Calls</th><th class="num">Total</th><th class="num">Self</th></tr></thead>
-      <tbody>{rows.map(([n, d]) => (
-        <tr><td class="method"><span class="indent" data-d={Math.min(d, 30)}>{'· '.repeat(Math.min(d, 30))}</span>{methodName(n.method)}</td>
-          <td class="num">{fmtInt(n.count)}</td><td class="num">{fmtDur(n.total_us, unit)}</td><td class="num">{fmtDur(n.self_us, unit)}</td></tr>))}</tbody>
+      <tbody>{rows.map((i) => (
+        <tr><td class="method"><span class="indent" data-d={Math.min(t.depth[i], 30)}>{'· '.repeat(Math.min(t.depth[i], 30))}</span>{methodName(methodOf(t, i))}</td>
+          <td class="num">{fmtInt(t.count[i])}</td><td class="num">{fmtDur(t.w[i], unit)}</td><td class="num">{fmtDur(t.self[i], unit)}</td></tr>))}</tbody>
     </table>{rows.length >= 300 && <p class="muted">The first 300 nodes in depth-first order.</p>}</div>
   );
 }
@@ -483,7 +482,8 @@ function FlamePage({ params }) {
   const P = (k, v) => setParam('flame', params, k, v);
   const thread = params.thread || 'all';
   const builds = useBuilds();
-  const s = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096 }, [params.build, thread]);
+  const s = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [params.build, thread]);
+  const t = useTree(s.data);
   const [q, setQ] = useState(params.q || '');
   useEffect(() => setQ(params.q || ''), [params.q]);
   return (
@@ -502,17 +502,17 @@ function FlamePage({ params }) {
           <button class={`toggle ${params.view === 'table' ? 'on' : ''}`} onClick={() => P('view', 'table')}>table</button>
         </span>
         <button id="flame-reset" onClick={() => P('zoom', '')} disabled={!params.zoom}>Reset zoom</button>
-        {s.data && s.data.roots.length > 0 && (
+        {t && t.n > 0 && (
           <span role="group" aria-label="export">
-            <button id="export-speedscope" onClick={() => download(toSpeedscope(s.data.roots, `${session.app} ${s.data.build} ${thread}`), `beatline-${s.data.build}-${thread}.speedscope.json`)}>speedscope</button>{' '}
-            <button id="export-chrome" title="Chrome trace-event JSON: opens in Perfetto UI" onClick={() => download(toChromeTrace(s.data.roots, `${session.app} ${s.data.build} ${thread}`), `beatline-${s.data.build}-${thread}.trace.json`)}>Chrome trace</button>
+            <button id="export-speedscope" onClick={() => download(toSpeedscope(t, `${session.app} ${s.data.build} ${thread}`), `beatline-${s.data.build}-${thread}.speedscope.json`)}>speedscope</button>{' '}
+            <button id="export-chrome" title="Chrome trace-event JSON: opens in Perfetto UI" onClick={() => download(toChromeTrace(t, `${session.app} ${s.data.build} ${thread}`), `beatline-${s.data.build}-${thread}.trace.json`)}>Chrome trace</button>
           </span>)}
       </div>
       <p class="muted">Widths are inclusive time of the merged call tree (exact, every call). {params.mode === 'self' ? 'Colour: share of self time (red = most).' : 'Colour: package.'} Click a frame to zoom, again (or Escape) to go back; hover for figures. Keyboard: Tab to the graph, arrows select a frame, Enter zooms.</p>
       <Status s={s} what="the call tree" />
       {s.data && s.data.truncated && <p class="warn">The tree was cut at 100,000 nodes (the API's limit for one answer).</p>}
-      {s.data && (s.data.roots.length ? (params.view === 'table' ? <TreeTable roots={s.data.roots} unit={params.unit} />
-        : <Flame id="flame" roots={s.data.roots} zoom={params.zoom} onZoom={(z) => go('flame', { ...params, zoom: z })} search={q} mode={params.mode} />)
+      {t && (t.n ? (params.view === 'table' ? <TreeTable tree={t} unit={params.unit} />
+        : <Flame id="flame" tree={t} zoom={params.zoom} onZoom={(z) => go('flame', { ...params, zoom: z })} search={q} mode={params.mode} />)
         : <p>No calls in this build{thread === 'main' ? ' on the main thread' : ''}.</p>)}
     </section>
   );
@@ -550,6 +550,7 @@ function BlocksPage({ params }) {
 function BlockPage({ params }) {
   const s = useApi(`/blocks/${encodeURIComponent(params.sig || '')}`, { build: params.build, limit: 100000 }, [params.build, params.sig]);
   const g = s.data;
+  const bt = useMemo(() => (g ? flatten(g.call_tree) : null), [g]);
   return (
     <section>
       <p><a href={href('blocks', { build: params.build })}>← all blocks</a></p>
@@ -575,7 +576,7 @@ function BlockPage({ params }) {
         </>)}
         <h3>Merged call tree of the group's blocks</h3>
         {g.truncated && <p class="warn">Cut at 100,000 nodes.</p>}
-        {g.call_tree.length ? <Flame id="block-flame" roots={g.call_tree} zoom={params.zoom} onZoom={(z) => go('block', { ...params, zoom: z })} /> : <p>No calls.</p>}
+        {bt.n ? <Flame id="block-flame" tree={bt} zoom={params.zoom} onZoom={(z) => go('block', { ...params, zoom: z })} /> : <p>No calls.</p>}
       </>)}
     </section>
   );
@@ -629,8 +630,10 @@ function ComparePage({ params }) {
   const P = (k, v) => setParam('compare', { ...params, a, b }, k, v);
   const sa = useApi('/slow-methods', { build: a, thread, limit: 10000 }, [a, thread, !!a]);
   const sb = useApi('/slow-methods', { build: b, thread, limit: 10000 }, [b, thread, !!b]);
-  const ta = useApi('/call-tree', { build: a, thread, limit: 100000, max_depth: 4096 }, [a, thread]);
-  const tb = useApi('/call-tree', { build: b, thread, limit: 100000, max_depth: 4096 }, [b, thread]);
+  const ta = useApi('/call-tree', { build: a, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [a, thread]);
+  const tb = useApi('/call-tree', { build: b, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [b, thread]);
+  const fa = useMemo(() => (ta.data ? treeOf(ta.data) : null), [ta.data]);
+  const fb = useMemo(() => (tb.data ? treeOf(tb.data) : null), [tb.data]);
   const rows = useMemo(() => (sa.data && sb.data ? compareRows(sa.data.methods, sb.data.methods, minCalls, minChange) : null), [sa.data, sb.data, minCalls, minChange]);
   if (builds.data && list.length < 2) return <section><h2>Compare builds</h2><p>Comparing needs two builds with data.</p></section>;
   const regressions = rows ? rows.filter((r) => r.flag === 'regression').length : 0;
@@ -663,8 +666,8 @@ function ComparePage({ params }) {
         </table></div>)}
       <h3>Differential flame graph <span class="muted">{b}'s merged call tree; colour: change of each call path's share of all time since {a} (red: more, blue: less, dark red: new path)</span></h3>
       <Status s={ta.error ? ta : tb} what="the call trees" />
-      {ta.data && tb.data && (tb.data.roots.length
-        ? <Flame id="diff-flame" roots={tb.data.roots} baseRoots={ta.data.roots} zoom={params.zoom} onZoom={(z) => go('compare', { ...params, a, b, zoom: z })} />
+      {fa && fb && (fb.n
+        ? <Flame id="diff-flame" tree={fb} baseTree={fa} zoom={params.zoom} onZoom={(z) => go('compare', { ...params, a, b, zoom: z })} />
         : <p>No calls in {b}.</p>)}
     </section>
   );
