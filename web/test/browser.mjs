@@ -190,7 +190,10 @@ try {
   ok('slow: a deep link opens the same view', (await page.locator('#slow-table tbody tr').count()) === 2 &&
     (await page.inputValue('input[aria-label="search methods"]')) === 'database');
 
-  // method page: figures, chart, callers and callees
+  // method page: figures, chart, callers and callees (from a fresh page: a
+  // hash change alone would click into the previous view's table while it
+  // is replaced)
+  await page.goto('about:blank');
   await page.goto(`${url}/#/slow?build=7.1`);
   await page.locator('#slow-table tbody tr').first().waitFor({ timeout: 10000 });
   await page.click('#slow-table tbody a:has-text("Database.query")');
@@ -395,9 +398,11 @@ try {
     JSON.stringify(await netRows()) === JSON.stringify(wantNet(net)));
   const caller = net.requests[0].callers[0].method;
   await page.locator('#network-table tbody tr').first().locator('ul.callers a').first().click();
-  await page.locator('h2.method-title').waitFor({ timeout: 10000 });
+  // the title is the link's key until the method's figures arrive
+  await page.waitForFunction((n) => (document.querySelector('h2.method-title') || {}).textContent === n, `${caller.class}.${caller.name}`, { timeout: 10000 }).catch(() => {});
   ok('network: a caller links to its method page', (await page.locator('h2.method-title').textContent()) === `${caller.class}.${caller.name}`,
     await page.locator('h2.method-title').textContent());
+  ok('network: the caller has calls in this build', (await page.locator('#figures').count()) === 1);
 
   // a phone's width
   await page.setViewportSize({ width: 390, height: 844 });
