@@ -235,6 +235,22 @@ try {
   await shot('flame-zoomed');
   await page.click('#flame-reset');
   await page.waitForFunction(() => !location.hash.includes('zoom='));
+  // a deep link to a frame that is not its parent's first child (near the
+  // right edge) opens the same zoomed picture
+  await canvas.click({ position: { x: box.width - 12, y: 18 + 9 } });
+  await page.waitForFunction(() => /zoom=\d+\.[1-9]/.test(location.hash), null, { timeout: 5000 }).catch(() => {});
+  const zlink = page.url();
+  ok('flame: a right-hand frame has a later child position', /zoom=\d+\.[1-9]/.test(zlink), zlink);
+  await page.mouse.move(0, 0);
+  await sleep(100);
+  const zpic = await canvas.screenshot();
+  await page.goto('about:blank');
+  await page.goto(zlink);
+  await page.locator('#flame canvas').waitFor({ timeout: 10000 });
+  await sleep(300);
+  ok('flame: the deep link opens the same zoomed frame', (await page.locator('#flame canvas').screenshot()).equals(zpic));
+  await page.click('#flame-reset');
+  await page.waitForFunction(() => !location.hash.includes('zoom='));
   // keyboard: focus, down twice (first callee of the first callee), Enter zooms there
   await page.focus('#flame-search');
   await page.keyboard.press('Escape'); // leaves the search empty (it is)
