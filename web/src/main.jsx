@@ -668,7 +668,7 @@ function LaunchesPage({ params }) {
               <td class="num">{fmtInt(x.count)}</td>
               <td class="num">{fmtDur(x.ttid && x.ttid.p50_us)}</td><td class="num">{fmtDur(x.ttid && x.ttid.p90_us)}</td><td class="num">{fmtDur(x.ttid && x.ttid.p99_us)}</td>
               <td class="num">{fmtDur(x.ttfd && x.ttfd.p50_us)}</td><td class="num">{fmtDur(x.ttfd && x.ttfd.p90_us)}</td>
-              <td class="activity">{x.activity || '–'}</td><td>{fmtTime(x.last_at)}</td>
+              <td class="activity">{x.activity ? x.activity.split('.').map((p, i, a) => (i < a.length - 1 ? <>{p}.<wbr /></> : p)) : '–'}</td><td>{fmtTime(x.last_at)}</td>
             </tr>))}</tbody>
         </table></div>) : <p>No launches in this build{params.range ? ' and time range' : ''}.</p>)}
       {s.data && kinds.length > 0 && !k && <p>No {kind} launches in this build.</p>}
