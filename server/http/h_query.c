@@ -137,8 +137,8 @@ static int dump_cb(const char *p, size_t n, void *ctx)
     return o->e ? -1 : 0;
 }
 
-/* Writes v in decimal, after a comma when sep (a column of numbers is
- * written a few hundred thousand times: snprintf would be a tenth of it). */
+/* Writes v in decimal, after a comma when sep (format=columns writes
+ * 400,000 numbers for 100,000 nodes: snprintf was a tenth of the CPU). */
 static void out_u64(out *o, int sep, uint64_t v)
 {
     char num[24];
@@ -627,7 +627,7 @@ static uint64_t node_open(emit_ctx *e, int64_t method, uint64_t count, uint64_t 
             out_u64(&e->col[COL_PARENT], sep,
                     (uint64_t)((int64_t *)(void *)e->open.data)[depth - 1]);
         else
-            out_raw(&e->col[COL_PARENT], ",-1" + !sep, 3 - (size_t)!sep);
+            out_raw(&e->col[COL_PARENT], sep ? ",-1" : "-1", sep ? 3 : 2);
         out_raw(&e->col[COL_METHOD], ",", (size_t)sep);
         out *o = e->o; /* the method's index is written to its column */
         e->o = &e->col[COL_METHOD];
