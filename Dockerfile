@@ -5,6 +5,9 @@
 # A bind mount instead of a named volume must be writable by uid 10001
 # (chown 10001:10001 ./data). scripts/docker-check builds and runs it with
 # podman on a Debian machine without a registry.
+# Behind a TLS-intercepting proxy (npm ci fails with SELF_SIGNED_CERT_IN_CHAIN)
+# lend the build the host's CA bundle, e.g.
+#   podman build -v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro -t beatline .
 FROM debian:bookworm AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config libjansson-dev libxxhash-dev libzstd-dev zlib1g-dev \

@@ -1,5 +1,5 @@
-// Exports of a merged call tree (the node shape of GET call-tree), built in
-// the browser from the API's tree: widths are inclusive time laid out as in
+// Exports of a merged call tree (the flat tree of flame.js), built in
+// the browser from the tree on screen: widths are inclusive time laid out as in
 // the flame graph (children one after another from their parent's start),
 // so the files show the same picture in other tools.
 //
@@ -8,45 +8,39 @@
 // complete ("X") event per node (opens in Perfetto UI and chrome://tracing).
 import { methodName } from './format.js';
 
-// calls visit(node, start_us, end_us, depth, phase) with phase 'open' before a node's
-// children and 'close' after them; a child that would end past its parent is cut
-function walk(roots, visit) {
+// The flat tree's nodes (flame.js, depth-first preorder) laid out in time:
+// [start, end) per node, children one after another from their parent's
+// start, a child that would end past its parent cut at the parent's end.
+function layout(t) {
+  const a = new Float64Array(t.n);
+  const b = new Float64Array(t.n);
+  const next = new Float64Array(t.n);
   let x = 0;
-  for (const r of roots) {
-    const st = [[r, x, x + (r.total_us || 0), 0, false]];
-    x += r.total_us || 0;
-    while (st.length) {
-      const e = st.pop();
-      const [n, a, b, d, done] = e;
-      if (done) { visit(n, a, b, d, 'close'); continue; }
-      visit(n, a, b, d, 'open');
-      st.push([n, a, b, d, true]);
-      const kids = n.children || [];
-      let cx = a;
-      const spans = kids.map((c) => { const s0 = Math.min(cx, b); cx += c.total_us || 0; return [s0, Math.min(cx, b)]; });
-      for (let k = kids.length - 1; k >= 0; k--) st.push([kids[k], spans[k][0], spans[k][1], d + 1, false]);
+  for (let i = 0; i < t.n; i++) {
+    const p = t.parent[i];
+    if (p < 0) { a[i] = x; b[i] = x + t.w[i]; x = b[i]; } else {
+      a[i] = Math.min(next[p], b[p]); b[i] = Math.min(next[p] + t.w[i], b[p]); next[p] += t.w[i];
     }
+    next[i] = a[i];
   }
-  return x;
+  return { a, b, end: x };
 }
 
-export function toSpeedscope(roots, name) {
-  const frames = [];
-  const index = new Map();
+export function toSpeedscope(t, name) {
+  const { a, b, end } = layout(t);
+  const frames = t.methods.map((m) => (m && m.source_file ? { name: methodName(m, true), file: m.source_file } : { name: methodName(m, true) }));
   const events = [];
-  const frameOf = (m) => {
-    const key = m ? `${m.class}\u0000${m.name}\u0000${m.descriptor}` : '';
-    let i = index.get(key);
-    if (i === undefined) {
-      i = frames.length;
-      index.set(key, i);
-      frames.push(m && m.source_file ? { name: methodName(m, true), file: m.source_file } : { name: methodName(m, true) });
+  const open = []; // the open nodes, innermost last
+  for (let i = 0; i <= t.n; i++) {
+    // close what does not hold node i (all of them after the last node)
+    while (open.length && (i === t.n || t.end[open[open.length - 1]] <= i)) {
+      const j = open.pop();
+      events.push({ type: 'C', frame: t.mi[j], at: b[j] });
     }
-    return i;
-  };
-  const end = walk(roots, (n, a, b, d, phase) => {
-    events.push({ type: phase === 'open' ? 'O' : 'C', frame: frameOf(n.method), at: phase === 'open' ? a : b });
-  });
+    if (i === t.n) break;
+    events.push({ type: 'O', frame: t.mi[i], at: a[i] });
+    open.push(i);
+  }
   return {
     $schema: 'https://www.speedscope.app/file-format-schema.json',
     name, exporter: 'beatline', activeProfileIndex: 0,
@@ -55,13 +49,14 @@ export function toSpeedscope(roots, name) {
   };
 }
 
-export function toChromeTrace(roots, name) {
+export function toChromeTrace(t, name) {
+  const { a, b } = layout(t);
+  const names = t.methods.map((m) => methodName(m, true));
   const traceEvents = [{ name: 'thread_name', ph: 'M', pid: 1, tid: 1, args: { name } }];
-  walk(roots, (n, a, b, d, phase) => {
-    if (phase !== 'open') return;
-    traceEvents.push({ name: methodName(n.method, true), cat: 'beatline', ph: 'X', ts: a, dur: b - a, pid: 1, tid: 1,
-      args: { calls: n.count, total_us: n.total_us, self_us: n.self_us } });
-  });
+  for (let i = 0; i < t.n; i++) {
+    traceEvents.push({ name: names[t.mi[i]], cat: 'beatline', ph: 'X', ts: a[i], dur: b[i] - a[i], pid: 1, tid: 1,
+      args: { calls: t.count[i], total_us: t.w[i], self_us: t.self[i] } });
+  }
   return { traceEvents, displayTimeUnit: 'ms', otherData: { exporter: 'beatline', note: 'merged call tree: times are summed over calls, laid out one after another' } };
 }
 

@@ -15,58 +15,99 @@ const ROW = 18;
 const FONT = '11px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace';
 const CHAR_W = 6.7;
 
-export function flatten(roots) {
-  // count first (iteratively: trees may be thousands deep)
-  let n = 0;
-  const st = [...roots];
-  while (st.length) { const x = st.pop(); n++; const k = x.children; if (k) for (let j = 0; j < k.length; j++) st.push(k[j]); }
+// The flat tree every view draws from: nodes in depth-first preorder (a
+// node's subtree is the index range [i, end[i])), numbers in typed arrays,
+// each method once (mi[i] indexes methods / mname / mlabel / mcolor).
+//
+// fromColumns reads GET call-tree?format=columns (docs/api.md) directly:
+// about a tenth of the nested JSON's text and no object per node, which is
+// what made the 100,000-node first render slow (docs/benchmarks.md).
+export function fromColumns(c) {
+  const n = c.nodes | 0;
+  const parent = Int32Array.from(c.parent);
+  const mi = Int32Array.from(c.method);
+  const w = Float64Array.from(c.total_us);
   const t = {
-    n, parent: new Int32Array(n), depth: new Uint16Array(n), end: new Int32Array(n),
-    x0: new Float64Array(n), w: new Float64Array(n), self: new Float64Array(n),
-    count: new Float64Array(n), name: new Array(n), label: new Array(n), method: new Array(n), color: new Array(n),
-    childIdx: new Int32Array(n), maxDepth: 0, total: 0,
+    n, parent, mi, w, self: Float64Array.from(c.self_us), count: Float64Array.from(c.count),
+    depth: new Uint16Array(n), end: new Int32Array(n), x0: new Float64Array(n), childIdx: new Int32Array(n),
+    maxDepth: 0, total: 0, ...methodTables(c.methods || []),
   };
-  // parallel stacks (no array per node): node, parent index, depth, x0, child position
-  const sN = []; const sP = []; const sD = []; const sX = []; const sC = [];
+  if (parent.length !== n || mi.length !== n || w.length !== n) throw new Error('call tree: columns of different lengths');
+  const kids = new Int32Array(n); // children seen so far per node
+  const next = new Float64Array(n); // where a node's next child starts
+  let roots = 0;
   let rx = 0;
-  const rxs = roots.map((r) => { const v = rx; rx += r.total_us || 0; return v; });
-  for (let r = roots.length - 1; r >= 0; r--) { sN.push(roots[r]); sP.push(-1); sD.push(0); sX.push(rxs[r]); sC.push(r); }
-  const open = []; // indices whose subtree end is not known yet
-  const colors = new Map();
-  let i = 0;
-  while (sN.length) {
-    const node = sN.pop(); const p = sP.pop(); const d = sD.pop(); const nx0 = sX.pop(); const ci = sC.pop();
-    while (open.length && t.depth[open[open.length - 1]] >= d) t.end[open.pop()] = i;
-    t.parent[i] = p; t.depth[i] = d; t.x0[i] = nx0;
-    t.w[i] = node.total_us || 0; t.self[i] = node.self_us || 0; t.count[i] = node.count || 0;
-    const m = node.method;
-    t.method[i] = m; t.childIdx[i] = ci;
-    const cls = (m && m.class) || '?';
-    const nm = m ? m.name : '(no calls)';
-    t.name[i] = `${cls}.${nm}`;
-    const dot = cls.lastIndexOf('.');
-    t.label[i] = `${dot >= 0 ? cls.slice(dot + 1) : cls}.${nm}`;
-    const pkg = dot >= 0 ? cls.slice(0, dot) : '';
-    let col = colors.get(pkg);
-    if (!col) { col = hue(pkg); colors.set(pkg, col); }
-    t.color[i] = col;
-    if (d > t.maxDepth) t.maxDepth = d;
-    open.push(i);
-    const kids = node.children;
-    if (kids && kids.length) {
-      let cx = nx0;
-      for (let k = 0; k < kids.length; k++) cx += kids[k].total_us || 0;
-      for (let k = kids.length - 1; k >= 0; k--) {
-        cx -= kids[k].total_us || 0;
-        sN.push(kids[k]); sP.push(i); sD.push(d + 1); sX.push(cx); sC.push(k);
-      }
+  for (let i = 0; i < n; i++) {
+    const p = parent[i];
+    if (p >= i) throw new Error('call tree: a parent after its child');
+    t.end[i] = i + 1;
+    if (p < 0) {
+      t.x0[i] = rx; rx += w[i]; t.childIdx[i] = roots++;
+    } else {
+      const d = t.depth[p] + 1;
+      t.depth[i] = d;
+      if (d > t.maxDepth) t.maxDepth = d;
+      t.x0[i] = next[p]; next[p] += w[i]; t.childIdx[i] = kids[p]++;
     }
-    i++;
+    next[i] = t.x0[i];
   }
-  while (open.length) t.end[open.pop()] = i;
+  for (let i = n - 1; i > 0; i--) { const p = parent[i]; if (p >= 0 && t.end[i] > t.end[p]) t.end[p] = t.end[i]; }
   t.total = rx;
   return t;
 }
+
+// per method: full name (search), label (frames), colour (package)
+function methodTables(methods) {
+  const colors = new Map();
+  const mname = new Array(methods.length);
+  const mlabel = new Array(methods.length);
+  const mcolor = new Array(methods.length);
+  methods.forEach((m, k) => {
+    const cls = (m && m.class) || '?';
+    const nm = m ? m.name : '(no calls)';
+    mname[k] = `${cls}.${nm}`;
+    const dot = cls.lastIndexOf('.');
+    mlabel[k] = `${dot >= 0 ? cls.slice(dot + 1) : cls}.${nm}`;
+    const pkg = dot >= 0 ? cls.slice(0, dot) : '';
+    let col = colors.get(pkg);
+    if (!col) { col = hue(pkg); colors.set(pkg, col); }
+    mcolor[k] = col;
+  });
+  return { methods, mname, mlabel, mcolor };
+}
+
+// A nested tree (the node shape of GET call-tree's json format, of
+// /blocks/{sig}'s call_tree, of /launches/tree) as columns, then flat.
+export function toColumns(roots) {
+  const parent = []; const method = []; const count = []; const total = []; const self = [];
+  const methods = []; const index = new Map();
+  const st = [];
+  for (let r = roots.length - 1; r >= 0; r--) st.push(roots[r], -1);
+  while (st.length) {
+    const p = st.pop(); const node = st.pop();
+    const i = parent.length;
+    const m = node.method || null;
+    const key = m ? `${m.class}\u0000${m.name}\u0000${m.descriptor}` : '';
+    let k = index.get(key);
+    if (k === undefined) { k = methods.length; index.set(key, k); methods.push(m); }
+    parent.push(p); method.push(k); count.push(node.count || 0); total.push(node.total_us || 0); self.push(node.self_us || 0);
+    const ch = node.children;
+    if (ch) for (let c = ch.length - 1; c >= 0; c--) st.push(ch[c], i);
+  }
+  return { nodes: parent.length, parent, method, count, total_us: total, self_us: self, methods };
+}
+export const flatten = (roots) => fromColumns(toColumns(roots || []));
+
+// An API answer holding a tree, whichever form: format=columns, or nested
+// under roots / call_tree / tree (a bare array of roots too).
+export function treeOf(answer) {
+  if (!answer) return fromColumns(toColumns([]));
+  if (Array.isArray(answer)) return flatten(answer);
+  if (answer.format === 'columns' || Array.isArray(answer.parent)) return fromColumns(answer);
+  return flatten(answer.roots || answer.call_tree || (Array.isArray(answer.tree) ? answer.tree : []) || []);
+}
+// the method object of node i, and its key (class.name(descriptor))
+export const methodOf = (t, i) => t.methods[t.mi[i]];
 
 // a stable warm colour per package (flame-graph convention)
 function hue(pkg) {
@@ -159,10 +200,11 @@ export class FlameGraph {
     let frames = 0; let time = 0;
     if (t && q) {
       const lq = q.toLowerCase();
+      const mm = Uint8Array.from(t.mname, (s) => (s.toLowerCase().includes(lq) ? 1 : 0)); // per method
       this.match = new Uint8Array(t.n);
       let coveredUntil = -1;
       for (let i = 0; i < t.n; i++) {
-        if (t.name[i].toLowerCase().includes(lq)) {
+        if (mm[t.mi[i]]) {
           this.match[i] = 1; frames++;
           if (i >= coveredUntil) { time += t.w[i]; coveredUntil = t.end[i]; }
         }
@@ -205,17 +247,19 @@ export class FlameGraph {
       if (!inSub && !anc.has(i)) { i = t.end[i]; continue; } // beside the zoomed frame
       let px; let pw;
       if (anc.has(i) && i !== z) { px = 0; pw = cssW; } else { px = (t.x0[i] - x0) * scale; pw = t.w[i] * scale; }
-      if (pw < 0.4 || px > cssW || px + pw < 0) { i = inSub ? t.end[i] : i + 1; continue; } // its subtree is narrower still
+      // under a pixel: not drawn, nor is its subtree (narrower still); so a
+      // 100,000-node tree costs the frames one can see, not its size
+      if (pw < 1 || px > cssW || px + pw < 0) { i = inSub ? t.end[i] : i + 1; continue; }
       const y = t.depth[i] * ROW;
       if (t.depth[i] >= 400) { i = t.end[i]; continue; }
       const dim = this.match && !this.match[i];
       g.fillStyle = this.match && this.match[i] ? '#d63af9'
         : this.opts.colorOf ? this.opts.colorOf(i)
-          : this.mode === 'self' ? heat(t.w[i] ? t.self[i] / t.w[i] : 0) : t.color[i];
+          : this.mode === 'self' ? heat(t.w[i] ? t.self[i] / t.w[i] : 0) : t.mcolor[t.mi[i]];
       g.globalAlpha = dim ? 0.35 : anc.has(i) && i !== z ? 0.6 : 1;
-      g.fillRect(px, y, Math.max(pw - 0.5, 0.4), ROW - 1);
+      g.fillRect(px, y, Math.max(pw - 0.5, 1), ROW - 1);
       if (pw > 28) {
-        const label = t.label[i];
+        const label = t.mlabel[t.mi[i]];
         const fit = Math.floor((pw - 6) / CHAR_W);
         g.fillStyle = '#1b1b1b';
         g.fillText(fit >= label.length ? label : `${label.slice(0, Math.max(1, fit - 1))}…`, Math.max(px, 0) + 3, y + ROW / 2);
@@ -301,7 +345,7 @@ export class FlameGraph {
     const t = this.t;
     const p = t.parent[i];
     return [
-      methodName(t.method[i], true),
+      methodName(methodOf(t, i), true),
       `calls ${fmtInt(t.count[i])} · total ${fmtDur(t.w[i])} · self ${fmtDur(t.self[i])}`,
       `${fmtPct(t.total ? t.w[i] / t.total : 0)} of all${p >= 0 ? ` · ${fmtPct(t.w[p] ? t.w[i] / t.w[p] : 0)} of its caller` : ''}`,
       ...(this.opts.extraTip ? this.opts.extraTip(i) : []),

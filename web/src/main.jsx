@@ -8,7 +8,7 @@ import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { api, ApiError, health, keyMessage, metric, session } from './api.js';
 import { download, toChromeTrace, toSpeedscope } from './export.js';
-import { FlameGraph, flatten, nodeOfPath, nodePath } from './flame.js';
+import { FlameGraph, flatten, methodOf, nodeOfPath, nodePath, treeOf } from './flame.js';
 import { fmtBytes, fmtDur, fmtInt, fmtPct, fmtTime, methodKey, methodName, shortName } from './format.js';
 
 // a method's name with line-break chances after its dots (narrow screens)
@@ -50,16 +50,18 @@ function useRoute() {
 const setParam = (page, params, k, v) => go(page, { ...params, [k]: v }, true);
 
 // ---- data loading ---------------------------------------------------------
-function useApi(path, params, deps) {
+// enabled false: nothing is asked (yet); the state stays loading
+function useApi(path, params, deps, enabled = true) {
   const [s, setS] = useState({ loading: true });
   useEffect(() => {
+    if (!enabled) return undefined;
     const ac = new AbortController();
     setS((o) => ({ ...o, loading: true, error: null }));
     api(path, params, { signal: ac.signal })
       .then((data) => setS({ data, loading: false }))
       .catch((e) => { if (e.name !== 'AbortError') setS({ error: e, loading: false }); });
     return () => ac.abort();
-  }, deps);
+  }, [...deps, enabled]);
   return s;
 }
 function useBuilds() {
@@ -164,7 +166,7 @@ function Overview() {
               <td>{x.mapping ? fmtBytes(x.mapping.bytes) : 'none'}</td>
               <td>{x.symbolicated ? <span class="badge ok">symbolicated</span> : <span class="badge bad">waiting for uploads</span>}
                 {x.warnings && x.warnings.map((w) => <div class="warn">{w}</div>)}</td>
-              <td class="links"><a href={href('slow', { build: x.build })}>slow methods</a> <a href={href('flame', { build: x.build })}>flame graph</a> <a href={href('blocks', { build: x.build })}>blocks</a> <a href={href('compare', { b: x.build })}>compare</a></td>
+              <td class="links"><a href={href('slow', { build: x.build })}>slow methods</a> <a href={href('flame', { build: x.build })}>flame graph</a> <a href={href('blocks', { build: x.build })}>blocks</a> <a href={href('launches', { build: x.build })}>launches</a> <a href={href('network', { build: x.build })}>network</a> <a href={href('compare', { b: x.build })}>compare</a></td>
             </tr>))}</tbody>
         </table></div>) : <p>No builds yet: upload a build's method-ID file and post batches (see the README).</p>)}
     </section>
@@ -250,25 +252,23 @@ function Chart({ opts, data }) {
   return <div class="chart" ref={ref} />;
 }
 
-// callers and callees of a method from a merged call tree: every node of the
-// method, its parent (caller) and children (callees), summed per method
-function relatives(roots, key) {
+// callers and callees of a method from a merged call tree (flat, flame.js):
+// every node of the method, its parent (caller) and children (callees),
+// summed per method
+function relatives(t, key) {
   const callers = new Map();
   const callees = new Map();
-  const add = (map, m, n) => {
-    const k = m ? methodKey(m) : '(root)';
-    const e = map.get(k) || { method: m, count: 0, total_us: 0 };
-    e.count += n.count; e.total_us += n.total_us;
+  const keys = t.methods.map((m) => (m ? methodKey(m) : '(root)'));
+  const add = (map, i, n) => {
+    const k = i < 0 ? '(root)' : keys[t.mi[i]];
+    const e = map.get(k) || { method: i < 0 ? null : methodOf(t, i), count: 0, total_us: 0 };
+    e.count += t.count[n]; e.total_us += t.w[n];
     map.set(k, e);
   };
-  const st = roots.map((r) => [r, null]);
-  while (st.length) {
-    const [n, p] = st.pop();
-    if (methodKey(n.method) === key) {
-      add(callers, p && p.method, n);
-      for (const c of n.children || []) add(callees, c.method, c);
-    }
-    for (const c of n.children || []) st.push([c, n]);
+  for (let i = 0; i < t.n; i++) {
+    if (keys[t.mi[i]] !== key) continue;
+    add(callers, t.parent[i], i);
+    for (let c = i + 1; c < t.end[i]; c = t.end[c]) add(callees, c, c);
   }
   const sorted = (m) => [...m.values()].sort((a, b) => b.total_us - a.total_us);
   return { callers: sorted(callers), callees: sorted(callees) };
@@ -311,7 +311,7 @@ function MethodPage({ params }) {
   const thread = params.thread || 'all';
   const builds = useBuilds();
   const stats = useApi('/slow-methods', { build: params.build, thread, limit: 10000 }, [params.build, thread]);
-  const tree = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096 }, [params.build, thread]);
+  const tree = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [params.build, thread]);
   const row = stats.data && stats.data.methods.find((m) => methodKey(m.method) === key);
   // the percentiles of each build (newest 8), one answer per build
   const [perBuild, setPerBuild] = useState(null);
@@ -324,7 +324,7 @@ function MethodPage({ params }) {
       .then(setPerBuild);
   }, [builds.data, thread, key]);
   const hist = useApi('/method-histogram', { method: key, build: params.build, thread }, [key, params.build, thread]);
-  const rel = useMemo(() => (tree.data ? relatives(tree.data.roots, key) : null), [tree.data, key]);
+  const rel = useMemo(() => (tree.data ? relatives(treeOf(tree.data), key) : null), [tree.data, key]);
   const buckets = useMemo(() => (hist.data ? withEmptyBuckets(hist.data.buckets) : []), [hist.data]);
   const present = perBuild ? perBuild.filter((x) => x.m) : [];
   return (
@@ -385,25 +385,21 @@ function MethodPage({ params }) {
 // ---- flame graph ----------------------------------------------------------
 // per node of t: its call path's inclusive time in a base tree (the older
 // build), for the differential flame graph; keys are the paths' names
-function diffAgainst(t, baseRoots) {
-  const base = new Map();
-  let baseTotal = 0;
-  const st = baseRoots.map((r) => [r, '']);
-  for (const r of baseRoots) baseTotal += r.total_us;
-  while (st.length) {
-    const [n, pre] = st.pop();
-    const k = `${pre}\n${methodKey(n.method || { class: '?', name: '?' })}`;
-    base.set(k, (base.get(k) || 0) + n.total_us);
-    for (const c of n.children || []) st.push([c, k]);
-  }
+function pathKeys(t) {
+  const mk = t.methods.map((m) => methodKey(m || { class: '?', name: '?' }));
   const keys = new Array(t.n);
+  for (let i = 0; i < t.n; i++) { const p = t.parent[i]; keys[i] = `${p >= 0 ? keys[p] : ''}\n${mk[t.mi[i]]}`; }
+  return keys;
+}
+function diffAgainst(t, bt) {
+  const base = new Map();
+  const bk = pathKeys(bt);
+  for (let i = 0; i < bt.n; i++) base.set(bk[i], (base.get(bk[i]) || 0) + bt.w[i]);
+  const baseTotal = bt.total;
+  const keys = pathKeys(t);
   const was = new Float64Array(t.n);
   const known = new Uint8Array(t.n);
-  for (let i = 0; i < t.n; i++) {
-    const p = t.parent[i];
-    keys[i] = `${p >= 0 ? keys[p] : ''}\n${methodKey(t.method[i] || { class: '?', name: '?' })}`;
-    if (base.has(keys[i])) { was[i] = base.get(keys[i]); known[i] = 1; }
-  }
+  for (let i = 0; i < t.n; i++) if (base.has(keys[i])) { was[i] = base.get(keys[i]); known[i] = 1; }
   const delta = (i) => (t.total ? t.w[i] / t.total : 0) - (baseTotal ? was[i] / baseTotal : 0);
   return {
     color(i) {
@@ -420,34 +416,32 @@ function diffAgainst(t, baseRoots) {
   };
 }
 
-function Flame({ roots, zoom, onZoom, search, mode, id, baseRoots }) {
+// tree: a flat tree (flame.js treeOf); baseTree: the other build's, for
+// the differential colours
+function Flame({ tree: t, zoom, onZoom, search, mode, id, baseTree }) {
   const ref = useRef(null);
   const fg = useRef(null);
-  const timing = useRef({});
-  const t = useMemo(() => {
-    const t0 = performance.now();
-    const x = flatten(roots || []);
-    timing.current.flatten_ms = performance.now() - t0;
-    return x;
-  }, [roots]);
   const [found, setFound] = useState(null);
   const diff = useRef(null);
   useEffect(() => {
     fg.current = new FlameGraph(ref.current, {
       onZoom: (i) => onZoom && onZoom(i < 0 ? '' : nodePath(fg.current.t, i)),
-      colorOf: baseRoots ? (i) => diff.current.color(i) : undefined,
-      extraTip: baseRoots ? (i) => diff.current.tip(i) : undefined,
+      colorOf: baseTree ? (i) => diff.current.color(i) : undefined,
+      extraTip: baseTree ? (i) => diff.current.tip(i) : undefined,
     });
     return () => fg.current.destroy();
   }, []);
-  if (baseRoots && (!diff.current || diff.current.t !== t || diff.current.base !== baseRoots)) {
-    diff.current = { ...diffAgainst(t, baseRoots), t, base: baseRoots };
+  if (baseTree && (!diff.current || diff.current.t !== t || diff.current.base !== baseTree)) {
+    diff.current = { ...diffAgainst(t, baseTree), t, base: baseTree };
   }
   useEffect(() => {
     const t0 = performance.now();
     fg.current.setData(t);
     const now = performance.now();
-    window.__beatlineFlame = { nodes: t.n, flatten_ms: timing.current.flatten_ms, draw_ms: now - t0, at: now };
+    const f = { nodes: t.n, draw_ms: now - t0, at: now };
+    window.__beatlineFlame = f;
+    // painted: the frame after the one this draw went into
+    requestAnimationFrame(() => setTimeout(() => { f.painted = performance.now(); }, 0));
   }, [t]);
   useEffect(() => { fg.current.setZoom(zoom ? nodeOfPath(t, zoom) : -1); }, [zoom, t]);
   useEffect(() => { setFound(fg.current.setSearch(search || '')); }, [search, t]);
@@ -460,21 +454,28 @@ function Flame({ roots, zoom, onZoom, search, mode, id, baseRoots }) {
   );
 }
 
-function TreeTable({ roots, unit }) {
-  // the heaviest nodes as an indented table (the same tree, readable by keyboard and screen readers)
+// A flat tree from an API answer, made once per answer; its making is timed
+// (window.__beatlineTree: the flame graph's benchmark, docs/benchmarks.md)
+function useTree(data) {
+  return useMemo(() => {
+    if (!data) return null;
+    const t0 = performance.now();
+    const t = treeOf(data);
+    window.__beatlineTree = { nodes: t.n, flatten_ms: performance.now() - t0 };
+    return t;
+  }, [data]);
+}
+
+function TreeTable({ tree: t, unit }) {
+  // the first nodes in depth-first order as an indented table (the same
+  // tree, readable by keyboard and screen readers)
   const rows = [];
-  const st = (roots || []).map((r) => [r, 0]).reverse();
-  while (st.length && rows.length < 300) {
-    const [n, d] = st.pop();
-    rows.push([n, d]);
-    const kids = n.children || [];
-    for (let k = kids.length - 1; k >= 0; k--) st.push([kids[k], d + 1]);
-  }
+  for (let i = 0; i < Math.min(t.n, 300); i++) rows.push(i);
   return (
     <div class="scroll"><table class="grid" id="tree-table"><thead><tr><th>Call path</th><th class="num">Calls</th><th class="num">Total</th><th class="num">Self</th></tr></thead>
-      <tbody>{rows.map(([n, d]) => (
-        <tr><td class="method"><span class="indent" data-d={Math.min(d, 30)}>{'· '.repeat(Math.min(d, 30))}</span>{methodName(n.method)}</td>
-          <td class="num">{fmtInt(n.count)}</td><td class="num">{fmtDur(n.total_us, unit)}</td><td class="num">{fmtDur(n.self_us, unit)}</td></tr>))}</tbody>
+      <tbody>{rows.map((i) => (
+        <tr><td class="method"><span class="indent" data-d={Math.min(t.depth[i], 30)}>{'· '.repeat(Math.min(t.depth[i], 30))}</span>{methodName(methodOf(t, i))}</td>
+          <td class="num">{fmtInt(t.count[i])}</td><td class="num">{fmtDur(t.w[i], unit)}</td><td class="num">{fmtDur(t.self[i], unit)}</td></tr>))}</tbody>
     </table>{rows.length >= 300 && <p class="muted">The first 300 nodes in depth-first order.</p>}</div>
   );
 }
@@ -483,7 +484,8 @@ function FlamePage({ params }) {
   const P = (k, v) => setParam('flame', params, k, v);
   const thread = params.thread || 'all';
   const builds = useBuilds();
-  const s = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096 }, [params.build, thread]);
+  const s = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [params.build, thread]);
+  const t = useTree(s.data);
   const [q, setQ] = useState(params.q || '');
   useEffect(() => setQ(params.q || ''), [params.q]);
   return (
@@ -502,17 +504,17 @@ function FlamePage({ params }) {
           <button class={`toggle ${params.view === 'table' ? 'on' : ''}`} onClick={() => P('view', 'table')}>table</button>
         </span>
         <button id="flame-reset" onClick={() => P('zoom', '')} disabled={!params.zoom}>Reset zoom</button>
-        {s.data && s.data.roots.length > 0 && (
+        {t && t.n > 0 && (
           <span role="group" aria-label="export">
-            <button id="export-speedscope" onClick={() => download(toSpeedscope(s.data.roots, `${session.app} ${s.data.build} ${thread}`), `beatline-${s.data.build}-${thread}.speedscope.json`)}>speedscope</button>{' '}
-            <button id="export-chrome" title="Chrome trace-event JSON: opens in Perfetto UI" onClick={() => download(toChromeTrace(s.data.roots, `${session.app} ${s.data.build} ${thread}`), `beatline-${s.data.build}-${thread}.trace.json`)}>Chrome trace</button>
+            <button id="export-speedscope" onClick={() => download(toSpeedscope(t, `${session.app} ${s.data.build} ${thread}`), `beatline-${s.data.build}-${thread}.speedscope.json`)}>speedscope</button>{' '}
+            <button id="export-chrome" title="Chrome trace-event JSON: opens in Perfetto UI" onClick={() => download(toChromeTrace(t, `${session.app} ${s.data.build} ${thread}`), `beatline-${s.data.build}-${thread}.trace.json`)}>Chrome trace</button>
           </span>)}
       </div>
       <p class="muted">Widths are inclusive time of the merged call tree (exact, every call). {params.mode === 'self' ? 'Colour: share of self time (red = most).' : 'Colour: package.'} Click a frame to zoom, again (or Escape) to go back; hover for figures. Keyboard: Tab to the graph, arrows select a frame, Enter zooms.</p>
       <Status s={s} what="the call tree" />
       {s.data && s.data.truncated && <p class="warn">The tree was cut at 100,000 nodes (the API's limit for one answer).</p>}
-      {s.data && (s.data.roots.length ? (params.view === 'table' ? <TreeTable roots={s.data.roots} unit={params.unit} />
-        : <Flame id="flame" roots={s.data.roots} zoom={params.zoom} onZoom={(z) => go('flame', { ...params, zoom: z })} search={q} mode={params.mode} />)
+      {t && (t.n ? (params.view === 'table' ? <TreeTable tree={t} unit={params.unit} />
+        : <Flame id="flame" tree={t} zoom={params.zoom} onZoom={(z) => go('flame', { ...params, zoom: z })} search={q} mode={params.mode} />)
         : <p>No calls in this build{thread === 'main' ? ' on the main thread' : ''}.</p>)}
     </section>
   );
@@ -550,6 +552,7 @@ function BlocksPage({ params }) {
 function BlockPage({ params }) {
   const s = useApi(`/blocks/${encodeURIComponent(params.sig || '')}`, { build: params.build, limit: 100000 }, [params.build, params.sig]);
   const g = s.data;
+  const bt = useMemo(() => (g ? flatten(g.call_tree) : null), [g]);
   return (
     <section>
       <p><a href={href('blocks', { build: params.build })}>← all blocks</a></p>
@@ -575,8 +578,217 @@ function BlockPage({ params }) {
         </>)}
         <h3>Merged call tree of the group's blocks</h3>
         {g.truncated && <p class="warn">Cut at 100,000 nodes.</p>}
-        {g.call_tree.length ? <Flame id="block-flame" roots={g.call_tree} zoom={params.zoom} onZoom={(z) => go('block', { ...params, zoom: z })} /> : <p>No calls.</p>}
+        {bt.n ? <Flame id="block-flame" tree={bt} zoom={params.zoom} onZoom={(z) => go('block', { ...params, zoom: z })} /> : <p>No calls.</p>}
       </>)}
+    </section>
+  );
+}
+
+// ---- launches ---------------------------------------------------------------
+// GET /launches (per kind: phases, TTID, TTFD with percentiles; the slowest
+// methods within launches) and GET /launches/tree (the merged call tree of
+// one kind's launches: process start, or the first Activity.onCreate, to
+// the first frame). docs/api.md "Launches".
+const KINDS = [['cold', 'Cold'], ['warm', 'Warm'], ['hot', 'Hot']];
+const PHASES = {
+  application_attach_base_context: 'Application.attachBaseContext',
+  application_on_create: 'Application.onCreate',
+  activity_on_create: 'Activity.onCreate',
+  activity_on_start: 'Activity.onStart',
+  activity_on_resume: 'Activity.onResume',
+};
+const phaseName = (p) => PHASES[p] || p;
+const KIND_HELP = {
+  cold: 'the process was started for this launch',
+  warm: 'the process was alive, the activity was created again',
+  hot: 'the activity was brought back to the front',
+};
+
+function PhaseChart({ phases }) {
+  // short axis labels (App. = Application, Act. = Activity)
+  const labels = phases.map((p) => phaseName(p.phase).replace(/^Application\./, 'App.').replace(/^Activity\./, 'Act.'));
+  return (
+    <div id="launch-chart"><Chart opts={{
+      scales: { x: { time: false, range: (u, a, b) => [a - 0.5, b + 0.5] }, y: { range: (u, a, b) => [0, (b || 1) * 1.08] } },
+      axes: [{ splits: () => labels.map((_, i) => i), values: (u, ticks) => ticks.map((t) => (labels[t] !== undefined ? labels[t] : '')), size: 40 },
+        { label: 'ms', values: (u, ticks) => ticks.map((v) => `${v}`) }],
+      series: [{ label: 'phase', value: (u, v) => (v == null || !phases[v] ? '' : phaseName(phases[v].phase)) },
+        { label: 'p50', stroke: '#2b7bb9', fill: 'rgba(43,123,185,0.45)', paths: uPlot.paths.bars({ size: [0.55, 90] }), points: { show: false } },
+        { label: 'p90', stroke: '#e08a00', paths: () => null, points: { show: true, size: 9, fill: '#e08a00', stroke: '#e08a00' } },
+        { label: 'p99', stroke: '#c2185b', paths: () => null, points: { show: true, size: 9, fill: '#c2185b', stroke: '#c2185b' } },
+        { label: 'max', stroke: '#444', paths: () => null, points: { show: true, size: 7, fill: '#fff', stroke: '#444' } }],
+    }} data={[phases.map((_, i) => i), ...['p50_us', 'p90_us', 'p99_us', 'max_us'].map((f) => phases.map((p) => (p[f] == null ? null : p[f] / 1000)))]} /></div>
+  );
+}
+
+function Pcts({ m, id }) {
+  if (!m) return <p class="muted">none recorded</p>;
+  return (
+    <dl class="figures" id={id}>
+      {m.count != null && <div><dt>Launches</dt><dd>{fmtInt(m.count)}</dd></div>}
+      <div><dt>p50</dt><dd>{fmtDur(m.p50_us)}</dd></div>
+      <div><dt>p90</dt><dd>{fmtDur(m.p90_us)}</dd></div>
+      <div><dt>p99</dt><dd>{fmtDur(m.p99_us)}</dd></div>
+      {m.max_us != null && <div><dt>Max</dt><dd>{fmtDur(m.max_us)}</dd></div>}
+    </dl>
+  );
+}
+
+function LaunchesPage({ params }) {
+  const builds = useBuilds();
+  const since = useMemo(() => sinceOf(params.range), [params.range]);
+  const s = useApi('/launches', { build: params.build, since }, [params.build, since]);
+  const kinds = s.data ? s.data.launches || [] : [];
+  const kind = params.kind || (kinds[0] && kinds[0].kind) || 'cold';
+  const k = kinds.find((x) => x.kind === kind);
+  const build = params.build || (s.data && s.data.build);
+  const tr = useApi('/launches/tree', { build, kind, limit: 100000 }, [build, kind], !!k);
+  const t = useTree(tr.data);
+  const P = (key, v) => setParam('launches', params, key, v);
+  return (
+    <section>
+      <h2>Launches {s.data && <span class="muted">build {s.data.build}</span>}</h2>
+      <div class="filters">
+        <BuildSelect builds={builds.data && builds.data.builds} value={params.build} onChange={(v) => go('launches', { ...params, build: v, zoom: '' }, true)} allowAll="newest with data" />
+        <label>Time{' '}<select value={params.range || ''} onChange={(e) => P('range', e.target.value)} aria-label="time range">{RANGES.map(([v, l]) => <option value={v}>{l}</option>)}</select></label>
+        <span role="group" aria-label="launch kind">
+          {KINDS.map(([v, l]) => (
+            <button class={`toggle ${kind === v ? 'on' : ''}`} aria-pressed={kind === v} id={`kind-${v}`} title={KIND_HELP[v]}
+              onClick={() => go('launches', { ...params, kind: v, zoom: '' }, true)}>{l}</button>))}
+        </span>
+      </div>
+      <p class="muted">Cold: {KIND_HELP.cold}; warm: {KIND_HELP.warm}; hot: {KIND_HELP.hot}. TTID: time to the first frame; TTFD: to <code>reportFullyDrawn()</code>. Exact per launch (every call, not sampled).</p>
+      <Status s={s} what="launches" />
+      {s.data && (kinds.length ? (
+        <div class="scroll"><table class="grid" id="launch-kinds">
+          <thead><tr><th>Kind</th><th class="num">Launches</th><th class="num">TTID p50</th><th class="num">TTID p90</th><th class="num">TTID p99</th><th class="num">TTFD p50</th><th class="num">TTFD p90</th><th>Activity</th><th>Last seen</th></tr></thead>
+          <tbody>{kinds.map((x) => (
+            <tr class={x.kind === kind ? 'selected' : ''}>
+              <td><a href={href('launches', { ...params, kind: x.kind, zoom: '' })} aria-current={x.kind === kind ? 'true' : undefined}>{x.kind}</a></td>
+              <td class="num">{fmtInt(x.count)}</td>
+              <td class="num">{fmtDur(x.ttid && x.ttid.p50_us)}</td><td class="num">{fmtDur(x.ttid && x.ttid.p90_us)}</td><td class="num">{fmtDur(x.ttid && x.ttid.p99_us)}</td>
+              <td class="num">{fmtDur(x.ttfd && x.ttfd.p50_us)}</td><td class="num">{fmtDur(x.ttfd && x.ttfd.p90_us)}</td>
+              <td class="activity">{x.activity ? x.activity.split('.').map((p, i, a) => (i < a.length - 1 ? <>{p}.<wbr /></> : p)) : '–'}</td><td>{fmtTime(x.last_at)}</td>
+            </tr>))}</tbody>
+        </table></div>) : <p>No launches in this build{params.range ? ' and time range' : ''}.</p>)}
+      {s.data && kinds.length > 0 && !k && <p>No {kind} launches in this build.</p>}
+      {k && (<>
+        <h3>{KINDS.find(([v]) => v === kind)[1]} launches: time to first frame (TTID)</h3>
+        <Pcts m={k.ttid} id="launch-ttid" />
+        {k.ttfd && <><h3>Time to fully drawn (TTFD)</h3><Pcts m={k.ttfd} id="launch-ttfd" /></>}
+        <h3>Phases <span class="muted">duration of each lifecycle callback; bar: p50, dots: p90, p99, max</span></h3>
+        {k.phases && k.phases.length ? (<>
+          <PhaseChart phases={k.phases} />
+          <div class="scroll"><table class="grid" id="launch-phases">
+            <thead><tr><th>Phase</th><th class="num">Launches</th><th class="num">p50</th><th class="num">p90</th><th class="num">p99</th><th class="num">Max</th></tr></thead>
+            <tbody>{k.phases.map((p) => (
+              <tr><td class="method">{phaseName(p.phase)}</td><td class="num">{fmtInt(p.count != null ? p.count : k.count)}</td>
+                <td class="num">{fmtDur(p.p50_us)}</td><td class="num">{fmtDur(p.p90_us)}</td><td class="num">{fmtDur(p.p99_us)}</td><td class="num">{fmtDur(p.max_us)}</td></tr>))}</tbody>
+          </table></div></>) : <p class="muted">No lifecycle phase recorded for these launches.</p>}
+        {k.slowest_methods && k.slowest_methods.length > 0 && (<>
+          <h3>Slowest methods within {kind} launches</h3>
+          <div class="scroll"><table class="grid" id="launch-methods">
+            <thead><tr><th>Method</th><th class="num">Calls</th><th class="num">Total</th><th class="num">Self</th><th class="num">In launches</th></tr></thead>
+            <tbody>{k.slowest_methods.map((m) => (
+              <tr><td class="method"><a href={href('method', { build, m: methodKey(m.method) })}><Name m={m.method} /></a></td>
+                <td class="num">{fmtInt(m.count)}</td><td class="num">{fmtDur(m.total_us)}</td><td class="num">{fmtDur(m.self_us)}</td><td class="num">{fmtInt(m.launches)}</td></tr>))}</tbody>
+          </table></div></>)}
+        <h3>Launch flame graph <span class="muted">the main thread's calls from launch start to first frame, merged over the {kind} launches</span></h3>
+        <div class="filters">
+          <label>Search <input type="search" id="launch-search" value={params.q || ''} placeholder="class or method" onInput={(e) => P('q', e.target.value)} /></label>
+          <button onClick={() => P('zoom', '')} disabled={!params.zoom}>Reset zoom</button>
+        </div>
+        <Status s={tr} what="the launch call tree" />
+        {tr.data && tr.data.truncated && <p class="warn">The tree was cut at 100,000 nodes.</p>}
+        {t && (t.n ? <Flame id="launch-flame" tree={t} zoom={params.zoom} search={params.q} onZoom={(z) => go('launches', { ...params, kind, zoom: z })} />
+          : <p>No calls recorded in these launches.</p>)}
+      </>)}
+    </section>
+  );
+}
+
+// ---- network ------------------------------------------------------------------
+// GET /network: requests grouped by host, HTTP method and URL pattern, with
+// error rates, percentiles, bytes and the app methods that made them.
+// docs/api.md "Network".
+const NSORTS = [['count', 'Requests'], ['errors', 'Errors'], ['p50', 'p50'], ['p90', 'p90'], ['p99', 'p99'], ['bytes', 'Bytes']];
+const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'];
+
+function Callers({ r, build }) {
+  const [all, setAll] = useState(false);
+  const cs = r.callers || [];
+  if (!cs.length) return <span class="muted">–</span>;
+  const shown = all ? cs : cs.slice(0, 2);
+  return (
+    <ul class="callers">
+      {shown.map((c) => (
+        <li>{c.method ? <a href={href('method', { build, m: methodKey(c.method) })} title={methodName(c.method, true)}>{shortName(c.method)}</a> : <i>unknown</i>}
+          {' '}<span class="muted">×{fmtInt(c.count)}</span></li>))}
+      {cs.length > 2 && <li><button class="link" aria-expanded={all} onClick={() => setAll(!all)}>{all ? 'fewer' : `${cs.length - 2} more`}</button></li>}
+    </ul>
+  );
+}
+
+// status classes with their counts, and the failures without a response
+// (errors that are not 4xx/5xx)
+function StatusCounts({ r }) {
+  const st = r.status || {};
+  const keys = Object.keys(st).filter((x) => st[x]).sort();
+  const failed = (r.errors || 0) - (st['4xx'] || 0) - (st['5xx'] || 0);
+  return (
+    <span class="small">{keys.map((x) => <span class={`st st${x[0]}`}>{x} {fmtInt(st[x])} </span>)}
+      {failed > 0 && <span class="st st5">no response {fmtInt(failed)}</span>}</span>
+  );
+}
+
+function NetworkPage({ params }) {
+  const builds = useBuilds();
+  const sort = params.sort || 'count';
+  const since = useMemo(() => sinceOf(params.range), [params.range]);
+  const s = useApi('/network', { build: params.build, host: params.host, method: params.method, sort, since, limit: 500 },
+    [params.build, params.host, params.method, sort, since]);
+  const P = (k, v) => setParam('network', params, k, v);
+  const q = (params.q || '').toLowerCase();
+  const all = s.data ? s.data.requests || [] : [];
+  const rows = all.filter((r) => !q || `${r.host}${r.pattern}`.toLowerCase().includes(q));
+  const hosts = [...new Set(all.map((r) => r.host))].sort();
+  const build = params.build || (s.data && s.data.build);
+  return (
+    <section>
+      <h2>Network {s.data && s.data.build && <span class="muted">build {s.data.build}</span>}</h2>
+      <div class="filters">
+        <BuildSelect builds={builds.data && builds.data.builds} value={params.build} onChange={(v) => P('build', v)} allowAll="newest with data" />
+        <label>Host <input list="net-hosts" value={params.host || ''} placeholder="all hosts" onChange={(e) => P('host', e.target.value.trim().toLowerCase())} aria-label="host" /></label>
+        <datalist id="net-hosts">{hosts.map((h) => <option value={h} />)}</datalist>
+        <label>Method{' '}<select value={params.method || ''} onChange={(e) => P('method', e.target.value)} aria-label="HTTP method">
+          <option value="">all</option>{HTTP_METHODS.map((m) => <option value={m}>{m}</option>)}</select></label>
+        <label>Time{' '}<select value={params.range || ''} onChange={(e) => P('range', e.target.value)} aria-label="time range">{RANGES.map(([v, l]) => <option value={v}>{l}</option>)}</select></label>
+        <label>Search <input type="search" placeholder="host or path" value={params.q || ''} onInput={(e) => P('q', e.target.value)} aria-label="search patterns" /></label>
+      </div>
+      <p class="muted">One row per host, HTTP method and URL pattern (numbers, ids and tokens in paths become placeholders like <code>{'{id}'}</code>). Error: status ≥ 400 or no response. Durations: the whole request (p50/p90/p99) and to its first response byte (TTFB). Callers: the app's methods that were running when the request started. Click a column to sort by it.</p>
+      <Status s={s} what="network requests" />
+      {s.data && (rows.length ? (
+        <div class="scroll"><table class="grid" id="network-table">
+          <thead><tr><th>Request</th>{NSORTS.slice(0, 2).map(([k, l]) => (
+            <th class="num" aria-sort={k === sort ? 'descending' : 'none'}><button class={`sort ${k === sort ? 'on' : ''}`} onClick={() => P('sort', k)}>{l}{k === sort ? ' ▼' : ''}</button></th>))}
+            <th class="num">Error rate</th><th>Status</th>
+            {NSORTS.slice(2, 5).map(([k, l]) => (
+              <th class="num" aria-sort={k === sort ? 'descending' : 'none'}><button class={`sort ${k === sort ? 'on' : ''}`} onClick={() => P('sort', k)}>{l}{k === sort ? ' ▼' : ''}</button></th>))}
+            <th class="num">TTFB p50</th>
+            <th class="num" aria-sort={sort === 'bytes' ? 'descending' : 'none'}><button class={`sort ${sort === 'bytes' ? 'on' : ''}`} onClick={() => P('sort', 'bytes')}>In / out{sort === 'bytes' ? ' ▼' : ''}</button></th>
+            <th>Callers</th></tr></thead>
+          <tbody>{rows.map((r) => (
+            <tr class={r.error_rate >= 0.05 ? 'failing' : ''}>
+              <td class="method"><span class="badge">{r.http_method}</span> {r.host}<wbr />{r.pattern}</td>
+              <td class="num">{fmtInt(r.count)}</td><td class="num">{fmtInt(r.errors)}</td>
+              <td class="num">{r.error_rate >= 0.05 ? <span class="up">{fmtPct(r.error_rate)}</span> : fmtPct(r.error_rate)}</td>
+              <td><StatusCounts r={r} /></td>
+              <td class="num">{fmtDur(r.p50_us)}</td><td class="num">{fmtDur(r.p90_us)}</td><td class="num">{fmtDur(r.p99_us)}</td>
+              <td class="num">{fmtDur(r.ttfb_p50_us)}</td>
+              <td class="num">{fmtBytes(r.bytes_in)} / {fmtBytes(r.bytes_out)}</td>
+              <td><Callers r={r} build={build} /></td>
+            </tr>))}</tbody>
+        </table></div>) : <p>No requests {all.length ? 'match the search' : 'in this selection'}.</p>)}
     </section>
   );
 }
@@ -629,8 +841,10 @@ function ComparePage({ params }) {
   const P = (k, v) => setParam('compare', { ...params, a, b }, k, v);
   const sa = useApi('/slow-methods', { build: a, thread, limit: 10000 }, [a, thread, !!a]);
   const sb = useApi('/slow-methods', { build: b, thread, limit: 10000 }, [b, thread, !!b]);
-  const ta = useApi('/call-tree', { build: a, thread, limit: 100000, max_depth: 4096 }, [a, thread]);
-  const tb = useApi('/call-tree', { build: b, thread, limit: 100000, max_depth: 4096 }, [b, thread]);
+  const ta = useApi('/call-tree', { build: a, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [a, thread]);
+  const tb = useApi('/call-tree', { build: b, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [b, thread]);
+  const fa = useMemo(() => (ta.data ? treeOf(ta.data) : null), [ta.data]);
+  const fb = useMemo(() => (tb.data ? treeOf(tb.data) : null), [tb.data]);
   const rows = useMemo(() => (sa.data && sb.data ? compareRows(sa.data.methods, sb.data.methods, minCalls, minChange) : null), [sa.data, sb.data, minCalls, minChange]);
   if (builds.data && list.length < 2) return <section><h2>Compare builds</h2><p>Comparing needs two builds with data.</p></section>;
   const regressions = rows ? rows.filter((r) => r.flag === 'regression').length : 0;
@@ -663,15 +877,15 @@ function ComparePage({ params }) {
         </table></div>)}
       <h3>Differential flame graph <span class="muted">{b}'s merged call tree; colour: change of each call path's share of all time since {a} (red: more, blue: less, dark red: new path)</span></h3>
       <Status s={ta.error ? ta : tb} what="the call trees" />
-      {ta.data && tb.data && (tb.data.roots.length
-        ? <Flame id="diff-flame" roots={tb.data.roots} baseRoots={ta.data.roots} zoom={params.zoom} onZoom={(z) => go('compare', { ...params, a, b, zoom: z })} />
+      {fa && fb && (fb.n
+        ? <Flame id="diff-flame" tree={fb} baseTree={fa} zoom={params.zoom} onZoom={(z) => go('compare', { ...params, a, b, zoom: z })} />
         : <p>No calls in {b}.</p>)}
     </section>
   );
 }
 
 // ---- shell ----------------------------------------------------------------
-const PAGES = [['overview', 'Overview'], ['slow', 'Slow methods'], ['flame', 'Flame graph'], ['blocks', 'Blocks'], ['compare', 'Compare builds']];
+const PAGES = [['overview', 'Overview'], ['slow', 'Slow methods'], ['flame', 'Flame graph'], ['blocks', 'Blocks'], ['launches', 'Launches'], ['network', 'Network'], ['compare', 'Compare builds']];
 function App() {
   const { page, params } = useRoute();
   if (!session.key || page === 'signin') return <SignIn next={page} />;
@@ -679,6 +893,7 @@ function App() {
   const body = {
     overview: () => <Overview />, slow: () => <SlowMethods params={params} />, method: () => <MethodPage params={params} />,
     flame: () => <FlamePage params={params} />, compare: () => <ComparePage params={params} />, blocks: () => <BlocksPage params={params} />, block: () => <BlockPage params={params} />,
+    launches: () => <LaunchesPage params={params} />, network: () => <NetworkPage params={params} />,
   }[page];
   return (
     <>

@@ -79,10 +79,58 @@ const worker = (r) => ['SyncWorker.doWork', 400, [
   ['HttpClient.execute', 30000 + r() * 20000], ['JsonParser.parse', 3000], ['SyncWorker.upload', 8000, [['HttpClient.execute', 12000]]],
   ['ImageLoader.decode', 15000 + r() * 5000]]];
 
+// The app's requests (network events, /work/notes contract-network): path
+// maker, HTTP method, host, caller, status maker (u: a random 0..1)
+const REQUESTS = [
+  [(u) => `/v2/feed/${1000 + Math.floor(u * 9000)}`, 'GET', 'api.shop.example', 'FeedRepository.load', () => 200],
+  [(u) => `/v2/users/${u < 0.5 ? '3f2a1b9c-0d4e-4f5a-8b6c-7d8e9f0a1b2c' : '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d'}/cart`, 'GET', 'api.shop.example', 'CartViewModel.total', (u) => (u < 0.2 ? 404 : 200)],
+  [() => '/v2/sync/upload', 'POST', 'api.shop.example', 'SyncWorker.upload', (u, slow) => (slow > 1 && u < 0.4 ? 503 : 201)],
+  [(u) => `/img/${Math.floor(u * 2 ** 32).toString(16).padStart(8, '0')}a1b2c3d4e5f6.jpg`, 'GET', 'cdn.shop.example', 'ImageLoader.decode', () => 200],
+];
+
+// network events of one batch: n requests from time t on, every 5 ms
+function networkEvents(r, device, n, slow) {
+  const out = [];
+  for (let k = 0; k < n; k++) {
+    const [path, method, host, caller, status] = REQUESTS[k % REQUESTS.length];
+    const dns = 200 + Math.round(r() * 800); const connect = 1000 + Math.round(r() * 2000); const tls = 3000 + Math.round(r() * 5000);
+    const ttfb = Math.round((20000 + r() * 60000) * (method === 'POST' ? slow : 1));
+    const body = 1000 + Math.round(r() * 9000);
+    const total = dns + connect + tls + 100 + ttfb + body;
+    const begin = 1000 + k * 5000;
+    const st = status(r(), slow);
+    out.push({ type: 'network', device, thread_name: method === 'POST' ? 'sync' : 'main', begin_us: begin, end_us: begin + total,
+      method, scheme: 'https', host, port: 443, path: path(r()), status: st, protocol: 'h2', error: null,
+      bytes_out: method === 'POST' ? 20000 + Math.round(r() * 5000) : 300, bytes_in: st >= 400 ? 120 : 5000 + Math.round(r() * 40000),
+      dns_us: dns, connect_us: connect, tls_us: tls, request_us: 100, ttfb_us: ttfb, body_us: body, total_us: total, reused: false, caller: ID[caller] });
+  }
+  // one request that failed before a response
+  out.push({ type: 'network', device, thread_name: 'sync', begin_us: 900, end_us: 10900, method: 'GET', scheme: 'https', host: 'api.shop.example', port: 443,
+    path: '/v2/config', error: 'java.net.SocketTimeoutException', bytes_out: 250, bytes_in: 0, total_us: 10000, caller: ID['HttpClient.execute'] });
+  return out;
+}
+
+// a launch event (contract-launch) whose call tree is the first screen (it ends at end)
+function launchEvent(kind, r, device, end) {
+  const ev = { type: 'launch', kind, thread: 0, device, start_us: kind === 'cold' ? -60000 : kind === 'warm' ? 0 : end + 2, phases: {}, first_frame_us: end + 40, activity: 'a.a' };
+  if (kind === 'cold') {
+    ev.phases.application_attach_base_context = [-50000, -46000 + Math.round(r() * 2000)];
+    ev.phases.application_on_create = [-45000, -12000 + Math.round(r() * 8000)];
+    ev.fully_drawn_us = end + 20000 + Math.round(r() * 30000);
+  }
+  if (kind !== 'hot') ev.phases.activity_on_create = [0, end];
+  ev.phases.activity_on_start = [end + 2, end + 8 + Math.round(r() * 10)];
+  ev.phases.activity_on_resume = [end + 20, end + 30 + Math.round(r() * 9)];
+  return ev;
+}
+
 // One batch as JSON text: screens on the main thread, syncs on a worker,
-// and a block event around the slowest screen (an ANR when anr).
-export function batchJson({ app, build, session, device, origin, screens, slow, seed, anr }) {
+// a block event around the slowest screen (an ANR when anr), a launch
+// event (launch: its kind) and network events. Launch and network events are
+// skipped by a server without them (unknown type).
+export function batchJson({ app, build, session, device, origin, screens, slow, seed, anr, launch }) {
   const r = rng(seed);
+  const re = rng(seed + 5000); // the events' own (the calls stay as they were)
   const jitter = () => 0.6 + r() * 0.8;
   const main = [];
   const work = [];
@@ -91,11 +139,13 @@ export function batchJson({ app, build, session, device, origin, screens, slow, 
   for (let s = 0; s < screens; s++) {
     const begin = t;
     t = emit(screen(slow, r), t, main, jitter) + 50;
+    if (s === 0 && launch) events.push(launchEvent(launch, re, device, t - 50));
     if (s === 0) events.push({ type: 'block', thread: 0, begin_us: begin, end_us: t - 10, target: 'android.os.Handler/a.a$1', kind: 'looper', device, anr: !!anr, ...(anr ? { stack: ['c.a.a(SourceFile:12)', 'b.c.a(SourceFile:30)', 'b.a.a(SourceFile:8)', 'a.a.a(SourceFile:21)', 'android.os.Looper.loop(Looper.java:288)'] } : {}) });
     t += 1000;
   }
   let wt = 0;
   for (let s = 0; s < Math.max(1, screens >> 1); s++) wt = emit(worker(r), wt, work, jitter) + 100;
+  events.push(...networkEvents(re, device, 8, slow));
   return JSON.stringify({
     batch_id: randomUUID(), app, build, session_id: session, origin_wall_us: origin,
     device: { model: 'Pixel 7', os: '14', sdk: 34 },
@@ -128,6 +178,7 @@ export async function seed({ bin, url, app, keys }) {
       const json = batchJson({
         app, build, session: `s-${build}-${b}`, device: `dev-${b % 3}`,
         origin: now - (6 - b) * 3600e6 - (1 - bi) * 86400e6, screens: 6, slow: bi ? 3 : 1, seed: 17 + b + 100 * bi, anr: bi === 1 && b === 5,
+        launch: ['cold', 'cold', 'warm', 'cold', 'hot', 'warm'][b],
       });
       await req(`${url}/v1/apps/${app}/batches`, 'POST', keys.ingest_key, encode(bin, json));
       posted++;
