@@ -5,6 +5,8 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Proxy;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.util.List;
 import okhttp3.Call;
 import okhttp3.Connection;
@@ -33,6 +35,13 @@ import okhttp3.Response;
  * the request line and headers OkHttp wrote (HTTP/1 form) and the body
  * bytes; the status line, headers and body bytes read. reused: the call's
  * last connectionAcquired came without a connectStart before it.
+ *
+ * <p>OkHttp 4 callbacks that 3.13's API (compiled against) lacks —
+ * proxySelectStart/End, requestFailed, responseFailed, canceled,
+ * satisfactionFailure, cacheHit, cacheMiss, cacheConditionalHit — are
+ * declared here with OkHttp 4's signatures, so on OkHttp 4 they override
+ * its methods and reach the app's listener (through reflection, looked up
+ * once: these callbacks are rare); on 3.x they are never called.
  */
 final class Listener extends EventListener {
     /** The app's listener, or null when it had none ({@link EventListener#NONE}). */
@@ -235,13 +244,8 @@ final class Listener extends EventListener {
         return n;
     }
 
-    static int utf8Len(String s) {
-        int n = 0;
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            n += c < 0x80 ? 1 : c < 0x800 ? 2 : Character.isSurrogate(c) ? 2 : 3;
-        }
-        return n;
+    private static int utf8Len(String s) {
+        return Text.utf8Len(s);
     }
 
     @Override
@@ -322,6 +326,90 @@ final class Listener extends EventListener {
                 r.bodyUs = us(headersEnd, now);
             }
         }
+    }
+
+    private static Method later(String name, Class<?>... types) {
+        try {
+            return EventListener.class.getMethod(name, types);
+        } catch (Throwable t) {
+            return null; // OkHttp 3.x: never called
+        }
+    }
+
+    private static final Method PROXY_SELECT_START = later("proxySelectStart", Call.class, HttpUrl.class);
+    private static final Method PROXY_SELECT_END = later("proxySelectEnd", Call.class, HttpUrl.class, List.class);
+    private static final Method REQUEST_FAILED = later("requestFailed", Call.class, IOException.class);
+    private static final Method RESPONSE_FAILED = later("responseFailed", Call.class, IOException.class);
+    private static final Method CANCELED = later("canceled", Call.class);
+    private static final Method SATISFACTION_FAILURE = later("satisfactionFailure", Call.class, Response.class);
+    private static final Method CACHE_HIT = later("cacheHit", Call.class, Response.class);
+    private static final Method CACHE_MISS = later("cacheMiss", Call.class);
+    private static final Method CACHE_CONDITIONAL_HIT = later("cacheConditionalHit", Call.class, Response.class);
+
+    /** Calls the app listener's OkHttp 4 callback m; what it throws reaches OkHttp unchanged. */
+    private void forward(Method m, Object... args) {
+        if (app == null || m == null) {
+            return;
+        }
+        try {
+            m.invoke(app, args);
+        } catch (InvocationTargetException e) {
+            Throwable c = e.getCause();
+            if (c instanceof RuntimeException) {
+                throw (RuntimeException) c;
+            }
+            if (c instanceof Error) {
+                throw (Error) c;
+            }
+            throw new RuntimeException(c);
+        } catch (IllegalAccessException e) {
+            // a public method of a public class: cannot happen
+        }
+    }
+
+    /** OkHttp 4. */
+    public void proxySelectStart(Call call, HttpUrl url) {
+        forward(PROXY_SELECT_START, call, url);
+    }
+
+    /** OkHttp 4. */
+    public void proxySelectEnd(Call call, HttpUrl url, List<Proxy> proxies) {
+        forward(PROXY_SELECT_END, call, url, proxies);
+    }
+
+    /** OkHttp 4 (3.14). */
+    public void requestFailed(Call call, IOException ioe) {
+        forward(REQUEST_FAILED, call, ioe);
+    }
+
+    /** OkHttp 4 (3.14). */
+    public void responseFailed(Call call, IOException ioe) {
+        forward(RESPONSE_FAILED, call, ioe);
+    }
+
+    /** OkHttp 4. */
+    public void canceled(Call call) {
+        forward(CANCELED, call);
+    }
+
+    /** OkHttp 4. */
+    public void satisfactionFailure(Call call, Response response) {
+        forward(SATISFACTION_FAILURE, call, response);
+    }
+
+    /** OkHttp 4. */
+    public void cacheHit(Call call, Response response) {
+        forward(CACHE_HIT, call, response);
+    }
+
+    /** OkHttp 4. */
+    public void cacheMiss(Call call) {
+        forward(CACHE_MISS, call);
+    }
+
+    /** OkHttp 4. */
+    public void cacheConditionalHit(Call call, Response cachedResponse) {
+        forward(CACHE_CONDITIONAL_HIT, call, cachedResponse);
     }
 
     @Override

@@ -78,7 +78,7 @@ final class UrlTiming {
                     continue;
                 }
                 for (String v : e.getValue()) {
-                    n += Listener.utf8Len(e.getKey()) + 2 + (v == null ? 0 : Listener.utf8Len(v)) + 2;
+                    n += Text.utf8Len(e.getKey()) + 2 + (v == null ? 0 : Text.utf8Len(v)) + 2;
                 }
             }
             r.bytesOut = n + 2;
@@ -179,7 +179,7 @@ final class UrlTiming {
                 String line = c.getHeaderField(0);
                 long n = 2;
                 if (line != null && line.startsWith("HTTP/")) {
-                    n += Listener.utf8Len(line) + 2;
+                    n += Text.utf8Len(line) + 2;
                     int sp = line.indexOf(' ');
                     r.protocol = (sp > 0 ? line.substring(0, sp) : line).toLowerCase(java.util.Locale.ROOT);
                 }
@@ -188,7 +188,7 @@ final class UrlTiming {
                         continue;
                     }
                     for (String v : e.getValue()) {
-                        n += Listener.utf8Len(e.getKey()) + 2 + (v == null ? 0 : Listener.utf8Len(v)) + 2;
+                        n += Text.utf8Len(e.getKey()) + 2 + (v == null ? 0 : Text.utf8Len(v)) + 2;
                     }
                 }
                 r.bytesIn += n;
