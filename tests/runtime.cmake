@@ -63,6 +63,7 @@ add_jar(beatline-netapp
 set(CMAKE_JAVA_COMPILE_FLAGS "${_bl_saved_flags}")
 add_dependencies(beatline-runtime-tests beatline-netapp beatline-instrument)
 beatline_runtime_test(runtime_network NetworkTest)
+beatline_runtime_test(runtime_network_event NetEventTest)
 
 # Android tests (issue 13): the Android source set under Robolectric 4.11.1,
 # SDK 34, offline: the jars scripts/install-deps copied with Maven into

@@ -61,7 +61,7 @@ public final class NetRequest {
     final String threadName;
     private boolean ended;
 
-    private NetRequest(Session s, long beginUs, int caller, String threadName) {
+    NetRequest(Session s, long beginUs, int caller, String threadName) {
         session = s;
         this.beginUs = beginUs;
         this.beginNanos = System.nanoTime();

@@ -33,6 +33,8 @@ public class NetworkTest {
     static File keys;
     static final String PASS = "beatline-test";
     static final Map<String, Integer> IDS = new HashMap<String, Integer>();
+    /** The run checked was a gated session (see {@link #triggeredModeUploadsNetworkEvents}). */
+    static boolean gated;
 
     static String java() {
         return new File(System.getProperty("java.home"), "bin/java").getPath();
@@ -178,7 +180,8 @@ public class NetworkTest {
         assertEquals(e, port, BatchReader.num(e, "port"));
         assertEquals(e, status, BatchReader.num(e, "status"));
         assertEquals(e, thread, BatchReader.text(e, "thread_name"));
-        assertEquals(e, (long) IDS.get(caller), BatchReader.num(e, "caller"));
+        // a gated (triggered, unsampled) session records no calls outside its windows: no caller
+        assertEquals(e, gated ? -1L : (long) IDS.get(caller), BatchReader.num(e, "caller"));
         long total = BatchReader.num(e, "total_us");
         assertEquals(e, BatchReader.num(e, "end_us") - BatchReader.num(e, "begin_us"), total);
         for (String p : new String[] {"dns_us", "connect_us", "tls_us", "request_us", "ttfb_us", "body_us"}) {
@@ -311,6 +314,25 @@ public class NetworkTest {
     @Test
     public void okhttp4AndUrlConnection() throws Exception {
         sameOutput(okhttp4());
+    }
+
+    /**
+     * Triggered upload mode, not sampled (a phone's default): the rings are
+     * never dumped, the network events are uploaded all the same.
+     */
+    @Test
+    public void triggeredModeUploadsNetworkEvents() throws Exception {
+        Outcome on = run(instrumented, okhttp3(), true, "-Dbeatline.networkKeepQuery=true",
+                "-Dbeatline.uploadMode=triggered", "-Dbeatline.sampleRate=0");
+        assertEquals(on.run.err, 0, on.run.exit);
+        gated = true;
+        try {
+            checkOkHttp(on);
+            checkUrl(on);
+        } finally {
+            gated = false;
+        }
+        assertEquals(on.events.toString(), 14, on.events.size());
     }
 
     /** No OkHttp on the class path at all: the instrumented program runs, its URL requests are recorded. */
