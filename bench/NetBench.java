@@ -56,8 +56,54 @@ public final class NetBench {
         }
     }
 
+    /**
+     * Variant {@code callbacks}: the listener alone, no network: one
+     * request's callbacks (callStart … callEnd, as OkHttp makes them for a
+     * pooled connection) on Beatline's listener, with the runtime running
+     * (each ends in a queued event); ns per request, CPU of this thread.
+     */
+    static void callbacks(File spool) throws Exception {
+        Beatline.start(new BeatlineConfig.Builder().server("http://127.0.0.1:9").app("bench").ingestKey("k")
+                .spoolDir(spool).build());
+        OkHttpClient client = io.beatline.runtime.net.OkHttp.install(new OkHttpClient());
+        Request req = new Request.Builder().url("http://127.0.0.1:9/bench/items/7?x=1").build();
+        okhttp3.Call call = client.newCall(req);
+        Response resp = new Response.Builder().request(req).protocol(okhttp3.Protocol.HTTP_1_1).code(200)
+                .message("OK").header("Content-Length", "64").build();
+        okhttp3.EventListener.Factory f = client.eventListenerFactory();
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        final int n = 200000;
+        double[] cpu = new double[7];
+        for (int round = -3; round < 7; round++) {
+            long c0 = mx.getCurrentThreadCpuTime();
+            for (int i = 0; i < n; i++) {
+                okhttp3.EventListener l = f.create(call);
+                l.callStart(call);
+                l.requestHeadersStart(call);
+                l.requestHeadersEnd(call, req);
+                l.responseHeadersStart(call);
+                l.responseHeadersEnd(call, resp);
+                l.responseBodyStart(call);
+                l.responseBodyEnd(call, 64);
+                l.callEnd(call);
+            }
+            if (round >= 0) {
+                cpu[round] = (mx.getCurrentThreadCpuTime() - c0) / 1.0 / n;
+            }
+        }
+        Arrays.sort(cpu);
+        Beatline.Stats st = Beatline.stats();
+        System.out.printf("callbacks  listener, runtime on: %6.0f ns CPU per request (%d events spooled, %d dropped"
+                + " when the queue was full)%n", cpu[3], st.networkSpooled, st.networkDropped);
+        Beatline.shutdown(0);
+        System.exit(0);
+    }
+
     public static void main(String[] args) throws Exception {
         String variant = args[0];
+        if (variant.equals("callbacks")) {
+            callbacks(new File(args[1]));
+        }
         ServerSocket ss = new ServerSocket(0, 50, InetAddress.getByName("127.0.0.1"));
         Thread acceptor = new Thread(() -> {
             try {

@@ -1161,7 +1161,7 @@ int main(int argc, char **argv)
     /* 3. rewrite */
     job j2 = {.u = units, .n = n_units, .o = &o, .mids = mids, .fn = pass2};
     run_parallel(&j2, o.threads, progress, "instrumenting");
-    size_t n_done = 0, n_changed = 0;
+    size_t n_done = 0, n_changed = 0, n_sites = 0;
     for (size_t i = 0; i < n_units; i++) {
         unit *u = &units[i];
         if (!o.quiet && u->warns.len)
@@ -1170,6 +1170,7 @@ int main(int argc, char **argv)
             u->en->out = (const uint8_t *)u->out.data;
             u->en->out_len = u->out.len;
             n_done += u->n_done;
+            n_sites += u->n_sites;
             n_changed++;
         }
     }
@@ -1207,9 +1208,10 @@ int main(int argc, char **argv)
         }
     if (!o.quiet)
         fprintf(stderr,
-                PROG ": %d input(s), %zu classes, %zu rewritten, %zu methods instrumented; "
-                     "%zu methodIds (%zu kept from the base), largest %u; %.2f s\n",
-                o.n_inputs, n_units, n_changed, n_done, bl_mids_count(mids),
+                PROG ": %d input(s), %zu classes, %zu rewritten, %zu methods instrumented, "
+                     "%zu network call sites; %zu methodIds (%zu kept from the base), largest %u; "
+                     "%.2f s\n",
+                o.n_inputs, n_units, n_changed, n_done, n_sites, bl_mids_count(mids),
                 bl_mids_reused(mids), bl_mids_max_id(mids), now_s() - t0);
     if (!o.quiet && build_id[0])
         fprintf(stderr, PROG ": build %s (build id %s)%s%s\n", build_name, build_id,

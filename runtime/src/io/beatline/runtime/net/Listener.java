@@ -57,7 +57,7 @@ final class Listener extends EventListener {
     private long headersEnd = -1;
 
     Listener(EventListener app) {
-        this.app = app == NONE ? null : app;
+        this.app = app == EventListener.NONE ? null : app;
     }
 
     /** Wraps the app's factory: each call gets the app's listener inside Beatline's. */
