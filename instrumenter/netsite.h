@@ -36,7 +36,8 @@
  * number of sites rewritten; when it is > 0 the whole new class file is
  * appended to out (cf is unchanged; parse out to go on with it), else out
  * is untouched. Errors: BL_ETOOBIG (the constant pool would exceed 65,535
- * entries; message in err), BL_ENOMEM. Code that cannot be decoded is left
+ * entries; message in err), BL_ENOMEM; out may then hold part of a class:
+ * the caller discards it. Code that cannot be decoded is left
  * to the probe rewriter (no site is rewritten in that method). Thread-safe
  * for distinct bl_cf objects. */
 bl_err bl_net_rewrite(const bl_cf *cf, bl_buf *out, size_t *n_sites, char *err, size_t errlen);
