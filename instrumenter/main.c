@@ -29,6 +29,7 @@
 #include "classfile.h"
 #include "jario.h"
 #include "methodids.h"
+#include "netsite.h"
 #include "probe.h"
 #include "rules.h"
 
@@ -81,6 +82,7 @@ typedef struct opts {
     char *base_ids_owned; /* base-ids path from a config file (owned) */
     int skip_trivial, obfuscated, threads, quiet;
     int unguarded; /* --no-guard: bare probes (bl_probe_opts.unguarded) */
+    int no_network; /* --no-network: leave network call sites alone (netsite.h) */
     int layout; /* LAYOUT_*: where several inputs' outputs go in OUTPUT */
     bl_rules *rules;
     char **inputs;
@@ -110,6 +112,9 @@ static void usage(FILE *f)
             "                             (default " DEFAULT_RUNTIME ")\n"
             "      --no-guard             bare probes: no `if (on)` test before each call\n"
             "                             (for a runtime class without the field on)\n"
+            "      --no-network           leave OkHttp client builds and URL.openConnection()\n"
+            "                             calls as they are (default: routed through the\n"
+            "                             runtime, which times the requests)\n"
             "      --skip-trivial         skip empty methods, getters/setters, methods that\n"
             "                             call nothing (default)\n"
             "      --no-skip-trivial      instrument those too\n"
@@ -309,7 +314,7 @@ static int parse_args(int argc, char **argv, opts *o)
 {
     enum { O_METHOD_IDS = 256, O_BASE_IDS, O_CONFIG, O_EXCLUDE, O_INCLUDE, O_RUNTIME,
            O_SKIP, O_NO_SKIP, O_NAMES, O_NO_GUARD, O_LAYOUT, O_BUILD_ID, O_VERSION_NAME,
-           O_BUILD_CLASS };
+           O_BUILD_CLASS, O_NO_NETWORK };
     static const struct option longs[] = {
         {"output", required_argument, NULL, 'o'},
         {"method-ids", required_argument, NULL, O_METHOD_IDS},
@@ -321,6 +326,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"skip-trivial", no_argument, NULL, O_SKIP},
         {"no-skip-trivial", no_argument, NULL, O_NO_SKIP},
         {"no-guard", no_argument, NULL, O_NO_GUARD},
+        {"no-network", no_argument, NULL, O_NO_NETWORK},
         {"names", required_argument, NULL, O_NAMES},
         {"layout", required_argument, NULL, O_LAYOUT},
         {"build-id", required_argument, NULL, O_BUILD_ID},
@@ -345,6 +351,7 @@ static int parse_args(int argc, char **argv, opts *o)
         case O_SKIP: o->skip_trivial = 1; break;
         case O_NO_SKIP: o->skip_trivial = 0; break;
         case O_NO_GUARD: o->unguarded = 1; break;
+        case O_NO_NETWORK: o->no_network = 1; break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); rc = -1; break;
         case O_NAMES:
@@ -460,6 +467,11 @@ typedef struct unit {
     size_t n_cand;
     bl_buf out;         /* instrumented bytes (pass 2) */
     size_t n_done;      /* methods that got probes */
+    int net_ok;         /* its network call sites may be rewritten (pass 1) */
+    bl_buf net;         /* the class with its network sites rewritten (pass 2) */
+    bl_cf *net_cf;      /* net parsed (borrows it), what the probes go into; NULL: cf. cf
+                           stays: the method-ID table borrows its names */
+    size_t n_sites;     /* network call sites rewritten */
     char *err;          /* first error (heap), NULL if none */
     bl_buf warns;       /* warning lines */
 } unit;
@@ -567,17 +579,18 @@ static void pass1(job *j, unit *u)
     int ex = 0;
     if ((bl_cf_access(u->cf) & ACC_MODULE) || is_runtime_class(cls, j->o->runtime_class))
         return;
+    if (already_probed(u->cf, j->o->runtime_class)) {
+        set_err(u, "%s: already instrumented (it calls %s.i/o): instrument the original classes",
+                loc, j->o->runtime_class);
+        return;
+    }
+    u->net_ok = !j->o->no_network; /* rules choose probes only: sites everywhere */
     if (bl_rules_class_excluded(j->o->rules, cls, &ex) != BL_OK) {
         set_err(u, "%s: %s", loc, "out of memory");
         return;
     }
     if (ex)
         return;
-    if (already_probed(u->cf, j->o->runtime_class)) {
-        set_err(u, "%s: already instrumented (it calls %s.i/o): instrument the original classes",
-                loc, j->o->runtime_class);
-        return;
-    }
     size_t n = bl_cf_method_count(u->cf);
     u->cand = malloc((n ? n : 1) * sizeof *u->cand);
     if (!u->cand) {
@@ -611,11 +624,57 @@ static void on_probe_warn(void *ctx, const char *msg)
 }
 
 /* Pass 2: rewrite. */
+/* Pass 2, first: the network call sites (netsite.h), in place; the class
+ * is parsed again from the rewritten bytes for the probes. 0, or -1 on an
+ * error (set). */
+static int net_sites(unit *u)
+{
+    char loc[1024], msg[512] = "";
+    bl_buf_init(&u->net, OUT_CLASS_MAX);
+    bl_err e = bl_net_rewrite(u->cf, &u->net, &u->n_sites, msg, sizeof msg);
+    bl_cf *cf2 = NULL;
+    if (!e && u->n_sites)
+        e = bl_cf_parse((const uint8_t *)u->net.data, u->net.len, &cf2, msg, sizeof msg);
+    if (e) {
+        u->n_sites = 0;
+        where(u, loc, sizeof loc);
+        set_err(u, "%s: network call sites: %s", loc, msg[0] ? msg : bl_err_str(e));
+        return -1;
+    }
+    u->net_cf = cf2;
+    return 0;
+}
+
+/* Pass 2 for a class without probes: its output is the network rewrite
+ * alone (when it had sites). */
+static void net_only(unit *u)
+{
+    if (!u->n_sites)
+        return;
+    char loc[1024];
+    bl_buf_init(&u->out, OUT_CLASS_MAX);
+    bl_err e = bl_buf_append(&u->out, u->net.data, u->net.len);
+    u->en->out = (const uint8_t *)u->out.data;
+    u->en->out_len = u->out.len;
+    if (!e)
+        e = bl_jio_precompress(u->in, u->en);
+    if (e) {
+        where(u, loc, sizeof loc);
+        set_err(u, "%s: %s", loc, bl_err_str(e));
+    }
+}
+
 static void pass2(job *j, unit *u)
 {
-    if (!u->cf || !u->n_cand)
+    if (!u->cf)
+        return;
+    if (u->net_ok && net_sites(u) != 0)
         return;
     char loc[1024], msg[512] = "";
+    if (!u->n_cand) {
+        net_only(u);
+        return;
+    }
     size_t n = bl_cf_method_count(u->cf);
     uint32_t *ids = malloc(n * sizeof *ids);
     if (!ids) {
@@ -637,11 +696,12 @@ static void pass2(job *j, unit *u)
     if (with_id) {
         bl_probe_opts po = {j->o->runtime_class, on_probe_warn, u, j->o->unguarded};
         bl_buf_init(&u->out, OUT_CLASS_MAX);
-        bl_err e = bl_probe_instrument(u->cf, ids, &po, &u->out, &u->n_done, msg, sizeof msg);
+        bl_err e = bl_probe_instrument(u->net_cf ? u->net_cf : u->cf, ids, &po, &u->out, &u->n_done, msg,
+                                       sizeof msg);
         if (e) {
             where(u, loc, sizeof loc);
             set_err(u, "%s: %s", loc, msg[0] ? msg : bl_err_str(e));
-        } else if (u->n_done) {
+        } else if (u->n_done || u->n_sites) {
             /* compress here, on this thread, rather than later in zip_close */
             u->en->out = (const uint8_t *)u->out.data;
             u->en->out_len = u->out.len;
@@ -650,6 +710,8 @@ static void pass2(job *j, unit *u)
                 set_err(u, "%s: compressing: %s", loc, bl_err_str(e));
             }
         }
+    } else {
+        net_only(u);
     }
     free(ids);
 }
@@ -728,6 +790,8 @@ static void free_units(unit *u, size_t n)
 {
     for (size_t i = 0; u && i < n; i++) {
         bl_cf_free(u[i].cf);
+        bl_cf_free(u[i].net_cf); /* before net, which it borrows */
+        bl_buf_cleanup(&u[i].net);
         free(u[i].cand);
         bl_buf_cleanup(&u[i].out);
         bl_buf_cleanup(&u[i].warns);
@@ -1097,15 +1161,16 @@ int main(int argc, char **argv)
     /* 3. rewrite */
     job j2 = {.u = units, .n = n_units, .o = &o, .mids = mids, .fn = pass2};
     run_parallel(&j2, o.threads, progress, "instrumenting");
-    size_t n_done = 0, n_changed = 0;
+    size_t n_done = 0, n_changed = 0, n_sites = 0;
     for (size_t i = 0; i < n_units; i++) {
         unit *u = &units[i];
         if (!o.quiet && u->warns.len)
             fprintf(stderr, "%s", u->warns.data);
-        if (!u->err && u->n_done) {
+        if (!u->err && (u->n_done || u->n_sites)) {
             u->en->out = (const uint8_t *)u->out.data;
             u->en->out_len = u->out.len;
             n_done += u->n_done;
+            n_sites += u->n_sites;
             n_changed++;
         }
     }
@@ -1143,9 +1208,10 @@ int main(int argc, char **argv)
         }
     if (!o.quiet)
         fprintf(stderr,
-                PROG ": %d input(s), %zu classes, %zu rewritten, %zu methods instrumented; "
-                     "%zu methodIds (%zu kept from the base), largest %u; %.2f s\n",
-                o.n_inputs, n_units, n_changed, n_done, bl_mids_count(mids),
+                PROG ": %d input(s), %zu classes, %zu rewritten, %zu methods instrumented, "
+                     "%zu network call sites; %zu methodIds (%zu kept from the base), largest %u; "
+                     "%.2f s\n",
+                o.n_inputs, n_units, n_changed, n_done, n_sites, bl_mids_count(mids),
                 bl_mids_reused(mids), bl_mids_max_id(mids), now_s() - t0);
     if (!o.quiet && build_id[0])
         fprintf(stderr, PROG ": build %s (build id %s)%s%s\n", build_name, build_id,

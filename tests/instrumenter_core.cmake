@@ -18,6 +18,8 @@ add_executable(probe_dump instrumenter/probe_dump.c)
 target_include_directories(probe_dump PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit)
 target_link_libraries(probe_dump PRIVATE beatline_instrument beatline_core PkgConfig::LIBZIP)
 beatline_instrument_test(probe_test)
+# Network call sites rewritten in place (issue 16, instrumenter/netsite.h).
+beatline_instrument_test(netsite_test)
 
 # JVM acceptance: five Debian jars instrumented, checked by ASM's
 # CheckClassAdapter and loaded under java -Xverify:all (about 15 s).

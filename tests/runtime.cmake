@@ -50,6 +50,21 @@ beatline_runtime_test(runtime_reentry ReentryTest)
 beatline_runtime_test(runtime_gate GateTest)
 beatline_runtime_test(runtime_flush_wake FlushWakeTest)
 
+# Network requests (issue 16): the test program tests/runtime/netapp, compiled
+# against Debian's OkHttp 3.13 into its own jar (not on the tests' class path:
+# NetworkTest instruments it and runs it in child JVMs with OkHttp 3.13, 4.12
+# from BEATLINE_KOTLIN_DEPS, or no OkHttp).
+file(GLOB BEATLINE_NETAPP_SRC CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/runtime/netapp/*.java)
+set(CMAKE_JAVA_COMPILE_FLAGS --release 8 -encoding UTF-8)
+add_jar(beatline-netapp
+        SOURCES ${BEATLINE_NETAPP_SRC}
+        INCLUDE_JARS ${BEATLINE_OKHTTP3_JARS}
+        OUTPUT_DIR ${CMAKE_BINARY_DIR}/lib)
+set(CMAKE_JAVA_COMPILE_FLAGS "${_bl_saved_flags}")
+add_dependencies(beatline-runtime-tests beatline-netapp beatline-instrument)
+beatline_runtime_test(runtime_network NetworkTest)
+beatline_runtime_test(runtime_network_event NetEventTest)
+
 # Android tests (issue 13): the Android source set under Robolectric 4.11.1,
 # SDK 34, offline: the jars scripts/install-deps copied with Maven into
 # BEATLINE_ANDROID_DEPS (runtime/CMakeLists.txt); nothing is downloaded while

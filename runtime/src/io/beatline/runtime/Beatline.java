@@ -245,6 +245,11 @@ public final class Beatline {
         }
     }
 
+    /** The running session, or null (the network events of issue 16: {@link NetRequest}). */
+    static Session session() {
+        return current;
+    }
+
     /** Whether the probes record now (tests: a gated session's windows). */
     static boolean recording() {
         return recorder != null;
@@ -334,6 +339,9 @@ public final class Beatline {
         public final long wakeups;
         /** The HTTPS / cleartext error that stopped uploads for this session, or null (issue 14). */
         public final String uploadError;
+        /** Network events spooled; lost (queue full, not describable by the contract, spool failure) (issue 16). */
+        public final long networkSpooled;
+        public final long networkDropped;
 
         Stats(Session s) {
             threads = s.recorder.threads();
@@ -363,6 +371,8 @@ public final class Beatline {
             blocksDropped = s.blocksDropped;
             wakeups = s.wakeups;
             uploadError = s.uploadError;
+            networkSpooled = s.networkSpooled;
+            networkDropped = s.networkDropped;
         }
     }
 }

@@ -113,6 +113,12 @@ public final class BeatlineConfig {
     public final UploadGate uploadGate;
     /** Process name written into every batch header (issue 14; null: not written, the main process). */
     public final String process;
+    /**
+     * Network events (issue 16) carry the request's query parameter NAMES as
+     * {@code query_keys} (values are never sent); false (default): no query
+     * at all. Property {@code beatline.networkKeepQuery}.
+     */
+    public final boolean networkKeepQuery;
 
     private BeatlineConfig(Builder b) {
         server = b.server;
@@ -152,6 +158,7 @@ public final class BeatlineConfig {
         uploadMinBatches = b.uploadMinBatches;
         uploadGate = b.uploadGate;
         process = b.process;
+        networkKeepQuery = b.networkKeepQuery;
     }
 
     /** Whether this configuration asks for triggered uploads. */
@@ -206,6 +213,13 @@ public final class BeatlineConfig {
         int uploadMinBatches = 1;
         UploadGate uploadGate;
         String process;
+        boolean networkKeepQuery;
+
+        /** @param on send the query's parameter names with network events ({@link BeatlineConfig#networkKeepQuery}) */
+        public Builder networkKeepQuery(boolean on) {
+            networkKeepQuery = on;
+            return this;
+        }
 
         /** @param on phone behaviour: flushes on the runtime's thread ({@link BeatlineConfig#asyncFlush}) */
         public Builder asyncFlush(boolean on) {
@@ -589,6 +603,12 @@ public final class BeatlineConfig {
         }
         if ((v = s.get("tickerPeriodUs", "TICKER_PERIOD_US")) != null) {
             b.tickerPeriodMicros(num("tickerPeriodUs", v));
+        }
+        if ((v = s.get("networkKeepQuery", "NETWORK_KEEP_QUERY")) != null) {
+            if (!v.equals("true") && !v.equals("false")) {
+                throw new IllegalArgumentException("beatline.networkKeepQuery must be true or false: " + v);
+            }
+            b.networkKeepQuery(v.equals("true"));
         }
         boolean debug = "true".equals(s.get("debug", "DEBUG"));
         b.log(new Log.Stderr(debug));

@@ -262,6 +262,31 @@ final class Ring {
         return new Window(out, Math.max(lo, from), lo > from, false);
     }
 
+    /**
+     * MethodId of the innermost call open on the owning thread now: the
+     * newest enter in the ring that no later exit closes (read backwards,
+     * exits counted as depth), or -1 when none is found within the newest
+     * {@code maxScan} records still in the ring. For the network events'
+     * {@code caller} (issue 16). Owning thread only: it reads its own writes,
+     * which no one else writes; never allocates.
+     */
+    int innermostOpen(int maxScan) {
+        long p = published;
+        long lo = Math.max(0, Math.max(p - (mask + 1), p - maxScan));
+        int depth = 0;
+        for (long q = p - 1; q >= lo; q--) {
+            long r = slots[(int) q & mask];
+            if (r < 0) {
+                depth++;
+            } else if (depth == 0) {
+                return (int) (r >>> Recorder.ID_SHIFT) & Recorder.ID_MASK;
+            } else {
+                depth--;
+            }
+        }
+        return -1;
+    }
+
     /** Records the dumper has not taken yet (approximate while the writer runs). */
     long pending() {
         return published - start;

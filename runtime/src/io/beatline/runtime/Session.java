@@ -97,6 +97,24 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     volatile long blocksDropped;
     private volatile DispatchMonitor monitor;
     private volatile String device;
+    /**
+     * Network events waiting for the flush thread (issue 16; under netLock):
+     * at most {@link #MAX_PENDING_NET}; past it they are dropped (counted).
+     */
+    private final List<NetRequest> pendingNet = new ArrayList<NetRequest>();
+    private final Object netLock = new Object();
+    static final int MAX_PENDING_NET = 4096;
+    /** Network events per events-only batch (the server stores at most 16,384 a batch). */
+    static final int NET_PER_BATCH = 4096;
+    /** Queued network events that make the flush thread spool them at once. */
+    static final int NET_SOON = 256;
+    /** System.nanoTime() by which queued network events are spooled (under netLock; set by the first queued). */
+    private long netDueNanos;
+    /** The flush thread should spool the network events now (under wake). */
+    private boolean netWanted;
+    /** Network events spooled; dropped (queue full, not describable, spool failure). */
+    volatile long networkSpooled;
+    volatile long networkDropped;
     /** When the next regular (interval) dump is due, System.nanoTime(); flush thread only. */
     private long nextDumpNanos;
 
@@ -314,6 +332,120 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
         }
     }
 
+    /**
+     * A network request ended (issue 16; any thread): queues its event for
+     * the flush thread, which spools the queue as an events-only batch within
+     * one flush interval, at once when {@link #NET_SOON} are queued, and at
+     * every flush and shutdown. Never blocks on I/O.
+     */
+    void network(NetRequest r) {
+        boolean soon;
+        synchronized (netLock) {
+            if (pendingNet.size() >= MAX_PENDING_NET) {
+                networkDropped++;
+                return;
+            }
+            if (pendingNet.isEmpty()) {
+                netDueNanos = System.nanoTime() + cfg.flushIntervalMillis * 1000000L;
+            }
+            pendingNet.add(r);
+            soon = pendingNet.size() == NET_SOON || pendingNet.size() == 1;
+        }
+        if (soon) {
+            synchronized (wake) {
+                if (pendingNetCount() >= NET_SOON) {
+                    netWanted = true;
+                }
+                wake.notifyAll(); // the first one: a waiting flush thread takes the due time
+            }
+        }
+    }
+
+    private int pendingNetCount() {
+        synchronized (netLock) {
+            return pendingNet.size();
+        }
+    }
+
+    /** ms until queued network events are due (at least 1), 0 when due now, -1 when none are queued. */
+    private long netLeftMillis() {
+        synchronized (netLock) {
+            if (pendingNet.isEmpty()) {
+                return -1;
+            }
+            long ms = (netDueNanos - System.nanoTime()) / 1000000L;
+            return ms <= 0 ? 0 : ms;
+        }
+    }
+
+    /**
+     * Spools the queued network events as batches of their own (no thread
+     * table: the events-only form of schema/batch-format.md), at most
+     * {@link #NET_PER_BATCH} a batch; origin = the earliest begin. Dump lock held.
+     */
+    private void spoolNetwork() {
+        List<NetRequest> all;
+        synchronized (netLock) {
+            if (pendingNet.isEmpty()) {
+                return;
+            }
+            all = new ArrayList<NetRequest>(pendingNet);
+            pendingNet.clear();
+        }
+        for (int from = 0; from < all.size(); from += NET_PER_BATCH) {
+            List<NetRequest> part = all.subList(from, Math.min(all.size(), from + NET_PER_BATCH));
+            long nowUs = recorder.clock.nowMicros();
+            long wallUs = System.currentTimeMillis() * 1000L;
+            long origin = Long.MAX_VALUE;
+            for (NetRequest r : part) {
+                origin = Math.min(origin, r.beginUs);
+            }
+            StringBuilder sb = new StringBuilder(part.size() * 400);
+            int n = 0;
+            for (NetRequest r : part) {
+                String line = null;
+                try {
+                    line = r.event(origin, device(), cfg.networkKeepQuery);
+                } catch (Throwable t) {
+                    // counted below
+                }
+                if (line == null) {
+                    synchronized (netLock) {
+                        networkDropped++;
+                    }
+                    continue;
+                }
+                sb.append(line);
+                n++;
+            }
+            if (n == 0) {
+                continue;
+            }
+            long originWall = wallUs - (nowUs - origin);
+            UUID id = UUID.randomUUID();
+            try {
+                byte[] b = BatchEncoder.encode(header(id, originWall), new ArrayList<Recorder.ThreadDump>(),
+                        sb.toString().getBytes(BatchEncoder.UTF8));
+                File f = spool.write(id, b);
+                synchronized (statsLock) {
+                    batchesSpooled++;
+                }
+                synchronized (netLock) {
+                    networkSpooled += n;
+                }
+                log.debug("spooled " + f.getName() + ": " + n + " network events, " + b.length + " bytes");
+            } catch (Throwable e) {
+                synchronized (statsLock) {
+                    batchesLost++;
+                }
+                synchronized (netLock) {
+                    networkDropped += n;
+                }
+                log.warn(n + " network events lost: cannot spool them: " + e);
+            }
+        }
+    }
+
     /** Watchdog thread: spool the ANR report now (a kill during the stall leaves it on disk). */
     @Override
     public Object anr(DispatchMonitor.Block b) {
@@ -468,10 +600,15 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
                 boolean idle = !cfg.idleWakeups && quiet && recorder.pending() == 0;
                 synchronized (wake) {
                     long left = (nextDumpNanos - System.nanoTime()) / 1000000L;
-                    if (!flushWanted && !blocksWanted && !stopping && (left > 0 || triggered || idle)) {
+                    long netLeft = netLeftMillis();
+                    if (!flushWanted && !blocksWanted && !netWanted && netLeft != 0 && !stopping
+                            && (left > 0 || triggered || idle)) {
                         // phone, nothing written since the last look: no fill to watch, only the interval
                         long ms = triggered || idle ? 0
                                 : Math.max(1, !cfg.idleWakeups && quiet ? left : Math.min(left, poll));
+                        if (netLeft > 0) {
+                            ms = ms == 0 ? netLeft : Math.min(ms, netLeft); // network events wait one interval at most
+                        }
                         idleWaiting = ms == 0 && !triggered; // triggered: a message needs no dump (nudge)
                         // no fill watched (idle, or quiet: only the interval): a ring that passes a fill
                         // mark from here on wakes this wait (Ring#put, markWake); one that passed it
@@ -491,6 +628,17 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
                 }
                 if (stopping) {
                     return;
+                }
+                boolean net;
+                synchronized (wake) {
+                    net = netWanted || now;
+                    netWanted = false;
+                }
+                if (net || netLeftMillis() == 0) {
+                    synchronized (dumpLock) {
+                        spoolNetwork();
+                    }
+                    uploadIfDue(upload);
                 }
                 if (triggered) {
                     boolean blocks;
@@ -812,6 +960,9 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
      *        calls still open there as incomplete
      */
     void dumpToSpool(boolean last) {
+        synchronized (dumpLock) {
+            spoolNetwork();
+        }
         if (triggered) {
             synchronized (dumpLock) {
                 spoolBlocks();
