@@ -220,6 +220,18 @@ expect "bad launches: the good ones answered" "2 2 1000" \
 http GET "/v1/apps/shop/builds" "$RD"
 expect "bad launches: the batch counted" 3 "$(jq -r '.builds[] | select(.build == "1.0") | .batches' <<< "$BODY")"
 
+# --- per-batch bound: 256 launch events stored, the 257th counted as budget ---
+before_bu=$(m_of budget); before_n=$(metric beatline_launches_total)
+EK=$(jq -cn --argjson g "$GOOD" '[range(257) | $g | .kind = "hot"]')
+batch cap 33333333-3333-4333-8333-0000000000cc 1.0 $((O + 10800000000)) '[[7,"i",0],[7,"o",10]]' "$EK"
+post cap.bin
+expect "batch with 257 launches accepted" 202 "$CODE"
+expect_processed 1
+expect "cap: 256 stored" $((before_n + 256)) "$(metric beatline_launches_total)"
+expect "cap: the 257th counted as budget" $((before_bu + 1)) "$(m_of budget)"
+http GET "/v1/apps/shop/launches?build=1.0&kind=hot&since=$(( (O + 10800000000) / 1000000 ))" "$RD"
+expect "cap: 256 answered" 256 "$(jq '.launches[0].count' <<< "$BODY")"
+
 # --- parameters, keys and errors ----------------------------------------------
 http GET "/v1/apps/shop/launches?build=1.0&kind=lukewarm" "$RD"
 expect "bad kind: 400" "400 'kind' must be one of cold, warm, hot" "$CODE $(jq -r .error <<< "$BODY")"
