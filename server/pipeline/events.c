@@ -268,8 +268,12 @@ static bl_err take_window(bl_events *ev, const bl_batch *bt, uint64_t thread, ui
         *work = BL_EVENTS_WORK_MAX;
         return BL_EINVAL;
     }
+    if (e == BL_EINVAL) { /* begin > end or not indexed: never, the callers check */
+        ev->malformed[BL_EV_WINDOW]++;
+        return BL_EINVAL;
+    }
     if (e)
-        return e; /* BL_EINVAL (begin > end, not indexed): never, the callers check */
+        return e;
     *work += ev->bt.n_calls;
     return BL_OK;
 }
