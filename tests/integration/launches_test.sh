@@ -166,7 +166,7 @@ expect "tree: kind defaults to cold" "cold 5" "$(jq -r '"\(.kind) \(.roots | len
 http GET "/v1/apps/shop/launches/tree?build=1.0&kind=cold&limit=1" "$RD"
 expect "tree: limit=1 cuts the tree" "true 1" "$(jq -r '"\(.truncated) \(.roots | length)"' <<< "$BODY")"
 http GET "/v1/apps/shop/launches/tree?build=1.0&kind=warm" "$RD"
-expect "tree of a kind without launches: empty" "200 0" "$CODE $(jq '.roots | length' <<< "$BODY")"
+expect "tree of warm launches whose windows hold no calls: empty" "200 0" "$CODE $(jq '.roots | length' <<< "$BODY")"
 
 # --- kind filter and since/until (whole hours) ------------------------------
 http GET "/v1/apps/shop/launches?build=1.0&kind=warm" "$RD"
