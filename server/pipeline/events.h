@@ -2,7 +2,7 @@
  * events.h — the events of a batch (schema/batch-format.md, "Events"): JSON
  * lines parsed by the writer as it processes the batch, dispatched by
  * "type". Issue 13: "block" events become block aggregates (agg/blocks.h,
- * store/blocks.h); later issues add "launch" and "network".
+ * store/blocks.h); issue 15 adds "launch" (below), a later one "network".
  *
  * A line that is not a JSON object, has no "type", has an unknown type or a
  * field of the wrong type or range is skipped and counted by reason

@@ -232,6 +232,51 @@ expect "cap: the 257th counted as budget" $((before_bu + 1)) "$(m_of budget)"
 http GET "/v1/apps/shop/launches?build=1.0&kind=hot&since=$(( (O + 10800000000) / 1000000 ))" "$RD"
 expect "cap: 256 answered" 256 "$(jq '.launches[0].count' <<< "$BODY")"
 
+# --- kill -9 while a batch's launches are written: exactly once ---------------
+# 256 cold launches over one thread of 20,002 records (App.onCreate around
+# 10,000 Db.open calls), killed with -9 after growing delays while the writer
+# stores them (the landing point is not guaranteed); after the restarts the
+# build holds exactly 256 more cold launches and one more tree's worth of
+# calls per launch, and posting the batch again is a duplicate.
+KR=$(jq -cn '[[2,"i",0]] + ([range(10000) | [[6,"i",(. * 10 + 1)],[6,"o",(. * 10 + 6)]]] | add) + [[2,"o",100001]]')
+KE=$(jq -cn '[range(256) | {type:"launch", kind:"cold", thread:0, device:"dk\(. % 5)", start_us:-5000,
+  phases:{application_on_create:[0,100001]}, first_frame_us:100002}]')
+batch kill 33333333-3333-4333-8333-0000000000dd 1.0 $((O + 14400000000)) "$KR" "$KE"
+post kill.bin
+expect "kill batch accepted" 202 "$CODE"
+kills=0
+for d in 0.2 0.4 0.7 1 1.5 2 3; do
+  http GET "/v1/apps/shop/builds" "$RD"
+  [ "$(jq -r '.builds[] | select(.build == "1.0") | .batches' <<< "$BODY")" == 5 ] && break
+  sleep "$d"
+  kill -9 "$SERVER_PID"
+  wait "$SERVER_PID" 2> /dev/null || true
+  kills=$((kills + 1))
+  start_server "$DATA"
+done
+echo "kill -9: $kills time(s)"
+for _ in $(seq 600); do # bounded: 60 s
+  http GET "/v1/apps/shop/builds" "$RD"
+  [ "$(jq -r '.builds[] | select(.build == "1.0") | .batches' <<< "$BODY")" == 5 ] && break
+  sleep 0.1
+done
+expect "after kill -9: the batch processed once" 5 "$(jq -r '.builds[] | select(.build == "1.0") | .batches' <<< "$BODY")"
+KQ="/v1/apps/shop/launches?build=1.0&kind=cold&since=$(( (O + 14400000000) / 1000000 ))"
+http GET "$KQ" "$RD"
+expect "after kill -9: launches counted exactly once" "256 256" \
+  "$(jq -r '.launches[0] | "\(.count) \(.ttid.count)"' <<< "$BODY")"
+expect "after kill -9: methods counted exactly once" "2560000 256" \
+  "$(jq -r '.launches[0].slowest_methods[] | select(.method.name == "open") | "\(.count) \(.launches)"' <<< "$BODY")"
+http GET "/v1/apps/shop/launches/tree?build=1.0&kind=cold" "$RD"
+# 11 cold launches before (the window batch's one has App.onCreate as a root)
+expect "after kill -9: tree counted exactly once" 257 \
+  "$(jq '.roots[] | select(.method.name == "onCreate" and .method.class == "com.example.App") | .count' <<< "$BODY")"
+post kill.bin
+expect "kill batch again: duplicate" 200 "$CODE"
+sleep 0.3
+http GET "$KQ" "$RD"
+expect "duplicate not counted" 256 "$(jq -r '.launches[0].count' <<< "$BODY")"
+
 # --- parameters, keys and errors ----------------------------------------------
 http GET "/v1/apps/shop/launches?build=1.0&kind=lukewarm" "$RD"
 expect "bad kind: 400" "400 'kind' must be one of cold, warm, hot" "$CODE $(jq -r .error <<< "$BODY")"
