@@ -271,7 +271,12 @@ enum MHD_Result bl_h_launches(struct MHD_Connection *c, bl_http *h, req *r)
         bl_datadir_open_index(h->data_dir, bdir, &mi, NULL) != BL_OK)
         mi = NULL;
     kinds_ctx kx = { .n = 0 };
-    bl_err e = bl_lch_kinds(db, build_id, kind, from, to, kind_cb, &kx);
+    /* one snapshot for every read of the answer: counts and percentiles of
+     * the same launches even when the writer commits meanwhile */
+    bl_err e = bl_db_read_begin(db);
+    int in_read = !e;
+    if (!e)
+        e = bl_lch_kinds(db, build_id, kind, from, to, kind_cb, &kx);
     if (!e && kx.oom)
         e = BL_ENOMEM;
     json_t *arr = json_array();
@@ -283,6 +288,8 @@ enum MHD_Result bl_h_launches(struct MHD_Connection *c, bl_http *h, req *r)
             json_array_append_new(arr, o))
             e = BL_ENOMEM;
     }
+    if (in_read)
+        bl_db_read_end(db);
     for (int i = 0; i < kx.n; i++)
         free(kx.rows[i].activity);
     if (mi)
