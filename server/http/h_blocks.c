@@ -420,6 +420,47 @@ static int sort_nodes(json_t *arr)
     return bad ? -1 : 0;
 }
 
+bl_err bl_blk_tree_json(req *r, int64_t limit, bl_tree_lister list, void *ctx, json_t **roots,
+                        int *truncated)
+{
+    tree_ctx t = { r, { 0 }, NULL, 0, 0, limit, 0, 0 };
+    bl_u128map_init(&t.ix);
+    bl_err e = list(tree_node, &t, ctx);
+    json_t *arr = json_array();
+    int bad = !arr || t.failed || e;
+    for (size_t i = 0; i < t.n && !bad; i++) {
+        json_t *o = t.objs[i];
+        bad |= sort_nodes(json_object_get(o, "children")) != 0;
+        /* roots: nodes nobody lists as a child; a node's refcount says so */
+        if (o->refcount == 1)
+            bad |= json_array_append(arr, o) != 0;
+    }
+    if (!bad)
+        bad = sort_nodes(arr) != 0;
+    for (size_t i = 0; i < t.n; i++)
+        json_decref(t.objs[i]);
+    free(t.objs);
+    bl_u128map_cleanup(&t.ix);
+    if (bad) {
+        json_decref(arr);
+        return e && !t.failed ? BL_EIO : BL_ENOMEM;
+    }
+    *roots = arr;
+    *truncated = t.truncated;
+    return BL_OK;
+}
+
+typedef struct block_nodes_ctx {
+    bl_db *db;
+    int64_t build_id, group;
+} block_nodes_ctx;
+
+static bl_err block_nodes(bl_blk_node_cb cb, void *cb_ctx, void *ctx)
+{
+    block_nodes_ctx *x = ctx;
+    return bl_blk_nodes(x->db, x->build_id, x->group, cb, cb_ctx);
+}
+
 /* The latest ANR stack of a group, retraced with the build's mapping. */
 typedef struct stack_ctx {
     req *r;
@@ -540,36 +581,21 @@ enum MHD_Result bl_h_block(struct MHD_Connection *c, bl_http *h, req *r)
                      bname);
         return bl_reply_error(c, h, 404, msg);
     }
-    tree_ctx t = { r, { 0 }, NULL, 0, 0, limit, 0, 0 };
-    bl_u128map_init(&t.ix);
-    e = bl_blk_nodes(db, build_id, gid, tree_node, &t);
-    json_t *roots = json_array();
-    int bad = !roots || t.failed || e;
-    for (size_t i = 0; i < t.n && !bad; i++) {
-        json_t *o = t.objs[i];
-        bad |= sort_nodes(json_object_get(o, "children")) != 0;
-        /* roots: nodes nobody lists as a child; a node's refcount says so */
-        if (o->refcount == 1)
-            bad |= json_array_append(roots, o) != 0;
-    }
-    if (!bad)
-        bad = sort_nodes(roots) != 0;
-    for (size_t i = 0; i < t.n; i++)
-        json_decref(t.objs[i]);
-    free(t.objs);
-    bl_u128map_cleanup(&t.ix);
-    if (bad) {
-        json_decref(roots);
+    block_nodes_ctx bn = { db, build_id, gid };
+    json_t *roots;
+    int truncated;
+    e = bl_blk_tree_json(r, limit, block_nodes, &bn, &roots, &truncated);
+    if (e) {
         json_decref(found);
-        return e && !t.failed ? bl_reply_error(c, h, 500, "database error")
-                              : bl_reply_error(c, h, 503, "not enough memory for this answer "
-                                                          "now; retry later or ask for fewer "
-                                                          "nodes (limit)");
+        return e == BL_EIO ? bl_reply_error(c, h, 500, "database error")
+                           : bl_reply_error(c, h, 503, "not enough memory for this answer "
+                                                       "now; retry later or ask for fewer "
+                                                       "nodes (limit)");
     }
     if (json_object_set_new(found, "app", bl_json_text(r->app)) ||
         json_object_set_new(found, "build", bl_json_text(bname)) ||
         json_object_set_new(found, "call_tree", roots) ||
-        json_object_set_new(found, "truncated", json_boolean(t.truncated))) {
+        json_object_set_new(found, "truncated", json_boolean(truncated))) {
         json_decref(found);
         return bl_reply_error(c, h, 503, "out of memory; retry later");
     }

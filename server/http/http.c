@@ -589,6 +589,10 @@ static enum route route_of(const char *method, const char *url, req *r)
         return get ? R_BLOCKS : R_NONE;
     if (!strcmp(rest, "/method-histogram"))
         return get ? R_METHOD_HIST : R_NONE;
+    if (!strcmp(rest, "/launches"))
+        return get ? R_LAUNCHES : R_NONE;
+    if (!strcmp(rest, "/launches/tree"))
+        return get ? R_LAUNCH_TREE : R_NONE;
     if (!strncmp(rest, "/blocks/", 8) && rest[8] && !strchr(rest + 8, '/')) {
         snprintf(r->sig, sizeof r->sig, "%s", rest + 8);
         return get ? R_BLOCK : R_NONE;
@@ -627,6 +631,7 @@ static const bl_role route_role[] = {
     [R_RETRACE] = BL_ROLE_READ,   [R_DELETE_BUILD] = BL_ROLE_UPLOAD,
                                   [R_BLOCKS] = BL_ROLE_READ,      [R_BLOCK] = BL_ROLE_READ,
     [R_METHOD_HIST] = BL_ROLE_READ,
+    [R_LAUNCHES] = BL_ROLE_READ,  [R_LAUNCH_TREE] = BL_ROLE_READ,
 };
 
 /* ---- connection tracking and the watchdog (total-time limits) ---------- */
@@ -1082,6 +1087,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     case R_BLOCKS: return bl_h_blocks(c, h, r);
     case R_BLOCK: return bl_h_block(c, h, r);
     case R_METHOD_HIST: return bl_h_method_hist(c, h, r);
+    case R_LAUNCHES: return bl_h_launches(c, h, r);
+    case R_LAUNCH_TREE: return bl_h_launch_tree(c, h, r);
     case R_BATCHES: return bl_h_batch(c, h, r);
     case R_DELETE_BUILD: return bl_h_delete_build(c, h, r);
     case R_MAPPING:

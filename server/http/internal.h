@@ -19,6 +19,7 @@
 #include "http/http.h"
 #include "pipeline/datadir.h"
 #include "store/apps.h"
+#include "store/blocks.h"
 #include "store/db.h"
 
 enum route {
@@ -36,7 +37,9 @@ enum route {
     R_DELETE_BUILD, /* DELETE /v1/apps/{app}/builds/{build} (h_delete.c) */
     R_BLOCKS,
     R_BLOCK,
-    R_METHOD_HIST   /* GET /v1/apps/{app}/method-histogram (h_method.c) */
+    R_METHOD_HIST,  /* GET /v1/apps/{app}/method-histogram (h_method.c) */
+    R_LAUNCHES,     /* GET /v1/apps/{app}/launches (h_launches.c) */
+    R_LAUNCH_TREE   /* GET /v1/apps/{app}/launches/tree (h_launches.c) */
 };
 
 /* One open connection, for the total-time limits (http.c "watchdog").
@@ -196,6 +199,20 @@ enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r);
 /* h_blocks.c */
 enum MHD_Result bl_h_blocks(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_block(struct MHD_Connection *c, bl_http *h, req *r);
+/* A stored tree's nodes, by ascending id (parents first), handed to cb
+ * (store/blocks.h node shape). BL_OK, BL_EIO. */
+typedef bl_err (*bl_tree_lister)(bl_blk_node_cb cb, void *cb_ctx, void *ctx);
+/* The JSON roots (node shape of GET call-tree: method, count, total_us,
+ * self_us, children; siblings by total_us descending) of the nodes `list`
+ * gives: at most `limit` nodes (in their order; *truncated = 1 when some
+ * were left out), each charged to r (about 1 KiB) as it is built. *roots
+ * is owned by the caller. BL_EIO (the listing failed), BL_ENOMEM (memory
+ * or the request's budget). */
+bl_err bl_blk_tree_json(req *r, int64_t limit, bl_tree_lister list, void *ctx, json_t **roots,
+                        int *truncated);
+/* h_launches.c */
+enum MHD_Result bl_h_launches(struct MHD_Connection *c, bl_http *h, req *r);
+enum MHD_Result bl_h_launch_tree(struct MHD_Connection *c, bl_http *h, req *r);
 /* h_web.c: the dashboard's files. bl_web_open opens the folder (NULL or
  * "": none, *fd = -1); -1 with err when it cannot be opened. bl_h_web
  * answers the file of the decoded request path url (200, or 404 JSON). */

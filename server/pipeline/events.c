@@ -1,6 +1,6 @@
 /*
- * events.c — batch events: parsing, dispatch, block aggregation (see
- * events.h).
+ * events.c — batch events: parsing, dispatch, block and launch aggregation
+ * (see events.h).
  */
 #include "pipeline/events.h"
 
@@ -15,6 +15,7 @@
 #include "agg/sketch.h"
 #include "common/buf.h"
 #include "store/blocks.h"
+#include "store/launches.h"
 
 #define T_MAX (((uint64_t)1 << 40) - 1) /* µs since the origin fit 40 bits */
 
@@ -24,6 +25,7 @@ static const char *const reason_names[BL_EV_REASONS] = {
 
 static _Atomic uint64_t g_malformed[BL_EV_REASONS];
 static _Atomic uint64_t g_blocks;
+static _Atomic uint64_t g_launches;
 
 const char *bl_events_reason(int reason)
 {
@@ -40,9 +42,14 @@ uint64_t bl_events_blocks(void)
     return atomic_load(&g_blocks);
 }
 
+uint64_t bl_events_launches(void)
+{
+    return atomic_load(&g_launches);
+}
+
 struct bl_events {
     uint64_t malformed[BL_EV_REASONS]; /* this transaction's */
-    uint64_t blocks;
+    uint64_t blocks, launches;
     bl_calltree tree;
     bl_block_tree bt;
     int64_t tree_thread;  /* thread index the tree holds, -1 none */
@@ -53,6 +60,9 @@ struct bl_events {
     size_t cap_ids;
     char *session;        /* NUL-terminated copy of the batch's session_id */
     size_t cap_session;
+    bl_buf vblobs;        /* one launch's serialised sketches, back to back */
+    uint32_t *by_mid;     /* a launch tree's node indexes sorted by methodId */
+    size_t cap_by_mid;
 };
 
 bl_err bl_events_new(bl_events **out)
@@ -65,6 +75,7 @@ bl_err bl_events_new(bl_events **out)
     bl_sketch_init(&ev->sk);
     bl_buf_init(&ev->blob, 0);
     bl_buf_init(&ev->stack, 0);
+    bl_buf_init(&ev->vblobs, 0);
     *out = ev;
     return BL_OK;
 }
@@ -78,6 +89,8 @@ void bl_events_free(bl_events *ev)
     bl_sketch_cleanup(&ev->sk);
     bl_buf_cleanup(&ev->blob);
     bl_buf_cleanup(&ev->stack);
+    bl_buf_cleanup(&ev->vblobs);
+    free(ev->by_mid);
     free(ev->ids);
     free(ev->session);
     free(ev);
@@ -88,6 +101,7 @@ void bl_events_flush(bl_events *ev)
     for (int i = 0; i < BL_EV_REASONS; i++)
         atomic_fetch_add(&g_malformed[i], ev->malformed[i]);
     atomic_fetch_add(&g_blocks, ev->blocks);
+    atomic_fetch_add(&g_launches, ev->launches);
     bl_events_clear(ev);
 }
 
@@ -95,6 +109,7 @@ void bl_events_clear(bl_events *ev)
 {
     memset(ev->malformed, 0, sizeof ev->malformed);
     ev->blocks = 0;
+    ev->launches = 0;
 }
 
 /* ---- field checks: 0 when the field is fine ---------------------------- */
@@ -221,6 +236,48 @@ static bl_err store_block(bl_events *ev, bl_db *db, int64_t build_id, int64_t or
     return BL_OK;
 }
 
+/* Rebuilds thread `thread` of bt (unless ev->tree holds it already) and
+ * takes the window [begin, end] of it into ev->bt, charging the work.
+ * BL_OK; BL_EINVAL: skipped (counted as "budget"); BL_ENOMEM. */
+static bl_err take_window(bl_events *ev, const bl_batch *bt, uint64_t thread, uint64_t begin,
+                          uint64_t end, uint64_t *work)
+{
+    if ((int64_t)thread != ev->tree_thread) {
+        const bl_batch_thread *th = &bt->threads[thread];
+        if (*work + th->n_records > BL_EVENTS_WORK_MAX) {
+            ev->malformed[BL_EV_BUDGET]++;
+            return BL_EINVAL;
+        }
+        *work += th->n_records;
+        bl_segment seg = { th->truncated, th->continues, th->n_carried, th->since_us };
+        ev->tree_thread = -1;
+        bl_err e = bl_calltree_build_segment(&ev->tree, th->records, th->n_records, &seg);
+        if (e == BL_ENOMEM)
+            return e;
+        if (e) { /* too deep: the POST refuses such batches; never here in practice */
+            ev->malformed[BL_EV_BUDGET]++;
+            return BL_EINVAL;
+        }
+        if ((e = bl_block_index(&ev->bt, &ev->tree)))
+            return e;
+        ev->tree_thread = (int64_t)thread;
+    }
+    bl_err e = bl_block_window(&ev->bt, begin, end, BL_EVENTS_WORK_MAX - *work);
+    if (e == BL_ETOOBIG) {
+        ev->malformed[BL_EV_BUDGET]++;
+        *work = BL_EVENTS_WORK_MAX;
+        return BL_EINVAL;
+    }
+    if (e == BL_EINVAL) { /* begin > end or not indexed: never, the callers check */
+        ev->malformed[BL_EV_WINDOW]++;
+        return BL_EINVAL;
+    }
+    if (e)
+        return e;
+    *work += ev->bt.n_calls;
+    return BL_OK;
+}
+
 static bl_err do_block(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t build_id,
                        int64_t origin, json_t *o, uint64_t *work, uint32_t *blocks)
 {
@@ -235,36 +292,203 @@ static bl_err do_block(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t bui
         return BL_OK;
     }
     ++*blocks;
-    if ((int64_t)b.thread != ev->tree_thread) {
-        const bl_batch_thread *th = &bt->threads[b.thread];
-        if (*work + th->n_records > BL_EVENTS_WORK_MAX) {
-            ev->malformed[BL_EV_BUDGET]++;
-            return BL_OK;
-        }
-        *work += th->n_records;
-        bl_segment seg = { th->truncated, th->continues, th->n_carried, th->since_us };
-        ev->tree_thread = -1;
-        bl_err e = bl_calltree_build_segment(&ev->tree, th->records, th->n_records, &seg);
-        if (e == BL_ENOMEM)
-            return e;
-        if (e) { /* too deep: the POST refuses such batches; never here in practice */
-            ev->malformed[BL_EV_BUDGET]++;
-            return BL_OK;
-        }
-        if ((e = bl_block_index(&ev->bt, &ev->tree)))
-            return e;
-        ev->tree_thread = (int64_t)b.thread;
-    }
-    bl_err e = bl_block_window(&ev->bt, b.begin, b.end, BL_EVENTS_WORK_MAX - *work);
-    if (e == BL_ETOOBIG) {
-        ev->malformed[BL_EV_BUDGET]++;
-        *work = BL_EVENTS_WORK_MAX;
-        return BL_OK;
-    }
+    bl_err e = take_window(ev, bt, b.thread, b.begin, b.end, work);
     if (e)
         return e == BL_EINVAL ? BL_OK : e;
-    *work += ev->bt.n_calls;
     return store_block(ev, db, build_id, origin, &b);
+}
+
+/* ---- launch events (issue 15) ------------------------------------------ */
+
+static int get_time(json_t *o, const char *k, int64_t *out)
+{
+    json_t *v = json_object_get(o, k);
+    if (!json_is_integer(v) || json_integer_value(v) < BL_EVENT_TIME_MIN ||
+        json_integer_value(v) > BL_EVENT_TIME_MAX)
+        return -1;
+    *out = (int64_t)json_integer_value(v);
+    return 0;
+}
+
+/* A parsed launch event. */
+typedef struct launch_ev {
+    uint64_t thread;
+    int kind;
+    int64_t start, first_frame, fully_drawn; /* fully_drawn: INT64_MIN when absent */
+    const char *device, *activity;          /* activity: NULL when absent */
+    int has[BL_LCH_PHASES];
+    int64_t phase[BL_LCH_PHASES][2];        /* begin, end */
+} launch_ev;
+
+/* Checks a launch event's fields: -1 with *reason set when one is wrong
+ * (field types and ranges: bad_field; then the thread; then the order of
+ * the times: window). */
+static int parse_launch(json_t *o, const bl_batch *bt, launch_ev *l, int *reason)
+{
+    *reason = BL_EV_BAD_FIELD;
+    memset(l, 0, sizeof *l);
+    const char *kind;
+    json_t *phases = json_object_get(o, "phases");
+    if (get_uint(o, "thread", INT64_MAX, &l->thread) ||
+        get_str(o, "kind", 0, 16, &kind) ||
+        get_str(o, "device", 1, BL_EVENT_DEVICE_MAX, &l->device) ||
+        get_time(o, "start_us", &l->start) ||
+        get_time(o, "first_frame_us", &l->first_frame) || !json_is_object(phases))
+        return -1;
+    l->kind = -1;
+    for (int k = 0; k < BL_LCH_KINDS; k++)
+        if (!strcmp(kind, bl_lch_kind_name(k)))
+            l->kind = k;
+    if (l->kind < 0)
+        return -1;
+    l->fully_drawn = INT64_MIN;
+    if (json_object_get(o, "fully_drawn_us") &&
+        (get_time(o, "fully_drawn_us", &l->fully_drawn) || l->fully_drawn < l->start))
+        return -1;
+    if (json_object_get(o, "activity") &&
+        get_str(o, "activity", 0, BL_EVENT_ACTIVITY_MAX, &l->activity))
+        return -1;
+    for (int i = 0; i < BL_LCH_PHASES; i++) {
+        json_t *a = json_object_get(phases, bl_lch_measure_name(i));
+        if (!a)
+            continue; /* the phase did not run */
+        if (!json_is_array(a) || json_array_size(a) != 2)
+            return -1;
+        for (int j = 0; j < 2; j++) {
+            json_t *v = json_array_get(a, (size_t)j);
+            if (!json_is_integer(v) || json_integer_value(v) < BL_EVENT_TIME_MIN ||
+                json_integer_value(v) > BL_EVENT_TIME_MAX)
+                return -1;
+            l->phase[i][j] = (int64_t)json_integer_value(v);
+        }
+        l->has[i] = 1;
+    }
+    if (l->thread >= bt->n_threads) {
+        *reason = BL_EV_THREAD;
+        return -1;
+    }
+    *reason = BL_EV_WINDOW;
+    if (l->first_frame < l->start)
+        return -1;
+    for (int i = 0; i < BL_LCH_PHASES; i++)
+        if (l->has[i] && (l->phase[i][0] > l->phase[i][1] || l->phase[i][0] < l->start ||
+                          l->phase[i][1] > l->first_frame))
+            return -1;
+    return 0;
+}
+
+static _Thread_local const bl_block_node *sort_nodes; /* qsort has no context argument */
+
+/* node indexes by methodId, then index (a total order) */
+static int cmp_node_mid(const void *a, const void *b)
+{
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    uint32_t x = sort_nodes[i].method_id, y = sort_nodes[j].method_id;
+    if (x != y)
+        return x < y ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+/* Stores one launch; its window's tree (when it has one) is in ev->bt. */
+static bl_err store_launch(bl_events *ev, bl_db *db, int64_t build_id, int64_t origin,
+                           const launch_ev *l, int has_tree)
+{
+    bl_lch_value v[BL_LCH_MEASURES];
+    size_t off[BL_LCH_MEASURES], n = 0;
+    bl_buf_reset(&ev->vblobs);
+    for (int m = 0; m < BL_LCH_MEASURES; m++) {
+        int64_t d;
+        if (m < BL_LCH_PHASES && l->has[m])
+            d = l->phase[m][1] - l->phase[m][0];
+        else if (m == BL_LCH_TTID)
+            d = l->first_frame - l->start;
+        else if (m == BL_LCH_TTFD && l->fully_drawn != INT64_MIN)
+            d = l->fully_drawn - l->start;
+        else
+            continue;
+        off[n] = ev->vblobs.len;
+        bl_sketch_reset(&ev->sk);
+        if (bl_sketch_add(&ev->sk, (uint64_t)d, 1) || bl_sketch_serialize(&ev->sk, &ev->vblobs))
+            return BL_ENOMEM;
+        v[n] = (bl_lch_value){ m, d, NULL, ev->vblobs.len - off[n] };
+        n++;
+    }
+    for (size_t i = 0; i < n; i++) /* the buffer may have moved while it grew */
+        v[i].sketch = ev->vblobs.data + off[i];
+    int64_t at = origin + l->start;
+    bl_lch_launch row = { build_id, l->kind, at, l->activity, v, n };
+    if (bl_lch_add(db, &row))
+        return BL_EIO;
+    uint32_t nn = has_tree ? ev->bt.n_nodes : 0;
+    if (nn > ev->cap_ids) {
+        int64_t *ids = realloc(ev->ids, (size_t)nn * sizeof *ids);
+        if (!ids)
+            return BL_ENOMEM;
+        ev->ids = ids;
+        ev->cap_ids = nn;
+    }
+    if (nn > ev->cap_by_mid) {
+        uint32_t *o = realloc(ev->by_mid, (size_t)nn * sizeof *o);
+        if (!o)
+            return BL_ENOMEM;
+        ev->by_mid = o;
+        ev->cap_by_mid = nn;
+    }
+    /* the merged tree, parents first (the block tree's order) */
+    for (uint32_t j = 0; j < nn; j++) {
+        const bl_block_node *x = &ev->bt.nodes[j];
+        int64_t parent = x->parent == BL_BLOCK_NONE ? 0 : ev->ids[x->parent];
+        if (bl_lch_node_add(db, build_id, l->kind, parent, x->method_id, (int64_t)x->count,
+                            (int64_t)x->total, (int64_t)x->self, &ev->ids[j]))
+            return BL_EIO;
+        ev->by_mid[j] = j;
+    }
+    /* per method: the nodes of one methodId summed (every call once) */
+    sort_nodes = ev->bt.nodes;
+    if (nn > 1)
+        qsort(ev->by_mid, nn, sizeof *ev->by_mid, cmp_node_mid);
+    for (uint32_t j = 0; j < nn;) {
+        uint32_t mid = ev->bt.nodes[ev->by_mid[j]].method_id;
+        uint64_t c = 0, t = 0, sf = 0;
+        for (; j < nn && ev->bt.nodes[ev->by_mid[j]].method_id == mid; j++) {
+            const bl_block_node *x = &ev->bt.nodes[ev->by_mid[j]];
+            c += x->count;
+            t += x->total;
+            sf += x->self;
+        }
+        if (bl_lch_method_add(db, build_id, l->kind, at, mid, (int64_t)c, (int64_t)t,
+                              (int64_t)sf))
+            return BL_EIO;
+    }
+    ev->launches++;
+    return BL_OK;
+}
+
+static bl_err do_launch(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t build_id,
+                        int64_t origin, json_t *o, uint64_t *work, uint32_t *launches)
+{
+    launch_ev l;
+    int reason;
+    if (parse_launch(o, bt, &l, &reason)) {
+        ev->malformed[reason]++;
+        return BL_OK;
+    }
+    if (*launches >= BL_EVENTS_LAUNCHES_MAX) {
+        ev->malformed[BL_EV_BUDGET]++;
+        return BL_OK;
+    }
+    ++*launches;
+    /* the window: from the start (the records' clock begins at 0; a cold
+     * start's process start may precede it) to the first frame */
+    int has_tree = 0;
+    if (l.first_frame >= 0) {
+        uint64_t begin = l.start < 0 ? 0 : (uint64_t)l.start;
+        bl_err e = take_window(ev, bt, l.thread, begin, (uint64_t)l.first_frame, work);
+        if (e)
+            return e == BL_EINVAL ? BL_OK : e;
+        has_tree = 1;
+    }
+    return store_launch(ev, db, build_id, origin, &l, has_tree);
 }
 
 bl_err bl_events_batch(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t build_id,
@@ -283,7 +507,7 @@ bl_err bl_events_batch(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t bui
     ev->session[bt->session_id.n] = '\0';
     ev->tree_thread = -1;
     uint64_t work = 0;
-    uint32_t blocks = 0;
+    uint32_t blocks = 0, launches = 0;
     const char *p = bt->events.p, *end = p + bt->events.n;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -304,6 +528,8 @@ bl_err bl_events_batch(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t bui
             ev->malformed[BL_EV_NO_TYPE]++;
         else if (!strcmp(json_string_value(type), "block"))
             e = do_block(ev, db, bt, build_id, origin_wall_us, o, &work, &blocks);
+        else if (!strcmp(json_string_value(type), "launch"))
+            e = do_launch(ev, db, bt, build_id, origin_wall_us, o, &work, &launches);
         else
             ev->malformed[BL_EV_UNKNOWN_TYPE]++;
         json_decref(o);

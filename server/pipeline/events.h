@@ -2,7 +2,7 @@
  * events.h — the events of a batch (schema/batch-format.md, "Events"): JSON
  * lines parsed by the writer as it processes the batch, dispatched by
  * "type". Issue 13: "block" events become block aggregates (agg/blocks.h,
- * store/blocks.h); later issues add "launch" and "network".
+ * store/blocks.h); issue 15 adds "launch" (below), a later one "network".
  *
  * A line that is not a JSON object, has no "type", has an unknown type or a
  * field of the wrong type or range is skipped and counted by reason
@@ -11,10 +11,18 @@
  * rolled back) or a memory shortage (the transaction is tried again) stop
  * a batch.
  *
- * Work per batch is bounded: at most BL_EVENTS_BLOCKS_MAX block events are
- * stored per batch, and rebuilding a thread for its block windows costs its
- * records, a window its calls, past BL_EVENTS_WORK_MAX units in one batch;
- * the block events past either bound are skipped (reason "budget").
+ * Issue 15: "launch" events become launch aggregates (store/launches.h):
+ * per build, kind and hour the phase durations, TTID and TTFD; the calls of
+ * the launch window [max(start_us, 0), first_frame_us] of the event's
+ * thread segment (the block window rules, agg/blocks.h) become the merged
+ * launch call tree per build and kind and the per-method figures.
+ *
+ * Work per batch is bounded: at most BL_EVENTS_BLOCKS_MAX block events and
+ * BL_EVENTS_LAUNCHES_MAX launch events are stored per batch, and
+ * rebuilding a thread for its block or launch windows costs its records, a
+ * window its calls, past BL_EVENTS_WORK_MAX units in one batch (one budget
+ * for both types); the events past either bound are skipped (reason
+ * "budget").
  *
  * Writer thread only, like the rest of the processor's state.
  */
@@ -28,6 +36,10 @@
 
 #define BL_EVENTS_WORK_MAX ((uint64_t)1 << 26)
 #define BL_EVENTS_BLOCKS_MAX 4096
+#define BL_EVENTS_LAUNCHES_MAX 256
+#define BL_EVENT_ACTIVITY_MAX 512 /* bytes */
+#define BL_EVENT_TIME_MIN (-((int64_t)1 << 40)) /* a launch's times: µs, may be negative */
+#define BL_EVENT_TIME_MAX (((int64_t)1 << 40) - 1)
 #define BL_EVENT_TARGET_MAX 512  /* bytes */
 #define BL_EVENT_DEVICE_MAX 64   /* bytes */
 #define BL_EVENT_STACK_MAX 256   /* frames */
@@ -40,7 +52,9 @@ enum bl_event_reason {
     BL_EV_UNKNOWN_TYPE, /* "unknown_type": a type this server does not know */
     BL_EV_BAD_FIELD,    /* "bad_field": a field missing, of the wrong type, or out of range */
     BL_EV_THREAD,       /* "thread": "thread" is not an index into the batch's thread table */
-    BL_EV_WINDOW,       /* "window": begin_us > end_us */
+    BL_EV_WINDOW,       /* "window": begin_us > end_us (block); a launch's times out of
+                         * order (a phase's begin > end, before start_us or ending after
+                         * first_frame_us; first_frame_us < start_us) */
     BL_EV_BUDGET,       /* "budget": past BL_EVENTS_BLOCKS_MAX or BL_EVENTS_WORK_MAX in this batch */
     BL_EV_REASONS
 };
@@ -49,10 +63,11 @@ enum bl_event_reason {
 const char *bl_events_reason(int reason);
 
 /* Process-wide counters for /metrics (thread-safe): lines skipped for
- * `reason` and blocks stored, in committed transactions (counted when the
- * transaction is flushed, just before COMMIT). */
+ * `reason`, blocks and launches stored, in committed transactions (counted
+ * when the transaction is flushed, just before COMMIT). */
 uint64_t bl_events_malformed(int reason);
 uint64_t bl_events_blocks(void);
+uint64_t bl_events_launches(void);
 
 typedef struct bl_events bl_events;
 

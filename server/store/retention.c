@@ -29,6 +29,15 @@ static const char *const per_build[] = {
     "JOIN block_groups g ON g.id = s.grp WHERE g.build_id = ?1 LIMIT ?2)",
     "DELETE FROM block_groups WHERE id IN (SELECT id FROM block_groups WHERE build_id = ?1 "
     "LIMIT ?2)",
+    /* launch tables (issue 15) */
+    "DELETE FROM launch_nodes WHERE id IN (SELECT id FROM launch_nodes WHERE build_id = ?1 "
+    "LIMIT ?2)",
+    "DELETE FROM launch_methods WHERE (build_id, kind, method_id, hour) IN (SELECT build_id, "
+    "kind, method_id, hour FROM launch_methods WHERE build_id = ?1 LIMIT ?2)",
+    "DELETE FROM launch_measures WHERE (build_id, kind, measure, hour) IN (SELECT build_id, "
+    "kind, measure, hour FROM launch_measures WHERE build_id = ?1 LIMIT ?2)",
+    "DELETE FROM launch_stats WHERE (build_id, kind, hour) IN (SELECT build_id, kind, hour "
+    "FROM launch_stats WHERE build_id = ?1 LIMIT ?2)",
     "DELETE FROM methods WHERE id IN (SELECT id FROM methods WHERE build_id = ?1 LIMIT ?2)",
 };
 
@@ -71,6 +80,34 @@ static const struct {
       "AND ?4 = ?4 AND NOT EXISTS (SELECT 1 FROM block_stats WHERE grp = ?2) LIMIT ?5)",
       "SELECT 1 FROM block_nodes WHERE grp IN (SELECT id FROM block_groups WHERE build_id = ?1) "
       "LIMIT 1" },
+    /* launch tables (issue 15): hour numbers as the block tables; keyed by
+     * kind (launch_stats), (kind, measure), (kind, method_id) */
+    { "SELECT kind, 0 FROM launch_stats WHERE build_id = ?1 AND (kind, 0) > (?2, ?3) "
+      "ORDER BY kind LIMIT 1",
+      "DELETE FROM launch_stats WHERE (build_id, kind, hour) IN (SELECT build_id, kind, hour "
+      "FROM launch_stats WHERE build_id = ?1 AND kind = ?2 AND ?3 = 0 "
+      "AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "SELECT 1 FROM launch_stats WHERE build_id = ?1 LIMIT 1" },
+    { "SELECT kind, measure FROM launch_measures WHERE build_id = ?1 "
+      "AND (kind, measure) > (?2, ?3) ORDER BY kind, measure LIMIT 1",
+      "DELETE FROM launch_measures WHERE (build_id, kind, measure, hour) IN (SELECT build_id, "
+      "kind, measure, hour FROM launch_measures WHERE build_id = ?1 AND kind = ?2 "
+      "AND measure = ?3 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "SELECT 1 FROM launch_measures WHERE build_id = ?1 LIMIT 1" },
+    { "SELECT kind, method_id FROM launch_methods WHERE build_id = ?1 "
+      "AND (kind, method_id) > (?2, ?3) ORDER BY kind, method_id LIMIT 1",
+      "DELETE FROM launch_methods WHERE (build_id, kind, method_id, hour) IN (SELECT build_id, "
+      "kind, method_id, hour FROM launch_methods WHERE build_id = ?1 AND kind = ?2 "
+      "AND method_id = ?3 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "SELECT 1 FROM launch_methods WHERE build_id = ?1 LIMIT 1" },
+    /* a kind's merged launch tree has no hours: it goes once every hour of
+     * the kind has expired (after launch_stats above, same pass) */
+    { "SELECT kind, 0 FROM launch_nodes WHERE build_id = ?1 AND (kind, 0) > (?2, ?3) "
+      "GROUP BY kind ORDER BY kind LIMIT 1",
+      "DELETE FROM launch_nodes WHERE id IN (SELECT id FROM launch_nodes WHERE build_id = ?1 "
+      "AND kind = ?2 AND ?3 = 0 AND ?4 = ?4 AND NOT EXISTS (SELECT 1 FROM launch_stats "
+      "WHERE build_id = ?1 AND kind = ?2) LIMIT ?5)",
+      "SELECT 1 FROM launch_nodes WHERE build_id = ?1 LIMIT 1" },
 };
 
 #define N_PER_BUILD (sizeof per_build / sizeof *per_build)

@@ -148,7 +148,7 @@ $(ev 0 1000010 1800010 'java.awt.event.InvocationEvent/com.example.Feed$2' dev-1
 $(ev 0 2000010 2900010 'java.awt.event.InvocationEvent/com.example.Img$1' dev-1),
 $(ev 0 4000010 4800010 'java.awt.event.InvocationEvent/com.example.Feed$3' dev-1),
 $(ev 0 5000000 5800000 'java.awt.event.MouseEvent/com.example.Empty' dev-1),
-{\"type\":\"launch\",\"took_us\":5},
+{\"type\":\"no-such-type\",\"took_us\":5},
 \"this line is not JSON\",
 \"[1,2]\",
 {\"no_type\":1},

@@ -270,6 +270,58 @@ START_TEST(block_tables)
 }
 END_TEST
 
+/* Launch aggregates (issue 15): per-hour rows (launch_stats,
+ * launch_measures, launch_methods) expire with their hour, a kind's merged
+ * launch tree once every hour of that kind expired; a build's deletion
+ * takes all of them; other builds' launches stay. */
+START_TEST(launch_tables)
+{
+    exec_ok("INSERT INTO launch_stats (build_id, kind, hour, count, first_at, last_at) VALUES "
+            "(1, 0, 3, 1, 1, 1), (1, 0, 8, 1, 1, 1), (1, 2, 3, 1, 1, 1), (2, 0, 3, 1, 1, 1)");
+    exec_ok("INSERT INTO launch_measures VALUES (1, 0, 5, 3, 1, 9, x''), (1, 0, 5, 8, 1, 9, x''), "
+            "(1, 0, 1, 3, 1, 9, x''), (1, 2, 5, 3, 1, 9, x''), (2, 0, 5, 3, 1, 9, x'')");
+    exec_ok("INSERT INTO launch_methods VALUES (1, 0, 7, 3, 1, 9, 9, 1), (1, 0, 7, 8, 1, 9, 9, 1), "
+            "(1, 2, 7, 3, 1, 9, 9, 1), (2, 0, 7, 3, 1, 9, 9, 1)");
+    exec_ok("INSERT INTO launch_nodes (id, build_id, kind, parent, method_id, count, total_us, "
+            "self_us) VALUES (1, 1, 0, 0, 7, 1, 9, 9), (2, 1, 2, 0, 7, 1, 9, 9), "
+            "(3, 1, 2, 2, 8, 1, 9, 9), (4, 2, 0, 0, 7, 1, 9, 9)");
+    /* cutoff H(6): hour 3 ends before it, hour 8 does not */
+    bl_rs_cursor cur;
+    memset(&cur, 0, sizeof cur);
+    int64_t deleted = 0;
+    int done = 0, slices = 0;
+    while (!done) {
+        ck_assert_int_eq(bl_rs_expire_slice(db, 1, H(6), &cur, 2, 100, &deleted, &done), BL_OK);
+        ck_assert_int_lt(++slices, 50);
+    }
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_stats WHERE build_id = 1"), 1);
+    ck_assert_int_eq(count("SELECT hour FROM launch_stats WHERE build_id = 1"), 8);
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_measures WHERE build_id = 1"), 1);
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_methods WHERE build_id = 1"), 1);
+    /* cold (an hour left) keeps its tree, hot's tree went */
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_nodes WHERE build_id = 1 AND kind = 0"), 1);
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_nodes WHERE build_id = 1 AND kind = 2"), 0);
+    /* build 2's launches untouched */
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_stats WHERE build_id = 2"), 1);
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_measures WHERE build_id = 2"), 1);
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_nodes WHERE build_id = 2"), 1);
+    /* deleting build 1 takes every launch row of it, nothing of build 2 */
+    exec_ok("DELETE FROM method_stats WHERE build_id = 1");
+    slices = 0;
+    do {
+        ck_assert_int_eq(bl_rs_build_slice(db, 1, 2, &deleted), BL_OK);
+        ck_assert_int_lt(++slices, 40);
+    } while (deleted);
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_stats WHERE build_id = 1"), 0);
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_measures WHERE build_id = 1"), 0);
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_methods WHERE build_id = 1"), 0);
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_nodes WHERE build_id = 1"), 0);
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_stats"), 1);
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_methods"), 1);
+    ck_assert_int_eq(count("SELECT count(*) FROM launch_nodes"), 1);
+}
+END_TEST
+
 START_TEST(app_settings)
 {
     ck_assert_int_eq(bl_rs_set_keep(db, "a", 0, 3), BL_OK);
@@ -311,6 +363,7 @@ int main(void)
     tcase_add_test(t, expire_slices);
     tcase_add_test(t, graveyard);
     tcase_add_test(t, block_tables);
+    tcase_add_test(t, launch_tables);
     tcase_add_test(t, app_settings);
     suite_add_tcase(s, t);
     return tu_run(s);
