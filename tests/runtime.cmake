@@ -49,6 +49,7 @@ beatline_runtime_test(runtime_block_event BlockEventTest)
 beatline_runtime_test(runtime_reentry ReentryTest)
 beatline_runtime_test(runtime_gate GateTest)
 beatline_runtime_test(runtime_flush_wake FlushWakeTest)
+beatline_runtime_test(runtime_start_cost StartCostTest)
 
 # Android tests (issue 13): the Android source set under Robolectric 4.11.1,
 # SDK 34, offline: the jars scripts/install-deps copied with Maven into
