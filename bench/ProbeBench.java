@@ -3,6 +3,8 @@ import io.beatline.runtime.BeatlineConfig;
 import io.beatline.runtime.Log;
 import io.beatline.runtime.TickerClock;
 import java.io.File;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.Arrays;
 import java.util.concurrent.CyclicBarrier;
 
@@ -19,7 +21,12 @@ import java.util.concurrent.CyclicBarrier;
  * beatline (started, NanoClock, every thread traced), beatline-ticker
  * (started, TickerClock at 1 ms), matrix (one global long[] ring with a
  * shared index and a clock cached every 5 ms by a thread, as Tencent
- * Matrix's AppMethodBeat keeps it).
+ * Matrix's AppMethodBeat keeps it), beatline-appclock (started, an app's
+ * Clock, ProbeBenchAppClock from the class path: probe-bench.sh runs it as
+ * compiled and instrumented; an optional third argument labels the line).
+ * Each line gives the median wall time per pair over the rounds and the
+ * median CPU time of the probing threads per pair (the machine is shared:
+ * the CPU figure is the one to compare).
  */
 public final class ProbeBench {
     static final int PAIRS = 10_000_000;
@@ -128,7 +135,8 @@ public final class ProbeBench {
             case "nanotime": return nanotime(n, acc);
             case "off":
             case "beatline":
-            case "beatline-ticker": return beatline(n, acc);
+            case "beatline-ticker":
+            case "beatline-appclock": return beatline(n, acc);
             case "matrix": return matrix(n, acc);
             default: throw new IllegalArgumentException(v);
         }
@@ -137,6 +145,9 @@ public final class ProbeBench {
     public static void main(String[] args) throws Exception {
         final String v = args[0];
         final int threads = Integer.parseInt(args[1]);
+        final String label = args.length > 2 ? args[2] : v;
+        final ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        final long[][] cpu = new long[threads][WARMUP + ROUNDS];
         if (v.startsWith("beatline")) {
             BeatlineConfig.Builder b = new BeatlineConfig.Builder().server("http://127.0.0.1:9").app("bench")
                     .ingestKey("k").spoolDir(new File(System.getProperty("java.io.tmpdir"), "beatline-bench-spool"))
@@ -154,6 +165,10 @@ public final class ProbeBench {
             if (v.equals("beatline-ticker")) {
                 b.clock(new TickerClock(1000));
             }
+            if (v.equals("beatline-appclock")) {
+                b.clock((io.beatline.runtime.Clock) Class.forName("ProbeBenchAppClock").getDeclaredConstructor()
+                        .newInstance());
+            }
             if (!Beatline.start(b.build())) {
                 throw new IllegalStateException("not started");
             }
@@ -169,7 +184,9 @@ public final class ProbeBench {
                 try {
                     for (int r = 0; r < WARMUP + ROUNDS; r++) {
                         start.await();
+                        long c0 = mx.getCurrentThreadCpuTime();
                         acc = run(v, PAIRS, acc);
+                        cpu[seed][r] = mx.getCurrentThreadCpuTime() - c0;
                         end.await();
                     }
                 } catch (Exception e) {
@@ -190,13 +207,23 @@ public final class ProbeBench {
         }
         double[] m = Arrays.copyOfRange(perRound, WARMUP, WARMUP + ROUNDS);
         Arrays.sort(m);
+        double[] c = new double[ROUNDS];
+        for (int r = 0; r < ROUNDS; r++) {
+            long sum = 0;
+            for (int t = 0; t < threads; t++) {
+                sum += cpu[t][WARMUP + r];
+            }
+            c[r] = sum / (double) threads / PAIRS; // CPU ns per pair of one thread
+        }
+        Arrays.sort(c);
         String threadsTraced = "";
         Beatline.Stats st = Beatline.stats();
         if (st != null) {
             threadsTraced = " (rings: " + st.threads + ")";
         }
-        System.out.printf("%-16s threads=%d  median %.2f ns/pair  (min %.2f, max %.2f)%s%n", v, threads,
-                m[m.length / 2], m[0], m[m.length - 1], threadsTraced);
+        System.out.printf("%-24s threads=%d  median %.2f ns/pair  (min %.2f, max %.2f)  cpu median %.2f ns/pair"
+                + " (min %.2f)%s%n", label, threads, m[m.length / 2], m[0], m[m.length - 1], c[c.length / 2], c[0],
+                threadsTraced);
         System.exit(0);
     }
 }

@@ -11,7 +11,8 @@
  *   1. inflate (bl_jio_load) and parse every class in parallel (bl_cf_parse)
  *      and choose its candidate
  *      methods (code present, not abstract/native, not the runtime's,
- *      allowed by the rules, not trivial under --skip-trivial);
+ *      allowed by the rules, not trivial under --skip-trivial, not of at
+ *      most N code bytes under --skip-small N);
  *   2. assign ids on the sorted (class, name, descriptor) triples
  *      (methodids: deterministic, base ids kept), check the method-ID file
  *      with the server's reader;
@@ -83,6 +84,7 @@ typedef struct opts {
     int skip_trivial, obfuscated, threads, quiet;
     int unguarded; /* --no-guard: bare probes (bl_probe_opts.unguarded) */
     int no_network; /* --no-network: leave network call sites alone (netsite.h) */
+    long skip_small; /* --skip-small N: leave methods of at most N code bytes alone; 0: off */
     int layout; /* LAYOUT_*: where several inputs' outputs go in OUTPUT */
     bl_rules *rules;
     char **inputs;
@@ -118,6 +120,9 @@ static void usage(FILE *f)
             "      --skip-trivial         skip empty methods, getters/setters, methods that\n"
             "                             call nothing (default)\n"
             "      --no-skip-trivial      instrument those too\n"
+            "      --skip-small N         also skip methods of at most N bytes of bytecode\n"
+            "                             (0..65535; default 0: none): the small methods a\n"
+            "                             JIT would inline, which the probes make too big\n"
             "      --names original|obfuscated  what the method-ID file says about the names\n"
             "                             (obfuscated: the inputs went through R8/ProGuard)\n"
             "      --layout auto|names|position  several INPUTs: OUTPUT/<base name> (names),\n"
@@ -314,7 +319,7 @@ static int parse_args(int argc, char **argv, opts *o)
 {
     enum { O_METHOD_IDS = 256, O_BASE_IDS, O_CONFIG, O_EXCLUDE, O_INCLUDE, O_RUNTIME,
            O_SKIP, O_NO_SKIP, O_NAMES, O_NO_GUARD, O_LAYOUT, O_BUILD_ID, O_VERSION_NAME,
-           O_BUILD_CLASS, O_NO_NETWORK };
+           O_BUILD_CLASS, O_NO_NETWORK, O_SKIP_SMALL };
     static const struct option longs[] = {
         {"output", required_argument, NULL, 'o'},
         {"method-ids", required_argument, NULL, O_METHOD_IDS},
@@ -325,6 +330,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"runtime-class", required_argument, NULL, O_RUNTIME},
         {"skip-trivial", no_argument, NULL, O_SKIP},
         {"no-skip-trivial", no_argument, NULL, O_NO_SKIP},
+        {"skip-small", required_argument, NULL, O_SKIP_SMALL},
         {"no-guard", no_argument, NULL, O_NO_GUARD},
         {"no-network", no_argument, NULL, O_NO_NETWORK},
         {"names", required_argument, NULL, O_NAMES},
@@ -352,6 +358,16 @@ static int parse_args(int argc, char **argv, opts *o)
         case O_NO_SKIP: o->skip_trivial = 0; break;
         case O_NO_GUARD: o->unguarded = 1; break;
         case O_NO_NETWORK: o->no_network = 1; break;
+        case O_SKIP_SMALL: {
+            char *end = NULL;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 0 || v > 65535)
+                rc = usage_error("--skip-small must be a byte count 0..65535, not '%s'", optarg);
+            else
+                o->skip_small = v;
+            break;
+        }
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); rc = -1; break;
         case O_NAMES:
@@ -603,6 +619,8 @@ static void pass1(job *j, unit *u)
         if (m->code_length == 0 || (m->access & (ACC_NATIVE | ACC_ABSTRACT)))
             continue;
         if (j->o->skip_trivial && m->trivial)
+            continue;
+        if (j->o->skip_small > 0 && m->code_length <= (uint32_t)j->o->skip_small)
             continue;
         if (bl_rules_method_allowed(j->o->rules, cls, m->name, m->desc, &ok) != BL_OK) {
             set_err(u, "%s: %s", loc, "out of memory");

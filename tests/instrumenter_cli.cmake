@@ -31,6 +31,11 @@ if(TARGET beatline-instrument)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_buildid_test.sh
                    ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-buildid)
   set_tests_properties(instrument_buildid PROPERTIES TIMEOUT 300 LABELS cli)
+  # issue 13: --skip-small N (small methods left alone: the warm-up cost)
+  add_test(NAME instrument_skip_small
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_skip_small_test.sh
+                   ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-skip-small)
+  set_tests_properties(instrument_skip_small PROPERTIES TIMEOUT 300 LABELS cli)
 endif()
 
 # issue 14: the instrumenter-only configuration (-DBEATLINE_INSTRUMENTER_ONLY=ON,

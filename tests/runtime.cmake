@@ -49,6 +49,7 @@ beatline_runtime_test(runtime_block_event BlockEventTest)
 beatline_runtime_test(runtime_reentry ReentryTest)
 beatline_runtime_test(runtime_gate GateTest)
 beatline_runtime_test(runtime_flush_wake FlushWakeTest)
+beatline_runtime_test(runtime_start_cost StartCostTest)
 
 # Network requests (issue 16): the test program tests/runtime/netapp, compiled
 # against Debian's OkHttp 3.13 into its own jar (not on the tests' class path:

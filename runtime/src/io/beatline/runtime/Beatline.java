@@ -360,7 +360,7 @@ public final class Beatline {
             batchesUploaded = s.uploader.uploaded;
             batchesRefused = s.uploader.dropped4xx;
             uploadFailures = s.uploader.failures;
-            sessionId = s.sessionId;
+            sessionId = s.sessionId();
             uploadMode = s.triggered ? "triggered" : "full";
             sampledFull = s.sampledFull;
             DispatchMonitor m = s.monitorOrNull();

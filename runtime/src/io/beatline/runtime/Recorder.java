@@ -17,7 +17,16 @@ final class Recorder {
     static final int ID_SHIFT = 40;
     static final long T_MASK = (1L << 40) - 1;
 
+    /**
+     * The session's clock for every reader but the probes (dumper, dispatch
+     * monitor, block spooling): the runtime's own clock, or an app clock
+     * wrapped in {@link MutedClock}.
+     */
     final Clock clock;
+    /** The probes' clock: the runtime's own ({@link NanoClock} / {@link TickerClock}), or null for an app clock. */
+    private final Clock ownClock;
+    /** An app-supplied clock (instrumented with the app, issue 14), read by the probes through {@link #appNow}; else null. */
+    private final Clock appClock;
     private final ThreadPolicy policy;
     private final int mainCapacity;
     private final int threadCapacity;
@@ -43,7 +52,10 @@ final class Recorder {
      * @param maxThreads at most this many rings at once (dead threads' rings leave after their last dump)
      */
     Recorder(Clock clock, ThreadPolicy policy, int mainCapacity, int threadCapacity, int maxThreads, Log log) {
-        this.clock = clock instanceof NanoClock || clock instanceof TickerClock ? clock : new MutedClock(clock);
+        boolean own = clock instanceof NanoClock || clock instanceof TickerClock;
+        this.clock = own ? clock : new MutedClock(clock);
+        this.ownClock = own ? clock : null;
+        this.appClock = own ? null : clock;
         this.policy = policy;
         this.mainCapacity = mainCapacity;
         this.threadCapacity = threadCapacity;
@@ -89,7 +101,8 @@ final class Recorder {
     void enter(int methodId) {
         Ring r = local.get();
         if (r.on) {
-            r.put(((long) (methodId & ID_MASK) << ID_SHIFT) | (clock.nowMicros() & T_MASK));
+            Clock c = ownClock;
+            r.put(((long) (methodId & ID_MASK) << ID_SHIFT) | ((c != null ? c.nowMicros() : appNow(r)) & T_MASK));
         }
     }
 
@@ -97,16 +110,35 @@ final class Recorder {
     void exit(int methodId) {
         Ring r = local.get();
         if (r.on) {
-            r.put(EXIT | ((long) (methodId & ID_MASK) << ID_SHIFT) | (clock.nowMicros() & T_MASK));
+            Clock c = ownClock;
+            r.put(EXIT | ((long) (methodId & ID_MASK) << ID_SHIFT) | ((c != null ? c.nowMicros() : appNow(r)) & T_MASK));
         }
     }
 
     /**
-     * Re-entry guard (issue 14): an app clock (not the runtime's
-     * {@link NanoClock} / {@link TickerClock}) is instrumented with the app,
-     * and its probes would come back here at every reading (the probes', the
-     * dumper's, the dispatch monitor's): each reading runs with the calling
-     * thread's probes ignored.
+     * Re-entry guard (issue 14) on the probe path: reads the app clock with
+     * the calling thread's ring switched off, so the clock's own probes (it
+     * is instrumented with the app) see an off ring and return; the ring is
+     * the one the probe already looked up (no second {@code ThreadLocal}
+     * lookup, no {@code ThreadLocal.set}).
+     *
+     * @param r the calling thread's ring, {@code r.on} true
+     */
+    private long appNow(Ring r) {
+        r.on = false;
+        try {
+            return appClock.nowMicros();
+        } finally {
+            r.on = true;
+        }
+    }
+
+    /**
+     * Re-entry guard (issue 14) for the other readers of an app clock (not
+     * the runtime's {@link NanoClock} / {@link TickerClock}: instrumented
+     * with the app, its probes would come back here at every reading): the
+     * dumper's, the dispatch monitor's. Each reading runs with the calling
+     * thread's probes ignored. The probes read it through {@link #appNow}.
      */
     private final class MutedClock implements Clock {
         private final Clock app;
@@ -119,13 +151,13 @@ final class Recorder {
         public long nowMicros() {
             Ring r = local.get();
             if (!r.on) {
-                return app.nowMicros(); // untraced: its probes are ignored anyway
+                return app.nowMicros(); // untraced or already muted: its probes are ignored anyway
             }
-            local.set(Ring.OFF);
+            r.on = false;
             try {
                 return app.nowMicros();
             } finally {
-                local.set(r);
+                r.on = true;
             }
         }
 

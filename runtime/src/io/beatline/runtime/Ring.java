@@ -56,8 +56,14 @@ final class Ring {
     /** Records published when the flush thread last measured the write rate ({@link Recorder#msUntilFill}). */
     long polled;
 
-    /** Whether probes record into this ring (false only for {@link #OFF}). */
-    final boolean on;
+    /**
+     * Whether probes record into this ring: false for {@link #OFF}; a
+     * thread's own ring is false only while the runtime runs app code on
+     * that thread (an app {@link Clock} read by a probe: re-entry guard,
+     * issue 14). A plain field: written and read only by the owning thread
+     * ({@link Recorder}), never by the dumper; never written on {@link #OFF}.
+     */
+    boolean on;
     /**
      * Told at every fill mark ({@link #put}): the ring's first record and
      * then every quarter capacity; null for {@link #OFF} and for rings made

@@ -28,7 +28,16 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     final Recorder recorder;
     final Spool spool;
     final Uploader uploader;
-    final String sessionId = UUID.randomUUID().toString();
+    /**
+     * The session id written into every batch: a random (version 4) UUID,
+     * made at its first use ({@link #sessionId()}), normally by the flush
+     * thread as it starts: never by {@link #begin} on the thread that starts
+     * the runtime (an app's main thread at its first probe), and not from
+     * {@code SecureRandom} (issue 13, start-up cost: seeding it and loading
+     * its providers cost ~18 ms of CPU, ~100 classes). See {@link #randomUuid()}.
+     */
+    private volatile String sessionId;
+    private final Object idLock = new Object();
     private final String model;
     private final String os;
     private final int sdk;
@@ -527,8 +536,58 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
         return f;
     }
 
+    /** The session id (see {@link #sessionId}), made by the first caller. Never throws. */
+    String sessionId() {
+        String id = sessionId;
+        if (id == null) {
+            synchronized (idLock) {
+                id = sessionId;
+                if (id == null) {
+                    sessionId = id = randomUuid();
+                }
+            }
+        }
+        return id;
+    }
+
+    /**
+     * A random version-4 UUID from 16 bytes of {@code /dev/urandom} (the
+     * kernel's non-blocking pool: one small read, no {@code SecureRandom}
+     * provider to load and seed); {@link UUID#randomUUID()} where that file
+     * cannot be read. File I/O: call it on the runtime's threads.
+     */
+    static String randomUuid() {
+        byte[] b = new byte[16];
+        try {
+            java.io.FileInputStream in = new java.io.FileInputStream("/dev/urandom");
+            try {
+                int n = 0;
+                while (n < b.length) {
+                    int k = in.read(b, n, b.length - n);
+                    if (k < 0) {
+                        throw new IOException("/dev/urandom: end of file");
+                    }
+                    n += k;
+                }
+            } finally {
+                in.close();
+            }
+        } catch (IOException | RuntimeException e) {
+            return UUID.randomUUID().toString();
+        }
+        b[6] = (byte) (b[6] & 0x0f | 0x40); // version 4 (random)
+        b[8] = (byte) (b[8] & 0x3f | 0x80); // IETF variant
+        long msb = 0;
+        long lsb = 0;
+        for (int i = 0; i < 8; i++) {
+            msb = msb << 8 | b[i] & 0xff;
+            lsb = lsb << 8 | b[i + 8] & 0xff;
+        }
+        return new UUID(msb, lsb).toString();
+    }
+
     private BatchEncoder.Header header(UUID id, long originWall) {
-        BatchEncoder.Header h = new BatchEncoder.Header(id, originWall, sdk, cfg.app, cfg.build, sessionId, model, os,
+        BatchEncoder.Header h = new BatchEncoder.Header(id, originWall, sdk, cfg.app, cfg.build, sessionId(), model, os,
                 clockResolutionUs);
         h.process = cfg.process;
         return h;
@@ -585,6 +644,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     }
 
     private void flushLoop() {
+        sessionId(); // here, not on the thread that started the runtime
         if (cfg.asyncFlush) {
             synchronized (dumpLock) {
                 spool.open(); // phone: no disk on the thread that called start
@@ -922,11 +982,11 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
             boolean empty = flushAndWait(waitMillis, true);
             long[] c = counters();
             long dropped = spool.dropped();
-            String sum = "session " + sessionId + ": " + c[0] + " batches, " + c[1] + " records spooled, "
+            String sum = "session " + sessionId() + ": " + c[0] + " batches, " + c[1] + " records spooled, "
                     + uploader.uploaded + " uploaded" + (empty ? "" : ", some left in the spool") + "; "
                     + c[2] + " truncated thread entries, " + dropped + " batches dropped (spool full), " + c[3]
                     + " lost; backlog peak " + c[4] + " records, ring fill peak "
-                    + String.format("%.2f", recorder.peakFill());
+                    + twoDecimals(recorder.peakFill());
             if (c[2] > 0 || dropped > 0 || c[3] > 0) {
                 log.warn(sum);
             } else {
@@ -940,6 +1000,22 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
         } catch (Throwable t) {
             // clock owned by the user; ignore
         }
+    }
+
+    /**
+     * {@code x} with two decimals and a '.' whatever the default locale
+     * (the shutdown summary's ring fill), rounded half up; without
+     * {@code String.format}, whose first use loads the Formatter and the
+     * locale's data (~14 ms of CPU at every exit, issue 13 start-up cost).
+     * NaN, infinities and values of 10^15 or more as {@link Double#toString}.
+     */
+    static String twoDecimals(double x) {
+        if (Double.isNaN(x) || Double.isInfinite(x) || Math.abs(x) >= 1e15) {
+            return Double.toString(x);
+        }
+        long c = Math.round(Math.abs(x) * 100);
+        long f = c % 100;
+        return (x < 0 && c != 0 ? "-" : "") + c / 100 + (f < 10 ? ".0" : ".") + f;
     }
 
     /** {@link #dumpToSpool(boolean) dumpToSpool(false)}: a dump while the session goes on. */

@@ -195,7 +195,7 @@ public class EncoderTest {
         List<File> files = s.spool.list();
         assertEquals(1, files.size());
         String json = decodeSpooled(files.get(0));
-        assertTrue(json, json.contains("\"app\":\"shop\",\n \"build\":\"7.1\",\n \"session_id\":\"" + s.sessionId + "\""));
+        assertTrue(json, json.contains("\"app\":\"shop\",\n \"build\":\"7.1\",\n \"session_id\":\"" + s.sessionId() + "\""));
         assertTrue(json, json.contains("\"model\":\"" + System.getProperty("java.vm.name") + " "
                 + System.getProperty("java.version") + "\""));
         assertTrue(json, json.contains("\"sdk\":0}"));

@@ -168,6 +168,69 @@ public class ReentryTest {
         assertEquals("worker: the program's records only", expected(N), ids.get("reentry-worker"));
     }
 
+    /**
+     * The probes read an app clock with the calling thread's own ring
+     * switched off (issue 14, probe cost): the clock's own probes find that
+     * ring off and return, and the ring stays in its {@code ThreadLocal}
+     * (before: swapped for {@link Ring#OFF} and back around every reading,
+     * two {@code ThreadLocal.set} and a second lookup per probe).
+     */
+    @Test
+    public void probesReadAnAppClockWithTheirOwnRingSwitchedOff() {
+        final Recorder[] rec = new Recorder[1];
+        final List<Ring> seen = new ArrayList<Ring>();
+        final List<Boolean> seenOn = new ArrayList<Boolean>();
+        Clock clock = new Clock() {
+            long t = 100;
+
+            @Override
+            public long nowMicros() {
+                Ring r = rec[0].ring();
+                seen.add(r);
+                seenOn.add(r.on);
+                rec[0].enter(APP_CLOCK); // the clock's probes, as instrumented
+                rec[0].exit(APP_CLOCK);
+                return ++t;
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        ThreadPolicy all = new ThreadPolicy() {
+            @Override
+            public boolean isMain(Thread t) {
+                return true;
+            }
+
+            @Override
+            public boolean trace(Thread t) {
+                return true;
+            }
+        };
+        rec[0] = new Recorder(clock, all, 64, 64, 4, Log.STDERR);
+        rec[0].enter(1);
+        rec[0].exit(1);
+        Ring mine = rec[0].ring();
+        assertTrue(mine.on && mine.main);
+        assertEquals("one reading per probe", 2, seen.size());
+        for (int k = 0; k < seen.size(); k++) {
+            assertTrue("the thread's own ring, not swapped out", seen.get(k) == mine);
+            assertFalse("switched off while the app clock runs", seenOn.get(k));
+        }
+        long[] recs = mine.copy(0, mine.published()).records;
+        assertEquals("the clock's probes recorded nothing", 2, recs.length);
+        assertEquals(1, (int) (recs[0] >>> Recorder.ID_SHIFT) & Recorder.ID_MASK);
+        assertEquals(101, recs[0] & Recorder.T_MASK);
+        assertTrue("an exit", recs[1] < 0);
+        assertEquals(102, recs[1] & Recorder.T_MASK);
+        // the dumper's reading (MutedClock) also leaves the ring in place and on afterwards
+        seen.clear();
+        seenOn.clear();
+        rec[0].clock.nowMicros();
+        assertTrue(seen.get(0) == mine && !seenOn.get(0) && mine.on);
+    }
+
     static void await(java.util.concurrent.CountDownLatch l) {
         try {
             l.await(120, java.util.concurrent.TimeUnit.SECONDS);
