@@ -224,6 +224,10 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
                    "Main-thread blocks (block events) stored in block aggregates.",
                    bl_events_blocks());
     if (!e)
+        e = metric(&b, "beatline_network_requests_total", "counter",
+                   "Network requests (network events) stored in network aggregates.",
+                   bl_events_network());
+    if (!e)
         e = bl_buf_puts(&b, "# HELP beatline_events_malformed_total Batch event lines skipped, "
                             "by reason (the batch is still processed).\n"
                             "# TYPE beatline_events_malformed_total counter\n");

@@ -29,6 +29,14 @@ static const char *const per_build[] = {
     "JOIN block_groups g ON g.id = s.grp WHERE g.build_id = ?1 LIMIT ?2)",
     "DELETE FROM block_groups WHERE id IN (SELECT id FROM block_groups WHERE build_id = ?1 "
     "LIMIT ?2)",
+    /* network tables (issue 16) */
+    "DELETE FROM net_callers WHERE (grp, hour, method_id) IN (SELECT c.grp, c.hour, "
+    "c.method_id FROM net_callers c JOIN net_groups g ON g.id = c.grp WHERE g.build_id = ?1 "
+    "LIMIT ?2)",
+    "DELETE FROM net_stats WHERE (grp, hour) IN (SELECT s.grp, s.hour FROM net_stats s "
+    "JOIN net_groups g ON g.id = s.grp WHERE g.build_id = ?1 LIMIT ?2)",
+    "DELETE FROM net_groups WHERE id IN (SELECT id FROM net_groups WHERE build_id = ?1 "
+    "LIMIT ?2)",
     "DELETE FROM methods WHERE id IN (SELECT id FROM methods WHERE build_id = ?1 LIMIT ?2)",
 };
 
@@ -70,6 +78,19 @@ static const struct {
       "DELETE FROM block_nodes WHERE id IN (SELECT id FROM block_nodes WHERE grp = ?2 AND ?3 = 0 "
       "AND ?4 = ?4 AND NOT EXISTS (SELECT 1 FROM block_stats WHERE grp = ?2) LIMIT ?5)",
       "SELECT 1 FROM block_nodes WHERE grp IN (SELECT id FROM block_groups WHERE build_id = ?1) "
+      "LIMIT 1" },
+    /* network tables (issue 16): keyed by group, hour numbers as above */
+    { "SELECT id, 0 FROM net_groups WHERE build_id = ?1 AND (id, 0) > (?2, ?3) "
+      "ORDER BY id LIMIT 1",
+      "DELETE FROM net_stats WHERE (grp, hour) IN (SELECT grp, hour FROM net_stats "
+      "WHERE grp = ?2 AND ?3 = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "SELECT 1 FROM net_stats WHERE grp IN (SELECT id FROM net_groups WHERE build_id = ?1) "
+      "LIMIT 1" },
+    { "SELECT id, 0 FROM net_groups WHERE build_id = ?1 AND (id, 0) > (?2, ?3) "
+      "ORDER BY id LIMIT 1",
+      "DELETE FROM net_callers WHERE (grp, hour, method_id) IN (SELECT grp, hour, method_id "
+      "FROM net_callers WHERE grp = ?2 AND ?3 = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "SELECT 1 FROM net_callers WHERE grp IN (SELECT id FROM net_groups WHERE build_id = ?1) "
       "LIMIT 1" },
 };
 
