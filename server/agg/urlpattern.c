@@ -374,9 +374,19 @@ bl_err bl_urlpat_apply(const bl_urlpat_set *s, const bl_urlpat_req *q, bl_buf *o
     } else {
         for (size_t i = 0; i < n_seg; i++) {
             const char *ph = bl_urlpat_segment(q->path + off[i], len[i]);
+            size_t at = out->len;
             if (bl_buf_putc(out, '/') ||
                 (ph ? bl_buf_puts(out, ph) : bl_buf_append(out, q->path + off[i], len[i])))
                 return BL_ENOMEM;
+            /* the segments that fit, then "/{more}" (7 bytes) */
+            if (out->len > BL_URLPAT_PATH_MAX ||
+                (i + 1 < n_seg && out->len > BL_URLPAT_PATH_MAX - 7)) {
+                if (out->len > BL_URLPAT_PATH_MAX - 7)
+                    out->len = at;
+                if (bl_buf_puts(out, "/{more}"))
+                    return BL_ENOMEM;
+                break;
+            }
         }
     }
     if (q->n_keys) {

@@ -20,7 +20,9 @@
  *           both letter cases or 3+ digits
  *   {long}  any other segment over 64 bytes
  * Everything else is kept as sent ("v2", "en-US", "api", "android14",
- * "index.html"): short words, versions and locales never collapse.
+ * "index.html"): short words, versions and locales never collapse. A
+ * pattern's path is at most BL_URLPAT_PATH_MAX bytes: past that, the
+ * segments that fit are followed by "/{more}".
  *
  * User patterns (per app, PUT /v1/apps/{app}/url-patterns) override the
  * automatic rules: the first pattern of the app's list that matches the
@@ -48,10 +50,11 @@
 #define BL_URLPAT_PATH_MAX 2048    /* bytes of a request path (the event's cap) */
 #define BL_URLPAT_KEYS_MAX 32      /* query parameter names per request */
 #define BL_URLPAT_KEY_MAX 128      /* bytes per query parameter name */
-/* bytes of a pattern at most: the path (a placeholder with its '/' is at
- * most 8 bytes and replaces a segment of at least 2 with its '/': 4 times
- * the path) plus the query names ("?" or "&", the name, "={}") */
-#define BL_URLPAT_OUT_MAX (4 * BL_URLPAT_PATH_MAX + BL_URLPAT_KEYS_MAX * (BL_URLPAT_KEY_MAX + 4))
+/* bytes of a pattern at most: its path part is at most BL_URLPAT_PATH_MAX
+ * (placeholders can make it longer than the request's path: "/1" becomes
+ * "/{id}"; past BL_URLPAT_PATH_MAX the segments that fit are followed by
+ * "/{more}"), then the query names ("?" or "&", the name, "={}") */
+#define BL_URLPAT_OUT_MAX (BL_URLPAT_PATH_MAX + BL_URLPAT_KEYS_MAX * (BL_URLPAT_KEY_MAX + 4))
 
 /* The placeholder for one path segment (seg[0..n), no '/'), or NULL when
  * the segment is kept (see the rules above). Static strings. */

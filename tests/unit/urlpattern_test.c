@@ -208,6 +208,19 @@ START_TEST(caps)
     bl_buf_init(&out, 0);
     ck_assert_int_eq(bl_urlpat_apply(NULL, &q, &out, NULL), BL_OK);
     ck_assert_uint_le(out.len, BL_URLPAT_OUT_MAX);
+    /* the path part: the placeholders that fit in 2048 bytes, then /{more} */
+    const char *qm = strchr(out.data, '?');
+    ck_assert_ptr_nonnull(qm);
+    ck_assert_uint_le((size_t)(qm - out.data), BL_URLPAT_PATH_MAX);
+    ck_assert_uint_ge((size_t)(qm - out.data), BL_URLPAT_PATH_MAX - 15);
+    ck_assert_int_eq(memcmp(qm - 7, "/{more}", 7), 0);
+    ck_assert_int_eq(memcmp(out.data, "/{email}/{email}", 16), 0);
+    /* a path that fits with its placeholders is not cut */
+    q.n_keys = 0;
+    memcpy(path, "/1/1", 4);
+    q.path_len = 4;
+    ck_assert_int_eq(bl_urlpat_apply(NULL, &q, &out, NULL), BL_OK);
+    ck_assert_str_eq(out.data, "/{id}/{id}");
     q.path_len = BL_URLPAT_PATH_MAX + 1;
     ck_assert_int_eq(bl_urlpat_apply(NULL, &q, &out, NULL), BL_EINVAL);
     bl_buf_cleanup(&out);
