@@ -322,6 +322,8 @@ enum MHD_Result bl_h_network(struct MHD_Connection *c, bl_http *h, req *r)
         bl_arg_i64(c, "limit", 50, 0, 10000, &limit, err, sizeof err) ||
         bl_arg_i64(c, "callers", 10, 0, 100, &ncallers, err, sizeof err))
         return bl_reply_error(c, h, 400, err);
+    if (since > until) /* whole hours: an inverted range inside one hour would read it */
+        return bl_reply_error(c, h, 400, "'since' must not be after 'until'");
     if (host && !arg_ok(host, 255, 0))
         return bl_reply_error(c, h, 400, "'host' must be 1-255 bytes without spaces");
     if (method && !arg_ok(method, 16, 1))
