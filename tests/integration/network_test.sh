@@ -11,7 +11,8 @@
 # network events counted by reason and skipped without failing the batch;
 # the 16,384 per-batch bound; user URL patterns (PUT/GET, their checks and
 # caps) applied to batches that arrive after, never to stored data; the
-# endpoint's parameters, sorts, filters and errors.
+# endpoint's parameters, sorts, filters and errors; kill -9 while a batch's
+# requests are written leaves them counted exactly once.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
@@ -272,4 +273,28 @@ post bulk
 expect "bulk again: duplicate" 200 "$CODE"
 http GET "/v1/apps/shop/network?build=2.0" "$RD"
 expect "duplicate not counted" 16384 "$(jq -r '.requests[0].count' <<< "$BODY")"
+
+# --- kill -9 while a batch's requests are written: exactly once -----------------------
+# (a few tries at growing delays: the landing point is not guaranteed)
+sed 's/bulk\.example\.com/kill.example.com/g' bulk.events > kill.events
+batch k 22222222-1111-4111-8111-000000000004 2.0 $O1 "$(cat kill.events)"
+post k
+expect "kill batch accepted" 202 "$CODE"
+batches_20() { http GET "/v1/apps/shop/builds" "$RD"; jq -r '.builds[] | select(.build == "2.0") | .batches' <<< "$BODY"; }
+kills=0
+for d in 0.1 0.3 0.6 1 2; do
+  [ "$(batches_20)" == 2 ] && break
+  sleep "$d"
+  kill -9 "$SERVER_PID"
+  wait "$SERVER_PID" 2> /dev/null || true
+  kills=$((kills + 1))
+  start_server "$DATA"
+done
+echo "kill -9: $kills time(s)"
+for _ in $(seq 600); do [ "$(batches_20)" == 2 ] && break; sleep 0.05; done
+http GET "/v1/apps/shop/network?build=2.0&host=kill.example.com" "$RD"
+expect "after kill -9: requests and callers counted exactly once" "16384 16384" \
+  "$(jq -r '"\(.requests[0].count) \(.requests[0].callers[0].count)"' <<< "$BODY")"
+post k
+expect "kill batch again: duplicate" 200 "$CODE"
 finish
