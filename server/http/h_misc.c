@@ -228,6 +228,10 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
                    "App launches (launch events) stored in launch aggregates.",
                    bl_events_launches());
     if (!e)
+        e = metric(&b, "beatline_network_requests_total", "counter",
+                   "Network requests (network events) stored in network aggregates.",
+                   bl_events_network());
+    if (!e)
         e = bl_buf_puts(&b, "# HELP beatline_events_malformed_total Batch event lines skipped, "
                             "by reason (the batch is still processed).\n"
                             "# TYPE beatline_events_malformed_total counter\n");

@@ -593,6 +593,10 @@ static enum route route_of(const char *method, const char *url, req *r)
         return get ? R_LAUNCHES : R_NONE;
     if (!strcmp(rest, "/launches/tree"))
         return get ? R_LAUNCH_TREE : R_NONE;
+    if (!strcmp(rest, "/url-patterns"))
+        return put ? R_URLPAT_PUT : get ? R_URLPAT_GET : R_NONE;
+    if (!strcmp(rest, "/network"))
+        return get ? R_NETWORK : R_NONE;
     if (!strncmp(rest, "/blocks/", 8) && rest[8] && !strchr(rest + 8, '/')) {
         snprintf(r->sig, sizeof r->sig, "%s", rest + 8);
         return get ? R_BLOCK : R_NONE;
@@ -632,6 +636,7 @@ static const bl_role route_role[] = {
                                   [R_BLOCKS] = BL_ROLE_READ,      [R_BLOCK] = BL_ROLE_READ,
     [R_METHOD_HIST] = BL_ROLE_READ,
     [R_LAUNCHES] = BL_ROLE_READ,  [R_LAUNCH_TREE] = BL_ROLE_READ,
+    [R_URLPAT_PUT] = BL_ROLE_UPLOAD, [R_URLPAT_GET] = BL_ROLE_READ, [R_NETWORK] = BL_ROLE_READ,
 };
 
 /* ---- connection tracking and the watchdog (total-time limits) ---------- */
@@ -947,7 +952,8 @@ static int begin(struct MHD_Connection *c, bl_http *h, req *r, const char *metho
     if (r->route >= R_MAPPING && bl_req_auth(c, h, r, route_role[r->route]) != 0)
         return -1;
     int takes_body = r->route == R_MAPPING || r->route == R_METHODIDS ||
-                     r->route == R_BATCHES || r->route == R_RETRACE;
+                     r->route == R_BATCHES || r->route == R_RETRACE ||
+                     r->route == R_URLPAT_PUT;
     if (has_body && !takes_body) {
         bl_req_fail(r, 400, "this endpoint takes no body");
         return -1;
@@ -968,6 +974,8 @@ static int begin(struct MHD_Connection *c, bl_http *h, req *r, const char *metho
         return bl_h_upload_begin(c, h, r);
     if (r->route == R_BATCHES || r->route == R_RETRACE)
         return bl_req_body_begin(c, h, r, h->c.max_decompressed, NULL, NULL);
+    if (r->route == R_URLPAT_PUT)
+        return bl_req_body_begin(c, h, r, BL_URLPAT_BODY_MAX, NULL, NULL);
     return 0;
 }
 
@@ -1089,6 +1097,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     case R_METHOD_HIST: return bl_h_method_hist(c, h, r);
     case R_LAUNCHES: return bl_h_launches(c, h, r);
     case R_LAUNCH_TREE: return bl_h_launch_tree(c, h, r);
+    case R_URLPAT_PUT: return bl_h_url_patterns_put(c, h, r);
+    case R_URLPAT_GET: return bl_h_url_patterns_get(c, h, r);
+    case R_NETWORK: return bl_h_network(c, h, r);
     case R_BATCHES: return bl_h_batch(c, h, r);
     case R_DELETE_BUILD: return bl_h_delete_build(c, h, r);
     case R_MAPPING:

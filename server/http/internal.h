@@ -39,7 +39,10 @@ enum route {
     R_BLOCK,
     R_METHOD_HIST,  /* GET /v1/apps/{app}/method-histogram (h_method.c) */
     R_LAUNCHES,     /* GET /v1/apps/{app}/launches (h_launches.c) */
-    R_LAUNCH_TREE   /* GET /v1/apps/{app}/launches/tree (h_launches.c) */
+    R_LAUNCH_TREE,  /* GET /v1/apps/{app}/launches/tree (h_launches.c) */
+    R_URLPAT_PUT,   /* PUT /v1/apps/{app}/url-patterns (h_network.c) */
+    R_URLPAT_GET,   /* GET /v1/apps/{app}/url-patterns */
+    R_NETWORK       /* GET /v1/apps/{app}/network */
 };
 
 /* One open connection, for the total-time limits (http.c "watchdog").
@@ -221,6 +224,12 @@ enum MHD_Result bl_h_web(struct MHD_Connection *c, bl_http *h, req *r, const cha
 /* Counts an answer's status for /metrics (beatline_http_requests_total). */
 void bl_http_count_status(bl_http *h, unsigned status);
 enum MHD_Result bl_h_method_hist(struct MHD_Connection *c, bl_http *h, req *r);
+/* h_network.c (issue 16). A url-patterns body is at most this long once
+ * decompressed (413 past it). */
+#define BL_URLPAT_BODY_MAX ((uint64_t)256 << 10)
+enum MHD_Result bl_h_url_patterns_put(struct MHD_Connection *c, bl_http *h, req *r);
+enum MHD_Result bl_h_url_patterns_get(struct MHD_Connection *c, bl_http *h, req *r);
+enum MHD_Result bl_h_network(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r);
 enum MHD_Result bl_h_delete_build(struct MHD_Connection *c, bl_http *h, req *r);
 /* Uploads stream: begin on the first call, feed per chunk, finish at end. */

@@ -2,7 +2,10 @@
  * events.h — the events of a batch (schema/batch-format.md, "Events"): JSON
  * lines parsed by the writer as it processes the batch, dispatched by
  * "type". Issue 13: "block" events become block aggregates (agg/blocks.h,
- * store/blocks.h); issue 15 adds "launch" (below), a later one "network".
+ * store/blocks.h); issue 15 adds "launch" (below); issue 16: "network"
+ * events become network aggregates per build, hour, host, HTTP method and
+ * URL pattern (agg/urlpattern.h, store/network.h; the app's user patterns
+ * as stored when the batch is processed).
  *
  * A line that is not a JSON object, has no "type", has an unknown type or a
  * field of the wrong type or range is skipped and counted by reason
@@ -22,7 +25,10 @@
  * rebuilding a thread for its block or launch windows costs its records, a
  * window its calls, past BL_EVENTS_WORK_MAX units in one batch (one budget
  * for both types); the events past either bound are skipped (reason
- * "budget").
+ * "budget"). At most BL_EVENTS_NETWORK_MAX network events are stored per batch; the ones
+ * past it are skipped (reason "budget"). A network event's path must hold
+ * no query or fragment ('?' or '#': "bad_field"): query strings are never
+ * stored, only the parameter names of "query_keys" in the pattern.
  *
  * Writer thread only, like the rest of the processor's state.
  */
@@ -40,6 +46,7 @@
 #define BL_EVENT_ACTIVITY_MAX 512 /* bytes */
 #define BL_EVENT_TIME_MIN (-((int64_t)1 << 40)) /* a launch's times: µs, may be negative */
 #define BL_EVENT_TIME_MAX (((int64_t)1 << 40) - 1)
+#define BL_EVENTS_NETWORK_MAX 16384
 #define BL_EVENT_TARGET_MAX 512  /* bytes */
 #define BL_EVENT_DEVICE_MAX 64   /* bytes */
 #define BL_EVENT_STACK_MAX 256   /* frames */
@@ -52,10 +59,11 @@ enum bl_event_reason {
     BL_EV_UNKNOWN_TYPE, /* "unknown_type": a type this server does not know */
     BL_EV_BAD_FIELD,    /* "bad_field": a field missing, of the wrong type, or out of range */
     BL_EV_THREAD,       /* "thread": "thread" is not an index into the batch's thread table */
-    BL_EV_WINDOW,       /* "window": begin_us > end_us (block); a launch's times out of
+    BL_EV_WINDOW,       /* "window": begin_us > end_us (block, network); a launch's times out of
                          * order (a phase's begin > end, before start_us or ending after
                          * first_frame_us; first_frame_us < start_us) */
-    BL_EV_BUDGET,       /* "budget": past BL_EVENTS_BLOCKS_MAX or BL_EVENTS_WORK_MAX in this batch */
+    BL_EV_BUDGET,       /* "budget": past BL_EVENTS_BLOCKS_MAX, BL_EVENTS_LAUNCHES_MAX,
+                         * BL_EVENTS_WORK_MAX or BL_EVENTS_NETWORK_MAX in this batch */
     BL_EV_REASONS
 };
 
@@ -68,6 +76,8 @@ const char *bl_events_reason(int reason);
 uint64_t bl_events_malformed(int reason);
 uint64_t bl_events_blocks(void);
 uint64_t bl_events_launches(void);
+/* Network requests stored (network events), in committed transactions. */
+uint64_t bl_events_network(void);
 
 typedef struct bl_events bl_events;
 

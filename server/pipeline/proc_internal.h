@@ -33,7 +33,9 @@
 #include "store/db.h"
 #include "store/writer.h"
 
-enum { W_BATCH, W_BUILD, W_DROP };
+enum { W_BATCH, W_BUILD, W_DROP, W_URLPAT };
+/* W_DROP and W_URLPAT are rounds of their own (in queue order). */
+#define W_ALONE(kind) ((kind) == W_DROP || (kind) == W_URLPAT)
 
 /* A build deletion waited for by its caller (bl_processor_drop_build).
  * Fields under bl_processor.mu; freed by whichever of the two lets go last. */
@@ -58,6 +60,11 @@ typedef struct work {
      * the build is idle since then (retention: its aggregates expired) */
     drop_req *dr;
     int64_t drop_cutoff;
+    /* W_URLPAT: the app's new user URL patterns, n_pats NUL-terminated
+     * strings one after the other (owned by the item; freed once done),
+     * and its caller's request (dr, as a deletion's) */
+    char *pats;
+    size_t n_pats;
     int checked;     /* 1: bl_agg_check_batch passed at POST (same bytes) */
 } work;
 
@@ -219,7 +226,7 @@ void pr_push_front(bl_processor *p, const work *ws, size_t n);
 void pr_release(bl_processor *p, work *w);
 /* Moves up to `room` queued items to dst; p->mu held (see processor.c). */
 size_t pr_pop_locked(bl_processor *p, work *dst, size_t room, int new_round);
-/* Hands a build deletion's result to its caller. */
+/* Hands a build deletion's (or a W_URLPAT's) result to its caller. */
 void pr_drop_finish(bl_processor *p, drop_req *dr, bl_err result);
 
 /* ---- proc_builds.c ---- */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "store/apps.h"
+#include "store/network.h"
 #include "store/rollups.h"
 #include "store/writer.h"
 
@@ -344,8 +345,50 @@ static size_t take_more(bl_processor *p, work *dst, size_t room, double t_begin)
 
 static void run_txn_(bl_processor *p, work *items, size_t n);
 
+/* A W_URLPAT item, alone in its round: the app's pattern list replaced in
+ * a transaction of its own, durable before it is answered. */
+static bl_err set_patterns(bl_processor *p, const work *w)
+{
+    const char **v = malloc((w->n_pats ? w->n_pats : 1) * sizeof *v);
+    if (!v)
+        return BL_ENOMEM;
+    const char *s = w->pats;
+    for (size_t i = 0; i < w->n_pats; i++) {
+        v[i] = s;
+        s += strlen(s) + 1;
+    }
+    bl_err err = BL_OK;
+    if (bl_db_begin(p->db)) {
+        err = pr_sql_err(p, "begin");
+    } else if (bl_net_patterns_set(p->db, w->app_id, v, w->n_pats, bl_now_us()) ||
+               bl_db_commit(p->db)) {
+        err = pr_sql_err(p, "url patterns");
+        bl_db_rollback(p->db);
+    }
+    free(v);
+    if (!err && pr_make_durable(p) != BL_OK)
+        pr_log("app id %lld: cannot sync the url patterns' commit: %s", (long long)w->app_id,
+               strerror(errno));
+    if (!err)
+        pr_log("app id %lld: %zu url pattern(s) set; they apply to batches processed from now "
+               "on", (long long)w->app_id, w->n_pats);
+    return err;
+}
+
 void pr_run_txn(bl_processor *p, work *items, size_t n)
 {
+    if (n == 1 && items[0].kind == W_URLPAT) { /* alone, as a deletion */
+        if (pr_cm_wait(p)) {
+            pr_reset_states(p);
+            pr_push_front(p, items, 1);
+            pr_cm_put_back(p);
+            sleep(1);
+            return;
+        }
+        pr_drop_finish(p, items[0].dr, set_patterns(p, &items[0]));
+        free(items[0].pats);
+        return;
+    }
     if (n == 1 && items[0].kind == W_DROP) { /* a deletion runs alone */
         if (pr_cm_wait(p)) {
             /* the round before failed: it goes again first, then this */

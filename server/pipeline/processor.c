@@ -251,11 +251,66 @@ bl_err bl_processor_drop_build(bl_processor *p, int64_t app_id, const char *buil
     return result;
 }
 
+bl_err bl_processor_set_url_patterns(bl_processor *p, int64_t app_id,
+                                     const char *const *pats, size_t n, unsigned wait_ms,
+                                     int *done)
+{
+    *done = 0;
+    size_t bytes = 1;
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(pats[i]) + 1;
+    drop_req *dr = calloc(1, sizeof *dr);
+    char *blob = malloc(bytes);
+    if (!dr || !blob) {
+        free(dr);
+        free(blob);
+        return BL_ENOMEM;
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(pats[i]) + 1;
+        memcpy(blob + off, pats[i], l);
+        off += l;
+    }
+    dr->refs = 2;
+    work w;
+    memset(&w, 0, sizeof w);
+    w.kind = W_URLPAT;
+    w.app_id = app_id;
+    w.t_enq = pr_mono_s();
+    w.dr = dr;
+    w.pats = blob;
+    w.n_pats = n;
+    if (push(p, &w) != BL_OK) {
+        free(dr);
+        free(blob);
+        return BL_ENOMEM;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += wait_ms / 1000;
+    ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->mu);
+    while (!dr->done && pthread_cond_timedwait(&p->drop_cv, &p->mu, &ts) == 0)
+        ;
+    bl_err result = dr->done ? dr->result : BL_OK;
+    *done = dr->done;
+    int last = --dr->refs == 0;
+    pthread_mutex_unlock(&p->mu);
+    if (last)
+        free(dr);
+    return result;
+}
+
 size_t pr_pop_locked(bl_processor *p, work *dst, size_t room, int new_round)
 {
     size_t n = 0;
     while (n < room && p->qlen > 0) {
-        if (p->q[p->qhead].kind == W_DROP && (n > 0 || !new_round))
+        if (W_ALONE(p->q[p->qhead].kind) && (n > 0 || !new_round))
             break;
         dst[n] = p->q[p->qhead];
         p->qhead = (p->qhead + 1) % p->qcap;
@@ -263,7 +318,7 @@ size_t pr_pop_locked(bl_processor *p, work *dst, size_t room, int new_round)
         if (dst[n].kind == W_BATCH)
             p->st.queue_depth--;
         n++;
-        if (dst[n - 1].kind == W_DROP)
+        if (W_ALONE(dst[n - 1].kind))
             break;
     }
     return n;
@@ -580,10 +635,15 @@ void bl_processor_stop(bl_processor *p)
     bl_prep_cleanup(&p->inline_job);
     for (size_t i = 0; i < p->n_builds; i++)
         pr_bstate_free(p->builds[i]);
-    /* deletions still queued: their callers are told they did not happen */
-    for (size_t i = 0; i < p->qlen; i++)
-        if (p->q[(p->qhead + i) % p->qcap].kind == W_DROP)
-            pr_drop_finish(p, p->q[(p->qhead + i) % p->qcap].dr, BL_EIO);
+    /* deletions and pattern lists still queued: their callers are told
+     * they did not happen */
+    for (size_t i = 0; i < p->qlen; i++) {
+        work *w = &p->q[(p->qhead + i) % p->qcap];
+        if (W_ALONE(w->kind))
+            pr_drop_finish(p, w->dr, BL_EIO);
+        if (w->kind == W_URLPAT)
+            free(w->pats);
+    }
     free(p->builds);
     bl_agg_cleanup(&p->agg);
     bl_u128map_cleanup(&p->build_ix);

@@ -133,6 +133,19 @@ bl_err bl_processor_build_changed(bl_processor *p, int64_t app_id, const char *b
 bl_err bl_processor_drop_build(bl_processor *p, int64_t app_id, const char *build,
                                int64_t cutoff_us, unsigned wait_ms, int *done);
 
+/*
+ * Replaces app `app_id`'s user URL patterns (agg/urlpattern.h; checked by
+ * the caller) by pats[0..n) (copied), store/network.h: the writer does it
+ * in queue order, in a transaction of its own, so the batches queued before
+ * are processed with the old list and those queued after with the new one.
+ * Waits up to wait_ms: *done = 1 and its result, or *done = 0 and BL_OK
+ * when it is still queued (it happens later, before any batch queued
+ * after this call). Results: BL_OK; BL_EIO (nothing changed); BL_ENOMEM.
+ */
+bl_err bl_processor_set_url_patterns(bl_processor *p, int64_t app_id,
+                                     const char *const *pats, size_t n, unsigned wait_ms,
+                                     int *done);
+
 void bl_processor_stats(bl_processor *p, bl_proc_stats *s);
 
 #endif

@@ -38,6 +38,14 @@ static const char *const per_build[] = {
     "kind, measure, hour FROM launch_measures WHERE build_id = ?1 LIMIT ?2)",
     "DELETE FROM launch_stats WHERE (build_id, kind, hour) IN (SELECT build_id, kind, hour "
     "FROM launch_stats WHERE build_id = ?1 LIMIT ?2)",
+    /* network tables (issue 16) */
+    "DELETE FROM net_callers WHERE (grp, hour, method_id) IN (SELECT c.grp, c.hour, "
+    "c.method_id FROM net_callers c JOIN net_groups g ON g.id = c.grp WHERE g.build_id = ?1 "
+    "LIMIT ?2)",
+    "DELETE FROM net_stats WHERE (grp, hour) IN (SELECT s.grp, s.hour FROM net_stats s "
+    "JOIN net_groups g ON g.id = s.grp WHERE g.build_id = ?1 LIMIT ?2)",
+    "DELETE FROM net_groups WHERE id IN (SELECT id FROM net_groups WHERE build_id = ?1 "
+    "LIMIT ?2)",
     "DELETE FROM methods WHERE id IN (SELECT id FROM methods WHERE build_id = ?1 LIMIT ?2)",
 };
 
@@ -108,6 +116,19 @@ static const struct {
       "AND kind = ?2 AND ?3 = 0 AND ?4 = ?4 AND NOT EXISTS (SELECT 1 FROM launch_stats "
       "WHERE build_id = ?1 AND kind = ?2) LIMIT ?5)",
       "SELECT 1 FROM launch_nodes WHERE build_id = ?1 LIMIT 1" },
+    /* network tables (issue 16): keyed by group, hour numbers as above */
+    { "SELECT id, 0 FROM net_groups WHERE build_id = ?1 AND (id, 0) > (?2, ?3) "
+      "ORDER BY id LIMIT 1",
+      "DELETE FROM net_stats WHERE (grp, hour) IN (SELECT grp, hour FROM net_stats "
+      "WHERE grp = ?2 AND ?3 = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "SELECT 1 FROM net_stats WHERE grp IN (SELECT id FROM net_groups WHERE build_id = ?1) "
+      "LIMIT 1" },
+    { "SELECT id, 0 FROM net_groups WHERE build_id = ?1 AND (id, 0) > (?2, ?3) "
+      "ORDER BY id LIMIT 1",
+      "DELETE FROM net_callers WHERE (grp, hour, method_id) IN (SELECT grp, hour, method_id "
+      "FROM net_callers WHERE grp = ?2 AND ?3 = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "SELECT 1 FROM net_callers WHERE grp IN (SELECT id FROM net_groups WHERE build_id = ?1) "
+      "LIMIT 1" },
 };
 
 #define N_PER_BUILD (sizeof per_build / sizeof *per_build)

@@ -1,101 +1,300 @@
 #!/usr/bin/env bash
-# End to end of network requests (issue 16) on loopback: a program of our own
-# (network/NetDemo.java: OkHttp 3.13 and HttpURLConnection requests to its
-# own HTTP server on 127.0.0.1) obfuscated by Debian's ProGuard, instrumented
-# by beatline-instrument (--names obfuscated), its mapping and method-ID file
-# uploaded, then run with -Xverify:all and the runtime uploading to a real
-# beatline-server.
+# Network requests, server half (issue 16), end to end on loopback with
+# small hand-made batches (beatline-batch encode; no Java needed).
 #
 #   network_test.sh BUILD_DIR WORK_DIR
 #
-# Checks: the instrumented program prints what the obfuscated one prints;
-# every batch the runtime sent was accepted (202) and the spool is empty;
-# the server received the 11 network events. When the server answers
-# GET /v1/apps/{app}/network (the server half of issue 16), the patterns,
-# exact counts, error counts and callers with their original names are
-# checked too; until then (404) that part is reported as not run.
+# Exact counts, errors and error rates, status classes, percentiles, phase
+# means and bytes per build x host x method x URL pattern; callers with
+# their original names (obfuscated method-ID file + mapping); query names
+# in the pattern, query strings never stored (the database is grepped); bad
+# network events counted by reason and skipped without failing the batch;
+# the 16,384 per-batch bound; user URL patterns (PUT/GET, their checks and
+# caps) applied to batches that arrive after, never to stored data; the
+# endpoint's parameters, sorts, filters and errors; kill -9 while a batch's
+# requests are written leaves them counted exactly once.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
 
-OK3=/usr/share/java/okhttp.jar:/usr/share/java/okio.jar
-RUNTIME=$BUILD/lib/beatline-runtime.jar
-
-# --- the program: compiled, obfuscated, instrumented --------------------------
-mkdir -p classes tools
-javac --release 8 -cp "$OK3" -d classes "$HERE/network/NetDemo.java"
-jar cf demo.jar -C classes .
-javac -d tools "$HERE/../realworld/JrtLibraryJar.java"
-java -cp tools JrtLibraryJar jdk.jar java.base jdk.httpserver > /dev/null
-cat > pg.pro <<PRO
--injars demo.jar
--outjars obf.jar
--libraryjars jdk.jar
--libraryjars /usr/share/java/okhttp.jar
--libraryjars /usr/share/java/okio.jar
--dontoptimize
--dontwarn
--keep public class demo.net.NetDemo { public static void main(java.lang.String[]); }
--keepattributes SourceFile,LineNumberTable
--printmapping mapping.txt
-PRO
-java -jar /usr/share/java/proguard.jar @pg.pro > proguard.log 2>&1 || { tail -20 proguard.log; exit 1; }
-"$BIN/beatline-instrument" -q --names obfuscated obf.jar -o inst.jar --method-ids method-ids.txt
-contains "the classes were obfuscated" "demo/net/NetDemo\$Orders -> " "$(tr '.' '/' < mapping.txt)"
-
-# --- server, app, build --------------------------------------------------------
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create netdemo)
+keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
 ING=$(jq -r .ingest_key <<< "$keys")
 UPL=$(jq -r .upload_key <<< "$keys")
 RD=$(jq -r .read_key <<< "$keys")
 start_server "$DATA"
-"$HERE/../../scripts/upload-build" --server "$URL" --app netdemo --build 1.0 --key "$UPL" \
-  --mapping mapping.txt --method-ids method-ids.txt > upload.log 2>&1 || { cat upload.log; exit 1; }
-ok
 
-# --- the runs ------------------------------------------------------------------
-plain=$(java -Xverify:all -cp "obf.jar:$OK3" demo.net.NetDemo)
-expect "the program answers" "requests answered 2xx: 8" "$plain"
-out=$(timeout 120 java -Xverify:all -cp "inst.jar:$RUNTIME:$OK3" -Dbeatline.server="$URL" \
-  -Dbeatline.app=netdemo -Dbeatline.build=1.0 -Dbeatline.key="$ING" -Dbeatline.spool="$WORK/spool" \
-  -Dbeatline.debug=true demo.net.NetDemo 2> run.err)
-expect "instrumented: same output" "$plain" "$out"
-expect_grep "the runtime's batches were accepted (202)" 'uploaded .*: 202$' "$(cat run.err)"
-expect "no batch refused" "0" "$(grep -c 'refused' run.err || true)"
-expect "the spool is empty" "0" "$(find "$WORK/spool" -name '*.blb.gz' | wc -l)"
+metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+m_of() { curl -s "$URL/metrics" | awk -v r="beatline_events_malformed_total{reason=\"$1\"}" '$1 == r { print $2 }'; }
+processed=0
+expect_processed() { # n more batches processed (bounded: 600 x 0.05 s)
+  processed=$((processed + $1))
+  local n
+  for _ in $(seq 600); do
+    n=$(metric beatline_batches_processed_total)
+    [ "$n" == "$processed" ] && return 0
+    sleep 0.05
+  done
+  bad "processed batches: expected $processed, got $n"
+}
+# batch NAME UUID BUILD ORIGIN EVENTS-JSON -> NAME.bin
+batch() {
+  printf '%s' "$5" > "$1.events"
+  jq -cn --arg id "$2" --arg b "$3" --argjson o "$4" --slurpfile e "$1.events" \
+    '{batch_id:$id, app:"shop", build:$b, session_id:"s1", origin_wall_us:$o,
+      device:{model:"m", os:"14", sdk:34},
+      threads:[{id:1, name:"main", main:true, truncated:false, records:[[11,"i",0],[11,"o",100]]}],
+      events:$e[0]}' > "$1.json"
+  "$BIN/beatline-batch" encode < "$1.json" > "$1.bin"
+}
+post() { http POST /v1/apps/shop/batches "$ING" --data-binary @"$1.bin"; }
+# net METHOD HOST PATH TOTAL [jq object merged last] -> one network event
+net() {
+  local x=${5:-'{}'}
+  jq -cn --arg m "$1" --arg h "$2" --arg p "$3" --argjson t "$4" --argjson x "$x" \
+    '{type:"network", device:"dev-1", thread_name:"OkHttp Dispatcher", begin_us:1000,
+      end_us:(1000 + $t), method:$m, scheme:"https", host:$h, port:443, path:$p,
+      status:200, protocol:"h2", bytes_out:100, bytes_in:1000, total_us:$t} + $x'
+}
 
-# the batches are processed: the 11 network events reached the events reader
-for _ in $(seq 200); do
-  n=$(curl -s "$URL/metrics" | awk '$1 == "beatline_batches_waiting" { print $2 }')
-  [ "${n:-1}" = 0 ] && break
-  sleep 0.05
+# --- build 1.0: obfuscated names, with the mapping ---------------------------
+cat > ids.txt << 'EOF'
+# beatline method-ids v1 names=obfuscated
+11,1,a.a b ()V
+13,1,b.a a (Ljava/lang/String;)V
+EOF
+cat > mapping.txt << 'EOF'
+com.example.Feed -> a.a:
+    void load() -> b
+com.example.Db -> b.a:
+    void query(java.lang.String) -> a
+EOF
+for b in 1.0 2.0; do
+  http PUT /v1/apps/shop/builds/$b/method-ids "$UPL" --data-binary @ids.txt
+  expect "method-ids $b" 201 "$CODE"
+  http PUT /v1/apps/shop/builds/$b/mapping "$UPL" --data-binary @mapping.txt
+  expect "mapping $b" 201 "$CODE"
 done
-http GET "/v1/apps/netdemo/network?build=1.0&sort=count&limit=50" "$RD"
-if [ "$CODE" = 404 ] && ! jq -e '.requests' <<< "$BODY" > /dev/null 2>&1; then
-  # the server half of issue 16 is not merged yet: network events are unknown_type
-  unknown=$(curl -s "$URL/metrics" |
-    awk '$1 == "beatline_events_malformed_total{reason=\"unknown_type\"}" { print $2 }')
-  expect "the server got the 11 network events (counted unknown_type before /network exists)" "11" "$unknown"
-  echo "NOTE: GET /v1/apps/netdemo/network answered 404: its checks were not run" >&2
-else
-  expect "GET /network" "200" "$CODE"
-  # one row: host 127.0.0.1, its pattern and method
-  row() { jq -c --arg p "$1" --arg m "$2" \
-    '[.requests[] | select(.host == "127.0.0.1" and .pattern == $p and .http_method == $m)] | .[0]' <<< "$BODY"; }
-  check_row() { # pattern method count errors caller-class caller-name
-    local r
-    r=$(row "$1" "$2")
-    expect "$2 $1 count" "$3" "$(jq -r .count <<< "$r")"
-    expect "$2 $1 errors" "$4" "$(jq -r .errors <<< "$r")"
-    expect "$2 $1 caller" "$5.$6 $3" \
-      "$(jq -r '.callers[0] | "\(.method.class).\(.method.name) \(.count)"' <<< "$r")"
-  }
-  check_row "/v2/users/{id}/orders/{id}" GET 5 0 'demo.net.NetDemo$Orders' fetch
-  check_row "/v2/users/{id}" GET 2 2 'demo.net.NetDemo$Users' missing
-  check_row "/v2/orders" POST 1 0 'demo.net.NetDemo$Orders' place
-  check_row "/legacy/items/{id}" GET 3 1 'demo.net.NetDemo$Legacy' items
-  expect "4xx of the missing users" "2" "$(row "/v2/users/{id}" GET | jq -r '.status["4xx"]')"
-  expect "5xx of the legacy items" "1" "$(row "/legacy/items/{id}" GET | jq -r '.status["5xx"]')"
-fi
+
+O1=1795960000000000
+ORDERS='/v2/users/{id}/orders/{id}'
+E1="[$(net GET api.example.com /v2/users/123/orders/9 100000 '{"ttfb_us":40000,"dns_us":800,"connect_us":2000,"tls_us":9000,"caller":11}'),
+$(net GET api.example.com /v2/users/7/orders/1 200000 '{"ttfb_us":50000,"connect_us":3000,"caller":11,"reused":false}'),
+$(net GET api.example.com /v2/users/55/orders/2 300000 '{"status":404,"ttfb_us":60000,"caller":13,"reused":true}'),
+$(net GET api.example.com /v2/users/56/orders/3 500000 '{"status":null,"error":"java.net.SocketTimeoutException","bytes_in":0}'),
+$(net POST API.Example.com /v2/users/123/orders 700000 '{"status":503,"bytes_out":5000,"caller":13}'),
+$(net GET cdn.example.com /img/5f2b8e3a9c1d4e7f/thumb.png 1000 '{"status":304,"bytes_in":10}'),
+$(net GET api.example.com /v2/en-US/search 2000 '{"query_keys":["q","lang","q"]}'),
+$(net GET api.example.com '/v2/users/1?token=SECRETQUERY' 1),
+$(net GET api.example.com '/v2/users/1#SECRETFRAGMENT' 1),
+$(net GET api.example.com /x 1 '{"device":""}'),
+$(net GET api.example.com /x 1 '{"status":600}'),
+$(net GET api.example.com /x 1 '{"status":99}'),
+$(net get api.example.com /x 1),
+$(net GET api.example.com /x 1 '{"scheme":"ftp"}'),
+$(net GET api.example.com /x 1 '{"port":0}'),
+$(net GET api.example.com /x 1 '{"caller":-1}'),
+$(net GET api.example.com /x 1 '{"query_keys":["a=SECRETVALUE"]}'),
+$(net GET 'api example.com' /x 1),
+$(net GET api.example.com x 1),
+$(net GET api.example.com /x 1 '{"bytes_in":"12"}'),
+$(net GET api.example.com /x 1 '{"dns_us":-5}'),
+$(net GET api.example.com /x 1 '{"reused":1}'),
+$(net GET api.example.com /x 1 '{"begin_us":5000, "end_us":10}'),
+{\"type\":\"network\"}]"
+batch b1 22222222-1111-4111-8111-000000000001 1.0 $O1 "$E1"
+post b1
+expect "batch 1 accepted (bad network events never refuse it)" 202 "$CODE"
+expect_processed 1
+
+# --- bad events: counted by reason and skipped --------------------------------
+# bad_field: query, fragment, empty device, status 600 and 99, lower-case
+# method, ftp, port 0, negative caller, a query value, a host with a space,
+# a path without '/', bytes as a string, negative dns, reused not a
+# boolean, the bare event: 16; window: begin after end
+expect "malformed: bad_field" 16 "$(m_of bad_field)"
+expect "malformed: window" 1 "$(m_of window)"
+expect "malformed: budget" 0 "$(m_of budget)"
+expect "requests stored" 7 "$(metric beatline_network_requests_total)"
+
+# --- the aggregates ------------------------------------------------------------
+http GET "/v1/apps/shop/network?build=1.0" "$RD"
+expect "list: 200" 200 "$CODE"
+expect "list: build, sort" "1.0 count" "$(jq -r '"\(.build) \(.sort)"' <<< "$BODY")"
+expect "list: four groups (GET and POST orders, cdn, search)" 4 "$(jq '.requests | length' <<< "$BODY")"
+A=$(jq -c --arg p "$ORDERS" '.requests[] | select(.pattern == $p and .http_method == "GET")' <<< "$BODY")
+expect "orders: first by count" "$ORDERS" "$(jq -r '.requests[0].pattern' <<< "$BODY")"
+expect "orders: host, count, errors, error_rate" "api.example.com 4 2 0.5" \
+  "$(jq -r '"\(.host) \(.count) \(.errors) \(.error_rate)"' <<< "$A")"
+expect "orders: status classes (404 and a failure are the errors)" \
+  '{"1xx":0,"2xx":2,"3xx":0,"4xx":1,"5xx":0,"failed":1}' "$(jq -c .status <<< "$A")"
+near() { # name expected actual (within 1 %)
+  if [ "$(jq -n --argjson e "$2" --argjson a "$3" '($a - $e | if . < 0 then -. else . end) <= $e / 100')" == true ]; then ok; else bad "$1: expected $2 within 1%, got $3"; fi
+}
+# totals 100000, 200000, 300000, 500000
+near "orders: p50" 200000 "$(jq .p50_us <<< "$A")"
+near "orders: p90" 500000 "$(jq .p90_us <<< "$A")"
+expect "orders: max" 500000 "$(jq .max_us <<< "$A")"
+near "orders: ttfb p50 (of the three that had one)" 50000 "$(jq .ttfb_p50_us <<< "$A")"
+expect "orders: ttfb max" 60000 "$(jq .ttfb_max_us <<< "$A")"
+expect "orders: dns, connect, tls means (of the requests that had the phase)" "800 2500 9000" \
+  "$(jq -r '"\(.dns_mean_us) \(.connect_mean_us) \(.tls_mean_us)"' <<< "$A")"
+expect "orders: bytes in, out" "3000 400" "$(jq -r '"\(.bytes_in) \(.bytes_out)"' <<< "$A")"
+expect "orders: callers, original names, by count" \
+  "com.example.Feed load ()V 2|com.example.Db query (Ljava/lang/String;)V 1" \
+  "$(jq -r '[.callers[] | "\(.method.class) \(.method.name) \(.method.descriptor) \(.count)"] | join("|")' <<< "$A")"
+expect "orders: a caller's source file" "Feed.java" "$(jq -r '.callers[0].method.source_file' <<< "$A")"
+P=$(jq -c '.requests[] | select(.http_method == "POST")' <<< "$BODY")
+expect "POST: own group, host lower-cased" "api.example.com /v2/users/{id}/orders 1 1 1 5000" \
+  "$(jq -r '"\(.host) \(.pattern) \(.count) \(.errors) \(.status["5xx"]) \(.bytes_out)"' <<< "$P")"
+expect "POST: no ttfb, no phases: null" "null null null null" \
+  "$(jq -r '"\(.ttfb_p50_us) \(.dns_mean_us) \(.connect_mean_us) \(.tls_mean_us)"' <<< "$P")"
+C=$(jq -c '.requests[] | select(.host == "cdn.example.com")' <<< "$BODY")
+expect "cdn: long hex collapsed, 304 is 3xx and not an error" "/img/{hex}/thumb.png 1 0 0 1" \
+  "$(jq -r '"\(.pattern) \(.count) \(.errors) \(.error_rate) \(.status["3xx"])"' <<< "$C")"
+expect "query names: sorted, unique, no values; /v2/ and /en-US/ kept" 1 \
+  "$(jq '[.requests[] | select(.pattern == "/v2/en-US/search?lang={}&q={}")] | length' <<< "$BODY")"
+expect "no callers: empty list" "[]" "$(jq -c '.requests[] | select(.host == "cdn.example.com") | .callers' <<< "$BODY")"
+
+# --- query strings and values are never stored ---------------------------------------
+sqlite3 -cmd '.timeout 5000' "$DATA/beatline.db" 'PRAGMA wal_checkpoint(PASSIVE)' > /dev/null || true
+if cat "$DATA"/beatline.db* | grep -a -q -e SECRETQUERY -e SECRETFRAGMENT -e SECRETVALUE; then
+  bad "a query string, fragment or query value is in the database"
+else ok; fi
+expect "no stored pattern or host holds '?' but the kept names" "/v2/en-US/search?lang={}&q={}" \
+  "$(sqlite3 -cmd '.timeout 5000' "$DATA/beatline.db" "SELECT pattern FROM net_groups WHERE pattern LIKE '%?%' OR host LIKE '%?%'")"
+
+# --- sorts, filters, limits ------------------------------------------------------------
+http GET "/v1/apps/shop/network?build=1.0&sort=errors&limit=2" "$RD"
+expect "sort=errors, limit=2" "2 GET 2 POST 1" \
+  "$(jq -r '"\(.requests | length) \(.requests[0].http_method) \(.requests[0].errors) \(.requests[1].http_method) \(.requests[1].errors)"' <<< "$BODY")"
+http GET "/v1/apps/shop/network?build=1.0&sort=p99" "$RD"
+expect "sort=p99: the 700 ms POST first" POST "$(jq -r '.requests[0].http_method' <<< "$BODY")"
+http GET "/v1/apps/shop/network?build=1.0&sort=bytes" "$RD"
+expect "sort=bytes: the POST (6000) first" POST "$(jq -r '.requests[0].http_method' <<< "$BODY")"
+http GET "/v1/apps/shop/network?build=1.0&method=POST" "$RD"
+expect "method=POST" "1 POST" "$(jq -r '"\(.requests | length) \(.requests[0].http_method)"' <<< "$BODY")"
+http GET "/v1/apps/shop/network?build=1.0&host=CDN.example.com" "$RD"
+expect "host= (any case)" "1 cdn.example.com" "$(jq -r '"\(.requests | length) \(.requests[0].host)"' <<< "$BODY")"
+http GET "/v1/apps/shop/network?build=1.0&callers=1" "$RD"
+expect "callers=1" 1 "$(jq -r --arg p "$ORDERS" '.requests[] | select(.pattern == $p and .http_method == "GET") | .callers | length' <<< "$BODY")"
+# ranges go by whole hours: until at the start of the requests' hour leaves it out
+http GET "/v1/apps/shop/network?build=1.0&until=$((O1 / 3600000000 * 3600))" "$RD"
+expect "until the start of the hour: nothing" 0 "$(jq '.requests | length' <<< "$BODY")"
+http GET "/v1/apps/shop/network?build=1.0&since=$((O1 / 1000000))" "$RD"
+expect "since the hour: everything" 4 "$(jq '.requests | length' <<< "$BODY")"
+
+# --- errors -----------------------------------------------------------------------------
+http GET "/v1/apps/shop/network?build=1.0&sort=total" "$RD"
+expect "bad sort: 400" "400 'sort' must be one of count, p50, p90, p99, errors, bytes" "$CODE $(jq -r .error <<< "$BODY")"
+http GET "/v1/apps/shop/network?build=1.0&method=get" "$RD"
+expect "bad method: 400" 400 "$CODE"
+http GET "/v1/apps/shop/network?build=1.0&since=$((O1 / 1000000 + 10))&until=$((O1 / 1000000))" "$RD"
+expect "since after until (one hour): 400" "400 'since' must not be after 'until'" "$CODE $(jq -r .error <<< "$BODY")"
+http GET "/v1/apps/shop/network?build=1.0&limit=-1" "$RD"
+expect "bad limit: 400" 400 "$CODE"
+contains "bad limit: names it" "'limit'" "$BODY"
+http GET "/v1/apps/shop/network?build=9.9" "$RD"
+expect "unknown build: 404" "404 unknown build '9.9'" "$CODE $(jq -r .error <<< "$BODY")"
+http GET "/v1/apps/shop/network?sort=nonsense" "$ING"
+expect "ingest key cannot read (the key is checked first): 403" 403 "$CODE"
+http GET "/v1/apps/shop/network" ""
+expect "no key: 401" 401 "$CODE"
+http POST "/v1/apps/shop/network" "$RD"
+expect "POST network: 404" 404 "$CODE"
+
+# --- user URL patterns -------------------------------------------------------------------
+http GET /v1/apps/shop/url-patterns "$RD"
+expect "patterns: none yet" '200 [] null' "$CODE $(jq -c .patterns <<< "$BODY") $(jq -c .updated_at <<< "$BODY")"
+http PUT /v1/apps/shop/url-patterns "$RD" --data-binary '{"patterns":[]}'
+expect "PUT with the read key: 403" 403 "$CODE"
+http PUT /v1/apps/shop/url-patterns "$UPL" --data-binary 'not json'
+expect "PUT not JSON: 400" 400 "$CODE"
+http PUT /v1/apps/shop/url-patterns "$UPL" --data-binary '{"patterns":["api.example.com/a"],"x":1}'
+expect "PUT other fields: 400" 400 "$CODE"
+http PUT /v1/apps/shop/url-patterns "$UPL" --data-binary '{"patterns":["api.example.com/a", 5]}'
+expect "PUT a number: 400 naming it" "400 patterns[1] is not a string" "$CODE $(jq -r .error <<< "$BODY")"
+http PUT /v1/apps/shop/url-patterns "$UPL" --data-binary '{"patterns":["api.example.com/a", "api.example.com/a?x=1"]}'
+expect "PUT a pattern with a query: 400" 400 "$CODE"
+contains "PUT a bad pattern: its index" "patterns[1]" "$BODY"
+jq -cn '{patterns: [range(101) | "api.example.com/p\(.)"]}' > many.json
+http PUT /v1/apps/shop/url-patterns "$UPL" --data-binary @many.json
+expect "PUT 101 patterns: 400" "400 101 patterns: at most 100 per app" "$CODE $(jq -r .error <<< "$BODY")"
+jq -cn --arg p "api.example.com/$(head -c 600 /dev/zero | tr '\0' a)" '{patterns: [$p]}' > long.json
+http PUT /v1/apps/shop/url-patterns "$UPL" --data-binary @long.json
+expect "PUT a 616-byte pattern: 400" 400 "$CODE"
+contains "PUT a long pattern: the cap" "512" "$BODY"
+head -c 300000 /dev/zero | tr '\0' ' ' > big.json
+http PUT /v1/apps/shop/url-patterns "$UPL" --data-binary @big.json
+expect "PUT a body over 256 KiB: 413" 413 "$CODE"
+http GET /v1/apps/shop/url-patterns "$RD"
+expect "refused PUTs changed nothing" '[]' "$(jq -c .patterns <<< "$BODY")"
+http PUT /v1/apps/shop/url-patterns "$UPL" \
+  --data-binary '{"patterns":["https://api.example.com/v2/users/*/orders/*", "cdn.example.com/img/**"]}'
+expect "PUT patterns: 200 set" "200 set 2" "$CODE $(jq -r .status <<< "$BODY") $(jq '.patterns | length' <<< "$BODY")"
+http GET /v1/apps/shop/url-patterns "$RD"
+expect "GET patterns: in order" '["https://api.example.com/v2/users/*/orders/*","cdn.example.com/img/**"]' \
+  "$(jq -c .patterns <<< "$BODY")"
+expect "GET patterns: updated_at set" true "$(jq '.updated_at > 0' <<< "$BODY")"
+
+# the same requests again, after the PUT: the user patterns apply to them;
+# the groups stored before are not rewritten
+batch b2 22222222-1111-4111-8111-000000000002 1.0 $O1 "$E1"
+post b2
+expect "batch 2 accepted" 202 "$CODE"
+expect_processed 1
+http GET "/v1/apps/shop/network?build=1.0&limit=100" "$RD"
+expect "after the PUT: the user pattern's group" "4 2" \
+  "$(jq -r '.requests[] | select(.pattern == "/v2/users/*/orders/*" and .http_method == "GET") | "\(.count) \(.errors)"' <<< "$BODY")"
+expect "after the PUT: the old group unchanged (not rewritten)" 4 \
+  "$(jq -r --arg p "$ORDERS" '.requests[] | select(.pattern == $p and .http_method == "GET") | .count' <<< "$BODY")"
+expect "after the PUT: '**' for the cdn" "1 1" \
+  "$(jq -r '[(.requests[] | select(.pattern == "/img/**") | .count), (.requests[] | select(.pattern == "/img/{hex}/thumb.png") | .count)] | join(" ")' <<< "$BODY")"
+expect "after the PUT: a POST with fewer segments keeps the automatic pattern" 2 \
+  "$(jq -r '.requests[] | select(.http_method == "POST") | .count' <<< "$BODY")"
+http PUT /v1/apps/shop/url-patterns "$UPL" --data-binary '{"patterns":[]}'
+expect "PUT an empty list: 200" "200 []" "$CODE $(jq -c .patterns <<< "$BODY")"
+
+# --- the per-batch bound: 16,384 network events stored, the rest "budget" -------------
+jq -cn '[range(16386) | {type:"network", device:"d", begin_us:0, end_us:10, method:"GET",
+  scheme:"http", host:"bulk.example.com", port:80, path:"/p/\(. % 3)", bytes_out:0,
+  bytes_in:0, total_us:10, status:200, caller:13}]' > bulk.events
+batch bulk 22222222-1111-4111-8111-000000000003 2.0 $O1 "$(cat bulk.events)"
+post bulk
+expect "bulk batch accepted" 202 "$CODE"
+expect_processed 1
+expect "bulk: 2 past the bound counted as budget" 2 "$(m_of budget)"
+http GET "/v1/apps/shop/network?build=2.0&host=bulk.example.com" "$RD"
+expect "bulk: 16,384 requests stored, one pattern" "1 16384 /p/{id} 16384" \
+  "$(jq -r '"\(.requests | length) \(.requests[0].count) \(.requests[0].pattern) \(.requests[0].callers[0].count)"' <<< "$BODY")"
+expect "bulk: the caller's original name" "com.example.Db.query" \
+  "$(jq -r '.requests[0].callers[0].method | "\(.class).\(.name)"' <<< "$BODY")"
+post bulk
+expect "bulk again: duplicate" 200 "$CODE"
+http GET "/v1/apps/shop/network?build=2.0" "$RD"
+expect "duplicate not counted" 16384 "$(jq -r '.requests[0].count' <<< "$BODY")"
+
+# --- kill -9 while a batch's requests are written: exactly once -----------------------
+# (a few tries at growing delays: the landing point is not guaranteed)
+sed 's/bulk\.example\.com/kill.example.com/g' bulk.events > kill.events
+batch k 22222222-1111-4111-8111-000000000004 2.0 $O1 "$(cat kill.events)"
+post k
+expect "kill batch accepted" 202 "$CODE"
+batches_20() { http GET "/v1/apps/shop/builds" "$RD"; jq -r '.builds[] | select(.build == "2.0") | .batches' <<< "$BODY"; }
+kills=0
+for d in 0.1 0.3 0.6 1 2; do
+  [ "$(batches_20)" == 2 ] && break
+  sleep "$d"
+  kill -9 "$SERVER_PID"
+  wait "$SERVER_PID" 2> /dev/null || true
+  kills=$((kills + 1))
+  start_server "$DATA"
+done
+echo "kill -9: $kills time(s)"
+for _ in $(seq 600); do [ "$(batches_20)" == 2 ] && break; sleep 0.05; done
+http GET "/v1/apps/shop/network?build=2.0&host=kill.example.com" "$RD"
+expect "after kill -9: requests and callers counted exactly once" "16384 16384" \
+  "$(jq -r '"\(.requests[0].count) \(.requests[0].callers[0].count)"' <<< "$BODY")"
+post k
+expect "kill batch again: duplicate" 200 "$CODE"
 finish

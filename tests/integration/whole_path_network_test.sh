@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# End to end of network requests (issue 16) on loopback: a program of our own
+# (network/NetDemo.java: OkHttp 3.13 and HttpURLConnection requests to its
+# own HTTP server on 127.0.0.1) obfuscated by Debian's ProGuard, instrumented
+# by beatline-instrument (--names obfuscated), its mapping and method-ID file
+# uploaded, then run with -Xverify:all and the runtime uploading to a real
+# beatline-server.
+#
+#   whole_path_network_test.sh BUILD_DIR WORK_DIR
+#
+# Checks: the instrumented program prints what the obfuscated one prints;
+# every batch the runtime sent was accepted (202) and the spool is empty;
+# the server stored the 11 network events; GET /v1/apps/{app}/network
+# (the server half of issue 16) shows the patterns,
+# exact counts, error counts and callers with their original names.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+setup "$@"
+
+OK3=/usr/share/java/okhttp.jar:/usr/share/java/okio.jar
+RUNTIME=$BUILD/lib/beatline-runtime.jar
+
+# --- the program: compiled, obfuscated, instrumented --------------------------
+mkdir -p classes tools
+javac --release 8 -cp "$OK3" -d classes "$HERE/network/NetDemo.java"
+jar cf demo.jar -C classes .
+javac -d tools "$HERE/../realworld/JrtLibraryJar.java"
+java -cp tools JrtLibraryJar jdk.jar java.base jdk.httpserver > /dev/null
+cat > pg.pro <<PRO
+-injars demo.jar
+-outjars obf.jar
+-libraryjars jdk.jar
+-libraryjars /usr/share/java/okhttp.jar
+-libraryjars /usr/share/java/okio.jar
+-dontoptimize
+-dontwarn
+-keep public class demo.net.NetDemo { public static void main(java.lang.String[]); }
+-keepattributes SourceFile,LineNumberTable
+-printmapping mapping.txt
+PRO
+java -jar /usr/share/java/proguard.jar @pg.pro > proguard.log 2>&1 || { tail -20 proguard.log; exit 1; }
+"$BIN/beatline-instrument" -q --names obfuscated obf.jar -o inst.jar --method-ids method-ids.txt
+contains "the classes were obfuscated" "demo/net/NetDemo\$Orders -> " "$(tr '.' '/' < mapping.txt)"
+
+# --- server, app, build --------------------------------------------------------
+DATA=$WORK/data
+keys=$("$BIN/beatline-server" --data "$DATA" app create netdemo)
+ING=$(jq -r .ingest_key <<< "$keys")
+UPL=$(jq -r .upload_key <<< "$keys")
+RD=$(jq -r .read_key <<< "$keys")
+start_server "$DATA"
+"$HERE/../../scripts/upload-build" --server "$URL" --app netdemo --build 1.0 --key "$UPL" \
+  --mapping mapping.txt --method-ids method-ids.txt > upload.log 2>&1 || { cat upload.log; exit 1; }
+ok
+
+# --- the runs ------------------------------------------------------------------
+plain=$(java -Xverify:all -cp "obf.jar:$OK3" demo.net.NetDemo)
+expect "the program answers" "requests answered 2xx: 8" "$plain"
+out=$(timeout 120 java -Xverify:all -cp "inst.jar:$RUNTIME:$OK3" -Dbeatline.server="$URL" \
+  -Dbeatline.app=netdemo -Dbeatline.build=1.0 -Dbeatline.key="$ING" -Dbeatline.spool="$WORK/spool" \
+  -Dbeatline.debug=true demo.net.NetDemo 2> run.err)
+expect "instrumented: same output" "$plain" "$out"
+expect_grep "the runtime's batches were accepted (202)" 'uploaded .*: 202$' "$(cat run.err)"
+expect "no batch refused" "0" "$(grep -c 'refused' run.err || true)"
+expect "the spool is empty" "0" "$(find "$WORK/spool" -name '*.blb.gz' | wc -l)"
+
+# the batches are processed: the 11 network events reached the events reader
+for _ in $(seq 200); do
+  n=$(curl -s "$URL/metrics" | awk '$1 == "beatline_batches_waiting" { print $2 }')
+  [ "${n:-1}" = 0 ] && break
+  sleep 0.05
+done
+http GET "/v1/apps/netdemo/network?build=1.0&sort=count&limit=50" "$RD"
+expect "GET /network" "200" "$CODE"
+stored=$(curl -s "$URL/metrics" | awk '$1 == "beatline_network_requests_total" { print $2 }')
+expect "the server stored the 11 network events" "11" "$stored"
+# one row: host 127.0.0.1, its pattern and method
+row() { jq -c --arg p "$1" --arg m "$2" \
+  '[.requests[] | select(.host == "127.0.0.1" and .pattern == $p and .http_method == $m)] | .[0]' <<< "$BODY"; }
+check_row() { # pattern method count errors caller-class caller-name
+  local r
+  r=$(row "$1" "$2")
+  expect "$2 $1 count" "$3" "$(jq -r .count <<< "$r")"
+  expect "$2 $1 errors" "$4" "$(jq -r .errors <<< "$r")"
+  expect "$2 $1 caller" "$5.$6 $3" \
+    "$(jq -r '.callers[0] | "\(.method.class).\(.method.name) \(.count)"' <<< "$r")"
+}
+check_row "/v2/users/{id}/orders/{id}" GET 5 0 'demo.net.NetDemo$Orders' fetch
+check_row "/v2/users/{id}" GET 2 2 'demo.net.NetDemo$Users' missing
+check_row "/v2/orders" POST 1 0 'demo.net.NetDemo$Orders' place
+check_row "/legacy/items/{id}" GET 3 1 'demo.net.NetDemo$Legacy' items
+expect "4xx of the missing users" "2" "$(row "/v2/users/{id}" GET | jq -r '.status["4xx"]')"
+expect "5xx of the legacy items" "1" "$(row "/legacy/items/{id}" GET | jq -r '.status["5xx"]')"
+finish
