@@ -786,6 +786,109 @@ START_TEST(blob_malformed_v2)
 }
 END_TEST
 
+/* Random bytes and random mutations of valid blobs (both forms): every blob
+ * function gives the same verdict (read whole or refused with BL_EFORMAT),
+ * never reads outside the blob (ASan builds), and what is accepted means
+ * the same to all of them. */
+START_TEST(blob_random)
+{
+    static const uint8_t empty[4] = { 2, 6, 0, 0 };
+    uint64_t rng = 4242;
+    int accepted = 0, refused = 0;
+    for (int round = 0; round < 4000; round++) {
+        uint8_t x[96];
+        size_t len;
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        if (round % 2) { /* a valid blob, one or two bytes changed or cut */
+            bl_sketch v;
+            bl_sketch_init(&v);
+            int nv = 1 + (int)((rng >> 33) % 6);
+            for (int i = 0; i < nv; i++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                ck_assert_int_eq(bl_sketch_add(&v, (rng >> 20) % (1ull << ((rng >> 10) % 40)),
+                                               1 + (rng >> 40) % 300), BL_OK);
+            }
+            bl_buf b;
+            bl_buf_init(&b, 0);
+            if (round % 4 == 1)
+                ck_assert_int_eq(bl_sketch_serialize(&v, &b), BL_OK);
+            else
+                to_v1(&v, &b);
+            bl_sketch_cleanup(&v);
+            len = b.len < sizeof x ? b.len : sizeof x;
+            memcpy(x, b.data, len);
+            bl_buf_cleanup(&b);
+            for (int k = 0; k < 2; k++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                int what = (int)((rng >> 60) % 4);
+                size_t at = (size_t)((rng >> 20) % len);
+                if (what == 0)
+                    len = at; /* cut */
+                else if (what == 1 && len)
+                    x[at] = (uint8_t)(rng >> 8); /* any byte */
+                else if (len)
+                    x[at] ^= (uint8_t)(1u << ((rng >> 5) % 8)); /* one bit */
+                if (!len)
+                    break;
+            }
+        } else { /* a version-2 header, then random bytes, mostly small */
+            len = 4 + (size_t)((rng >> 35) % 40);
+            x[0] = 2;
+            x[1] = 6;
+            x[2] = (uint8_t)((rng >> 45) % 20);
+            x[3] = (rng >> 55) % 50 ? 0 : (uint8_t)(rng >> 8);
+            for (size_t i = 4; i < len; i++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                x[i] = (rng >> 61) ? (uint8_t)((rng >> 20) % 100) : (uint8_t)(rng >> 24);
+            }
+        }
+        /* copied to a buffer of exactly len bytes: a read past it is an ASan error */
+        uint8_t *e = malloc(len ? len : 1);
+        ck_assert_ptr_nonnull(e);
+        memcpy(e, x, len);
+        bl_sketch s;
+        bl_sketch_init(&s);
+        bl_err r1 = bl_sketch_merge_blob(&s, e, len);
+        bl_buf m;
+        bl_buf_init(&m, 0);
+        bl_err r2 = bl_sketch_blob_merge(e, len, empty, 4, &m);
+        uint64_t qv[3];
+        const double qq[3] = { 0.5, 0.9, 1.0 };
+        bl_err r3 = bl_sketch_blob_quantiles(e, len, qq, 3, qv);
+        bl_buf d;
+        bl_buf_init(&d, 0);
+        bl_err r4 = bl_sketch_blob_sub(e, len, e, len, &d);
+        ck_assert_msg(r1 == BL_OK || r1 == BL_EFORMAT, "round %d: %d", round, (int)r1);
+        ck_assert_msg(r2 == r1 && r3 == r1 && r4 == r1, "round %d: verdicts %d %d %d %d", round,
+                      (int)r1, (int)r2, (int)r3, (int)r4);
+        if (r1 == BL_OK) {
+            accepted++;
+            /* the merged bytes are the sketch's serialisation, read back the same */
+            bl_buf again;
+            bl_buf_init(&again, 0);
+            ck_assert_int_eq(bl_sketch_serialize(&s, &again), BL_OK);
+            ck_assert_uint_eq(again.len, m.len);
+            ck_assert_int_eq(memcmp(again.data, m.data, m.len), 0);
+            bl_buf_cleanup(&again);
+            if (s.count)
+                ck_assert_uint_eq(qv[0], bl_sketch_quantile(&s, 0.5));
+            ck_assert_uint_eq(d.len, 4); /* x - x: empty */
+        } else {
+            refused++;
+            ck_assert_uint_eq(m.len, 0);
+            ck_assert_uint_eq(s.count, 0);
+            ck_assert_ptr_null(s.bucket);
+        }
+        bl_buf_cleanup(&m);
+        bl_buf_cleanup(&d);
+        bl_sketch_cleanup(&s);
+        free(e);
+    }
+    ck_assert_int_gt(accepted, 300);
+    ck_assert_int_gt(refused, 300);
+}
+END_TEST
+
 /* ---- throughput (printed, not asserted) -------------------------------- */
 
 /* bl_sketch_blob_merge gives the bytes of the union's serialisation. */
@@ -987,6 +1090,7 @@ int main(void)
     tcase_add_test(tm, blob_round_trip);
     tcase_add_test(tm, blob_malformed);
     tcase_add_test(tm, blob_malformed_v2);
+    tcase_add_test(tm, blob_random);
     tcase_add_test(tm, blob_merge_linear);
     tcase_add_test(tm, blob_sub_exact);
     tcase_add_test(tm, throughput);
