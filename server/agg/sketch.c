@@ -32,9 +32,12 @@
 #include <string.h>
 
 #define S BL_SKETCH_SUB_BITS
-#define BLOB_VERSION 1
-#define BLOB_HEADER 8
-#define BLOB_PAIR 12
+/* v1 (read only): u8 1, u8 S, u16 0, u32 n, n × (u32 bucket, u64 count) */
+#define V1_HEADER 8
+#define V1_PAIR 12
+/* v2 (written): u8 2, u8 S, u16 n, n × (varint gap, varint count) */
+#define V2_HEADER 4
+#define V2_PAIR_MAX 12 /* a gap (< 2^14: 2 bytes) and a count (10 bytes) */
 
 _Static_assert(BL_SKETCH_BUCKETS == (57 << S) + (2 << S), "bucket count matches b(UINT64_MAX)");
 
@@ -191,35 +194,8 @@ uint64_t bl_sketch_quantile(const bl_sketch *s, double q)
     return s->max;
 }
 
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
+/* ---- serialised forms (sketch.h) ---------------------------------------- */
 
-/* One (u32 bucket, u64 count) pair, little-endian: two stores, where the
- * byte loop above costs a shift per byte in the serialise loop. */
-static inline void put_pair(uint8_t *p, uint32_t b, uint64_t c)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    b = __builtin_bswap32(b);
-    c = __builtin_bswap64(c);
-#endif
-    memcpy(p, &b, 4);
-    memcpy(p + 4, &c, 8);
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-/* A pair's bucket (u32) and count (u64), little-endian: one load each, where
- * get_le's byte loop costs a shift per byte; the blob merges of the writer's
- * upserts (sketch_merge, rollups) read every pair twice (check, merge). */
 static inline uint32_t get_u32(const uint8_t *p)
 {
     uint32_t v;
@@ -240,18 +216,164 @@ static inline uint64_t get_u64(const uint8_t *p)
     return v;
 }
 
+/* Writes v as a LEB128 varint (7 bits a byte, low first, high bit = more
+ * follow) at w; returns the byte after it (1–10 bytes). */
+static inline uint8_t *put_varint(uint8_t *w, uint64_t v)
+{
+    while (v >= 0x80) {
+        *w++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *w++ = (uint8_t)v;
+    return w;
+}
+
+/* Reads a varint of at most `max` bytes from *pp (< end) into *out and
+ * moves *pp past it. -1 when it runs past end or `max` bytes, has a final
+ * 0 byte after others (an overlong form: every value has one encoding), or
+ * does not fit in 64 bits. */
+static inline int get_varint(const uint8_t **pp, const uint8_t *end, int max, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    if (__builtin_expect(p < end && *p < 0x80, 1)) { /* one byte: most of them */
+        *out = *p;
+        *pp = p + 1;
+        return 0;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < max; i++) {
+        if (p == end)
+            return -1;
+        uint8_t x = *p++;
+        if (i == 9 && x > 1)
+            return -1; /* bits past 64 */
+        v |= (uint64_t)(x & 0x7f) << (7 * i);
+        if (!(x & 0x80)) {
+            if (!x)
+                return -1; /* overlong */
+            *out = v;
+            *pp = p;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* A reader of either serialised form: the pairs in order, each checked
+ * (index in range and above the previous one, count non-zero), and the
+ * blob's end where the last pair ends. */
+typedef struct rd {
+    const uint8_t *p, *end;
+    uint32_t left; /* pairs still to read */
+    int v2;
+    int64_t prev;  /* the last bucket read, -1 before the first */
+} rd;
+
+/* Reads the header. BL_EFORMAT when it is not one of the two forms (the
+ * pairs are checked as they are read). */
+static bl_err rd_open(rd *r, const void *blob, size_t len)
+{
+    const uint8_t *p = blob;
+    if (!p || len < V2_HEADER || p[1] != S)
+        return BL_EFORMAT;
+    r->end = p + len;
+    r->prev = -1;
+    if (p[0] == 2) {
+        r->v2 = 1;
+        r->left = (uint32_t)p[2] | (uint32_t)p[3] << 8;
+        r->p = p + V2_HEADER;
+        /* a pair takes at least 2 bytes */
+        if (r->left > BL_SKETCH_BUCKETS || r->left > (len - V2_HEADER) / 2)
+            return BL_EFORMAT;
+        return BL_OK;
+    }
+    if (p[0] != 1 || len < V1_HEADER || p[2] || p[3])
+        return BL_EFORMAT;
+    uint64_t nz = get_u32(p + 4);
+    if ((len - V1_HEADER) % V1_PAIR || (len - V1_HEADER) / V1_PAIR != nz)
+        return BL_EFORMAT;
+    r->v2 = 0;
+    r->left = (uint32_t)nz;
+    r->p = p + V1_HEADER;
+    return BL_OK;
+}
+
+/* The next pair: 1 with *b and *c set, 0 at the blob's end (all its bytes
+ * read), -1 when malformed. */
+static inline int rd_next(rd *r, uint32_t *b, uint64_t *c)
+{
+    if (!r->left)
+        return r->p == r->end ? 0 : -1;
+    uint64_t idx;
+    if (r->v2) {
+        uint64_t gap;
+        const uint8_t *p = r->p;
+        if (__builtin_expect(r->end - p >= 2 && !((p[0] | p[1]) & 0x80), 1)) {
+            gap = p[0]; /* a one-byte gap and count: most pairs */
+            *c = p[1];
+            r->p = p + 2;
+        } else if (get_varint(&r->p, r->end, 2, &gap) || get_varint(&r->p, r->end, 10, c)) {
+            return -1;
+        }
+        idx = (uint64_t)(r->prev + 1) + gap;
+    } else {
+        idx = get_u32(r->p);
+        *c = get_u64(r->p + 4);
+        r->p += V1_PAIR;
+        if ((int64_t)idx <= r->prev)
+            return -1;
+    }
+    if (idx >= BL_SKETCH_BUCKETS || !*c)
+        return -1;
+    r->prev = (int64_t)idx;
+    r->left--;
+    *b = (uint32_t)idx;
+    return 1;
+}
+
+/* A v2 blob being written at w0: pairs appended in ascending order. */
+typedef struct wr {
+    uint8_t *w0, *w;
+    uint32_t n;
+    int64_t prev;
+} wr;
+
+static inline void wr_open(wr *o, uint8_t *w0)
+{
+    o->w0 = w0;
+    o->w = w0 + V2_HEADER;
+    o->n = 0;
+    o->prev = -1;
+}
+
+static inline void wr_pair(wr *o, uint32_t b, uint64_t c)
+{
+    o->w = put_varint(o->w, (uint64_t)((int64_t)b - o->prev - 1));
+    o->w = put_varint(o->w, c);
+    o->prev = b;
+    o->n++;
+}
+
+/* Writes the header; returns the blob's length. */
+static inline size_t wr_close(wr *o)
+{
+    o->w0[0] = 2;
+    o->w0[1] = S;
+    o->w0[2] = (uint8_t)o->n;
+    o->w0[3] = (uint8_t)(o->n >> 8);
+    return (size_t)(o->w - o->w0);
+}
+
 bl_err bl_sketch_serialize(const bl_sketch *s, bl_buf *out)
 {
-    /* one pass: room for every bucket in [lo, hi], the count patched after */
+    /* room for every non-empty bucket, which lie in [lo, hi] */
     size_t span = s->count ? (size_t)(s->hi - s->lo + 1) : 0;
-    bl_err err = bl_buf_reserve(out, BLOB_HEADER + span * BLOB_PAIR);
+    bl_err err = bl_buf_reserve(out, V2_HEADER + span * V2_PAIR_MAX);
     if (err)
         return err;
-    uint8_t *p0 = (uint8_t *)out->data + out->len, *p = p0 + BLOB_HEADER;
-    uint32_t nz = 0;
-    /* locals: the byte stores below may alias anything, so reading through
-     * s-> would reload the pointer every step; zero runs (most of a wide
-     * span) are skipped four buckets at a time */
+    wr o;
+    wr_open(&o, (uint8_t *)out->data + out->len);
+    /* zero runs (most of a wide span) are skipped four buckets at a time */
     const uint64_t *bk = s->bucket;
     uint32_t b = s->lo, end = s->lo + (uint32_t)span;
     while (b < end) {
@@ -259,90 +381,127 @@ bl_err bl_sketch_serialize(const bl_sketch *s, bl_buf *out)
             b += 4;
             continue;
         }
-        uint64_t c = bk[b];
-        if (c) {
-            put_pair(p, b, c);
-            p += BLOB_PAIR;
-            nz++;
-        }
+        if (bk[b])
+            wr_pair(&o, b, bk[b]);
         b++;
     }
-    put_le(p0, BLOB_VERSION, 1);
-    put_le(p0 + 1, S, 1);
-    put_le(p0 + 2, 0, 2);
-    put_le(p0 + 4, nz, 4);
-    out->len += BLOB_HEADER + (size_t)nz * BLOB_PAIR;
+    out->len += wr_close(&o);
     out->data[out->len] = '\0';
     return BL_OK;
 }
 
-/*
- * Checks the whole blob before touching s: version, sub_bits, reserved == 0,
- * length exactly header + n_nonzero pairs, indexes strictly ascending and in
- * range, counts non-zero and their total within 64 bits (BL_EFORMAT). A
- * total that fits but would overflow s->count is BL_ETOOBIG. s->max and
- * s->sum are left alone (the blob does not carry them).
- */
-/* Checks a blob; *nz gets its pair count and *total the sum of its counts. */
-static bl_err check_blob(const uint8_t *p, size_t len, uint64_t *nz_out, uint64_t *total_out)
+/* Checks a whole blob (rd_open, rd_next to the end); *nz gets its pair
+ * count and *total the sum of its counts (BL_EFORMAT when it overflows). */
+static bl_err check_blob(const void *blob, size_t len, uint64_t *nz_out, uint64_t *total_out)
 {
-    if (len < BLOB_HEADER || !p)
+    rd r;
+    if (rd_open(&r, blob, len))
         return BL_EFORMAT;
-    if (p[0] != BLOB_VERSION || p[1] != S || get_le(p + 2, 2) != 0)
-        return BL_EFORMAT;
-    uint64_t nz = get_le(p + 4, 4);
-    if ((len - BLOB_HEADER) / BLOB_PAIR != nz || (len - BLOB_HEADER) % BLOB_PAIR)
-        return BL_EFORMAT;
-    const uint8_t *pairs = p + BLOB_HEADER;
-    uint64_t total = 0;
-    uint64_t prev = 0;
-    for (uint64_t i = 0; i < nz; i++) {
-        uint64_t b = get_u32(pairs + i * BLOB_PAIR);
-        uint64_t c = get_u64(pairs + i * BLOB_PAIR + 4);
-        if (b >= BL_SKETCH_BUCKETS || c == 0 || __builtin_add_overflow(total, c, &total))
+    uint64_t nz = 0, total = 0, c;
+    uint32_t b;
+    int k;
+    while ((k = rd_next(&r, &b, &c)) == 1) {
+        if (__builtin_add_overflow(total, c, &total))
             return BL_EFORMAT;
-        if (i && b <= prev)
-            return BL_EFORMAT;
-        prev = b;
+        nz++;
     }
+    if (k)
+        return BL_EFORMAT;
     *nz_out = nz;
     *total_out = total;
     return BL_OK;
 }
 
+/* One pass over both blobs, checking them as they are read (the writer's
+ * rollup and stat upserts run it for every row they touch); nothing is
+ * appended on an error. *total: the result's count. */
+static bl_err merge(const void *a, size_t alen, const void *b, size_t blen, bl_buf *out,
+                    uint64_t *total)
+{
+    rd ra, rb;
+    if (rd_open(&ra, a, alen) || rd_open(&rb, b, blen))
+        return BL_EFORMAT;
+    /* every output pair is no longer than the input pair(s) it comes from:
+     * its gap is at most theirs and its count at most their two counts */
+    bl_err err = bl_buf_reserve(out, V2_HEADER + alen + blen);
+    if (err)
+        return err;
+    wr o;
+    wr_open(&o, (uint8_t *)out->data + out->len);
+    uint32_t ba = 0, bb = 0;
+    uint64_t ca = 0, cb = 0, ta = 0, tb = 0;
+    int ka = rd_next(&ra, &ba, &ca), kb = rd_next(&rb, &bb, &cb);
+    int ovf = 0;
+    while (ka == 1 || kb == 1) {
+        if (ka == 1 && (kb != 1 || ba < bb)) {
+            wr_pair(&o, ba, ca);
+            ovf |= __builtin_add_overflow(ta, ca, &ta);
+            ka = rd_next(&ra, &ba, &ca);
+        } else if (kb == 1 && (ka != 1 || bb < ba)) {
+            wr_pair(&o, bb, cb);
+            ovf |= __builtin_add_overflow(tb, cb, &tb) << 1;
+            kb = rd_next(&rb, &bb, &cb);
+        } else { /* the same bucket in both */
+            wr_pair(&o, ba, ca + cb); /* wraps only when the totals do: refused below */
+            ovf |= __builtin_add_overflow(ta, ca, &ta);
+            ovf |= __builtin_add_overflow(tb, cb, &tb) << 1;
+            ka = rd_next(&ra, &ba, &ca);
+            kb = rd_next(&rb, &bb, &cb);
+        }
+    }
+    if (ka || kb || ovf)
+        return BL_EFORMAT; /* a malformed pair or end, or a blob's own total overflows */
+    if (__builtin_add_overflow(ta, tb, total))
+        return BL_ETOOBIG;
+    out->len += wr_close(&o);
+    out->data[out->len] = '\0';
+    return BL_OK;
+}
+
 bl_err bl_sketch_blob_merge(const void *a, size_t alen, const void *b, size_t blen, bl_buf *out)
 {
-    uint64_t na, nb, ta, tb, t;
-    bl_err err;
-    if ((err = check_blob(a, alen, &na, &ta)) || (err = check_blob(b, blen, &nb, &tb)))
-        return err;
-    if (__builtin_add_overflow(ta, tb, &t))
-        return BL_ETOOBIG;
+    uint64_t total;
+    return merge(a, alen, b, blen, out, &total);
+}
+
+bl_err bl_sketch_blob_merge_q(const void *a, size_t alen, const void *b, size_t blen,
+                              bl_buf *out, const double *q, int n, uint64_t *qv)
+{
+    if (n < 0 || n > 8)
+        return BL_EINVAL;
     size_t at = out->len;
-    if ((err = bl_buf_reserve(out, BLOB_HEADER + (size_t)(na + nb) * BLOB_PAIR)))
+    uint64_t total, rank[8];
+    bl_err err = merge(a, alen, b, blen, out, &total);
+    if (err)
         return err;
-    uint8_t *o = (uint8_t *)out->data + at;
-    const uint8_t *pa = (const uint8_t *)a + BLOB_HEADER, *pb = (const uint8_t *)b + BLOB_HEADER;
-    uint8_t *w = o + BLOB_HEADER;
-    uint64_t i = 0, j = 0, n = 0;
-    while (i < na || j < nb) {
-        uint64_t ba = i < na ? get_u32(pa + i * BLOB_PAIR) : UINT64_MAX;
-        uint64_t bb = j < nb ? get_u32(pb + j * BLOB_PAIR) : UINT64_MAX;
-        uint64_t idx = ba < bb ? ba : bb, c = 0;
-        if (ba == idx)
-            c += get_u64(pa + i++ * BLOB_PAIR + 4);
-        if (bb == idx)
-            c += get_u64(pb + j++ * BLOB_PAIR + 4);
-        put_pair(w, (uint32_t)idx, c);
-        w += BLOB_PAIR;
-        n++;
+    int left = 0;
+    for (int k = 0; k < n; k++) {
+        qv[k] = 0;
+        rank[k] = !total ? 0 : q[k] >= 1.0 ? total : rank_of(total, q[k]);
+        left += rank[k] != 0;
     }
-    put_le(o, BLOB_VERSION, 1);
-    put_le(o + 1, S, 1);
-    put_le(o + 2, 0, 2);
-    put_le(o + 4, n, 4);
-    out->len = at + BLOB_HEADER + (size_t)n * BLOB_PAIR;
-    out->data[out->len] = '\0';
+    /* the merged blob was written just now: read without checks */
+    const uint8_t *p = (const uint8_t *)out->data + at + V2_HEADER;
+    uint64_t seen = 0, b_ = (uint64_t)-1;
+    while (left) {
+        uint64_t gap = 0, c = 0;
+        int sh = 0;
+        do
+            gap |= (uint64_t)(*p & 0x7f) << sh, sh += 7;
+        while (*p++ & 0x80);
+        sh = 0;
+        do
+            c |= (uint64_t)(*p & 0x7f) << sh, sh += 7;
+        while (*p++ & 0x80);
+        b_ += gap + 1;
+        seen += c;
+        for (int k = 0; k < n; k++)
+            if (rank[k] && seen >= rank[k]) {
+                qv[k] = bl_sketch_bucket_mid((uint32_t)b_);
+                rank[k] = 0;
+                left--;
+            }
+    }
     return BL_OK;
 }
 
@@ -354,38 +513,32 @@ bl_err bl_sketch_blob_sub(const void *a, size_t alen, const void *b, size_t blen
         return err;
     if (tb > ta)
         return BL_EINVAL;
-    size_t at = out->len;
-    if ((err = bl_buf_reserve(out, BLOB_HEADER + (size_t)na * BLOB_PAIR)))
+    if ((err = bl_buf_reserve(out, V2_HEADER + alen)))
         return err;
-    uint8_t *o = (uint8_t *)out->data + at;
-    const uint8_t *pa = (const uint8_t *)a + BLOB_HEADER, *pb = (const uint8_t *)b + BLOB_HEADER;
-    uint8_t *w = o + BLOB_HEADER;
-    uint64_t i = 0, j = 0, n = 0;
+    rd ra, rb;
+    rd_open(&ra, a, alen);
+    rd_open(&rb, b, blen);
+    wr o;
+    wr_open(&o, (uint8_t *)out->data + out->len);
+    uint32_t ib = 0, ia;
+    uint64_t cb = 0, c;
+    int kb = rd_next(&rb, &ib, &cb);
     /* every bucket of b must be in a with at least its count */
-    for (; i < na; i++) {
-        uint64_t idx = get_le(pa + i * BLOB_PAIR, 4), c = get_le(pa + i * BLOB_PAIR + 4, 8);
-        if (j < nb && get_le(pb + j * BLOB_PAIR, 4) < idx)
+    while (rd_next(&ra, &ia, &c) == 1) {
+        if (kb == 1 && ib < ia)
             return BL_EINVAL; /* a bucket of b that a lacks */
-        if (j < nb && get_le(pb + j * BLOB_PAIR, 4) == idx) {
-            uint64_t cb = get_le(pb + j++ * BLOB_PAIR + 4, 8);
+        if (kb == 1 && ib == ia) {
             if (cb > c)
                 return BL_EINVAL;
             c -= cb;
+            kb = rd_next(&rb, &ib, &cb);
         }
-        if (!c)
-            continue;
-        put_le(w, idx, 4);
-        put_le(w + 4, c, 8);
-        w += BLOB_PAIR;
-        n++;
+        if (c)
+            wr_pair(&o, ia, c);
     }
-    if (j < nb)
+    if (kb == 1)
         return BL_EINVAL;
-    put_le(o, BLOB_VERSION, 1);
-    put_le(o + 1, S, 1);
-    put_le(o + 2, 0, 2);
-    put_le(o + 4, n, 4);
-    out->len = at + BLOB_HEADER + (size_t)n * BLOB_PAIR;
+    out->len += wr_close(&o);
     out->data[out->len] = '\0';
     return BL_OK;
 }
@@ -397,19 +550,30 @@ bl_err bl_sketch_blob_quantiles(const void *blob, size_t len, const double *q, i
     bl_err err = check_blob(blob, len, &nz, &total);
     if (err)
         return err;
-    const uint8_t *pairs = (const uint8_t *)blob + BLOB_HEADER;
-    for (int k = 0; k < n; k++) {
+    /* one more pass: each quantile is set at the first bucket whose running
+     * count reaches its rank (q >= 1: the largest bucket's representative,
+     * the blob has no max) */
+    for (int k = 0; k < n; k++)
         out[k] = 0;
-        if (!total)
-            continue;
-        /* q >= 1: the largest bucket's representative (the blob has no max) */
-        uint64_t rank = q[k] >= 1.0 ? total : rank_of(total, q[k]), seen = 0;
-        for (uint64_t i = 0; i < nz; i++) {
-            seen += get_le(pairs + i * BLOB_PAIR + 4, 8);
-            if (seen >= rank) {
-                out[k] = bl_sketch_bucket_mid((uint32_t)get_le(pairs + i * BLOB_PAIR, 4));
-                break;
-            }
+    if (!total)
+        return BL_OK;
+    uint64_t rank[8];
+    for (int k0 = 0; k0 < n; k0 += 8) { /* 8 quantiles a pass */
+        int m = n - k0 < 8 ? n - k0 : 8, found = 0;
+        for (int k = 0; k < m; k++)
+            rank[k] = q[k0 + k] >= 1.0 ? total : rank_of(total, q[k0 + k]);
+        rd r;
+        rd_open(&r, blob, len);
+        uint64_t seen = 0, c;
+        uint32_t b;
+        while (found < m && rd_next(&r, &b, &c) == 1) {
+            seen += c;
+            for (int k = 0; k < m; k++)
+                if (rank[k] && seen >= rank[k]) {
+                    out[k0 + k] = bl_sketch_bucket_mid(b);
+                    rank[k] = 0; /* found (ranks are >= 1) */
+                    found++;
+                }
         }
     }
     return BL_OK;
@@ -417,12 +581,10 @@ bl_err bl_sketch_blob_quantiles(const void *blob, size_t len, const double *q, i
 
 bl_err bl_sketch_merge_blob(bl_sketch *s, const void *blob, size_t len)
 {
-    const uint8_t *p = blob;
     uint64_t nz, total;
-    bl_err cerr = check_blob(p, len, &nz, &total);
+    bl_err cerr = check_blob(blob, len, &nz, &total);
     if (cerr)
         return cerr;
-    const uint8_t *pairs = p + BLOB_HEADER;
     if (!nz)
         return BL_OK;
     if (total > UINT64_MAX - s->count)
@@ -430,12 +592,15 @@ bl_err bl_sketch_merge_blob(bl_sketch *s, const void *blob, size_t len)
     bl_err err = ensure_buckets(s);
     if (err)
         return err;
-    for (uint64_t i = 0; i < nz; i++) {
-        uint32_t b = (uint32_t)get_le(pairs + i * BLOB_PAIR, 4);
-        s->bucket[b] += get_le(pairs + i * BLOB_PAIR + 4, 8);
+    rd r;
+    rd_open(&r, blob, len);
+    uint32_t b, lo = UINT32_MAX, hi = 0;
+    uint64_t c;
+    while (rd_next(&r, &b, &c) == 1) {
+        s->bucket[b] += c;
+        lo = b < lo ? b : lo;
+        hi = b;
     }
-    uint32_t lo = (uint32_t)get_le(pairs, 4);
-    uint32_t hi = (uint32_t)get_le(pairs + (nz - 1) * BLOB_PAIR, 4);
     s->count += total;
     s->lo = lo < s->lo ? lo : s->lo;
     s->hi = hi > s->hi ? hi : s->hi;

@@ -10,9 +10,20 @@
  * the 2% the server promises. Two sketches merge by adding bucket counts,
  * so merged results are exactly what one sketch of all values would give.
  *
- * Serialised form (stored in SQLite as a BLOB): little-endian
- *   u8 version (1), u8 sub_bits, u16 reserved, u32 n_nonzero,
- *   then n_nonzero × (u32 bucket index, u64 count), indexes ascending.
+ * Serialised forms (stored in SQLite as a BLOB), little-endian; both are
+ * read, version 2 is written (by bl_sketch_serialize and every blob
+ * function below, whatever the form of their inputs):
+ *   version 1: u8 1, u8 sub_bits, u16 reserved (0), u32 n_nonzero, then
+ *     n_nonzero × (u32 bucket index, u64 count), indexes ascending
+ *     (12 bytes a bucket);
+ *   version 2: u8 2, u8 sub_bits, u16 n_nonzero, then n_nonzero ×
+ *     (varint gap, varint count), where the bucket index is the previous
+ *     one + 1 + gap (the first: gap itself) and a varint is LEB128 (7 bits
+ *     a byte, low bits first, high bit set on every byte but the last; no
+ *     overlong forms; a gap takes at most 2 bytes, a count at most 10).
+ *     Typically 2–3 bytes a bucket.
+ * In both, counts are non-zero, indexes below BL_SKETCH_BUCKETS and the
+ * blob ends with its last pair; anything else is malformed (BL_EFORMAT).
  */
 #ifndef BL_SKETCH_H
 #define BL_SKETCH_H
@@ -69,6 +80,13 @@ bl_err bl_sketch_blob_quantiles(const void *blob, size_t len, const double *q, i
  * same bytes bl_sketch_serialize would give for the union. BL_EFORMAT for a
  * malformed blob, BL_ETOOBIG when the counts overflow, BL_ENOMEM. */
 bl_err bl_sketch_blob_merge(const void *a, size_t alen, const void *b, size_t blen, bl_buf *out);
+
+/* bl_sketch_blob_merge, and qv[k] = the q[k]-quantile of the result for
+ * k < n <= 8, as bl_sketch_blob_quantiles gives it (read from the merged
+ * blob without checking it again). BL_EINVAL when n > 8; else as
+ * bl_sketch_blob_merge. */
+bl_err bl_sketch_blob_merge_q(const void *a, size_t alen, const void *b, size_t blen,
+                              bl_buf *out, const double *q, int n, uint64_t *qv);
 
 /* Subtracts serialised sketch b from serialised sketch a (bucket-wise, exact:
  * what bl_sketch_serialize gives for a sketch of a's values without b's),

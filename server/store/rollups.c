@@ -11,6 +11,7 @@
 
 #include "agg/sketch.h"
 #include "common/buf.h"
+#include "store/sqlfuncs.h"
 
 #define DAY_US "86400000000"
 #define NO_MAX "9223372036854775807" /* sketch_q3 without clamping */
@@ -395,36 +396,41 @@ bl_err bl_rollups_refresh(bl_db *db, int *rebuilt)
     return err;
 }
 
-/* A row is updated when it exists, else inserted: the percentiles (q3)
- * are computed once, from the merged sketch (an INSERT … ON CONFLICT would
- * compute them for the VALUES as well). ?1 scope, ?2 sig, ?3 thread kind,
- * ?4 count, ?5 total, ?6 self, ?7 max, ?8 sketch, ?9 day. */
-static const char totals_upd_sql[] =
-    "UPDATE rollup_totals SET count = count + ?4, total_us = total_us + ?5, "
-    "self_us = self_us + ?6, max_us = max(max_us, ?7), sketch = sketch_merge(sketch, ?8), "
-    "q3 = sketch_q3(sketch_merge(sketch, ?8), max(max_us, ?7)) "
+/* A row is read, merged in C (one sketch merge, its percentiles q3 from
+ * the result) and written back when it exists, else inserted. ?1 scope,
+ * ?2 sig, ?3 thread kind, ?4 count, ?5 total, ?6 self, ?7 max, ?8 sketch,
+ * ?9 day or hour, ?10 q3 (bl_sql_q3: clamped to the max in the totals, not
+ * in days and hours). */
+static const char totals_read_sql[] =
+    "SELECT count, total_us, self_us, max_us, sketch FROM rollup_totals "
     "WHERE scope = ?1 AND sig = ?2 AND main = ?3";
+static const char days_read_sql[] =
+    "SELECT count, total_us, self_us, max_us, sketch FROM rollup_days "
+    "WHERE scope = ?1 AND sig = ?2 AND day = ?9 AND main = ?3";
+static const char hours_read_sql[] =
+    "SELECT count, total_us, self_us, max_us, sketch FROM rollup_hours "
+    "WHERE scope = ?1 AND sig = ?2 AND hour = ?9 AND main = ?3";
+static const char totals_put_sql[] =
+    "UPDATE rollup_totals SET count = ?4, total_us = ?5, self_us = ?6, max_us = ?7, "
+    "sketch = ?8, q3 = ?10 WHERE scope = ?1 AND sig = ?2 AND main = ?3";
+static const char days_put_sql[] =
+    "UPDATE rollup_days SET count = ?4, total_us = ?5, self_us = ?6, max_us = ?7, "
+    "sketch = ?8, q3 = ?10 WHERE scope = ?1 AND sig = ?2 AND day = ?9 AND main = ?3";
+static const char hours_put_sql[] =
+    "UPDATE rollup_hours SET count = ?4, total_us = ?5, self_us = ?6, max_us = ?7, "
+    "sketch = ?8, q3 = ?10 WHERE scope = ?1 AND sig = ?2 AND hour = ?9 AND main = ?3";
 static const char totals_ins_sql[] =
     "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, ?7), ?8)";
-static const char days_upd_sql[] =
-    "UPDATE rollup_days SET count = count + ?4, total_us = total_us + ?5, "
-    "self_us = self_us + ?6, max_us = max(max_us, ?7), sketch = sketch_merge(sketch, ?8), "
-    "q3 = sketch_q3(sketch_merge(sketch, ?8), " NO_MAX ") "
-    "WHERE scope = ?1 AND sig = ?2 AND day = ?9 AND main = ?3";
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?8)";
 static const char days_ins_sql[] =
     "INSERT INTO rollup_days(scope, sig, day, main, count, total_us, self_us, max_us, q3, sketch) "
-    "VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, " NO_MAX "), ?8)";
-static const char hours_upd_sql[] =
-    "UPDATE rollup_hours SET count = count + ?4, total_us = total_us + ?5, "
-    "self_us = self_us + ?6, max_us = max(max_us, ?7), sketch = sketch_merge(sketch, ?8), "
-    "q3 = sketch_q3(sketch_merge(sketch, ?8), " NO_MAX ") "
-    "WHERE scope = ?1 AND sig = ?2 AND hour = ?9 AND main = ?3";
+    "VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, ?10, ?8)";
 static const char hours_ins_sql[] =
     "INSERT INTO rollup_hours(scope, sig, hour, main, count, total_us, self_us, max_us, q3, "
-    "sketch) VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, sketch_q3(?8, " NO_MAX "), ?8)";
+    "sketch) VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, ?10, ?8)";
 /* by table: 0 rollup_totals, 1 rollup_days, 2 rollup_hours */
-static const char *const upd_sql[3] = { totals_upd_sql, days_upd_sql, hours_upd_sql };
+static const char *const read_sql[3] = { totals_read_sql, days_read_sql, hours_read_sql };
+static const char *const put_sql[3] = { totals_put_sql, days_put_sql, hours_put_sql };
 static const char *const ins_sql[3] = { totals_ins_sql, days_ins_sql, hours_ins_sql };
 static const char span_sql[] =
     "INSERT INTO rollup_spans(scope, first_hour, last_hour) VALUES (?, ?, ?) "
@@ -471,9 +477,10 @@ static bl_err span_note(bl_db *db, span *sp, int *n, int64_t scope, int64_t hour
     return BL_OK;
 }
 
-/* Runs one of the statements above. *changed: rows changed. */
-static bl_err add_stmt(bl_db *db, const char *sql, int64_t scope, int64_t sig, int kind,
-                       const bl_wr_stat *s, int64_t day, int *changed)
+/* Writes one row with put_sql or ins_sql[table] (s: its new figures, q3
+ * its percentiles). */
+static bl_err put_stmt(bl_db *db, const char *sql, int64_t scope, int64_t sig, int kind,
+                       const bl_wr_stat *s, const uint8_t q3[24], int64_t day)
 {
     sqlite3_stmt *st = bl_db_stmt(db, sql);
     if (!st)
@@ -486,25 +493,66 @@ static bl_err add_stmt(bl_db *db, const char *sql, int64_t scope, int64_t sig, i
     sqlite3_bind_int64(st, 6, s->self_us);
     sqlite3_bind_int64(st, 7, s->max_us);
     sqlite3_bind_blob(st, 8, s->sketch, (int)s->sketch_len, SQLITE_STATIC);
-    if (sql != totals_upd_sql && sql != totals_ins_sql)
+    if (sql != totals_put_sql && sql != totals_ins_sql)
         sqlite3_bind_int64(st, 9, day);
+    sqlite3_bind_blob(st, 10, q3, 24, SQLITE_STATIC);
     int rc = sqlite3_step(st);
-    *changed = sqlite3_changes(bl_db_handle(db));
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? BL_OK : BL_EIO;
 }
 
-/* kind: 0/1 the row's thread kind, 2 both; table: 0 totals, 1 the app's
- * day row, 2 its hour row (day: the day's or hour's start) */
+/* Adds s to one rollup row. kind: 0/1 the row's thread kind, 2 both;
+ * table: 0 totals, 1 the app's day row, 2 its hour row (day: the day's or
+ * hour's start). mb: scratch for the merged sketch. BL_EIO also for a
+ * stored sketch that is malformed (as sketch_merge's SQL error was). */
 static bl_err upsert(bl_db *db, int table, int64_t scope, int64_t sig, int kind,
-                     const bl_wr_stat *s, int64_t day)
+                     const bl_wr_stat *s, int64_t day, bl_buf *mb)
 {
-    int changed;
-    if (add_stmt(db, upd_sql[table], scope, sig, kind, s, day, &changed))
+    static const uint8_t empty[4] = { 2, BL_SKETCH_SUB_BITS, 0, 0 };
+    sqlite3_stmt *st = bl_db_stmt(db, read_sql[table]);
+    if (!st)
         return BL_EIO;
-    if (changed)
-        return BL_OK;
-    return add_stmt(db, ins_sql[table], scope, sig, kind, s, day, &changed);
+    sqlite3_bind_int64(st, 1, scope);
+    sqlite3_bind_int64(st, 2, sig);
+    sqlite3_bind_int(st, 3, kind);
+    if (table)
+        sqlite3_bind_int64(st, 9, day);
+    int rc = sqlite3_step(st);
+    bl_wr_stat t = *s;
+    bl_err err = BL_OK;
+    uint64_t qv[3];
+    if (rc == SQLITE_ROW) {
+        t.count += sqlite3_column_int64(st, 0);
+        t.total_us += sqlite3_column_int64(st, 1);
+        t.self_us += sqlite3_column_int64(st, 2);
+        int64_t max = sqlite3_column_int64(st, 3);
+        t.max_us = max > t.max_us ? max : t.max_us;
+        const void *old = sqlite3_column_blob(st, 4);
+        size_t on = (size_t)sqlite3_column_bytes(st, 4);
+        if (sqlite3_column_type(st, 4) == SQLITE_NULL) { /* as sketch_merge: empty */
+            old = empty;
+            on = sizeof empty;
+        }
+        bl_buf_reset(mb);
+        err = bl_sketch_blob_merge_q(old, on, s->sketch, s->sketch_len, mb, bl_sql_q3_levels,
+                                     3, qv);
+        t.sketch = mb->data;
+        t.sketch_len = mb->len;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return BL_EIO;
+    if (err)
+        return err == BL_ENOMEM ? BL_ENOMEM : BL_EIO;
+    /* the percentiles: clamped to the max in the totals, as sketch_q3 */
+    uint64_t clamp = table ? UINT64_MAX >> 1 : (uint64_t)t.max_us;
+    uint8_t q3[24];
+    if (rc == SQLITE_ROW)
+        bl_sql_q3_pack(qv, clamp, q3);
+    else if (bl_sql_q3(t.sketch, t.sketch_len, clamp, q3))
+        return BL_EIO;
+    return put_stmt(db, rc == SQLITE_ROW ? put_sql[table] : ins_sql[table], scope, sig, kind,
+                    &t, q3, day);
 }
 
 /* One addition to a rollup row; a flush's additions are sorted by row and
@@ -737,21 +785,23 @@ static bl_err add_rows(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx, int ch
     }
     if (!err)
         qsort(a, na, sizeof *a, cmp_radd);
-    bl_buf m[2];
+    bl_buf m[2], mb;
     bl_buf_init(&m[0], 0);
     bl_buf_init(&m[1], 0);
+    bl_buf_init(&mb, 0);
     for (size_t i = 0; i < na && !err;) {
         size_t j = i + 1;
         while (j < na && !cmp_radd(&a[i], &a[j]))
             j++;
         bl_wr_stat s;
         err = merge_run(a, i, j, m, &s);
-        if (!err && upsert(db, a[i].table, a[i].scope, a[i].sig, a[i].kind, &s, a[i].day))
-            err = BL_EIO;
+        if (!err)
+            err = upsert(db, a[i].table, a[i].scope, a[i].sig, a[i].kind, &s, a[i].day, &mb);
         i = j;
     }
     bl_buf_cleanup(&m[0]);
     bl_buf_cleanup(&m[1]);
+    bl_buf_cleanup(&mb);
     free(a);
     if (err)
         return err == BL_ENOMEM ? BL_ENOMEM : BL_EIO;
@@ -958,6 +1008,7 @@ bl_err bl_rollups_sub(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
     radd *a = malloc(FAN * n * sizeof *a);
     if (!a)
         return BL_ENOMEM;
+
     size_t na = 0;
     int64_t build = 0, app = 0;
     bl_err err = BL_OK;
@@ -969,6 +1020,7 @@ bl_err bl_rollups_sub(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
             continue;
         na += fan_out(a + na, &s, build, app, sig);
     }
+
     if (!err)
         qsort(a, na, sizeof *a, cmp_radd);
     bl_buf m[2], tmp;

@@ -30,7 +30,8 @@ static void result_sketch(sqlite3_context *ctx, const bl_sketch *s)
     bl_buf_cleanup(&b);
 }
 
-static const char empty_blob[8] = { 1, BL_SKETCH_SUB_BITS, 0, 0, 0, 0, 0, 0 };
+/* an empty sketch (version 2, no buckets) */
+static const char empty_blob[4] = { 2, BL_SKETCH_SUB_BITS, 0, 0 };
 
 static void f_merge(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
@@ -58,24 +59,37 @@ static void f_merge(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     bl_buf_cleanup(&b);
 }
 
-static void f_q3(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+const double bl_sql_q3_levels[3] = { 0.50, 0.90, 0.99 };
+
+void bl_sql_q3_pack(const uint64_t v[3], uint64_t max, uint8_t out[24])
 {
-    (void)argc;
-    static const double qs[3] = { 0.50, 0.90, 0.99 };
-    uint64_t v[3];
-    const void *p = sqlite3_value_blob(argv[0]);
-    int n = sqlite3_value_bytes(argv[0]);
-    if (sqlite3_value_type(argv[0]) == SQLITE_NULL || !p ||
-        bl_sketch_blob_quantiles(p, (size_t)n, qs, 3, v) != BL_OK) {
-        sqlite3_result_error(ctx, "sketch_q3: malformed sketch", -1);
-        return;
-    }
-    uint64_t max = (uint64_t)sqlite3_value_int64(argv[1]);
-    uint8_t out[24];
     for (int i = 0; i < 3; i++) {
         uint64_t x = v[i] < max ? v[i] : max;
         for (int k = 0; k < 8; k++)
             out[i * 8 + k] = (uint8_t)(x >> (8 * k));
+    }
+}
+
+bl_err bl_sql_q3(const void *blob, size_t len, uint64_t max, uint8_t out[24])
+{
+    uint64_t v[3];
+    bl_err err = bl_sketch_blob_quantiles(blob, len, bl_sql_q3_levels, 3, v);
+    if (err)
+        return err;
+    bl_sql_q3_pack(v, max, out);
+    return BL_OK;
+}
+
+static void f_q3(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const void *p = sqlite3_value_blob(argv[0]);
+    int n = sqlite3_value_bytes(argv[0]);
+    uint8_t out[24];
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL || !p ||
+        bl_sql_q3(p, (size_t)n, (uint64_t)sqlite3_value_int64(argv[1]), out) != BL_OK) {
+        sqlite3_result_error(ctx, "sketch_q3: malformed sketch", -1);
+        return;
     }
     sqlite3_result_blob(ctx, out, sizeof out, SQLITE_TRANSIENT);
 }

@@ -16,6 +16,19 @@
 #define BL_SQLFUNCS_H
 
 #include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/blerr.h"
+
+/* What sketch_q3(blob, max) gives, computed in C (the writer's rollup
+ * upserts, which merge in C): 24 bytes into out. BL_EFORMAT for a
+ * malformed blob. */
+bl_err bl_sql_q3(const void *blob, size_t len, uint64_t max, uint8_t out[24]);
+/* The quantiles sketch_q3 gives (0.50, 0.90, 0.99), and its 24 bytes from
+ * their values v (each clamped to max). */
+extern const double bl_sql_q3_levels[3];
+void bl_sql_q3_pack(const uint64_t v[3], uint64_t max, uint8_t out[24]);
 
 /* Returns SQLITE_OK or the error of sqlite3_create_function_v2. */
 int bl_sql_register(sqlite3 *db);

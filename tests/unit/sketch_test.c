@@ -426,6 +426,29 @@ END_TEST
 
 /* ---- serialised form ----------------------------------------------------- */
 
+/* A sketch's version-1 blob (the form written before version 2), built
+ * here from its buckets: u8 1, u8 6, u16 0, u32 n, n × (u32, u64). */
+static void to_v1(const bl_sketch *s, bl_buf *out)
+{
+    uint8_t pair[12];
+    uint32_t n = 0;
+    size_t at = out->len;
+    uint8_t head[8] = { 1, 6, 0, 0, 0, 0, 0, 0 };
+    ck_assert_int_eq(bl_buf_append(out, head, 8), BL_OK);
+    for (uint32_t b = 0; s->count && b < NB; b++) {
+        if (!s->bucket[b])
+            continue;
+        for (int i = 0; i < 4; i++)
+            pair[i] = (uint8_t)(b >> (8 * i));
+        for (int i = 0; i < 8; i++)
+            pair[4 + i] = (uint8_t)(s->bucket[b] >> (8 * i));
+        ck_assert_int_eq(bl_buf_append(out, pair, 12), BL_OK);
+        n++;
+    }
+    for (int i = 0; i < 4; i++)
+        out->data[at + 4 + i] = (char)(uint8_t)(n >> (8 * i));
+}
+
 START_TEST(blob_layout)
 {
     bl_sketch s;
@@ -434,9 +457,9 @@ START_TEST(blob_layout)
     bl_buf_init(&out, 0);
     /* empty sketch: header only */
     ck_assert_int_eq(bl_sketch_serialize(&s, &out), BL_OK);
-    static const uint8_t empty[8] = { 1, 6, 0, 0, 0, 0, 0, 0 };
-    ck_assert_uint_eq(out.len, 8);
-    ck_assert_mem_eq(out.data, empty, 8);
+    static const uint8_t empty[4] = { 2, 6, 0, 0 };
+    ck_assert_uint_eq(out.len, 4);
+    ck_assert_mem_eq(out.data, empty, 4);
 
     ck_assert_int_eq(bl_sketch_add(&s, 5, 2), BL_OK);
     ck_assert_int_eq(bl_sketch_add(&s, 1000, 0x0102030405ull), BL_OK);
@@ -445,18 +468,43 @@ START_TEST(blob_layout)
     bl_buf_reset(&out);
     ck_assert_int_eq(bl_buf_puts(&out, "xy"), BL_OK); /* appends after what is there */
     ck_assert_int_eq(bl_sketch_serialize(&s, &out), BL_OK);
+    /* version 2: bucket 5 = gap 5, count 2; bucket 317 = gap 311 (varint
+     * B7 02), count 0x0102030405 (varint 85 88 8C 90 10) */
     static const uint8_t want[] = {
-        'x', 'y', 1, 6, 0, 0, 2, 0, 0, 0,
-        5, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0,
-        0x3D, 0x01, 0, 0, 0x05, 0x04, 0x03, 0x02, 0x01, 0, 0, 0,
+        'x', 'y', 2, 6, 2, 0,
+        0x05, 0x02,
+        0xB7, 0x02, 0x85, 0x88, 0x8C, 0x90, 0x10,
     };
     ck_assert_uint_eq(out.len, sizeof want);
     ck_assert_mem_eq(out.data, want, sizeof want);
     ck_assert_int_eq(out.data[out.len], '\0');
 
+    /* the same sketch as a version-1 blob is read the same way and turned
+     * into the version-2 bytes by a merge with the empty blob */
+    static const uint8_t v1[] = {
+        1, 6, 0, 0, 2, 0, 0, 0,
+        5, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0,
+        0x3D, 0x01, 0, 0, 0x05, 0x04, 0x03, 0x02, 0x01, 0, 0, 0,
+    };
+    bl_buf m;
+    bl_buf_init(&m, 0);
+    ck_assert_int_eq(bl_sketch_blob_merge(v1, sizeof v1, empty, 4, &m), BL_OK);
+    ck_assert_uint_eq(m.len, sizeof want - 2);
+    ck_assert_mem_eq(m.data, want + 2, sizeof want - 2);
+    bl_buf_reset(&m);
+    ck_assert_int_eq(bl_sketch_blob_merge(empty, 4, v1, sizeof v1, &m), BL_OK);
+    ck_assert_mem_eq(m.data, want + 2, sizeof want - 2);
+    bl_sketch r;
+    bl_sketch_init(&r);
+    ck_assert_int_eq(bl_sketch_merge_blob(&r, v1, sizeof v1), BL_OK);
+    ck_assert_uint_eq(r.count, 0x0102030405ull + 2);
+    ck_assert_uint_eq(r.bucket[317], 0x0102030405ull);
+    bl_sketch_cleanup(&r);
+    bl_buf_cleanup(&m);
+
     /* a capped buffer that is too small: BL_ETOOBIG, buffer unchanged */
     bl_buf small;
-    bl_buf_init(&small, 16);
+    bl_buf_init(&small, 8);
     ck_assert_int_eq(bl_sketch_serialize(&s, &small), BL_ETOOBIG);
     ck_assert_uint_eq(small.len, 0);
     bl_buf_cleanup(&small);
@@ -491,6 +539,29 @@ START_TEST(blob_round_trip)
     ck_assert_uint_eq(c.sum, 0);
     for (size_t i = 0; i + 1 < sizeof qs / sizeof *qs; i++)
         ck_assert_uint_eq(bl_sketch_quantile(&c, qs[i]), bl_sketch_quantile(&a, qs[i]));
+
+    /* quantiles read from the blob, and from the same sketch's version-1
+     * blob, are the sketch's; the version-2 blob is the smaller */
+    bl_buf old;
+    bl_buf_init(&old, 0);
+    to_v1(&a, &old);
+    ck_assert_uint_lt(blob.len * 2, old.len);
+    uint64_t q2[8], q1[8];
+    const double qq[8] = { 0.99, 0.5, 0.0, 1.0, 0.9, 0.999, 0.25, 0.75 };
+    ck_assert_int_eq(bl_sketch_blob_quantiles(blob.data, blob.len, qq, 8, q2), BL_OK);
+    ck_assert_int_eq(bl_sketch_blob_quantiles(old.data, old.len, qq, 8, q1), BL_OK);
+    for (int i = 0; i < 8; i++) {
+        uint64_t want = qq[i] >= 1.0 ? bl_sketch_bucket_mid(a.hi) : bl_sketch_quantile(&a, qq[i]);
+        ck_assert_uint_eq(q2[i], want);
+        ck_assert_uint_eq(q1[i], want);
+    }
+    bl_sketch v1c;
+    bl_sketch_init(&v1c);
+    ck_assert_int_eq(bl_sketch_merge_blob(&v1c, old.data, old.len), BL_OK);
+    ck_assert_uint_eq(v1c.count, a.count);
+    ck_assert_mem_eq(v1c.bucket, a.bucket, NB * sizeof *a.bucket);
+    bl_sketch_cleanup(&v1c);
+    bl_buf_cleanup(&old);
 
     /* serialising the copy gives the same bytes */
     bl_buf again;
@@ -605,7 +676,7 @@ START_TEST(blob_malformed)
     } while (0)
 
     MUTATE(m[0] = 0, "version 0");
-    MUTATE(m[0] = 2, "version 2");
+    MUTATE(m[0] = 3, "version 3");
     MUTATE(m[1] = 5, "sub_bits 5");
     MUTATE(m[1] = 7, "sub_bits 7");
     MUTATE(m[2] = 1, "reserved");
@@ -637,6 +708,184 @@ START_TEST(blob_malformed)
     ck_assert_int_eq(bl_sketch_merge_blob(&t, good, sizeof good), BL_OK);
     ck_assert_uint_eq(t.count, UINT64_MAX);
     bl_sketch_cleanup(&t);
+}
+END_TEST
+
+/* The version-2 form: a valid blob and every way to break it. */
+START_TEST(blob_malformed_v2)
+{
+    /* buckets 2 (×1), 300 (×5), 3775 (×7): gaps 2, 297, 3474 */
+    static const uint8_t good[] = { 2, 6, 3, 0, 0x02, 0x01, 0xA9, 0x02, 0x05, 0x92, 0x1B, 0x07 };
+    bl_sketch s;
+    bl_sketch_init(&s);
+    ck_assert_int_eq(bl_sketch_merge_blob(&s, good, sizeof good), BL_OK);
+    ck_assert_uint_eq(s.count, 13);
+    ck_assert_uint_eq(s.bucket[2], 1);
+    ck_assert_uint_eq(s.bucket[300], 5);
+    ck_assert_uint_eq(s.bucket[NB - 1], 7);
+    ck_assert_uint_eq(s.lo, 2);
+    ck_assert_uint_eq(s.hi, NB - 1);
+    /* and it is what serialising that sketch gives */
+    bl_buf b;
+    bl_buf_init(&b, 0);
+    ck_assert_int_eq(bl_sketch_serialize(&s, &b), BL_OK);
+    ck_assert_uint_eq(b.len, sizeof good);
+    ck_assert_mem_eq(b.data, good, sizeof good);
+    bl_buf_cleanup(&b);
+    bl_sketch_cleanup(&s);
+
+    uint8_t m[64];
+    for (size_t len = 0; len < sizeof good; len++)
+        rejected(good, len, BL_EFORMAT, "v2 truncated");
+    memcpy(m, good, sizeof good);
+    m[sizeof good] = 0;
+    rejected(m, sizeof good + 1, BL_EFORMAT, "v2 trailing byte");
+
+#define BAD(what, ...)                                           \
+    do {                                                         \
+        static const uint8_t x[] = { __VA_ARGS__ };              \
+        rejected(x, sizeof x, BL_EFORMAT, what);                 \
+        bl_buf o_;                                               \
+        bl_buf_init(&o_, 0);                                     \
+        ck_assert_msg(bl_sketch_blob_merge(good, sizeof good, x, sizeof x, &o_) == \
+                      BL_EFORMAT, "%s: merged", what);           \
+        ck_assert_uint_eq(o_.len, 0);                            \
+        bl_buf_cleanup(&o_);                                     \
+    } while (0)
+
+    BAD("v2 sub_bits 5", 2, 5, 3, 0, 0x02, 0x01, 0xA9, 0x02, 0x05, 0x92, 0x1B, 0x07);
+    BAD("v2 n too small", 2, 6, 2, 0, 0x02, 0x01, 0xA9, 0x02, 0x05, 0x92, 0x1B, 0x07);
+    BAD("v2 n too large", 2, 6, 4, 0, 0x02, 0x01, 0xA9, 0x02, 0x05, 0x92, 0x1B, 0x07);
+    BAD("v2 n huge", 2, 6, 0xFF, 0xFF, 0x02, 0x01, 0xA9, 0x02, 0x05, 0x92, 0x1B, 0x07);
+    BAD("v2 index out of range", 2, 6, 3, 0, 0x02, 0x01, 0xA9, 0x02, 0x05, 0x93, 0x1B, 0x07);
+    BAD("v2 gap of 3 bytes", 2, 6, 1, 0, 0x80, 0x80, 0x01, 0x01);
+    BAD("v2 overlong gap", 2, 6, 1, 0, 0x82, 0x00, 0x01);
+    BAD("v2 overlong count", 2, 6, 1, 0, 0x02, 0x81, 0x00);
+    BAD("v2 zero count", 2, 6, 2, 0, 0x02, 0x01, 0x00, 0x00);
+    BAD("v2 count past 64 bits", 2, 6, 1, 0, 0x02,
+        0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02);
+    BAD("v2 count of 11 bytes", 2, 6, 1, 0, 0x02,
+        0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x81, 0x00);
+    BAD("v2 counts overflow", 2, 6, 2, 0, 0x02,
+        0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01, 0x00, 0x01);
+    BAD("v2 count cut", 2, 6, 1, 0, 0x02, 0x81);
+#undef BAD
+    /* the largest count fits */
+    static const uint8_t big[] = { 2, 6, 1, 0, 0x02,
+                                   0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01 };
+    bl_sketch_init(&s);
+    ck_assert_int_eq(bl_sketch_merge_blob(&s, big, sizeof big), BL_OK);
+    ck_assert_uint_eq(s.count, UINT64_MAX);
+    bl_sketch_cleanup(&s);
+    /* two valid blobs whose totals overflow together: BL_ETOOBIG, nothing appended */
+    bl_buf o;
+    bl_buf_init(&o, 0);
+    ck_assert_int_eq(bl_sketch_blob_merge(big, sizeof big, good, sizeof good, &o), BL_ETOOBIG);
+    ck_assert_uint_eq(o.len, 0);
+    bl_buf_cleanup(&o);
+}
+END_TEST
+
+/* Random bytes and random mutations of valid blobs (both forms): every blob
+ * function gives the same verdict (read whole or refused with BL_EFORMAT),
+ * never reads outside the blob (ASan builds), and what is accepted means
+ * the same to all of them. */
+START_TEST(blob_random)
+{
+    static const uint8_t empty[4] = { 2, 6, 0, 0 };
+    uint64_t rng = 4242;
+    int accepted = 0, refused = 0;
+    for (int round = 0; round < 4000; round++) {
+        uint8_t x[96];
+        size_t len;
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        if (round % 2) { /* a valid blob, one or two bytes changed or cut */
+            bl_sketch v;
+            bl_sketch_init(&v);
+            int nv = 1 + (int)((rng >> 33) % 6);
+            for (int i = 0; i < nv; i++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                ck_assert_int_eq(bl_sketch_add(&v, (rng >> 20) % (1ull << ((rng >> 10) % 40)),
+                                               1 + (rng >> 40) % 300), BL_OK);
+            }
+            bl_buf b;
+            bl_buf_init(&b, 0);
+            if (round % 4 == 1)
+                ck_assert_int_eq(bl_sketch_serialize(&v, &b), BL_OK);
+            else
+                to_v1(&v, &b);
+            bl_sketch_cleanup(&v);
+            len = b.len < sizeof x ? b.len : sizeof x;
+            memcpy(x, b.data, len);
+            bl_buf_cleanup(&b);
+            for (int k = 0; k < 2; k++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                int what = (int)((rng >> 60) % 4);
+                size_t at = (size_t)((rng >> 20) % len);
+                if (what == 0)
+                    len = at; /* cut */
+                else if (what == 1 && len)
+                    x[at] = (uint8_t)(rng >> 8); /* any byte */
+                else if (len)
+                    x[at] ^= (uint8_t)(1u << ((rng >> 5) % 8)); /* one bit */
+                if (!len)
+                    break;
+            }
+        } else { /* a version-2 header, then random bytes, mostly small */
+            len = 4 + (size_t)((rng >> 35) % 40);
+            x[0] = 2;
+            x[1] = 6;
+            x[2] = (uint8_t)((rng >> 45) % 20);
+            x[3] = (rng >> 55) % 50 ? 0 : (uint8_t)(rng >> 8);
+            for (size_t i = 4; i < len; i++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                x[i] = (rng >> 61) ? (uint8_t)((rng >> 20) % 100) : (uint8_t)(rng >> 24);
+            }
+        }
+        /* copied to a buffer of exactly len bytes: a read past it is an ASan error */
+        uint8_t *e = malloc(len ? len : 1);
+        ck_assert_ptr_nonnull(e);
+        memcpy(e, x, len);
+        bl_sketch s;
+        bl_sketch_init(&s);
+        bl_err r1 = bl_sketch_merge_blob(&s, e, len);
+        bl_buf m;
+        bl_buf_init(&m, 0);
+        bl_err r2 = bl_sketch_blob_merge(e, len, empty, 4, &m);
+        uint64_t qv[3];
+        const double qq[3] = { 0.5, 0.9, 1.0 };
+        bl_err r3 = bl_sketch_blob_quantiles(e, len, qq, 3, qv);
+        bl_buf d;
+        bl_buf_init(&d, 0);
+        bl_err r4 = bl_sketch_blob_sub(e, len, e, len, &d);
+        ck_assert_msg(r1 == BL_OK || r1 == BL_EFORMAT, "round %d: %d", round, (int)r1);
+        ck_assert_msg(r2 == r1 && r3 == r1 && r4 == r1, "round %d: verdicts %d %d %d %d", round,
+                      (int)r1, (int)r2, (int)r3, (int)r4);
+        if (r1 == BL_OK) {
+            accepted++;
+            /* the merged bytes are the sketch's serialisation, read back the same */
+            bl_buf again;
+            bl_buf_init(&again, 0);
+            ck_assert_int_eq(bl_sketch_serialize(&s, &again), BL_OK);
+            ck_assert_uint_eq(again.len, m.len);
+            ck_assert_int_eq(memcmp(again.data, m.data, m.len), 0);
+            bl_buf_cleanup(&again);
+            if (s.count)
+                ck_assert_uint_eq(qv[0], bl_sketch_quantile(&s, 0.5));
+            ck_assert_uint_eq(d.len, 4); /* x - x: empty */
+        } else {
+            refused++;
+            ck_assert_uint_eq(m.len, 0);
+            ck_assert_uint_eq(s.count, 0);
+            ck_assert_ptr_null(s.bucket);
+        }
+        bl_buf_cleanup(&m);
+        bl_buf_cleanup(&d);
+        bl_sketch_cleanup(&s);
+        free(e);
+    }
+    ck_assert_int_gt(accepted, 300);
+    ck_assert_int_gt(refused, 300);
 }
 END_TEST
 
@@ -675,10 +924,47 @@ START_TEST(blob_merge_linear)
         ck_assert_int_eq(bl_sketch_blob_merge(ba.data, ba.len, bb.data, bb.len, &bm), BL_OK);
         ck_assert_uint_eq(bm.len, bu.len);
         ck_assert_int_eq(memcmp(bm.data, bu.data, bu.len), 0);
-        /* a malformed side is refused */
+        /* version-1 inputs (either side, or both) give the same bytes */
+        bl_buf a1, b1;
+        bl_buf_init(&a1, 0);
+        bl_buf_init(&b1, 0);
+        to_v1(&a, &a1);
+        to_v1(&b, &b1);
+        const bl_buf *l[3] = { &a1, &ba, &a1 }, *r[3] = { &bb, &b1, &b1 };
+        for (int k = 0; k < 3; k++) {
+            bl_buf_reset(&bm);
+            ck_assert_int_eq(bl_sketch_blob_merge(l[k]->data, l[k]->len, r[k]->data, r[k]->len,
+                                                  &bm), BL_OK);
+            ck_assert_uint_eq(bm.len, bu.len);
+            ck_assert_int_eq(memcmp(bm.data, bu.data, bu.len), 0);
+        }
+        bl_buf_cleanup(&a1);
+        bl_buf_cleanup(&b1);
+        /* with the quantiles of the union: the same bytes, and what
+         * bl_sketch_blob_quantiles reads from them */
+        const double qq[4] = { 0.5, 0.9, 0.99, 1.0 };
+        uint64_t qm[4], qu[4];
+        bl_buf_reset(&bm);
+        ck_assert_int_eq(bl_buf_puts(&bm, "z"), BL_OK); /* appended after */
+        ck_assert_int_eq(bl_sketch_blob_merge_q(ba.data, ba.len, bb.data, bb.len, &bm, qq, 4, qm),
+                         BL_OK);
+        ck_assert_uint_eq(bm.len, bu.len + 1);
+        ck_assert_int_eq(memcmp(bm.data + 1, bu.data, bu.len), 0);
+        ck_assert_int_eq(bl_sketch_blob_quantiles(bu.data, bu.len, qq, 4, qu), BL_OK);
+        for (int k = 0; k < 4; k++)
+            ck_assert_uint_eq(qm[k], qu[k]);
+        if (u.count)
+            ck_assert_uint_eq(qm[0], bl_sketch_quantile(&u, 0.5));
+        bl_buf_reset(&bm);
+        ck_assert_int_eq(bl_sketch_blob_merge_q(ba.data, ba.len, bb.data, bb.len, &bm, qq, 9, qm),
+                         BL_EINVAL);
+        /* a malformed side is refused, and nothing is appended */
         bl_buf_reset(&bm);
         ck_assert_int_eq(bl_sketch_blob_merge(ba.data, ba.len - 1, bb.data, bb.len, &bm),
                          BL_EFORMAT);
+        ck_assert_int_eq(bl_sketch_blob_merge(ba.data, ba.len, bb.data, bb.len - 1, &bm),
+                         BL_EFORMAT);
+        ck_assert_uint_eq(bm.len, 0);
         bl_buf_cleanup(&ba);
         bl_buf_cleanup(&bb);
         bl_buf_cleanup(&bu);
@@ -731,7 +1017,16 @@ START_TEST(blob_sub_exact)
         /* everything taken away: the empty sketch */
         bl_buf_reset(&bs);
         ck_assert_int_eq(bl_sketch_blob_sub(bu.data, bu.len, bu.data, bu.len, &bs), BL_OK);
-        ck_assert_uint_eq(bs.len, 8);
+        ck_assert_uint_eq(bs.len, 4);
+        /* from a version-1 union: the same bytes */
+        bl_buf u1;
+        bl_buf_init(&u1, 0);
+        to_v1(&u, &u1);
+        bl_buf_reset(&bs);
+        ck_assert_int_eq(bl_sketch_blob_sub(u1.data, u1.len, bb.data, bb.len, &bs), BL_OK);
+        ck_assert_uint_eq(bs.len, ba.len);
+        ck_assert_int_eq(memcmp(bs.data, ba.data, ba.len), 0);
+        bl_buf_cleanup(&u1);
         /* more than there is: refused */
         bl_buf_reset(&bs);
         if (nb)
@@ -794,6 +1089,8 @@ int main(void)
     tcase_add_test(tm, blob_layout);
     tcase_add_test(tm, blob_round_trip);
     tcase_add_test(tm, blob_malformed);
+    tcase_add_test(tm, blob_malformed_v2);
+    tcase_add_test(tm, blob_random);
     tcase_add_test(tm, blob_merge_linear);
     tcase_add_test(tm, blob_sub_exact);
     tcase_add_test(tm, throughput);
