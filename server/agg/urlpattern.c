@@ -113,6 +113,29 @@ const char *bl_urlpat_segment(const char *s, size_t n)
     return NULL;
 }
 
+/* A file extension ending the segment: '.' then 1..5 letters and digits
+ * with at least one letter, after a non-empty stem. Its length with the
+ * dot, or 0. */
+static size_t extension(const char *s, size_t n)
+{
+    size_t i = n, letters = 0;
+    while (i > 0 && n - i < 6 && (is_digit(s[i - 1]) || is_lower(s[i - 1]) || is_upper(s[i - 1]))) {
+        letters += !is_digit(s[i - 1]);
+        i--;
+    }
+    if (i < 2 || s[i - 1] != '.' || i == n || n - i > 5 || !letters)
+        return 0;
+    return n - i + 1;
+}
+
+const char *bl_urlpat_segment_ext(const char *s, size_t n, size_t *ext)
+{
+    size_t e = has_at(s, n) ? 0 : extension(s, n); /* "jane@example.com": {email} whole */
+    const char *ph = e ? bl_urlpat_segment(s, n - e) : NULL;
+    *ext = ph ? e : 0;
+    return ph ? ph : bl_urlpat_segment(s, n);
+}
+
 /* ---- user patterns ----------------------------------------------------- */
 
 typedef struct upat {
@@ -373,10 +396,13 @@ bl_err bl_urlpat_apply(const bl_urlpat_set *s, const bl_urlpat_req *q, bl_buf *o
             return BL_ENOMEM;
     } else {
         for (size_t i = 0; i < n_seg; i++) {
-            const char *ph = bl_urlpat_segment(q->path + off[i], len[i]);
+            size_t ext;
+            const char *ph = bl_urlpat_segment_ext(q->path + off[i], len[i], &ext);
             size_t at = out->len;
             if (bl_buf_putc(out, '/') ||
-                (ph ? bl_buf_puts(out, ph) : bl_buf_append(out, q->path + off[i], len[i])))
+                (ph ? bl_buf_puts(out, ph) ||
+                          bl_buf_append(out, q->path + off[i] + len[i] - ext, ext)
+                    : bl_buf_append(out, q->path + off[i], len[i])))
                 return BL_ENOMEM;
             /* the segments that fit, then "/{more}" (7 bytes) */
             if (out->len > BL_URLPAT_PATH_MAX ||

@@ -19,8 +19,12 @@
  *           the end, also as "%3D"), with a letter and a digit, and either
  *           both letter cases or 3+ digits
  *   {long}  any other segment over 64 bytes
+ * A segment ending in a file extension ('.' then 1..5 letters and digits,
+ * at least one letter) whose stem a rule matches keeps the extension after
+ * the stem's placeholder: "b2db628ca1b2c3d4e5f6.jpg" -> "{hex}.jpg",
+ * "123.json" -> "{id}.json"; else the rules apply to the whole segment.
  * Everything else is kept as sent ("v2", "en-US", "api", "android14",
- * "index.html"): short words, versions and locales never collapse. A
+ * "index.html", "v1.2.3"): short words, versions and locales never collapse. A
  * pattern's path is at most BL_URLPAT_PATH_MAX bytes: past that, the
  * segments that fit are followed by "/{more}".
  *
@@ -59,6 +63,12 @@
 /* The placeholder for one path segment (seg[0..n), no '/'), or NULL when
  * the segment is kept (see the rules above). Static strings. */
 const char *bl_urlpat_segment(const char *seg, size_t n);
+
+/* The placeholder of a segment's stem when it ends in a file extension and
+ * the stem gets one (*ext = the extension's length with its dot, to be
+ * written after the placeholder), else bl_urlpat_segment of the whole
+ * segment (*ext = 0). NULL when the segment is kept whole. */
+const char *bl_urlpat_segment_ext(const char *seg, size_t n, size_t *ext);
 
 /* A compiled list of user patterns, in order. Owns its memory. */
 typedef struct bl_urlpat_set bl_urlpat_set;

@@ -39,7 +39,14 @@ static const gold cases[] = {
     { "", "https://a.b:443/x/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
       "/x/{long}" },
     { "", "https://a.b:443/a//b/", "/a//b/" },
+    /* a file extension is kept after the stem's placeholder */
+    { "", "https://cdn.b:443/img/b2db628ca1b2c3d4e5f6.jpg", "/img/{hex}.jpg" },
+    { "", "https://a.b:443/items/123.json", "/items/{id}.json" },
+    { "", "https://a.b:443/u/3f2c9a1e-77b0-4c1d-9e2f-0123456789ab.webp", "/u/{uuid}.webp" },
+    { "", "https://a.b:443/v/xk2j9q7v4m1p0z8w.mp4", "/v/{token}.mp4" },
+    { "", "https://a.b:443/p/product-name-123456.html", "/p/{slug}.html" },
     /* automatic: must NOT collapse */
+    { "", "https://a.b:443/v2/1.0/a.b/x.1234/main.min.js/.jpg", "/v2/1.0/a.b/x.1234/main.min.js/.jpg" },
     { "", "https://a.b:443/v2/en-US/api/users", "/v2/en-US/api/users" },
     { "", "https://a.b:443/v1.2.3/android14/html5/web3", "/v1.2.3/android14/html5/web3" },
     { "", "https://a.b:443/oauth2/2fa/me/x86_64/utf-8", "/oauth2/2fa/me/x86_64/utf-8" },
