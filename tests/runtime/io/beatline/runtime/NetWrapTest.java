@@ -1,0 +1,91 @@
+package io.beatline.runtime;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertNotSame;
+import static org.junit.Assert.assertSame;
+import static org.junit.Assert.assertTrue;
+
+import io.beatline.runtime.net.Url;
+import java.io.File;
+import java.net.HttpURLConnection;
+import java.net.URL;
+import java.net.URLConnection;
+import java.net.URLStreamHandler;
+import javax.net.ssl.HttpsURLConnection;
+import org.junit.AfterClass;
+import org.junit.BeforeClass;
+import org.junit.Test;
+
+/**
+ * What {@code Url.openConnection} (the instrumenter's replacement of
+ * {@code URL.openConnection()}, issue 16) gives the app while the runtime
+ * runs, without any network: the connection of an app-defined URL handler
+ * comes back as it is (the app may cast it to its own class); the
+ * platform's http and https connections are wrapped.
+ */
+public class NetWrapTest {
+    static final Lifecycle NO_HOOKS = new Lifecycle() {
+        @Override
+        public void install(Hooks hooks) {
+        }
+    };
+
+    @BeforeClass
+    public static void start() throws Exception {
+        File spool = TestSupport.tempDir("netwrap");
+        assertTrue(Beatline.start(new BeatlineConfig.Builder().server("http://127.0.0.1:9").app("nw").ingestKey("k")
+                .spoolDir(spool).lifecycle(NO_HOOKS).flushIntervalMillis(3600000).backoff(3600000, 3600000)
+                .build()));
+        assertTrue(NetRequest.active());
+    }
+
+    @AfterClass
+    public static void stop() {
+        Beatline.shutdown(5000);
+    }
+
+    /** An app's own HttpURLConnection, made by its own URL handler. */
+    static final class AppConnection extends HttpURLConnection {
+        AppConnection(URL u) {
+            super(u);
+        }
+
+        @Override
+        public void disconnect() {
+        }
+
+        @Override
+        public boolean usingProxy() {
+            return false;
+        }
+
+        @Override
+        public void connect() {
+        }
+    }
+
+    @Test
+    public void appHandlersConnectionComesBackAsItIs() throws Exception {
+        URL u = new URL(null, "myhttp://example.invalid/x", new URLStreamHandler() {
+            @Override
+            protected URLConnection openConnection(URL url) {
+                return new AppConnection(url);
+            }
+        });
+        URLConnection c = Url.openConnection(u);
+        assertSame(AppConnection.class, c.getClass());
+        AppConnection mine = (AppConnection) c; // the app's cast works
+        assertEquals(u, mine.getURL());
+    }
+
+    @Test
+    public void platformHttpConnectionIsWrapped() throws Exception {
+        URLConnection raw = new URL("http://127.0.0.1:9/p").openConnection();
+        URLConnection c = Url.openConnection(new URL("http://127.0.0.1:9/p"));
+        assertNotSame(raw.getClass(), c.getClass());
+        assertTrue(c instanceof HttpURLConnection);
+        URLConnection s = Url.openConnection(new URL("https://127.0.0.1:9/p"));
+        assertTrue(s instanceof HttpsURLConnection);
+        assertTrue(Url.openConnection(new URL("file:/")).getClass().getName().startsWith("sun."));
+    }
+}
