@@ -7,6 +7,8 @@ import static org.junit.Assert.assertTrue;
 
 import io.beatline.runtime.net.Url;
 import java.io.File;
+import java.io.IOException;
+import java.net.Authenticator;
 import java.net.HttpURLConnection;
 import java.net.URL;
 import java.net.URLConnection;
@@ -20,8 +22,10 @@ import org.junit.Test;
  * What {@code Url.openConnection} (the instrumenter's replacement of
  * {@code URL.openConnection()}, issue 16) gives the app while the runtime
  * runs, without any network: the connection of an app-defined URL handler
- * comes back as it is (the app may cast it to its own class); the
- * platform's http and https connections are wrapped.
+ * comes back as it is (the app may cast it to its own class), and the
+ * wrapper of the platform's connection answers the JDK 9+ methods
+ * ({@code setAuthenticator}, {@code getSSLSession}) as the connection it
+ * wraps does instead of HttpURLConnection's UnsupportedOperationException.
  */
 public class NetWrapTest {
     static final Lifecycle NO_HOOKS = new Lifecycle() {
@@ -87,5 +91,31 @@ public class NetWrapTest {
         URLConnection s = Url.openConnection(new URL("https://127.0.0.1:9/p"));
         assertTrue(s instanceof HttpsURLConnection);
         assertTrue(Url.openConnection(new URL("file:/")).getClass().getName().startsWith("sun."));
+    }
+
+    @Test
+    public void setAuthenticatorReachesTheConnection() throws Exception {
+        HttpURLConnection c = (HttpURLConnection) Url.openConnection(new URL("http://127.0.0.1:9/p"));
+        c.setAuthenticator(new Authenticator() {
+        }); // HttpURLConnection's own: UnsupportedOperationException
+        HttpsURLConnection s = (HttpsURLConnection) Url.openConnection(new URL("https://127.0.0.1:9/p"));
+        s.setAuthenticator(new Authenticator() {
+        });
+    }
+
+    private static String outcome(HttpsURLConnection c) {
+        try {
+            return "value " + c.getSSLSession().isPresent();
+        } catch (RuntimeException e) {
+            return e.getClass().getName();
+        }
+    }
+
+    @Test
+    public void getSslSessionAnswersAsTheConnection() throws IOException {
+        HttpsURLConnection raw = (HttpsURLConnection) new URL("https://127.0.0.1:9/p").openConnection();
+        HttpsURLConnection c = (HttpsURLConnection) Url.openConnection(new URL("https://127.0.0.1:9/p"));
+        assertNotSame(raw.getClass(), c.getClass());
+        assertEquals(outcome(raw), outcome(c)); // not yet connected: IllegalStateException from both
     }
 }

@@ -251,6 +251,38 @@ final class UrlTiming {
         finish();
     }
 
+    /**
+     * Calls the public method {@code name} of the wrapped connection c by
+     * reflection: for the methods newer than the Java 8 API this package is
+     * compiled against (setAuthenticator, Java 9; getSSLSession, Java 12),
+     * whose HttpURLConnection versions throw UnsupportedOperationException.
+     * The method's own unchecked exception reaches the caller as it is; a
+     * platform without the method: UnsupportedOperationException, as
+     * without Beatline.
+     */
+    static Object delegate(Object c, Class<?> owner, String name, Class<?>[] types, Object... args) {
+        java.lang.reflect.Method m;
+        try {
+            m = owner.getMethod(name, types);
+        } catch (NoSuchMethodException e) {
+            throw new UnsupportedOperationException(name);
+        }
+        try {
+            return m.invoke(c, args);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            Throwable x = e.getCause();
+            if (x instanceof RuntimeException) {
+                throw (RuntimeException) x;
+            }
+            if (x instanceof Error) {
+                throw (Error) x;
+            }
+            throw new UnsupportedOperationException(name, x);
+        } catch (IllegalAccessException e) {
+            throw new UnsupportedOperationException(name, e);
+        }
+    }
+
     /** Counts the request body; its close is the request written. */
     private final class Out extends FilterOutputStream {
         Out(OutputStream out) {
