@@ -34,9 +34,11 @@ public class NetWrapTest {
         }
     };
 
+    static File spool;
+
     @BeforeClass
     public static void start() throws Exception {
-        File spool = TestSupport.tempDir("netwrap");
+        spool = TestSupport.tempDir("netwrap");
         assertTrue(Beatline.start(new BeatlineConfig.Builder().server("http://127.0.0.1:9").app("nw").ingestKey("k")
                 .spoolDir(spool).lifecycle(NO_HOOKS).flushIntervalMillis(3600000).backoff(3600000, 3600000)
                 .build()));
@@ -117,5 +119,41 @@ public class NetWrapTest {
         HttpsURLConnection c = (HttpsURLConnection) Url.openConnection(new URL("https://127.0.0.1:9/p"));
         assertNotSame(raw.getClass(), c.getClass());
         assertEquals(outcome(raw), outcome(c)); // not yet connected: IllegalStateException from both
+    }
+
+    /**
+     * setDoOutput(true) without setRequestMethod: the platform sends a POST
+     * (HttpURLConnection's GET becomes POST in getOutputStream); the event
+     * says so (it said GET, read before the body was asked for).
+     */
+    @Test
+    public void getTurnedPostByItsBodyIsRecordedAsPost() throws Exception {
+        try (NetWeb web = new NetWeb(null, null)) {
+            HttpURLConnection c = (HttpURLConnection) Url.openConnection(
+                    new URL("http://127.0.0.1:" + web.port() + "/url/post"));
+            c.setDoOutput(true);
+            try (java.io.OutputStream out = c.getOutputStream()) {
+                out.write("abc".getBytes("UTF-8"));
+            }
+            assertEquals(200, c.getResponseCode());
+            try (java.io.InputStream in = c.getInputStream()) {
+                byte[] b = new byte[64];
+                for (int k = 0; k < 100 && in.read(b) >= 0; k++) {
+                    // to the end
+                }
+            }
+            assertEquals("POST", web.seen.get(0).method);
+        }
+        Beatline.flush(); // the queued event spooled, on this thread
+        String found = null;
+        for (BatchReader b : BatchReader.spool(spool)) {
+            for (String e : b.events) {
+                if (e.contains("\"path\":\"/url/post\"")) {
+                    found = e;
+                }
+            }
+        }
+        assertTrue("no event", found != null);
+        assertEquals(found, "POST", BatchReader.text(found, "method"));
     }
 }

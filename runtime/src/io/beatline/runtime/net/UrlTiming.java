@@ -143,6 +143,17 @@ final class UrlTiming {
         if (req == null || done) {
             return out;
         }
+        try {
+            // a GET with a body goes out as a POST (the platform changes it in getOutputStream)
+            NetRequest r = req;
+            String m = c.getRequestMethod();
+            if (m != null && r.method != null && !m.equals(r.method)) {
+                r.bytesOut += m.length() - r.method.length();
+                r.method = m;
+            }
+        } catch (Throwable x) {
+            // the method stays as it was read
+        }
         outStart = System.nanoTime();
         return new Out(out);
     }
