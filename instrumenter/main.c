@@ -579,16 +579,18 @@ static void pass1(job *j, unit *u)
     int ex = 0;
     if ((bl_cf_access(u->cf) & ACC_MODULE) || is_runtime_class(cls, j->o->runtime_class))
         return;
+    if (bl_rules_class_excluded(j->o->rules, cls, &ex) != BL_OK) {
+        set_err(u, "%s: %s", loc, "out of memory");
+        return;
+    }
     if (already_probed(u->cf, j->o->runtime_class)) {
+        if (ex)
+            return; /* excluded: left as it is, sites too (its sites went to the runtime then) */
         set_err(u, "%s: already instrumented (it calls %s.i/o): instrument the original classes",
                 loc, j->o->runtime_class);
         return;
     }
     u->net_ok = !j->o->no_network; /* rules choose probes only: sites everywhere */
-    if (bl_rules_class_excluded(j->o->rules, cls, &ex) != BL_OK) {
-        set_err(u, "%s: %s", loc, "out of memory");
-        return;
-    }
     if (ex)
         return;
     size_t n = bl_cf_method_count(u->cf);
