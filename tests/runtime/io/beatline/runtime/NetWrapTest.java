@@ -92,7 +92,11 @@ public class NetWrapTest {
         assertTrue(c instanceof HttpURLConnection);
         URLConnection s = Url.openConnection(new URL("https://127.0.0.1:9/p"));
         assertTrue(s instanceof HttpsURLConnection);
-        assertTrue(Url.openConnection(new URL("file:/")).getClass().getName().startsWith("sun."));
+        for (String other : new String[] {"file:/", "jar:file:/nope.jar!/a", "ftp://127.0.0.1:9/x"}) {
+            URLConnection o = Url.openConnection(new URL(other));
+            assertSame(other, new URL(other).openConnection().getClass(), o.getClass()); // not wrapped
+        }
+        assertTrue(Url.openConnection(new URL("jar:file:/nope.jar!/a")) instanceof java.net.JarURLConnection);
     }
 
     @Test
