@@ -160,4 +160,39 @@ public class NetWrapTest {
         assertTrue("no event", found != null);
         assertEquals(found, "POST", BatchReader.text(found, "method"));
     }
+
+    private static String thrown(java.util.concurrent.Callable<?> f) {
+        try {
+            f.call();
+            return "nothing";
+        } catch (Exception e) {
+            return e.getClass().getName();
+        }
+    }
+
+    /**
+     * getOutputStream without setDoOutput(true), getInputStream and
+     * getResponseCode after setDoInput(false): the connection's
+     * ProtocolException at once, as without Beatline, not a connect first
+     * (here to a closed port: ConnectException).
+     */
+    @Test
+    public void noOutputOrInputAllowedFailsAsTheConnectionWithoutConnecting() throws Exception {
+        int port;
+        try (java.net.ServerSocket ss = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            port = ss.getLocalPort();
+        }
+        final URL u = new URL("http://127.0.0.1:" + port + "/closed");
+        final HttpURLConnection out = (HttpURLConnection) Url.openConnection(u);
+        assertEquals("java.net.ProtocolException", thrown(() -> u.openConnection().getOutputStream()));
+        assertEquals("java.net.ProtocolException", thrown(() -> out.getOutputStream()));
+        final HttpURLConnection in = (HttpURLConnection) Url.openConnection(u);
+        in.setDoInput(false);
+        assertEquals("java.net.ProtocolException", thrown(() -> in.getInputStream()));
+        final HttpURLConnection rc = (HttpURLConnection) Url.openConnection(u);
+        rc.setDoInput(false);
+        final HttpURLConnection raw = (HttpURLConnection) u.openConnection();
+        raw.setDoInput(false);
+        assertEquals(thrown(() -> raw.getResponseCode()), thrown(() -> rc.getResponseCode()));
+    }
 }

@@ -132,6 +132,9 @@ final class UrlTiming {
     }
 
     OutputStream outputStream() throws IOException {
+        if (!c.getDoOutput() && req == null) {
+            return c.getOutputStream(); // its ProtocolException at once, as without Beatline: nothing begins
+        }
         connect();
         OutputStream out;
         try {
@@ -164,8 +167,8 @@ final class UrlTiming {
      * no body.
      */
     int responseCode() throws IOException {
-        if (responded) {
-            return c.getResponseCode();
+        if (responded || (!c.getDoInput() && req == null)) {
+            return c.getResponseCode(); // doInput false: its ProtocolException, without a connect first
         }
         connect();
         long t = System.nanoTime();
@@ -225,6 +228,9 @@ final class UrlTiming {
     }
 
     InputStream inputStream() throws IOException {
+        if (!c.getDoInput() && req == null) {
+            return c.getInputStream(); // its ProtocolException at once, as without Beatline
+        }
         try {
             responseCode();
         } catch (IOException | RuntimeException e) {
