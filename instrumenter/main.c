@@ -595,16 +595,18 @@ static void pass1(job *j, unit *u)
     int ex = 0;
     if ((bl_cf_access(u->cf) & ACC_MODULE) || is_runtime_class(cls, j->o->runtime_class))
         return;
+    if (bl_rules_class_excluded(j->o->rules, cls, &ex) != BL_OK) {
+        set_err(u, "%s: %s", loc, "out of memory");
+        return;
+    }
     if (already_probed(u->cf, j->o->runtime_class)) {
+        if (ex)
+            return; /* excluded: left as it is, sites too (its sites went to the runtime then) */
         set_err(u, "%s: already instrumented (it calls %s.i/o): instrument the original classes",
                 loc, j->o->runtime_class);
         return;
     }
     u->net_ok = !j->o->no_network; /* rules choose probes only: sites everywhere */
-    if (bl_rules_class_excluded(j->o->rules, cls, &ex) != BL_OK) {
-        set_err(u, "%s: %s", loc, "out of memory");
-        return;
-    }
     if (ex)
         return;
     size_t n = bl_cf_method_count(u->cf);
@@ -643,13 +645,24 @@ static void on_probe_warn(void *ctx, const char *msg)
 
 /* Pass 2: rewrite. */
 /* Pass 2, first: the network call sites (netsite.h), in place; the class
- * is parsed again from the rewritten bytes for the probes. 0, or -1 on an
- * error (set). */
+ * is parsed again from the rewritten bytes for the probes. A constant pool
+ * without room for the hooks' entries leaves the class's sites alone, with
+ * a warning (its requests are not timed; the include/exclude rules, which
+ * keep the probes out of such a class, cannot keep the sites out). 0, or
+ * -1 on an error (set). */
 static int net_sites(unit *u)
 {
     char loc[1024], msg[512] = "";
     bl_buf_init(&u->net, OUT_CLASS_MAX);
     bl_err e = bl_net_rewrite(u->cf, &u->net, &u->n_sites, msg, sizeof msg);
+    if (e == BL_ETOOBIG) {
+        u->n_sites = 0;
+        bl_buf_reset(&u->net);
+        char w[600];
+        snprintf(w, sizeof w, "network call sites left as they are: %s", msg[0] ? msg : bl_err_str(e));
+        on_probe_warn(u, w);
+        return 0;
+    }
     bl_cf *cf2 = NULL;
     if (!e && u->n_sites)
         e = bl_cf_parse((const uint8_t *)u->net.data, u->net.len, &cf2, msg, sizeof msg);

@@ -98,6 +98,89 @@ static int is_edge(const uint8_t *code, uint32_t len, const uint8_t *exc, uint16
     return 0;
 }
 
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+/* Bytes of the verification_type_info at p (end: the attribute's end), 0 when it does not fit. */
+static uint32_t vtype_len(const uint8_t *p, const uint8_t *end)
+{
+    if (p >= end)
+        return 0;
+    uint32_t n = *p == 7 || *p == 8 ? 3 : *p <= 6 ? 1 : 0;
+    return n && (size_t)(end - p) >= n ? n : 0;
+}
+
+/* 1 when the method's StackMapTable has a frame at offset x, or cannot be
+ * read (JVMS §4.7.4). A frame may stand at any instruction, not only at a
+ * branch target: one at the `dup` or the `invokespecial` of a new
+ * OkHttpClient sequence names the `new`'s Uninitialized type, which the
+ * rewrite would take away. */
+static int frame_at(const bl_cf *cf, const uint8_t *d, size_t len, const bl_cf_mraw *r, uint32_t x)
+{
+    uint32_t a = r->attrs;
+    for (uint16_t k = 0; k < r->attr_count; k++) {
+        if ((size_t)a + 6 > len)
+            return 1;
+        uint32_t alen = rd32(d + a + 2);
+        if ((size_t)a + 6 + alen > len)
+            return 1;
+        uint32_t n = 0;
+        const char *name = bl_cf_utf8(cf, rd16(d + a), &n);
+        if (name && n == 13 && !memcmp(name, "StackMapTable", 13)) {
+            const uint8_t *p = d + a + 6, *end = p + alen;
+            if (alen < 2)
+                return 1;
+            uint32_t cnt = rd16(p);
+            p += 2;
+            int64_t off = -1;
+            for (uint32_t i = 0; i < cnt; i++) {
+                if (p >= end)
+                    return 1;
+                unsigned t = *p++;
+                uint32_t delta, nv = 0, l;
+                if (t <= 63) {
+                    delta = t;
+                } else if (t <= 127) {
+                    delta = t - 64;
+                    nv = 1;
+                } else if (t < 247) {
+                    return 1; /* reserved */
+                } else {
+                    if (end - p < 2)
+                        return 1;
+                    delta = rd16(p);
+                    p += 2;
+                    nv = t == 247 ? 1 : t >= 252 && t <= 254 ? t - 251 : 0;
+                }
+                if (t == 255) { /* full_frame: locals, then stack */
+                    for (int part = 0; part < 2; part++) {
+                        if (end - p < 2)
+                            return 1;
+                        uint32_t m = rd16(p);
+                        p += 2;
+                        for (uint32_t j = 0; j < m; j++) {
+                            if (!(l = vtype_len(p, end)))
+                                return 1;
+                            p += l;
+                        }
+                    }
+                }
+                for (uint32_t j = 0; j < nv; j++) {
+                    if (!(l = vtype_len(p, end)))
+                        return 1;
+                    p += l;
+                }
+                off = off < 0 ? (int64_t)delta : off + delta + 1;
+                if (off == (int64_t)x)
+                    return 1;
+                if (off > (int64_t)x)
+                    break;
+            }
+        }
+        a += 6 + alen;
+    }
+    return 0;
+}
+
 bl_err bl_net_rewrite(const bl_cf *cf, bl_buf *out, size_t *n_sites, char *err, size_t errlen)
 {
     *n_sites = 0;
@@ -166,7 +249,8 @@ bl_err bl_net_rewrite(const bl_cf *cf, bl_buf *out, size_t *n_sites, char *err, 
                 uint16_t ix = rd16(code + off + 5);
                 if (cn && !strcmp(cn, "okhttp3/OkHttpClient") && ix < pc && kind[ix] == K_INIT &&
                     !is_edge(code, clen, d + r->exc, r->exc_count, off + 3) &&
-                    !is_edge(code, clen, d + r->exc, r->exc_count, off + 4)) {
+                    !is_edge(code, clen, d + r->exc, r->exc_count, off + 4) && !frame_at(cf, d, len, r, off + 3) &&
+                    !frame_at(cf, d, len, r, off + 4)) {
                     if (!m_new)
                         e = bl_cpool_methodref(&pool, HOOK_OKHTTP, "newClient", "()Lokhttp3/OkHttpClient;",
                                                &m_new);

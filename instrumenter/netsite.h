@@ -13,8 +13,9 @@
  *   new okhttp3/OkHttpClient; dup; invokespecial okhttp3/OkHttpClient.<init>()V   (7 bytes)
  *     -> invokestatic io/beatline/runtime/net/OkHttp.newClient()Lokhttp3/OkHttpClient; nop x4
  *        (only when nothing jumps to, starts or ends an exception range at,
- *        or handles at the dup or the invokespecial: then no stack map frame
- *        can be there either, and no frame names the `new`'s Uninitialized type)
+ *        or handles at the dup or the invokespecial, and no StackMapTable
+ *        frame stands there: then no frame names the `new`'s Uninitialized
+ *        type)
  *   invokevirtual java/net/URL.openConnection()Ljava/net/URLConnection;
  *     -> invokestatic io/beatline/runtime/net/Url.openConnection(Ljava/net/URL;)Ljava/net/URLConnection;
  *   invokevirtual java/net/URL.openConnection(Ljava/net/Proxy;)Ljava/net/URLConnection;

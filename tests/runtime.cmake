@@ -65,6 +65,7 @@ set(CMAKE_JAVA_COMPILE_FLAGS "${_bl_saved_flags}")
 add_dependencies(beatline-runtime-tests beatline-netapp beatline-instrument)
 beatline_runtime_test(runtime_network NetworkTest)
 beatline_runtime_test(runtime_network_event NetEventTest)
+beatline_runtime_test(runtime_network_wrap NetWrapTest)
 
 # Android tests (issue 13): the Android source set under Robolectric 4.11.1,
 # SDK 34, offline: the jars scripts/install-deps copied with Maven into

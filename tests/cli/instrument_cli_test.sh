@@ -287,6 +287,9 @@ fails_cleanly "missing input" "nope.jar: No such file" nope.jar
 "$bin" -q "$okio" -o okio-probed.jar --method-ids okio-probed.ids
 check "okio instrumented once" $?
 fails_cleanly "instrumenting twice refused" "already instrumented" okio-probed.jar
+# an instrumented class the rules exclude is left as it is (not refused)
+"$bin" -q okio-probed.jar --exclude 'okio/**' -o okio-twice.jar --method-ids okio-twice.ids 2> err.txt
+check "instrumented classes excluded: accepted" $?
 cp "$lang3" same.jar
 "$bin" -q same.jar -o same-out.jar --method-ids same.jar > /dev/null 2> err.txt
 [ $? -eq 2 ] && grep -qF "is the input same.jar" err.txt && cmp -s same.jar "$lang3"

@@ -116,12 +116,13 @@ START_TEST(every_kind_rewritten_in_place)
 }
 END_TEST
 
-/* new/dup/invokespecial with a branch to the dup, or an exception range
- * starting at the invokespecial: left alone; a build() call beside it is
- * still rewritten. */
+/* new/dup/invokespecial with a branch to the dup, an exception range
+ * starting at the invokespecial, or (no branch, no range) a StackMapTable
+ * frame at the dup whose stack holds the new's Uninitialized(3): left alone;
+ * a build() call beside it is still rewritten. */
 START_TEST(new_sequence_entered_is_left_alone)
 {
-    for (int variant = 0; variant < 2; variant++) {
+    for (int variant = 0; variant < 3; variant++) {
         cb b;
         uint16_t tc, sc;
         start(&b, "t/App", &tc, &sc);
@@ -135,10 +136,14 @@ START_TEST(new_sequence_entered_is_left_alone)
                        0xb7, (uint8_t)(init >> 8), (uint8_t)init, 0x57, 0x2a, 0xb6, (uint8_t)(build >> 8),
                        (uint8_t)build, 0x57, 0xb1};
         uint16_t exc[4] = {7, 10, 16, 0};
-        if (variant == 1)
+        if (variant >= 1)
             f[0] = f[1] = f[2] = 0; /* no branch: the handler range starts at the invokespecial */
-        cb_method(&b, 9, "f", "(Lokhttp3/OkHttpClient$Builder;)V", 3, 1, f, sizeof f, variant ? exc : NULL,
-                  variant ? 1 : 0, NULL, 0, 0);
+        /* variant 2: StackMapTable {same_locals_1_stack_item at 6: Uninitialized(3)} */
+        uint16_t smt = cb_utf8(&b, "StackMapTable");
+        const uint8_t frames[] = {(uint8_t)(smt >> 8), (uint8_t)smt, 0, 0, 0, 6, 0, 1, 64 + 6, 8, 0, 3};
+        cb_method(&b, 9, "f", "(Lokhttp3/OkHttpClient$Builder;)V", 3, 1, f, sizeof f, variant == 1 ? exc : NULL,
+                  variant == 1 ? 1 : 0, variant == 2 ? frames : NULL, variant == 2 ? sizeof frames : 0,
+                  variant == 2 ? 1 : 0);
         cb_finish(&b, tc, sc);
         bl_buf out;
         ck_assert_uint_eq(rewrite(&b, &out), 1);

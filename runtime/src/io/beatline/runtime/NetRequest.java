@@ -26,9 +26,14 @@ public final class NetRequest {
     public String host;
     /** Port, 1..65535 (the scheme's default when the URL has none). */
     public int port;
-    /** Path without query or fragment; "/" when empty. */
+    /** Path without query or fragment; "/" when empty; at most {@link #KEEP_PATH} chars kept. */
     public String path;
-    /** The raw query (after '?', before '#'), or null; only its parameter names may be sent. */
+    /**
+     * The query's parameter names (after '?', before '#'), joined by '&',
+     * or null: {@link #url} keeps the names only (at most
+     * {@link #MAX_QUERY_KEYS}, each cut to 256 bytes), never the values, so
+     * that a queued request holds a bounded copy of its URL.
+     */
     public String query;
     /** HTTP status, or 0 when the call failed before a response. */
     public int status;
@@ -133,8 +138,41 @@ public final class NetRequest {
         this.scheme = scheme == null ? null : scheme.toLowerCase(java.util.Locale.ROOT);
         this.host = host;
         this.port = port > 0 ? port : "https".equals(this.scheme) ? 443 : 80;
-        this.path = path == null || path.isEmpty() ? "/" : path;
-        this.query = query;
+        this.path = path == null || path.isEmpty() ? "/"
+                : path.length() > KEEP_PATH ? path.substring(0, KEEP_PATH) : path;
+        this.query = queryKeys(query);
+    }
+
+    /**
+     * Path chars kept: more than the 2,048 bytes the event sends (a char is
+     * at least a byte), so the event is the same as with the whole path.
+     */
+    static final int KEEP_PATH = 2050;
+
+    /** The non-empty parameter names of a raw query, at most MAX_QUERY_KEYS, each cut; null when none. */
+    private static String queryKeys(String query) {
+        if (query == null || query.isEmpty()) {
+            return null;
+        }
+        StringBuilder sb = new StringBuilder();
+        int n = 0;
+        for (int at = 0; at <= query.length() && n < MAX_QUERY_KEYS;) {
+            int amp = query.indexOf('&', at);
+            int end = amp < 0 ? query.length() : amp;
+            int eq = query.indexOf('=', at);
+            String k = query.substring(at, eq >= 0 && eq < end ? eq : end);
+            if (!k.isEmpty()) {
+                if (n++ > 0) {
+                    sb.append('&');
+                }
+                sb.append(Blocks.cut(k, 256));
+            }
+            if (amp < 0) {
+                break;
+            }
+            at = amp + 1;
+        }
+        return n == 0 ? null : sb.toString();
     }
 
     /** Most query parameter names sent (the contract's cap). */

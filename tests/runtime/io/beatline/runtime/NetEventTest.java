@@ -45,6 +45,26 @@ public class NetEventTest {
         assertTrue(e, e.contains("\"port\":8080") && e.contains("\"path\":\"/p\""));
     }
 
+    /** A queued request keeps a bounded copy of its URL: no query values, the path cut; the event is the same. */
+    @Test
+    public void queuedRequestHoldsABoundedUrl() throws Exception {
+        StringBuilder v = new StringBuilder();
+        for (int i = 0; i < 1 << 20; i++) {
+            v.append('v');
+        }
+        StringBuilder p = new StringBuilder("/");
+        for (int i = 0; i < 1 << 20; i++) {
+            p.append('p');
+        }
+        NetRequest r = req("GET", "http://h" + p + "?a=" + v + "&b&=x&c=secret" + "&z=" + v);
+        assertTrue(r.path.length() <= NetRequest.KEEP_PATH);
+        assertEquals("a&b&c&z", r.query);
+        String e = r.event(0, "d", true);
+        assertTrue(e, e.contains("\"query_keys\":[\"a\",\"b\",\"c\",\"z\"]") && !e.contains("secret"));
+        assertEquals(2048, BatchReader.text(e, "path").length());
+        assertNull(req("GET", "http://h/?&=1&").query);
+    }
+
     @Test
     public void refusedWhenTheContractCannotDescribeIt() throws Exception {
         assertNull(req("M-SEARCH", "http://h/").event(0, "d", false));

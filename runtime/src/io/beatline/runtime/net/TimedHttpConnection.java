@@ -18,6 +18,12 @@ final class TimedHttpConnection extends java.net.HttpURLConnection {
         this.t = new UrlTiming(c);
     }
 
+    /** Java 9's setAuthenticator: the wrapped connection's (HttpURLConnection's own throws). */
+    public void setAuthenticator(java.net.Authenticator a) {
+        UrlTiming.delegate(c, java.net.HttpURLConnection.class, "setAuthenticator",
+                new Class<?>[] {java.net.Authenticator.class}, a);
+    }
+
     @Override
     public void setFixedLengthStreamingMode(int n) {
         c.setFixedLengthStreamingMode(n);

@@ -18,6 +18,19 @@ final class TimedHttpsConnection extends javax.net.ssl.HttpsURLConnection {
         this.t = new UrlTiming(c);
     }
 
+    /** Java 9's setAuthenticator: the wrapped connection's (HttpURLConnection's own throws). */
+    public void setAuthenticator(java.net.Authenticator a) {
+        UrlTiming.delegate(c, java.net.HttpURLConnection.class, "setAuthenticator",
+                new Class<?>[] {java.net.Authenticator.class}, a);
+    }
+
+    /** Java 12's getSSLSession: the wrapped connection's (HttpsURLConnection's own throws). */
+    @SuppressWarnings("unchecked")
+    public java.util.Optional<javax.net.ssl.SSLSession> getSSLSession() {
+        return (java.util.Optional<javax.net.ssl.SSLSession>) UrlTiming.delegate(c,
+                javax.net.ssl.HttpsURLConnection.class, "getSSLSession", new Class<?>[0]);
+    }
+
     @Override
     public void setFixedLengthStreamingMode(int n) {
         c.setFixedLengthStreamingMode(n);

@@ -37,6 +37,12 @@ public final class Url {
             if (!NetRequest.active() || c instanceof TimedHttpConnection || c instanceof TimedHttpsConnection) {
                 return c;
             }
+            // only the platform's own connections: an app's URL handler may give its own
+            // HttpURLConnection subclass, which the app may cast to (boot loader on the JVM and
+            // Android alike)
+            if (c == null || c.getClass().getClassLoader() != HttpURLConnection.class.getClassLoader()) {
+                return c;
+            }
             if (c instanceof HttpsURLConnection) {
                 return new TimedHttpsConnection((HttpsURLConnection) c);
             }

@@ -132,6 +132,9 @@ final class UrlTiming {
     }
 
     OutputStream outputStream() throws IOException {
+        if (!c.getDoOutput() && req == null) {
+            return c.getOutputStream(); // its ProtocolException at once, as without Beatline: nothing begins
+        }
         connect();
         OutputStream out;
         try {
@@ -143,6 +146,17 @@ final class UrlTiming {
         if (req == null || done) {
             return out;
         }
+        try {
+            // a GET with a body goes out as a POST (the platform changes it in getOutputStream)
+            NetRequest r = req;
+            String m = c.getRequestMethod();
+            if (m != null && r.method != null && !m.equals(r.method)) {
+                r.bytesOut += m.length() - r.method.length();
+                r.method = m;
+            }
+        } catch (Throwable x) {
+            // the method stays as it was read
+        }
         outStart = System.nanoTime();
         return new Out(out);
     }
@@ -153,8 +167,8 @@ final class UrlTiming {
      * no body.
      */
     int responseCode() throws IOException {
-        if (responded) {
-            return c.getResponseCode();
+        if (responded || (!c.getDoInput() && req == null)) {
+            return c.getResponseCode(); // doInput false: its ProtocolException, without a connect first
         }
         connect();
         long t = System.nanoTime();
@@ -214,6 +228,9 @@ final class UrlTiming {
     }
 
     InputStream inputStream() throws IOException {
+        if (!c.getDoInput() && req == null) {
+            return c.getInputStream(); // its ProtocolException at once, as without Beatline
+        }
         try {
             responseCode();
         } catch (IOException | RuntimeException e) {
@@ -249,6 +266,38 @@ final class UrlTiming {
     /** The request is over without disconnecting (getContent read the body itself). */
     void disconnect0() {
         finish();
+    }
+
+    /**
+     * Calls the public method {@code name} of the wrapped connection c by
+     * reflection: for the methods newer than the Java 8 API this package is
+     * compiled against (setAuthenticator, Java 9; getSSLSession, Java 12),
+     * whose HttpURLConnection versions throw UnsupportedOperationException.
+     * The method's own unchecked exception reaches the caller as it is; a
+     * platform without the method: UnsupportedOperationException, as
+     * without Beatline.
+     */
+    static Object delegate(Object c, Class<?> owner, String name, Class<?>[] types, Object... args) {
+        java.lang.reflect.Method m;
+        try {
+            m = owner.getMethod(name, types);
+        } catch (NoSuchMethodException e) {
+            throw new UnsupportedOperationException(name);
+        }
+        try {
+            return m.invoke(c, args);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            Throwable x = e.getCause();
+            if (x instanceof RuntimeException) {
+                throw (RuntimeException) x;
+            }
+            if (x instanceof Error) {
+                throw (Error) x;
+            }
+            throw new UnsupportedOperationException(name, x);
+        } catch (IllegalAccessException e) {
+            throw new UnsupportedOperationException(name, e);
+        }
     }
 
     /** Counts the request body; its close is the request written. */
