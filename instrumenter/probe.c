@@ -124,9 +124,11 @@ static bl_err ensure_pool(ctx *c)
         return e;
     c->pool_ready = 1;
     const char *rt = c->opts->runtime_class;
-    e = bl_cpool_methodref(&c->pool, rt, "i", "(I)V", &c->m_enter);
+    const char *en = c->opts->enter_name ? c->opts->enter_name : "i";
+    const char *ex = c->opts->exit_name ? c->opts->exit_name : "o";
+    e = bl_cpool_methodref(&c->pool, rt, en, "(I)V", &c->m_enter);
     if (!e)
-        e = bl_cpool_methodref(&c->pool, rt, "o", "(I)V", &c->m_exit);
+        e = bl_cpool_methodref(&c->pool, rt, ex, "(I)V", &c->m_exit);
     if (!e)
         e = bl_cpool_class(&c->pool, "java/lang/Throwable", 19, &c->c_throwable);
     return e;

@@ -57,6 +57,11 @@ typedef struct bl_probe_opts {
     bl_probe_warn_fn warn;     /* may be NULL */
     void *warn_ctx;
     int unguarded;             /* 0 (default): guarded probes (see above); 1: bare probes */
+    /* Names of the static (I)V methods of runtime_class called at entry and
+     * at exit; NULL: "i" and "o". The launch hooks (hierarchy.h) use
+     * io/beatline/runtime/Launch.enter/exit, unguarded, with the hook number
+     * in place of the methodId. */
+    const char *enter_name, *exit_name;
 } bl_probe_opts;
 
 /* Writes the instrumented class file to `out` (appended). ids has
