@@ -245,6 +245,25 @@ public final class Beatline {
         }
     }
 
+    /** The running session, or null. */
+    static Session session() {
+        return current;
+    }
+
+    /**
+     * The app shows its full content (after data loaded, say): the launch's
+     * time to full display (TTFD), as {@code Activity.reportFullyDrawn()}.
+     * The first call after a launch counts; before the launch's first frame
+     * it counts as the first frame. Call it on the main thread. Never throws.
+     */
+    public static void reportFullyDrawn() {
+        try {
+            Launch.fullyDrawn();
+        } catch (Throwable t) {
+            // never into the app
+        }
+    }
+
     /** Whether the probes record now (tests: a gated session's windows). */
     static boolean recording() {
         return recorder != null;
@@ -334,6 +353,9 @@ public final class Beatline {
         public final long wakeups;
         /** The HTTPS / cleartext error that stopped uploads for this session, or null (issue 14). */
         public final String uploadError;
+        /** Launch events spooled; launches lost (queue full, no window in full mode, spool failure) (issue 15). */
+        public final long launchesSpooled;
+        public final long launchesDropped;
 
         Stats(Session s) {
             threads = s.recorder.threads();
@@ -363,6 +385,8 @@ public final class Beatline {
             blocksDropped = s.blocksDropped;
             wakeups = s.wakeups;
             uploadError = s.uploadError;
+            launchesSpooled = s.launchesSpooled;
+            launchesDropped = s.launchesDropped;
         }
     }
 }
