@@ -306,6 +306,9 @@ public final class Launch {
         }
         long end = p.ring.published();
         Beatline.window(s, Session.WINDOW_LAUNCH, false);
+        if (s.recorder.clock instanceof TickerClock) {
+            ((TickerClock) s.recorder.clock).pause(); // as a dispatch's end: no ticking while idle
+        }
         return end;
     }
 
