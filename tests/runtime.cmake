@@ -132,3 +132,14 @@ add_test(NAME runtime_android_launch
                  -Dbeatline.test.launchIds=${BEATLINE_LAUNCHAPP_IDS}
                  org.junit.runner.JUnitCore io.beatline.runtime.LaunchTest)
 set_tests_properties(runtime_android_launch PROPERTIES TIMEOUT 600 LABELS "runtime;android")
+
+# Issue 15, end to end (tests/integration/launch_e2e_test.sh): the test app
+# obfuscated with ProGuard, instrumented, run under Robolectric
+# (LaunchE2ETest) uploading to a real beatline-server on loopback. Registered
+# here, not beside server_integration, because it needs the Robolectric
+# class path above.
+add_test(NAME launch_e2e_integration
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/launch_e2e_test.sh
+                 ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/launch-e2e-work ${BEATLINE_ANDROID_ALL}
+                 ${_bl_robo_cp} ${BEATLINE_ANDROID_DEPS})
+set_tests_properties(launch_e2e_integration PROPERTIES TIMEOUT 600 LABELS "integration;android")

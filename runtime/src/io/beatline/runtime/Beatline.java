@@ -232,7 +232,7 @@ public final class Beatline {
     }
 
     /**
-     * Hook for the launch tracer (issue 15): opens ({@code true}) or closes
+     * Opens ({@code true}) or closes
      * the launch recording window of a gated session (triggered, not
      * sampled), in which the main thread records outside message dispatches
      * too (e.g. from the process start to the first frame). Main thread. A

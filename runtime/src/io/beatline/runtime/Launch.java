@@ -104,6 +104,8 @@ public final class Launch {
         Session session;
         Ring ring;
         long pBegin;
+        /** The gated session's launch window is open now (closed while the main thread idles before a cold launch's activity). */
+        boolean windowOpen;
 
         Pending(String kind, long startNanos, int token) {
             this.kind = kind;
@@ -223,6 +225,7 @@ public final class Launch {
                 long ps = processStart();
                 if (started == 0 && coldPossible && now - ps <= COLD_MAX_NANOS) {
                     p.startNanos = ps;
+                    reopen(p);
                 } else {
                     cur = null;
                     closeWindow(p);
@@ -290,26 +293,62 @@ public final class Launch {
         if (s == null || !s.gated) {
             return;
         }
-        Beatline.window(s, Session.WINDOW_LAUNCH, true);
-        if (s.recorder.clock instanceof TickerClock) {
-            TickerClock tc = (TickerClock) s.recorder.clock;
-            tc.resume(tc.exactMicros());
-        }
+        reopen(p);
         p.ring = s.recorder.ring();
         p.pBegin = p.ring.published();
     }
 
+    /** Opens the window of a gated launch (again). */
+    private static void reopen(Pending p) {
+        Session s = p.session;
+        if (s == null || !s.gated || p.windowOpen) {
+            return;
+        }
+        Beatline.window(s, Session.WINDOW_LAUNCH, true);
+        p.windowOpen = true;
+        if (s.recorder.clock instanceof TickerClock) {
+            TickerClock tc = (TickerClock) s.recorder.clock;
+            tc.resume(tc.exactMicros());
+        }
+    }
+
+    /** Closes the window of a gated launch (if open); the main ring's position now, 0 without a window. */
     private static long closeWindow(Pending p) {
         Session s = p.session;
         if (s == null || !s.gated || p.ring == null) {
             return 0;
         }
         long end = p.ring.published();
-        Beatline.window(s, Session.WINDOW_LAUNCH, false);
-        if (s.recorder.clock instanceof TickerClock) {
-            ((TickerClock) s.recorder.clock).pause(); // as a dispatch's end: no ticking while idle
+        if (p.windowOpen) {
+            p.windowOpen = false;
+            Beatline.window(s, Session.WINDOW_LAUNCH, false);
+            if (s.recorder.clock instanceof TickerClock) {
+                ((TickerClock) s.recorder.clock).pause(); // as a dispatch's end: no ticking while idle
+            }
         }
         return end;
+    }
+
+    /**
+     * The platform: the main thread's queue went idle (the first time after
+     * {@link #install}). A cold candidate still waiting for its first
+     * activity closes its window meanwhile (an idle thread records nothing;
+     * a process that never shows an activity must not keep recording): the
+     * first {@code Activity.onCreate} opens it again, and the launch's
+     * segment still runs from the runtime's start (the ring holds only
+     * windows' records in a gated session).
+     */
+    public static void idle() {
+        try {
+            synchronized (LOCK) {
+                Pending p = cur;
+                if (p != null && p.startNanos == 0) {
+                    closeWindow(p);
+                }
+            }
+        } catch (Throwable t) {
+            // never into the app
+        }
     }
 
     /**

@@ -73,7 +73,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
      * record only while a recording window is open — the main thread
      * dispatching a message ({@link #WINDOW_DISPATCH}, opened and closed by
      * the {@link DispatchMonitor}), or a launch ({@link #WINDOW_LAUNCH},
-     * raised by issue 15's launch tracer through {@link Beatline#launchWindow})
+     * raised by issue 15's launch tracer, {@link Launch})
      * — and on the main thread only. Everything else would never be uploaded
      * in this mode (only windows around events are), so outside the windows
      * every probe takes the off path. Full and sampled sessions are not gated.

@@ -4,6 +4,7 @@ import android.app.ActivityManager;
 import android.os.Build;
 import android.os.Handler;
 import android.os.Looper;
+import android.os.MessageQueue;
 import android.os.Process;
 import android.os.SystemClock;
 import android.view.Choreographer;
@@ -31,6 +32,9 @@ import io.beatline.runtime.Launch;
  *     started for an activity is {@code IMPORTANCE_FOREGROUND} then; one
  *     started for a service or a broadcast is not, and its first activity,
  *     if any, is a warm launch.</li>
+ * <li><b>Idle:</b> the first time the main queue goes idle after the
+ *     runtime's start, {@link Launch#idle()} closes a cold candidate's
+ *     recording window until its first activity comes.</li>
  * </ul>
  * Main thread; nothing here throws into the app.
  */
@@ -52,6 +56,13 @@ public final class AndroidLaunch implements Launch.Platform {
                 @Override
                 public void run() {
                     Launch.install(p, processStartNanos(), true);
+                    Looper.myQueue().addIdleHandler(new MessageQueue.IdleHandler() {
+                        @Override
+                        public boolean queueIdle() {
+                            Launch.idle(); // once: a cold candidate's window closes while nothing runs
+                            return false;
+                        }
+                    });
                     p.main.postAtFrontOfQueue(new Runnable() {
                         @Override
                         public void run() {
