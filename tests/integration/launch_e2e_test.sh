@@ -44,11 +44,25 @@ done
 # --- the app: obfuscated, then instrumented ----------------------------------
 javac -d tools "$HERE/../realworld/JrtLibraryJar.java"
 java -cp tools JrtLibraryJar jdk.jar java.base > /dev/null
+# ProGuard 6.2.2 reads class files up to Java 13: android-all's android/**
+# with the major version set to 55 (library classes are read for their
+# hierarchy and members only; as tests/runtime/android/aar_test.sh does)
+python3 - "$ANDROID_ALL" android-lib.jar <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as src, zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_STORED) as out:
+    for e in src.infolist():
+        if not e.filename.endswith(".class") or not e.filename.startswith("android/"):
+            continue
+        b = bytearray(src.read(e))
+        if len(b) > 8 and b[0:4] == b"\xca\xfe\xba\xbe" and (b[6] << 8 | b[7]) > 55:
+            b[6], b[7] = 0, 55
+        out.writestr(e.filename, bytes(b))
+PY
 cat > pg.pro <<PRO
 -injars $LIB/beatline-launchapp.jar
 -outjars obf.jar
 -libraryjars jdk.jar
--libraryjars $ANDROID_ALL
+-libraryjars android-lib.jar
 -libraryjars $LIB/beatline-runtime.jar
 -libraryjars $LIB/beatline-android.jar
 -dontshrink
