@@ -1,10 +1,9 @@
 package launchapp;
 
-import android.app.Activity;
 import android.os.Bundle;
 
 /** The main screen: declares every hooked lifecycle method. */
-public class MainActivity extends Activity {
+public class MainActivity extends BaseActivity {
     int starts;
 
     @Override

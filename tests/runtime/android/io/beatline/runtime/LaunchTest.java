@@ -197,6 +197,30 @@ public class LaunchTest {
         throw new AssertionError("no enter of " + method + " in the launch window " + e.json);
     }
 
+    /**
+     * The phase covers the outermost call of {@code method}: begin ≤ its
+     * enter record, end ≥ its exit record (hooks wrap the probes; exact µs
+     * clock: full mode only).
+     */
+    static void phaseCovers(Ev e, String phase, String method) throws Exception {
+        int want = id(method);
+        long[] p = e.phase(phase);
+        long enter = -1;
+        long exit = -1;
+        for (long r : e.seg().records) {
+            int rid = (int) (r >>> 40) & 0x7FFFFF;
+            long t = r & ((1L << 40) - 1);
+            if (rid == want && r >= 0 && enter < 0 && t >= p[0] - 1000000) {
+                enter = t;
+            } else if (rid == want && r < 0 && enter >= 0 && exit < 0) {
+                exit = t;
+            }
+        }
+        assertTrue(method + " entered and exited in the window", enter >= 0 && exit >= 0);
+        assertTrue(phase + " begins by " + method + "'s enter: " + e.json + " enter " + enter, p[0] <= enter);
+        assertTrue(phase + " ends after " + method + "'s exit: " + e.json + " exit " + exit, p[1] >= exit);
+    }
+
     /** The window holds no enter of {@code method} (it ran outside the launch). */
     static void windowLacks(Ev e, String method) throws Exception {
         int want = id(method);
@@ -236,6 +260,13 @@ public class LaunchTest {
         assertTrue("TTFD reported", e.json.containsKey("fully_drawn_us"));
         windowHolds(e, MAIN_CREATE);
         windowHolds(e, APP_CREATE);
+        windowHolds(e, "launchapp.BaseActivity onCreate (Landroid/os/Bundle;)V");
+        if (mode.equals("full")) {
+            // MainActivity's hooks are outside BaseActivity's (nested): the phases are the outer calls
+            phaseCovers(e, "activity_on_create", MAIN_CREATE);
+            phaseCovers(e, "activity_on_resume", "launchapp.MainActivity onResume ()V");
+            phaseCovers(e, "application_on_create", APP_CREATE);
+        }
         c.pause().stop().destroy();
     }
 
