@@ -718,11 +718,12 @@ static void add_hooks(unit *u)
         with += h != BL_HOOK_NONE;
     }
     if (with) {
-        bl_probe_opts po = {BL_HOOK_CLASS, on_probe_warn, u, 1, BL_HOOK_ENTER, BL_HOOK_EXIT};
+        bl_probe_opts po = {BL_HOOK_CLASS, on_probe_warn, u, 1};
         bl_buf out;
         size_t done = 0;
         bl_buf_init(&out, OUT_CLASS_MAX);
-        e = bl_probe_instrument(cf, hooks, &po, &out, &done, msg, sizeof msg);
+        e = bl_probe_instrument_named(cf, hooks, &po, BL_HOOK_ENTER, BL_HOOK_EXIT, &out, &done, msg,
+                                      sizeof msg);
         if (e) {
             where(u, loc, sizeof loc);
             set_err(u, "%s: launch hooks: %s", loc, msg[0] ? msg : bl_err_str(e));
@@ -766,7 +767,7 @@ static void pass2(job *j, unit *u)
         }
     }
     if (with_id) {
-        bl_probe_opts po = {j->o->runtime_class, on_probe_warn, u, j->o->unguarded, NULL, NULL};
+        bl_probe_opts po = {j->o->runtime_class, on_probe_warn, u, j->o->unguarded};
         bl_buf_init(&u->out, OUT_CLASS_MAX);
         bl_err e = bl_probe_instrument(u->cf, ids, &po, &u->out, &u->n_done, msg, sizeof msg);
         if (e) {

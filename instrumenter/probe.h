@@ -57,11 +57,6 @@ typedef struct bl_probe_opts {
     bl_probe_warn_fn warn;     /* may be NULL */
     void *warn_ctx;
     int unguarded;             /* 0 (default): guarded probes (see above); 1: bare probes */
-    /* Names of the static (I)V methods of runtime_class called at entry and
-     * at exit; NULL: "i" and "o". The launch hooks (hierarchy.h) use
-     * io/beatline/runtime/Launch.enter/exit, unguarded, with the hook number
-     * in place of the methodId. */
-    const char *enter_name, *exit_name;
 } bl_probe_opts;
 
 /* Writes the instrumented class file to `out` (appended). ids has
@@ -75,5 +70,14 @@ typedef struct bl_probe_opts {
  * discards it. Thread-safe for distinct bl_cf objects. */
 bl_err bl_probe_instrument(bl_cf *cf, const uint32_t *ids, const bl_probe_opts *opts,
                            bl_buf *out, size_t *n_done, char *err, size_t errlen);
+
+/* bl_probe_instrument calling other static (I)V methods of
+ * opts->runtime_class: enter_name at entry, exit_name at the exits (both
+ * NULL: "i" and "o", which is bl_probe_instrument). The launch hooks
+ * (hierarchy.h) use io/beatline/runtime/Launch.enter/exit, unguarded, with
+ * the hook number in place of the methodId. Same contract otherwise. */
+bl_err bl_probe_instrument_named(bl_cf *cf, const uint32_t *ids, const bl_probe_opts *opts,
+                                 const char *enter_name, const char *exit_name, bl_buf *out,
+                                 size_t *n_done, char *err, size_t errlen);
 
 #endif
