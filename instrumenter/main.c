@@ -16,8 +16,14 @@
  *   2. assign ids on the sorted (class, name, descriptor) triples
  *      (methodids: deterministic, base ids kept), check the method-ID file
  *      with the server's reader;
+ *   2b. launch hooks (issue 15): resolve the super-class chain of every class
+ *      that declares a lifecycle method (hierarchy.h: inputs, then
+ *      --classpath), so Application and Activity subclasses get hooks;
  *   3. rewrite every class with candidates in parallel (bl_probe_instrument)
- *      and deflate the result there (bl_jio_precompress);
+ *      — probes first, then the launch hooks around them (a second
+ *      bl_probe_instrument over the probed bytes, unguarded calls to
+ *      io/beatline/runtime/Launch.enter/exit) — and deflate the result there
+ *      (bl_jio_precompress);
  *   4. stage every output beside its target, then rename them all (outputs
  *      first, method-ID file last). Any error before 4 leaves nothing on
  *      disk.
@@ -28,6 +34,7 @@
  */
 #include "buildinfo.h"
 #include "classfile.h"
+#include "hierarchy.h"
 #include "jario.h"
 #include "methodids.h"
 #include "netsite.h"
@@ -89,6 +96,9 @@ typedef struct opts {
     bl_rules *rules;
     char **inputs;
     int n_inputs;
+    /* --classpath elements (':'-separated lists split; strings owned) */
+    char **classpath;
+    size_t n_classpath;
 } opts;
 
 static void usage(FILE *f)
@@ -123,6 +133,11 @@ static void usage(FILE *f)
             "      --skip-small N         also skip methods of at most N bytes of bytecode\n"
             "                             (0..65535; default 0: none): the small methods a\n"
             "                             JIT would inline, which the probes make too big\n"
+            "      --classpath PATHS      library jars / class folders (':'-separated,\n"
+            "                             repeatable; android.jar or android-all, AndroidX)\n"
+            "                             that resolve the super classes of the inputs for\n"
+            "                             the launch hooks in Application and Activity\n"
+            "                             subclasses; read only, never instrumented\n"
             "      --names original|obfuscated  what the method-ID file says about the names\n"
             "                             (obfuscated: the inputs went through R8/ProGuard)\n"
             "      --layout auto|names|position  several INPUTs: OUTPUT/<base name> (names),\n"
@@ -313,13 +328,40 @@ static int default_threads(void)
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
+/* Appends the ':'-separated elements of arg to o->classpath (empty ones
+ * are skipped). Returns 0 or 1 (out of memory, reported). */
+static int add_classpath(opts *o, const char *arg)
+{
+    const char *p = arg;
+    for (;;) {
+        const char *q = strchr(p, ':');
+        size_t n = q ? (size_t)(q - p) : strlen(p);
+        if (n) {
+            char **t = realloc(o->classpath, (o->n_classpath + 1) * sizeof *t);
+            if (!t) {
+                fprintf(stderr, PROG ": out of memory\n");
+                return 1;
+            }
+            o->classpath = t;
+            if (!(t[o->n_classpath] = strndup(p, n))) {
+                fprintf(stderr, PROG ": out of memory\n");
+                return 1;
+            }
+            o->n_classpath++;
+        }
+        if (!q)
+            return 0;
+        p = q + 1;
+    }
+}
+
 /* Parses argv into o. Returns 0, or the exit status for a usage error /
  * help (-1 means: exit 0). */
 static int parse_args(int argc, char **argv, opts *o)
 {
     enum { O_METHOD_IDS = 256, O_BASE_IDS, O_CONFIG, O_EXCLUDE, O_INCLUDE, O_RUNTIME,
            O_SKIP, O_NO_SKIP, O_NAMES, O_NO_GUARD, O_LAYOUT, O_BUILD_ID, O_VERSION_NAME,
-           O_BUILD_CLASS, O_NO_NETWORK, O_SKIP_SMALL };
+           O_BUILD_CLASS, O_NO_NETWORK, O_SKIP_SMALL, O_CLASSPATH };
     static const struct option longs[] = {
         {"output", required_argument, NULL, 'o'},
         {"method-ids", required_argument, NULL, O_METHOD_IDS},
@@ -338,6 +380,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"build-id", required_argument, NULL, O_BUILD_ID},
         {"version-name", required_argument, NULL, O_VERSION_NAME},
         {"build-class", required_argument, NULL, O_BUILD_CLASS},
+        {"classpath", required_argument, NULL, O_CLASSPATH},
         {"threads", required_argument, NULL, 'j'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -379,6 +422,9 @@ static int parse_args(int argc, char **argv, opts *o)
         case O_BUILD_ID: o->build_id_arg = optarg; break;
         case O_VERSION_NAME: o->version_name = optarg; break;
         case O_BUILD_CLASS: o->build_class_dir = optarg; break;
+        case O_CLASSPATH:
+            rc = add_classpath(o, optarg);
+            break;
         case O_LAYOUT:
             if (!strcmp(optarg, "auto"))
                 o->layout = LAYOUT_AUTO;
@@ -488,6 +534,8 @@ typedef struct unit {
     bl_cf *net_cf;      /* net parsed (borrows it), what the probes go into; NULL: cf. cf
                            stays: the method-ID table borrows its names */
     size_t n_sites;     /* network call sites rewritten */
+    int hook_kind;      /* BL_HIER_APPLICATION / _ACTIVITY: launch hooks go in (step 2b) */
+    size_t n_hooks;     /* methods that got launch hooks (pass 2) */
     char *err;          /* first error (heap), NULL if none */
     bl_buf warns;       /* warning lines */
 } unit;
@@ -566,6 +614,30 @@ static int already_probed(const bl_cf *cf, const char *runtime)
         const char *name = bl_cf_utf8(cf, rd16(t + 1), NULL);
         const char *desc = bl_cf_utf8(cf, rd16(t + 3), NULL);
         if (name && desc && (!strcmp(name, "i") || !strcmp(name, "o")) && !strcmp(desc, "(I)V"))
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 when the class already calls the launch hooks (BL_HOOK_CLASS.enter or
+ * .exit (I)V): it went through beatline-instrument before. */
+static int already_hooked(const bl_cf *cf)
+{
+    size_t len;
+    const uint8_t *b = bl_cf_bytes(cf, &len);
+    for (uint32_t i = 1; i < bl_cf_pool_count(cf); i++) {
+        if (bl_cf_pool_tag(cf, i) != 10) /* CONSTANT_Methodref */
+            continue;
+        const uint8_t *e = b + bl_cf_pool_off(cf, i);
+        const char *owner = bl_cf_class_name(cf, rd16(e + 1));
+        uint16_t nat = rd16(e + 3);
+        if (!owner || strcmp(owner, BL_HOOK_CLASS) || bl_cf_pool_tag(cf, nat) != 12)
+            continue;
+        const uint8_t *t = b + bl_cf_pool_off(cf, nat);
+        const char *name = bl_cf_utf8(cf, rd16(t + 1), NULL);
+        const char *desc = bl_cf_utf8(cf, rd16(t + 3), NULL);
+        if (name && desc && (!strcmp(name, BL_HOOK_ENTER) || !strcmp(name, BL_HOOK_EXIT)) &&
+            !strcmp(desc, "(I)V"))
             return 1;
     }
     return 0;
@@ -676,38 +748,92 @@ static int net_sites(unit *u)
     return 0;
 }
 
-/* Pass 2 for a class without probes: its output is the network rewrite
- * alone (when it had sites). */
+/* Pass 2 for a class without probes: its output so far is the network
+ * rewrite alone (when it had sites). */
 static void net_only(unit *u)
 {
     if (!u->n_sites)
         return;
     char loc[1024];
     bl_buf_init(&u->out, OUT_CLASS_MAX);
-    bl_err e = bl_buf_append(&u->out, u->net.data, u->net.len);
-    u->en->out = (const uint8_t *)u->out.data;
-    u->en->out_len = u->out.len;
-    if (!e)
-        e = bl_jio_precompress(u->in, u->en);
-    if (e) {
+    if (bl_buf_append(&u->out, u->net.data, u->net.len)) {
         where(u, loc, sizeof loc);
-        set_err(u, "%s: %s", loc, bl_err_str(e));
+        set_err(u, "%s: %s", loc, bl_err_str(BL_ENOMEM));
     }
 }
 
+/* The launch hooks of pass 2: a second bl_probe_instrument over the class
+ * as it is now (the probed bytes in u->out when probes went in, else the
+ * input), with unguarded calls to BL_HOOK_CLASS.enter/exit carrying the hook
+ * number, so the hooks wrap the probes: enter hook, probe i, ..., probe o,
+ * exit hook, and on an exception the probes' handler runs, then the hooks'. */
+static void add_hooks(unit *u)
+{
+    char loc[1024], msg[512] = "";
+    bl_cf *tmp = NULL, *cf = u->cf;
+    bl_err e = BL_OK;
+    if (u->n_done || u->n_sites) {
+        e = bl_cf_parse((const uint8_t *)u->out.data, u->out.len, &tmp, msg, sizeof msg);
+        if (e) {
+            where(u, loc, sizeof loc);
+            set_err(u, "%s: launch hooks: re-reading the probed class: %s", loc,
+                    msg[0] ? msg : bl_err_str(e));
+            return;
+        }
+        cf = tmp;
+    }
+    size_t n = bl_cf_method_count(cf), with = 0;
+    uint32_t *hooks = malloc((n ? n : 1) * sizeof *hooks);
+    if (!hooks) {
+        where(u, loc, sizeof loc);
+        set_err(u, "%s: %s", loc, "out of memory");
+        bl_cf_free(tmp);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const bl_cf_method *m = bl_cf_method_at(cf, i);
+        int h = m->code_length ? bl_hier_hook(u->hook_kind, m->name, m->desc, m->access)
+                               : BL_HOOK_NONE;
+        hooks[i] = h == BL_HOOK_NONE ? BL_PROBE_NO_ID : (uint32_t)h;
+        with += h != BL_HOOK_NONE;
+    }
+    if (with) {
+        bl_probe_opts po = {BL_HOOK_CLASS, on_probe_warn, u, 1};
+        bl_buf out;
+        size_t done = 0;
+        bl_buf_init(&out, OUT_CLASS_MAX);
+        e = bl_probe_instrument_named(cf, hooks, &po, BL_HOOK_ENTER, BL_HOOK_EXIT, &out, &done, msg,
+                                      sizeof msg);
+        if (e) {
+            where(u, loc, sizeof loc);
+            set_err(u, "%s: launch hooks: %s", loc, msg[0] ? msg : bl_err_str(e));
+            bl_buf_cleanup(&out);
+        } else if (done) {
+            bl_cf_free(tmp); /* it borrowed u->out */
+            tmp = NULL;
+            bl_buf_cleanup(&u->out);
+            u->out = out;
+            u->n_hooks = done;
+        } else {
+            bl_buf_cleanup(&out);
+        }
+    }
+    free(hooks);
+    bl_cf_free(tmp);
+}
+
+/* Pass 2: rewrite (network call sites, probes, then launch hooks), compress. */
 static void pass2(job *j, unit *u)
 {
     if (!u->cf)
         return;
     if (u->net_ok && net_sites(u) != 0)
         return;
-    char loc[1024], msg[512] = "";
-    if (!u->n_cand) {
-        net_only(u);
+    if (!u->n_cand && !u->hook_kind && !u->n_sites)
         return;
-    }
+    char loc[1024], msg[512] = "";
     size_t n = bl_cf_method_count(u->cf);
-    uint32_t *ids = malloc(n * sizeof *ids);
+    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
     if (!ids) {
         where(u, loc, sizeof loc);
         set_err(u, "%s: %s", loc, "out of memory");
@@ -727,24 +853,28 @@ static void pass2(job *j, unit *u)
     if (with_id) {
         bl_probe_opts po = {j->o->runtime_class, on_probe_warn, u, j->o->unguarded};
         bl_buf_init(&u->out, OUT_CLASS_MAX);
-        bl_err e = bl_probe_instrument(u->net_cf ? u->net_cf : u->cf, ids, &po, &u->out, &u->n_done, msg,
-                                       sizeof msg);
+        bl_err e = bl_probe_instrument(u->net_cf ? u->net_cf : u->cf, ids, &po, &u->out,
+                                       &u->n_done, msg, sizeof msg);
         if (e) {
             where(u, loc, sizeof loc);
             set_err(u, "%s: %s", loc, msg[0] ? msg : bl_err_str(e));
-        } else if (u->n_done || u->n_sites) {
-            /* compress here, on this thread, rather than later in zip_close */
-            u->en->out = (const uint8_t *)u->out.data;
-            u->en->out_len = u->out.len;
-            if ((e = bl_jio_precompress(u->in, u->en)) != BL_OK) {
-                where(u, loc, sizeof loc);
-                set_err(u, "%s: compressing: %s", loc, bl_err_str(e));
-            }
         }
     } else {
         net_only(u);
     }
     free(ids);
+    if (!u->err && u->hook_kind)
+        add_hooks(u);
+    if (!u->err && (u->n_done || u->n_sites || u->n_hooks)) {
+        /* compress here, on this thread, rather than later in zip_close */
+        u->en->out = (const uint8_t *)u->out.data;
+        u->en->out_len = u->out.len;
+        bl_err e = bl_jio_precompress(u->in, u->en);
+        if (e != BL_OK) {
+            where(u, loc, sizeof loc);
+            set_err(u, "%s: compressing: %s", loc, bl_err_str(e));
+        }
+    }
 }
 
 static void *worker(void *arg)
@@ -844,6 +974,110 @@ static void print_warning(void *ctx, const char *msg)
     const opts *o = ctx;
     if (!o->quiet)
         fprintf(stderr, PROG ": warning: %s\n", msg);
+}
+
+/* ---- launch hooks (step 2b) ---------------------------------------------- */
+
+/* Sets u->hook_kind for every class of the inputs that declares a lifecycle
+ * method (bl_hier_hook_candidate) and lies below android/app/Application or
+ * android/app/Activity, through the inputs and the --classpath elements
+ * (*hier: made here, owned by the caller). A class whose chain meets a class
+ * found nowhere gets no hooks; each missing class is warned about once,
+ * naming the first class of the inputs below it. Classes of the runtime and
+ * module classes get none. Rules (--include/--exclude, Matrix lines) govern
+ * the probes, not the hooks. Returns 0, or 1 after printing an error. */
+static int resolve_hooks(const opts *o, unit *units, size_t n_units, bl_hier **hier)
+{
+    char err[1024];
+    size_t want = 0;
+    for (size_t i = 0; i < n_units; i++) {
+        unit *u = &units[i];
+        if (!u->cf || (bl_cf_access(u->cf) & ACC_MODULE) ||
+            is_runtime_class(bl_cf_name(u->cf), o->runtime_class))
+            continue;
+        size_t n = bl_cf_method_count(u->cf);
+        for (size_t k = 0; k < n; k++) {
+            const bl_cf_method *m = bl_cf_method_at(u->cf, k);
+            if (m->code_length && bl_hier_hook_candidate(m->name, m->desc, m->access)) {
+                u->hook_kind = -1; /* to resolve */
+                want++;
+                break;
+            }
+        }
+    }
+    if (bl_hier_new(hier) != BL_OK) {
+        fprintf(stderr, PROG ": out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < o->n_classpath; i++) {
+        bl_err e = bl_hier_add_classpath(*hier, o->classpath[i], print_notice, (void *)o, err,
+                                         sizeof err);
+        if (e) {
+            fprintf(stderr, PROG ": error: --classpath %s\n", e == BL_ENOMEM ? "out of memory" : err);
+            return 1;
+        }
+    }
+    if (!want)
+        return 0;
+    for (size_t i = 0; i < n_units; i++)
+        if (units[i].cf &&
+            bl_hier_add(*hier, bl_cf_name(units[i].cf), bl_cf_super_name(units[i].cf)) != BL_OK) {
+            fprintf(stderr, PROG ": out of memory\n");
+            return 1;
+        }
+    char **warned = NULL;
+    size_t n_warned = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n_units && !rc; i++) {
+        unit *u = &units[i];
+        if (u->hook_kind != -1)
+            continue;
+        int kind = BL_HIER_OTHER;
+        const char *missing = NULL;
+        bl_err e = bl_hier_kind(*hier, bl_cf_name(u->cf), &kind, &missing, err, sizeof err);
+        if (e) {
+            fprintf(stderr, PROG ": error: %s\n", e == BL_ENOMEM ? "out of memory" : err);
+            rc = 1;
+            break;
+        }
+        u->hook_kind = kind == BL_HIER_APPLICATION || kind == BL_HIER_ACTIVITY ? kind : 0;
+        if (u->hook_kind && already_hooked(u->cf)) {
+            char loc[1024];
+            where(u, loc, sizeof loc);
+            fprintf(stderr,
+                    PROG ": error: %s: already instrumented (it calls %s.%s/%s): instrument the "
+                         "original classes\n",
+                    loc, BL_HOOK_CLASS, BL_HOOK_ENTER, BL_HOOK_EXIT);
+            rc = 1;
+            break;
+        }
+        if (kind != BL_HIER_UNRESOLVED)
+            continue;
+        size_t k = 0;
+        while (k < n_warned && strcmp(warned[k], missing))
+            k++;
+        if (k < n_warned)
+            continue;
+        char **t = realloc(warned, (n_warned + 1) * sizeof *t);
+        if (t)
+            warned = t;
+        if (!t || !(warned[n_warned] = strdup(missing))) {
+            fprintf(stderr, PROG ": out of memory\n");
+            rc = 1;
+            break;
+        }
+        n_warned++;
+        if (!o->quiet)
+            fprintf(stderr,
+                    PROG ": warning: launch hooks: class %s (a super class of %s) is in no "
+                         "input and no --classpath element: no launch hooks in the classes "
+                         "below it\n",
+                    missing, bl_cf_name(u->cf));
+    }
+    for (size_t k = 0; k < n_warned; k++)
+        free(warned[k]);
+    free(warned);
+    return rc;
 }
 
 /* ---- outputs ------------------------------------------------------------- */
@@ -1052,6 +1286,7 @@ int main(int argc, char **argv)
     unit *units = NULL;
     size_t n_units = 0;
     bl_mids *mids = NULL;
+    bl_hier *hier = NULL;
     bl_buf idtext, base, clsbytes;
     char err[2048];
     char build_id[37] = "", build_name[BL_BUILDINFO_NAME_MAX + 1] = "";
@@ -1189,19 +1424,24 @@ int main(int argc, char **argv)
         }
     }
 
+    /* 2b. launch hooks: which classes are Application / Activity subclasses */
+    if (resolve_hooks(&o, units, n_units, &hier) != 0)
+        goto out;
+
     /* 3. rewrite */
     job j2 = {.u = units, .n = n_units, .o = &o, .mids = mids, .fn = pass2};
     run_parallel(&j2, o.threads, progress, "instrumenting");
-    size_t n_done = 0, n_changed = 0, n_sites = 0;
+    size_t n_done = 0, n_changed = 0, n_sites = 0, n_hooks = 0;
     for (size_t i = 0; i < n_units; i++) {
         unit *u = &units[i];
         if (!o.quiet && u->warns.len)
             fprintf(stderr, "%s", u->warns.data);
-        if (!u->err && (u->n_done || u->n_sites)) {
+        if (!u->err && (u->n_done || u->n_sites || u->n_hooks)) {
             u->en->out = (const uint8_t *)u->out.data;
             u->en->out_len = u->out.len;
             n_done += u->n_done;
             n_sites += u->n_sites;
+            n_hooks += u->n_hooks;
             n_changed++;
         }
     }
@@ -1240,9 +1480,9 @@ int main(int argc, char **argv)
     if (!o.quiet)
         fprintf(stderr,
                 PROG ": %d input(s), %zu classes, %zu rewritten, %zu methods instrumented, "
-                     "%zu network call sites; %zu methodIds (%zu kept from the base), largest %u; "
-                     "%.2f s\n",
-                o.n_inputs, n_units, n_changed, n_done, n_sites, bl_mids_count(mids),
+                     "%zu network call sites, %zu launch hooks; %zu methodIds (%zu kept from the "
+                     "base), largest %u; %.2f s\n",
+                o.n_inputs, n_units, n_changed, n_done, n_sites, n_hooks, bl_mids_count(mids),
                 bl_mids_reused(mids), bl_mids_max_id(mids), now_s() - t0);
     if (!o.quiet && build_id[0])
         fprintf(stderr, PROG ": build %s (build id %s)%s%s\n", build_name, build_id,
@@ -1259,6 +1499,10 @@ out:
     free(staged);
     free_units(units, n_units);
     bl_mids_free(mids);
+    bl_hier_free(hier);
+    for (size_t i = 0; i < o.n_classpath; i++)
+        free(o.classpath[i]);
+    free(o.classpath);
     for (int i = 0; ins && i < o.n_inputs; i++)
         bl_jio_free(ins[i]);
     free(ins);

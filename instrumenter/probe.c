@@ -94,6 +94,7 @@ typedef struct ctx {
     bl_cf *cf;
     const uint8_t *d;
     const bl_probe_opts *opts;
+    const char *enter_name, *exit_name; /* the probes' method names ("i", "o") */
     bl_cpool pool;
     int pool_ready;
     uint16_t m_enter, m_exit, c_throwable;
@@ -124,9 +125,9 @@ static bl_err ensure_pool(ctx *c)
         return e;
     c->pool_ready = 1;
     const char *rt = c->opts->runtime_class;
-    e = bl_cpool_methodref(&c->pool, rt, "i", "(I)V", &c->m_enter);
+    e = bl_cpool_methodref(&c->pool, rt, c->enter_name, "(I)V", &c->m_enter);
     if (!e)
-        e = bl_cpool_methodref(&c->pool, rt, "o", "(I)V", &c->m_exit);
+        e = bl_cpool_methodref(&c->pool, rt, c->exit_name, "(I)V", &c->m_exit);
     if (!e)
         e = bl_cpool_class(&c->pool, "java/lang/Throwable", 19, &c->c_throwable);
     return e;
@@ -728,6 +729,13 @@ static bl_err do_method(ctx *c, size_t mi, uint32_t id, int *done)
 bl_err bl_probe_instrument(bl_cf *cf, const uint32_t *ids, const bl_probe_opts *opts,
                            bl_buf *out, size_t *n_done, char *err, size_t errlen)
 {
+    return bl_probe_instrument_named(cf, ids, opts, NULL, NULL, out, n_done, err, errlen);
+}
+
+bl_err bl_probe_instrument_named(bl_cf *cf, const uint32_t *ids, const bl_probe_opts *opts,
+                                 const char *enter_name, const char *exit_name, bl_buf *out,
+                                 size_t *n_done, char *err, size_t errlen)
+{
     size_t len;
     const uint8_t *d = bl_cf_bytes(cf, &len);
     size_t nm = bl_cf_method_count(cf), done = 0;
@@ -755,6 +763,8 @@ bl_err bl_probe_instrument(bl_cf *cf, const uint32_t *ids, const bl_probe_opts *
     c->cf = cf;
     c->d = d;
     c->opts = opts;
+    c->enter_name = enter_name ? enter_name : "i";
+    c->exit_name = exit_name ? exit_name : "o";
     c->err = err;
     c->errlen = errlen;
     bl_buf_init(&c->s.code, 0);

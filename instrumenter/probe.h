@@ -71,4 +71,13 @@ typedef struct bl_probe_opts {
 bl_err bl_probe_instrument(bl_cf *cf, const uint32_t *ids, const bl_probe_opts *opts,
                            bl_buf *out, size_t *n_done, char *err, size_t errlen);
 
+/* bl_probe_instrument calling other static (I)V methods of
+ * opts->runtime_class: enter_name at entry, exit_name at the exits (both
+ * NULL: "i" and "o", which is bl_probe_instrument). The launch hooks
+ * (hierarchy.h) use io/beatline/runtime/Launch.enter/exit, unguarded, with
+ * the hook number in place of the methodId. Same contract otherwise. */
+bl_err bl_probe_instrument_named(bl_cf *cf, const uint32_t *ids, const bl_probe_opts *opts,
+                                 const char *enter_name, const char *exit_name, bl_buf *out,
+                                 size_t *n_done, char *err, size_t errlen);
+
 #endif

@@ -26,6 +26,14 @@ if(TARGET beatline-instrument)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_agp_test.sh
                    ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-agp)
   set_tests_properties(instrument_agp PROPERTIES TIMEOUT 600 LABELS "cli;instrumenter")
+  # issue 15: launch hooks by class hierarchy (--classpath android-all and a
+  # library jar), verified with java -Xverify:all and ASM's analyzer
+  if(DEFINED BEATLINE_ANDROID_ALL AND EXISTS "${BEATLINE_ANDROID_ALL}")
+    add_test(NAME instrument_launch
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_launch_test.sh
+                     ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-launch ${BEATLINE_ANDROID_ALL})
+    set_tests_properties(instrument_launch PROPERTIES TIMEOUT 300 LABELS "cli;instrumenter")
+  endif()
   # issue 14: --build-id / --version-name / --build-class (schema/build-id.md)
   add_test(NAME instrument_buildid
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_buildid_test.sh

@@ -75,12 +75,35 @@ file(GLOB _bl_robo_jars ${BEATLINE_ANDROID_DEPS}/*.jar)
 list(FILTER _bl_robo_jars EXCLUDE REGEX "/android-all")   # added below, compile/verify only
 file(GLOB BEATLINE_ANDROID_TEST_SRC CONFIGURE_DEPENDS
      ${CMAKE_CURRENT_SOURCE_DIR}/runtime/android/io/beatline/runtime/*.java)
+# The launch tests' app (issue 15): tests/runtime/android-launch/launchapp,
+# compiled against android-all and the runtime, then instrumented by the real
+# beatline-instrument (probes and launch hooks, --classpath android-all) into
+# lib/beatline-launchapp-instr.jar (+ its method-ID file), which the launch
+# test runs (the plain jar is for compiling the test only).
+file(GLOB BEATLINE_LAUNCHAPP_SRC CONFIGURE_DEPENDS
+     ${CMAKE_CURRENT_SOURCE_DIR}/runtime/android-launch/launchapp/*.java)
+set(CMAKE_JAVA_COMPILE_FLAGS --release 8 -encoding UTF-8 -Xlint:-options -Xlint:-classfile)
+add_jar(beatline-launchapp
+        SOURCES ${BEATLINE_LAUNCHAPP_SRC}
+        INCLUDE_JARS beatline-runtime beatline-android ${BEATLINE_ANDROID_ALL}
+        OUTPUT_DIR ${CMAKE_BINARY_DIR}/lib)
+set(BEATLINE_LAUNCHAPP_INSTR ${CMAKE_BINARY_DIR}/lib/beatline-launchapp-instr.jar)
+set(BEATLINE_LAUNCHAPP_IDS ${CMAKE_BINARY_DIR}/lib/beatline-launchapp-ids.txt)
+add_custom_command(OUTPUT ${BEATLINE_LAUNCHAPP_INSTR} ${BEATLINE_LAUNCHAPP_IDS}
+  COMMAND $<TARGET_FILE:beatline-instrument> -q --no-skip-trivial --classpath ${BEATLINE_ANDROID_ALL}
+          ${CMAKE_BINARY_DIR}/lib/beatline-launchapp.jar -o ${BEATLINE_LAUNCHAPP_INSTR}
+          --method-ids ${BEATLINE_LAUNCHAPP_IDS}
+  DEPENDS beatline-launchapp beatline-instrument ${CMAKE_BINARY_DIR}/lib/beatline-launchapp.jar
+  COMMENT "Instrumenting the launch tests' app"
+  VERBATIM)
+add_custom_target(beatline-launchapp-instr ALL DEPENDS ${BEATLINE_LAUNCHAPP_INSTR})
 set(CMAKE_JAVA_COMPILE_FLAGS -encoding UTF-8 -Xlint:-classfile)
 add_jar(beatline-android-tests
         SOURCES ${BEATLINE_ANDROID_TEST_SRC}
         INCLUDE_JARS beatline-runtime beatline-android beatline-runtime-tests ${BEATLINE_JUNIT_JARS}
-                     ${_bl_robo_jars} ${BEATLINE_ANDROID_ALL}
+                     ${_bl_robo_jars} ${BEATLINE_ANDROID_ALL} beatline-launchapp
         OUTPUT_DIR ${CMAKE_BINARY_DIR}/lib)
+add_dependencies(beatline-android-tests beatline-launchapp-instr)
 set(CMAKE_JAVA_COMPILE_FLAGS "${_bl_saved_flags}")
 set(_bl_robo_cp "${CMAKE_BINARY_DIR}/lib/beatline-android-tests.jar:${CMAKE_BINARY_DIR}/lib/beatline-android.jar:${_bl_rt_cp}")
 foreach(_j ${_bl_robo_jars})
@@ -112,3 +135,28 @@ add_test(NAME runtime_android_aar
 set_tests_properties(runtime_android_aar PROPERTIES TIMEOUT 300 LABELS "runtime;android")
 beatline_android_test(runtime_android_runtime AndroidRuntimeTest)
 beatline_android_test(runtime_android_gate LooperGateTest)
+
+# Issue 15: launches under Robolectric — the framework's lifecycle drives the
+# instrumented test app (cold, warm, hot, splash, service-only, backgrounded
+# before the first frame), frames from Robolectric's Choreographer.
+add_test(NAME runtime_android_launch
+         COMMAND ${Java_JAVA_EXECUTABLE} -cp ${BEATLINE_LAUNCHAPP_INSTR}:${_bl_robo_cp}
+                 -Drobolectric.offline=true
+                 -Drobolectric.dependency.dir=${BEATLINE_ANDROID_DEPS}
+                 -Drobolectric.logging.enabled=false
+                 -Dbeatline.test.build=${CMAKE_BINARY_DIR}
+                 -Dbeatline.test.source=${PROJECT_SOURCE_DIR}
+                 -Dbeatline.test.launchIds=${BEATLINE_LAUNCHAPP_IDS}
+                 org.junit.runner.JUnitCore io.beatline.runtime.LaunchTest)
+set_tests_properties(runtime_android_launch PROPERTIES TIMEOUT 600 LABELS "runtime;android")
+
+# Issue 15, end to end (tests/integration/launch_e2e_test.sh): the test app
+# obfuscated with ProGuard, instrumented, run under Robolectric
+# (LaunchE2ETest) uploading to a real beatline-server on loopback. Registered
+# here, not beside server_integration, because it needs the Robolectric
+# class path above.
+add_test(NAME launch_e2e_integration
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/launch_e2e_test.sh
+                 ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/launch-e2e-work ${BEATLINE_ANDROID_ALL}
+                 ${_bl_robo_cp} ${BEATLINE_ANDROID_DEPS})
+set_tests_properties(launch_e2e_integration PROPERTIES TIMEOUT 600 LABELS "integration;android")

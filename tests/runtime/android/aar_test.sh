@@ -96,6 +96,9 @@ kept_class() { grep -q "^$1 -> $1:\$" "$T/map.txt"; }
 expect "Beatline keeps its name" kept_class io.beatline.runtime.Beatline
 expect "probe i(int) kept by name" kept_member io.beatline.runtime.Beatline "void i(int)"
 expect "probe o(int) kept by name" kept_member io.beatline.runtime.Beatline "void o(int)"
+expect "Launch keeps its name (issue 15: launch hooks)" kept_class io.beatline.runtime.Launch
+expect "hook enter(int) kept by name" kept_member io.beatline.runtime.Launch "void enter(int)"
+expect "hook exit(int) kept by name" kept_member io.beatline.runtime.Launch "void exit(int)"
 expect "Ring.published kept (AtomicLongFieldUpdater)" kept_member io.beatline.runtime.Ring "long published"
 expect "TickerClock.now kept (AtomicLongFieldUpdater)" kept_member io.beatline.runtime.TickerClock "long now"
 expect "TickerClock.active kept (AtomicIntegerFieldUpdater)" kept_member io.beatline.runtime.TickerClock "int active"

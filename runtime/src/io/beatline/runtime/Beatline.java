@@ -232,7 +232,7 @@ public final class Beatline {
     }
 
     /**
-     * Hook for the launch tracer (issue 15): opens ({@code true}) or closes
+     * Opens ({@code true}) or closes
      * the launch recording window of a gated session (triggered, not
      * sampled), in which the main thread records outside message dispatches
      * too (e.g. from the process start to the first frame). Main thread. A
@@ -248,6 +248,20 @@ public final class Beatline {
     /** The running session, or null (the network events of issue 16: {@link NetRequest}). */
     static Session session() {
         return current;
+    }
+
+    /**
+     * The app shows its full content (after data loaded, say): the launch's
+     * time to full display (TTFD), as {@code Activity.reportFullyDrawn()}.
+     * The first call after a launch counts; before the launch's first frame
+     * it counts as the first frame. Call it on the main thread. Never throws.
+     */
+    public static void reportFullyDrawn() {
+        try {
+            Launch.fullyDrawn();
+        } catch (Throwable t) {
+            // never into the app
+        }
     }
 
     /** Whether the probes record now (tests: a gated session's windows). */
@@ -342,6 +356,9 @@ public final class Beatline {
         /** Network events spooled; lost (queue full, not describable by the contract, spool failure) (issue 16). */
         public final long networkSpooled;
         public final long networkDropped;
+        /** Launch events spooled; launches lost (queue full, no window in full mode, spool failure) (issue 15). */
+        public final long launchesSpooled;
+        public final long launchesDropped;
 
         Stats(Session s) {
             threads = s.recorder.threads();
@@ -373,6 +390,8 @@ public final class Beatline {
             uploadError = s.uploadError;
             networkSpooled = s.networkSpooled;
             networkDropped = s.networkDropped;
+            launchesSpooled = s.launchesSpooled;
+            launchesDropped = s.launchesDropped;
         }
     }
 }

@@ -82,7 +82,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
      * record only while a recording window is open — the main thread
      * dispatching a message ({@link #WINDOW_DISPATCH}, opened and closed by
      * the {@link DispatchMonitor}), or a launch ({@link #WINDOW_LAUNCH},
-     * raised by issue 15's launch tracer through {@link Beatline#launchWindow})
+     * raised by issue 15's launch tracer, {@link Launch})
      * — and on the main thread only. Everything else would never be uploaded
      * in this mode (only windows around events are), so outside the windows
      * every probe takes the off path. Full and sampled sessions are not gated.
@@ -90,7 +90,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     final boolean gated;
     /** Recording window: the main thread dispatches a message. */
     static final int WINDOW_DISPATCH = 1;
-    /** Recording window: the app launches (issue 15; nothing raises it yet). */
+    /** Recording window: the app launches (issue 15: {@link Launch}, from the launch start to its first frame). */
     static final int WINDOW_LAUNCH = 2;
     /** Open recording windows, bit flags; written under {@link Beatline}'s gate lock ({@link Beatline#window}). */
     int windows;
@@ -101,6 +101,16 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
     private final Object blockLock = new Object();
     static final int MAX_PENDING_BLOCKS = 256;
     private boolean blocksWanted;
+    /**
+     * Launches waiting for the flush thread (issue 15; under blockLock): a
+     * triggered session spools each as a batch of its own, a full one
+     * attaches each to the batch whose main-thread segment holds its window.
+     * At most {@link #MAX_PENDING_BLOCKS}.
+     */
+    private final List<Launch.Done> pendingLaunches = new ArrayList<Launch.Done>();
+    /** Launch events spooled, and launches lost (queue full, no window in full mode, spool failure). */
+    volatile long launchesSpooled;
+    volatile long launchesDropped;
     /** Block events spooled, and blocks lost (queue full, no window to attach to, spool failure). */
     volatile long blocksSpooled;
     volatile long blocksDropped;
@@ -370,6 +380,27 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
         }
     }
 
+    /**
+     * A launch reached its first frame (and its TTFD report, or was
+     * handed over without one): queue it for the flush thread. Never blocks
+     * on I/O (main thread).
+     */
+    void launch(Launch.Done d) {
+        synchronized (blockLock) {
+            if (pendingLaunches.size() >= MAX_PENDING_BLOCKS) {
+                launchesDropped++;
+                return;
+            }
+            pendingLaunches.add(d);
+        }
+        if (triggered) {
+            synchronized (wake) {
+                blocksWanted = true;
+                wake.notifyAll();
+            }
+        }
+    }
+
     private int pendingNetCount() {
         synchronized (netLock) {
             return pendingNet.size();
@@ -384,6 +415,31 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
             }
             long ms = (netDueNanos - System.nanoTime()) / 1000000L;
             return ms <= 0 ? 0 : ms;
+        }
+    }
+
+    /** Hands the launch that waits for a TTFD report over (a dump or flush sends it now). */
+    private void takeLaunch() {
+        Launch.Done d = Launch.takeDone();
+        if (d != null) {
+            launch(d);
+        }
+    }
+
+    /** Triggered mode: each pending launch as its own batch (dump lock held). */
+    private void spoolLaunches() {
+        List<Launch.Done> l;
+        synchronized (blockLock) {
+            l = new ArrayList<Launch.Done>(pendingLaunches);
+            pendingLaunches.clear();
+        }
+        for (Launch.Done d : l) {
+            try {
+                spoolLaunch(d);
+            } catch (Throwable t) {
+                launchesDropped++;
+                log.warn("launch lost: cannot spool it: " + t);
+            }
         }
     }
 
@@ -453,6 +509,43 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
                 log.warn(n + " network events lost: cannot spool them: " + e);
             }
         }
+    }
+
+    /**
+     * Encodes one launch as a batch of its own (triggered mode): its window
+     * segment (the main ring's records from the launch start to the first
+     * frame; thread 0) and its event.
+     *
+     * @return the spooled file, or null when the launch had no recorded window (counted as dropped)
+     */
+    File spoolLaunch(Launch.Done d) throws IOException {
+        Clock clock = recorder.clock;
+        long startUs = LaunchEvents.micros(clock, d.startNanos);
+        long frameUs = LaunchEvents.micros(clock, d.firstFrameNanos);
+        List<Recorder.ThreadDump> part = new ArrayList<Recorder.ThreadDump>();
+        long nowUs = clock instanceof TickerClock ? ((TickerClock) clock).exactMicros() : clock.nowMicros();
+        if (d.ring == null) {
+            // no window: the launch began before this session started (nothing recorded it)
+            launchesDropped++;
+            log.debug("launch without a recorded window: not sent");
+            return null;
+        }
+        Recorder.ThreadDump seg = LaunchEvents.window(d, startUs, frameUs);
+        long origin = Blocks.rebase(seg, startUs, nowUs);
+        part.add(seg);
+        long wallUs = System.currentTimeMillis() * 1000L;
+        long originWall = wallUs - (nowUs - origin);
+        byte[] ev = LaunchEvents.event(d, clock, 0, origin, device()).getBytes(BatchEncoder.UTF8);
+        UUID id = UUID.randomUUID();
+        byte[] bytes = BatchEncoder.encode(header(id, originWall), part, ev);
+        File f = spool.write(id, bytes);
+        synchronized (statsLock) {
+            batchesSpooled++;
+            recordsSpooled += part.get(0).records.length;
+        }
+        launchesSpooled++;
+        log.debug("spooled launch " + f.getName() + ": " + d.kind + ", " + part.get(0).records.length + " records");
+        return f;
     }
 
     /** Watchdog thread: spool the ANR report now (a kill during the stall leaves it on disk). */
@@ -706,9 +799,13 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
                         blocks = blocksWanted || now;
                         blocksWanted = false;
                     }
+                    if (now) {
+                        takeLaunch(); // a flush: the launch waiting for its TTFD report goes now
+                    }
                     if (blocks) {
                         synchronized (dumpLock) {
                             spoolBlocks();
+                            spoolLaunches();
                         }
                         uploadIfDue(upload);
                     }
@@ -716,6 +813,7 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
                 }
                 if (now || System.nanoTime() - nextDumpNanos >= 0
                         || cfg.flushFill > 0 && recorder.maxFill() >= cfg.flushFill) {
+                    takeLaunch(); // full mode: a launch rides in the dump that holds its window
                     drain(false, true);
                     uploadIfDue(upload); // upload as we go: what is left at shutdown must fit in shutdownWaitMs
                 } else if (upload) {
@@ -1036,12 +1134,14 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
      *        calls still open there as incomplete
      */
     void dumpToSpool(boolean last) {
+        takeLaunch();
         synchronized (dumpLock) {
             spoolNetwork();
         }
         if (triggered) {
             synchronized (dumpLock) {
                 spoolBlocks();
+                spoolLaunches();
             }
             return;
         }
@@ -1069,6 +1169,20 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
         if (n > 0) {
             blocksDropped += n;
             log.debug(n + " block(s) without main-thread records in the dump: not sent");
+        }
+        int nl = 0;
+        synchronized (blockLock) {
+            for (java.util.Iterator<Launch.Done> it = pendingLaunches.iterator(); it.hasNext();) {
+                Launch.Done d = it.next();
+                if (LaunchEvents.micros(recorder.clock, d.firstFrameNanos) <= beforeUs) {
+                    it.remove();
+                    nl++;
+                }
+            }
+        }
+        if (nl > 0) {
+            launchesDropped += nl;
+            log.debug(nl + " launch(es) without main-thread records in the dump: not sent");
         }
     }
 
@@ -1240,7 +1354,21 @@ final class Session implements Lifecycle.Hooks, DispatchMonitor.Sink {
         }
         long[] rs = part.get(main).records;
         long lastUs = origin + (rs[rs.length - 1] & Recorder.T_MASK);
+        long firstUs = LaunchEvents.firstUs(part.get(main), origin);
         StringBuilder sb = new StringBuilder();
+        synchronized (blockLock) {
+            // a launch whose window [start, first frame] overlaps this batch's main-thread segment
+            for (java.util.Iterator<Launch.Done> it = pendingLaunches.iterator(); it.hasNext();) {
+                Launch.Done d = it.next();
+                long s = LaunchEvents.micros(recorder.clock, d.startNanos);
+                long f = LaunchEvents.micros(recorder.clock, d.firstFrameNanos);
+                if (lastUs >= s && firstUs <= f) {
+                    it.remove();
+                    sb.append(LaunchEvents.event(d, recorder.clock, main, origin, device()));
+                    launchesSpooled++;
+                }
+            }
+        }
         synchronized (blockLock) {
             for (java.util.Iterator<Object[]> it = pendingBlocks.iterator(); it.hasNext();) {
                 Object[] e = it.next();

@@ -35,7 +35,9 @@ public final class AndroidBeatline {
     }
 
     /**
-     * {@link Beatline#start}, then {@link LooperDispatch#install()}. Never throws.
+     * {@link Beatline#start}, then {@link LooperDispatch#install()} and, with
+     * {@code AndroidLifecycle} (what {@code AndroidStart.builder} sets), the
+     * launch tracer's platform (issue 15). Never throws.
      *
      * @return whether the runtime started (the hook is installed only then)
      */
@@ -46,6 +48,13 @@ public final class AndroidBeatline {
                 LooperDispatch.install();
             } catch (Throwable t) {
                 Log.STDERR.warn("Looper dispatch monitor not installed: " + t);
+            }
+            try {
+                if (config.lifecycle instanceof io.beatline.runtime.android.AndroidLifecycle) {
+                    ((io.beatline.runtime.android.AndroidLifecycle) config.lifecycle).launches();
+                }
+            } catch (Throwable t) {
+                Log.STDERR.warn("launch tracer not installed: " + t);
             }
         }
         return ok;

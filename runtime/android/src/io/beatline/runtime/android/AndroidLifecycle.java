@@ -5,6 +5,7 @@ import android.app.Application;
 import android.content.ComponentCallbacks2;
 import android.content.res.Configuration;
 import android.os.Bundle;
+import io.beatline.runtime.Launch;
 import io.beatline.runtime.Lifecycle;
 
 /**
@@ -17,6 +18,11 @@ import io.beatline.runtime.Lifecycle;
  * thread and return at once; see {@code BeatlineConfig.asyncFlush}).
  * Android ends processes without notice: there is no shutdown hook; what is
  * spooled is uploaded by this run or the next.
+ *
+ * <p>Launches (issue 15): the activity callbacks also feed {@link Launch}
+ * (activities started and stopped, the resumed activity's name, a pause
+ * before the first frame), and {@link #launches()} installs
+ * {@link AndroidLaunch} (frames, process start).
  */
 public final class AndroidLifecycle implements Lifecycle, Application.ActivityLifecycleCallbacks, ComponentCallbacks2 {
     private final Application app;
@@ -49,9 +55,15 @@ public final class AndroidLifecycle implements Lifecycle, Application.ActivityLi
         }
     }
 
+    /** Installs the launch tracer's platform ({@link AndroidLaunch}); called once the runtime runs. */
+    public void launches() {
+        AndroidLaunch.install();
+    }
+
     @Override
     public void onActivityStarted(Activity a) {
         started++;
+        Launch.activityStarted();
     }
 
     @Override
@@ -59,6 +71,7 @@ public final class AndroidLifecycle implements Lifecycle, Application.ActivityLi
         if (started > 0) {
             started--;
         }
+        Launch.activityStopped();
         if (started == 0 && !a.isChangingConfigurations()) {
             backgrounds++;
             flush(); // in the background: dump and spool (and upload, batched)
@@ -88,10 +101,12 @@ public final class AndroidLifecycle implements Lifecycle, Application.ActivityLi
 
     @Override
     public void onActivityResumed(Activity a) {
+        Launch.activityResumed(a.getClass().getName());
     }
 
     @Override
     public void onActivityPaused(Activity a) {
+        Launch.activityPaused(a.isFinishing());
     }
 
     @Override
