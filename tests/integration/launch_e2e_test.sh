@@ -14,20 +14,8 @@
 # (2xx, nothing refused) and sent its launch event; the server processes
 # the batches; slow-methods shows the launch's calls under original names
 # (retraced with mapping.txt) for the build.
-#
-# For the lead, once the server half of issue 15 is merged (event parsing,
-# /launches): add after "server side" below, with $RD the read key:
-#   http GET "/v1/apps/launchapp/launches?build=launch-e2e&kind=cold" "$RD"
-#   expect "launches 200" 200 "$CODE"
-#   expect "one cold launch" 1 "$(jq '[.launches[] | select(.kind == "cold")][0].count' <<< "$BODY")"
-#   expect "phases of a cold launch" "application_attach_base_context application_on_create activity_on_create activity_on_start activity_on_resume" \
-#     "$(jq -r '[.launches[0].phases[].phase] | join(" ")' <<< "$BODY")"   # (order as the server lists them)
-#   expect "ttfd counted" 1 "$(jq '.launches[0].ttfd != null' <<< "$BODY" | grep -c true)"
-#   http GET "/v1/apps/launchapp/launches/tree?build=launch-e2e&kind=cold" "$RD"
-#   contains "launch tree: original names" "launchapp.Work" "$BODY"
-#   contains "launch tree: MainActivity.onCreate" "onCreate" "$BODY"
-# and check that beatline_events_malformed_total stays 0 (today the server
-# counts the launch event as unknown_type).
+# Then /launches: one cold launch with every phase and TTID/TTFD, and the
+# launch call tree under original names; no event skipped by the server.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 ANDROID_ALL=$3
@@ -127,5 +115,25 @@ done
 expect "slow-methods 200" 200 "$CODE"
 contains "the launch's calls under original names (retraced)" '"class": "launchapp.Work"' "$(jq . <<< "$body")"
 contains "MainActivity.onCreate recorded" '"name": "onCreate"' "$(jq . <<< "$body")"
+
+# --- /launches (the server half of issue 15) -----------------------------------
+http GET "/v1/apps/launchapp/launches?build=launch-e2e" "$RD"
+expect "launches 200" 200 "$CODE"
+expect "kinds: exactly one cold launch" '[{"kind":"cold","count":1}]' \
+  "$(jq -c '[.launches[] | {kind, count}]' <<< "$BODY")"
+expect "phases of the cold launch, in lifecycle order" \
+  "application_attach_base_context application_on_create activity_on_create activity_on_start activity_on_resume" \
+  "$(jq -r '[.launches[0].phases[].phase] | join(" ")' <<< "$BODY")"
+expect "each phase counted once" "1 1 1 1 1" "$(jq -r '[.launches[0].phases[].count] | map(tostring) | join(" ")' <<< "$BODY")"
+expect "TTID counted once" 1 "$(jq '.launches[0].ttid.count' <<< "$BODY")"
+expect "TTFD reported (Beatline.reportFullyDrawn)" 1 "$(jq '.launches[0].ttfd.count' <<< "$BODY")"
+expect "TTFD >= TTID" true "$(jq '.launches[0].ttfd.max_us >= .launches[0].ttid.max_us' <<< "$BODY")"
+expect "the launched activity, retraced" "launchapp.MainActivity" "$(jq -r '.launches[0].activity' <<< "$BODY")"
+http GET "/v1/apps/launchapp/launches/tree?build=launch-e2e&kind=cold" "$RD"
+expect "launch tree 200" 200 "$CODE"
+contains "launch tree: original names" '"class": "launchapp.Work"' "$(jq . <<< "$BODY")"
+contains "launch tree: MainActivity.onCreate" '"name": "onCreate"' "$(jq . <<< "$BODY")"
+m=$(curl -s "$URL/metrics" | awk '/^beatline_events_malformed_total/ { s += $2 } END { print s + 0 }')
+expect "no event skipped by the server" 0 "$m"
 
 finish
