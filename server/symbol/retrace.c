@@ -635,18 +635,22 @@ static bl_err put_span(bl_buf *o, const char *p, size_t n)
     return bl_buf_append(o, p, n);
 }
 
-static bl_err print_frame(bl_retracer *rt, bl_buf *o, const char *ws, size_t ws_n, int alt,
-                          const char *prefix, size_t prefix_n, const bl_rframe *f,
-                          const char *loc, size_t loc_n, int native, const char *rest,
-                          size_t rest_n)
+/* Prints one frame line: head[0..head_n) is the input line up to the class
+ * (prefix, "at", blanks, loader), kept as it was; an alternative gets
+ * "<OR> " inserted at or_at (R8: before the first "at " of the line). */
+static bl_err print_frame(bl_retracer *rt, bl_buf *o, const char *head, size_t head_n,
+                          size_t or_at, int alt, const bl_rframe *f, const char *loc,
+                          size_t loc_n, int native, const char *rest, size_t rest_n)
 {
     bl_err err;
-    if ((err = put_span(o, ws, ws_n)))
+    if (!alt) {
+        if ((err = put_span(o, head, head_n)))
+            return err;
+    } else if ((err = put_span(o, head, or_at)) || (err = bl_buf_puts(o, "<OR> ")) ||
+               (err = put_span(o, head + or_at, head_n - or_at))) {
         return err;
-    if (alt && (err = bl_buf_puts(o, "<OR> ")))
-        return err;
-    if ((err = bl_buf_puts(o, "at ")) || (err = put_span(o, prefix, prefix_n)) ||
-        (err = put_span(o, f->cls, f->cls_n)) || (err = bl_buf_putc(o, '.')))
+    }
+    if ((err = put_span(o, f->cls, f->cls_n)) || (err = bl_buf_putc(o, '.')))
         return err;
     if (rt->o.verbose && f->m) {
         const bl_mapindex *mi = rt->mi;
@@ -677,24 +681,22 @@ static bl_err print_frame(bl_retracer *rt, bl_buf *o, const char *ws, size_t ws_
     return BL_OK;
 }
 
-/* Reads "WS at [loader/]class.method(" at the start of a line: sets *ws_end
- * (end of the leading blanks), *pfx (start of "[loader/]"), *name (class
- * start, after any loader), *dot (the last '.' before the '('), *open and
- * *close (the last ')').
- * Returns 0 when the line is not a frame. Shared by the retracer and the
- * trace-name scan so both read a frame the same way. */
-static int frame_head(const char *line, const char *e, const char **ws_end, const char **pfx,
-                      const char **name, const char **dot, const char **open,
-                      const char **close)
+static int is_word_char(char c)
 {
-    const char *p = line;
-    while (p < e && (*p == ' ' || *p == '\t'))
-        p++;
-    *ws_end = p;
-    if (!starts(p, e, "at "))
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_';
+}
+
+/* Reads "at [loader/]class.method(...)" starting exactly at p (p points at
+ * the 'a' of "at"): sets the outputs as frame_head does. 0 when the text
+ * there is not a frame. */
+static int frame_at(const char *p, const char *e, const char **pfx, const char **name,
+                    const char **dot, const char **open, const char **close)
+{
+    p += 2;
+    if (p >= e || (*p != ' ' && *p != '\t'))
         return 0;
-    p += 3;
-    while (p < e && *p == ' ')
+    while (p < e && (*p == ' ' || *p == '\t'))
         p++;
     const char *op = memchr(p, '(', (size_t)(e - p));
     if (!op)
@@ -715,7 +717,7 @@ static int frame_head(const char *line, const char *e, const char **ws_end, cons
     for (const char *q = nm; q < op; q++) {
         if (*q == '.')
             d = q;
-        else if (*q == ' ')
+        else if (*q == ' ' || *q == '\t')
             return 0;
     }
     if (!d || d == nm || d + 1 == op)
@@ -726,6 +728,33 @@ static int frame_head(const char *line, const char *e, const char **ws_end, cons
     *open = op;
     *close = cl;
     return 1;
+}
+
+/* Reads a frame line "PREFIX at [loader/]class.method(LOCATION)REST" (R8:
+ * any text may come before "at" — logcat's "W System.err:    at ...",
+ * timestamps — as long as "at" starts a word and blanks follow it; the
+ * first such "at" after which a frame reads wins). Sets *ws_end (end of the
+ * prefix: the 'a' of "at"), *pfx (start of "[loader/]", after the blanks
+ * that follow "at"), *name (class start, after any loader), *dot (the last
+ * '.' before the '('), *open and *close (the last ')').
+ * Returns 0 when the line is not a frame. Shared by the retracer and the
+ * trace-name scan so both read a frame the same way. */
+static int frame_head(const char *line, const char *e, const char **ws_end, const char **pfx,
+                      const char **name, const char **dot, const char **open,
+                      const char **close)
+{
+    for (const char *p = line; p + 3 <= e;) {
+        const char *a = memchr(p, 'a', (size_t)(e - p));
+        if (!a || a + 3 > e)
+            return 0;
+        if (a[1] == 't' && (a == line || !is_word_char(a[-1])) &&
+            frame_at(a, e, pfx, name, dot, open, close)) {
+            *ws_end = a;
+            return 1;
+        }
+        p = a + 1;
+    }
+    return 0;
 }
 
 /* The line number of a frame whose location is between `open` and `close`
@@ -751,11 +780,16 @@ static int64_t frame_line(const char *open, const char *close)
 /* Tries the line as a frame. Returns 1 when handled. */
 static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
 {
-    const char *e = line + len, *ws_end, *p, *name, *dot, *open, *close;
-    if (!frame_head(line, e, &ws_end, &p, &name, &dot, &open, &close))
+    const char *e = line + len, *ws_end, *pfx, *name, *dot, *open, *close;
+    if (!frame_head(line, e, &ws_end, &pfx, &name, &dot, &open, &close))
         return 0;
-    const char *ws = line;
-    size_t ws_n = (size_t)(ws_end - line);
+    /* R8 puts "<OR> " before the first "at " of the line */
+    size_t or_at = (size_t)(ws_end - line);
+    for (const char *q = line; q + 3 <= ws_end + 3; q++)
+        if (q[0] == 'a' && q[1] == 't' && q[2] == ' ') {
+            or_at = (size_t)(q - line);
+            break;
+        }
     const char *loc = open + 1;
     size_t loc_n = (size_t)(close - loc);
     int64_t lineno = frame_line(open, close);
@@ -776,7 +810,7 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
     }
     for (uint32_t a = 0; a < nalt && !*err; a++)
         for (uint32_t i = alt[a]; i < alt[a + 1] && !*err; i++)
-            *err = print_frame(rt, o, ws, ws_n, a > 0 && i == alt[a], p, (size_t)(name - p),
+            *err = print_frame(rt, o, line, (size_t)(name - line), or_at, a > 0 && i == alt[a],
                                &fr[i], loc, loc_n, native, close + 1, (size_t)(e - close - 1));
     return 1;
 }

@@ -4,7 +4,13 @@
  *
  * Input lines it understands (anything else is copied unchanged):
  *
- *   [WS]at [LOADER/]CLASS.METHOD(LOCATION)[REST]      a frame
+ *   [PREFIX]at BLANKS [LOADER/]CLASS.METHOD(LOCATION)[REST]      a frame
+ *       PREFIX: any text (logcat's "E AndroidRuntime: \t", "W System.err:
+ *       ", timestamps) ending where "at" starts a word (R8's "\bat\s+");
+ *       the first such "at" after which a frame reads is taken. PREFIX,
+ *       "at" and its blanks are kept verbatim on every line printed for
+ *       the frame; an alternative gets "<OR> " before the first "at " of
+ *       the line (R8's printer).
  *       LOCATION: FILE:LINE | FILE | Unknown Source | Native Method | :LINE
  *       FILE may contain ':' (the line is after the last ':').
  *   [WS][Caused by: |Suppressed: |Exception in thread "T" ]CLASS[: MESSAGE]
