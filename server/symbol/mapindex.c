@@ -522,9 +522,26 @@ static bl_err handle_method(builder *b, const bl_mapping_line *ml, prev_ids *pv)
     bl_mi_method *m = &bm.m;
     if ((err = intern_cached(b, pv, 0, ml->obf, &m->obf)) ||
         (err = intern_cached(b, pv, 1, ml->type, &m->ret)) ||
-        (err = intern_cached(b, pv, 2, ml->name, &m->orig_name)) ||
-        (err = intern_cached(b, pv, 3, ml->params, &m->params)))
+        (err = intern_cached(b, pv, 2, ml->name, &m->orig_name)))
         return err;
+    if (!ml->params_blanks) {
+        if ((err = intern_cached(b, pv, 3, ml->params, &m->params)))
+            return err;
+    } else {
+        /* "int, int" is stored as "int,int", as R8 reads it (the copy is
+         * not remembered in pv: its bytes do not outlive this call) */
+        char small[256];
+        char *t = ml->params.n <= sizeof small ? small : malloc(ml->params.n);
+        if (!t)
+            return BL_ENOMEM;
+        size_t tn = bl_mapping_params_compact(ml->params, t, ml->params.n);
+        err = intern(&b->in, t, (uint32_t)tn, &m->params);
+        if (t != small)
+            free(t);
+        if (err)
+            return err;
+        pv->s[3].p = NULL;
+    }
     if (ml->owner.n) {
         if ((err = intern_cached(b, pv, 4, ml->owner, &m->orig_class)))
             return err;
