@@ -557,13 +557,12 @@ static bl_err handle_method(builder *b, const bl_mapping_line *ml, prev_ids *pv)
     m->orig_start = ml->orig_start;
     m->orig_end = ml->orig_end;
 
-    /* An outer inline frame repeats the minified range of the line above and
-     * gives its call-site line as a single original line (":N"); a repeated
-     * range with any other original form is another method at that line (an
-     * overload or bridge): an alternative, not a caller. */
+    /* R8: consecutive lines of one obfuscated name with the same minified
+     * range are one inline stack (innermost first), whatever form their
+     * original position takes (":N", "N:M", none). A line without a
+     * minified range is a group of its own. */
     int cont = 0;
-    if (b->group_open && b->last_kind == LK_METHOD && ml->has_min &&
-        ml->orig_kind == BL_ORIG_LINE) {
+    if (b->group_open && b->last_kind == LK_METHOD && ml->has_min) {
         const bmethod *p = &b->methods.v[b->methods.n - 1];
         cont = p->cls == bm.cls && p->m.obf == m->obf && (p->m.flags & BL_MIM_HAS_MIN) &&
                p->m.min_start == m->min_start && p->m.min_end == m->min_end;

@@ -27,7 +27,11 @@
  *     linear; a single original line → that line; no original → L (ProGuard
  *     semantics); 0 → no line.  A range without minified lines and an
  *     original span N:M with L > 0 gives one alternative per line N..M.
- *   - each group expands to its inline frames, innermost first.
+ *   - an inline group is a run of consecutive mapping lines of one
+ *     obfuscated name with the same minified range, whatever the form of
+ *     their original positions (R8); a line without a minified range is a
+ *     group of its own. Each group expands to its inline frames, innermost
+ *     first.
  *   - synthesized frames (method or class) are dropped; an outline frame is
  *     dropped and its line carried to the next frame, whose outlineCallsite
  *     positions turn it into the call site's line.
