@@ -457,23 +457,50 @@ static bl_err end_alt(bl_retracer *rt, uint32_t remove_inner, int is_outline)
     return BL_OK;
 }
 
-static bl_err emit_group(bl_retracer *rt, const bl_mi_method *b, uint32_t s, uint32_t e,
-                         int64_t L, int outer_only, int no_line)
+/* One alternative from the frames of group [s, e): the innermost frame at
+ * line `top` (-2: its own mapped line), the others at their mapped lines. */
+static bl_err emit_alt(bl_retracer *rt, const bl_mi_method *b, uint32_t s, uint32_t e,
+                       int64_t L, int no_line, int64_t top)
 {
     bl_err err = begin_alt(rt);
-    if (err)
-        return err;
-    if (outer_only)
-        s = e - 1;
     for (uint32_t i = s; i < e && !err; i++)
-        err = add_entry_frame(rt, &b[i], no_line ? -1 : map_line(&b[i], L));
+        err = add_entry_frame(rt, &b[i],
+                              no_line ? -1 : (i == s && top != -2) ? top : map_line(&b[i], L));
     if (err)
         return err;
     uint32_t rm = rt->after_exc ? rewrite_remove(rt, b, s, e) : 0;
-    int outline = (b[e - 1].flags & BL_MIM_OUTLINE) != 0;
-    if (outline)
+    return end_alt(rt, rm, (b[e - 1].flags & BL_MIM_OUTLINE) != 0);
+}
+
+/* R8: an original range of several lines that does not span like the
+ * minified range (or has none) cannot say which line: the result names
+ * each line of it. */
+static int span_ambiguous(const bl_mi_method *m)
+{
+    if (BL_MIM_ORIG_KIND(m->flags) != BL_ORIG_RANGE || m->orig_end <= m->orig_start ||
+        m->orig_start == 0)
+        return 0;
+    return !(m->flags & BL_MIM_HAS_MIN) ||
+           m->min_end - m->min_start != m->orig_end - m->orig_start;
+}
+
+static bl_err emit_group(bl_retracer *rt, const bl_mi_method *b, uint32_t s, uint32_t e,
+                         int64_t L, int outer_only, int no_line)
+{
+    if (outer_only)
+        s = e - 1;
+    if (b[e - 1].flags & BL_MIM_OUTLINE)
         rt->carry = L;
-    return end_alt(rt, rm, outline);
+    if (no_line || L <= 0 || !span_ambiguous(&b[s]))
+        return emit_alt(rt, b, s, e, L, no_line, -2);
+    /* one alternative per original line of the innermost frame (bounded) */
+    uint32_t last = b[s].orig_end;
+    if (last - b[s].orig_start >= MAX_SPAN_EXPANSION)
+        last = b[s].orig_start + MAX_SPAN_EXPANSION - 1;
+    bl_err err = BL_OK;
+    for (uint32_t k = b[s].orig_start; k <= last && !err && rt->nalt < MAX_ALTERNATIVES; k++)
+        err = emit_alt(rt, b, s, e, L, 0, k);
+    return err;
 }
 
 /* Resolves file names of all frames into rt->names and sets pointers. */
@@ -570,21 +597,8 @@ bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const c
             if (b[i].flags & BL_MIM_HAS_MIN)
                 continue;
             found = 1;
-            const bl_mi_method *m = &b[i];
-            if (L > 0 && BL_MIM_ORIG_KIND(m->flags) == BL_ORIG_RANGE &&
-                m->orig_end > m->orig_start && m->orig_start > 0) {
-                /* one alternative per original line of the span */
-                uint32_t last = m->orig_end;
-                if (last - m->orig_start >= MAX_SPAN_EXPANSION)
-                    last = m->orig_start + MAX_SPAN_EXPANSION - 1;
-                for (uint32_t k = m->orig_start; k <= last && !err; k++) {
-                    if ((err = begin_alt(rt)) || (err = add_entry_frame(rt, m, k)))
-                        break;
-                    err = end_alt(rt, 0, 0);
-                }
-            } else {
-                err = emit_group(rt, b, i, i + 1, L, 0, 0);
-            }
+            /* an original span N:M gives one alternative per line (emit_group) */
+            err = emit_group(rt, b, i, i + 1, L, 0, 0);
         }
         /* 3. no line: every distinct outermost method, without a line */
         if (!found && L == 0) {

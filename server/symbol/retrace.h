@@ -25,8 +25,12 @@
  *     range, else every distinct outermost method without a line.
  *   - original line: ':N' → N; 'a:b' spanning like the minified range →
  *     linear; a single original line → that line; no original → L (ProGuard
- *     semantics); 0 → no line.  A range without minified lines and an
- *     original span N:M with L > 0 gives one alternative per line N..M.
+ *     semantics); 0 → no line.  With L > 0, when the innermost frame of a
+ *     group has an original span N:M (N < M) that does not span like its
+ *     minified range (or it has none: "1:1:…:42:44", "…:42:44"), the group
+ *     gives one alternative per line N..M (at most 32) for that frame, its
+ *     callers keeping their own lines (R8). An outer frame with such a span
+ *     maps linearly, clamped to M.
  *   - an inline group is a run of consecutive mapping lines of one
  *     obfuscated name with the same minified range, whatever the form of
  *     their original positions (R8); a line without a minified range is a
