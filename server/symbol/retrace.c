@@ -107,7 +107,13 @@ void bl_retracer_free(bl_retracer *rt)
 }
 
 
-size_t bl_retrace_infer_file(const char *cls, size_t n, char *buf, size_t cap)
+/* The frame's file name extension, as R8 sorts it (see retrace.h). */
+enum { EXT_NONE = 0, EXT_KT = 1, EXT_OTHER = 2 };
+
+/* R8's inference: the outer class's simple name; with frame extension
+ * none or "kt" a name ending in "Kt" loses it and gets ".kt"; with "kt"
+ * any other name gets ".kt"; else ".java". */
+static size_t infer_file(const char *cls, size_t n, int ext_kind, char *buf, size_t cap)
 {
     size_t s = 0;
     for (size_t i = 0; i < n; i++)
@@ -116,8 +122,8 @@ size_t bl_retrace_infer_file(const char *cls, size_t n, char *buf, size_t cap)
     size_t e = s;
     while (e < n && (cls[e] != '$' || e == s))
         e++;
-    const char *ext = ".java";
-    if (e - s > 2 && cls[e - 2] == 'K' && cls[e - 1] == 't') {
+    const char *ext = ext_kind == EXT_KT ? ".kt" : ".java";
+    if (ext_kind != EXT_OTHER && e - s > 2 && cls[e - 2] == 'K' && cls[e - 1] == 't') {
         e -= 2;
         ext = ".kt";
     }
@@ -132,6 +138,11 @@ size_t bl_retrace_infer_file(const char *cls, size_t n, char *buf, size_t cap)
     size_t total = len + (el < cap - len ? el : cap - len - 1);
     buf[total] = '\0';
     return total;
+}
+
+size_t bl_retrace_infer_file(const char *cls, size_t n, char *buf, size_t cap)
+{
+    return infer_file(cls, n, EXT_NONE, buf, cap);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -504,7 +515,7 @@ static bl_err emit_group(bl_retracer *rt, const bl_mi_method *b, uint32_t s, uin
 }
 
 /* Resolves file names of all frames into rt->names and sets pointers. */
-static bl_err resolve_files(bl_retracer *rt)
+static bl_err resolve_files(bl_retracer *rt, int ext_kind)
 {
     bl_buf_reset(&rt->names);
     for (uint32_t i = 0; i < rt->nfr; i++) {
@@ -521,13 +532,15 @@ static bl_err resolve_files(bl_retracer *rt)
             f->file_n = bl_mapindex_strlen(rt->mi, c->source_file);
             continue;
         }
+        if (ext_kind != EXT_NONE)
+            e = NULL; /* the memo holds names inferred for frames without one */
         if (e && e->file) { /* inferred before */
             rt->fr_file[i] = FILE_MEMO | e->file;
             f->file_n = e->file_n;
             continue;
         }
         char tmp[512];
-        size_t n = bl_retrace_infer_file(f->cls, f->cls_n, tmp, sizeof tmp);
+        size_t n = infer_file(f->cls, f->cls_n, ext_kind, tmp, sizeof tmp);
         f->file_n = (uint32_t)n;
         size_t at = rt->files.len;
         if (e && bl_buf_append(&rt->files, tmp, n + 1) == BL_OK) {
@@ -552,9 +565,10 @@ static bl_err resolve_files(bl_retracer *rt)
     return BL_OK;
 }
 
-bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
-                         size_t method_n, int64_t line, const bl_rframe **frames,
-                         const uint32_t **alt_start, uint32_t *n_alts, int *known_class)
+static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
+                            size_t method_n, int64_t line, int ext_kind,
+                            const bl_rframe **frames, const uint32_t **alt_start,
+                            uint32_t *n_alts, int *known_class)
 {
     bl_err err = BL_OK;
     rt->nfr = 0;
@@ -620,13 +634,21 @@ bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const c
     rt->after_exc = 0;
     if (err)
         return err;
-    if ((err = resolve_files(rt)))
+    if ((err = resolve_files(rt, ext_kind)))
         return err;
     rt->alt[rt->nalt] = rt->nfr;
     *frames = rt->fr;
     *alt_start = rt->alt;
     *n_alts = rt->nalt;
     return BL_OK;
+}
+
+bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
+                         size_t method_n, int64_t line, const bl_rframe **frames,
+                         const uint32_t **alt_start, uint32_t *n_alts, int *known_class)
+{
+    return retrace_frame(rt, cls, cls_n, method, method_n, line, EXT_NONE, frames, alt_start,
+                         n_alts, known_class);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -791,6 +813,32 @@ static int64_t frame_line(const char *open, const char *close)
     return q == close ? v : -1;
 }
 
+/* The extension of the frame's file name (R8: what follows the last '.'
+ * of the location, without ":LINE"): none ("SourceFile", "Unknown
+ * Source"), "kt", or another. */
+static int frame_ext(const char *loc, size_t loc_n, int64_t lineno)
+{
+    size_t n = loc_n;
+    if (lineno >= 0) { /* drop ":LINE" (frame_line found digits after a ':') */
+        while (n > 0 && loc[n - 1] != ':')
+            n--;
+        if (n > 0)
+            n--;
+    }
+    const char *dot = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (loc[i] == '.')
+            dot = loc + i;
+        else if (loc[i] == '/' || loc[i] == '\\')
+            dot = NULL;
+    if (!dot)
+        return EXT_NONE;
+    size_t en = (size_t)(loc + n - dot - 1);
+    if (en == 2 && dot[1] == 'k' && dot[2] == 't')
+        return EXT_KT;
+    return en ? EXT_OTHER : EXT_NONE;
+}
+
 /* Tries the line as a frame. Returns 1 when handled. */
 static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
 {
@@ -812,8 +860,8 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
     const uint32_t *alt;
     uint32_t nalt;
     int known;
-    *err = bl_retracer_frame(rt, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1),
-                             lineno, &fr, &alt, &nalt, &known);
+    *err = retrace_frame(rt, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1),
+                         lineno, frame_ext(loc, loc_n, lineno), &fr, &alt, &nalt, &known);
     if (*err)
         return 1;
     if (!known) {

@@ -45,8 +45,11 @@
  *     each prefixed "<OR> " before "at". Identical results are merged; at
  *     most 64 alternatives are printed for one frame.
  *   - FILE is the class's sourceFile metadata, else inferred from the
- *     original outer class: "a.b.Foo$Bar" → "Foo.java", "a.FooKt" → "Foo.kt".
- *     "Native Method" stays.
+ *     original outer class and the extension of the frame's own file name
+ *     (R8): with none ("SourceFile", "Unknown Source") "a.b.Foo$Bar" →
+ *     "Foo.java", "a.FooKt" → "Foo.kt"; with ".kt" the same but "a.b.Foo"
+ *     → "Foo.kt"; with another ("Foo.java") always "<Outer>.java", Kt kept
+ *     ("FooKt.java"). "Native Method" stays.
  */
 #ifndef BL_RETRACE_H
 #define BL_RETRACE_H
