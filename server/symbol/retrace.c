@@ -70,6 +70,9 @@ struct bl_retracer {
     orig_ent *oc;        /* original-class lookups (see orig_class) */
     uint32_t oc_mask, oc_n, oc_gen; /* gen: bumped when oc grows */
     bl_buf files;        /* inferred file names remembered in oc */
+    int64_t in_line;     /* the frame's own line (-1: none), for end_alt */
+    bl_rframe *fr2;      /* scratch for sorting alternatives (capfr) */
+    uint32_t *order;     /* scratch: alternative order (capalt) */
     char exc_obf[512], exc_orig[512];
 };
 
@@ -98,6 +101,8 @@ void bl_retracer_free(bl_retracer *rt)
     free(rt->fr_file);
     free(rt->fr_cls);
     free(rt->alt);
+    free(rt->fr2);
+    free(rt->order);
     bl_buf_cleanup(&rt->names);
     bl_buf_cleanup(&rt->keys);
     bl_buf_cleanup(&rt->files);
@@ -165,6 +170,10 @@ static bl_err push_frame(bl_retracer *rt, const bl_rframe *f)
         if (!k)
             return BL_ENOMEM;
         rt->fr_cls = k;
+        bl_rframe *a2 = realloc(rt->fr2, nc * sizeof *a2);
+        if (!a2)
+            return BL_ENOMEM;
+        rt->fr2 = a2;
         rt->capfr = nc;
     }
     rt->fr_file[rt->nfr] = 0;
@@ -180,6 +189,10 @@ static bl_err begin_alt(bl_retracer *rt)
         if (!a)
             return BL_ENOMEM;
         rt->alt = a;
+        uint32_t *o = realloc(rt->order, nc * sizeof *o);
+        if (!o)
+            return BL_ENOMEM;
+        rt->order = o;
         rt->capalt = nc;
     }
     rt->alt[rt->nalt++] = rt->nfr;
@@ -429,6 +442,13 @@ static int same_frame(const bl_rframe *a, const bl_rframe *b, int verbose)
     return 1;
 }
 
+static int same_frame_no_line(const bl_rframe *a, const bl_rframe *b, int verbose)
+{
+    bl_rframe t = *b;
+    t.line = a->line;
+    return same_frame(a, &t, verbose);
+}
+
 /* Ends the current alternative: applies rewriteFrame / synthesized rules,
  * drops it when empty or equal to an earlier one. */
 static bl_err end_alt(bl_retracer *rt, uint32_t remove_inner, int is_outline)
@@ -452,14 +472,15 @@ static bl_err end_alt(bl_retracer *rt, uint32_t remove_inner, int is_outline)
     rt->nfr = w;
     uint32_t n = rt->nfr - s;
     int drop = n == 0;
+    /* R8 keeps the first alternative of each top (innermost) frame: same
+     * class (so file), method name (verbose: signature) and — when the
+     * input frame has a line, or verbose — line; the rest of a later one
+     * goes with it */
+    int by_line = rt->o.verbose || rt->in_line > 0;
     for (uint32_t k = 0; k + 1 < rt->nalt && !drop; k++) {
-        uint32_t ks = rt->alt[k], kn = rt->alt[k + 1] - ks;
-        if (kn != n)
-            continue;
-        uint32_t i = 0;
-        while (i < n && same_frame(&rt->fr[ks + i], &rt->fr[s + i], rt->o.verbose))
-            i++;
-        drop = i == n;
+        const bl_rframe *x = &rt->fr[rt->alt[k]], *y = &rt->fr[s];
+        drop = (by_line || x->line == y->line) ? same_frame(x, y, rt->o.verbose)
+                                                : same_frame_no_line(x, y, rt->o.verbose);
     }
     if (drop) {
         rt->nfr = s;
@@ -565,6 +586,98 @@ static bl_err resolve_files(bl_retracer *rt, int ext_kind)
     return BL_OK;
 }
 
+/* Compares byte strings as Java's String.compareTo does for them. */
+static int cmp_bytes(const char *a, size_t an, const char *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    if (c)
+        return c;
+    return an < bn ? -1 : an > bn;
+}
+
+/* R8's order of parameter lists: by count, then type by type. */
+static int cmp_params(const char *a, const char *b)
+{
+    size_t na = *a ? 1 : 0, nb = *b ? 1 : 0;
+    for (const char *p = a; *p; p++)
+        na += *p == ',';
+    for (const char *p = b; *p; p++)
+        nb += *p == ',';
+    if (na != nb)
+        return na < nb ? -1 : 1;
+    while (*a || *b) {
+        size_t la = strcspn(a, ","), lb = strcspn(b, ",");
+        int c = cmp_bytes(a, la, b, lb);
+        if (c)
+            return c;
+        a += la + (a[la] == ',');
+        b += lb + (b[lb] == ',');
+    }
+    return 0;
+}
+
+/* R8's order of alternatives (RetraceStackTraceElementProxy): by the top
+ * frame's class, method name, known before unknown... (unknown first),
+ * return type, parameter types, file, then line (none first). */
+static int cmp_top(const bl_retracer *rt, const bl_rframe *x, const bl_rframe *y)
+{
+    int c = cmp_bytes(x->cls, x->cls_n, y->cls, y->cls_n);
+    if (!c)
+        c = cmp_bytes(x->method, x->method_n, y->method, y->method_n);
+    if (!c && (!x->m) != (!y->m))
+        c = !x->m ? -1 : 1;
+    if (!c && x->m && y->m) {
+        const char *rx = bl_mapindex_str(rt->mi, x->m->ret), *ry = bl_mapindex_str(rt->mi, y->m->ret);
+        c = cmp_bytes(rx, strlen(rx), ry, strlen(ry));
+        if (!c)
+            c = cmp_params(bl_mapindex_str(rt->mi, x->m->params),
+                           bl_mapindex_str(rt->mi, y->m->params));
+    }
+    if (!c && x->file && y->file)
+        c = cmp_bytes(x->file, x->file_n, y->file, y->file_n);
+    if (!c && x->line != y->line)
+        c = x->line < y->line ? -1 : 1; /* -1 (none) first */
+    return c;
+}
+
+/* Sorts the alternatives (stable) with cmp_top; frames are moved. */
+static void sort_alts(bl_retracer *rt)
+{
+    uint32_t n = rt->nalt;
+    for (uint32_t i = 0; i < n; i++)
+        rt->order[i] = i;
+    int moved = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t v = rt->order[i], j = i;
+        while (j > 0 && cmp_top(rt, &rt->fr[rt->alt[rt->order[j - 1]]], &rt->fr[rt->alt[v]]) > 0) {
+            rt->order[j] = rt->order[j - 1];
+            j--;
+            moved = 1;
+        }
+        rt->order[j] = v;
+    }
+    if (!moved)
+        return;
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t a = rt->order[i], s = rt->alt[a], e = rt->alt[a + 1];
+        memcpy(rt->fr2 + w, rt->fr + s, (e - s) * sizeof *rt->fr);
+        w += e - s;
+    }
+    memcpy(rt->fr, rt->fr2, w * sizeof *rt->fr);
+    w = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t a = rt->order[i], len = rt->alt[a + 1] - rt->alt[a];
+        rt->order[i] = len;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t len = rt->order[i];
+        rt->alt[i] = w;
+        w += len;
+    }
+    rt->alt[n] = w;
+}
+
 static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
                             size_t method_n, int64_t line, int ext_kind,
                             const bl_rframe **frames, const uint32_t **alt_start,
@@ -575,6 +688,7 @@ static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, cons
     rt->nalt = 0;
     int64_t carry = rt->carry;
     rt->carry = -1;
+    rt->in_line = line;
     *frames = NULL;
     *alt_start = NULL;
     *n_alts = 0;
@@ -593,36 +707,45 @@ static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, cons
         if (nl >= 0)
             L = nl;
     }
-    int found = 0;
+    /* found: groups used; amb: the result is ambiguous as R8 says (several
+     * groups, or a used range whose original span cannot be told) */
+    uint32_t found = 0;
+    int amb = 0;
+    (void)amb;
     if (n) {
-        /* 1. groups whose minified range contains L (L == 0: range 0:0) */
+        /* 1. groups whose minified range contains L (L == 0: 0:0, 0:N) */
         for (uint32_t i = 0; i < n && !err && rt->nalt < MAX_ALTERNATIVES;) {
             uint32_t e = group_end(b, n, i);
             if (group_has_min_containing(&b[i], L)) {
-                found = 1;
+                found++;
+                for (uint32_t k = i; k < e; k++)
+                    amb |= span_ambiguous(&b[k]);
                 err = emit_group(rt, b, i, e, L, 0, 0);
             }
             i = e;
         }
         /* 2. entries without a minified range */
-        int had_range_match = found;
+        uint32_t had_range_match = found;
         for (uint32_t i = 0; i < n && !had_range_match && !err && rt->nalt < MAX_ALTERNATIVES;
              i++) {
             if (b[i].flags & BL_MIM_HAS_MIN)
                 continue;
-            found = 1;
+            found++;
+            amb |= span_ambiguous(&b[i]);
             /* an original span N:M gives one alternative per line (emit_group) */
             err = emit_group(rt, b, i, i + 1, L, 0, 0);
         }
-        /* 3. no line: every distinct outermost method, without a line */
+        /* 3. no line, only ranges without 0: every distinct outermost
+         * method, without a line (see retrace.h) */
         if (!found && L == 0) {
             for (uint32_t i = 0; i < n && !err && rt->nalt < MAX_ALTERNATIVES;) {
                 uint32_t e = group_end(b, n, i);
-                found = 1;
+                found++;
                 err = emit_group(rt, b, i, e, 0, 1, 1);
                 i = e;
             }
         }
+        amb |= found > 1;
     }
     if (!err && !found) {
         /* class-only: original class, obfuscated method name, line kept */
@@ -637,6 +760,8 @@ static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, cons
     if ((err = resolve_files(rt, ext_kind)))
         return err;
     rt->alt[rt->nalt] = rt->nfr;
+    if (rt->nalt > 1)
+        sort_alts(rt);
     *frames = rt->fr;
     *alt_start = rt->alt;
     *n_alts = rt->nalt;

@@ -41,9 +41,14 @@
  *     positions turn it into the call site's line.
  *   - rewriteFrame rules apply to the first frame under an exception line
  *     when its throws(...) class is the (obfuscated or retraced) exception.
- *   - several different results: the first is printed, the others follow,
- *     each prefixed "<OR> " before "at". Identical results are merged; at
- *     most 64 alternatives are printed for one frame.
+ *   - several results (alternatives): R8 keeps the first alternative of
+ *     each top (innermost) frame — same class, method name (verbose: its
+ *     signature) and, when the input frame has a line > 0 or verbose, line
+ *     — with its callers, and drops later ones whole; at most 64. They are
+ *     sorted (stable) by the top frame: class, method name, return type,
+ *     parameter types (count, then type by type), file, then line (none
+ *     first), bytewise. The first is printed, the others follow, each line
+ *     prefixed "<OR> " before "at".
  *   - FILE is the class's sourceFile metadata, else inferred from the
  *     original outer class and the extension of the frame's own file name
  *     (R8): with none ("SourceFile", "Unknown Source") "a.b.Foo$Bar" →
