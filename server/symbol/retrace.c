@@ -995,10 +995,25 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
             *err = bl_buf_putc(o, '\n');
         return 1;
     }
-    for (uint32_t a = 0; a < nalt && !*err; a++)
-        for (uint32_t i = alt[a]; i < alt[a + 1] && !*err; i++)
-            *err = print_frame(rt, o, line, (size_t)(name - line), or_at, a > 0 && i == alt[a],
-                               &fr[i], loc, loc_n, native, close + 1, (size_t)(e - close - 1));
+    /* R8's command line: by inline depth — depth 0 of every alternative,
+     * then depth 1, ... — a line equal to one printed at the same depth
+     * left out; every line of an alternative but the first gets "<OR> " */
+    uint32_t depth = 0;
+    for (uint32_t a = 0; a < nalt; a++)
+        if (alt[a + 1] - alt[a] > depth)
+            depth = alt[a + 1] - alt[a];
+    for (uint32_t d = 0; d < depth && !*err; d++)
+        for (uint32_t a = 0; a < nalt && !*err; a++) {
+            if (alt[a] + d >= alt[a + 1])
+                continue;
+            const bl_rframe *f = &fr[alt[a] + d];
+            int seen = 0;
+            for (uint32_t k = 0; k < a && !seen; k++)
+                seen = alt[k] + d < alt[k + 1] && same_frame(&fr[alt[k] + d], f, rt->o.verbose);
+            if (!seen)
+                *err = print_frame(rt, o, line, (size_t)(name - line), or_at, a > 0, f, loc,
+                                   loc_n, native, close + 1, (size_t)(e - close - 1));
+        }
     return 1;
 }
 

@@ -47,8 +47,11 @@
  *     — with its callers, and drops later ones whole; at most 64. They are
  *     sorted (stable) by the top frame: class, method name, return type,
  *     parameter types (count, then type by type), file, then line (none
- *     first), bytewise. The first is printed, the others follow, each line
- *     prefixed "<OR> " before "at".
+ *     first), bytewise. They are printed by inline depth, as R8's command
+ *     line does: the innermost frame of every alternative in order, then
+ *     the frames at depth 1, and so on; a line equal to one already printed
+ *     at the same depth is left out, and every line of an alternative but
+ *     the first gets "<OR> " before its "at".
  *   - FILE is the class's sourceFile metadata, else inferred from the
  *     original outer class and the extension of the frame's own file name
  *     (R8): with none ("SourceFile", "Unknown Source") "a.b.Foo$Bar" →
