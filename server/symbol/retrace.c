@@ -711,7 +711,6 @@ static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, cons
      * groups, or a used range whose original span cannot be told) */
     uint32_t found = 0;
     int amb = 0;
-    (void)amb;
     if (n) {
         /* 1. groups whose minified range contains L (L == 0: 0:0, 0:N) */
         for (uint32_t i = 0; i < n && !err && rt->nalt < MAX_ALTERNATIVES;) {
@@ -762,6 +761,12 @@ static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, cons
     rt->alt[rt->nalt] = rt->nfr;
     if (rt->nalt > 1)
         sort_alts(rt);
+    /* R8: a frame without a line (":0" is a line) whose result is
+     * ambiguous prints no line at all (not verbose); lines that became
+     * equal merge when printed */
+    if (amb && line < 0 && !rt->o.verbose)
+        for (uint32_t i = 0; i < rt->nfr; i++)
+            rt->fr[i].line = -1;
     *frames = rt->fr;
     *alt_start = rt->alt;
     *n_alts = rt->nalt;

@@ -21,8 +21,22 @@
  *   - C known, M not a member: original class, M kept, L kept ("class-only").
  *   - L > 0: the inline groups whose minified range contains L win; else the
  *     entries without a minified range; else class-only with L.
- *   - no line (absent or 0): groups whose range is 0:0, else entries without
- *     range, else every distinct outermost method without a line.
+ *   - no line (absent, or 0: both are looked up as L = 0): the groups whose
+ *     minified range contains 0 ("0:0", "0:N") win, lines mapped as for
+ *     L = 0; else the entries without a minified range; else — the method
+ *     has only ranged entries, none starting at 0 — one alternative per
+ *     distinct outermost (residual) method of its groups, each printed as
+ *     that one frame, without a line and without inline frames:
+ *     "at a.b.Orig.method(Orig.java)". Why: without a line no range can be
+ *     chosen, and the inline frames differ from range to range, but the
+ *     last line of every group names the method the frame ran in. (R8's
+ *     retrace instead prints the inline stack of every range, one per top
+ *     frame.)
+ *   - a frame without any line (":0" is a line) whose result is ambiguous —
+ *     several groups or entries used, or a used original span N:M (N < M)
+ *     that does not span like its minified range — prints no line number
+ *     at all, inline callers included (R8; not with verbose); lines that
+ *     become equal merge (see "alternatives" below).
  *   - original line: ':N' → N; 'a:b' spanning like the minified range →
  *     linear; a single original line → that line; no original → L (ProGuard
  *     semantics); 0 → no line.  With L > 0, when the innermost frame of a
