@@ -896,6 +896,22 @@ static int frame_at(const char *p, const char *e, const char **pfx, const char *
     return 1;
 }
 
+/* After a frame with a prefix of other than blanks, R8 takes only blanks
+ * or " ~[...]" (logback's packaging data) to the end of the line: so a
+ * message such as "Exception: failed at a.b(c) twice" is not a frame.
+ * After "[blanks]at" anything may follow, as before. */
+static int tail_ok(const char *line, const char *at, const char *t, const char *e)
+{
+    const char *p = line;
+    while (p < at && (*p == ' ' || *p == '\t'))
+        p++;
+    if (p == at)
+        return 1;
+    while (t < e && (*t == ' ' || *t == '\t'))
+        t++;
+    return t == e || (e - t >= 2 && t[0] == '~' && t[1] == '[' && e[-1] == ']');
+}
+
 /* Reads a frame line "PREFIX at [loader/]class.method(LOCATION)REST" (R8:
  * any text may come before "at" — logcat's "W System.err:    at ...",
  * timestamps — as long as "at" starts a word and blanks follow it; the
@@ -914,7 +930,7 @@ static int frame_head(const char *line, const char *e, const char **ws_end, cons
         if (!a || a + 3 > e)
             return 0;
         if (a[1] == 't' && (a == line || !is_word_char(a[-1])) &&
-            frame_at(a, e, pfx, name, dot, open, close)) {
+            frame_at(a, e, pfx, name, dot, open, close) && tail_ok(line, a, *close + 1, e)) {
             *ws_end = a;
             return 1;
         }

@@ -7,7 +7,9 @@
  *   [PREFIX]at BLANKS [LOADER/]CLASS.METHOD(LOCATION)[REST]      a frame
  *       PREFIX: any text (logcat's "E AndroidRuntime: \t", "W System.err:
  *       ", timestamps) ending where "at" starts a word (R8's "\bat\s+");
- *       the first such "at" after which a frame reads is taken. PREFIX,
+ *       the first such "at" after which a frame reads is taken; after a
+ *       PREFIX of other than blanks only blanks or " ~[...]" may follow
+ *       the ')' (R8: "Error: failed at a.b(c) twice" is no frame). PREFIX,
  *       "at" and its blanks are kept verbatim on every line printed for
  *       the frame; an alternative gets "<OR> " before the first "at " of
  *       the line (R8's printer).
@@ -120,9 +122,13 @@ bl_err bl_retracer_line(bl_retracer *rt, const char *line, size_t len, bl_buf *o
 /*
  * Retraces one frame given its parts (line < 0: no line). On BL_OK sets
  * *frames to all result frames and *alt_start to n_alts + 1 offsets into it:
- * alternative k is frames[alt_start[k] .. alt_start[k+1]). n_alts == 0 means
- * the class is not in the mapping (or every frame was synthesized, see
- * *dropped). Results are valid until the next call.
+ * alternative k is frames[alt_start[k] .. alt_start[k+1]), innermost frame
+ * first; alternatives come one per top frame, sorted, and without lines when
+ * line < 0 and the result is ambiguous (the rules above; bl_retracer_line
+ * prints them by depth). The file names are inferred as for a frame whose
+ * file has no extension ("SourceFile"). n_alts == 0 means the class is not
+ * in the mapping (or every frame was synthesized). Results are valid until
+ * the next call.
  */
 bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
                          size_t method_n, int64_t line, const bl_rframe **frames,
