@@ -21,6 +21,8 @@ static const char trace[] = "java.lang.NullPointerException: x\n"
                             "\tat a.b(Unknown Source)\n"
                             "\tat a.a.a(SourceFile:0)\n"
                             "\tat b.a(:3)\n"
+                            "E AndroidRuntime: \tat a.a(Main.kt:2)\n"
+                            "W System.err:     at a.b(SourceFile)\n"
                             "Caused by: a.b\n"
                             "\tat kj.a(SourceFile:65535)\n";
 
