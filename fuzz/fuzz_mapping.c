@@ -99,8 +99,11 @@ static char *build_and_retrace(const uint8_t *data, size_t size, const bl_mi_bui
         bl_mapindex *mi;
         if (bl_mapindex_from_memory(img.data, img.len, &mi) != BL_OK)
             abort();
-        bl_retrace_opts o = { 1 };
-        if (bl_retrace_text(mi, &o, trace, sizeof trace - 1, &out) != BL_OK)
+        /* verbose, then not (a line-less ambiguous frame loses its lines
+         * only without verbose) */
+        bl_retrace_opts o = { 1 }, q = { 0 };
+        if (bl_retrace_text(mi, &o, trace, sizeof trace - 1, &out) != BL_OK ||
+            bl_retrace_text(mi, &q, trace, sizeof trace - 1, &out) != BL_OK)
             abort();
         res = strdup(out.data ? out.data : "");
         if (!res)

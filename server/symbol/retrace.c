@@ -432,21 +432,30 @@ static int frame_synthesized(bl_retracer *rt, const bl_rframe *f, fr_class *k)
     return 0;
 }
 
-static int same_frame(const bl_rframe *a, const bl_rframe *b, int verbose)
+/* Two string references name the same text (a string met by both halves
+ * of a two-thread parse is stored twice: compare the text then). */
+static int same_str(const bl_mapindex *mi, uint32_t a, uint32_t b)
+{
+    return a == b || !strcmp(bl_mapindex_str(mi, a), bl_mapindex_str(mi, b));
+}
+
+static int same_frame(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b, int verbose)
 {
     if (a->line != b->line || a->cls_n != b->cls_n || a->method_n != b->method_n ||
         memcmp(a->cls, b->cls, a->cls_n) || memcmp(a->method, b->method, a->method_n))
         return 0;
-    if (verbose && a->m && b->m && (a->m->params != b->m->params || a->m->ret != b->m->ret))
+    if (verbose && a->m && b->m &&
+        (!same_str(mi, a->m->params, b->m->params) || !same_str(mi, a->m->ret, b->m->ret)))
         return 0;
     return 1;
 }
 
-static int same_frame_no_line(const bl_rframe *a, const bl_rframe *b, int verbose)
+static int same_frame_no_line(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b,
+                              int verbose)
 {
     bl_rframe t = *b;
     t.line = a->line;
-    return same_frame(a, &t, verbose);
+    return same_frame(mi, a, &t, verbose);
 }
 
 /* Ends the current alternative: applies rewriteFrame / synthesized rules,
@@ -479,8 +488,8 @@ static bl_err end_alt(bl_retracer *rt, uint32_t remove_inner, int is_outline)
     int by_line = rt->o.verbose || rt->in_line > 0;
     for (uint32_t k = 0; k + 1 < rt->nalt && !drop; k++) {
         const bl_rframe *x = &rt->fr[rt->alt[k]], *y = &rt->fr[s];
-        drop = (by_line || x->line == y->line) ? same_frame(x, y, rt->o.verbose)
-                                                : same_frame_no_line(x, y, rt->o.verbose);
+        drop = by_line ? same_frame(rt->mi, x, y, rt->o.verbose)
+                       : same_frame_no_line(rt->mi, x, y, rt->o.verbose);
     }
     if (drop) {
         rt->nfr = s;
@@ -1030,7 +1039,8 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
             const bl_rframe *f = &fr[alt[a] + d];
             int seen = 0;
             for (uint32_t k = 0; k < a && !seen; k++)
-                seen = alt[k] + d < alt[k + 1] && same_frame(&fr[alt[k] + d], f, rt->o.verbose);
+                seen = alt[k] + d < alt[k + 1] &&
+                       same_frame(rt->mi, &fr[alt[k] + d], f, rt->o.verbose);
             if (!seen)
                 *err = print_frame(rt, o, line, (size_t)(name - line), or_at, a > 0, f, loc,
                                    loc_n, native, close + 1, (size_t)(e - close - 1));
