@@ -626,8 +626,9 @@ static int cmp_params(const char *a, const char *b)
 }
 
 /* R8's order of alternatives (RetraceStackTraceElementProxy): by the top
- * frame's class, method name, known before unknown... (unknown first),
- * return type, parameter types, file, then line (none first). */
+ * frame's class, method name, then a frame without a mapping entry (class
+ * only) before one with, return type, parameter types, file, then line
+ * (none first). */
 static int cmp_top(const bl_retracer *rt, const bl_rframe *x, const bl_rframe *y)
 {
     int c = cmp_bytes(x->cls, x->cls_n, y->cls, y->cls_n);
