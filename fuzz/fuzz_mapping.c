@@ -21,6 +21,8 @@ static const char trace[] = "java.lang.NullPointerException: x\n"
                             "\tat a.b(Unknown Source)\n"
                             "\tat a.a.a(SourceFile:0)\n"
                             "\tat b.a(:3)\n"
+                            "E AndroidRuntime: \tat a.a(Main.kt:2)\n"
+                            "W System.err:     at a.b(SourceFile)\n"
                             "Caused by: a.b\n"
                             "\tat kj.a(SourceFile:65535)\n";
 
@@ -97,8 +99,11 @@ static char *build_and_retrace(const uint8_t *data, size_t size, const bl_mi_bui
         bl_mapindex *mi;
         if (bl_mapindex_from_memory(img.data, img.len, &mi) != BL_OK)
             abort();
-        bl_retrace_opts o = { 1 };
-        if (bl_retrace_text(mi, &o, trace, sizeof trace - 1, &out) != BL_OK)
+        /* verbose, then not (a line-less ambiguous frame loses its lines
+         * only without verbose) */
+        bl_retrace_opts o = { 1 }, q = { 0 };
+        if (bl_retrace_text(mi, &o, trace, sizeof trace - 1, &out) != BL_OK ||
+            bl_retrace_text(mi, &q, trace, sizeof trace - 1, &out) != BL_OK)
             abort();
         res = strdup(out.data ? out.data : "");
         if (!res)

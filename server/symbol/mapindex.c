@@ -522,9 +522,26 @@ static bl_err handle_method(builder *b, const bl_mapping_line *ml, prev_ids *pv)
     bl_mi_method *m = &bm.m;
     if ((err = intern_cached(b, pv, 0, ml->obf, &m->obf)) ||
         (err = intern_cached(b, pv, 1, ml->type, &m->ret)) ||
-        (err = intern_cached(b, pv, 2, ml->name, &m->orig_name)) ||
-        (err = intern_cached(b, pv, 3, ml->params, &m->params)))
+        (err = intern_cached(b, pv, 2, ml->name, &m->orig_name)))
         return err;
+    if (!ml->params_blanks) {
+        if ((err = intern_cached(b, pv, 3, ml->params, &m->params)))
+            return err;
+    } else {
+        /* "int, int" is stored as "int,int", as R8 reads it (the copy is
+         * not remembered in pv: its bytes do not outlive this call) */
+        char small[256];
+        char *t = ml->params.n <= sizeof small ? small : malloc(ml->params.n);
+        if (!t)
+            return BL_ENOMEM;
+        size_t tn = bl_mapping_params_compact(ml->params, t, ml->params.n);
+        err = intern(&b->in, t, (uint32_t)tn, &m->params);
+        if (t != small)
+            free(t);
+        if (err)
+            return err;
+        pv->s[3].p = NULL;
+    }
     if (ml->owner.n) {
         if ((err = intern_cached(b, pv, 4, ml->owner, &m->orig_class)))
             return err;
@@ -540,13 +557,12 @@ static bl_err handle_method(builder *b, const bl_mapping_line *ml, prev_ids *pv)
     m->orig_start = ml->orig_start;
     m->orig_end = ml->orig_end;
 
-    /* An outer inline frame repeats the minified range of the line above and
-     * gives its call-site line as a single original line (":N"); a repeated
-     * range with any other original form is another method at that line (an
-     * overload or bridge): an alternative, not a caller. */
+    /* R8: consecutive lines of one obfuscated name with the same minified
+     * range are one inline stack (innermost first), whatever form their
+     * original position takes (":N", "N:M", none). A line without a
+     * minified range is a group of its own. */
     int cont = 0;
-    if (b->group_open && b->last_kind == LK_METHOD && ml->has_min &&
-        ml->orig_kind == BL_ORIG_LINE) {
+    if (b->group_open && b->last_kind == LK_METHOD && ml->has_min) {
         const bmethod *p = &b->methods.v[b->methods.n - 1];
         cont = p->cls == bm.cls && p->m.obf == m->obf && (p->m.flags & BL_MIM_HAS_MIN) &&
                p->m.min_start == m->min_start && p->m.min_end == m->min_end;

@@ -198,8 +198,36 @@ static bl_err parse_member(const char *p, const char *e, bl_mapping_line *out,
         }
         out->params = span(ps, pe);
         if (has_space(out->params)) {
-            *why = "space in parameter list";
-            return BL_EFORMAT;
+            /* R8's reader allows blanks around each type ("(int, int)");
+             * a type itself holds none ("java.lang. String" is wrong) */
+            const char *q = ps;
+            while (q < pe && is_ws(*q))
+                q++;
+            while (q < pe) { /* blanks only, "( )", is an empty list */
+                const char *ts = q;
+                while (q < pe && *q != ',' && !is_ws(*q))
+                    q++;
+                if (q == ts) {
+                    *why = "empty type in parameter list";
+                    return BL_EFORMAT;
+                }
+                while (q < pe && is_ws(*q))
+                    q++;
+                if (q == pe)
+                    break;
+                if (*q != ',') {
+                    *why = "space inside a parameter type";
+                    return BL_EFORMAT;
+                }
+                q++;
+                while (q < pe && is_ws(*q))
+                    q++;
+                if (q == pe) {
+                    *why = "empty type in parameter list";
+                    return BL_EFORMAT;
+                }
+            }
+            out->params_blanks = 1;
         }
         p = pe + 1;
         out->kind = BL_ML_METHOD;
@@ -254,6 +282,15 @@ static bl_err parse_member(const char *p, const char *e, bl_mapping_line *out,
         out->name = span(n, ne);
     }
     return BL_OK;
+}
+
+size_t bl_mapping_params_compact(bl_span params, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < params.n && n < cap; i++)
+        if (!is_ws(params.p[i]))
+            out[n++] = params.p[i];
+    return n;
 }
 
 bl_err bl_mapping_parse_line(const char *line, size_t len, bl_mapping_line *out,

@@ -26,6 +26,10 @@
  * Normalisation done here: a descending range is swapped, and "N:0" means
  * "N:N" (both for minified and original ranges). Names may contain '-', '$',
  * digits and '<'…'>' (<init>, <clinit>); no name may contain a space.
+ * Blanks around the parameter types are allowed, as R8's reader allows
+ * them ("(int, java.lang.String)"): the line says so (params_blanks) and
+ * the types are the text without them; a blank inside a type, or an empty
+ * type ("(int, )"), makes the line malformed.
  *
  * The parser does not allocate; spans point into the caller's line buffer.
  */
@@ -65,7 +69,10 @@ typedef struct bl_mapping_line {
     bl_span type;       /* member: return type (method) or field type */
     bl_span owner;      /* member: qualifying original class, n == 0 if none */
     bl_span name;       /* member: original name */
-    bl_span params;     /* method: text between the parentheses */
+    bl_span params;     /* method: text between the parentheses, as written */
+    uint8_t params_blanks; /* method: params holds blanks around its types
+                            * ("int, int"): the types are params without
+                            * its blanks (bl_mapping_params_compact) */
     bl_span obf;        /* member: obfuscated name */
     uint8_t has_min;    /* method: a minified range was given */
     uint8_t orig_kind;  /* method: a bl_orig_kind */
@@ -93,6 +100,13 @@ size_t bl_mapping_min_range(const char *p, size_t n, uint32_t *start, uint32_t *
  * blank one) is malformed: names are stored NUL-terminated, so a NUL would
  * cut a name silently. Never reads outside [line, line+len).
  */
+/*
+ * Writes the parameter types of `params` without blanks ("int, int" →
+ * "int,int") into out (cap bytes; the result is never longer than
+ * params.n) and returns its length. out is not NUL-terminated.
+ */
+size_t bl_mapping_params_compact(bl_span params, char *out, size_t cap);
+
 bl_err bl_mapping_parse_line(const char *line, size_t len, bl_mapping_line *out,
                              const char **why);
 

@@ -70,6 +70,9 @@ struct bl_retracer {
     orig_ent *oc;        /* original-class lookups (see orig_class) */
     uint32_t oc_mask, oc_n, oc_gen; /* gen: bumped when oc grows */
     bl_buf files;        /* inferred file names remembered in oc */
+    int64_t in_line;     /* the frame's own line (-1: none), for end_alt */
+    bl_rframe *fr2;      /* scratch for sorting alternatives (capfr) */
+    uint32_t *order;     /* scratch: alternative order (capalt) */
     char exc_obf[512], exc_orig[512];
 };
 
@@ -98,6 +101,8 @@ void bl_retracer_free(bl_retracer *rt)
     free(rt->fr_file);
     free(rt->fr_cls);
     free(rt->alt);
+    free(rt->fr2);
+    free(rt->order);
     bl_buf_cleanup(&rt->names);
     bl_buf_cleanup(&rt->keys);
     bl_buf_cleanup(&rt->files);
@@ -107,7 +112,13 @@ void bl_retracer_free(bl_retracer *rt)
 }
 
 
-size_t bl_retrace_infer_file(const char *cls, size_t n, char *buf, size_t cap)
+/* The frame's file name extension, as R8 sorts it (see retrace.h). */
+enum { EXT_NONE = 0, EXT_KT = 1, EXT_OTHER = 2 };
+
+/* R8's inference: the outer class's simple name; with frame extension
+ * none or "kt" a name ending in "Kt" loses it and gets ".kt"; with "kt"
+ * any other name gets ".kt"; else ".java". */
+static size_t infer_file(const char *cls, size_t n, int ext_kind, char *buf, size_t cap)
 {
     size_t s = 0;
     for (size_t i = 0; i < n; i++)
@@ -116,8 +127,8 @@ size_t bl_retrace_infer_file(const char *cls, size_t n, char *buf, size_t cap)
     size_t e = s;
     while (e < n && (cls[e] != '$' || e == s))
         e++;
-    const char *ext = ".java";
-    if (e - s > 2 && cls[e - 2] == 'K' && cls[e - 1] == 't') {
+    const char *ext = ext_kind == EXT_KT ? ".kt" : ".java";
+    if (ext_kind != EXT_OTHER && e - s > 2 && cls[e - 2] == 'K' && cls[e - 1] == 't') {
         e -= 2;
         ext = ".kt";
     }
@@ -132,6 +143,11 @@ size_t bl_retrace_infer_file(const char *cls, size_t n, char *buf, size_t cap)
     size_t total = len + (el < cap - len ? el : cap - len - 1);
     buf[total] = '\0';
     return total;
+}
+
+size_t bl_retrace_infer_file(const char *cls, size_t n, char *buf, size_t cap)
+{
+    return infer_file(cls, n, EXT_NONE, buf, cap);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -154,6 +170,10 @@ static bl_err push_frame(bl_retracer *rt, const bl_rframe *f)
         if (!k)
             return BL_ENOMEM;
         rt->fr_cls = k;
+        bl_rframe *a2 = realloc(rt->fr2, nc * sizeof *a2);
+        if (!a2)
+            return BL_ENOMEM;
+        rt->fr2 = a2;
         rt->capfr = nc;
     }
     rt->fr_file[rt->nfr] = 0;
@@ -169,6 +189,10 @@ static bl_err begin_alt(bl_retracer *rt)
         if (!a)
             return BL_ENOMEM;
         rt->alt = a;
+        uint32_t *o = realloc(rt->order, nc * sizeof *o);
+        if (!o)
+            return BL_ENOMEM;
+        rt->order = o;
         rt->capalt = nc;
     }
     rt->alt[rt->nalt++] = rt->nfr;
@@ -408,14 +432,30 @@ static int frame_synthesized(bl_retracer *rt, const bl_rframe *f, fr_class *k)
     return 0;
 }
 
-static int same_frame(const bl_rframe *a, const bl_rframe *b, int verbose)
+/* Two string references name the same text (a string met by both halves
+ * of a two-thread parse is stored twice: compare the text then). */
+static int same_str(const bl_mapindex *mi, uint32_t a, uint32_t b)
+{
+    return a == b || !strcmp(bl_mapindex_str(mi, a), bl_mapindex_str(mi, b));
+}
+
+static int same_frame(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b, int verbose)
 {
     if (a->line != b->line || a->cls_n != b->cls_n || a->method_n != b->method_n ||
         memcmp(a->cls, b->cls, a->cls_n) || memcmp(a->method, b->method, a->method_n))
         return 0;
-    if (verbose && a->m && b->m && (a->m->params != b->m->params || a->m->ret != b->m->ret))
+    if (verbose && a->m && b->m &&
+        (!same_str(mi, a->m->params, b->m->params) || !same_str(mi, a->m->ret, b->m->ret)))
         return 0;
     return 1;
+}
+
+static int same_frame_no_line(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b,
+                              int verbose)
+{
+    bl_rframe t = *b;
+    t.line = a->line;
+    return same_frame(mi, a, &t, verbose);
 }
 
 /* Ends the current alternative: applies rewriteFrame / synthesized rules,
@@ -441,14 +481,15 @@ static bl_err end_alt(bl_retracer *rt, uint32_t remove_inner, int is_outline)
     rt->nfr = w;
     uint32_t n = rt->nfr - s;
     int drop = n == 0;
+    /* R8 keeps the first alternative of each top (innermost) frame: same
+     * class (so file), method name (verbose: signature) and — when the
+     * input frame has a line, or verbose — line; the rest of a later one
+     * goes with it */
+    int by_line = rt->o.verbose || rt->in_line > 0;
     for (uint32_t k = 0; k + 1 < rt->nalt && !drop; k++) {
-        uint32_t ks = rt->alt[k], kn = rt->alt[k + 1] - ks;
-        if (kn != n)
-            continue;
-        uint32_t i = 0;
-        while (i < n && same_frame(&rt->fr[ks + i], &rt->fr[s + i], rt->o.verbose))
-            i++;
-        drop = i == n;
+        const bl_rframe *x = &rt->fr[rt->alt[k]], *y = &rt->fr[s];
+        drop = by_line ? same_frame(rt->mi, x, y, rt->o.verbose)
+                       : same_frame_no_line(rt->mi, x, y, rt->o.verbose);
     }
     if (drop) {
         rt->nfr = s;
@@ -457,27 +498,54 @@ static bl_err end_alt(bl_retracer *rt, uint32_t remove_inner, int is_outline)
     return BL_OK;
 }
 
-static bl_err emit_group(bl_retracer *rt, const bl_mi_method *b, uint32_t s, uint32_t e,
-                         int64_t L, int outer_only, int no_line)
+/* One alternative from the frames of group [s, e): the innermost frame at
+ * line `top` (-2: its own mapped line), the others at their mapped lines. */
+static bl_err emit_alt(bl_retracer *rt, const bl_mi_method *b, uint32_t s, uint32_t e,
+                       int64_t L, int no_line, int64_t top)
 {
     bl_err err = begin_alt(rt);
-    if (err)
-        return err;
-    if (outer_only)
-        s = e - 1;
     for (uint32_t i = s; i < e && !err; i++)
-        err = add_entry_frame(rt, &b[i], no_line ? -1 : map_line(&b[i], L));
+        err = add_entry_frame(rt, &b[i],
+                              no_line ? -1 : (i == s && top != -2) ? top : map_line(&b[i], L));
     if (err)
         return err;
     uint32_t rm = rt->after_exc ? rewrite_remove(rt, b, s, e) : 0;
-    int outline = (b[e - 1].flags & BL_MIM_OUTLINE) != 0;
-    if (outline)
+    return end_alt(rt, rm, (b[e - 1].flags & BL_MIM_OUTLINE) != 0);
+}
+
+/* R8: an original range of several lines that does not span like the
+ * minified range (or has none) cannot say which line: the result names
+ * each line of it. */
+static int span_ambiguous(const bl_mi_method *m)
+{
+    if (BL_MIM_ORIG_KIND(m->flags) != BL_ORIG_RANGE || m->orig_end <= m->orig_start ||
+        m->orig_start == 0)
+        return 0;
+    return !(m->flags & BL_MIM_HAS_MIN) ||
+           m->min_end - m->min_start != m->orig_end - m->orig_start;
+}
+
+static bl_err emit_group(bl_retracer *rt, const bl_mi_method *b, uint32_t s, uint32_t e,
+                         int64_t L, int outer_only, int no_line)
+{
+    if (outer_only)
+        s = e - 1;
+    if (b[e - 1].flags & BL_MIM_OUTLINE)
         rt->carry = L;
-    return end_alt(rt, rm, outline);
+    if (no_line || L <= 0 || !span_ambiguous(&b[s]))
+        return emit_alt(rt, b, s, e, L, no_line, -2);
+    /* one alternative per original line of the innermost frame (bounded) */
+    uint32_t last = b[s].orig_end;
+    if (last - b[s].orig_start >= MAX_SPAN_EXPANSION)
+        last = b[s].orig_start + MAX_SPAN_EXPANSION - 1;
+    bl_err err = BL_OK;
+    for (uint32_t k = b[s].orig_start; k <= last && !err && rt->nalt < MAX_ALTERNATIVES; k++)
+        err = emit_alt(rt, b, s, e, L, 0, k);
+    return err;
 }
 
 /* Resolves file names of all frames into rt->names and sets pointers. */
-static bl_err resolve_files(bl_retracer *rt)
+static bl_err resolve_files(bl_retracer *rt, int ext_kind)
 {
     bl_buf_reset(&rt->names);
     for (uint32_t i = 0; i < rt->nfr; i++) {
@@ -494,13 +562,15 @@ static bl_err resolve_files(bl_retracer *rt)
             f->file_n = bl_mapindex_strlen(rt->mi, c->source_file);
             continue;
         }
+        if (ext_kind != EXT_NONE)
+            e = NULL; /* the memo holds names inferred for frames without one */
         if (e && e->file) { /* inferred before */
             rt->fr_file[i] = FILE_MEMO | e->file;
             f->file_n = e->file_n;
             continue;
         }
         char tmp[512];
-        size_t n = bl_retrace_infer_file(f->cls, f->cls_n, tmp, sizeof tmp);
+        size_t n = infer_file(f->cls, f->cls_n, ext_kind, tmp, sizeof tmp);
         f->file_n = (uint32_t)n;
         size_t at = rt->files.len;
         if (e && bl_buf_append(&rt->files, tmp, n + 1) == BL_OK) {
@@ -525,15 +595,110 @@ static bl_err resolve_files(bl_retracer *rt)
     return BL_OK;
 }
 
-bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
-                         size_t method_n, int64_t line, const bl_rframe **frames,
-                         const uint32_t **alt_start, uint32_t *n_alts, int *known_class)
+/* Compares byte strings as Java's String.compareTo does for them. */
+static int cmp_bytes(const char *a, size_t an, const char *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    if (c)
+        return c;
+    return an < bn ? -1 : an > bn;
+}
+
+/* R8's order of parameter lists: by count, then type by type. */
+static int cmp_params(const char *a, const char *b)
+{
+    size_t na = *a ? 1 : 0, nb = *b ? 1 : 0;
+    for (const char *p = a; *p; p++)
+        na += *p == ',';
+    for (const char *p = b; *p; p++)
+        nb += *p == ',';
+    if (na != nb)
+        return na < nb ? -1 : 1;
+    while (*a || *b) {
+        size_t la = strcspn(a, ","), lb = strcspn(b, ",");
+        int c = cmp_bytes(a, la, b, lb);
+        if (c)
+            return c;
+        a += la + (a[la] == ',');
+        b += lb + (b[lb] == ',');
+    }
+    return 0;
+}
+
+/* R8's order of alternatives (RetraceStackTraceElementProxy): by the top
+ * frame's class, method name, then a frame without a mapping entry (class
+ * only) before one with, return type, parameter types, file, then line
+ * (none first). */
+static int cmp_top(const bl_retracer *rt, const bl_rframe *x, const bl_rframe *y)
+{
+    int c = cmp_bytes(x->cls, x->cls_n, y->cls, y->cls_n);
+    if (!c)
+        c = cmp_bytes(x->method, x->method_n, y->method, y->method_n);
+    if (!c && (!x->m) != (!y->m))
+        c = !x->m ? -1 : 1;
+    if (!c && x->m && y->m) {
+        const char *rx = bl_mapindex_str(rt->mi, x->m->ret), *ry = bl_mapindex_str(rt->mi, y->m->ret);
+        c = cmp_bytes(rx, strlen(rx), ry, strlen(ry));
+        if (!c)
+            c = cmp_params(bl_mapindex_str(rt->mi, x->m->params),
+                           bl_mapindex_str(rt->mi, y->m->params));
+    }
+    if (!c && x->file && y->file)
+        c = cmp_bytes(x->file, x->file_n, y->file, y->file_n);
+    if (!c && x->line != y->line)
+        c = x->line < y->line ? -1 : 1; /* -1 (none) first */
+    return c;
+}
+
+/* Sorts the alternatives (stable) with cmp_top; frames are moved. */
+static void sort_alts(bl_retracer *rt)
+{
+    uint32_t n = rt->nalt;
+    for (uint32_t i = 0; i < n; i++)
+        rt->order[i] = i;
+    int moved = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t v = rt->order[i], j = i;
+        while (j > 0 && cmp_top(rt, &rt->fr[rt->alt[rt->order[j - 1]]], &rt->fr[rt->alt[v]]) > 0) {
+            rt->order[j] = rt->order[j - 1];
+            j--;
+            moved = 1;
+        }
+        rt->order[j] = v;
+    }
+    if (!moved)
+        return;
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t a = rt->order[i], s = rt->alt[a], e = rt->alt[a + 1];
+        memcpy(rt->fr2 + w, rt->fr + s, (e - s) * sizeof *rt->fr);
+        w += e - s;
+    }
+    memcpy(rt->fr, rt->fr2, w * sizeof *rt->fr);
+    w = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t a = rt->order[i], len = rt->alt[a + 1] - rt->alt[a];
+        rt->order[i] = len;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t len = rt->order[i];
+        rt->alt[i] = w;
+        w += len;
+    }
+    rt->alt[n] = w;
+}
+
+static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
+                            size_t method_n, int64_t line, int ext_kind,
+                            const bl_rframe **frames, const uint32_t **alt_start,
+                            uint32_t *n_alts, int *known_class)
 {
     bl_err err = BL_OK;
     rt->nfr = 0;
     rt->nalt = 0;
     int64_t carry = rt->carry;
     rt->carry = -1;
+    rt->in_line = line;
     *frames = NULL;
     *alt_start = NULL;
     *n_alts = 0;
@@ -552,49 +717,44 @@ bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const c
         if (nl >= 0)
             L = nl;
     }
-    int found = 0;
+    /* found: groups used; amb: the result is ambiguous as R8 says (several
+     * groups, or a used range whose original span cannot be told) */
+    uint32_t found = 0;
+    int amb = 0;
     if (n) {
-        /* 1. groups whose minified range contains L (L == 0: range 0:0) */
+        /* 1. groups whose minified range contains L (L == 0: 0:0, 0:N) */
         for (uint32_t i = 0; i < n && !err && rt->nalt < MAX_ALTERNATIVES;) {
             uint32_t e = group_end(b, n, i);
             if (group_has_min_containing(&b[i], L)) {
-                found = 1;
+                found++;
+                for (uint32_t k = i; k < e; k++)
+                    amb |= span_ambiguous(&b[k]);
                 err = emit_group(rt, b, i, e, L, 0, 0);
             }
             i = e;
         }
         /* 2. entries without a minified range */
-        int had_range_match = found;
+        uint32_t had_range_match = found;
         for (uint32_t i = 0; i < n && !had_range_match && !err && rt->nalt < MAX_ALTERNATIVES;
              i++) {
             if (b[i].flags & BL_MIM_HAS_MIN)
                 continue;
-            found = 1;
-            const bl_mi_method *m = &b[i];
-            if (L > 0 && BL_MIM_ORIG_KIND(m->flags) == BL_ORIG_RANGE &&
-                m->orig_end > m->orig_start && m->orig_start > 0) {
-                /* one alternative per original line of the span */
-                uint32_t last = m->orig_end;
-                if (last - m->orig_start >= MAX_SPAN_EXPANSION)
-                    last = m->orig_start + MAX_SPAN_EXPANSION - 1;
-                for (uint32_t k = m->orig_start; k <= last && !err; k++) {
-                    if ((err = begin_alt(rt)) || (err = add_entry_frame(rt, m, k)))
-                        break;
-                    err = end_alt(rt, 0, 0);
-                }
-            } else {
-                err = emit_group(rt, b, i, i + 1, L, 0, 0);
-            }
+            found++;
+            amb |= span_ambiguous(&b[i]);
+            /* an original span N:M gives one alternative per line (emit_group) */
+            err = emit_group(rt, b, i, i + 1, L, 0, 0);
         }
-        /* 3. no line: every distinct outermost method, without a line */
+        /* 3. no line, only ranges without 0: every distinct outermost
+         * method, without a line (see retrace.h) */
         if (!found && L == 0) {
             for (uint32_t i = 0; i < n && !err && rt->nalt < MAX_ALTERNATIVES;) {
                 uint32_t e = group_end(b, n, i);
-                found = 1;
+                found++;
                 err = emit_group(rt, b, i, e, 0, 1, 1);
                 i = e;
             }
         }
+        amb |= found > 1;
     }
     if (!err && !found) {
         /* class-only: original class, obfuscated method name, line kept */
@@ -606,13 +766,29 @@ bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const c
     rt->after_exc = 0;
     if (err)
         return err;
-    if ((err = resolve_files(rt)))
+    if ((err = resolve_files(rt, ext_kind)))
         return err;
     rt->alt[rt->nalt] = rt->nfr;
+    if (rt->nalt > 1)
+        sort_alts(rt);
+    /* R8: a frame without a line (":0" is a line) whose result is
+     * ambiguous prints no line at all (not verbose); lines that became
+     * equal merge when printed */
+    if (amb && line < 0 && !rt->o.verbose)
+        for (uint32_t i = 0; i < rt->nfr; i++)
+            rt->fr[i].line = -1;
     *frames = rt->fr;
     *alt_start = rt->alt;
     *n_alts = rt->nalt;
     return BL_OK;
+}
+
+bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
+                         size_t method_n, int64_t line, const bl_rframe **frames,
+                         const uint32_t **alt_start, uint32_t *n_alts, int *known_class)
+{
+    return retrace_frame(rt, cls, cls_n, method, method_n, line, EXT_NONE, frames, alt_start,
+                         n_alts, known_class);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -635,18 +811,22 @@ static bl_err put_span(bl_buf *o, const char *p, size_t n)
     return bl_buf_append(o, p, n);
 }
 
-static bl_err print_frame(bl_retracer *rt, bl_buf *o, const char *ws, size_t ws_n, int alt,
-                          const char *prefix, size_t prefix_n, const bl_rframe *f,
-                          const char *loc, size_t loc_n, int native, const char *rest,
-                          size_t rest_n)
+/* Prints one frame line: head[0..head_n) is the input line up to the class
+ * (prefix, "at", blanks, loader), kept as it was; an alternative gets
+ * "<OR> " inserted at or_at (R8: before the first "at " of the line). */
+static bl_err print_frame(bl_retracer *rt, bl_buf *o, const char *head, size_t head_n,
+                          size_t or_at, int alt, const bl_rframe *f, const char *loc,
+                          size_t loc_n, int native, const char *rest, size_t rest_n)
 {
     bl_err err;
-    if ((err = put_span(o, ws, ws_n)))
+    if (!alt) {
+        if ((err = put_span(o, head, head_n)))
+            return err;
+    } else if ((err = put_span(o, head, or_at)) || (err = bl_buf_puts(o, "<OR> ")) ||
+               (err = put_span(o, head + or_at, head_n - or_at))) {
         return err;
-    if (alt && (err = bl_buf_puts(o, "<OR> ")))
-        return err;
-    if ((err = bl_buf_puts(o, "at ")) || (err = put_span(o, prefix, prefix_n)) ||
-        (err = put_span(o, f->cls, f->cls_n)) || (err = bl_buf_putc(o, '.')))
+    }
+    if ((err = put_span(o, f->cls, f->cls_n)) || (err = bl_buf_putc(o, '.')))
         return err;
     if (rt->o.verbose && f->m) {
         const bl_mapindex *mi = rt->mi;
@@ -677,24 +857,22 @@ static bl_err print_frame(bl_retracer *rt, bl_buf *o, const char *ws, size_t ws_
     return BL_OK;
 }
 
-/* Reads "WS at [loader/]class.method(" at the start of a line: sets *ws_end
- * (end of the leading blanks), *pfx (start of "[loader/]"), *name (class
- * start, after any loader), *dot (the last '.' before the '('), *open and
- * *close (the last ')').
- * Returns 0 when the line is not a frame. Shared by the retracer and the
- * trace-name scan so both read a frame the same way. */
-static int frame_head(const char *line, const char *e, const char **ws_end, const char **pfx,
-                      const char **name, const char **dot, const char **open,
-                      const char **close)
+static int is_word_char(char c)
 {
-    const char *p = line;
-    while (p < e && (*p == ' ' || *p == '\t'))
-        p++;
-    *ws_end = p;
-    if (!starts(p, e, "at "))
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_';
+}
+
+/* Reads "at [loader/]class.method(...)" starting exactly at p (p points at
+ * the 'a' of "at"): sets the outputs as frame_head does. 0 when the text
+ * there is not a frame. */
+static int frame_at(const char *p, const char *e, const char **pfx, const char **name,
+                    const char **dot, const char **open, const char **close)
+{
+    p += 2;
+    if (p >= e || (*p != ' ' && *p != '\t'))
         return 0;
-    p += 3;
-    while (p < e && *p == ' ')
+    while (p < e && (*p == ' ' || *p == '\t'))
         p++;
     const char *op = memchr(p, '(', (size_t)(e - p));
     if (!op)
@@ -715,7 +893,7 @@ static int frame_head(const char *line, const char *e, const char **ws_end, cons
     for (const char *q = nm; q < op; q++) {
         if (*q == '.')
             d = q;
-        else if (*q == ' ')
+        else if (*q == ' ' || *q == '\t')
             return 0;
     }
     if (!d || d == nm || d + 1 == op)
@@ -726,6 +904,49 @@ static int frame_head(const char *line, const char *e, const char **ws_end, cons
     *open = op;
     *close = cl;
     return 1;
+}
+
+/* After a frame with a prefix of other than blanks, R8 takes only blanks
+ * or " ~[...]" (logback's packaging data) to the end of the line: so a
+ * message such as "Exception: failed at a.b(c) twice" is not a frame.
+ * After "[blanks]at" anything may follow, as before. */
+static int tail_ok(const char *line, const char *at, const char *t, const char *e)
+{
+    const char *p = line;
+    while (p < at && (*p == ' ' || *p == '\t'))
+        p++;
+    if (p == at)
+        return 1;
+    while (t < e && (*t == ' ' || *t == '\t'))
+        t++;
+    return t == e || (e - t >= 2 && t[0] == '~' && t[1] == '[' && e[-1] == ']');
+}
+
+/* Reads a frame line "PREFIX at [loader/]class.method(LOCATION)REST" (R8:
+ * any text may come before "at" — logcat's "W System.err:    at ...",
+ * timestamps — as long as "at" starts a word and blanks follow it; the
+ * first such "at" after which a frame reads wins). Sets *ws_end (end of the
+ * prefix: the 'a' of "at"), *pfx (start of "[loader/]", after the blanks
+ * that follow "at"), *name (class start, after any loader), *dot (the last
+ * '.' before the '('), *open and *close (the last ')').
+ * Returns 0 when the line is not a frame. Shared by the retracer and the
+ * trace-name scan so both read a frame the same way. */
+static int frame_head(const char *line, const char *e, const char **ws_end, const char **pfx,
+                      const char **name, const char **dot, const char **open,
+                      const char **close)
+{
+    for (const char *p = line; p + 3 <= e;) {
+        const char *a = memchr(p, 'a', (size_t)(e - p));
+        if (!a || a + 3 > e)
+            return 0;
+        if (a[1] == 't' && (a == line || !is_word_char(a[-1])) &&
+            frame_at(a, e, pfx, name, dot, open, close) && tail_ok(line, a, *close + 1, e)) {
+            *ws_end = a;
+            return 1;
+        }
+        p = a + 1;
+    }
+    return 0;
 }
 
 /* The line number of a frame whose location is between `open` and `close`
@@ -748,14 +969,45 @@ static int64_t frame_line(const char *open, const char *close)
     return q == close ? v : -1;
 }
 
+/* The extension of the frame's file name (R8: what follows the last '.'
+ * of the location, without ":LINE"): none ("SourceFile", "Unknown
+ * Source"), "kt", or another. */
+static int frame_ext(const char *loc, size_t loc_n, int64_t lineno)
+{
+    size_t n = loc_n;
+    if (lineno >= 0) { /* drop ":LINE" (frame_line found digits after a ':') */
+        while (n > 0 && loc[n - 1] != ':')
+            n--;
+        if (n > 0)
+            n--;
+    }
+    const char *dot = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (loc[i] == '.')
+            dot = loc + i;
+        else if (loc[i] == '/' || loc[i] == '\\')
+            dot = NULL;
+    if (!dot)
+        return EXT_NONE;
+    size_t en = (size_t)(loc + n - dot - 1);
+    if (en == 2 && dot[1] == 'k' && dot[2] == 't')
+        return EXT_KT;
+    return en ? EXT_OTHER : EXT_NONE;
+}
+
 /* Tries the line as a frame. Returns 1 when handled. */
 static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
 {
-    const char *e = line + len, *ws_end, *p, *name, *dot, *open, *close;
-    if (!frame_head(line, e, &ws_end, &p, &name, &dot, &open, &close))
+    const char *e = line + len, *ws_end, *pfx, *name, *dot, *open, *close;
+    if (!frame_head(line, e, &ws_end, &pfx, &name, &dot, &open, &close))
         return 0;
-    const char *ws = line;
-    size_t ws_n = (size_t)(ws_end - line);
+    /* R8 puts "<OR> " before the first "at " of the line */
+    size_t or_at = (size_t)(ws_end - line);
+    for (const char *q = line; q + 3 <= ws_end + 3; q++)
+        if (q[0] == 'a' && q[1] == 't' && q[2] == ' ') {
+            or_at = (size_t)(q - line);
+            break;
+        }
     const char *loc = open + 1;
     size_t loc_n = (size_t)(close - loc);
     int64_t lineno = frame_line(open, close);
@@ -764,8 +1016,8 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
     const uint32_t *alt;
     uint32_t nalt;
     int known;
-    *err = bl_retracer_frame(rt, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1),
-                             lineno, &fr, &alt, &nalt, &known);
+    *err = retrace_frame(rt, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1),
+                         lineno, frame_ext(loc, loc_n, lineno), &fr, &alt, &nalt, &known);
     if (*err)
         return 1;
     if (!known) {
@@ -774,10 +1026,26 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
             *err = bl_buf_putc(o, '\n');
         return 1;
     }
-    for (uint32_t a = 0; a < nalt && !*err; a++)
-        for (uint32_t i = alt[a]; i < alt[a + 1] && !*err; i++)
-            *err = print_frame(rt, o, ws, ws_n, a > 0 && i == alt[a], p, (size_t)(name - p),
-                               &fr[i], loc, loc_n, native, close + 1, (size_t)(e - close - 1));
+    /* R8's command line: by inline depth — depth 0 of every alternative,
+     * then depth 1, ... — a line equal to one printed at the same depth
+     * left out; every line of an alternative but the first gets "<OR> " */
+    uint32_t depth = 0;
+    for (uint32_t a = 0; a < nalt; a++)
+        if (alt[a + 1] - alt[a] > depth)
+            depth = alt[a + 1] - alt[a];
+    for (uint32_t d = 0; d < depth && !*err; d++)
+        for (uint32_t a = 0; a < nalt && !*err; a++) {
+            if (alt[a] + d >= alt[a + 1])
+                continue;
+            const bl_rframe *f = &fr[alt[a] + d];
+            int seen = 0;
+            for (uint32_t k = 0; k < a && !seen; k++)
+                seen = alt[k] + d < alt[k + 1] &&
+                       same_frame(rt->mi, &fr[alt[k] + d], f, rt->o.verbose);
+            if (!seen)
+                *err = print_frame(rt, o, line, (size_t)(name - line), or_at, a > 0, f, loc,
+                                   loc_n, native, close + 1, (size_t)(e - close - 1));
+        }
     return 1;
 }
 

@@ -4,7 +4,15 @@
  *
  * Input lines it understands (anything else is copied unchanged):
  *
- *   [WS]at [LOADER/]CLASS.METHOD(LOCATION)[REST]      a frame
+ *   [PREFIX]at BLANKS [LOADER/]CLASS.METHOD(LOCATION)[REST]      a frame
+ *       PREFIX: any text (logcat's "E AndroidRuntime: \t", "W System.err:
+ *       ", timestamps) ending where "at" starts a word (R8's "\bat\s+");
+ *       the first such "at" after which a frame reads is taken; after a
+ *       PREFIX of other than blanks only blanks or " ~[...]" may follow
+ *       the ')' (R8: "Error: failed at a.b(c) twice" is no frame). PREFIX,
+ *       "at" and its blanks are kept verbatim on every line printed for
+ *       the frame; an alternative gets "<OR> " before the first "at " of
+ *       the line (R8's printer).
  *       LOCATION: FILE:LINE | FILE | Unknown Source | Native Method | :LINE
  *       FILE may contain ':' (the line is after the last ':').
  *   [WS][Caused by: |Suppressed: |Exception in thread "T" ]CLASS[: MESSAGE]
@@ -15,24 +23,57 @@
  *   - C known, M not a member: original class, M kept, L kept ("class-only").
  *   - L > 0: the inline groups whose minified range contains L win; else the
  *     entries without a minified range; else class-only with L.
- *   - no line (absent or 0): groups whose range is 0:0, else entries without
- *     range, else every distinct outermost method without a line.
+ *   - no line (absent, or 0: both are looked up as L = 0): the groups whose
+ *     minified range contains 0 ("0:0", "0:N") win, lines mapped as for
+ *     L = 0; else the entries without a minified range; else — the method
+ *     has only ranged entries, none starting at 0 — one alternative per
+ *     distinct outermost (residual) method of its groups, each printed as
+ *     that one frame, without a line and without inline frames:
+ *     "at a.b.Orig.method(Orig.java)". Why: without a line no range can be
+ *     chosen, and the inline frames differ from range to range, but the
+ *     last line of every group names the method the frame ran in. (R8's
+ *     retrace instead prints the inline stack of every range, one per top
+ *     frame.)
+ *   - a frame without any line (":0" is a line) whose result is ambiguous —
+ *     several groups or entries used, or a used original span N:M (N < M)
+ *     that does not span like its minified range — prints no line number
+ *     at all, inline callers included (R8; not with verbose); lines that
+ *     become equal merge (see "alternatives" below).
  *   - original line: ':N' → N; 'a:b' spanning like the minified range →
  *     linear; a single original line → that line; no original → L (ProGuard
- *     semantics); 0 → no line.  A range without minified lines and an
- *     original span N:M with L > 0 gives one alternative per line N..M.
- *   - each group expands to its inline frames, innermost first.
+ *     semantics); 0 → no line.  With L > 0, when the innermost frame of a
+ *     group has an original span N:M (N < M) that does not span like its
+ *     minified range (or it has none: "1:1:…:42:44", "…:42:44"), the group
+ *     gives one alternative per line N..M (at most 32) for that frame, its
+ *     callers keeping their own lines (R8). An outer frame with such a span
+ *     maps linearly, clamped to M.
+ *   - an inline group is a run of consecutive mapping lines of one
+ *     obfuscated name with the same minified range, whatever the form of
+ *     their original positions (R8); a line without a minified range is a
+ *     group of its own. Each group expands to its inline frames, innermost
+ *     first.
  *   - synthesized frames (method or class) are dropped; an outline frame is
  *     dropped and its line carried to the next frame, whose outlineCallsite
  *     positions turn it into the call site's line.
  *   - rewriteFrame rules apply to the first frame under an exception line
  *     when its throws(...) class is the (obfuscated or retraced) exception.
- *   - several different results: the first is printed, the others follow,
- *     each prefixed "<OR> " before "at". Identical results are merged; at
- *     most 64 alternatives are printed for one frame.
+ *   - several results (alternatives): R8 keeps the first alternative of
+ *     each top (innermost) frame — same class, method name (verbose: its
+ *     signature) and, when the input frame has a line > 0 or verbose, line
+ *     — with its callers, and drops later ones whole; at most 64. They are
+ *     sorted (stable) by the top frame: class, method name, return type,
+ *     parameter types (count, then type by type), file, then line (none
+ *     first), bytewise. They are printed by inline depth, as R8's command
+ *     line does: the innermost frame of every alternative in order, then
+ *     the frames at depth 1, and so on; a line equal to one already printed
+ *     at the same depth is left out, and every line of an alternative but
+ *     the first gets "<OR> " before its "at".
  *   - FILE is the class's sourceFile metadata, else inferred from the
- *     original outer class: "a.b.Foo$Bar" → "Foo.java", "a.FooKt" → "Foo.kt".
- *     "Native Method" stays.
+ *     original outer class and the extension of the frame's own file name
+ *     (R8): with none ("SourceFile", "Unknown Source") "a.b.Foo$Bar" →
+ *     "Foo.java", "a.FooKt" → "Foo.kt"; with ".kt" the same but "a.b.Foo"
+ *     → "Foo.kt"; with another ("Foo.java") always "<Outer>.java", Kt kept
+ *     ("FooKt.java"). "Native Method" stays.
  */
 #ifndef BL_RETRACE_H
 #define BL_RETRACE_H
@@ -81,9 +122,13 @@ bl_err bl_retracer_line(bl_retracer *rt, const char *line, size_t len, bl_buf *o
 /*
  * Retraces one frame given its parts (line < 0: no line). On BL_OK sets
  * *frames to all result frames and *alt_start to n_alts + 1 offsets into it:
- * alternative k is frames[alt_start[k] .. alt_start[k+1]). n_alts == 0 means
- * the class is not in the mapping (or every frame was synthesized, see
- * *dropped). Results are valid until the next call.
+ * alternative k is frames[alt_start[k] .. alt_start[k+1]), innermost frame
+ * first; alternatives come one per top frame, sorted, and without lines when
+ * line < 0 and the result is ambiguous (the rules above; bl_retracer_line
+ * prints them by depth). The file names are inferred as for a frame whose
+ * file has no extension ("SourceFile"). n_alts == 0 means the class is not
+ * in the mapping (or every frame was synthesized). Results are valid until
+ * the next call.
  */
 bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
                          size_t method_n, int64_t line, const bl_rframe **frames,

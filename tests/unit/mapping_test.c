@@ -95,6 +95,21 @@ START_TEST(method_lines)
     ck_assert_int_eq(parse("    1:2:void f() junk -> b"), BL_EFORMAT);
     ck_assert_int_eq(parse("    1:99999999999:void f() -> b"), BL_EFORMAT);
     ck_assert_int_eq(parse("    void .f() -> b"), BL_EFORMAT);
+
+    /* blanks around parameter types, as R8's reader allows (issue 18) */
+    char t[64];
+    ck_assert_int_eq(parse("    1:1:int add(int, java.lang.String[] ):3 -> a"), BL_OK);
+    ck_assert_int_eq(ml.params_blanks, 1);
+    size_t tn = bl_mapping_params_compact(ml.params, t, sizeof t);
+    ck_assert_int_eq((int)tn, (int)strlen("int,java.lang.String[]"));
+    ck_assert(memcmp(t, "int,java.lang.String[]", tn) == 0);
+    ck_assert_int_eq(parse("    void f( ) -> b"), BL_OK);
+    ck_assert_int_eq(parse("    void f(int,long) -> b"), BL_OK);
+    ck_assert_int_eq(ml.params_blanks, 0);
+    ck_assert_int_eq(parse("    void f(java.lang. String) -> b"), BL_EFORMAT);
+    ck_assert_int_eq(parse("    void f(int, ) -> b"), BL_EFORMAT);
+    ck_assert_int_eq(parse("    void f( ,int) -> b"), BL_EFORMAT);
+    ck_assert_int_eq(parse("    void f(int int) -> b"), BL_EFORMAT);
 }
 END_TEST
 

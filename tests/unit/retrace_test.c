@@ -393,8 +393,8 @@ START_TEST(range_build_reads_only_traced_ranges)
     ck_assert_str_eq(got, "java.lang.Error\n"
                           "\tat com.example.Foo.two(Foo.java:21)\n"
                           "\tat com.example.Foo.outer(Foo.java:30)\n"
-                          "\tat com.example.Foo.four(Foo.java)\n"
-                          "\t<OR> at com.example.Foo.five(Foo.java)\n");
+                          "\tat com.example.Foo.five(Foo.java)\n"
+                          "\t<OR> at com.example.Foo.four(Foo.java)\n");
     free(got);
     free(want);
     bl_mapindex_close(mi);
