@@ -91,4 +91,22 @@ check_row "/v2/orders" POST 1 0 'demo.net.NetDemo$Orders' place
 check_row "/legacy/items/{id}" GET 3 1 'demo.net.NetDemo$Legacy' items
 expect "4xx of the missing users" "2" "$(row "/v2/users/{id}" GET | jq -r '.status["4xx"]')"
 expect "5xx of the legacy items" "1" "$(row "/legacy/items/{id}" GET | jq -r '.status["5xx"]')"
+# scripts/demo-network: the /network answer as a table (what the dashboard's
+# Network page shows), then how to look at it
+if [ -n "${BEATLINE_DEMO:-}" ]; then
+  http GET "/v1/apps/netdemo/network?build=1.0&sort=count&limit=50" "$RD"
+  {
+    echo
+    echo "GET /v1/apps/netdemo/network?build=1.0 (the obfuscated program's requests, by URL pattern):"
+    printf '%-6s %-28s %5s %6s %9s %9s  %s\n' method pattern count errors p50_ms p99_ms "callers (original names)"
+    jq -r '.requests[] | [.http_method, .pattern, .count, .errors, (.p50_us / 1000 | tostring | .[0:7]),
+      (.p99_us / 1000 | tostring | .[0:7]),
+      ([.callers[] | "\(.method.class | split(".") | last).\(.method.name) x\(.count)"] | join(", "))] | @tsv' \
+      <<< "$BODY" | while IFS=$'\t' read -r m p c e p50 p99 callers; do
+        printf '%-6s %-28s %5s %6s %9s %9s  %s\n' "$m" "$p" "$c" "$e" "$p50" "$p99" "$callers"
+      done
+    echo
+    echo "Everything is in $WORK (mapping.txt, method-ids.txt, inst.jar, data/)."
+  } >&2
+fi
 finish
