@@ -255,6 +255,17 @@ expect "after the PUT: a POST with fewer segments keeps the automatic pattern" 2
 http PUT /v1/apps/shop/url-patterns "$UPL" --data-binary '{"patterns":[]}'
 expect "PUT an empty list: 200" "200 []" "$CODE $(jq -c .patterns <<< "$BODY")"
 
+# --- a line that is not JSON but names "memory" is not_json, not out of memory
+# (it once made the writer retry the batch forever, stalling every batch after it)
+batch mem 22222222-1111-4111-8111-000000000005 1.0 $O1 \
+  "[\"memory\", \"{\\\"type\\\":\\\"network\\\", \\\"x\\\": memory}\", $(net GET mem.example.com /m 10)]"
+post mem
+expect "a 'memory' line: batch accepted" 202 "$CODE"
+expect_processed 1
+expect "a 'memory' line: counted as not_json" 2 "$(m_of not_json)"
+http GET "/v1/apps/shop/network?build=1.0&host=mem.example.com" "$RD"
+expect "a 'memory' line: the good event beside it stored" 1 "$(jq -r '.requests[0].count' <<< "$BODY")"
+
 # --- the per-batch bound: 16,384 network events stored, the rest "budget" -------------
 jq -cn '[range(16386) | {type:"network", device:"d", begin_us:0, end_us:10, method:"GET",
   scheme:"http", host:"bulk.example.com", port:80, path:"/p/\(. % 3)", bytes_out:0,
