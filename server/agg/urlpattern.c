@@ -235,8 +235,8 @@ static bl_err parse(const char *p, size_t n, upat *u, char *err, size_t errn)
     if (i < n && p[i] == ':') {
         i++;
         size_t d0 = i;
-        while (i < n && is_digit(p[i]) && i - d0 < 6)
-            port = port * 10 + (unsigned)(p[i++] - '0');
+        for (; i < n && is_digit(p[i]); i++) /* every digit (leading zeros too), capped */
+            port = port > 65535 ? port : port * 10 + (unsigned)(p[i] - '0');
         if (i == d0 || port < 1 || port > 65535)
             BAD("the port must be 1..65535");
     }

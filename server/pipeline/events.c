@@ -903,7 +903,8 @@ bl_err bl_events_batch(bl_events *ev, bl_db *db, const bl_batch *bt, int64_t bui
         json_t *o = json_loadb(p, (size_t)(le - p), JSON_REJECT_DUPLICATES, &jerr);
         p = nl ? nl + 1 : end;
         if (!json_is_object(o)) {
-            if (!o && strstr(jerr.text, "memory"))
+            /* the error's code, never its text: a bad line may quote "memory" */
+            if (!o && json_error_code(&jerr) == json_error_out_of_memory)
                 return BL_ENOMEM;
             json_decref(o);
             ev->malformed[BL_EV_NOT_JSON]++;

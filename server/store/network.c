@@ -209,6 +209,16 @@ bl_err bl_net_caller_add(bl_db *db, int64_t group, int64_t hour, int64_t method_
 
 /* ---- reading ------------------------------------------------------------------ */
 
+/* A total of µs or bytes over hours, read with total() (a double: sum()
+ * fails the whole query once the exact sum passes 2^63): exact below 2^53,
+ * at most 2^63 - 1. */
+static int64_t saturated(double d)
+{
+    if (!(d > 0))
+        return 0;
+    return d >= 9223372036854775807.0 ? INT64_MAX : (int64_t)d;
+}
+
 bl_err bl_net_groups(bl_db *db, int64_t build_id, int64_t hour_from, int64_t hour_to,
                      const char *host, const char *http_method,
                      int (*cb)(const bl_net_group *g, void *ctx), void *ctx)
@@ -218,8 +228,8 @@ bl_err bl_net_groups(bl_db *db, int64_t build_id, int64_t hour_from, int64_t hou
         "SELECT g.id, g.host, g.http_method, g.pattern, sum(s.count), sum(s.errors), "
         "sum(s.s1xx), sum(s.s2xx), sum(s.s3xx), sum(s.s4xx), sum(s.s5xx), sum(s.failed), "
         "max(s.max_us), max(s.ttfb_max_us), sketch_union(s.sketch), sketch_union(s.ttfb_sketch), "
-        "sum(s.dns_us), sum(s.dns_n), sum(s.connect_us), sum(s.connect_n), sum(s.tls_us), "
-        "sum(s.tls_n), sum(s.bytes_in), sum(s.bytes_out) "
+        "total(s.dns_us), sum(s.dns_n), total(s.connect_us), sum(s.connect_n), "
+        "total(s.tls_us), sum(s.tls_n), total(s.bytes_in), total(s.bytes_out) "
         "FROM net_groups g JOIN net_stats s ON s.grp = g.id "
         "WHERE g.build_id = ?1 AND s.hour BETWEEN ?2 AND ?3 AND (?4 IS NULL OR g.host = ?4) "
         "AND (?5 IS NULL OR g.http_method = ?5) GROUP BY g.id ORDER BY g.id");
@@ -253,7 +263,8 @@ bl_err bl_net_groups(bl_db *db, int64_t build_id, int64_t hour_from, int64_t hou
         int64_t *w[] = { &g.dns_us, &g.dns_n, &g.connect_us, &g.connect_n, &g.tls_us,
                          &g.tls_n, &g.bytes_in, &g.bytes_out };
         for (int i = 0; i < 8; i++)
-            *w[i] = sqlite3_column_int64(st, 16 + i);
+            *w[i] = i % 2 && i < 6 ? sqlite3_column_int64(st, 16 + i)
+                                   : saturated(sqlite3_column_double(st, 16 + i));
         if (cb(&g, ctx) != 0) {
             rc = SQLITE_DONE;
             break;

@@ -255,6 +255,17 @@ expect "after the PUT: a POST with fewer segments keeps the automatic pattern" 2
 http PUT /v1/apps/shop/url-patterns "$UPL" --data-binary '{"patterns":[]}'
 expect "PUT an empty list: 200" "200 []" "$CODE $(jq -c .patterns <<< "$BODY")"
 
+# --- a line that is not JSON but names "memory" is not_json, not out of memory
+# (it once made the writer retry the batch forever, stalling every batch after it)
+batch mem 22222222-1111-4111-8111-000000000005 1.0 $O1 \
+  "[\"memory\", \"{\\\"type\\\":\\\"network\\\", \\\"x\\\": memory}\", $(net GET mem.example.com /m 10)]"
+post mem
+expect "a 'memory' line: batch accepted" 202 "$CODE"
+expect_processed 1
+expect "a 'memory' line: counted as not_json" 2 "$(m_of not_json)"
+http GET "/v1/apps/shop/network?build=1.0&host=mem.example.com" "$RD"
+expect "a 'memory' line: the good event beside it stored" 1 "$(jq -r '.requests[0].count' <<< "$BODY")"
+
 # --- the per-batch bound: 16,384 network events stored, the rest "budget" -------------
 jq -cn '[range(16386) | {type:"network", device:"d", begin_us:0, end_us:10, method:"GET",
   scheme:"http", host:"bulk.example.com", port:80, path:"/p/\(. % 3)", bytes_out:0,
@@ -297,4 +308,25 @@ expect "after kill -9: requests and callers counted exactly once" "16384 16384" 
   "$(jq -r '"\(.requests[0].count) \(.requests[0].callers[0].count)"' <<< "$BODY")"
 post k
 expect "kill batch again: duplicate" 200 "$CODE"
+# --- byte totals past 2^63 over several hours: saturated, never a database error
+# (sum() of the hours' rows once overflowed: /network answered 500 for the build)
+http PUT /v1/apps/shop/builds/3.0/method-ids "$UPL" --data-binary @ids.txt
+expect "method-ids 3.0" 201 "$CODE"
+http PUT /v1/apps/shop/builds/3.0/mapping "$UPL" --data-binary @mapping.txt
+expect "mapping 3.0" 201 "$CODE"
+jq -cn '[range(16384) | {type:"network", device:"d", begin_us:0, end_us:10, method:"GET",
+  scheme:"http", host:"huge.example.com", port:80, path:"/h", bytes_out:0,
+  bytes_in:281474976710655, total_us:10, status:200}]' > huge.events
+for i in 1 2 3; do # three hours: 3 x 16,384 x (2^48 - 1) bytes is over 2^63
+  batch huge$i 22222222-1111-4111-8111-00000000010$i 3.0 $((O1 + i * 7200000000)) "$(cat huge.events)"
+  post huge$i
+  expect "huge batch $i accepted" 202 "$CODE"
+done
+batches_30() { http GET "/v1/apps/shop/builds" "$RD"; jq -r '.builds[] | select(.build == "3.0") | .batches' <<< "$BODY"; }
+for _ in $(seq 600); do [ "$(batches_30)" == 3 ] && break; sleep 0.1; done
+expect "huge batches processed" 3 "$(batches_30)"
+http GET "/v1/apps/shop/network?build=3.0&sort=bytes" "$RD"
+expect "bytes past 2^63: answered" 200 "$CODE"
+contains "bytes past 2^63: saturated at 2^63-1" '"bytes_in":9223372036854775807' "$BODY"
+contains "bytes past 2^63: the count exact" '"count":49152' "$BODY"
 finish

@@ -87,6 +87,8 @@ static const gold cases[] = {
     /* a literal segment keeps a value the automatic rules would collapse */
     { "*/v1/2024-report/*", "https://x.y:443/v1/2024-report/7", "/v1/2024-report/*" },
     { "*/releases/12345", "https://x.y:443/releases/12345", "/releases/12345" },
+    /* a port with leading zeros is its number, however many digits */
+    { "x.y:0000443/v1/*", "https://x.y:443/v1/7", "/v1/*" },
     /* '**': the rest, zero or more segments */
     { "cdn.example.com/static/**", "https://cdn.example.com:443/static/a/b/c.png", "/static/**" },
     { "cdn.example.com/static/**", "https://cdn.example.com:443/static", "/static/**" },
