@@ -112,12 +112,6 @@ bl_err bl_blk_node_add(bl_db *db, int64_t group, int64_t parent, int64_t method_
     return done(st, sqlite3_step(st));
 }
 
-static const char *text(sqlite3_stmt *st, int i)
-{
-    const char *s = (const char *)sqlite3_column_text(st, i);
-    return s ? s : "";
-}
-
 bl_err bl_blk_groups(bl_db *db, int64_t build_id, int64_t hour_from, int64_t hour_to,
                      bl_blk_group_cb cb, void *ctx)
 {
@@ -140,10 +134,10 @@ bl_err bl_blk_groups(bl_db *db, int64_t build_id, int64_t hour_from, int64_t hou
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         bl_blk_group g = {
-            .id = sqlite3_column_int64(st, 0), .path = text(st, 1),
+            .id = sqlite3_column_int64(st, 0), .path = bl_db_text(st, 1),
             .count = sqlite3_column_int64(st, 2), .anrs = sqlite3_column_int64(st, 3),
             .max_us = sqlite3_column_int64(st, 4), .first_at = sqlite3_column_int64(st, 5),
-            .last_at = sqlite3_column_int64(st, 6), .target = text(st, 7),
+            .last_at = sqlite3_column_int64(st, 6), .target = bl_db_text(st, 7),
             .devices = sqlite3_column_int64(st, 8), .sessions = sqlite3_column_int64(st, 9),
             .sketch = sqlite3_column_blob(st, 10),
         };
@@ -168,7 +162,7 @@ bl_err bl_blk_method(bl_db *db, int64_t build_id, int64_t method_id,
     sqlite3_bind_int64(st, 2, method_id);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        bl_blk_names n = { text(st, 0), text(st, 1), text(st, 2), text(st, 3) };
+        bl_blk_names n = { bl_db_text(st, 0), bl_db_text(st, 1), bl_db_text(st, 2), bl_db_text(st, 3) };
         cb(&n, ctx);
     } else if (rc == SQLITE_DONE) {
         char name[64];
@@ -190,7 +184,7 @@ bl_err bl_blk_anr_stack(bl_db *db, int64_t group,
     sqlite3_bind_int64(st, 1, group);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
-        cb(text(st, 0), sqlite3_column_int64(st, 1), ctx);
+        cb(bl_db_text(st, 0), sqlite3_column_int64(st, 1), ctx);
     sqlite3_reset(st);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? BL_OK : BL_EIO;
 }
@@ -213,7 +207,7 @@ bl_err bl_blk_nodes(bl_db *db, int64_t build_id, int64_t group, bl_blk_node_cb c
             sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
             sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
             sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
-            { text(st, 6), text(st, 7), text(st, 8), text(st, 9) },
+            { bl_db_text(st, 6), bl_db_text(st, 7), bl_db_text(st, 8), bl_db_text(st, 9) },
         };
         if (sqlite3_column_type(st, 6) == SQLITE_NULL) {
             snprintf(name, sizeof name, "unknown method %lld", (long long)n.method_id);

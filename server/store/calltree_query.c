@@ -86,12 +86,6 @@ bl_err bl_calltree_has_children(bl_db *db, int64_t build_id, int main, int64_t p
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? BL_OK : BL_EIO;
 }
 
-static const char *text(sqlite3_stmt *st, int i)
-{
-    const char *s = (const char *)sqlite3_column_text(st, i);
-    return s ? s : "";
-}
-
 bl_err bl_calltree_method(bl_db *db, int64_t method, bl_method_cb cb, void *ctx)
 {
     sqlite3_stmt *st =
@@ -101,7 +95,7 @@ bl_err bl_calltree_method(bl_db *db, int64_t method, bl_method_cb cb, void *ctx)
     sqlite3_bind_int64(st, 1, method);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        bl_method_names m = { text(st, 0), text(st, 1), text(st, 2), text(st, 3) };
+        bl_method_names m = { bl_db_text(st, 0), bl_db_text(st, 1), bl_db_text(st, 2), bl_db_text(st, 3) };
         cb(&m, ctx);
     }
     sqlite3_reset(st);

@@ -288,3 +288,9 @@ sqlite3_stmt *bl_db_stmt(bl_db *db, const char *sql)
     }
     return st;
 }
+
+const char *bl_db_text(sqlite3_stmt *st, int i)
+{
+    const char *s = (const char *)sqlite3_column_text(st, i);
+    return s ? s : "";
+}

@@ -27,5 +27,9 @@ sqlite3_stmt *bl_db_stmt(bl_db *db, const char *sql);
  * it: BL_OK on SQLITE_DONE, else BL_EIO (message: bl_db_errmsg). */
 bl_err bl_db_step_done(sqlite3_stmt *st);
 
+/* Column i of the current row as text: "" for NULL (borrowed from the
+ * statement, valid until its next step or reset). */
+const char *bl_db_text(sqlite3_stmt *st, int i);
+
 
 #endif

@@ -138,12 +138,6 @@ bl_err bl_lch_node_add(bl_db *db, int64_t build_id, int kind, int64_t parent,
     return step_done(st); /* RETURNING's statement ends with the next step */
 }
 
-static const char *text(sqlite3_stmt *st, int i)
-{
-    const char *s = (const char *)sqlite3_column_text(st, i);
-    return s ? s : "";
-}
-
 bl_err bl_lch_kinds(bl_db *db, int64_t build_id, int kind, int64_t hour_from, int64_t hour_to,
                     int (*cb)(const bl_lch_kind *k, void *ctx), void *ctx)
 {
@@ -165,7 +159,7 @@ bl_err bl_lch_kinds(bl_db *db, int64_t build_id, int kind, int64_t hour_from, in
         bl_lch_kind k = {
             sqlite3_column_int(st, 0), sqlite3_column_int64(st, 1),
             sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
-            sqlite3_column_type(st, 4) == SQLITE_NULL ? NULL : text(st, 4),
+            sqlite3_column_type(st, 4) == SQLITE_NULL ? NULL : bl_db_text(st, 4),
         };
         if (cb(&k, ctx) != 0) {
             rc = SQLITE_DONE;
@@ -232,7 +226,7 @@ bl_err bl_lch_methods(bl_db *db, int64_t build_id, int kind, int64_t hour_from,
             sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
             sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
             sqlite3_column_int64(st, 4),
-            { text(st, 5), text(st, 6), text(st, 7), text(st, 8) },
+            { bl_db_text(st, 5), bl_db_text(st, 6), bl_db_text(st, 7), bl_db_text(st, 8) },
         };
         if (sqlite3_column_type(st, 5) == SQLITE_NULL) {
             snprintf(name, sizeof name, "unknown method %lld", (long long)m.method_id);
@@ -265,7 +259,7 @@ bl_err bl_lch_nodes(bl_db *db, int64_t build_id, int kind, bl_blk_node_cb cb, vo
             sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
             sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
             sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
-            { text(st, 6), text(st, 7), text(st, 8), text(st, 9) },
+            { bl_db_text(st, 6), bl_db_text(st, 7), bl_db_text(st, 8), bl_db_text(st, 9) },
         };
         if (sqlite3_column_type(st, 6) == SQLITE_NULL) {
             snprintf(name, sizeof name, "unknown method %lld", (long long)n.method_id);

@@ -7,12 +7,6 @@
 #include <stdio.h>
 #include "store/internal.h"
 
-static const char *text(sqlite3_stmt *st, int i)
-{
-    const char *s = (const char *)sqlite3_column_text(st, i);
-    return s ? s : "";
-}
-
 /* ---- user URL patterns ------------------------------------------------------ */
 
 bl_err bl_net_patterns_set(bl_db *db, int64_t app_id, const char *const *pats, size_t n,
@@ -47,7 +41,7 @@ static bl_err list_patterns(sqlite3_stmt *st, int (*cb)(const char *p, void *ctx
 {
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        if (cb(text(st, 0), ctx)) {
+        if (cb(bl_db_text(st, 0), ctx)) {
             rc = SQLITE_DONE;
             break;
         }
@@ -249,8 +243,8 @@ bl_err bl_net_groups(bl_db *db, int64_t build_id, int64_t hour_from, int64_t hou
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         bl_net_group g = {
-            .id = sqlite3_column_int64(st, 0), .host = text(st, 1),
-            .http_method = text(st, 2), .pattern = text(st, 3),
+            .id = sqlite3_column_int64(st, 0), .host = bl_db_text(st, 1),
+            .http_method = bl_db_text(st, 2), .pattern = bl_db_text(st, 3),
             .count = sqlite3_column_int64(st, 4), .errors = sqlite3_column_int64(st, 5),
             .max_us = sqlite3_column_int64(st, 12), .ttfb_max_us = sqlite3_column_int64(st, 13),
             .sketch = sqlite3_column_blob(st, 14),
@@ -295,7 +289,7 @@ bl_err bl_net_callers(bl_db *db, int64_t build_id, int64_t group, int64_t hour_f
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         char name[64];
         bl_net_caller c = { sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                            text(st, 2), text(st, 3), text(st, 4), text(st, 5) };
+                            bl_db_text(st, 2), bl_db_text(st, 3), bl_db_text(st, 4), bl_db_text(st, 5) };
         if (sqlite3_column_type(st, 2) == SQLITE_NULL) {
             snprintf(name, sizeof name, "unknown method %lld", (long long)c.method_id);
             c.cls = "?";
