@@ -207,12 +207,9 @@ bl_err bl_blk_nodes(bl_db *db, int64_t build_id, int64_t group, bl_blk_node_cb c
             sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
             sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
             sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
-            { bl_db_text(st, 6), bl_db_text(st, 7), bl_db_text(st, 8), bl_db_text(st, 9) },
+            { NULL, NULL, NULL, NULL },
         };
-        if (sqlite3_column_type(st, 6) == SQLITE_NULL) {
-            snprintf(name, sizeof name, "unknown method %lld", (long long)n.method_id);
-            n.names = (bl_blk_names){ "?", name, "", "" };
-        }
+        n.names = bl_db_method_names(st, 6, n.method_id, name, sizeof name);
         if (cb(&n, ctx) != 0) {
             rc = SQLITE_DONE;
             break;

@@ -294,3 +294,14 @@ const char *bl_db_text(sqlite3_stmt *st, int i)
     const char *s = (const char *)sqlite3_column_text(st, i);
     return s ? s : "";
 }
+
+bl_blk_names bl_db_method_names(sqlite3_stmt *st, int col, int64_t method_id, char *buf,
+                                size_t n)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL) {
+        snprintf(buf, n, "unknown method %lld", (long long)method_id);
+        return (bl_blk_names){ "?", buf, "", "" };
+    }
+    return (bl_blk_names){ bl_db_text(st, col), bl_db_text(st, col + 1), bl_db_text(st, col + 2),
+                           bl_db_text(st, col + 3) };
+}

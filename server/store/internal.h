@@ -8,6 +8,7 @@
 #define BL_STORE_INTERNAL_H
 
 #include <sqlite3.h>
+#include "store/blocks.h"
 #include "store/db.h"
 
 /* The connection's SQLite handle (owned by the bl_db). */
@@ -30,6 +31,13 @@ bl_err bl_db_step_done(sqlite3_stmt *st);
 /* Column i of the current row as text: "" for NULL (borrowed from the
  * statement, valid until its next step or reset). */
 const char *bl_db_text(sqlite3_stmt *st, int i);
+
+/* A method's names from columns col..col+3 (class, name, descriptor,
+ * source file, of a LEFT JOIN on methods); a NULL class (no methods row)
+ * gives the placeholders of bl_blk_names, "unknown method N" written into
+ * buf (the caller's, at least 64 bytes, as long as the names are used). */
+bl_blk_names bl_db_method_names(sqlite3_stmt *st, int col, int64_t method_id, char *buf,
+                                size_t n);
 
 
 #endif

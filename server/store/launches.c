@@ -226,12 +226,9 @@ bl_err bl_lch_methods(bl_db *db, int64_t build_id, int kind, int64_t hour_from,
             sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
             sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
             sqlite3_column_int64(st, 4),
-            { bl_db_text(st, 5), bl_db_text(st, 6), bl_db_text(st, 7), bl_db_text(st, 8) },
+            { NULL, NULL, NULL, NULL },
         };
-        if (sqlite3_column_type(st, 5) == SQLITE_NULL) {
-            snprintf(name, sizeof name, "unknown method %lld", (long long)m.method_id);
-            m.names = (bl_blk_names){ "?", name, "", "" };
-        }
+        m.names = bl_db_method_names(st, 5, m.method_id, name, sizeof name);
         if (cb(&m, ctx) != 0) {
             rc = SQLITE_DONE;
             break;
@@ -259,12 +256,9 @@ bl_err bl_lch_nodes(bl_db *db, int64_t build_id, int kind, bl_blk_node_cb cb, vo
             sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
             sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
             sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
-            { bl_db_text(st, 6), bl_db_text(st, 7), bl_db_text(st, 8), bl_db_text(st, 9) },
+            { NULL, NULL, NULL, NULL },
         };
-        if (sqlite3_column_type(st, 6) == SQLITE_NULL) {
-            snprintf(name, sizeof name, "unknown method %lld", (long long)n.method_id);
-            n.names = (bl_blk_names){ "?", name, "", "" };
-        }
+        n.names = bl_db_method_names(st, 6, n.method_id, name, sizeof name);
         if (cb(&n, ctx) != 0) {
             rc = SQLITE_DONE;
             break;
