@@ -1,5 +1,9 @@
 # Writes a C file with the SQL migrations as string literals, in file order.
-#   cmake -DOUT=... -DDIR=... -P embed_sql.cmake
+#   cmake -DOUT=... -DDIR=... [-DVAR=bl_pg_migrations] -P embed_sql.cmake
+# VAR names the array (bl_migrations, SQLite's, by default).
+if(NOT VAR)
+  set(VAR bl_migrations)
+endif()
 file(GLOB files ${DIR}/[0-9][0-9][0-9][0-9]_*.sql)
 list(SORT files)
 # A migration's version is its position (PRAGMA user_version, store/db.c):
@@ -16,7 +20,7 @@ foreach(f ${files})
     message(FATAL_ERROR "schema/migrations: ${base} is migration ${pos}; its number must be ${pos} (no gaps, no duplicates)")
   endif()
 endforeach()
-set(body "/* Generated from schema/migrations by cmake/embed_sql.cmake. */\n#include <stddef.h>\nconst char *const bl_migrations[] = {\n")
+set(body "/* Generated from ${DIR} by cmake/embed_sql.cmake. */\n#include <stddef.h>\nconst char *const ${VAR}[] = {\n")
 foreach(f ${files})
   file(READ ${f} hex HEX)
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "\\\\x\\1" esc "${hex}")

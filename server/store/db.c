@@ -1,7 +1,9 @@
 /*
- * db.c — SQLite connection, migrations and statement cache (see db.h).
+ * db.c — the store's connection on SQLite or PostgreSQL: opening,
+ * migrations, transactions (see db.h); statements are in stmt.c.
  */
 #include "store/db.h"
+#include "store/conn.h"
 #include "store/internal.h"
 
 #include "store/sqlfuncs.h"
@@ -15,10 +17,7 @@
 #include <unistd.h>
 
 extern const char *const bl_migrations[];
-
-/* statements cached per connection: every distinct SQL text of the store
- * (about 45 on the busiest connection today) */
-#define STMT_CACHE 256
+extern const char *const bl_pg_migrations[];
 /* Page size of a new database (an existing one keeps its own). 16 KiB
  * rather than SQLite's 4 KiB: a method-hour row's percentile sketch is a few
  * KB, and a row of a WITHOUT ROWID table keeps only about a quarter of a
@@ -27,15 +26,6 @@ extern const char *const bl_migrations[];
 #define BL_DB_PAGE_SIZE 16384
 #define BL_STR_(x) #x
 #define BL_STR(x) BL_STR_(x)
-
-struct bl_db {
-    sqlite3 *h;
-    int readonly;
-    struct {
-        const char *sql;
-        sqlite3_stmt *st;
-    } cache[STMT_CACHE];
-};
 
 int bl_db_schema_version(void)
 {
@@ -54,12 +44,21 @@ int64_t bl_now_us(void)
 
 bl_err bl_db_exec(bl_db *db, const char *sql)
 {
+    if (db->pg) {
+        PGresult *r = PQexec(db->pg, sql);
+        ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+        int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+        if (!ok)
+            bl_db_set_pg_error(db, NULL, r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg));
+        PQclear(r);
+        return ok ? BL_OK : BL_EIO;
+    }
     return sqlite3_exec(db->h, sql, NULL, NULL, NULL) == SQLITE_OK ? BL_OK : BL_EIO;
 }
 
 bl_err bl_db_begin(bl_db *db)
 {
-    return bl_db_exec(db, "BEGIN IMMEDIATE");
+    return bl_db_exec(db, db->pg ? "BEGIN" : "BEGIN IMMEDIATE");
 }
 
 bl_err bl_db_commit(bl_db *db)
@@ -74,7 +73,8 @@ void bl_db_rollback(bl_db *db)
 
 bl_err bl_db_read_begin(bl_db *db)
 {
-    return bl_db_exec(db, "BEGIN DEFERRED");
+    return bl_db_exec(db, db->pg ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+                                 : "BEGIN DEFERRED");
 }
 
 void bl_db_read_end(bl_db *db)
@@ -85,26 +85,32 @@ void bl_db_read_end(bl_db *db)
 
 const char *bl_db_errmsg(bl_db *db)
 {
+    if (db->pg)
+        return db->err[0] ? db->err : PQerrorMessage(db->pg);
     return sqlite3_errmsg(db->h);
 }
 
 bl_err bl_db_ping(bl_db *db)
 {
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT count(*) FROM apps");
+    bl_st *st = bl_st_get(db, "SELECT count(*) FROM apps");
     if (!st)
         return BL_EIO;
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW ? BL_OK : BL_EIO;
+    int rc = bl_st_step(st);
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : BL_EIO;
 }
 
 bl_err bl_db_writer_memory(bl_db *db)
 {
+    if (db->pg)
+        return BL_OK;
     return bl_db_exec(db, "PRAGMA cache_size = -" BL_STR(BL_DB_WRITER_CACHE_KIB));
 }
 
 bl_err bl_db_no_autocheckpoint(bl_db *db)
 {
+    if (db->pg)
+        return BL_OK;
     /* the WAL file is cut back to 64 MiB when the writer starts it over
      * after a checkpoint (else it keeps the size of the biggest transaction) */
     bl_err e = bl_db_exec(db, "PRAGMA wal_autocheckpoint = 0");
@@ -113,17 +119,23 @@ bl_err bl_db_no_autocheckpoint(bl_db *db)
 
 bl_err bl_db_checkpoint(bl_db *db)
 {
+    if (db->pg)
+        return BL_OK;
     int rc = sqlite3_wal_checkpoint_v2(db->h, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     return rc == SQLITE_OK || rc == SQLITE_BUSY ? BL_OK : BL_EIO;
 }
 
 bl_err bl_db_defer_sync(bl_db *db)
 {
+    if (db->pg)
+        return BL_OK;
     return bl_db_exec(db, "PRAGMA synchronous = NORMAL");
 }
 
 bl_err bl_db_sync_wal(bl_db *db)
 {
+    if (db->pg)
+        return BL_OK;
     const char *wal = sqlite3_filename_wal(sqlite3_db_filename(db->h, "main"));
     if (!wal || !*wal) {
         errno = ENOENT;
@@ -141,6 +153,8 @@ bl_err bl_db_sync_wal(bl_db *db)
 
 bl_err bl_db_bound_memory(bl_db *db)
 {
+    if (db->pg)
+        return BL_OK;
     return bl_db_exec(db, "PRAGMA cache_size = -2048; PRAGMA temp_store = FILE");
 }
 
@@ -186,9 +200,132 @@ static bl_err migrate(sqlite3 *h, char *errbuf, size_t errlen)
     return BL_OK;
 }
 
+int bl_db_url_is_pg(const char *url)
+{
+    return url && (!strncmp(url, "postgresql://", 13) || !strncmp(url, "postgres://", 11));
+}
+
+int bl_db_pg_schema_version(void)
+{
+    int n = 0;
+    while (bl_pg_migrations[n])
+        n++;
+    return n;
+}
+
+/* libpq's notices (CREATE … IF NOT EXISTS on an existing table, …) are not
+ * errors: dropped instead of printed on stderr */
+static void pg_quiet(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+/* One number that the migrating connections of every node agree on, for
+ * pg_advisory_lock: "BEAT" "LINE" in ASCII. */
+#define PG_MIGRATION_LOCK "4881586592"
+
+/* The schema version recorded in beatline_schema, -1 on error. */
+static int pg_version(bl_db *db)
+{
+    PGresult *r = PQexec(db->pg, "SELECT coalesce(max(version), 0) FROM beatline_schema");
+    int v = -1;
+    if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        v = atoi(PQgetvalue(r, 0, 0));
+    else
+        bl_db_set_pg_error(db, NULL, r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg));
+    PQclear(r);
+    return v;
+}
+
+/* Applies schema/pg migrations not yet applied, one transaction each,
+ * under an advisory lock so that nodes starting together migrate once. */
+static bl_err pg_migrate(bl_db *db, char *errbuf, size_t errlen)
+{
+    if (bl_db_exec(db, "SELECT pg_advisory_lock(" PG_MIGRATION_LOCK ")") ||
+        bl_db_exec(db, "CREATE TABLE IF NOT EXISTS beatline_schema (version integer PRIMARY KEY, "
+                       "applied_at bigint NOT NULL)")) {
+        snprintf(errbuf, errlen, "cannot prepare migrations: %s", bl_db_errmsg(db));
+        return BL_EIO;
+    }
+    bl_err err = BL_OK;
+    int have = pg_version(db), want = bl_db_pg_schema_version();
+    if (have < 0) {
+        snprintf(errbuf, errlen, "cannot read schema version: %s", bl_db_errmsg(db));
+        err = BL_EIO;
+    } else if (have > want) {
+        snprintf(errbuf, errlen, "database schema %d is newer than this program (%d)", have,
+                 want);
+        err = BL_EVERSION;
+    }
+    for (int i = have; !err && i < want; i++) {
+        char ver[128];
+        snprintf(ver, sizeof ver, "INSERT INTO beatline_schema VALUES (%d, %lld)", i + 1,
+                 (long long)bl_now_us());
+        if (bl_db_exec(db, "BEGIN") || bl_db_exec(db, bl_pg_migrations[i]) ||
+            bl_db_exec(db, ver) || bl_db_exec(db, "COMMIT")) {
+            snprintf(errbuf, errlen, "migration %d failed: %s", i + 1, bl_db_errmsg(db));
+            (void)bl_db_exec(db, "ROLLBACK");
+            err = BL_EIO;
+        }
+    }
+    (void)bl_db_exec(db, "SELECT pg_advisory_unlock(" PG_MIGRATION_LOCK ")");
+    return err;
+}
+
+static bl_err pg_open(const char *url, int readonly, bl_db **out, char *errbuf, size_t errlen)
+{
+    bl_db *db = calloc(1, sizeof *db);
+    if (!db) {
+        snprintf(errbuf, errlen, "out of memory");
+        return BL_ENOMEM;
+    }
+    db->readonly = readonly;
+    db->pg = PQconnectdb(url);
+    if (!db->pg || PQstatus(db->pg) != CONNECTION_OK) {
+        /* libpq's message names host and port, never the password */
+        snprintf(errbuf, errlen, "PostgreSQL: %s",
+                 db->pg ? PQerrorMessage(db->pg) : "out of memory");
+        size_t n = strlen(errbuf);
+        while (n > 0 && errbuf[n - 1] == '\n')
+            errbuf[--n] = 0;
+        bl_db_close(db);
+        return BL_EIO;
+    }
+    PQsetNoticeProcessor(db->pg, pg_quiet, NULL);
+    bl_err err = BL_OK;
+    if (bl_db_exec(db, "SET client_min_messages = warning") ||
+        bl_db_exec(db, "SET TIME ZONE 'UTC'")) {
+        snprintf(errbuf, errlen, "PostgreSQL: %s", bl_db_errmsg(db));
+        err = BL_EIO;
+    } else if (!readonly) {
+        err = pg_migrate(db, errbuf, errlen);
+    } else {
+        int v = pg_version(db);
+        if (v != bl_db_pg_schema_version()) {
+            snprintf(errbuf, errlen, "PostgreSQL: schema version %d, this program needs %d", v,
+                     bl_db_pg_schema_version());
+            err = BL_EVERSION;
+        } else if (bl_db_exec(db, "SET default_transaction_read_only = on")) {
+            snprintf(errbuf, errlen, "PostgreSQL: %s", bl_db_errmsg(db));
+            err = BL_EIO;
+        }
+    }
+    if (err) {
+        bl_db_close(db);
+        return err;
+    }
+    *out = db;
+    return BL_OK;
+}
+
 bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, size_t errlen)
 {
     *out = NULL;
+    if (bl_db_url_is_pg(path))
+        return pg_open(path, readonly, out, errbuf, errlen);
+    if (!strncmp(path, "sqlite:", 7))
+        path += 7;
     bl_db *db = calloc(1, sizeof *db);
     if (!db) {
         snprintf(errbuf, errlen, "out of memory");
@@ -228,10 +365,7 @@ bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, siz
         }
     }
     if (err) {
-        for (int i = 0; i < STMT_CACHE; i++)
-            sqlite3_finalize(db->cache[i].st);
-        sqlite3_close(db->h);
-        free(db);
+        bl_db_close(db);
         return err;
     }
     *out = db;
@@ -242,9 +376,11 @@ void bl_db_close(bl_db *db)
 {
     if (!db)
         return;
-    for (int i = 0; i < STMT_CACHE; i++)
-        sqlite3_finalize(db->cache[i].st);
+    for (int i = 0; i < BL_STMT_CACHE; i++)
+        bl_st_free(db->cache[i].st);
     sqlite3_close(db->h);
+    if (db->pg)
+        PQfinish(db->pg);
     free(db);
 }
 
@@ -262,31 +398,8 @@ sqlite3 *bl_db_handle(bl_db *db)
 
 sqlite3_stmt *bl_db_stmt(bl_db *db, const char *sql)
 {
-    int free_slot = -1;
-    for (int i = 0; i < STMT_CACHE; i++) {
-        if (db->cache[i].sql == sql) {
-            sqlite3_reset(db->cache[i].st);
-            sqlite3_clear_bindings(db->cache[i].st);
-            return db->cache[i].st;
-        }
-        if (!db->cache[i].sql && free_slot < 0)
-            free_slot = i;
-    }
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK)
-        return NULL;
-    if (free_slot >= 0) {
-        db->cache[free_slot].sql = sql;
-        db->cache[free_slot].st = st;
-    } else {
-        /* cache full: never evicted (a caller may be stepping any cached
-         * statement); refused, loudly: STMT_CACHE must grow */
-        sqlite3_finalize(st);
-        fprintf(stderr, "beatline-server: the statement cache (%d) is full; not prepared: %.80s\n",
-                STMT_CACHE, sql);
-        return NULL;
-    }
-    return st;
+    bl_st *st = bl_st_get(db, sql);
+    return st ? bl_st_sqlite(st) : NULL;
 }
 
 const char *bl_db_text(sqlite3_stmt *st, int i)

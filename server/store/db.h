@@ -30,6 +30,23 @@ typedef struct bl_db bl_db;
 bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, size_t errlen);
 void bl_db_close(bl_db *db);
 
+/*
+ * The store URL (issue 19, `--store URL`): `sqlite:PATH` or a plain path is
+ * the embedded SQLite database above; `postgresql://…` or `postgres://…` (a
+ * libpq connection URI, https://www.postgresql.org/docs/15/libpq-connect.html
+ * §34.1.1) connects to PostgreSQL, whose schema comes from
+ * schema/pg/NNNN_*.sql (applied in order by a writable connection, under an
+ * advisory lock so that nodes starting together migrate once; the version is
+ * the table beatline_schema). bl_db_open takes either form. A read-only
+ * PostgreSQL connection sets default_transaction_read_only. The pragma-like
+ * calls below (memory bounds, checkpoints, deferred sync) are SQLite's and
+ * return BL_OK without effect on PostgreSQL, whose commits are durable when
+ * they return (synchronous_commit on).
+ */
+int bl_db_url_is_pg(const char *url);
+/* Schema version of the PostgreSQL schema this program writes. */
+int bl_db_pg_schema_version(void);
+
 /* Schema version this program writes (number of migrations). */
 int bl_db_schema_version(void);
 

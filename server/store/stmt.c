@@ -1,0 +1,495 @@
+/*
+ * stmt.c — prepared statements on SQLite or PostgreSQL (see stmt.h).
+ */
+#include "store/stmt.h"
+#include "store/conn.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* a decoded bytea column of the current row (PostgreSQL) */
+typedef struct {
+    unsigned char *p; /* owned */
+    size_t n, cap;
+    int row; /* row it was decoded for, -1 none */
+} colbuf;
+
+struct bl_st {
+    bl_db *db; /* the connection that owns the statement */
+    sqlite3_stmt *sq; /* SQLite backend (owned) */
+    /* PostgreSQL backend */
+    char *sql; /* the text with $n parameters (owned) */
+    char name[16];
+    int prepared;
+    int np;          /* number of parameters */
+    const char **pv; /* values (NULL: SQL NULL); owned array, values borrowed or in pbuf */
+    int *pl, *pf;    /* lengths and formats (1: binary, blobs) */
+    char **pbuf;     /* per-parameter text buffers (owned) */
+    size_t *pcap;
+    PGresult *res; /* owned, NULL before the run */
+    int row, nrows;
+    int64_t changes;
+    colbuf *cb; /* per result column, grown on demand (owned) */
+    int ncb;
+};
+
+int bl_db_is_pg(const bl_db *db)
+{
+    return db->pg != NULL;
+}
+
+sqlite3_stmt *bl_st_sqlite(bl_st *st)
+{
+    return st->sq;
+}
+
+void bl_db_set_pg_error(bl_db *db, const char *what, const char *msg)
+{
+    size_t n = msg ? strlen(msg) : 0;
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        n--;
+    snprintf(db->err, sizeof db->err, "%s%s%.*s", what ? what : "", what && n ? ": " : "",
+             (int)n, msg ? msg : "");
+}
+
+/* `sql` with each parameter outside quotes replaced by PostgreSQL's form:
+ * `?NNN` by `$NNN`, a bare `?` by the number after the largest so far (as
+ * SQLite numbers them); *np the largest number. */
+static char *pg_rewrite(const char *sql, int *np)
+{
+    size_t n = strlen(sql), q = 0;
+    for (size_t i = 0; i < n; i++)
+        q += sql[i] == '?';
+    char *out = malloc(n + q * 6 + 1);
+    if (!out)
+        return NULL;
+    char *o = out;
+    char quote = 0;
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = sql[i];
+        if (quote) {
+            if (c == quote)
+                quote = 0;
+            *o++ = c;
+        } else if (c == '\'' || c == '"') {
+            quote = c;
+            *o++ = c;
+        } else if (c == '?') {
+            if (sql[i + 1] >= '0' && sql[i + 1] <= '9') {
+                int num = 0;
+                while (sql[i + 1] >= '0' && sql[i + 1] <= '9' && num < 100000)
+                    num = num * 10 + (sql[++i] - '0');
+                o += sprintf(o, "$%d", num);
+                if (num > k)
+                    k = num;
+            } else {
+                o += sprintf(o, "$%d", ++k);
+            }
+        } else {
+            *o++ = c;
+        }
+    }
+    *o = 0;
+    *np = k;
+    return out;
+}
+
+static bl_st *st_new_pg(bl_db *db, const char *sql)
+{
+    bl_st *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    st->db = db;
+    st->row = -1;
+    st->sql = pg_rewrite(sql, &st->np);
+    int n = st->np ? st->np : 1;
+    st->pv = calloc((size_t)n, sizeof *st->pv);
+    st->pl = calloc((size_t)n, sizeof *st->pl);
+    st->pf = calloc((size_t)n, sizeof *st->pf);
+    st->pbuf = calloc((size_t)n, sizeof *st->pbuf);
+    st->pcap = calloc((size_t)n, sizeof *st->pcap);
+    if (!st->sql || !st->pv || !st->pl || !st->pf || !st->pbuf || !st->pcap) {
+        bl_st_free(st);
+        return NULL;
+    }
+    snprintf(st->name, sizeof st->name, "bl%u", db->next_name++);
+    return st;
+}
+
+void bl_st_free(bl_st *st)
+{
+    if (!st)
+        return;
+    sqlite3_finalize(st->sq);
+    PQclear(st->res);
+    for (int i = 0; i < st->np; i++)
+        free(st->pbuf[i]);
+    for (int i = 0; i < st->ncb; i++)
+        free(st->cb[i].p);
+    free(st->cb);
+    free(st->pbuf);
+    free(st->pcap);
+    free(st->pv);
+    free(st->pl);
+    free(st->pf);
+    free(st->sql);
+    free(st);
+}
+
+static void pg_clear_bindings(bl_st *st)
+{
+    for (int i = 0; i < st->np; i++) {
+        st->pv[i] = NULL;
+        st->pl[i] = 0;
+        st->pf[i] = 0;
+    }
+}
+
+bl_st *bl_st_get2(bl_db *db, const char *sqlite_sql, const char *pg_sql)
+{
+    int free_slot = -1;
+    for (int i = 0; i < BL_STMT_CACHE; i++) {
+        if (db->cache[i].key == sqlite_sql) {
+            bl_st *st = db->cache[i].st;
+            if (st->sq) {
+                sqlite3_reset(st->sq);
+                sqlite3_clear_bindings(st->sq);
+            } else {
+                bl_st_reset(st);
+                pg_clear_bindings(st);
+            }
+            return st;
+        }
+        if (!db->cache[i].key && free_slot < 0)
+            free_slot = i;
+    }
+    if (free_slot < 0) {
+        /* never evicted (a caller may be stepping any cached statement);
+         * refused, loudly: BL_STMT_CACHE must grow */
+        fprintf(stderr, "beatline-server: the statement cache (%d) is full; not prepared: %.80s\n",
+                BL_STMT_CACHE, sqlite_sql);
+        if (db->pg)
+            bl_db_set_pg_error(db, "statement cache full", NULL);
+        return NULL;
+    }
+    bl_st *st;
+    if (db->pg) {
+        st = st_new_pg(db, pg_sql);
+        if (!st) {
+            bl_db_set_pg_error(db, "out of memory", NULL);
+            return NULL;
+        }
+    } else {
+        st = calloc(1, sizeof *st);
+        if (!st)
+            return NULL;
+        st->db = db;
+        if (sqlite3_prepare_v3(db->h, sqlite_sql, -1, SQLITE_PREPARE_PERSISTENT, &st->sq,
+                               NULL) != SQLITE_OK) {
+            free(st);
+            return NULL;
+        }
+    }
+    db->cache[free_slot].key = sqlite_sql;
+    db->cache[free_slot].st = st;
+    return st;
+}
+
+bl_st *bl_st_get(bl_db *db, const char *sql)
+{
+    return bl_st_get2(db, sql, sql);
+}
+
+/* PostgreSQL: parameter i's own text buffer holding s[0..n) and a NUL. */
+static void pg_bind_text(bl_st *st, int i, const char *s, size_t n)
+{
+    if (i < 1 || i > st->np)
+        return;
+    i--;
+    if (st->pcap[i] < n + 1) {
+        size_t cap = n + 1 < 32 ? 32 : n + 1;
+        char *p = realloc(st->pbuf[i], cap);
+        if (!p) {
+            /* the run fails with this message rather than sending NULL */
+            st->pv[i] = NULL;
+            st->pf[i] = -1;
+            return;
+        }
+        st->pbuf[i] = p;
+        st->pcap[i] = cap;
+    }
+    memcpy(st->pbuf[i], s, n);
+    st->pbuf[i][n] = 0;
+    st->pv[i] = st->pbuf[i];
+    st->pl[i] = (int)n;
+    st->pf[i] = 0;
+}
+
+void bl_st_int64(bl_st *st, int i, int64_t v)
+{
+    if (st->sq) {
+        sqlite3_bind_int64(st->sq, i, v);
+        return;
+    }
+    char b[24];
+    int n = snprintf(b, sizeof b, "%lld", (long long)v);
+    pg_bind_text(st, i, b, (size_t)n);
+}
+
+void bl_st_double(bl_st *st, int i, double v)
+{
+    if (st->sq) {
+        sqlite3_bind_double(st->sq, i, v);
+        return;
+    }
+    char b[40];
+    int n = snprintf(b, sizeof b, "%.17g", v);
+    pg_bind_text(st, i, b, (size_t)n);
+}
+
+void bl_st_text(bl_st *st, int i, const char *s, int len)
+{
+    if (st->sq) {
+        sqlite3_bind_text(st->sq, i, s, len, SQLITE_TRANSIENT);
+        return;
+    }
+    if (!s) {
+        bl_st_null(st, i);
+        return;
+    }
+    pg_bind_text(st, i, s, len < 0 ? strlen(s) : (size_t)len);
+}
+
+void bl_st_blob(bl_st *st, int i, const void *p, size_t n)
+{
+    if (st->sq) {
+        sqlite3_bind_blob64(st->sq, i, p ? p : "", (sqlite3_uint64)n, SQLITE_STATIC);
+        return;
+    }
+    if (i < 1 || i > st->np)
+        return;
+    st->pv[i - 1] = p ? p : "";
+    st->pl[i - 1] = (int)n;
+    st->pf[i - 1] = 1;
+}
+
+void bl_st_null(bl_st *st, int i)
+{
+    if (st->sq) {
+        sqlite3_bind_null(st->sq, i);
+        return;
+    }
+    if (i < 1 || i > st->np)
+        return;
+    st->pv[i - 1] = NULL;
+    st->pl[i - 1] = 0;
+    st->pf[i - 1] = 0;
+}
+
+static int pg_run(bl_st *st)
+{
+    bl_db *db = st->db;
+    for (int i = 0; i < st->np; i++)
+        if (st->pf[i] < 0) {
+            bl_db_set_pg_error(db, "out of memory binding a parameter", NULL);
+            return BL_ST_ERROR;
+        }
+    if (!st->prepared) {
+        PGresult *r = PQprepare(db->pg, st->name, st->sql, st->np, NULL);
+        int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+        if (!ok)
+            bl_db_set_pg_error(db, "prepare", r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg));
+        PQclear(r);
+        if (!ok)
+            return BL_ST_ERROR;
+        st->prepared = 1;
+    }
+    PGresult *r = PQexecPrepared(db->pg, st->name, st->np, st->pv, st->pl, st->pf, 0);
+    ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
+        bl_db_set_pg_error(db, NULL, r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg));
+        PQclear(r);
+        return BL_ST_ERROR;
+    }
+    st->res = r;
+    st->nrows = s == PGRES_TUPLES_OK ? PQntuples(r) : 0;
+    const char *ct = PQcmdTuples(r);
+    st->changes = ct && *ct ? strtoll(ct, NULL, 10) : 0;
+    st->row = -1;
+    return BL_ST_DONE;
+}
+
+int bl_st_step(bl_st *st)
+{
+    if (st->sq) {
+        int rc = sqlite3_step(st->sq);
+        return rc == SQLITE_ROW ? BL_ST_ROW : rc == SQLITE_DONE ? BL_ST_DONE : BL_ST_ERROR;
+    }
+    if (!st->res && pg_run(st) != BL_ST_DONE)
+        return BL_ST_ERROR;
+    if (st->row < st->nrows)
+        st->row++;
+    return st->row < st->nrows ? BL_ST_ROW : BL_ST_DONE;
+}
+
+bl_err bl_st_done(bl_st *st)
+{
+    int rc = bl_st_step(st);
+    bl_st_reset(st);
+    return rc == BL_ST_DONE ? BL_OK : BL_EIO;
+}
+
+void bl_st_reset(bl_st *st)
+{
+    if (st->sq) {
+        sqlite3_reset(st->sq);
+        return;
+    }
+    PQclear(st->res);
+    st->res = NULL;
+    st->row = -1;
+    st->nrows = 0;
+    for (int i = 0; i < st->ncb; i++)
+        st->cb[i].row = -1;
+}
+
+int64_t bl_st_changes(bl_st *st)
+{
+    if (st->sq)
+        return sqlite3_changes64(sqlite3_db_handle(st->sq));
+    return st->changes;
+}
+
+/* PostgreSQL: the current row's value of column i, NULL for NULL or out of range. */
+static const char *pg_val(bl_st *st, int i)
+{
+    if (!st->res || st->row < 0 || st->row >= st->nrows || i < 0 || i >= PQnfields(st->res) ||
+        PQgetisnull(st->res, st->row, i))
+        return NULL;
+    return PQgetvalue(st->res, st->row, i);
+}
+
+int bl_st_is_null(bl_st *st, int i)
+{
+    if (st->sq)
+        return sqlite3_column_type(st->sq, i) == SQLITE_NULL;
+    return pg_val(st, i) == NULL;
+}
+
+int64_t bl_st_col_int64(bl_st *st, int i)
+{
+    if (st->sq)
+        return sqlite3_column_int64(st->sq, i);
+    const char *v = pg_val(st, i);
+    if (!v)
+        return 0;
+    if (v[0] == 't' && !v[1])
+        return 1;
+    if (v[0] == 'f' && !v[1])
+        return 0;
+    errno = 0;
+    long long x = strtoll(v, NULL, 10); /* saturates (ERANGE) past int64 */
+    return (int64_t)x;
+}
+
+double bl_st_col_double(bl_st *st, int i)
+{
+    if (st->sq)
+        return sqlite3_column_double(st->sq, i);
+    const char *v = pg_val(st, i);
+    return v ? strtod(v, NULL) : 0.0;
+}
+
+const char *bl_st_col_text(bl_st *st, int i)
+{
+    if (st->sq)
+        return (const char *)sqlite3_column_text(st->sq, i);
+    return pg_val(st, i);
+}
+
+const char *bl_st_col_str(bl_st *st, int i)
+{
+    const char *s = bl_st_col_text(st, i);
+    return s ? s : "";
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* PostgreSQL: column i decoded from bytea's hex text form ("\x…") into its
+ * buffer; text of another form is returned as it is. NULL for NULL. */
+static colbuf *pg_blob(bl_st *st, int i, const char **raw, size_t *rawn)
+{
+    const char *v = pg_val(st, i);
+    *raw = v;
+    *rawn = v ? strlen(v) : 0;
+    if (!v || v[0] != '\\' || v[1] != 'x')
+        return NULL;
+    if (i >= st->ncb) {
+        int n = PQnfields(st->res);
+        colbuf *cb = realloc(st->cb, (size_t)n * sizeof *cb);
+        if (!cb)
+            return NULL;
+        for (int k = st->ncb; k < n; k++)
+            cb[k] = (colbuf){ NULL, 0, 0, -1 };
+        st->cb = cb;
+        st->ncb = n;
+    }
+    colbuf *b = &st->cb[i];
+    if (b->row == st->row)
+        return b;
+    size_t hex = *rawn - 2, n = hex / 2;
+    if (b->cap < n + 1) {
+        unsigned char *p = realloc(b->p, n + 1);
+        if (!p)
+            return NULL;
+        b->p = p;
+        b->cap = n + 1;
+    }
+    for (size_t k = 0; k < n; k++) {
+        int hi = hexval((unsigned char)v[2 + 2 * k]), lo = hexval((unsigned char)v[3 + 2 * k]);
+        if (hi < 0 || lo < 0)
+            return NULL;
+        b->p[k] = (unsigned char)(hi << 4 | lo);
+    }
+    b->p[n] = 0;
+    b->n = n;
+    b->row = st->row;
+    return b;
+}
+
+const void *bl_st_col_blob(bl_st *st, int i)
+{
+    if (st->sq)
+        return sqlite3_column_blob(st->sq, i);
+    const char *raw;
+    size_t rawn;
+    colbuf *b = pg_blob(st, i, &raw, &rawn);
+    if (b)
+        return b->p;
+    return raw && raw[0] == '\\' && raw[1] == 'x' ? NULL : raw;
+}
+
+size_t bl_st_col_bytes(bl_st *st, int i)
+{
+    if (st->sq)
+        return (size_t)sqlite3_column_bytes(st->sq, i);
+    const char *raw;
+    size_t rawn;
+    colbuf *b = pg_blob(st, i, &raw, &rawn);
+    if (b)
+        return b->n;
+    return raw && raw[0] == '\\' && raw[1] == 'x' ? 0 : rawn;
+}
