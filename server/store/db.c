@@ -48,8 +48,11 @@ bl_err bl_db_exec(bl_db *db, const char *sql)
         PGresult *r = PQexec(db->pg, sql);
         ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
         int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
-        if (!ok)
-            bl_db_set_pg_error(db, NULL, r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg));
+        if (!ok) {
+            const char *m = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+            bl_db_set_pg_error(db, NULL,
+                               m ? m : r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg));
+        }
         PQclear(r);
         return ok ? BL_OK : BL_EIO;
     }

@@ -290,6 +290,14 @@ void bl_st_null(bl_st *st, int i)
     st->pf[i - 1] = 0;
 }
 
+/* The primary message of a failed result ("column \"x\" does not exist"),
+ * or the connection's message when there is no result. */
+static const char *pg_msg(bl_db *db, const PGresult *r)
+{
+    const char *m = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    return m ? m : r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg);
+}
+
 static int pg_run(bl_st *st)
 {
     bl_db *db = st->db;
@@ -302,7 +310,7 @@ static int pg_run(bl_st *st)
         PGresult *r = PQprepare(db->pg, st->name, st->sql, st->np, NULL);
         int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
         if (!ok)
-            bl_db_set_pg_error(db, "prepare", r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg));
+            bl_db_set_pg_error(db, "prepare", pg_msg(db, r));
         PQclear(r);
         if (!ok)
             return BL_ST_ERROR;
@@ -311,7 +319,7 @@ static int pg_run(bl_st *st)
     PGresult *r = PQexecPrepared(db->pg, st->name, st->np, st->pv, st->pl, st->pf, 0);
     ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
-        bl_db_set_pg_error(db, NULL, r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg));
+        bl_db_set_pg_error(db, NULL, pg_msg(db, r));
         PQclear(r);
         return BL_ST_ERROR;
     }
