@@ -240,7 +240,14 @@ static int q_tick(bl_processor *p, double *next_renew, claimed *c, unsigned *err
     double now = pr_mono_s();
     if (now >= *next_renew) {
         int64_t n;
-        if (bl_queue_renew(p->q_db, p->node, Q_LEASE_US, &n) != BL_OK)
+        const char **u = malloc((p->n_bodies ? p->n_bodies : 1) * sizeof *u);
+        if (!u)
+            return 0; /* tried again at the next tick */
+        for (size_t i = 0; i < p->n_bodies; i++)
+            u[i] = p->bodies[i]->uuid;
+        bl_err re = bl_queue_renew(p->q_db, p->node, Q_LEASE_US, u, p->n_bodies, &n);
+        free(u);
+        if (re == BL_EIO)
             goto sql_err;
         *next_renew = now + Q_RENEW_S;
     }

@@ -157,18 +157,41 @@ bl_err bl_queue_pending_keys(bl_db *db, int64_t *keys, size_t max, size_t *n)
     return rc == BL_ST_ERROR ? BL_EIO : BL_OK;
 }
 
-bl_err bl_queue_renew(bl_db *db, const char *node, int64_t lease_us, int64_t *n)
+bl_err bl_queue_renew(bl_db *db, const char *node, int64_t lease_us,
+                      const char *const *uuids, size_t n_uuids, int64_t *n)
 {
     *n = 0;
     if (!bl_db_is_pg(db))
         return BL_EINVAL;
+    if (!n_uuids)
+        return BL_OK;
+    /* "{u1,u2,…}": canonical UUIDs need no quoting */
+    char *arr = malloc(n_uuids * 37 + 3);
+    if (!arr)
+        return BL_ENOMEM;
+    size_t o = 0;
+    arr[o++] = '{';
+    for (size_t i = 0; i < n_uuids; i++) {
+        if (i)
+            arr[o++] = ',';
+        size_t l = strnlen(uuids[i], 36);
+        memcpy(arr + o, uuids[i], l);
+        o += l;
+    }
+    arr[o++] = '}';
+    arr[o] = '\0';
     bl_st *st = bl_st_get(db, "UPDATE raw_batches SET lease_until = " NOW_US
                               " + CAST(?2 AS bigint) "
-                              "WHERE lease_owner = CAST(?1 AS text) AND failed_at IS NULL");
-    if (!st)
+                              "WHERE lease_owner = CAST(?1 AS text) AND failed_at IS NULL "
+                              "AND batch_id = ANY (CAST(?3 AS text[]))");
+    if (!st) {
+        free(arr);
         return BL_EIO;
+    }
     bl_st_text(st, 1, node, -1);
     bl_st_int64(st, 2, lease_us);
+    bl_st_text(st, 3, arr, -1);
+    free(arr);
     if (bl_st_step(st) == BL_ST_ERROR)
         return BL_EIO;
     *n = bl_st_changes(st);

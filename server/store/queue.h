@@ -86,8 +86,12 @@ bl_err bl_queue_claim(bl_db *db, const char *node, int64_t lease_us, const int64
  * with work to claim. keys[0..*n) ascending. */
 bl_err bl_queue_pending_keys(bl_db *db, int64_t *keys, size_t max, size_t *n);
 
-/* Extends the lease of every row `node` holds to now + lease_us. *n: rows. */
-bl_err bl_queue_renew(bl_db *db, const char *node, int64_t lease_us, int64_t *n);
+/* Extends the leases `node` holds on batches uuids[0..n_uuids) (canonical
+ * texts) to now + lease_us — only those the node still works on: a row it
+ * lost track of (a commit that did not happen after all) runs out and is
+ * claimed again. *n: rows renewed. */
+bl_err bl_queue_renew(bl_db *db, const char *node, int64_t lease_us,
+                      const char *const *uuids, size_t n_uuids, int64_t *n);
 
 /* Gives up `node`'s leases (its memory of them was lost: a reconnection):
  * the rows become claimable by anyone at once. */
