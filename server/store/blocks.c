@@ -21,7 +21,7 @@ static int64_t hour_of(int64_t at_us)
 static const char stats_upsert[] =
     "INSERT INTO block_stats (grp, hour, count, anrs, max_us, sketch, first_at, "
     "last_at, target, anr_stack, anr_at) VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?6, "
-    "?7, ?8, CASE WHEN ?8 IS NULL THEN NULL ELSE ?6 END) "
+    "?7, ?8, CASE WHEN CAST(?8 AS text) IS NULL THEN NULL ELSE CAST(?6 AS bigint) END) "
     "ON CONFLICT(grp, hour) DO UPDATE SET count = count + 1, "
     "anrs = anrs + excluded.anrs, max_us = max(max_us, excluded.max_us), "
     "sketch = sketch_merge(sketch, excluded.sketch), "
@@ -37,7 +37,7 @@ static const char stats_upsert[] =
 static const char stats_upsert_pg[] =
     "INSERT INTO block_stats AS s (grp, hour, count, anrs, max_us, sketch, first_at, "
     "last_at, target, anr_stack, anr_at) VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?6, "
-    "?7, ?8, CASE WHEN ?8 IS NULL THEN NULL ELSE ?6 END) "
+    "?7, ?8, CASE WHEN CAST(?8 AS text) IS NULL THEN NULL ELSE CAST(?6 AS bigint) END) "
     "ON CONFLICT(grp, hour) DO UPDATE SET count = s.count + 1, "
     "anrs = s.anrs + excluded.anrs, max_us = GREATEST(s.max_us, excluded.max_us), "
     "sketch = excluded.sketch, first_at = LEAST(s.first_at, excluded.first_at), "

@@ -98,7 +98,7 @@ bl_err bl_lch_add(bl_db *db, const bl_lch_launch *l)
         db,
         "INSERT INTO launch_stats (build_id, kind, hour, count, first_at, last_at, "
         "activity, activity_at) VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5, "
-        "CASE WHEN ?5 IS NULL THEN NULL ELSE ?4 END) "
+        "CASE WHEN CAST(?5 AS text) IS NULL THEN NULL ELSE CAST(?4 AS bigint) END) "
         "ON CONFLICT(build_id, kind, hour) DO UPDATE SET count = count + 1, "
         "first_at = min(first_at, excluded.first_at), "
         "last_at = max(last_at, excluded.last_at), "
@@ -110,7 +110,7 @@ bl_err bl_lch_add(bl_db *db, const bl_lch_launch *l)
         "THEN excluded.activity_at ELSE activity_at END",
         "INSERT INTO launch_stats AS s (build_id, kind, hour, count, first_at, last_at, "
         "activity, activity_at) VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5, "
-        "CASE WHEN ?5 IS NULL THEN NULL ELSE ?4 END) "
+        "CASE WHEN CAST(?5 AS text) IS NULL THEN NULL ELSE CAST(?4 AS bigint) END) "
         "ON CONFLICT(build_id, kind, hour) DO UPDATE SET count = s.count + 1, "
         "first_at = LEAST(s.first_at, excluded.first_at), "
         "last_at = GREATEST(s.last_at, excluded.last_at), "
