@@ -558,7 +558,7 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
             rc = bl_reply_error(c, h, 503, "cannot store the upload in the database; try again");
             goto out;
         }
-        if (prev[0] && !old[0])
+        if (prev[0] && !old[0] && strcmp(prev, hex) != 0)
             snprintf(old, sizeof old, "%s", prev); /* replaced another node's upload */
     }
     if (bl_path_join(path, dir, fname) != BL_OK ||

@@ -197,8 +197,9 @@ enum { KEEP, FETCH, REMOVE };
 
 /* What kind k of folder dir needs to agree with the store's hash `want`
  * ("" none): KEEP, FETCH or REMOVE. A cached file is hashed when the memo
- * does not know it as it is. */
-static int plan(const char *dir, int k, const char *want)
+ * does not know it as it is; a damaged one is logged and counted when
+ * `report`. */
+static int plan(const char *dir, int k, const char *want, int report)
 {
     if (!want[0])
         return present(dir, KINDS[k].file) || present(dir, KINDS[k].hashf) ? REMOVE : KEEP;
@@ -215,7 +216,7 @@ static int plan(const char *dir, int k, const char *want)
         return FETCH;
     struct stat st2;
     if (strcmp(got, want) != 0 || stat(path, &st2) != 0 || st2.st_ino != st.st_ino) {
-        if (strcmp(got, want) != 0) {
+        if (report && strcmp(got, want) != 0) {
             atomic_fetch_add(&n_damaged, 1);
             fprintf(stderr,
                     "beatline-server: %s: cached copy damaged (XXH3-128 %s, not %s); "
@@ -322,7 +323,7 @@ bl_err bl_buildcache_sync(bl_db *db, const char *data_dir, int64_t app_id, const
     }
     int act[2], todo = 0;
     for (int k = 0; k < 2; k++)
-        todo |= (act[k] = plan(build_dir, k, want[k])) != KEEP;
+        todo |= (act[k] = plan(build_dir, k, want[k], 1)) != KEEP;
     if (!todo)
         return BL_OK;
     if (any && (e = bl_datadir_build_create(data_dir, app_id, build, build_dir)))
@@ -343,7 +344,7 @@ bl_err bl_buildcache_sync(bl_db *db, const char *data_dir, int64_t app_id, const
         }
         /* another thread may have done it while this one waited */
         for (int k = 0; k < 2; k++)
-            act[k] = plan(build_dir, k, want[k]);
+            act[k] = plan(build_dir, k, want[k], 0);
     }
     for (int k = 0; k < 2 && !e; k++)
         if (act[k] != KEEP)
