@@ -535,7 +535,17 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     char prev[BL_FILES_HASH_LEN + 1] = "";
     if (wdb) {
         bl_file_kind kind = mapping ? BL_FILE_MAPPING : BL_FILE_METHODIDS;
+        /* its memory (a chunk read, the same in libpq's output buffer, and
+         * slack) is charged to --max-inflight like the rest of the upload */
+        uint64_t charge = 3 * (uint64_t)BL_FILES_CHUNK;
+        if (bl_req_take(r, charge) != 0) {
+            bl_h_upload_abort(r);
+            unlink(idx_tmp);
+            rc = bl_reply_error(c, h, 503, "the server is busy with other uploads; retry later");
+            goto out;
+        }
         bl_err se = bl_files_put(wdb, hex, r->tmp, bytes);
+        bl_req_give(r, charge);
         if (!se)
             se = bl_files_build_set(wdb, r->app_id, r->build, kind, hex, bytes, bl_now_us(),
                                     r->replace, prev);
