@@ -11,6 +11,9 @@
 #
 #   tests/integration/files_pg_test.sh BUILD_DIR WORK_DIR
 set -euo pipefail
+# both nodes share one database given explicitly (--store): not lib.sh's
+# one database per data folder
+unset BEATLINE_TEST_STORE
 . "$(dirname "$0")/lib.sh"
 setup "$@"
 . "$HERE/../lib/pg.sh"
@@ -30,7 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if ! pg_start; then
+# a shared cluster (BEATLINE_TEST_PG_URL, e.g. .ci/run's) or one of our own
+if [ -z "${BEATLINE_TEST_PG_URL:-}" ] && ! pg_start; then
   bad "PostgreSQL did not start (tests/lib/pg.sh)"
   finish
 fi
