@@ -79,6 +79,12 @@ bl_db *bl_http_db(bl_http *h)
         if (bl_db_bound_memory(db) != BL_OK)
             fprintf(stderr, "beatline-server: read connection: cannot set its cache size\n");
         pthread_setspecific(db_key, db);
+    } else {
+        /* PostgreSQL: the server restarted or the network broke: a new
+         * session (a no-op on SQLite and on a working connection) */
+        int renewed;
+        if (bl_db_reconnect(db, &renewed) != BL_OK)
+            fprintf(stderr, "beatline-server: read connection: %s\n", bl_db_errmsg(db));
     }
     return db;
 }

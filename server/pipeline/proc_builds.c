@@ -220,6 +220,10 @@ bl_err pr_requeue_waiting(bl_processor *p, bstate *b)
         memcpy(w.build, b->build, sizeof w.build);
         w.counted = b->waiting[i].counted;
         w.bytes = b->waiting[i].bytes;
+        w.from_q = b->waiting[i].from_q;
+        w.qgen = b->waiting[i].qgen;
+        w.checked = w.from_q; /* checked at POST (proc_queue.c) */
+        w.received_us = b->waiting[i].mtime * 1000000;
         pthread_mutex_lock(&p->mu);
         p->st.waiting--;
         pthread_mutex_unlock(&p->mu);
@@ -369,6 +373,7 @@ void pr_reset_states(bl_processor *p)
     int64_t next;
     if (bl_wr_next_node_id(p->db, &next) == BL_OK)
         p->agg.next_node = next;
+    p->node_end = 0; /* PostgreSQL: a new node-id block before the next node */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -381,8 +386,10 @@ static void pr_forget_state(bl_processor *p, size_t i)
     bstate *b = p->builds[i];
     for (size_t j = 0; j < b->n_waiting; j++) {
         char path[BL_PATH_MAX];
-        if (bl_datadir_batch(p->data_dir, 0, b->waiting[j].uuid, b->waiting[j].enc, path) ==
-                BL_OK &&
+        if (b->waiting[j].from_q) /* its queue row goes (PostgreSQL store) */
+            pr_q_forget(p, b->waiting[j].uuid, b->waiting[j].qgen, 1, NULL);
+        else if (bl_datadir_batch(p->data_dir, 0, b->waiting[j].uuid, b->waiting[j].enc,
+                                  path) == BL_OK &&
             unlink(path) != 0 && errno != ENOENT)
             pr_log("cannot delete batch %s of a deleted build: %s", b->waiting[j].uuid,
                   strerror(errno));
@@ -412,6 +419,21 @@ static void pr_forget_state(bl_processor *p, size_t i)
     }
     p->n_builds = last;
     pr_bstate_free(b);
+}
+
+void pr_drop_states_of_key(bl_processor *p, int64_t key)
+{
+    for (size_t i = 0; i < p->n_builds;) {
+        bstate *b = p->builds[i];
+        if (bl_queue_lock_key(b->app_id, b->build) != key) {
+            i++;
+            continue;
+        }
+        /* its waiting batches (none when the lock is let go idle) go back
+         * to the queue, processed with the state loaded again */
+        pr_requeue_waiting(p, b);
+        pr_forget_state(p, i); /* the last state takes slot i */
+    }
 }
 
 /* the longest the writer waits for an upload to let go of a build's folder
@@ -507,11 +529,14 @@ void pr_expire_waiting(bl_processor *p)
             pending_batch *pb = &b->waiting[j];
             char path[BL_PATH_MAX];
             if (pb->mtime >= now || (uint64_t)now - (uint64_t)pb->mtime < expiry ||
-                bl_datadir_batch(p->data_dir, 0, pb->uuid, pb->enc, path) != BL_OK ||
-                (unlink(path) != 0 && errno != ENOENT)) {
+                (!pb->from_q &&
+                 (bl_datadir_batch(p->data_dir, 0, pb->uuid, pb->enc, path) != BL_OK ||
+                  (unlink(path) != 0 && errno != ENOENT)))) {
                 b->waiting[keep++] = *pb;
                 continue;
             }
+            if (pb->from_q) /* PostgreSQL store: its queue row goes */
+                pr_q_forget(p, pb->uuid, pb->qgen, 1, NULL);
             if (pb->counted)
                 bl_quota_release(p->quota, b->app_id, b->build, pb->bytes);
             gone++;

@@ -59,6 +59,10 @@ static void cm_run(bl_processor *p, cjob *j)
         err = pr_sql_err(p, "rollups upsert");
     if (!err && bl_wr_nodes_add(p->db, o->n_nodes, delta_node, o))
         err = pr_sql_err(p, "nodes upsert");
+    /* PostgreSQL store: the round's queue rows go in its transaction, so a
+     * batch is counted exactly once (proc_queue.c) */
+    if (!err && p->pg && pr_q_finish_round(p, &j->moves))
+        err = BL_EIO;
     /* apps a re-symbolication left dirty are rebuilt by p->rb (rebuilder.h) */
     if (!err && p->o.test_commit_delay_ms)
         usleep((useconds_t)p->o.test_commit_delay_ms * 1000);

@@ -384,6 +384,30 @@ void bl_db_close(bl_db *db)
     free(db);
 }
 
+bl_err bl_db_reconnect(bl_db *db, int *renewed)
+{
+    *renewed = 0;
+    if (!db->pg || PQstatus(db->pg) == CONNECTION_OK)
+        return BL_OK;
+    /* the server-side prepared statements went with the old session */
+    for (int i = 0; i < BL_STMT_CACHE; i++) {
+        bl_st_free(db->cache[i].st);
+        db->cache[i].st = NULL;
+        db->cache[i].key = NULL;
+    }
+    PQreset(db->pg);
+    if (PQstatus(db->pg) != CONNECTION_OK) {
+        bl_db_set_pg_error(db, "reconnect", PQerrorMessage(db->pg));
+        return BL_EIO;
+    }
+    *renewed = 1;
+    if (bl_db_exec(db, "SET client_min_messages = warning") ||
+        bl_db_exec(db, "SET TIME ZONE 'UTC'") ||
+        (db->readonly && bl_db_exec(db, "SET default_transaction_read_only = on")))
+        return BL_EIO;
+    return BL_OK;
+}
+
 bl_err bl_db_step_done(sqlite3_stmt *st)
 {
     int rc = sqlite3_step(st);

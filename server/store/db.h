@@ -47,6 +47,16 @@ int bl_db_url_is_pg(const char *url);
 /* Schema version of the PostgreSQL schema this program writes. */
 int bl_db_pg_schema_version(void);
 
+/* PostgreSQL: when the connection was lost (the server restarted, the
+ * network broke), connects again with the same parameters (libpq PQreset),
+ * dropping the connection's cached statements and its session state (an
+ * open transaction, session advisory locks). BL_OK when the connection is
+ * (again) up — *renewed = 1 when it is a new session, 0 when the old one
+ * was working — BL_EIO when not (message: bl_db_errmsg). A no-op on SQLite
+ * and on a working connection. Only the thread using the connection may
+ * call it, with no statement of the connection in use. */
+bl_err bl_db_reconnect(bl_db *db, int *renewed);
+
 /* Schema version this program writes (number of migrations). */
 int bl_db_schema_version(void);
 
