@@ -110,6 +110,11 @@ bl_db *bl_http_db_rw(bl_http *h)
             return NULL;
         }
         pthread_setspecific(db_rw_key, db);
+    } else {
+        /* PostgreSQL: a new session after a lost one (as bl_http_db) */
+        int renewed;
+        if (bl_db_reconnect(db, &renewed) != BL_OK)
+            fprintf(stderr, "beatline-server: writable connection: %s\n", bl_db_errmsg(db));
     }
     return db;
 }

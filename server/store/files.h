@@ -5,7 +5,7 @@
  * answered, and a node that needs a build's file and does not have it
  * fetches it by hash into its data directory (pipeline/buildcache.h).
  *
- * Two records (schema/pg/0002_files.sql):
+ * Two records (schema/pg/0003_files.sql):
  * - contents by content hash (the XXH3-128 the upload handler computes, 32
  *   lowercase hex digits: high 64 bits then low 64 bits): table `files`
  *   (hash, size, chunks) and the bytes in rows of at most BL_FILES_CHUNK
