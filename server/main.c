@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "http/http.h"
+#include "pipeline/buildcache.h"
 #include "pipeline/datadir.h"
 #include "pipeline/datahealth.h"
 #include "pipeline/processor.h"
@@ -654,6 +655,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "beatline-server: %s\n", err);
         return 1;
     }
+    /* a PostgreSQL store's files are fetched up to the upload caps */
+    bl_buildcache_limits(max_map, max_dec);
     bl_proc_opts po = { .data_dir = data, .max_batches_per_txn = txn_batches,
                         .max_decompressed = max_dec,
                         .quota = { q_builds, q_batches, q_bytes, q_new },

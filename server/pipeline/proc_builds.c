@@ -17,7 +17,9 @@
 #include "common/buf.h"
 #include "ingest/methodid.h"
 #include "ingest/namecheck.h"
+#include "pipeline/buildcache.h"
 #include "pipeline/retention.h"
+#include "store/files.h"
 #include "store/retention.h"
 #include "store/writer.h"
 #include "symbol/mapindex.h"
@@ -281,6 +283,15 @@ static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build
     char dir[BL_PATH_MAX], path[BL_PATH_MAX];
     if ((err = bl_datadir_build(p->data_dir, app_id, build, dir)))
         return err;
+    /* PostgreSQL store: the build's files are the store's; the folder is
+     * this node's cache of them, made to agree first (a file uploaded to
+     * another node is fetched here) */
+    if (bl_files_in_store(p->db) &&
+        (err = bl_buildcache_sync(p->db, p->data_dir, app_id, build, 0, dir, NULL))) {
+        pr_log("build %s: cannot bring its files from the store: %s (%s)", build,
+               bl_err_str(err), err == BL_EIO ? bl_db_errmsg(p->db) : "");
+        return err;
+    }
     char mhash[80], ihash[80];
     read_hash(dir, "mapping.hash", mhash, sizeof mhash);
     read_hash(dir, "method-ids.hash", ihash, sizeof ihash);
@@ -466,6 +477,11 @@ bl_err pr_drop_build(bl_processor *p, const work *w)
         err = BL_EINVAL;
     if (!err)
         err = bl_rs_doom_build(p->db, id, w->drop_cutoff ? "expired" : "deleted", bl_now_us());
+    /* PostgreSQL store: the build's files go with it (a build of the same
+     * name made later starts without them; other nodes' caches follow at
+     * their next sync) */
+    if (!err && bl_files_in_store(p->db) && bl_files_build_forget(p->db, w->app_id, w->build))
+        err = BL_EIO;
     if (!err && (err = bl_retention_trash_build(p->data_dir, w->app_id, w->build, id, lfd >= 0,
                                                  &moved)))
         pr_log("build %s: cannot move its folder to trash: %s", w->build,
