@@ -478,7 +478,13 @@ void bl_db_close(bl_db *db)
 bl_err bl_db_reconnect(bl_db *db, int *renewed)
 {
     *renewed = 0;
-    if (!db->pg || PQstatus(db->pg) == CONNECTION_OK)
+    if (!db->pg)
+        return BL_OK;
+    /* a session the server ended (a restart) still says CONNECTION_OK until
+     * it is used: reading what is pending on the socket (no round trip)
+     * finds the closed connection first */
+    if (PQstatus(db->pg) == CONNECTION_OK && PQconsumeInput(db->pg) == 1 &&
+        PQstatus(db->pg) == CONNECTION_OK)
         return BL_OK;
     /* the server-side prepared statements went with the old session */
     for (int i = 0; i < BL_STMT_CACHE; i++) {

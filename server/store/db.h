@@ -63,7 +63,8 @@ int bl_db_pg_schema_version(void);
  * dropping the connection's cached statements and its session state (an
  * open transaction, session advisory locks). BL_OK when the connection is
  * (again) up — *renewed = 1 when it is a new session, 0 when the old one
- * was working — BL_EIO when not (message: bl_db_errmsg). A no-op on SQLite
+ * was working — BL_EIO when not (message: bl_db_errmsg). A session the
+ * server closed is found without a round trip (the socket is read).  A no-op on SQLite
  * and on a working connection. Only the thread using the connection may
  * call it, with no statement of the connection in use. */
 bl_err bl_db_reconnect(bl_db *db, int *renewed);

@@ -40,7 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if ! pg_start "$WORK" 2> pg-start.log; then
+if ! pg_start "$PWD" 2> pg-start.log; then
   echo "PostgreSQL cannot start here: skipped ($(tail -2 pg-start.log))"
   finish 77
 fi
@@ -55,8 +55,10 @@ sql() { timeout 20 psql -X -q -A -t -d "$STORE" -c "$1"; }
 start_node() {
   local i=$1
   rm -f "port$i.txt"
-  "$BIN/beatline-server" --data "$WORK/node$i" --store "$STORE" --listen 127.0.0.1:0 \
-    --port-file "port$i.txt" 2>> "node$i.log" &
+  # commits slowed down (test only): rounds stay open longer, so a kill
+  # finds claimed batches in flight
+  BEATLINE_TEST_COMMIT_DELAY_MS=150 "$BIN/beatline-server" --data "$PWD/node$i" \
+    --store "$STORE" --listen 127.0.0.1:0 --port-file "port$i.txt" 2>> "node$i.log" &
   PIDS[i]=$!
   for _ in $(seq 400); do
     [ -s "port$i.txt" ] && break
@@ -69,7 +71,7 @@ start_node() {
   URLS[i]="http://127.0.0.1:$(cat "port$i.txt")"
 }
 
-keys=$("$BIN/beatline-server" --data "$WORK/node0" --store "$STORE" app create shop)
+keys=$("$BIN/beatline-server" --data "$PWD/node0" --store "$STORE" app create shop)
 ING=$(jq -r .ingest_key <<< "$keys")
 UPL=$(jq -r .upload_key <<< "$keys")
 RD=$(jq -r .read_key <<< "$keys")
@@ -157,6 +159,21 @@ wait_counted() { # what
   expect "$1: queue empty (live failed)" "0 0" \
     "$(sql "SELECT count(*) FILTER (WHERE failed_at IS NULL) || ' ' || count(*) FILTER (WHERE failed_at IS NOT NULL) FROM raw_batches")"
   expect "$1: batches table = acknowledged" "$ACKED" "$(sql "SELECT count(*) FROM batches")"
+  # each build's call tree is whole and the same on every node (one root
+  # path run → step; a node written twice, or ids mixed up between nodes
+  # writing one build, would break it): "roots nodes run-count step-count"
+  local b nb want_t
+  for b in "${BUILDS[@]}"; do
+    nb=$(curl -s -m 10 -H "Authorization: Bearer $RD" "${URLS[0]}/v1/apps/shop/builds" |
+      jq -r --arg b "$b" '.builds[] | select(.build == $b) | .batches')
+    want_t="1 2 $((nb * 2)) $nb"
+    for i in $(seq 0 $((NODES - 1))); do
+      alive "$i" || continue
+      expect "$1: call tree of $b on node $i" "$want_t" "$(curl -s -m 10 \
+        -H "Authorization: Bearer $RD" "${URLS[$i]}/v1/apps/shop/call-tree?build=$b&format=columns" |
+        tee ct.out | jq -r '"\([.parent[] | select(. == -1)] | length) \(.nodes) \(.count[0]) \(.count[1])"')"
+    done
+  done
 }
 
 # ---- 1. round-robin, all nodes up ----
