@@ -509,3 +509,13 @@ bl_blk_names bl_db_method_names(sqlite3_stmt *st, int col, int64_t method_id, ch
     return (bl_blk_names){ bl_db_text(st, col), bl_db_text(st, col + 1), bl_db_text(st, col + 2),
                            bl_db_text(st, col + 3) };
 }
+
+bl_blk_names bl_st_method_names(bl_st *st, int col, int64_t method_id, char *buf, size_t n)
+{
+    if (bl_st_is_null(st, col)) {
+        snprintf(buf, n, "unknown method %lld", (long long)method_id);
+        return (bl_blk_names){ "?", buf, "", "" };
+    }
+    return (bl_blk_names){ bl_st_col_str(st, col), bl_st_col_str(st, col + 1),
+                           bl_st_col_str(st, col + 2), bl_st_col_str(st, col + 3) };
+}
