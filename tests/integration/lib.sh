@@ -32,7 +32,8 @@
 #       --port-file port.txt", then the words of the array SERVER_ARGS (empty
 #       unless the script sets it: default options of every start), then the
 #       given args, in the background with stderr appended to server.log (in
-#       WORK). Waits (bounded: 200 x 0.05 s) for port.txt and sets
+#       WORK). Waits (bounded: 600 x 0.05 s, less when the server exits)
+#       for port.txt and sets
 #       SERVER_PID, PORT and URL (http://127.0.0.1:PORT). If no port appears
 #       the start counts as a failed check ("the server did not start on
 #       DATA" with the end of server.log), the summary line is printed and
@@ -176,7 +177,11 @@ start_server() { # DATA [server args...]
   "$BIN/beatline-server" --data "$data" --listen 127.0.0.1:0 --port-file port.txt \
     ${SERVER_ARGS[@]+"${SERVER_ARGS[@]}"} "$@" 2>> server.log &
   SERVER_PID=$!
-  for _ in $(seq 600); do [ -s port.txt ] && break; sleep 0.05; done
+  for _ in $(seq 600); do
+    [ -s port.txt ] && break
+    kill -0 "$SERVER_PID" 2> /dev/null || break # it exited: no port will come
+    sleep 0.05
+  done
   PORT=$(cat port.txt 2> /dev/null || true)
   if [ -z "$PORT" ]; then
     bad "the server did not start on $data: $(tail -3 server.log)"
