@@ -116,20 +116,26 @@ _pg_setup() {
     fi
     _LIB_PG_OWN=1
     export BEATLINE_TEST_PG_URL=$PG_BASE_URL
-    # a script that replaces the EXIT trap still stops the cluster: a
-    # watcher (no fds of ours, so ctest does not wait for it) stops it when
-    # this shell is gone (bounded: 6 h)
-    local me=$$
-    (
-      exec > /dev/null 2>&1 < /dev/null
-      PG_OWNER_PID=$BASHPID
-      for _ in $(seq 21600); do kill -0 "$me" 2> /dev/null || break; sleep 1; done
-      pg_stop
-    ) &
-    disown $! 2> /dev/null || true
   fi
   local d=$WORK/.pg-bin f
   mkdir -p "$d"
+  : > "$d/stores"
+  # when this shell is gone (also when a script replaced the EXIT trap, or
+  # ctest killed it), a watcher stops our own cluster, or drops this
+  # script's databases from a shared one; it keeps none of our fds, so
+  # ctest does not wait for it (bounded: 6 h)
+  local me=$$ own=${_LIB_PG_OWN:-} stores=$d/stores
+  (
+    exec > /dev/null 2>&1 < /dev/null
+    PG_OWNER_PID=$BASHPID
+    for _ in $(seq 21600); do kill -0 "$me" 2> /dev/null || break; sleep 1; done
+    if [ -n "$own" ]; then
+      pg_stop
+    else
+      while IFS=$'\t' read -r _ u; do pg_drop_db "$u"; done < "$stores"
+    fi
+  ) &
+  disown $! 2> /dev/null || true
   for f in "$BIN_REAL"/*; do ln -sf "$f" "$d/"; done
   rm -f "$d/beatline-server"
   {
@@ -138,7 +144,6 @@ _pg_setup() {
     printf 'exec bash %q %q %q "$@"\n' "$HERE/pg-wrap.sh" "$BIN_REAL/beatline-server" "$d/stores"
   } > "$d/beatline-server"
   chmod +x "$d/beatline-server"
-  : > "$d/stores"
   BIN=$d
 }
 

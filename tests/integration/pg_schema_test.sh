@@ -26,6 +26,7 @@ PGURL=$(pg_new_db) || {
   bad "cannot create a database"
   finish
 }
+[ -n "${PG_DIR:-}" ] || trap 'stop_server; pg_drop_db "$PGURL"' EXIT
 
 # --- both schemas, made by the server ---
 "$BIN/beatline-server" --data sq app list > /dev/null 2> sq.err ||
