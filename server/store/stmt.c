@@ -24,6 +24,7 @@ struct bl_st {
     char *sql; /* the text with $n parameters (owned) */
     char name[16];
     int prepared;
+    unsigned epoch; /* db->epoch when prepared: a reconnection drops it */
     int np;          /* number of parameters */
     const char **pv; /* values (NULL: SQL NULL); owned array, values borrowed or in pbuf */
     int *pl, *pf;    /* lengths and formats (1: binary, blobs) */
@@ -334,7 +335,10 @@ static int pg_run(bl_st *st)
             bl_db_set_pg_error(db, "out of memory binding a parameter", NULL);
             return BL_ST_ERROR;
         }
-    if (!st->prepared) {
+    if (bl_db_pg_ready(db, 0) != 0)
+        return BL_ST_ERROR;
+    if (!st->prepared || st->epoch != db->epoch) {
+        st->prepared = 0;
         Oid types[64], *tv = types;
         if (st->np > 64 && !(tv = calloc((size_t)st->np, sizeof *tv))) {
             bl_db_set_pg_error(db, "out of memory preparing a statement", NULL);
@@ -343,6 +347,7 @@ static int pg_run(bl_st *st)
         for (int i = 0; i < st->np; i++)
             tv[i] = st->used[i] ? 0 : 25; /* 0: inferred by the server; 25: text */
         PGresult *r = PQprepare(db->pg, st->name, st->sql, st->np, tv);
+        bl_db_pg_after(db);
         if (tv != types)
             free(tv);
         int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
@@ -352,9 +357,11 @@ static int pg_run(bl_st *st)
         if (!ok)
             return BL_ST_ERROR;
         st->prepared = 1;
+        st->epoch = db->epoch;
     }
     PGresult *r = PQexecPrepared(db->pg, st->name, st->np, st->pv, st->pl, st->pf, 0);
     ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    bl_db_pg_after(db);
     if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
         bl_db_set_pg_error(db, NULL, r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg));
         PQclear(r);

@@ -4,7 +4,8 @@
  * only, parameters the SQL never names, int64 edges, doubles, NULLs, bytea
  * with zero bytes, booleans, numeric sums past int64 saturating,
  * bl_st_changes, a failed statement aborting its transaction and the
- * rollback recovering, the statement cache, and apps (create, list,
+ * rollback recovering, the statement cache, a lost connection (reconnected
+ * outside a transaction, failing until the rollback inside one), and apps (create, list,
  * rotate-keys, quotas, key checks). Run by tests/unit/with_pg.sh, which
  * gives a fresh database's URL in BEATLINE_TEST_PG_DB; without it the test
  * is skipped (77).
@@ -12,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/apps.h"
 #include "store/db.h"
@@ -419,6 +421,110 @@ START_TEST(statement_cache)
 }
 END_TEST
 
+/* Ends this connection's server process from another connection (as a
+ * PostgreSQL restart would). */
+static void kill_backend(void)
+{
+    bl_st *st = get_ok("SELECT pg_backend_pid()");
+    row_ok(st);
+    int64_t pid = bl_st_col_int64(st, 0);
+    bl_st_reset(st);
+    char err[512];
+    bl_db *other;
+    ck_assert_msg(bl_db_open(getenv("BEATLINE_TEST_PG_DB"), 0, &other, err, sizeof err) == BL_OK,
+                  "%s", err);
+    bl_st *k = bl_st_get(other, "SELECT pg_terminate_backend(CAST(? AS integer))");
+    ck_assert_ptr_nonnull(k);
+    bl_st_int64(k, 1, pid);
+    ck_assert_int_eq(bl_st_step(k), BL_ST_ROW);
+    ck_assert_int_eq(bl_st_col_int64(k, 0), 1);
+    bl_st_reset(k);
+    /* bounded wait until the process is gone */
+    bl_st *g = bl_st_get(other, "SELECT count(*) FROM pg_stat_activity WHERE pid = ?");
+    for (int i = 0; i < 100; i++) {
+        bl_st_int64(g, 1, pid);
+        ck_assert_int_eq(bl_st_step(g), BL_ST_ROW);
+        int64_t n = bl_st_col_int64(g, 0);
+        bl_st_reset(g);
+        if (n == 0)
+            break;
+        usleep(20000);
+    }
+    bl_db_close(other);
+}
+
+static const char plus1_sql[] = "SELECT CAST(? AS bigint) + 1";
+
+/* A connection lost outside a transaction: the command that finds it
+ * broken fails, the next ones reconnect (statements prepared again). */
+START_TEST(reconnect_when_idle)
+{
+    bl_st *st = get_ok(plus1_sql);
+    bl_st_int64(st, 1, 1);
+    row_ok(st);
+    bl_st_reset(st);
+    kill_backend();
+    bl_st_int64(st, 1, 2);
+    ck_assert_int_eq(bl_st_step(st), BL_ST_ERROR); /* found broken */
+    bl_st_reset(st);
+    bl_st_int64(st, 1, 3);
+    row_ok(st); /* reconnected, prepared again */
+    ck_assert_int_eq(bl_st_col_int64(st, 0), 4);
+    bl_st_reset(st);
+    ck_assert_int_eq(bl_db_ping(db), BL_OK);
+    /* bl_db_exec too */
+    kill_backend();
+    ck_assert_int_eq(bl_db_exec(db, "SELECT 1"), BL_EIO);
+    ck_assert_int_eq(bl_db_exec(db, "SELECT 1"), BL_OK);
+    /* the session's settings are back */
+    bl_st *tz = get_ok("SELECT current_setting('TimeZone')");
+    row_ok(tz);
+    ck_assert_str_eq(bl_st_col_text(tz, 0), "UTC");
+    bl_st_reset(tz);
+}
+END_TEST
+
+/* Lost inside a transaction: nothing after it runs on its own (it would
+ * commit piecemeal) until the caller ends the transaction; COMMIT fails,
+ * ROLLBACK succeeds, and the transaction's writes are gone. */
+START_TEST(lost_inside_transaction)
+{
+    exec_ok("CREATE TABLE IF NOT EXISTS lost_t (k bigint)");
+    exec_ok("DELETE FROM lost_t");
+    bl_st *ins = get_ok("INSERT INTO lost_t(k) VALUES (?)");
+    for (int end = 0; end < 2; end++) {
+        ck_assert_int_eq(bl_db_begin(db), BL_OK);
+        bl_st_int64(ins, 1, 1);
+        ck_assert_int_eq(bl_st_done(ins), BL_OK);
+        kill_backend();
+        bl_st_int64(ins, 1, 2);
+        ck_assert_int_eq(bl_st_done(ins), BL_EIO); /* found broken */
+        bl_st_int64(ins, 1, 3);
+        ck_assert_int_eq(bl_st_done(ins), BL_EIO); /* not run outside the transaction */
+        ck_assert_msg(strstr(bl_db_errmsg(db), "lost inside a transaction") != NULL, "%s",
+                      bl_db_errmsg(db));
+        ck_assert_int_eq(bl_db_exec(db, "SELECT 1"), BL_EIO);
+        if (end == 0) {
+            ck_assert_int_eq(bl_db_commit(db), BL_EIO);
+            ck_assert_msg(strstr(bl_db_errmsg(db), "not committed") != NULL, "%s",
+                          bl_db_errmsg(db));
+        } else {
+            bl_db_rollback(db);
+        }
+        bl_st *n = get_ok("SELECT count(*) FROM lost_t");
+        row_ok(n);
+        ck_assert_int_eq(bl_st_col_int64(n, 0), 0);
+        bl_st_reset(n);
+    }
+    /* and a transaction works again */
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    bl_st_int64(ins, 1, 9);
+    ck_assert_int_eq(bl_st_done(ins), BL_OK);
+    ck_assert_int_eq(bl_db_commit(db), BL_OK);
+    exec_ok("DROP TABLE lost_t");
+}
+END_TEST
+
 static const char *const get2_sqlite = "SELECT 'sqlite'";
 
 START_TEST(get2_picks_pg_text)
@@ -506,6 +612,8 @@ int main(void)
     tcase_add_test(t, failure_aborts_and_rollback_recovers);
     tcase_add_test(t, statement_cache);
     tcase_add_test(t, get2_picks_pg_text);
+    tcase_add_test(t, reconnect_when_idle);
+    tcase_add_test(t, lost_inside_transaction);
     suite_add_tcase(s, t);
     TCase *a = tcase_create("apps");
     tcase_add_checked_fixture(a, setup, teardown);
