@@ -192,6 +192,14 @@ bl_err pr_need_db(bl_processor *p)
         return BL_EIO;
     }
     p->txn_open = 1;
+    if (p->pg && bl_db_session(p->db) != p->q_session) {
+        /* PostgreSQL: the connection was made again by BEGIN: the build
+         * locks went with the old session, the build states may be stale —
+         * the round is given up, pr_q_check_conn forgets them */
+        pr_log("writer connection: a new session; the round is done again");
+        p->redo = R_EIO;
+        return BL_EIO;
+    }
     for (size_t i = 0; i < p->n_dq; i++) {
         deferred_batch *d = &p->dq[i];
         bl_err seen = bl_wr_batch_seen(p->db, d->uuid);

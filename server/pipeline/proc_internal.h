@@ -245,6 +245,8 @@ struct bl_processor {
     size_t n_bodies, cap_bodies;
     double q_next_locks;    /* writer: monotonic s of the next lock round */
     int64_t node_end;       /* writer: end of its call-path node-id block (0: none) */
+    unsigned q_session;     /* writer: bl_db_session of p->db its locks and build
+                             * states belong to (another one: all lost) */
     /* the HTTP threads' write connections for bl_processor_queue_put */
     pthread_mutex_t pool_mu;
     bl_db *pool[BL_QPOOL_MAX];

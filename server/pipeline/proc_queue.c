@@ -357,8 +357,10 @@ void pr_q_check_conn(bl_processor *p)
             pr_log("writer connection: %s; trying again", bl_db_errmsg(p->db));
         sleep(1);
     }
-    if (!renewed)
+    (void)renewed; /* any command may have made the connection again: */
+    if (bl_db_session(p->db) == p->q_session)
         return;
+    p->q_session = bl_db_session(p->db);
     /* a new session holds no lock: every build may be another node's now */
     pr_log("writer connection: connected again; build locks and claimed batches are "
            "given up and claimed afresh");
@@ -373,6 +375,7 @@ void pr_q_locks(bl_processor *p)
 {
     if (!p->pg)
         return;
+    pr_q_check_conn(p); /* a new session first forgets what the old one held */
     double now = pr_mono_s();
     int64_t want[Q_KEYS_MAX], idle[Q_KEYS_MAX];
     size_t nw = 0, ni = 0;
@@ -405,7 +408,13 @@ void pr_q_locks(bl_processor *p)
     }
     for (size_t i = 0; i < nw; i++) {
         int got;
-        if (bl_queue_lock_try(p->db, want[i], &got) != BL_OK) {
+        if (bl_queue_lock_try(p->db, want[i], &got) != BL_OK ||
+            bl_db_session(p->db) != p->q_session) {
+            /* the session changed under the statement: the locks held
+             * are gone (and this one, if taken, belongs to a session whose
+             * state is forgotten now) */
+            if (got)
+                (void)bl_queue_unlock(p->db, want[i]);
             pr_sql_err(p, "advisory lock");
             pr_q_check_conn(p);
             return;
@@ -543,6 +552,7 @@ bl_err pr_q_start(bl_processor *p, const char *url, char *errbuf, size_t n)
         snprintf(p->node, sizeof p->node, "%s:%ld:%08lx", host, (long)getpid(),
                  (unsigned long)((uint64_t)ts.tv_nsec * 2654435761u ^ (uint64_t)ts.tv_sec));
     }
+    p->q_session = bl_db_session(p->db);
     bl_err err = bl_db_open(url, 0, &p->q_db, errbuf, n);
     if (err)
         return err;

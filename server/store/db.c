@@ -561,29 +561,24 @@ bl_err bl_db_reconnect(bl_db *db, int *renewed)
     *renewed = 0;
     if (!db->pg)
         return BL_OK;
+    unsigned before = db->epoch;
     /* a session the server ended (a restart) still says CONNECTION_OK until
      * it is used: reading what is pending on the socket (no round trip)
      * finds the closed connection first */
-    if (PQstatus(db->pg) == CONNECTION_OK && PQconsumeInput(db->pg) == 1 &&
-        PQstatus(db->pg) == CONNECTION_OK)
+    if (PQstatus(db->pg) == CONNECTION_OK && !db->lost && !db->unset &&
+        PQconsumeInput(db->pg) == 1 && PQstatus(db->pg) == CONNECTION_OK)
         return BL_OK;
-    /* the server-side prepared statements went with the old session */
-    for (int i = 0; i < BL_STMT_CACHE; i++) {
-        bl_st_free(db->cache[i].st);
-        db->cache[i].st = NULL;
-        db->cache[i].key = NULL;
-    }
-    PQreset(db->pg);
-    if (PQstatus(db->pg) != CONNECTION_OK) {
-        bl_db_set_pg_error(db, "reconnect", PQerrorMessage(db->pg));
+    /* made again as the next command would (a transaction lost with it is
+     * over: the caller rolled back, or it ends here) */
+    if (bl_db_pg_ready(db, 1) < 0)
         return BL_EIO;
-    }
-    *renewed = 1;
-    if (bl_db_exec(db, "SET client_min_messages = warning") ||
-        bl_db_exec(db, "SET TIME ZONE 'UTC'") ||
-        (db->readonly && bl_db_exec(db, "SET default_transaction_read_only = on")))
-        return BL_EIO;
+    *renewed = db->epoch != before;
     return BL_OK;
+}
+
+unsigned bl_db_session(const bl_db *db)
+{
+    return db->pg ? db->epoch : 0;
 }
 
 bl_err bl_db_step_done(sqlite3_stmt *st)

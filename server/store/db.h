@@ -69,15 +69,20 @@ const char *bl_db_url_redact(const char *url, char *out, size_t n);
 int bl_db_pg_schema_version(void);
 
 /* PostgreSQL: when the connection was lost (the server restarted, the
- * network broke), connects again with the same parameters (libpq PQreset),
- * dropping the connection's cached statements and its session state (an
- * open transaction, session advisory locks). BL_OK when the connection is
+ * network broke), connects again with the same parameters (libpq PQreset;
+ * statements are prepared again), losing the session's state (an open
+ * transaction, session advisory locks). BL_OK when the connection is
  * (again) up — *renewed = 1 when it is a new session, 0 when the old one
  * was working — BL_EIO when not (message: bl_db_errmsg). A session the
  * server closed is found without a round trip (the socket is read).  A no-op on SQLite
  * and on a working connection. Only the thread using the connection may
  * call it, with no statement of the connection in use. */
 bl_err bl_db_reconnect(bl_db *db, int *renewed);
+/* The connection's session number: changes each time the connection is
+ * made again (by bl_db_reconnect, or by any command after a lost
+ * connection, see above); 0 on SQLite. What belongs to a session —
+ * advisory locks above all — is gone once it changed. */
+unsigned bl_db_session(const bl_db *db);
 
 /* Schema version this program writes (number of migrations). */
 int bl_db_schema_version(void);
