@@ -10,10 +10,11 @@
 bl_err bl_calltree_nodes(bl_db *db, const bl_calltree_query *q, bl_calltree_node_cb cb,
                          void *ctx)
 {
-    /* is_root: NULL (a NULL comparison) reads as 0 on both engines */
+    /* is_root: NULL (a NULL comparison) reads as 0 on both engines; the
+     * casts give PostgreSQL the type of a parameter first seen in IS NULL */
     bl_st *st = bl_st_get(db, "SELECT n.id, n.parent, n.method, n.count, n.total_us, "
-                              "n.self_us, (?3 IS NOT NULL AND m.class = ?3 AND "
-                              "m.name = ?4 AND (?5 IS NULL OR m.descriptor = ?5)) "
+                              "n.self_us, (CAST(?3 AS text) IS NOT NULL AND m.class = ?3 AND "
+                              "m.name = ?4 AND (CAST(?5 AS text) IS NULL OR m.descriptor = ?5)) "
                               "FROM call_nodes n JOIN methods m ON m.id = n.method "
                               "WHERE n.build_id = ?1 AND (?2 = 0 OR n.main = 1) "
                               "ORDER BY n.id");
