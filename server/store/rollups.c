@@ -306,7 +306,7 @@ bl_err bl_rollups_refresh_step(bl_db *db, int64_t budget, int *more, int *rebuil
     int64_t last_started = -1;
     for (;;) {
         /* marks first: a mark made during a rebuild starts it over */
-        bl_st *st = bl_st_get(db, "SELECT app_id FROM rollup_dirty LIMIT 1");
+        bl_st *st = bl_st_get(db, "SELECT app_id FROM rollup_dirty ORDER BY app_id LIMIT 1");
         if (!st)
             return BL_EIO;
         int rc = bl_st_step(st);
@@ -338,7 +338,7 @@ bl_err bl_rollups_refresh_step(bl_db *db, int64_t budget, int *more, int *rebuil
             bl_st_reset(st);
             return rc == BL_ST_ROW ? BL_OK : BL_EIO;
         }
-        st = bl_st_get(db, "SELECT app_id FROM rollup_rebuild LIMIT 1");
+        st = bl_st_get(db, "SELECT app_id FROM rollup_rebuild ORDER BY app_id LIMIT 1");
         if (!st)
             return BL_EIO;
         rc = bl_st_step(st);
