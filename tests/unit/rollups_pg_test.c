@@ -14,7 +14,9 @@
  *
  * BEATLINE_TEST_PG_URL names a fresh PostgreSQL database (postgresql://…);
  * tests/integration/pg_write_test.sh starts a throwaway server and sets it.
- * Without it the test fails.
+ * Without it the test fails. BEATLINE_TEST_SQLITE_KEEP (optional): the
+ * SQLite file to write, left in place (the script then compares the read
+ * path's answers of both stores with store_read_dump).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -422,9 +424,14 @@ START_TEST(same_rows_on_sqlite_and_postgresql)
     const char *url = getenv("BEATLINE_TEST_PG_URL");
     ck_assert_msg(url && *url, "BEATLINE_TEST_PG_URL is not set "
                                "(tests/integration/pg_write_test.sh sets it)");
-    snprintf(dir, sizeof dir, "/tmp/bl_rollups_pg_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/beatline.db", dir);
+    const char *keep = getenv("BEATLINE_TEST_SQLITE_KEEP");
+    if (keep && *keep) {
+        snprintf(path, sizeof path, "%s", keep);
+    } else {
+        snprintf(dir, sizeof dir, "/tmp/bl_rollups_pg_XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/beatline.db", dir);
+    }
     char err[256];
     ck_assert_msg(bl_db_open(path, 0, &dbs[0], err, sizeof err) == BL_OK, "%s", err);
     ck_assert_msg(bl_db_open(url, 0, &dbs[1], err, sizeof err) == BL_OK, "%s", err);
@@ -464,6 +471,8 @@ START_TEST(same_rows_on_sqlite_and_postgresql)
 
     for (int e = 0; e < 2; e++)
         bl_db_close(dbs[e]);
+    if (keep && *keep)
+        return; /* the caller compares more, then removes it */
     const char *suffix[] = { "", "-wal", "-shm" };
     for (int i = 0; i < 3; i++) {
         char p[160];
