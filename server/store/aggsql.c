@@ -1,24 +1,11 @@
 /*
  * aggsql.c — what the event aggregate modules (blocks, launches, network)
- * share on both backends: method names from a LEFT JOIN, and on PostgreSQL
- * the sketch unions and merges SQLite does with its own SQL functions (see
- * internal.h).
+ * share: on PostgreSQL the sketch unions and merges SQLite does with its
+ * own SQL functions (see internal.h).
  */
 #include "store/internal.h"
 
-#include <stdio.h>
-
 #include "agg/sketch.h"
-
-bl_blk_names bl_st_method_names(bl_st *st, int col, int64_t method_id, char *buf, size_t n)
-{
-    if (bl_st_is_null(st, col)) {
-        snprintf(buf, n, "unknown method %lld", (long long)method_id);
-        return (bl_blk_names){ "?", buf, "", "" };
-    }
-    return (bl_blk_names){ bl_st_col_str(st, col), bl_st_col_str(st, col + 1),
-                           bl_st_col_str(st, col + 2), bl_st_col_str(st, col + 3) };
-}
 
 bl_err bl_st_col_sketch_union(bl_st *st, int i, bl_buf *out)
 {

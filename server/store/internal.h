@@ -50,10 +50,6 @@ bl_blk_names bl_st_method_names(bl_st *st, int col, int64_t method_id, char *buf
 /* ---- event aggregates on both backends (blocks, launches, network) ---- */
 
 #include "common/buf.h"
-#include "store/stmt.h"
-
-/* bl_db_method_names for a bl_st (either backend). */
-bl_blk_names bl_st_method_names(bl_st *st, int col, int64_t method_id, char *buf, size_t n);
 
 /*
  * Saturated sums. A sum over rows of an integer column (µs, bytes, counts

@@ -73,20 +73,23 @@ static const struct {
     { "SELECT id, 0 FROM block_groups WHERE build_id = ?1 AND (id, 0) > (?2, CAST(?3 AS bigint)) "
       "ORDER BY id LIMIT 1",
       "DELETE FROM block_stats WHERE (grp, hour) IN (SELECT grp, hour FROM block_stats "
-      "WHERE grp = ?2 AND CAST(?3 AS bigint) = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "WHERE grp = ?2 AND CAST(?1 AS bigint) = ?1 AND CAST(?3 AS bigint) = 0 "
+      "AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
       "SELECT 1 FROM block_stats WHERE grp IN (SELECT id FROM block_groups WHERE build_id = ?1) "
       "LIMIT 1" },
     { "SELECT id, 0 FROM block_groups WHERE build_id = ?1 AND (id, 0) > (?2, CAST(?3 AS bigint)) "
       "ORDER BY id LIMIT 1",
       "DELETE FROM block_seen WHERE (grp, kind, value, hour) IN (SELECT grp, kind, value, hour "
-      "FROM block_seen WHERE grp = ?2 AND CAST(?3 AS bigint) = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "FROM block_seen WHERE grp = ?2 AND CAST(?1 AS bigint) = ?1 AND CAST(?3 AS bigint) = 0 "
+      "AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
       "SELECT 1 FROM block_seen WHERE grp IN (SELECT id FROM block_groups WHERE build_id = ?1) "
       "LIMIT 1" },
     /* a group's merged call tree has no hours: it goes once every hour of
      * the group has expired (after block_stats above, same pass) */
     { "SELECT id, 0 FROM block_groups WHERE build_id = ?1 AND (id, 0) > (?2, CAST(?3 AS bigint)) "
       "ORDER BY id LIMIT 1",
-      "DELETE FROM block_nodes WHERE id IN (SELECT id FROM block_nodes WHERE grp = ?2 AND CAST(?3 AS bigint) = 0 "
+      "DELETE FROM block_nodes WHERE id IN (SELECT id FROM block_nodes WHERE grp = ?2 "
+      "AND CAST(?1 AS bigint) = ?1 AND CAST(?3 AS bigint) = 0 "
       "AND CAST(?4 AS bigint) = ?4 AND NOT EXISTS (SELECT 1 FROM block_stats WHERE grp = ?2) LIMIT ?5)",
       "SELECT 1 FROM block_nodes WHERE grp IN (SELECT id FROM block_groups WHERE build_id = ?1) "
       "LIMIT 1" },
@@ -122,13 +125,15 @@ static const struct {
     { "SELECT id, 0 FROM net_groups WHERE build_id = ?1 AND (id, 0) > (?2, CAST(?3 AS bigint)) "
       "ORDER BY id LIMIT 1",
       "DELETE FROM net_stats WHERE (grp, hour) IN (SELECT grp, hour FROM net_stats "
-      "WHERE grp = ?2 AND CAST(?3 AS bigint) = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "WHERE grp = ?2 AND CAST(?1 AS bigint) = ?1 AND CAST(?3 AS bigint) = 0 "
+      "AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
       "SELECT 1 FROM net_stats WHERE grp IN (SELECT id FROM net_groups WHERE build_id = ?1) "
       "LIMIT 1" },
     { "SELECT id, 0 FROM net_groups WHERE build_id = ?1 AND (id, 0) > (?2, CAST(?3 AS bigint)) "
       "ORDER BY id LIMIT 1",
       "DELETE FROM net_callers WHERE (grp, hour, method_id) IN (SELECT grp, hour, method_id "
-      "FROM net_callers WHERE grp = ?2 AND CAST(?3 AS bigint) = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "FROM net_callers WHERE grp = ?2 AND CAST(?1 AS bigint) = ?1 AND CAST(?3 AS bigint) = 0 "
+      "AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
       "SELECT 1 FROM net_callers WHERE grp IN (SELECT id FROM net_groups WHERE build_id = ?1) "
       "LIMIT 1" },
 };
