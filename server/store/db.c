@@ -205,6 +205,94 @@ int bl_db_url_is_pg(const char *url)
     return url && (!strncmp(url, "postgresql://", 13) || !strncmp(url, "postgres://", 11));
 }
 
+/* libpq quotes the whole URI in some messages (a parse error): each copy of
+ * `url` in buf becomes "(the URL)", as the URL may hold a password. Trailing
+ * newlines are cut. */
+static void scrub_url(char *buf, size_t cap, const char *url)
+{
+    size_t ul = strlen(url);
+    char *p;
+    while (ul && (p = strstr(buf, url)) != NULL) {
+        static const char mark[] = "(the URL)";
+        size_t tail = strlen(p + ul);
+        if (ul >= sizeof mark - 1) {
+            memcpy(p, mark, sizeof mark - 1);
+            memmove(p + sizeof mark - 1, p + ul, tail + 1);
+        } else if ((size_t)(p - buf) + sizeof mark + tail <= cap) {
+            memmove(p + sizeof mark - 1, p + ul, tail + 1);
+            memcpy(p, mark, sizeof mark - 1);
+        } else {
+            *p = 0;
+        }
+    }
+    size_t n = strlen(buf);
+    while (n > 0 && buf[n - 1] == '\n')
+        buf[--n] = 0;
+}
+
+bl_err bl_db_url_check(const char *url, char *errbuf, size_t errlen)
+{
+    if (!url || !*url) {
+        snprintf(errbuf, errlen, "the store URL is empty");
+        return BL_EINVAL;
+    }
+    if (!strncmp(url, "sqlite:", 7)) {
+        if (!url[7]) {
+            snprintf(errbuf, errlen, "store URL sqlite: needs a path (sqlite:PATH)");
+            return BL_EINVAL;
+        }
+        return BL_OK;
+    }
+    if (bl_db_url_is_pg(url)) {
+        char *msg = NULL;
+        PQconninfoOption *o = PQconninfoParse(url, &msg);
+        if (!o) {
+            snprintf(errbuf, errlen, "bad PostgreSQL URL: %s", msg ? msg : "out of memory");
+            PQfreemem(msg);
+            scrub_url(errbuf, errlen, url);
+            return BL_EINVAL;
+        }
+        PQconninfoFree(o);
+        return BL_OK;
+    }
+    size_t k = strcspn(url, ":/@");
+    if (url[k] == ':' && k > 0 && k <= 16)
+        snprintf(errbuf, errlen, "unknown store URL scheme '%.*s:' (sqlite:PATH or postgresql://…)",
+                 (int)k, url);
+    else
+        snprintf(errbuf, errlen, "bad store URL (sqlite:PATH or postgresql://…)");
+    return BL_EINVAL;
+}
+
+const char *bl_db_url_redact(const char *url, char *out, size_t n)
+{
+    if (!n)
+        return out;
+    PQconninfoOption *o = bl_db_url_is_pg(url) ? PQconninfoParse(url, NULL) : NULL;
+    if (!o) {
+        snprintf(out, n, "%s", bl_db_url_is_pg(url) ? "postgresql://(unparsable)" : url);
+        return out;
+    }
+    const char *user = NULL, *host = NULL, *port = NULL, *dbname = NULL;
+    for (PQconninfoOption *p = o; p->keyword; p++) {
+        if (!p->val || !*p->val)
+            continue;
+        if (!strcmp(p->keyword, "user"))
+            user = p->val;
+        else if (!strcmp(p->keyword, "host"))
+            host = p->val;
+        else if (!strcmp(p->keyword, "port"))
+            port = p->val;
+        else if (!strcmp(p->keyword, "dbname"))
+            dbname = p->val;
+    }
+    snprintf(out, n, "postgresql://%s%s%s%s%s%s%s", user ? user : "", user ? "@" : "",
+             host ? host : "", port ? ":" : "", port ? port : "", dbname ? "/" : "",
+             dbname ? dbname : "");
+    PQconninfoFree(o);
+    return out;
+}
+
 int bl_db_pg_schema_version(void)
 {
     int n = 0;
@@ -281,14 +369,17 @@ static bl_err pg_open(const char *url, int readonly, bl_db **out, char *errbuf, 
         return BL_ENOMEM;
     }
     db->readonly = readonly;
-    db->pg = PQconnectdb(url);
+    /* a server that does not answer fails the open after 10 s rather than
+     * the system's TCP timeout (minutes); a connect_timeout in the URL wins */
+    static const char *const keys[] = { "connect_timeout", "dbname", NULL };
+    const char *const vals[] = { "10", url, NULL };
+    db->pg = PQconnectdbParams(keys, vals, 1);
     if (!db->pg || PQstatus(db->pg) != CONNECTION_OK) {
-        /* libpq's message names host and port, never the password */
+        /* libpq names host and port, never the password; a URI it quotes is
+         * scrubbed (scrub_url) */
         snprintf(errbuf, errlen, "PostgreSQL: %s",
                  db->pg ? PQerrorMessage(db->pg) : "out of memory");
-        size_t n = strlen(errbuf);
-        while (n > 0 && errbuf[n - 1] == '\n')
-            errbuf[--n] = 0;
+        scrub_url(errbuf, errlen, url);
         bl_db_close(db);
         return BL_EIO;
     }
@@ -441,4 +532,14 @@ bl_blk_names bl_db_method_names(sqlite3_stmt *st, int col, int64_t method_id, ch
     }
     return (bl_blk_names){ bl_db_text(st, col), bl_db_text(st, col + 1), bl_db_text(st, col + 2),
                            bl_db_text(st, col + 3) };
+}
+
+bl_blk_names bl_st_method_names(bl_st *st, int col, int64_t method_id, char *buf, size_t n)
+{
+    if (bl_st_is_null(st, col)) {
+        snprintf(buf, n, "unknown method %lld", (long long)method_id);
+        return (bl_blk_names){ "?", buf, "", "" };
+    }
+    return (bl_blk_names){ bl_st_col_str(st, col), bl_st_col_str(st, col + 1),
+                           bl_st_col_str(st, col + 2), bl_st_col_str(st, col + 3) };
 }
