@@ -10,15 +10,7 @@
 
 #include "agg/sketch.h"
 
-bl_blk_names bl_st_method_names(bl_st *st, int col, int64_t method_id, char *buf, size_t n)
-{
-    if (bl_st_is_null(st, col)) {
-        snprintf(buf, n, "unknown method %lld", (long long)method_id);
-        return (bl_blk_names){ "?", buf, "", "" };
-    }
-    return (bl_blk_names){ bl_st_col_str(st, col), bl_st_col_str(st, col + 1),
-                           bl_st_col_str(st, col + 2), bl_st_col_str(st, col + 3) };
-}
+/* bl_st_method_names: store/db.c (pg-foundation has the same function) */
 
 bl_err bl_st_col_sketch_union(bl_st *st, int i, bl_buf *out)
 {
