@@ -564,9 +564,12 @@ bl_err bl_db_reconnect(bl_db *db, int *renewed)
     unsigned before = db->epoch;
     /* a session the server ended (a restart) still says CONNECTION_OK until
      * it is used: reading what is pending on the socket (no round trip)
-     * finds the closed connection first */
+     * finds the closed connection first — twice: a backend told to stop
+     * sends its FATAL message before it closes, and one read may take the
+     * message without reaching the end of the stream */
     if (PQstatus(db->pg) == CONNECTION_OK && !db->lost && !db->unset &&
-        PQconsumeInput(db->pg) == 1 && PQstatus(db->pg) == CONNECTION_OK)
+        PQconsumeInput(db->pg) == 1 && PQconsumeInput(db->pg) == 1 &&
+        PQstatus(db->pg) == CONNECTION_OK)
         return BL_OK;
     /* made again as the next command would (a transaction lost with it is
      * over: the caller rolled back, or it ends here) */
