@@ -1,7 +1,9 @@
 /*
  * h_batch.c — POST /v1/apps/{app}/batches: one batch (schema/batch-format.md),
  * binary, optionally gzip or zstd. Answers 202 {"batch_id","records"} only
- * once the body is durable in batches/pending (fsync of file and folder);
+ * once the body is durable in batches/pending (fsync of file and folder),
+ * or with a PostgreSQL store committed in the raw_batches queue (no local
+ * file: any node processes it; pipeline/processor.h bl_processor_queue_put);
  * a batch id already received → 200 {"duplicate": true}, counted once.
  * Malformed → 400 naming the byte offset (of the decompressed batch).
  */
@@ -87,7 +89,8 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
                              : bl_reply_error(c, h, 503, "out of memory");
         goto out;
     }
-    if (seen(h, uuid)) {
+    int in_db = bl_processor_uses_queue(h->c.proc);
+    if (!in_db && seen(h, uuid)) {
         atomic_fetch_add(&h->duplicates_in, 1);
         rc = bl_reply_json(c, h, 200, json_pack("{s:s,s:b}", "batch_id", uuid, "duplicate", 1));
         goto out;
@@ -107,6 +110,30 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
     if (qr > 0) {
         atomic_fetch_add(&h->quota_refused, 1);
         rc = bl_reply_error_retry(c, h, 429, msg, retry);
+        goto out;
+    }
+    if (in_db) {
+        /* durable in the database's queue before the 202; the quota count
+         * is released at once (any node may process it: pipeline/quota.h
+         * counts per node) */
+        int dup = 0;
+        e = bl_processor_queue_put(h->c.proc, uuid, r->enc, r->app_id, build,
+                                   r->raw.data ? r->raw.data : "", r->raw.len, &dup);
+        if (e == BL_ENOMEM) {
+            rc = bl_reply_error(c, h, 503, "out of memory");
+        } else if (e) {
+            rc = bl_reply_error_retry(c, h, 503, "cannot store the batch: database unavailable",
+                                      1);
+        } else if (dup) {
+            atomic_fetch_add(&h->duplicates_in, 1);
+            rc = bl_reply_json(c, h, 200,
+                               json_pack("{s:s,s:b}", "batch_id", uuid, "duplicate", 1));
+        } else {
+            atomic_fetch_add(&h->batches_in, 1);
+            atomic_fetch_add(&h->records_in, b.n_records);
+            rc = bl_reply_json(c, h, 202, json_pack("{s:s,s:I}", "batch_id", uuid, "records",
+                                                    (json_int_t)b.n_records));
+        }
         goto out;
     }
     char tmp[BL_PATH_MAX], dst[BL_PATH_MAX];

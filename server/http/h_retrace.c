@@ -16,8 +16,14 @@
 enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r)
 {
     char dir[BL_PATH_MAX];
-    if (bl_datadir_build(h->data_dir, r->app_id, r->build, dir) != BL_OK)
+    bl_err de = bl_http_build_dir(h, r->app_id, r->build, dir);
+    if (de == BL_EINVAL)
         return bl_reply_error(c, h, 400, "bad build name");
+    if (de == BL_ETOOBIG)
+        return bl_reply_error(c, h, 500, "the build's mapping is over --max-mapping");
+    if (de)
+        return bl_reply_error(c, h, 503, "cannot fetch the build's mapping from the "
+                                         "database; try again");
     bl_mapindex *mi;
     bl_err e = bl_datadir_open_index(h->data_dir, dir, &mi, NULL);
     int err = errno;

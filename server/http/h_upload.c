@@ -9,6 +9,13 @@
  * method-IDs: parsed, ingest/methodid.h), moved into the build folder with
  * its hash, and the processor is told (it re-symbolicates the build and
  * processes batches that were waiting for it).
+ *
+ * With a PostgreSQL store (store/files.h) the build folder is this node's
+ * cache of the store: it is made to agree with the store first, under the
+ * build's lock (pipeline/buildcache.h), so "what the build has" is what any
+ * node uploaded; an accepted file is stored in PostgreSQL (its content by
+ * hash, then the build's record of it) before it is moved into the folder
+ * and before the answer, so no 2xx depends on this node's disk.
  */
 #include "http/internal.h"
 
@@ -23,6 +30,8 @@
 
 #include "ingest/methodid.h"
 #include "ingest/namecheck.h"
+#include "pipeline/buildcache.h"
+#include "store/files.h"
 #include "symbol/mapindex.h"
 
 static bl_err sink_file(void *ctx, const void *p, size_t n)
@@ -286,6 +295,27 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     }
     enum MHD_Result rc;
     int obf_names = 0; /* a method-ID upload: its names are obfuscated */
+    /* PostgreSQL store: the writable connection of this thread, and the
+     * folder brought in line with the store (the lock is held) */
+    bl_db *wdb = NULL;
+    if (bl_files_in_store(bl_http_db(h))) {
+        char cdir[BL_PATH_MAX];
+        bl_err se = BL_EIO;
+        if ((wdb = bl_http_db_rw(h)) != NULL)
+            se = bl_buildcache_sync(wdb, h->data_dir, r->app_id, r->build, 1, cdir, NULL);
+        if (se) {
+            bl_h_upload_abort(r);
+            if (wdb)
+                fprintf(stderr, "beatline-server: upload to build %s: cannot read its files "
+                                "from the store: %s (%s)\n",
+                        r->build, bl_err_str(se), se == BL_EIO ? bl_db_errmsg(wdb) : "");
+            rc = bl_reply_error(c, h, 503, "cannot read the build's files from the database; "
+                                           "try again");
+            flock(lfd, LOCK_UN);
+            close(lfd);
+            return rc;
+        }
+    }
     json_t *extra = json_object();
     json_t *warnings = json_array();
     /* `warnings` is extra's from here on, borrowed by this function: on a
@@ -499,6 +529,48 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
         bl_methodids_free(t);
         bl_req_give(r, charged);
     }
+    /* PostgreSQL store: durable there first (content, then the build's
+     * record of it); a build that got another file from another node
+     * meanwhile is a conflict as above */
+    char prev[BL_FILES_HASH_LEN + 1] = "";
+    if (wdb) {
+        bl_file_kind kind = mapping ? BL_FILE_MAPPING : BL_FILE_METHODIDS;
+        /* its memory (a chunk read, the same in libpq's output buffer, and
+         * slack) is charged to --max-inflight like the rest of the upload */
+        uint64_t charge = 3 * (uint64_t)BL_FILES_CHUNK;
+        if (bl_req_take(r, charge) != 0) {
+            bl_h_upload_abort(r);
+            unlink(idx_tmp);
+            rc = bl_reply_error(c, h, 503, "the server is busy with other uploads; retry later");
+            goto out;
+        }
+        bl_err se = bl_files_put(wdb, hex, r->tmp, bytes);
+        bl_req_give(r, charge);
+        if (!se)
+            se = bl_files_build_set(wdb, r->app_id, r->build, kind, hex, bytes, bl_now_us(),
+                                    r->replace, prev);
+        if (se == BL_EINVAL) {
+            bl_h_upload_abort(r);
+            unlink(idx_tmp);
+            char msg[300];
+            snprintf(msg, sizeof msg,
+                     "build '%s' already has a different %s; add ?replace=true to replace it",
+                     r->build, mapping ? "mapping" : "method-ID file");
+            rc = bl_reply_error(c, h, 409, msg);
+            goto out;
+        }
+        if (se) {
+            bl_h_upload_abort(r);
+            unlink(idx_tmp);
+            fprintf(stderr, "beatline-server: upload to build %s: cannot store it in the "
+                            "database: %s (%s)\n",
+                    r->build, bl_err_str(se), se == BL_EIO ? bl_db_errmsg(wdb) : "");
+            rc = bl_reply_error(c, h, 503, "cannot store the upload in the database; try again");
+            goto out;
+        }
+        if (prev[0] && !old[0] && strcmp(prev, hex) != 0)
+            snprintf(old, sizeof old, "%s", prev); /* replaced another node's upload */
+    }
     if (bl_path_join(path, dir, fname) != BL_OK ||
         bl_file_replace(r->fd, r->tmp, path) != BL_OK) {
         r->fd = -1;
@@ -508,6 +580,8 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     }
     r->fd = -1;
     r->tmp[0] = '\0';
+    if (wdb)
+        bl_buildcache_note(path, hex); /* hashed while received: not read again */
     if (mapping) {
         char idx[BL_PATH_MAX];
         if (bl_path_join(idx, dir, "mapping.idx") != BL_OK || rename(idx_tmp, idx) != 0 ||

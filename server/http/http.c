@@ -26,7 +26,9 @@
 
 #include "common/utf8.h"
 #include "pipeline/datahealth.h"
+#include "pipeline/buildcache.h"
 #include "store/builds.h"
+#include "store/files.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -77,8 +79,59 @@ bl_db *bl_http_db(bl_http *h)
         if (bl_db_bound_memory(db) != BL_OK)
             fprintf(stderr, "beatline-server: read connection: cannot set its cache size\n");
         pthread_setspecific(db_key, db);
+    } else {
+        /* PostgreSQL: the server restarted or the network broke: a new
+         * session (a no-op on SQLite and on a working connection) */
+        int renewed;
+        if (bl_db_reconnect(db, &renewed) != BL_OK)
+            fprintf(stderr, "beatline-server: read connection: %s\n", bl_db_errmsg(db));
     }
     return db;
+}
+
+/* A writable connection per HTTP thread, opened on first use: uploads with
+ * a PostgreSQL store write their files there (store/files.h). */
+static pthread_key_t db_rw_key;
+static pthread_once_t db_rw_once = PTHREAD_ONCE_INIT;
+
+static void make_rw_key(void)
+{
+    pthread_key_create(&db_rw_key, close_db);
+}
+
+bl_db *bl_http_db_rw(bl_http *h)
+{
+    pthread_once(&db_rw_once, make_rw_key);
+    bl_db *db = pthread_getspecific(db_rw_key);
+    if (!db) {
+        char path[BL_PATH_MAX], err[256] = "";
+        if (bl_datadir_db(h->data_dir, path) || bl_db_open(path, 0, &db, err, sizeof err)) {
+            fprintf(stderr, "beatline-server: writable connection: %s\n", err);
+            return NULL;
+        }
+        pthread_setspecific(db_rw_key, db);
+    } else {
+        /* PostgreSQL: a new session after a lost one (as bl_http_db) */
+        int renewed;
+        if (bl_db_reconnect(db, &renewed) != BL_OK)
+            fprintf(stderr, "beatline-server: writable connection: %s\n", bl_db_errmsg(db));
+    }
+    return db;
+}
+
+bl_err bl_http_build_dir(bl_http *h, int64_t app_id, const char *build, char *dir)
+{
+    if (bl_datadir_build(h->data_dir, app_id, build, dir) != BL_OK)
+        return BL_EINVAL;
+    bl_db *db = bl_http_db(h);
+    if (!bl_files_in_store(db))
+        return BL_OK;
+    bl_err e = bl_buildcache_sync(db, h->data_dir, app_id, build, 0, dir, NULL);
+    if (e && e != BL_EINVAL)
+        fprintf(stderr, "beatline-server: build %s: cannot bring its files from the store: "
+                        "%s (%s)\n",
+                build, bl_err_str(e), e == BL_EIO ? bl_db_errmsg(db) : "");
+    return e;
 }
 
 void bl_req_fail(req *r, unsigned status, const char *fmt, ...)

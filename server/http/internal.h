@@ -119,6 +119,16 @@ typedef struct req {
 
 /* The read connection of the calling thread (opened on first use). */
 bl_db *bl_http_db(bl_http *h);
+/* A writable connection of the calling thread (opened on first use; owned
+ * by the thread, closed when it ends), for uploads' writes to a PostgreSQL
+ * store (store/files.h). NULL when it cannot be opened (logged). */
+bl_db *bl_http_db_rw(bl_http *h);
+/* The folder of build (app_id, build) into dir (BL_PATH_MAX bytes), as
+ * bl_datadir_build; with a PostgreSQL store first made to agree with the
+ * store (pipeline/buildcache.h: a file another node uploaded is fetched, a
+ * damaged copy fetched again). BL_EINVAL when bl_datadir_build fails (an
+ * invalid build name), else bl_buildcache_sync's errors (logged). */
+bl_err bl_http_build_dir(bl_http *h, int64_t app_id, const char *build, char *dir);
 
 /* A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD. Never
  * NULL unless memory runs out. */

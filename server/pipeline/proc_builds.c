@@ -17,7 +17,9 @@
 #include "common/buf.h"
 #include "ingest/methodid.h"
 #include "ingest/namecheck.h"
+#include "pipeline/buildcache.h"
 #include "pipeline/retention.h"
+#include "store/files.h"
 #include "store/retention.h"
 #include "store/writer.h"
 #include "symbol/mapindex.h"
@@ -218,6 +220,10 @@ bl_err pr_requeue_waiting(bl_processor *p, bstate *b)
         memcpy(w.build, b->build, sizeof w.build);
         w.counted = b->waiting[i].counted;
         w.bytes = b->waiting[i].bytes;
+        w.from_q = b->waiting[i].from_q;
+        w.qgen = b->waiting[i].qgen;
+        w.checked = w.from_q; /* checked at POST (proc_queue.c) */
+        w.received_us = b->waiting[i].mtime * 1000000;
         pthread_mutex_lock(&p->mu);
         p->st.waiting--;
         pthread_mutex_unlock(&p->mu);
@@ -277,6 +283,15 @@ static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build
     char dir[BL_PATH_MAX], path[BL_PATH_MAX];
     if ((err = bl_datadir_build(p->data_dir, app_id, build, dir)))
         return err;
+    /* PostgreSQL store: the build's files are the store's; the folder is
+     * this node's cache of them, made to agree first (a file uploaded to
+     * another node is fetched here) */
+    if (bl_files_in_store(p->db) &&
+        (err = bl_buildcache_sync(p->db, p->data_dir, app_id, build, 0, dir, NULL))) {
+        pr_log("build %s: cannot bring its files from the store: %s (%s)", build,
+               bl_err_str(err), err == BL_EIO ? bl_db_errmsg(p->db) : "");
+        return err;
+    }
     char mhash[80], ihash[80];
     read_hash(dir, "mapping.hash", mhash, sizeof mhash);
     read_hash(dir, "method-ids.hash", ihash, sizeof ihash);
@@ -358,6 +373,7 @@ void pr_reset_states(bl_processor *p)
     int64_t next;
     if (bl_wr_next_node_id(p->db, &next) == BL_OK)
         p->agg.next_node = next;
+    p->node_end = 0; /* PostgreSQL: a new node-id block before the next node */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -370,8 +386,10 @@ static void pr_forget_state(bl_processor *p, size_t i)
     bstate *b = p->builds[i];
     for (size_t j = 0; j < b->n_waiting; j++) {
         char path[BL_PATH_MAX];
-        if (bl_datadir_batch(p->data_dir, 0, b->waiting[j].uuid, b->waiting[j].enc, path) ==
-                BL_OK &&
+        if (b->waiting[j].from_q) /* its queue row goes (PostgreSQL store) */
+            pr_q_forget(p, b->waiting[j].uuid, b->waiting[j].qgen, 1, NULL);
+        else if (bl_datadir_batch(p->data_dir, 0, b->waiting[j].uuid, b->waiting[j].enc,
+                                  path) == BL_OK &&
             unlink(path) != 0 && errno != ENOENT)
             pr_log("cannot delete batch %s of a deleted build: %s", b->waiting[j].uuid,
                   strerror(errno));
@@ -401,6 +419,21 @@ static void pr_forget_state(bl_processor *p, size_t i)
     }
     p->n_builds = last;
     pr_bstate_free(b);
+}
+
+void pr_drop_states_of_key(bl_processor *p, int64_t key)
+{
+    for (size_t i = 0; i < p->n_builds;) {
+        bstate *b = p->builds[i];
+        if (bl_queue_lock_key(b->app_id, b->build) != key) {
+            i++;
+            continue;
+        }
+        /* its waiting batches (none when the lock is let go idle) go back
+         * to the queue, processed with the state loaded again */
+        pr_requeue_waiting(p, b);
+        pr_forget_state(p, i); /* the last state takes slot i */
+    }
 }
 
 /* the longest the writer waits for an upload to let go of a build's folder
@@ -444,6 +477,11 @@ bl_err pr_drop_build(bl_processor *p, const work *w)
         err = BL_EINVAL;
     if (!err)
         err = bl_rs_doom_build(p->db, id, w->drop_cutoff ? "expired" : "deleted", bl_now_us());
+    /* PostgreSQL store: the build's files go with it (a build of the same
+     * name made later starts without them; other nodes' caches follow at
+     * their next sync) */
+    if (!err && bl_files_in_store(p->db) && bl_files_build_forget(p->db, w->app_id, w->build))
+        err = BL_EIO;
     if (!err && (err = bl_retention_trash_build(p->data_dir, w->app_id, w->build, id, lfd >= 0,
                                                  &moved)))
         pr_log("build %s: cannot move its folder to trash: %s", w->build,
@@ -491,11 +529,14 @@ void pr_expire_waiting(bl_processor *p)
             pending_batch *pb = &b->waiting[j];
             char path[BL_PATH_MAX];
             if (pb->mtime >= now || (uint64_t)now - (uint64_t)pb->mtime < expiry ||
-                bl_datadir_batch(p->data_dir, 0, pb->uuid, pb->enc, path) != BL_OK ||
-                (unlink(path) != 0 && errno != ENOENT)) {
+                (!pb->from_q &&
+                 (bl_datadir_batch(p->data_dir, 0, pb->uuid, pb->enc, path) != BL_OK ||
+                  (unlink(path) != 0 && errno != ENOENT)))) {
                 b->waiting[keep++] = *pb;
                 continue;
             }
+            if (pb->from_q) /* PostgreSQL store: its queue row goes */
+                pr_q_forget(p, pb->uuid, pb->qgen, 1, NULL);
             if (pb->counted)
                 bl_quota_release(p->quota, b->app_id, b->build, pb->bytes);
             gone++;

@@ -59,6 +59,10 @@ static void cm_run(bl_processor *p, cjob *j)
         err = pr_sql_err(p, "rollups upsert");
     if (!err && bl_wr_nodes_add(p->db, o->n_nodes, delta_node, o))
         err = pr_sql_err(p, "nodes upsert");
+    /* PostgreSQL store: the round's queue rows go in its transaction, so a
+     * batch is counted exactly once (proc_queue.c) */
+    if (!err && p->pg && pr_q_finish_round(p, &j->moves))
+        err = BL_EIO;
     /* apps a re-symbolication left dirty are rebuilt by p->rb (rebuilder.h) */
     if (!err && p->o.test_commit_delay_ms)
         usleep((useconds_t)p->o.test_commit_delay_ms * 1000);
@@ -188,6 +192,14 @@ bl_err pr_need_db(bl_processor *p)
         return BL_EIO;
     }
     p->txn_open = 1;
+    if (p->pg && bl_db_session(p->db) != p->q_session) {
+        /* PostgreSQL: the connection was made again by BEGIN: the build
+         * locks went with the old session, the build states may be stale —
+         * the round is given up, pr_q_check_conn forgets them */
+        pr_log("writer connection: a new session; the round is done again");
+        p->redo = R_EIO;
+        return BL_EIO;
+    }
     for (size_t i = 0; i < p->n_dq; i++) {
         deferred_batch *d = &p->dq[i];
         bl_err seen = bl_wr_batch_seen(p->db, d->uuid);

@@ -17,6 +17,7 @@
 #define BL_PROC_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,9 +32,13 @@
 #include "pipeline/quota.h"
 #include "pipeline/rebuilder.h"
 #include "store/db.h"
+#include "store/queue.h"
 #include "store/writer.h"
 
 enum { W_BATCH, W_BUILD, W_DROP, W_URLPAT };
+
+/* PostgreSQL store: write connections kept for the HTTP threads' queue puts */
+#define BL_QPOOL_MAX 8
 /* W_DROP and W_URLPAT are rounds of their own (in queue order). */
 #define W_ALONE(kind) ((kind) == W_DROP || (kind) == W_URLPAT)
 
@@ -66,6 +71,12 @@ typedef struct work {
     char *pats;
     size_t n_pats;
     int checked;     /* 1: bl_agg_check_batch passed at POST (same bytes) */
+    /* PostgreSQL store: a batch claimed from the raw_batches queue
+     * (proc_queue.c); its bytes are in bl_processor.bodies under its uuid
+     * while qgen is the processor's q_gen, else it is stale (B_GONE) */
+    int from_q;
+    uint32_t qgen;
+    int64_t received_us; /* when it was received, µs since the epoch */
 } work;
 
 typedef struct pending_batch {
@@ -75,6 +86,8 @@ typedef struct pending_batch {
     int counted;     /* waiting batches are always counted (quota.h) */
     uint64_t bytes;  /* as received (the file's size) */
     int64_t mtime;   /* the file's modification time, Unix seconds: expiry */
+    int from_q;      /* PostgreSQL store: from the queue (work.from_q), no file */
+    uint32_t qgen;
 } pending_batch;
 
 typedef struct bstate {
@@ -108,6 +121,10 @@ typedef struct pslot {
     char path[BL_PATH_MAX];
     bl_encoding enc;
     int check;
+    int from_q;       /* the bytes come from the queue's body map, not path */
+    char uuid[37];
+    uint32_t qgen;
+    bl_buf raw;       /* from_q: the copied bytes (owned, reused) */
 } pslot;
 
 /* Batch files a round is done with — moved out of batches/pending once its
@@ -207,6 +224,36 @@ struct bl_processor {
     char app_name[80];      /* writer: the last app looked up (apps are never */
     int64_t app_id;         /* renamed or deleted), "" = none */
     int redo;               /* writer: why the round must be done again (R_*) */
+    /* ---- PostgreSQL store (issue 19): the raw batch queue, proc_queue.c ---- */
+    int pg;                 /* batches come from raw_batches, not batches/pending */
+    char node[BL_QUEUE_NODE_MAX]; /* this node's lease owner name */
+    bl_db *q_db;            /* the claim thread's connection (owned), under qmu */
+    pthread_t q_thread;
+    int q_started;
+    pthread_mutex_t qmu;    /* the fields below and q_db */
+    pthread_cond_t q_cv;    /* wakes the claim thread */
+    int q_wake, q_stop;
+    atomic_int q_wants;     /* the claim thread asks the writer for pr_q_locks */
+    int q_release;          /* the claim thread gives up the node's leases first */
+    uint32_t q_gen;         /* bumped when every claim is forgotten (a reset) */
+    struct qheld *held;     /* build lock keys the writer connection holds */
+    size_t n_held, cap_held;
+    int64_t *want;          /* keys with work to claim the writer should try to lock */
+    size_t n_want, cap_want;
+    struct qbody **bodies;  /* claimed batches' bytes (owned; in flight or waiting):
+                             * bounded by the claim limit plus waiting batches */
+    size_t n_bodies, cap_bodies;
+    double q_next_locks;    /* writer: monotonic s of the next lock round */
+    int64_t node_end;       /* writer: end of its call-path node-id block (0: none) */
+    unsigned q_session;     /* writer: bl_db_session of p->db its locks and build
+                             * states belong to (another one: all lost) */
+    /* the HTTP threads' write connections for bl_processor_queue_put */
+    pthread_mutex_t pool_mu;
+    bl_db *pool[BL_QPOOL_MAX];
+    size_t n_pool;
+    char q_url[1024];       /* the store URL the pool connects to */
+    bl_buf q_raw;           /* writer: a claimed batch's bytes it prepares itself */
+    uint64_t q_claimed, q_failed_db; /* stats: claimed rows, rows failed */
 };
 
 /* Why a round is given up and done again (bl_processor.redo). */
@@ -224,6 +271,8 @@ __attribute__((format(printf, 1, 2))) void pr_log(const char *fmt, ...);
 void pr_push_front(bl_processor *p, const work *ws, size_t n);
 /* The writer is done with a batch that is not waiting: its quota count goes. */
 void pr_release(bl_processor *p, work *w);
+/* Queues w at the tail (BL_ENOMEM). */
+bl_err pr_push(bl_processor *p, const work *w);
 /* Moves up to `room` queued items to dst; p->mu held (see processor.c). */
 size_t pr_pop_locked(bl_processor *p, work *dst, size_t room, int new_round);
 /* Hands a build deletion's (or a W_URLPAT's) result to its caller. */
@@ -242,6 +291,9 @@ bl_err pr_register_build(bl_processor *p, int64_t app_id, const char *build);
 bl_err pr_requeue_waiting(bl_processor *p, bstate *b);
 /* Forgets every build's in-memory state (after a rollback). */
 void pr_reset_states(bl_processor *p);
+/* Forgets the in-memory state of the builds whose advisory lock key is
+ * `key` (store/queue.h; PostgreSQL store): loaded again on next use. */
+void pr_drop_states_of_key(bl_processor *p, int64_t key);
 /* A W_DROP item, alone in its round (see proc_builds.c). */
 bl_err pr_drop_build(bl_processor *p, const work *w);
 /* Seconds between expiry sweeps of waiting batches. */
@@ -284,6 +336,35 @@ bl_err pr_new_row(void *ctx, bl_agg_build *ab, uint32_t mid, int64_t *row);
 void pr_run_txn(bl_processor *p, work *items, size_t n);
 /* Moves one batch file out of batches/pending (to done/, or failed/). */
 void pr_move_batch(bl_processor *p, const pending_batch *pb, int failed);
+
+/* ---- proc_queue.c (PostgreSQL store only; p->pg) ---- */
+/* Starts the claim thread and its connection to `url`. BL_EIO/BL_ENOMEM. */
+bl_err pr_q_start(bl_processor *p, const char *url, char *errbuf, size_t n);
+/* Stops the claim thread; frees the bodies, the held keys and the pool. */
+void pr_q_stop(bl_processor *p);
+/* Copies the bytes of queued batch (uuid, qgen) into *out. BL_ENOTFOUND
+ * when they are gone (stale). */
+bl_err pr_q_body(bl_processor *p, const char *uuid, uint32_t qgen, bl_buf *out);
+/* The batch is done with (committed, or its build deleted): its bytes go;
+ * `db_drop` 1: its row is deleted too (on the claim connection), 2: its
+ * row is marked failed (`why`). */
+void pr_q_forget(bl_processor *p, const char *uuid, uint32_t qgen, int db_drop,
+                 const char *why);
+/* Writer, between rounds: takes the advisory locks the claim thread asks
+ * for and lets go of idle ones (reloading the states of those builds). */
+void pr_q_locks(bl_processor *p);
+/* 1 when the claim thread asks for locks (the writer should call pr_q_locks). */
+int pr_q_want(bl_processor *p);
+/* Writer, after a failed round: when the writer connection was lost, it
+ * reconnects, and every claim, lock and build state is forgotten. */
+void pr_q_check_conn(bl_processor *p);
+/* Writer, before aggregating a batch of up to n_records records: a new
+ * node-id block when the current one might not hold its new nodes. BL_OK;
+ * BL_EIO (p->redo set, or an SQL error logged). */
+bl_err pr_q_node_ids(bl_processor *p, uint64_t n_records);
+/* The committer, in the round's transaction: deletes (done, duplicate) or
+ * fails the queue rows of the round's batches. BL_EIO. */
+bl_err pr_q_finish_round(bl_processor *p, const movelist *m);
 
 /* ---- proc_workers.c ---- */
 void *pr_prep_main(void *arg);

@@ -58,6 +58,12 @@ enum { B_DONE, B_WAITING, B_DUPLICATE, B_FAILED, B_ABORT, B_LATER, B_RETRY, B_GO
 
 /* B_REDO: the round is given up and done again (p->redo says why). */
 
+/* What a batch whose processing hit error `err` does to the round: on
+ * PostgreSQL a database error (a restart, a lost connection, a conflict
+ * with another node) is passing — the round is tried again, the batch stays
+ * queued — else the batch broke the round and is failed. */
+#define SQL_ABORT(p, err) ((p)->pg && (err) == BL_EIO ? B_RETRY : B_ABORT)
+
 /* Keeps a processed batch's row for pr_need_db (the committer holds the
  * connection). -1 when out of memory. */
 static int defer_batch(bl_processor *p, const bl_wr_batch *row)
@@ -82,13 +88,22 @@ static int defer_batch(bl_processor *p, const bl_wr_batch *row)
  * prepared ahead). */
 static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *records)
 {
-    char path[BL_PATH_MAX];
+    char path[BL_PATH_MAX] = "";
     *records = 0;
-    if (bl_datadir_batch(p->data_dir, 0, w->uuid, w->enc, path))
+    if (!w->from_q && bl_datadir_batch(p->data_dir, 0, w->uuid, w->enc, path))
         return B_FAILED;
     if (!j || (j->read_err == BL_ETOOBIG && j->max_body < p->o.max_decompressed)) {
         j = &p->inline_job;
-        bl_prep_file(j, path, w->enc, p->o.max_decompressed, !w->checked);
+        if (!w->from_q) {
+            bl_prep_file(j, path, w->enc, p->o.max_decompressed, !w->checked);
+        } else { /* PostgreSQL store: the claimed bytes (proc_queue.c) */
+            bl_err be = pr_q_body(p, w->uuid, w->qgen, &p->q_raw);
+            if (be == BL_OK)
+                bl_prep_run(j, p->q_raw.data, p->q_raw.len, w->enc, p->o.max_decompressed,
+                            !w->checked);
+            else
+                j->read_err = be;
+        }
     }
     bl_err err = j->read_err;
     if (err == BL_ENOTFOUND)
@@ -157,10 +172,14 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
         memcpy(pb->uuid, w->uuid, sizeof pb->uuid);
         pb->enc = w->enc;
         pb->t_enq = w->t_enq;
+        pb->from_q = w->from_q;
+        pb->qgen = w->qgen;
         struct stat sb;
-        int have = stat(path, &sb) == 0;
-        pb->mtime = have ? (int64_t)sb.st_mtime : (int64_t)time(NULL);
-        pb->bytes = w->counted ? w->bytes : have ? (uint64_t)sb.st_size : 0;
+        int have = !w->from_q && stat(path, &sb) == 0;
+        pb->mtime = w->from_q ? w->received_us / 1000000
+                    : have    ? (int64_t)sb.st_mtime
+                              : (int64_t)time(NULL);
+        pb->bytes = w->counted || w->from_q ? w->bytes : have ? (uint64_t)sb.st_size : 0;
         if (!w->counted) /* found on disk at start, or its build lost its files */
             bl_quota_hold(p->quota, app_id, build, pb->bytes);
         pb->counted = 1;
@@ -200,13 +219,19 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
         result = B_LATER;
         goto out;
     }
+    /* PostgreSQL store: ids for the batch's new call-path nodes no other
+     * node gives out */
+    if (pr_q_node_ids(p, bt.n_records)) {
+        result = p->redo ? B_REDO : B_RETRY;
+        goto out;
+    }
     uint64_t malformed0 = p->agg.malformed, unknown0 = p->agg.unknown_records;
     for (uint32_t i = 0; i < bt.n_threads; i++)
         if ((err = j->tree_err[i]) ||
             (err = bl_agg_tree(&p->agg, &b->ab, &bt.threads[i], &j->trees[i], origin))) {
             pr_log("batch %s: %s", w->uuid, bl_err_str(err));
             /* deltas are partial: the transaction must go */
-            result = p->redo ? B_REDO : err == BL_ENOMEM ? B_RETRY : B_ABORT;
+            result = p->redo ? B_REDO : err == BL_ENOMEM ? B_RETRY : SQL_ABORT(p, err);
             goto out;
         }
     /* events (blocks) in the same transaction: exactly once with the batch */
@@ -215,7 +240,7 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
     if ((err = bl_events_batch(p->ev, p->db, &bt, b->build_id, origin))) {
         pr_log("batch %s: events: %s", w->uuid,
               err == BL_EIO ? bl_db_errmsg(p->db) : bl_err_str(err));
-        result = err == BL_ENOMEM ? B_RETRY : B_ABORT;
+        result = err == BL_ENOMEM ? B_RETRY : SQL_ABORT(p, err);
         goto out;
     }
     uint64_t truncated = 0;
@@ -229,7 +254,9 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
     int64_t now = bl_now_us();
     bl_wr_batch row = {
         .uuid = w->uuid, .app_id = app_id, .build_id = b->build_id,
-        .received_at = now - (int64_t)((pr_mono_s() - w->t_enq) * 1e6), .processed_at = now,
+        .received_at = w->from_q ? w->received_us
+                                 : now - (int64_t)((pr_mono_s() - w->t_enq) * 1e6),
+        .processed_at = now,
         .records = (int64_t)bt.n_records, .malformed = (int64_t)(p->agg.malformed - malformed0),
         .bytes = (int64_t)j->body.len,
     };
@@ -246,11 +273,11 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
         }
     } else if (bl_wr_batch_insert(p->db, &row)) {
         pr_sql_err(p, "batches insert");
-        result = B_ABORT;
+        result = SQL_ABORT(p, BL_EIO);
         goto out;
     }
     if (p->txn_open && bl_wr_build_count_batch(p->db, b->build_id, (int64_t)bt.n_records)) {
-        result = B_ABORT;
+        result = SQL_ABORT(p, BL_EIO);
         goto out;
     }
     *records = bt.n_records;
@@ -261,6 +288,10 @@ out:
 
 void pr_move_batch(bl_processor *p, const pending_batch *pb, int failed)
 {
+    if (pb->from_q) { /* its row went in the commit (pr_q_finish_round): only bytes */
+        pr_q_forget(p, pb->uuid, pb->qgen, 0, NULL);
+        return;
+    }
     char from[BL_PATH_MAX], to[BL_PATH_MAX];
     if (bl_datadir_batch(p->data_dir, 0, pb->uuid, pb->enc, from) ||
         bl_datadir_batch(p->data_dir, 1, pb->uuid, pb->enc, to))
@@ -483,7 +514,8 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
             break;
         }
         if (res == B_RETRY) {
-            pr_log("batch %s: out of memory; the transaction is tried again", items[i].uuid);
+            pr_log("batch %s: out of memory%s; the transaction is tried again", items[i].uuid,
+                   p->pg ? " or a database error" : "");
             goto retry;
         }
         if (res == B_WAITING) {
@@ -519,7 +551,11 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
         memset(&pb, 0, sizeof pb);
         memcpy(pb.uuid, items[aborted].uuid, sizeof pb.uuid);
         pb.enc = items[aborted].enc;
-        pr_move_batch(p, &pb, 1);
+        if (items[aborted].from_q) /* its row is failed outside the round */
+            pr_q_forget(p, pb.uuid, items[aborted].qgen, 2,
+                        "broke the round it was processed in (see the server's log)");
+        else
+            pr_move_batch(p, &pb, 1);
         pr_release(p, &items[aborted]);
         pthread_mutex_lock(&p->mu);
         p->st.failed++;
@@ -549,6 +585,7 @@ retry:;
      * batches/pending; try again after a pause, unless the server is
      * stopping (they are queued again at the next start) */
     int prior = abandon(p);
+    pr_q_check_conn(p); /* PostgreSQL: a lost connection is made again (proc_queue.c) */
     pthread_mutex_lock(&p->mu);
     if (!prior)
         p->st.failing++; /* a failed commit counted itself */

@@ -51,6 +51,8 @@ int pr_ml_add(movelist *m, const work *w, int failed)
     memcpy(pb->uuid, w->uuid, sizeof pb->uuid);
     pb->enc = w->enc;
     pb->t_enq = w->t_enq;
+    pb->from_q = w->from_q;
+    pb->qgen = w->qgen;
     m->failed[m->n++] = (uint8_t)(failed != 0);
     return 0;
 }
@@ -126,6 +128,9 @@ static void finish(bl_processor *p, bl_db *db, int sync, movelist *m)
     }
     for (size_t i = 0; durable && i < m->n; i++)
         pr_move_batch(p, &m->b[i], m->failed[i]);
+    for (size_t i = 0; !durable && i < m->n; i++)
+        if (m->b[i].from_q) /* committed all the same (PostgreSQL: no WAL sync) */
+            pr_move_batch(p, &m->b[i], m->failed[i]);
     if (durable && m->n) {
         char d[BL_PATH_MAX];
         if (!bl_path_join(d, p->data_dir, "batches/pending"))
@@ -234,7 +239,15 @@ void *pr_prep_main(void *arg)
         }
         s->state = PS_RUNNING;
         pthread_mutex_unlock(&p->pmu);
-        bl_prep_file(&s->job, s->path, s->enc, cap, s->check);
+        if (!s->from_q) {
+            bl_prep_file(&s->job, s->path, s->enc, cap, s->check);
+        } else { /* the queue's copy of the bytes (proc_queue.c) */
+            bl_err e = pr_q_body(p, s->uuid, s->qgen, &s->raw);
+            if (e == BL_OK)
+                bl_prep_run(&s->job, s->raw.data, s->raw.len, s->enc, cap, s->check);
+            else
+                s->job.read_err = e; /* BL_ENOTFOUND: stale; the writer drops it */
+        }
         pthread_mutex_lock(&p->pmu);
         s->state = PS_DONE;
         pthread_cond_broadcast(&p->pdone);
@@ -259,7 +272,13 @@ void pr_prep_submit(bl_processor *p, const work *items, size_t n, size_t *next)
         if (*next == n)
             break;
         const work *w = &items[*next];
-        if (bl_datadir_batch(p->data_dir, 0, w->uuid, w->enc, s->path) == BL_OK) {
+        s->from_q = w->from_q;
+        if (w->from_q) {
+            memcpy(s->uuid, w->uuid, sizeof s->uuid);
+            s->qgen = w->qgen;
+            s->path[0] = '\0';
+        }
+        if (w->from_q || bl_datadir_batch(p->data_dir, 0, w->uuid, w->enc, s->path) == BL_OK) {
             s->item = *next;
             s->seq = p->pseq++;
             s->enc = w->enc;

@@ -61,7 +61,7 @@ __attribute__((format(printf, 1, 2))) void pr_log(const char *fmt, ...)
 /* ------------------------------------------------------------------------ */
 /* Queue                                                                     */
 
-static bl_err push(bl_processor *p, const work *w)
+bl_err pr_push(bl_processor *p, const work *w)
 {
     pthread_mutex_lock(&p->mu);
     if (p->qlen == p->qcap) {
@@ -143,7 +143,7 @@ bl_err bl_processor_enqueue(bl_processor *p, const char *uuid, bl_encoding enc)
     snprintf(w.uuid, sizeof w.uuid, "%s", uuid);
     w.enc = enc;
     w.t_enq = pr_mono_s();
-    return push(p, &w);
+    return pr_push(p, &w);
 }
 
 bl_err bl_processor_enqueue_admitted(bl_processor *p, const char *uuid, bl_encoding enc,
@@ -161,7 +161,7 @@ bl_err bl_processor_enqueue_admitted(bl_processor *p, const char *uuid, bl_encod
     w.bytes = bytes;
     w.counted = counted;
     w.checked = 1; /* the POST ran bl_agg_check_batch on these bytes */
-    return push(p, &w);
+    return pr_push(p, &w);
 }
 
 bl_quota *bl_processor_quota(bl_processor *p)
@@ -185,7 +185,7 @@ bl_err bl_processor_build_changed(bl_processor *p, int64_t app_id, const char *b
     w.app_id = app_id;
     snprintf(w.build, sizeof w.build, "%s", build);
     w.t_enq = pr_mono_s();
-    return push(p, &w);
+    return pr_push(p, &w);
 }
 
 
@@ -227,7 +227,7 @@ bl_err bl_processor_drop_build(bl_processor *p, int64_t app_id, const char *buil
     w.t_enq = pr_mono_s();
     w.dr = dr;
     w.drop_cutoff = cutoff_us;
-    if (push(p, &w) != BL_OK) {
+    if (pr_push(p, &w) != BL_OK) {
         free(dr);
         return BL_ENOMEM;
     }
@@ -281,7 +281,7 @@ bl_err bl_processor_set_url_patterns(bl_processor *p, int64_t app_id,
     w.dr = dr;
     w.pats = blob;
     w.n_pats = n;
-    if (push(p, &w) != BL_OK) {
+    if (pr_push(p, &w) != BL_OK) {
         free(dr);
         free(blob);
         return BL_ENOMEM;
@@ -347,8 +347,18 @@ static void *writer_main(void *arg)
             pr_expire_waiting(p);
             p->next_sweep = pr_mono_s() + pr_sweep_every(p);
         }
+        /* PostgreSQL store: build locks asked for by the claim thread, taken
+         * on this connection between rounds (proc_queue.c) */
+        if (atomic_exchange(&p->q_wants, 0)) {
+            if (pr_cm_wait(p)) { /* the round before failed: it goes again */
+                pr_reset_states(p);
+                pr_cm_put_back(p);
+                pr_q_check_conn(p);
+            }
+            pr_q_locks(p);
+        }
         pthread_mutex_lock(&p->mu);
-        while (p->qlen == 0 && !p->stop) {
+        while (p->qlen == 0 && !p->stop && !atomic_load(&p->q_wants)) {
             p->busy = 0;
             pthread_cond_broadcast(&p->idle_cv);
             /* wake for the next expiry sweep (CLOCK_REALTIME: the cv's clock) */
@@ -442,6 +452,8 @@ static bl_err recover(bl_processor *p)
     }
     if (apps)
         closedir(apps);
+    if (p->pg) /* no local raw store: the queue is in the database */
+        return BL_OK;
     if (bl_path_join(d, p->data_dir, "batches/pending"))
         return BL_ETOOBIG;
     DIR *pd = opendir(d);
@@ -489,12 +501,16 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     snprintf(p->data_dir, sizeof p->data_dir, "%s", o->data_dir);
     p->o.data_dir = p->data_dir;
     pthread_mutex_init(&p->mu, NULL);
+    pthread_mutex_init(&p->qmu, NULL);
+    pthread_cond_init(&p->q_cv, NULL);
+    pthread_mutex_init(&p->pool_mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     pthread_cond_init(&p->idle_cv, NULL);
     pthread_cond_init(&p->drop_cv, NULL);
     bl_u128map_init(&p->build_ix);
     bl_agg_init(&p->agg, 1, p->o.max_nodes_per_build, pr_new_row, p);
     bl_prep_init(&p->inline_job);
+    bl_buf_init(&p->q_raw, 0);
     pthread_mutex_init(&p->pmu, NULL);
     pthread_mutex_init(&p->cmu, NULL);
     pthread_cond_init(&p->cm_cv, NULL);
@@ -503,8 +519,10 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     pthread_cond_init(&p->pcv, NULL);
     pthread_cond_init(&p->pdone, NULL);
     pthread_cond_init(&p->ck_cv, NULL);
-    for (unsigned i = 0; i < PREP_SLOTS; i++)
+    for (unsigned i = 0; i < PREP_SLOTS; i++) {
         bl_prep_init(&p->slot[i].job);
+        bl_buf_init(&p->slot[i].raw, 0);
+    }
     p->next_sweep = pr_mono_s() + pr_sweep_every(p);
     char dbp[BL_PATH_MAX];
     bl_err err = bl_quota_new(&p->o.quota, &p->quota);
@@ -523,6 +541,9 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
         snprintf(errbuf, n, "out of memory");
     else
         err = bl_datadir_db(p->data_dir, dbp);
+    /* a PostgreSQL store (--store): batches come from its raw_batches
+     * queue, not batches/pending (proc_queue.c) */
+    p->pg = !err && bl_db_url_is_pg(dbp);
     if (!err)
         err = bl_db_open(dbp, 0, &p->db, errbuf, n);
     if (!err && bl_db_writer_memory(p->db) != BL_OK)
@@ -560,6 +581,8 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
         err = preload_quota(p, errbuf, n);
     if (!err)
         err = recover(p);
+    if (!err && p->pg)
+        err = pr_q_start(p, dbp, errbuf, n);
     unsigned want = p->o.prep_threads == BL_PREP_NONE ? 0
                     : p->o.prep_threads == 0 ? 1
                     : p->o.prep_threads > PREP_MAX_THREADS ? PREP_MAX_THREADS
@@ -630,9 +653,13 @@ void bl_processor_stop(bl_processor *p)
     if (p->ck_started)
         pthread_join(p->ck_thread, NULL);
     bl_db_close(p->ck_db);
-    for (unsigned i = 0; i < PREP_SLOTS; i++)
+    pr_q_stop(p); /* claim thread, bodies, pool: after every user of them */
+    for (unsigned i = 0; i < PREP_SLOTS; i++) {
         bl_prep_cleanup(&p->slot[i].job);
+        bl_buf_cleanup(&p->slot[i].raw);
+    }
     bl_prep_cleanup(&p->inline_job);
+    bl_buf_cleanup(&p->q_raw);
     for (size_t i = 0; i < p->n_builds; i++)
         pr_bstate_free(p->builds[i]);
     /* deletions and pattern lists still queued: their callers are told
@@ -662,6 +689,9 @@ void bl_processor_stop(bl_processor *p)
     free(p->dq);
     bl_db_close(p->db);
     pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->qmu);
+    pthread_cond_destroy(&p->q_cv);
+    pthread_mutex_destroy(&p->pool_mu);
     pthread_cond_destroy(&p->cv);
     pthread_cond_destroy(&p->idle_cv);
     pthread_cond_destroy(&p->drop_cv);

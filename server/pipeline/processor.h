@@ -36,6 +36,8 @@
 
 typedef struct bl_proc_opts {
     const char *data_dir;
+    const char *node_name;        /* PostgreSQL: this node's lease owner name, at most
+                                   * BL_QUEUE_NODE_MAX - 1 bytes; NULL or "": host:pid:random */
     uint32_t max_batches_per_txn; /* items (batches, build changes) committed together at
                                    * most, default 64 */
     uint32_t txn_max_ms;          /* a transaction takes batches queued while it is open
@@ -111,6 +113,24 @@ bl_err bl_processor_enqueue(bl_processor *p, const char *uuid, bl_encoding enc);
 bl_err bl_processor_enqueue_admitted(bl_processor *p, const char *uuid, bl_encoding enc,
                                      int64_t app_id, const char *build, uint64_t bytes,
                                      int counted);
+/*
+ * PostgreSQL store (issue 19): 1 when batches go through the database's
+ * queue (bl_processor_queue_put) instead of batches/pending files.
+ */
+int bl_processor_uses_queue(const bl_processor *p);
+/*
+ * PostgreSQL store: makes a received batch durable in the queue (body as
+ * received, `enc` its encoding) — committed when it returns BL_OK — and
+ * wakes this node's claim thread; any node may process it. *duplicate = 1
+ * when the batch id was queued, failed or processed before (nothing
+ * stored). Thread-safe (a pool of write connections). BL_EIO (database
+ * unreachable or refusing: nothing stored), BL_EINVAL (not a PostgreSQL
+ * store), BL_ENOMEM.
+ */
+bl_err bl_processor_queue_put(bl_processor *p, const char *uuid, bl_encoding enc,
+                              int64_t app_id, const char *build, const void *body, size_t len,
+                              int *duplicate);
+
 /* The processor's quota tracker (owned by it; thread-safe). */
 bl_quota *bl_processor_quota(bl_processor *p);
 /* A build's files (mapping / method-IDs) changed on disk. BL_ENOMEM. */

@@ -64,7 +64,7 @@ bl_err bl_builds_pick(bl_db *db, int64_t app_id, const char *name, int64_t *buil
                       char *name_out, size_t namecap)
 {
     bl_st *st = bl_st_get(
-        db, "SELECT id, name FROM builds WHERE app_id = ?1 AND (?2 IS NULL OR name = ?2) "
+        db, "SELECT id, name FROM builds WHERE app_id = ?1 AND (CAST(?2 AS text) IS NULL OR name = ?2) "
             "ORDER BY (batches > 0) DESC, created_at DESC, id DESC LIMIT 1");
     if (!st)
         return BL_EIO;

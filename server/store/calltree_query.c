@@ -1,103 +1,108 @@
 /*
  * calltree_query.c — reading call-tree nodes and method names (see
- * calltree_query.h).
+ * calltree_query.h), on SQLite or PostgreSQL (store/stmt.h): the same SQL
+ * on both. Node order matters only in bl_calltree_nodes (ORDER BY id);
+ * children come in no particular order (the caller sorts them).
  */
 #include "store/calltree_query.h"
-#include "store/internal.h"
+#include "store/stmt.h"
 
 bl_err bl_calltree_nodes(bl_db *db, const bl_calltree_query *q, bl_calltree_node_cb cb,
                          void *ctx)
 {
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT n.id, n.parent, n.method, n.count, n.total_us, "
-                                      "n.self_us, (?3 IS NOT NULL AND m.class = ?3 AND "
-                                      "m.name = ?4 AND (?5 IS NULL OR m.descriptor = ?5)) "
-                                      "FROM call_nodes n JOIN methods m ON m.id = n.method "
-                                      "WHERE n.build_id = ?1 AND (?2 = 0 OR n.main = 1) "
-                                      "ORDER BY n.id");
+    /* is_root: NULL (a NULL comparison) reads as 0 on both engines; the
+     * casts give PostgreSQL the type of a parameter first seen in IS NULL */
+    bl_st *st = bl_st_get(db, "SELECT n.id, n.parent, n.method, n.count, n.total_us, "
+                              "n.self_us, (CAST(?3 AS text) IS NOT NULL AND m.class = ?3 AND "
+                              "m.name = ?4 AND (CAST(?5 AS text) IS NULL OR m.descriptor = ?5)) "
+                              "FROM call_nodes n JOIN methods m ON m.id = n.method "
+                              "WHERE n.build_id = ?1 AND (?2 = 0 OR n.main = 1) "
+                              "ORDER BY n.id");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, q->build_id);
-    sqlite3_bind_int(st, 2, q->main_only ? 1 : 0);
+    bl_st_int64(st, 1, q->build_id);
+    bl_st_int64(st, 2, q->main_only ? 1 : 0);
     if (q->root_class) {
-        sqlite3_bind_text(st, 3, q->root_class, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 4, q->root_name ? q->root_name : "", -1, SQLITE_TRANSIENT);
+        bl_st_text(st, 3, q->root_class, -1);
+        bl_st_text(st, 4, q->root_name ? q->root_name : "", -1);
         if (q->root_descriptor)
-            sqlite3_bind_text(st, 5, q->root_descriptor, -1, SQLITE_TRANSIENT);
+            bl_st_text(st, 5, q->root_descriptor, -1);
     }
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = bl_st_step(st)) == BL_ST_ROW) {
         bl_calltree_node n = {
-            sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-            sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
-            sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
-            sqlite3_column_int(st, 6) != 0,
+            bl_st_col_int64(st, 0), bl_st_col_int64(st, 1),
+            bl_st_col_int64(st, 2), bl_st_col_int64(st, 3),
+            bl_st_col_int64(st, 4), bl_st_col_int64(st, 5),
+            bl_st_col_int64(st, 6) != 0,
         };
         if (cb(&n, ctx) != 0) {
-            rc = SQLITE_DONE;
+            rc = BL_ST_DONE;
             break;
         }
     }
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+    bl_st_reset(st);
+    return rc == BL_ST_DONE ? BL_OK : BL_EIO;
 }
 
 /* seeks on the UNIQUE (build_id, main, parent, method) index */
 bl_err bl_calltree_children(bl_db *db, int64_t build_id, int main, int64_t parent,
                             bl_calltree_node_cb cb, void *ctx)
 {
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT id, method, count, total_us, self_us "
-                                      "FROM call_nodes WHERE build_id = ? AND main = ? "
-                                      "AND parent = ?");
+    bl_st *st = bl_st_get(db, "SELECT id, method, count, total_us, self_us "
+                              "FROM call_nodes WHERE build_id = ? AND main = ? "
+                              "AND parent = ?");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, build_id);
-    sqlite3_bind_int(st, 2, main);
-    sqlite3_bind_int64(st, 3, parent);
+    bl_st_int64(st, 1, build_id);
+    bl_st_int64(st, 2, main);
+    bl_st_int64(st, 3, parent);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = bl_st_step(st)) == BL_ST_ROW) {
         bl_calltree_node n = {
-            sqlite3_column_int64(st, 0), parent,
-            sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
-            sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4), 0,
+            bl_st_col_int64(st, 0), parent,
+            bl_st_col_int64(st, 1), bl_st_col_int64(st, 2),
+            bl_st_col_int64(st, 3), bl_st_col_int64(st, 4), 0,
         };
         if (cb(&n, ctx) != 0) {
-            rc = SQLITE_DONE;
+            rc = BL_ST_DONE;
             break;
         }
     }
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+    bl_st_reset(st);
+    return rc == BL_ST_DONE ? BL_OK : BL_EIO;
 }
 
 bl_err bl_calltree_has_children(bl_db *db, int64_t build_id, int main, int64_t parent,
                                 int *has)
 {
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT 1 FROM call_nodes WHERE build_id = ? AND "
-                                      "main = ? AND parent = ? LIMIT 1");
+    bl_st *st = bl_st_get(db, "SELECT 1 FROM call_nodes WHERE build_id = ? AND "
+                              "main = ? AND parent = ? LIMIT 1");
     *has = 0;
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, build_id);
-    sqlite3_bind_int(st, 2, main);
-    sqlite3_bind_int64(st, 3, parent);
-    int rc = sqlite3_step(st);
-    *has = rc == SQLITE_ROW;
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? BL_OK : BL_EIO;
+    bl_st_int64(st, 1, build_id);
+    bl_st_int64(st, 2, main);
+    bl_st_int64(st, 3, parent);
+    int rc = bl_st_step(st);
+    *has = rc == BL_ST_ROW;
+    bl_st_reset(st);
+    return rc == BL_ST_ROW || rc == BL_ST_DONE ? BL_OK : BL_EIO;
 }
 
 bl_err bl_calltree_method(bl_db *db, int64_t method, bl_method_cb cb, void *ctx)
 {
-    sqlite3_stmt *st =
-        bl_db_stmt(db, "SELECT class, name, descriptor, source_file FROM methods WHERE id = ?");
+    bl_st *st =
+        bl_st_get(db, "SELECT class, name, descriptor, source_file FROM methods WHERE id = ?");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, method);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        bl_method_names m = { bl_db_text(st, 0), bl_db_text(st, 1), bl_db_text(st, 2), bl_db_text(st, 3) };
+    bl_st_int64(st, 1, method);
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW) {
+        bl_method_names m = { bl_st_col_str(st, 0), bl_st_col_str(st, 1), bl_st_col_str(st, 2),
+                              bl_st_col_str(st, 3) };
         cb(&m, ctx);
     }
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW ? BL_OK : rc == SQLITE_DONE ? BL_ENOTFOUND : BL_EIO;
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : rc == BL_ST_DONE ? BL_ENOTFOUND : BL_EIO;
 }

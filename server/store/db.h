@@ -42,10 +42,47 @@ void bl_db_close(bl_db *db);
  * calls below (memory bounds, checkpoints, deferred sync) are SQLite's and
  * return BL_OK without effect on PostgreSQL, whose commits are durable when
  * they return (synchronous_commit on).
+ *
+ * A lost PostgreSQL connection (the server restarted, the network): the
+ * command that finds it broken fails (BL_EIO / BL_ST_ERROR); when no
+ * transaction was open the next command reconnects (same URL, session
+ * settings again, statements prepared again). When one was open, its work
+ * is gone: every command fails until the caller ends it — ROLLBACK
+ * succeeds, COMMIT fails ("not committed") — and the one after reconnects,
+ * so no statement of a lost transaction runs on its own. A server still
+ * down: each command fails after at most connect_timeout (10 s unless the
+ * URL sets it).
  */
 int bl_db_url_is_pg(const char *url);
+/* Checks a store URL as `--store` takes it: `sqlite:PATH` (PATH not
+ * empty), or a `postgresql://`/`postgres://` URI that libpq parses. BL_OK;
+ * else BL_EINVAL with the reason in errbuf — which names the scheme or
+ * libpq's complaint, never the URL itself (it may hold a password). A plain
+ * path is for bl_db_open only, not a store URL. */
+bl_err bl_db_url_check(const char *url, char *errbuf, size_t errlen);
+/* The URL as it may be shown (logs, messages): a PostgreSQL URI as
+ * "postgresql://USER@HOST:PORT/DBNAME" without its password or other
+ * parameters (parts libpq leaves unset are left out), anything else as it
+ * is. Written into out (n bytes, truncated, NUL-terminated); returns out. */
+const char *bl_db_url_redact(const char *url, char *out, size_t n);
 /* Schema version of the PostgreSQL schema this program writes. */
 int bl_db_pg_schema_version(void);
+
+/* PostgreSQL: when the connection was lost (the server restarted, the
+ * network broke), connects again with the same parameters (libpq PQreset;
+ * statements are prepared again), losing the session's state (an open
+ * transaction, session advisory locks). BL_OK when the connection is
+ * (again) up — *renewed = 1 when it is a new session, 0 when the old one
+ * was working — BL_EIO when not (message: bl_db_errmsg). A session the
+ * server closed is found without a round trip (the socket is read).  A no-op on SQLite
+ * and on a working connection. Only the thread using the connection may
+ * call it, with no statement of the connection in use. */
+bl_err bl_db_reconnect(bl_db *db, int *renewed);
+/* The connection's session number: changes each time the connection is
+ * made again (by bl_db_reconnect, or by any command after a lost
+ * connection, see above); 0 on SQLite. What belongs to a session —
+ * advisory locks above all — is gone once it changed. */
+unsigned bl_db_session(const bl_db *db);
 
 /* Schema version this program writes (number of migrations). */
 int bl_db_schema_version(void);

@@ -1,9 +1,11 @@
 /*
- * retention.c — retention and build deletion in SQLite (see retention.h).
+ * retention.c — retention and build deletion in SQLite or PostgreSQL (see
+ * retention.h).
  */
 #include "store/retention.h"
 #include "store/internal.h"
 #include "store/rollups.h"
+#include "store/stmt.h"
 #include "common/buf.h"
 
 #include <stdio.h>
@@ -68,32 +70,35 @@ static const struct {
     /* block tables (issue 13): keyed by group; `hour` is an hour number
      * (µs since the epoch / 3600e6), so it ends at or before ?4 when
      * hour <= ?4 / 3600e6 - 1 */
-    { "SELECT id, 0 FROM block_groups WHERE build_id = ?1 AND (id, 0) > (?2, ?3) "
+    { "SELECT id, 0 FROM block_groups WHERE build_id = ?1 AND (id, 0) > (?2, CAST(?3 AS bigint)) "
       "ORDER BY id LIMIT 1",
       "DELETE FROM block_stats WHERE (grp, hour) IN (SELECT grp, hour FROM block_stats "
-      "WHERE grp = ?2 AND ?3 = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "WHERE grp = ?2 AND CAST(?1 AS bigint) = ?1 AND CAST(?3 AS bigint) = 0 "
+      "AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
       "SELECT 1 FROM block_stats WHERE grp IN (SELECT id FROM block_groups WHERE build_id = ?1) "
       "LIMIT 1" },
-    { "SELECT id, 0 FROM block_groups WHERE build_id = ?1 AND (id, 0) > (?2, ?3) "
+    { "SELECT id, 0 FROM block_groups WHERE build_id = ?1 AND (id, 0) > (?2, CAST(?3 AS bigint)) "
       "ORDER BY id LIMIT 1",
       "DELETE FROM block_seen WHERE (grp, kind, value, hour) IN (SELECT grp, kind, value, hour "
-      "FROM block_seen WHERE grp = ?2 AND ?3 = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "FROM block_seen WHERE grp = ?2 AND CAST(?1 AS bigint) = ?1 AND CAST(?3 AS bigint) = 0 "
+      "AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
       "SELECT 1 FROM block_seen WHERE grp IN (SELECT id FROM block_groups WHERE build_id = ?1) "
       "LIMIT 1" },
     /* a group's merged call tree has no hours: it goes once every hour of
      * the group has expired (after block_stats above, same pass) */
-    { "SELECT id, 0 FROM block_groups WHERE build_id = ?1 AND (id, 0) > (?2, ?3) "
+    { "SELECT id, 0 FROM block_groups WHERE build_id = ?1 AND (id, 0) > (?2, CAST(?3 AS bigint)) "
       "ORDER BY id LIMIT 1",
-      "DELETE FROM block_nodes WHERE id IN (SELECT id FROM block_nodes WHERE grp = ?2 AND ?3 = 0 "
-      "AND ?4 = ?4 AND NOT EXISTS (SELECT 1 FROM block_stats WHERE grp = ?2) LIMIT ?5)",
+      "DELETE FROM block_nodes WHERE id IN (SELECT id FROM block_nodes WHERE grp = ?2 "
+      "AND CAST(?1 AS bigint) = ?1 AND CAST(?3 AS bigint) = 0 "
+      "AND CAST(?4 AS bigint) = ?4 AND NOT EXISTS (SELECT 1 FROM block_stats WHERE grp = ?2) LIMIT ?5)",
       "SELECT 1 FROM block_nodes WHERE grp IN (SELECT id FROM block_groups WHERE build_id = ?1) "
       "LIMIT 1" },
     /* launch tables (issue 15): hour numbers as the block tables; keyed by
      * kind (launch_stats), (kind, measure), (kind, method_id) */
-    { "SELECT kind, 0 FROM launch_stats WHERE build_id = ?1 AND (kind, 0) > (?2, ?3) "
+    { "SELECT kind, 0 FROM launch_stats WHERE build_id = ?1 AND (kind, 0) > (?2, CAST(?3 AS bigint)) "
       "ORDER BY kind LIMIT 1",
       "DELETE FROM launch_stats WHERE (build_id, kind, hour) IN (SELECT build_id, kind, hour "
-      "FROM launch_stats WHERE build_id = ?1 AND kind = ?2 AND ?3 = 0 "
+      "FROM launch_stats WHERE build_id = ?1 AND kind = ?2 AND CAST(?3 AS bigint) = 0 "
       "AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
       "SELECT 1 FROM launch_stats WHERE build_id = ?1 LIMIT 1" },
     { "SELECT kind, measure FROM launch_measures WHERE build_id = ?1 "
@@ -110,23 +115,25 @@ static const struct {
       "SELECT 1 FROM launch_methods WHERE build_id = ?1 LIMIT 1" },
     /* a kind's merged launch tree has no hours: it goes once every hour of
      * the kind has expired (after launch_stats above, same pass) */
-    { "SELECT kind, 0 FROM launch_nodes WHERE build_id = ?1 AND (kind, 0) > (?2, ?3) "
+    { "SELECT kind, 0 FROM launch_nodes WHERE build_id = ?1 AND (kind, 0) > (?2, CAST(?3 AS bigint)) "
       "GROUP BY kind ORDER BY kind LIMIT 1",
       "DELETE FROM launch_nodes WHERE id IN (SELECT id FROM launch_nodes WHERE build_id = ?1 "
-      "AND kind = ?2 AND ?3 = 0 AND ?4 = ?4 AND NOT EXISTS (SELECT 1 FROM launch_stats "
+      "AND kind = ?2 AND CAST(?3 AS bigint) = 0 AND CAST(?4 AS bigint) = ?4 AND NOT EXISTS (SELECT 1 FROM launch_stats "
       "WHERE build_id = ?1 AND kind = ?2) LIMIT ?5)",
       "SELECT 1 FROM launch_nodes WHERE build_id = ?1 LIMIT 1" },
     /* network tables (issue 16): keyed by group, hour numbers as above */
-    { "SELECT id, 0 FROM net_groups WHERE build_id = ?1 AND (id, 0) > (?2, ?3) "
+    { "SELECT id, 0 FROM net_groups WHERE build_id = ?1 AND (id, 0) > (?2, CAST(?3 AS bigint)) "
       "ORDER BY id LIMIT 1",
       "DELETE FROM net_stats WHERE (grp, hour) IN (SELECT grp, hour FROM net_stats "
-      "WHERE grp = ?2 AND ?3 = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "WHERE grp = ?2 AND CAST(?1 AS bigint) = ?1 AND CAST(?3 AS bigint) = 0 "
+      "AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
       "SELECT 1 FROM net_stats WHERE grp IN (SELECT id FROM net_groups WHERE build_id = ?1) "
       "LIMIT 1" },
-    { "SELECT id, 0 FROM net_groups WHERE build_id = ?1 AND (id, 0) > (?2, ?3) "
+    { "SELECT id, 0 FROM net_groups WHERE build_id = ?1 AND (id, 0) > (?2, CAST(?3 AS bigint)) "
       "ORDER BY id LIMIT 1",
       "DELETE FROM net_callers WHERE (grp, hour, method_id) IN (SELECT grp, hour, method_id "
-      "FROM net_callers WHERE grp = ?2 AND ?3 = 0 AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
+      "FROM net_callers WHERE grp = ?2 AND CAST(?1 AS bigint) = ?1 AND CAST(?3 AS bigint) = 0 "
+      "AND hour <= ?4 / 3600000000 - 1 LIMIT ?5)",
       "SELECT 1 FROM net_callers WHERE grp IN (SELECT id FROM net_groups WHERE build_id = ?1) "
       "LIMIT 1" },
 };
@@ -134,29 +141,24 @@ static const struct {
 #define N_PER_BUILD (sizeof per_build / sizeof *per_build)
 #define N_PER_TIME (sizeof per_time / sizeof *per_time)
 
-static int64_t changes(bl_db *db)
-{
-    return (int64_t)sqlite3_changes(bl_db_handle(db));
-}
-
 /* ---- per-app settings ------------------------------------------------ */
 
 bl_err bl_rs_apps(bl_db *db, bl_rs_app **apps, size_t *n)
 {
     *apps = NULL;
     *n = 0;
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT id, name, keep_raw_days, keep_days FROM apps "
+    bl_st *st = bl_st_get(db, "SELECT id, name, keep_raw_days, keep_days FROM apps "
                                       "WHERE id <> 0 ORDER BY id");
     if (!st)
         return BL_EIO;
     size_t cap = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = bl_st_step(st)) == BL_ST_ROW) {
         if (*n == cap) {
             size_t nc = cap ? cap * 2 : 16;
             bl_rs_app *na = realloc(*apps, nc * sizeof *na);
             if (!na) {
-                sqlite3_reset(st);
+                bl_st_reset(st);
                 free(*apps);
                 *apps = NULL;
                 *n = 0;
@@ -166,16 +168,14 @@ bl_err bl_rs_apps(bl_db *db, bl_rs_app **apps, size_t *n)
             cap = nc;
         }
         bl_rs_app *a = &(*apps)[(*n)++];
-        const char *name = (const char *)sqlite3_column_text(st, 1);
-        a->id = sqlite3_column_int64(st, 0);
+        const char *name = bl_st_col_text(st, 1);
+        a->id = bl_st_col_int64(st, 0);
         snprintf(a->name, sizeof a->name, "%s", name ? name : "");
-        a->keep_raw_days =
-            sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
-        a->keep_days =
-            sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
+        a->keep_raw_days = bl_st_is_null(st, 2) ? -1 : bl_st_col_int64(st, 2);
+        a->keep_days = bl_st_is_null(st, 3) ? -1 : bl_st_col_int64(st, 3);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
+    bl_st_reset(st);
+    if (rc != BL_ST_DONE) {
         free(*apps);
         *apps = NULL;
         *n = 0;
@@ -192,38 +192,38 @@ bl_err bl_rs_set_keep(bl_db *db, const char *name, int which, int64_t days)
     };
     if (which < 0 || which > 1 || days < -1)
         return BL_EINVAL;
-    sqlite3_stmt *st = bl_db_stmt(db, sql[which]);
+    bl_st *st = bl_st_get(db, sql[which]);
     if (!st)
         return BL_EIO;
     if (days < 0)
-        sqlite3_bind_null(st, 1);
+        bl_st_null(st, 1);
     else
-        sqlite3_bind_int64(st, 1, days);
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
-    if (bl_db_step_done(st))
+        bl_st_int64(st, 1, days);
+    bl_st_text(st, 2, name, -1);
+    if (bl_st_done(st))
         return BL_EIO;
-    return changes(db) == 1 ? BL_OK : BL_ENOTFOUND;
+    return bl_st_changes(st) == 1 ? BL_OK : BL_ENOTFOUND;
 }
 
 /* ---- raw retention --------------------------------------------------- */
 
 /* Steps st (one text column per row) into uuids[]. */
-static bl_err uuid_rows(sqlite3_stmt *st, size_t max, bl_rs_uuid *uuids, size_t *n)
+static bl_err uuid_rows(bl_st *st, size_t max, bl_rs_uuid *uuids, size_t *n)
 {
     int rc;
     *n = 0;
-    while (*n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *u = (const char *)sqlite3_column_text(st, 0);
+    while (*n < max && (rc = bl_st_step(st)) == BL_ST_ROW) {
+        const char *u = bl_st_col_text(st, 0);
         if (!u || strlen(u) != 36)
             continue; /* not a batch id this server wrote: left alone */
         memcpy(uuids[*n], u, 37);
         (*n)++;
     }
-    if (*n < max && rc != SQLITE_DONE) {
-        sqlite3_reset(st);
+    if (*n < max && rc != BL_ST_DONE) {
+        bl_st_reset(st);
         return BL_EIO;
     }
-    sqlite3_reset(st);
+    bl_st_reset(st);
     return BL_OK;
 }
 
@@ -231,27 +231,27 @@ bl_err bl_rs_raw_old(bl_db *db, int64_t app_id, int64_t before_us, size_t max,
                      bl_rs_uuid *uuids, size_t *n)
 {
     *n = 0;
-    sqlite3_stmt *st = bl_db_stmt(
+    bl_st *st = bl_st_get(
         db, "SELECT batch_id FROM batches WHERE app_id = ?1 AND raw_deleted_at IS NULL "
             "AND received_at < ?2 ORDER BY received_at LIMIT ?3");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, app_id);
-    sqlite3_bind_int64(st, 2, before_us);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)max);
+    bl_st_int64(st, 1, app_id);
+    bl_st_int64(st, 2, before_us);
+    bl_st_int64(st, 3, (int64_t)max);
     return uuid_rows(st, max, uuids, n);
 }
 
 bl_err bl_rs_raw_mark(bl_db *db, const bl_rs_uuid *uuids, size_t n, int64_t now_us)
 {
     for (size_t i = 0; i < n; i++) {
-        sqlite3_stmt *st =
-            bl_db_stmt(db, "UPDATE batches SET raw_deleted_at = ?2 WHERE batch_id = ?1");
+        bl_st *st =
+            bl_st_get(db, "UPDATE batches SET raw_deleted_at = ?2 WHERE batch_id = ?1");
         if (!st)
             return BL_EIO;
-        sqlite3_bind_text(st, 1, uuids[i], -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(st, 2, now_us);
-        if (bl_db_step_done(st))
+        bl_st_text(st, 1, uuids[i], -1);
+        bl_st_int64(st, 2, now_us);
+        if (bl_st_done(st))
             return BL_EIO;
     }
     return BL_OK;
@@ -259,18 +259,18 @@ bl_err bl_rs_raw_mark(bl_db *db, const bl_rs_uuid *uuids, size_t n, int64_t now_
 
 bl_err bl_rs_batch_owner(bl_db *db, const char *uuid, int64_t *app_id, int *raw_deleted)
 {
-    sqlite3_stmt *st = bl_db_stmt(
+    bl_st *st = bl_st_get(
         db, "SELECT app_id, raw_deleted_at IS NOT NULL FROM batches WHERE batch_id = ?");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_text(st, 1, uuid, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        *app_id = sqlite3_column_int64(st, 0);
-        *raw_deleted = sqlite3_column_int(st, 1);
+    bl_st_text(st, 1, uuid, -1);
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW) {
+        *app_id = bl_st_col_int64(st, 0);
+        *raw_deleted = (int)bl_st_col_int64(st, 1);
     }
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW ? BL_OK : rc == SQLITE_DONE ? BL_ENOTFOUND : BL_EIO;
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : rc == BL_ST_DONE ? BL_ENOTFOUND : BL_EIO;
 }
 
 /* ---- aggregate expiry ------------------------------------------------ */
@@ -279,18 +279,18 @@ bl_err bl_rs_app_builds(bl_db *db, int64_t app_id, int64_t **ids, size_t *n)
 {
     *ids = NULL;
     *n = 0;
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT id FROM builds WHERE app_id = ? ORDER BY id");
+    bl_st *st = bl_st_get(db, "SELECT id FROM builds WHERE app_id = ? ORDER BY id");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, app_id);
+    bl_st_int64(st, 1, app_id);
     size_t cap = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = bl_st_step(st)) == BL_ST_ROW) {
         if (*n == cap) {
             size_t nc = cap ? cap * 2 : 16;
             int64_t *ni = realloc(*ids, nc * sizeof *ni);
             if (!ni) {
-                sqlite3_reset(st);
+                bl_st_reset(st);
                 free(*ids);
                 *ids = NULL;
                 *n = 0;
@@ -299,10 +299,10 @@ bl_err bl_rs_app_builds(bl_db *db, int64_t app_id, int64_t **ids, size_t *n)
             *ids = ni;
             cap = nc;
         }
-        (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
+        (*ids)[(*n)++] = bl_st_col_int64(st, 0);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
+    bl_st_reset(st);
+    if (rc != BL_ST_DONE) {
         free(*ids);
         *ids = NULL;
         *n = 0;
@@ -344,17 +344,17 @@ static void expired_row(void *ctx, size_t i, bl_wr_stat *out)
  * being rebuilt. */
 static bl_err app_dirty(bl_db *db, int64_t build_id, int *dirty)
 {
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT EXISTS (SELECT 1 FROM rollup_dirty WHERE app_id = "
+    bl_st *st = bl_st_get(db, "SELECT EXISTS (SELECT 1 FROM rollup_dirty WHERE app_id = "
                                       "(SELECT app_id FROM builds WHERE id = ?1)) OR EXISTS "
                                       "(SELECT 1 FROM rollup_rebuild WHERE app_id = "
                                       "(SELECT app_id FROM builds WHERE id = ?1))");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, build_id);
-    int rc = sqlite3_step(st);
-    *dirty = rc == SQLITE_ROW && sqlite3_column_int(st, 0);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW ? BL_OK : BL_EIO;
+    bl_st_int64(st, 1, build_id);
+    int rc = bl_st_step(st);
+    *dirty = rc == BL_ST_ROW && (int)bl_st_col_int64(st, 0);
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : BL_EIO;
 }
 
 /* Runs the method_stats expiry statement `del` (bound: build, key method,
@@ -363,19 +363,19 @@ static bl_err app_dirty(bl_db *db, int64_t build_id, int *dirty)
  * trigger makes is taken back when the app was clean before (no SQL
  * function tells the trigger apart: the sqlite3 shell could not delete a
  * row). *n: rows deleted. */
-static bl_err expire_stats(bl_db *db, sqlite3_stmt *del, expired *e, int64_t build_id,
+static bl_err expire_stats(bl_db *db, bl_st *del, expired *e, int64_t build_id,
                            int64_t method, int main, int64_t *n)
 {
     size_t n0 = e->n;
     int was_dirty;
     bl_err err = app_dirty(db, build_id, &was_dirty);
     if (err) {
-        sqlite3_reset(del);
+        bl_st_reset(del);
         *n = 0;
         return err;
     }
     int rc;
-    while ((rc = sqlite3_step(del)) == SQLITE_ROW) {
+    while ((rc = bl_st_step(del)) == BL_ST_ROW) {
         if (e->n == e->cap) {
             size_t nc = e->cap ? e->cap * 2 : 64;
             void *nr = realloc(e->row, nc * sizeof *e->row);
@@ -386,32 +386,32 @@ static bl_err expire_stats(bl_db *db, sqlite3_stmt *del, expired *e, int64_t bui
             e->row = nr;
             e->cap = nc;
         }
-        const void *blob = sqlite3_column_blob(del, 5);
-        size_t len = (size_t)sqlite3_column_bytes(del, 5);
+        const void *blob = bl_st_col_blob(del, 5);
+        size_t len = bl_st_col_bytes(del, 5);
         e->row[e->n].method = method;
         e->row[e->n].main = main;
-        e->row[e->n].hour = sqlite3_column_int64(del, 0);
-        e->row[e->n].count = sqlite3_column_int64(del, 1);
-        e->row[e->n].total = sqlite3_column_int64(del, 2);
-        e->row[e->n].self = sqlite3_column_int64(del, 3);
-        e->row[e->n].max = sqlite3_column_int64(del, 4);
+        e->row[e->n].hour = bl_st_col_int64(del, 0);
+        e->row[e->n].count = bl_st_col_int64(del, 1);
+        e->row[e->n].total = bl_st_col_int64(del, 2);
+        e->row[e->n].self = bl_st_col_int64(del, 3);
+        e->row[e->n].max = bl_st_col_int64(del, 4);
         e->row[e->n].off = e->blobs.len;
         e->row[e->n].len = len;
         if (len && (err = bl_buf_append(&e->blobs, blob, len)))
             break;
         e->n++;
     }
-    if (!err && rc != SQLITE_DONE)
+    if (!err && rc != BL_ST_DONE)
         err = BL_EIO;
-    sqlite3_reset(del);
+    bl_st_reset(del);
     *n = (int64_t)(e->n - n0);
     if (!err && !was_dirty && *n > 0) {
-        sqlite3_stmt *st = bl_db_stmt(db, "DELETE FROM rollup_dirty WHERE app_id = "
+        bl_st *st = bl_st_get(db, "DELETE FROM rollup_dirty WHERE app_id = "
                                           "(SELECT app_id FROM builds WHERE id = ?1)");
         if (!st)
             return BL_EIO;
-        sqlite3_bind_int64(st, 1, build_id);
-        err = bl_db_step_done(st);
+        bl_st_int64(st, 1, build_id);
+        err = bl_st_done(st);
     }
     return err;
 }
@@ -440,20 +440,20 @@ static bl_err slice_walk(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_c
             cur->k1 = cur->k2 = INT64_MIN;
             cur->started = 1;
         }
-        sqlite3_stmt *st = bl_db_stmt(db, per_time[cur->table].next);
+        bl_st *st = bl_st_get(db, per_time[cur->table].next);
         if (!st)
             return BL_EIO;
-        sqlite3_bind_int64(st, 1, build_id);
-        sqlite3_bind_int64(st, 2, cur->k1);
-        sqlite3_bind_int64(st, 3, cur->k2);
-        int rc = sqlite3_step(st);
+        bl_st_int64(st, 1, build_id);
+        bl_st_int64(st, 2, cur->k1);
+        bl_st_int64(st, 3, cur->k2);
+        int rc = bl_st_step(st);
         int64_t k1 = 0, k2 = 0;
-        if (rc == SQLITE_ROW) {
-            k1 = sqlite3_column_int64(st, 0);
-            k2 = sqlite3_column_int64(st, 1);
+        if (rc == BL_ST_ROW) {
+            k1 = bl_st_col_int64(st, 0);
+            k2 = bl_st_col_int64(st, 1);
         }
-        sqlite3_reset(st);
-        if (rc == SQLITE_DONE) { /* this table is done: the next one */
+        bl_st_reset(st);
+        if (rc == BL_ST_DONE) { /* this table is done: the next one */
             if (cur->table == 0) { /* the rollups before the span */
                 bl_err err = expired_flush(db, e, BL_OK);
                 memset(e, 0, sizeof *e);
@@ -468,25 +468,25 @@ static bl_err slice_walk(bl_db *db, int64_t build_id, int64_t cutoff_us, bl_rs_c
             cur->started = 0;
             continue;
         }
-        if (rc != SQLITE_ROW)
+        if (rc != BL_ST_ROW)
             return BL_EIO;
-        sqlite3_stmt *del = bl_db_stmt(db, per_time[cur->table].del);
+        bl_st *del = bl_st_get(db, per_time[cur->table].del);
         if (!del)
             return BL_EIO;
-        sqlite3_bind_int64(del, 1, build_id);
-        sqlite3_bind_int64(del, 2, k1);
-        sqlite3_bind_int64(del, 3, k2);
-        sqlite3_bind_int64(del, 4, cur->table == 0 ? cutoff_us : hour_cutoff);
-        sqlite3_bind_int64(del, 5, max_rows - rows);
+        bl_st_int64(del, 1, build_id);
+        bl_st_int64(del, 2, k1);
+        bl_st_int64(del, 3, k2);
+        bl_st_int64(del, 4, cur->table == 0 ? cutoff_us : hour_cutoff);
+        bl_st_int64(del, 5, max_rows - rows);
         int64_t c;
         if (cur->table == 0) {
             bl_err err = expire_stats(db, del, e, build_id, k1, (int)k2, &c);
             if (err)
                 return err;
         } else {
-            if (bl_db_step_done(del))
+            if (bl_st_done(del))
                 return BL_EIO;
-            c = changes(db);
+            c = bl_st_changes(del);
         }
         rows += c;
         keys++;
@@ -513,128 +513,133 @@ bl_err bl_rs_build_idle(bl_db *db, int64_t build_id, int64_t cutoff_us, int *idl
 {
     *idle = 0;
     for (size_t t = 0; t < N_PER_TIME; t++) {
-        sqlite3_stmt *st = bl_db_stmt(db, per_time[t].any);
+        bl_st *st = bl_st_get(db, per_time[t].any);
         if (!st)
             return BL_EIO;
-        sqlite3_bind_int64(st, 1, build_id);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc == SQLITE_ROW)
+        bl_st_int64(st, 1, build_id);
+        int rc = bl_st_step(st);
+        bl_st_reset(st);
+        if (rc == BL_ST_ROW)
             return BL_OK; /* data left */
-        if (rc != SQLITE_DONE)
+        if (rc != BL_ST_DONE)
             return BL_EIO;
     }
-    sqlite3_stmt *st = bl_db_stmt(
-        db, "SELECT max(created_at, coalesce(mapping_at, 0), coalesce(methodids_at, 0), "
-            "coalesce((SELECT max(received_at) FROM batches WHERE build_id = ?1), 0)) "
-            "FROM builds WHERE id = ?1 AND app_id <> 0");
+    bl_st *st = bl_st_get2(
+        db,
+        "SELECT max(created_at, coalesce(mapping_at, 0), coalesce(methodids_at, 0), "
+        "coalesce((SELECT max(received_at) FROM batches WHERE build_id = ?1), 0)) "
+        "FROM builds WHERE id = ?1 AND app_id <> 0",
+        "SELECT GREATEST(created_at, coalesce(mapping_at, 0), coalesce(methodids_at, 0), "
+        "coalesce((SELECT max(received_at) FROM batches WHERE build_id = ?1), 0)) "
+        "FROM builds WHERE id = ?1 AND app_id <> 0");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, build_id);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *idle = sqlite3_column_int64(st, 0) < cutoff_us;
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? BL_OK : BL_EIO;
+    bl_st_int64(st, 1, build_id);
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW)
+        *idle = bl_st_col_int64(st, 0) < cutoff_us;
+    bl_st_reset(st);
+    return rc == BL_ST_ROW || rc == BL_ST_DONE ? BL_OK : BL_EIO;
 }
 
 /* ---- deleting builds ------------------------------------------------- */
 
 bl_err bl_rs_build_find(bl_db *db, int64_t app_id, const char *name, int64_t *build_id)
 {
-    sqlite3_stmt *st =
-        bl_db_stmt(db, "SELECT id FROM builds WHERE app_id = ? AND name = ? AND app_id <> 0");
+    bl_st *st =
+        bl_st_get(db, "SELECT id FROM builds WHERE app_id = ? AND name = ? AND app_id <> 0");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, app_id);
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *build_id = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW ? BL_OK : rc == SQLITE_DONE ? BL_ENOTFOUND : BL_EIO;
+    bl_st_int64(st, 1, app_id);
+    bl_st_text(st, 2, name, -1);
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW)
+        *build_id = bl_st_col_int64(st, 0);
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : rc == BL_ST_DONE ? BL_ENOTFOUND : BL_EIO;
 }
 
 bl_err bl_rs_doom_build(bl_db *db, int64_t build_id, const char *reason, int64_t now_us)
 {
-    sqlite3_stmt *st = bl_db_stmt(
+    bl_st *st = bl_st_get(
         db, "INSERT INTO doomed_builds(build_id, app_id, name, reason, at) "
-            "SELECT id, app_id, name, ?2, ?3 FROM builds WHERE id = ?1 AND app_id <> 0");
+            "SELECT id, app_id, name, CAST(?2 AS text), CAST(?3 AS bigint) FROM builds "
+            "WHERE id = ?1 AND app_id <> 0");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, build_id);
-    sqlite3_bind_text(st, 2, reason, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 3, now_us);
-    if (bl_db_step_done(st))
+    bl_st_int64(st, 1, build_id);
+    bl_st_text(st, 2, reason, -1);
+    bl_st_int64(st, 3, now_us);
+    if (bl_st_done(st))
         return BL_EIO;
-    if (changes(db) != 1)
+    if (bl_st_changes(st) != 1)
         return BL_ENOTFOUND;
-    st = bl_db_stmt(db, "UPDATE builds SET app_id = 0, name = CAST(id AS TEXT) WHERE id = ?");
+    st = bl_st_get(db, "UPDATE builds SET app_id = 0, name = CAST(id AS TEXT) WHERE id = ?");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, build_id);
-    return bl_db_step_done(st);
+    bl_st_int64(st, 1, build_id);
+    return bl_st_done(st);
 }
 
 bl_err bl_rs_build_state(bl_db *db, int64_t build_id, int *state, int64_t *app_id, char *name,
                          size_t namecap)
 {
     *state = 0;
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT app_id, name FROM builds WHERE id = ?");
+    bl_st *st = bl_st_get(db, "SELECT app_id, name FROM builds WHERE id = ?");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, build_id);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        int64_t a = sqlite3_column_int64(st, 0);
+    bl_st_int64(st, 1, build_id);
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW) {
+        int64_t a = bl_st_col_int64(st, 0);
         *state = a == 0 ? 2 : 1;
         if (a && app_id)
             *app_id = a;
-        const char *n = (const char *)sqlite3_column_text(st, 1);
+        const char *n = bl_st_col_text(st, 1);
         if (a && name && namecap)
             snprintf(name, namecap, "%s", n ? n : "");
     }
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? BL_OK : BL_EIO;
+    bl_st_reset(st);
+    return rc == BL_ST_ROW || rc == BL_ST_DONE ? BL_OK : BL_EIO;
 }
 
 bl_err bl_rs_doomed_next(bl_db *db, int64_t after, int64_t *build_id, int64_t *app_id)
 {
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT build_id, app_id FROM doomed_builds "
+    bl_st *st = bl_st_get(db, "SELECT build_id, app_id FROM doomed_builds "
                                       "WHERE build_id > ? ORDER BY build_id LIMIT 1");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, after);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        *build_id = sqlite3_column_int64(st, 0);
-        *app_id = sqlite3_column_int64(st, 1);
+    bl_st_int64(st, 1, after);
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW) {
+        *build_id = bl_st_col_int64(st, 0);
+        *app_id = bl_st_col_int64(st, 1);
     }
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW ? BL_OK : rc == SQLITE_DONE ? BL_ENOTFOUND : BL_EIO;
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : rc == BL_ST_DONE ? BL_ENOTFOUND : BL_EIO;
 }
 
 bl_err bl_rs_build_batches(bl_db *db, int64_t build_id, size_t max, bl_rs_uuid *uuids,
                            size_t *n)
 {
     *n = 0;
-    sqlite3_stmt *st =
-        bl_db_stmt(db, "SELECT batch_id FROM batches WHERE build_id = ?1 LIMIT ?2");
+    bl_st *st =
+        bl_st_get(db, "SELECT batch_id FROM batches WHERE build_id = ?1 LIMIT ?2");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, build_id);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
+    bl_st_int64(st, 1, build_id);
+    bl_st_int64(st, 2, (int64_t)max);
     return uuid_rows(st, max, uuids, n);
 }
 
 bl_err bl_rs_batches_forget(bl_db *db, const bl_rs_uuid *uuids, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        sqlite3_stmt *st = bl_db_stmt(db, "DELETE FROM batches WHERE batch_id = ?");
+        bl_st *st = bl_st_get(db, "DELETE FROM batches WHERE batch_id = ?");
         if (!st)
             return BL_EIO;
-        sqlite3_bind_text(st, 1, uuids[i], -1, SQLITE_TRANSIENT);
-        if (bl_db_step_done(st))
+        bl_st_text(st, 1, uuids[i], -1);
+        if (bl_st_done(st))
             return BL_EIO;
     }
     return BL_OK;
@@ -644,14 +649,14 @@ bl_err bl_rs_build_slice(bl_db *db, int64_t build_id, int64_t limit, int64_t *de
 {
     *deleted = 0;
     for (size_t t = 0; t < N_PER_BUILD; t++) {
-        sqlite3_stmt *st = bl_db_stmt(db, per_build[t]);
+        bl_st *st = bl_st_get(db, per_build[t]);
         if (!st)
             return BL_EIO;
-        sqlite3_bind_int64(st, 1, build_id);
-        sqlite3_bind_int64(st, 2, limit);
-        if (bl_db_step_done(st))
+        bl_st_int64(st, 1, build_id);
+        bl_st_int64(st, 2, limit);
+        if (bl_st_done(st))
             return BL_EIO;
-        if ((*deleted = changes(db)) > 0)
+        if ((*deleted = bl_st_changes(st)) > 0)
             return BL_OK;
     }
     return BL_OK;
@@ -659,15 +664,15 @@ bl_err bl_rs_build_slice(bl_db *db, int64_t build_id, int64_t limit, int64_t *de
 
 bl_err bl_rs_build_forget(bl_db *db, int64_t build_id)
 {
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT 1 FROM batches WHERE build_id = ? LIMIT 1");
+    bl_st *st = bl_st_get(db, "SELECT 1 FROM batches WHERE build_id = ? LIMIT 1");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, build_id);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc == SQLITE_ROW)
+    bl_st_int64(st, 1, build_id);
+    int rc = bl_st_step(st);
+    bl_st_reset(st);
+    if (rc == BL_ST_ROW)
         return BL_EINVAL;
-    if (rc != SQLITE_DONE)
+    if (rc != BL_ST_DONE)
         return BL_EIO;
     int64_t left;
     bl_err err = bl_rs_build_slice(db, build_id, 1, &left);
@@ -675,15 +680,15 @@ bl_err bl_rs_build_forget(bl_db *db, int64_t build_id)
         return err;
     if (left) /* a row was still there (deleted now): not done yet */
         return BL_EINVAL;
-    st = bl_db_stmt(db, "DELETE FROM doomed_builds WHERE build_id = ?");
+    st = bl_st_get(db, "DELETE FROM doomed_builds WHERE build_id = ?");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, build_id);
-    if (bl_db_step_done(st))
+    bl_st_int64(st, 1, build_id);
+    if (bl_st_done(st))
         return BL_EIO;
-    st = bl_db_stmt(db, "DELETE FROM builds WHERE id = ? AND app_id = 0");
+    st = bl_st_get(db, "DELETE FROM builds WHERE id = ? AND app_id = 0");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, build_id);
-    return bl_db_step_done(st);
+    bl_st_int64(st, 1, build_id);
+    return bl_st_done(st);
 }

@@ -17,10 +17,15 @@
  * limit happen in SQL (ORDER BY … LIMIT keeps only `limit` rows while the
  * groups stream by); the percentile sorts compute each group's quantile from
  * its merged sketch (store/sqlfuncs.h), clamped to the exact max as the row
- * is.
+ * is. PostgreSQL has no sketch functions: there the reference selects the
+ * rows ordered by group and merges each group's sketches here (scan_pg),
+ * with the same sketch code, order and cut, so the answer is the same.
+ *
+ * Both engines run the same SQL (store/stmt.h) except where noted: SQLite's
+ * INDEXED BY and unary-plus index hints, and the scan.
  */
 #include "store/slow_methods.h"
-#include "store/internal.h"
+#include "store/stmt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +45,7 @@
      * time (schema/batch-format.md, "Segments"): a method is listed once a                    \
      * call of it has finished */                                                              \
     "HAVING cnt > 0 "                                                                          \
-    "ORDER BY " key " DESC, tot DESC, m.class, m.name, m.descriptor LIMIT ?6"
+    "ORDER BY " key " DESC, tot DESC, m.class, m.name, m.descriptor, m.source_file LIMIT ?6"
 
 /* indexed by bl_slow_sort */
 static const char *const slow_sql[BL_SLOW_SORTS] = {
@@ -53,58 +58,56 @@ static const char *const slow_sql[BL_SLOW_SORTS] = {
     SLOW_SQL("mx"),
 };
 
-static const char *text_or_null(sqlite3_stmt *st, int i)
-{
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? NULL
-                                                     : (const char *)sqlite3_column_text(st, i);
-}
+static bl_err scan_pg(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx);
 
 bl_err bl_slow_methods_scan(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx)
 {
     if ((unsigned)q->sort >= BL_SLOW_SORTS)
         return BL_EINVAL;
-    sqlite3_stmt *st = bl_db_stmt(db, slow_sql[q->sort]);
+    if (bl_db_is_pg(db))
+        return q->limit == 0 ? BL_OK : scan_pg(db, q, cb, ctx);
+    bl_st *st = bl_st_get(db, slow_sql[q->sort]);
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, q->app_id);
+    bl_st_int64(st, 1, q->app_id);
     if (q->build)
-        sqlite3_bind_text(st, 2, q->build, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 3, q->main_only ? 1 : 0);
-    sqlite3_bind_int64(st, 4, q->since_us);
-    sqlite3_bind_int64(st, 5, q->until_us);
-    sqlite3_bind_int64(st, 6, q->limit);
+        bl_st_text(st, 2, q->build, -1);
+    bl_st_int64(st, 3, q->main_only ? 1 : 0);
+    bl_st_int64(st, 4, q->since_us);
+    bl_st_int64(st, 5, q->until_us);
+    bl_st_int64(st, 6, q->limit);
     int rc;
     bl_sketch sk;
     bl_sketch_init(&sk);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = bl_st_step(st)) == BL_ST_ROW) {
         bl_sketch_reset(&sk);
-        const void *blob = sqlite3_column_blob(st, 8);
-        int bn = sqlite3_column_bytes(st, 8);
-        if (blob && bl_sketch_merge_blob(&sk, blob, (size_t)bn) != BL_OK)
+        const void *blob = bl_st_col_blob(st, 8);
+        size_t bn = bl_st_col_bytes(st, 8);
+        if (blob && bl_sketch_merge_blob(&sk, blob, bn) != BL_OK)
             continue;
         bl_slow_row row;
-        row.max_us = (uint64_t)sqlite3_column_int64(st, 7);
+        row.max_us = (uint64_t)bl_st_col_int64(st, 7);
         /* a bucket midpoint can sit above the exact max: clamp */
         uint64_t q50 = bl_sketch_quantile(&sk, 0.50), q90 = bl_sketch_quantile(&sk, 0.90),
                  q99 = bl_sketch_quantile(&sk, 0.99);
         row.p50_us = q50 < row.max_us ? q50 : row.max_us;
         row.p90_us = q90 < row.max_us ? q90 : row.max_us;
         row.p99_us = q99 < row.max_us ? q99 : row.max_us;
-        row.cls = text_or_null(st, 0);
-        row.name = text_or_null(st, 1);
-        row.descriptor = text_or_null(st, 2);
-        row.source_file = text_or_null(st, 3);
-        row.count = sqlite3_column_int64(st, 4);
-        row.total_us = sqlite3_column_int64(st, 5);
-        row.self_us = sqlite3_column_int64(st, 6);
+        row.cls = bl_st_col_text(st, 0);
+        row.name = bl_st_col_text(st, 1);
+        row.descriptor = bl_st_col_text(st, 2);
+        row.source_file = bl_st_col_text(st, 3);
+        row.count = bl_st_col_int64(st, 4);
+        row.total_us = bl_st_col_int64(st, 5);
+        row.self_us = bl_st_col_int64(st, 6);
         if (cb(&row, ctx) != 0) {
-            rc = SQLITE_DONE;
+            rc = BL_ST_DONE;
             break;
         }
     }
-    sqlite3_reset(st);
+    bl_st_reset(st);
     bl_sketch_cleanup(&sk);
-    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+    return rc == BL_ST_DONE ? BL_OK : BL_EIO;
 }
 
 /* ---- fast path ------------------------------------------------------------ */
@@ -124,9 +127,16 @@ static const char build_hours_sql[] =
     "FROM method_stats s JOIN methods m ON m.id = s.method "
     "WHERE ?1 IS NOT NULL AND (?2 = 0 OR s.main = 1) AND s.build_id = ?5 "
     "AND +s.hour >= ?3 AND +s.hour < ?4 ORDER BY m.sig";
+/* PostgreSQL: no hint (its planner takes the primary key for build_id and
+ * hour), and ?1's type said */
+static const char build_hours_pg[] =
+    "SELECT m.sig, s.count, s.total_us, s.self_us, s.max_us, s.sketch "
+    "FROM method_stats s JOIN methods m ON m.id = s.method "
+    "WHERE CAST(?1 AS bigint) IS NOT NULL AND (?2 = 0 OR s.main = 1) AND s.build_id = ?5 "
+    "AND s.hour >= ?3 AND s.hour < ?4 ORDER BY m.sig";
 
 typedef struct src {
-    sqlite3_stmt *st;
+    bl_st *st;
     int live; /* a row is waiting */
 } src;
 
@@ -137,10 +147,13 @@ typedef struct ent {
     char *cls, *name, *desc, *file;
 } ent;
 
+/* the best `cap` groups (SIZE_MAX: all of them); e holds `alloc` entries:
+ * cap when bounded (allocated by the caller), grown by keep() when not */
 typedef struct topk {
     ent *e;
     size_t n, cap;
     bl_slow_sort sort;
+    size_t alloc;
 } topk;
 
 static uint64_t key_of(const bl_slow_row *r, bl_slow_sort s)
@@ -223,23 +236,23 @@ static void sift_up(topk *t, size_t i)
     }
 }
 
-static char *dup_col(sqlite3_stmt *st, int i)
+static char *dup_col(bl_st *st, int i)
 {
-    const char *s = (const char *)sqlite3_column_text(st, i);
+    const char *s = (const char *)bl_st_col_text(st, i);
     return strdup(s ? s : "");
 }
 
 /* Reads the names of e->sig. BL_ENOTFOUND when the sig is gone. */
 static bl_err load_names(bl_db *db, ent *e)
 {
-    sqlite3_stmt *st = bl_db_stmt(
+    bl_st *st = bl_st_get(
         db, "SELECT class, name, descriptor, source_file FROM method_sigs WHERE id = ?");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, e->sig);
-    int rc = sqlite3_step(st);
+    bl_st_int64(st, 1, e->sig);
+    int rc = bl_st_step(st);
     bl_err err = BL_OK;
-    if (rc == SQLITE_ROW) {
+    if (rc == BL_ST_ROW) {
         e->cls = dup_col(st, 0);
         e->name = dup_col(st, 1);
         e->desc = dup_col(st, 2);
@@ -247,12 +260,40 @@ static bl_err load_names(bl_db *db, ent *e)
         if (!e->cls || !e->name || !e->desc || !e->file)
             err = BL_ENOMEM;
     } else {
-        err = rc == SQLITE_DONE ? BL_ENOTFOUND : BL_EIO;
+        err = rc == BL_ST_DONE ? BL_ENOTFOUND : BL_EIO;
     }
-    sqlite3_reset(st);
+    bl_st_reset(st);
     if (err)
         ent_free(e);
     return err;
+}
+
+/* Puts a named group into the heap (capacity t->cap > 0) when it ranks
+ * among the best; the heap owns its names from then on, else they are
+ * freed. BL_ENOMEM (names freed) when an unbounded heap cannot grow. */
+static bl_err keep(topk *t, ent *e)
+{
+    if (t->n < t->cap) {
+        if (t->n == t->alloc) {
+            size_t na = t->alloc ? 2 * t->alloc : 64;
+            ent *ne = na < SIZE_MAX / sizeof *ne ? realloc(t->e, na * sizeof *ne) : NULL;
+            if (!ne) {
+                ent_free(e);
+                return BL_ENOMEM;
+            }
+            t->e = ne;
+            t->alloc = na;
+        }
+        t->e[t->n++] = *e;
+        sift_up(t, t->n - 1);
+    } else if (cmp_ent(t, e, &t->e[0]) > 0) {
+        ent_free(&t->e[0]);
+        t->e[0] = *e;
+        sift_down(t, 0);
+    } else {
+        ent_free(e);
+    }
+    return BL_OK;
 }
 
 /* Offers a finished group to the heap (capacity t->cap > 0). */
@@ -265,17 +306,7 @@ static bl_err offer(bl_db *db, topk *t, ent *e)
         return BL_OK;
     if (err)
         return err;
-    if (t->n < t->cap) {
-        t->e[t->n++] = *e;
-        sift_up(t, t->n - 1);
-    } else if (cmp_ent(t, e, &t->e[0]) > 0) {
-        ent_free(&t->e[0]);
-        t->e[0] = *e;
-        sift_down(t, 0);
-    } else {
-        ent_free(e);
-    }
-    return BL_OK;
+    return keep(t, e);
 }
 
 
@@ -346,6 +377,13 @@ static const char days_fig_sql[] =
 static const char hours_fig_sql[] =
     "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_hours "
     "INDEXED BY rollup_hours_figures "
+    "WHERE scope = ?1 AND main IN (?2, 1) AND hour >= ?3 AND hour < ?4";
+/* the same without SQLite's index hint (PostgreSQL) */
+static const char days_fig_pg[] =
+    "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_days "
+    "WHERE scope = ?1 AND main = ?2 AND day >= ?3 AND day < ?4";
+static const char hours_fig_pg[] =
+    "SELECT sig, count, total_us, self_us, max_us, q3 FROM rollup_hours "
     "WHERE scope = ?1 AND main IN (?2, 1) AND hour >= ?3 AND hour < ?4";
 /* one sig's sketches: ?1 scope, ?2 sig, [?3, ?4), ?5 thread kind (as
  * above) */
@@ -419,25 +457,25 @@ static cand *cmap_get(cmap *m, int64_t sig)
 }
 
 /* Pass 1 over one statement's rows (bound by the caller). */
-static bl_err gather(sqlite3_stmt *st, int qi, cmap *m)
+static bl_err gather(bl_st *st, int qi, cmap *m)
 {
     int rc;
     bl_err err = BL_OK;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        cand *k = cmap_get(m, sqlite3_column_int64(st, 0));
+    while ((rc = bl_st_step(st)) == BL_ST_ROW) {
+        cand *k = cmap_get(m, bl_st_col_int64(st, 0));
         if (!k) {
             err = BL_ENOMEM;
             break;
         }
-        int64_t n = sqlite3_column_int64(st, 1);
+        int64_t n = bl_st_col_int64(st, 1);
         k->count += n;
-        k->total += sqlite3_column_int64(st, 2);
-        k->self += sqlite3_column_int64(st, 3);
-        uint64_t mx = (uint64_t)sqlite3_column_int64(st, 4);
+        k->total += bl_st_col_int64(st, 2);
+        k->self += bl_st_col_int64(st, 3);
+        uint64_t mx = (uint64_t)bl_st_col_int64(st, 4);
         k->max = mx > k->max ? mx : k->max;
         if (qi >= 0) {
-            const uint8_t *b = sqlite3_column_blob(st, 5);
-            if (sqlite3_column_bytes(st, 5) != 24 || !b) {
+            const uint8_t *b = bl_st_col_blob(st, 5);
+            if (bl_st_col_bytes(st, 5) != 24 || !b) {
                 k->bad = 1;
             } else if (n > 0) { /* rows with no finished call hold no value */
                 uint64_t v = get_u64(b + 8 * qi);
@@ -446,29 +484,29 @@ static bl_err gather(sqlite3_stmt *st, int qi, cmap *m)
             }
         }
     }
-    if (!err && rc != SQLITE_DONE)
+    if (!err && rc != BL_ST_DONE)
         err = BL_EIO;
-    sqlite3_reset(st);
+    bl_st_reset(st);
     return err;
 }
 
 /* Merges the sketches of one statement's rows into sk. 1: one is
  * malformed. */
-static int merge_sketches(sqlite3_stmt *st, bl_sketch *sk, bl_err *err)
+static int merge_sketches(bl_st *st, bl_sketch *sk, bl_err *err)
 {
     int rc, bad = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const void *b = sqlite3_column_blob(st, 0);
-        bl_err be = b ? bl_sketch_merge_blob(sk, b, (size_t)sqlite3_column_bytes(st, 0)) : BL_OK;
+    while ((rc = bl_st_step(st)) == BL_ST_ROW) {
+        const void *b = bl_st_col_blob(st, 0);
+        bl_err be = b ? bl_sketch_merge_blob(sk, b, bl_st_col_bytes(st, 0)) : BL_OK;
         if (be == BL_ENOMEM) {
             *err = be;
             break;
         }
         bad |= be != BL_OK;
     }
-    if (!*err && rc != SQLITE_DONE && rc != SQLITE_ROW)
+    if (!*err && rc != BL_ST_DONE && rc != BL_ST_ROW)
         *err = BL_EIO;
-    sqlite3_reset(st);
+    bl_st_reset(st);
     return bad;
 }
 
@@ -487,15 +525,16 @@ static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
         int64_t a = i < 0 ? d0 : edges[i][0], b = i < 0 ? d1 : edges[i][1];
         if (a >= b)
             continue;
-        sqlite3_stmt *st = bl_db_stmt(db, i < 0 ? days_fig_sql : hours_fig_sql);
+        bl_st *st = i < 0 ? bl_st_get2(db, days_fig_sql, days_fig_pg)
+                          : bl_st_get2(db, hours_fig_sql, hours_fig_pg);
         if (!st) {
             err = BL_EIO;
             break;
         }
-        sqlite3_bind_int64(st, 1, scope);
-        sqlite3_bind_int(st, 2, i < 0 ? kind : kind == 1);
-        sqlite3_bind_int64(st, 3, a);
-        sqlite3_bind_int64(st, 4, b);
+        bl_st_int64(st, 1, scope);
+        bl_st_int64(st, 2, i < 0 ? kind : kind == 1);
+        bl_st_int64(st, 3, a);
+        bl_st_int64(st, 4, b);
         err = gather(st, qi, &m);
     }
     /* the groups listed (a call finished, no malformed q3), by bound */
@@ -525,7 +564,7 @@ static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
         qsort(c, n_c, sizeof *c, cmp_cand);
 
     /* pass 2 */
-    topk t = { NULL, 0, (size_t)q->limit, q->sort };
+    topk t = { NULL, 0, (size_t)q->limit, q->sort, (size_t)q->limit };
     if (!err && !(t.e = malloc(t.cap * sizeof *t.e)))
         err = BL_ENOMEM;
     bl_sketch sk;
@@ -546,16 +585,16 @@ static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
             int64_t a = j < 0 ? d0 : edges[j][0], b = j < 0 ? d1 : edges[j][1];
             if (a >= b)
                 continue;
-            sqlite3_stmt *st = bl_db_stmt(db, j < 0 ? days_sig_sql : hours_sig_sql);
+            bl_st *st = bl_st_get(db, j < 0 ? days_sig_sql : hours_sig_sql);
             if (!st) {
                 err = BL_EIO;
                 break;
             }
-            sqlite3_bind_int64(st, 1, scope);
-            sqlite3_bind_int64(st, 2, e.sig);
-            sqlite3_bind_int64(st, 3, a);
-            sqlite3_bind_int64(st, 4, b);
-            sqlite3_bind_int(st, 5, j < 0 ? kind : kind == 1);
+            bl_st_int64(st, 1, scope);
+            bl_st_int64(st, 2, e.sig);
+            bl_st_int64(st, 3, a);
+            bl_st_int64(st, 4, b);
+            bl_st_int64(st, 5, j < 0 ? kind : kind == 1);
             bad |= merge_sketches(st, &sk, &err);
         }
         if (err || bad)
@@ -583,50 +622,50 @@ static int64_t floor_to(int64_t v, int64_t unit)
 static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, int *fallback)
 {
     *fallback = 0;
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT 1 FROM rollup_dirty WHERE app_id = ?1 UNION ALL "
+    bl_st *st = bl_st_get(db, "SELECT 1 FROM rollup_dirty WHERE app_id = ?1 UNION ALL "
                                       "SELECT 1 FROM rollup_rebuild WHERE app_id = ?1");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, q->app_id);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc == SQLITE_ROW) {
+    bl_st_int64(st, 1, q->app_id);
+    int rc = bl_st_step(st);
+    bl_st_reset(st);
+    if (rc == BL_ST_ROW) {
         *fallback = 1;
         return BL_OK;
     }
-    if (rc != SQLITE_DONE)
+    if (rc != BL_ST_DONE)
         return BL_EIO;
 
     int64_t scope = -q->app_id, build_id = 0;
     if (q->build) {
-        st = bl_db_stmt(db, "SELECT id FROM builds WHERE app_id = ? AND name = ?");
+        st = bl_st_get(db, "SELECT id FROM builds WHERE app_id = ? AND name = ?");
         if (!st)
             return BL_EIO;
-        sqlite3_bind_int64(st, 1, q->app_id);
-        sqlite3_bind_text(st, 2, q->build, -1, SQLITE_TRANSIENT);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW)
-            build_id = scope = sqlite3_column_int64(st, 0);
-        sqlite3_reset(st);
-        if (rc == SQLITE_DONE)
+        bl_st_int64(st, 1, q->app_id);
+        bl_st_text(st, 2, q->build, -1);
+        rc = bl_st_step(st);
+        if (rc == BL_ST_ROW)
+            build_id = scope = bl_st_col_int64(st, 0);
+        bl_st_reset(st);
+        if (rc == BL_ST_DONE)
             return BL_OK; /* unknown build: no rows */
-        if (rc != SQLITE_ROW)
+        if (rc != BL_ST_ROW)
             return BL_EIO;
     }
-    st = bl_db_stmt(db, "SELECT first_hour, last_hour FROM rollup_spans WHERE scope = ?");
+    st = bl_st_get(db, "SELECT first_hour, last_hour FROM rollup_spans WHERE scope = ?");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, scope);
-    rc = sqlite3_step(st);
+    bl_st_int64(st, 1, scope);
+    rc = bl_st_step(st);
     int64_t first = 0, last = 0;
-    if (rc == SQLITE_ROW) {
-        first = sqlite3_column_int64(st, 0);
-        last = sqlite3_column_int64(st, 1);
+    if (rc == BL_ST_ROW) {
+        first = bl_st_col_int64(st, 0);
+        last = bl_st_col_int64(st, 1);
     }
-    sqlite3_reset(st);
-    if (rc == SQLITE_DONE)
+    bl_st_reset(st);
+    if (rc == BL_ST_DONE)
         return BL_OK; /* no data in the scope */
-    if (rc != SQLITE_ROW)
+    if (rc != BL_ST_ROW)
         return BL_EIO;
 
     /* selected hours: [h0, h1), h1 unbounded when no_end */
@@ -640,11 +679,11 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
     int n_src = 0, use_q3 = 0;
     int main_only = q->main_only ? 1 : 0;
     if (h0 <= first && (no_end || last < h1)) {
-        s[n_src].st = bl_db_stmt(db, totals_sql);
+        s[n_src].st = bl_st_get(db, totals_sql);
         if (!s[n_src].st)
             return BL_EIO;
-        sqlite3_bind_int64(s[n_src].st, 1, scope);
-        sqlite3_bind_int(s[n_src].st, 2, main_only ? 1 : 2);
+        bl_st_int64(s[n_src].st, 1, scope);
+        bl_st_int64(s[n_src].st, 2, main_only ? 1 : 2);
         n_src++;
         use_q3 = 1;
     } else if (!q->build) {
@@ -670,25 +709,25 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
         }
         return ranged(db, q, d0, d1, edges, n_e, cb, ctx);
     } else if (h1 > first && h0 <= last) { /* a build's hours (else nothing there) */
-        s[n_src].st = bl_db_stmt(db, build_hours_sql);
+        s[n_src].st = bl_st_get2(db, build_hours_sql, build_hours_pg);
         if (!s[n_src].st)
             return BL_EIO;
-        sqlite3_bind_int64(s[n_src].st, 1, q->app_id);
-        sqlite3_bind_int(s[n_src].st, 2, main_only);
-        sqlite3_bind_int64(s[n_src].st, 3, h0);
-        sqlite3_bind_int64(s[n_src].st, 4, h1);
-        sqlite3_bind_int64(s[n_src].st, 5, build_id);
+        bl_st_int64(s[n_src].st, 1, q->app_id);
+        bl_st_int64(s[n_src].st, 2, main_only);
+        bl_st_int64(s[n_src].st, 3, h0);
+        bl_st_int64(s[n_src].st, 4, h1);
+        bl_st_int64(s[n_src].st, 5, build_id);
         n_src++;
     }
 
     bl_err err = BL_OK;
-    topk t = { NULL, 0, (size_t)q->limit, q->sort };
+    topk t = { NULL, 0, (size_t)q->limit, q->sort, (size_t)q->limit };
     if (!(t.e = malloc(t.cap * sizeof *t.e)))
         err = BL_ENOMEM;
     for (int i = 0; i < n_src && !err; i++) {
-        rc = sqlite3_step(s[i].st);
-        s[i].live = rc == SQLITE_ROW;
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        rc = bl_st_step(s[i].st);
+        s[i].live = rc == BL_ST_ROW;
+        if (rc != BL_ST_ROW && rc != BL_ST_DONE)
             err = BL_EIO;
     }
     bl_sketch sk;
@@ -699,7 +738,7 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
         int any = 0;
         for (int i = 0; i < n_src; i++)
             if (s[i].live) {
-                int64_t v = sqlite3_column_int64(s[i].st, 0);
+                int64_t v = bl_st_col_int64(s[i].st, 0);
                 if (!any || v < sig)
                     sig = v;
                 any = 1;
@@ -712,16 +751,16 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
         int bad = 0;
         bl_sketch_reset(&sk);
         for (int i = 0; i < n_src && !err; i++) {
-            while (s[i].live && sqlite3_column_int64(s[i].st, 0) == sig) {
-                sqlite3_stmt *x = s[i].st;
-                e.r.count += sqlite3_column_int64(x, 1);
-                e.r.total_us += sqlite3_column_int64(x, 2);
-                e.r.self_us += sqlite3_column_int64(x, 3);
-                uint64_t mx = (uint64_t)sqlite3_column_int64(x, 4);
+            while (s[i].live && bl_st_col_int64(s[i].st, 0) == sig) {
+                bl_st *x = s[i].st;
+                e.r.count += bl_st_col_int64(x, 1);
+                e.r.total_us += bl_st_col_int64(x, 2);
+                e.r.self_us += bl_st_col_int64(x, 3);
+                uint64_t mx = (uint64_t)bl_st_col_int64(x, 4);
                 if (mx > e.r.max_us)
                     e.r.max_us = mx;
-                const uint8_t *blob = sqlite3_column_blob(x, 5);
-                int bn = sqlite3_column_bytes(x, 5);
+                const uint8_t *blob = bl_st_col_blob(x, 5);
+                size_t bn = bl_st_col_bytes(x, 5);
                 bl_err be = BL_OK;
                 if (use_q3) { /* p50, p90, p99: little-endian u64 */
                     uint64_t p[3] = { 0, 0, 0 };
@@ -732,15 +771,15 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
                     e.r.p99_us = p[2];
                     be = bn == 24 ? BL_OK : BL_EFORMAT;
                 } else if (blob) {
-                    be = bl_sketch_merge_blob(&sk, blob, (size_t)bn);
+                    be = bl_sketch_merge_blob(&sk, blob, bn);
                 }
                 if (be == BL_ENOMEM)
                     err = be;
                 else if (be)
                     bad = 1;
-                rc = sqlite3_step(x);
-                s[i].live = rc == SQLITE_ROW;
-                if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                rc = bl_st_step(x);
+                s[i].live = rc == BL_ST_ROW;
+                if (rc != BL_ST_ROW && rc != BL_ST_DONE)
                     err = BL_EIO;
             }
         }
@@ -760,7 +799,117 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
     }
     bl_sketch_cleanup(&sk);
     for (int i = 0; i < n_src; i++)
-        sqlite3_reset(s[i].st);
+        bl_st_reset(s[i].st);
+    return emit(&t, err, cb, ctx);
+}
+
+/* ---- the reference on PostgreSQL ------------------------------------------
+ * slow_sql's answer without sketch_union: every selected method_stats row,
+ * ordered by group (equal names are adjacent; "C" is byte order, cheaper
+ * than a locale's), each group's figures summed and sketches merged here,
+ * then the same order and cut through the heap (cmp_ent: the sort key and
+ * total descending, then class, name, descriptor, source file in byte
+ * order, as SQLite's BINARY collation). What fails the SQLite statement
+ * fails this too: a sum past int64 (SQLite's "integer overflow") and a
+ * malformed sketch (sketch_union's error) give BL_EIO. Memory: the rows
+ * selected (libpq holds the whole result) and the `limit` best groups (all
+ * of them when limit < 0). */
+static const char scan_pg_sql[] =
+    "SELECT m.class, m.name, m.descriptor, m.source_file, s.count, s.total_us, s.self_us, "
+    "s.max_us, s.sketch FROM method_stats s JOIN methods m ON m.id = s.method "
+    "JOIN builds b ON b.id = s.build_id "
+    "WHERE b.app_id = ?1 AND (CAST(?2 AS text) IS NULL OR b.name = ?2) "
+    "AND (?3 = 0 OR s.main = 1) AND s.hour + 3600000000 > ?4 AND s.hour < ?5 "
+    "ORDER BY m.class COLLATE \"C\", m.name COLLATE \"C\", m.descriptor COLLATE \"C\", "
+    "m.source_file COLLATE \"C\"";
+
+/* 1 when the current row belongs to group e (its names) */
+static int same_group(bl_st *st, const ent *e)
+{
+    return !strcmp(bl_st_col_str(st, 0), e->cls) && !strcmp(bl_st_col_str(st, 1), e->name) &&
+           !strcmp(bl_st_col_str(st, 2), e->desc) && !strcmp(bl_st_col_str(st, 3), e->file);
+}
+
+/* Ends group e (names owned, sketch merged in sk): kept when a call of it
+ * finished (HAVING cnt > 0), else freed. */
+static bl_err close_group(topk *t, ent *e, const bl_sketch *sk)
+{
+    if (e->r.count <= 0) {
+        ent_free(e);
+        return BL_OK;
+    }
+    uint64_t q50 = bl_sketch_quantile(sk, 0.50), q90 = bl_sketch_quantile(sk, 0.90),
+             q99 = bl_sketch_quantile(sk, 0.99);
+    e->r.p50_us = q50 < e->r.max_us ? q50 : e->r.max_us;
+    e->r.p90_us = q90 < e->r.max_us ? q90 : e->r.max_us;
+    e->r.p99_us = q99 < e->r.max_us ? q99 : e->r.max_us;
+    return keep(t, e);
+}
+
+static bl_err scan_pg(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx)
+{
+    bl_st *st = bl_st_get(db, scan_pg_sql);
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, q->app_id);
+    if (q->build)
+        bl_st_text(st, 2, q->build, -1);
+    bl_st_int64(st, 3, q->main_only ? 1 : 0);
+    bl_st_int64(st, 4, q->since_us);
+    bl_st_int64(st, 5, q->until_us);
+    topk t = { NULL, 0, q->limit < 0 ? SIZE_MAX : (size_t)q->limit, q->sort, 0 };
+    bl_sketch sk;
+    bl_sketch_init(&sk);
+    ent e;
+    int open = 0; /* e holds a group */
+    bl_err err = BL_OK;
+    int rc = BL_ST_DONE;
+    while (!err && (rc = bl_st_step(st)) == BL_ST_ROW) {
+        if (open && !same_group(st, &e)) {
+            open = 0;
+            err = close_group(&t, &e, &sk);
+            if (err)
+                break;
+        }
+        if (!open) {
+            memset(&e, 0, sizeof e);
+            e.cls = strdup(bl_st_col_str(st, 0));
+            e.name = strdup(bl_st_col_str(st, 1));
+            e.desc = strdup(bl_st_col_str(st, 2));
+            e.file = strdup(bl_st_col_str(st, 3));
+            if (!e.cls || !e.name || !e.desc || !e.file) {
+                ent_free(&e);
+                err = BL_ENOMEM;
+                break;
+            }
+            e.r.max_us = (uint64_t)INT64_MIN; /* max() of signed integers */
+            bl_sketch_reset(&sk);
+            open = 1;
+        }
+        int64_t mx = bl_st_col_int64(st, 7);
+        if (__builtin_add_overflow(e.r.count, bl_st_col_int64(st, 4), &e.r.count) ||
+            __builtin_add_overflow(e.r.total_us, bl_st_col_int64(st, 5), &e.r.total_us) ||
+            __builtin_add_overflow(e.r.self_us, bl_st_col_int64(st, 6), &e.r.self_us))
+            err = BL_EIO;
+        if (mx > (int64_t)e.r.max_us)
+            e.r.max_us = (uint64_t)mx;
+        const void *b = bl_st_col_blob(st, 8);
+        if (!err && b) {
+            err = bl_sketch_merge_blob(&sk, b, bl_st_col_bytes(st, 8));
+            if (err && err != BL_ENOMEM)
+                err = BL_EIO;
+        }
+    }
+    if (!err && rc != BL_ST_DONE)
+        err = BL_EIO;
+    if (open) {
+        if (err)
+            ent_free(&e);
+        else
+            err = close_group(&t, &e, &sk);
+    }
+    bl_st_reset(st);
+    bl_sketch_cleanup(&sk);
     return emit(&t, err, cb, ctx);
 }
 

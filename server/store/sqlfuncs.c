@@ -141,6 +141,41 @@ static void f_quantile(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     bl_sketch_cleanup(&s);
 }
 
+/* sat_sum(x): the exact sum of integer x over the rows when it fits an
+ * int64, else INT64_MAX (INT64_MIN below); 0 over no row, NULLs skipped, a
+ * REAL read as an integer (saturated). The sum is kept as a wrapped int64
+ * and a count of wraps (+1 past the top, -1 past the bottom), so it is
+ * exact whatever the order of the rows. */
+typedef struct {
+    int64_t acc;
+    int64_t wraps;
+} satsum;
+
+static void f_satsum_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
+        return;
+    satsum *s = sqlite3_aggregate_context(ctx, sizeof *s);
+    if (!s) {
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    int64_t v = sqlite3_value_int64(argv[0]), r;
+    if (__builtin_add_overflow(s->acc, v, &r))
+        s->wraps += v > 0 ? 1 : -1;
+    s->acc = r;
+}
+
+static void f_satsum_final(sqlite3_context *ctx)
+{
+    satsum *s = sqlite3_aggregate_context(ctx, 0);
+    if (!s)
+        sqlite3_result_int64(ctx, 0);
+    else
+        sqlite3_result_int64(ctx, s->wraps > 0 ? INT64_MAX : s->wraps < 0 ? INT64_MIN : s->acc);
+}
+
 int bl_sql_register(sqlite3 *db)
 {
     int rc = sqlite3_create_function_v2(db, "sketch_merge", 2,
@@ -157,5 +192,8 @@ int bl_sql_register(sqlite3 *db)
         rc = sqlite3_create_function_v2(db, "sketch_quantile", 2,
                                         SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, f_quantile,
                                         NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_create_function_v2(db, "sat_sum", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                                        NULL, NULL, f_satsum_step, f_satsum_final, NULL);
     return rc;
 }

@@ -9,6 +9,9 @@
  *                        clamped to max, as a 24-byte blob of three
  *                        little-endian u64 (the rollups' precomputed
  *                        percentiles, store/rollups.h)
+ *   sat_sum(x)           aggregate: the exact integer sum, INT64_MAX past it
+ *                        (INT64_MIN below), 0 over no row (BL_SQL_SATSUM,
+ *                        store/internal.h)
  *
  * A malformed blob raises an SQL error (never silently ignored).
  */

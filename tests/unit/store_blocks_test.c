@@ -8,6 +8,7 @@
  * rolled-back transaction leaving nothing.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "agg/sketch.h"
@@ -29,13 +30,30 @@ static void exec_ok(const char *sql)
     ck_assert_msg(bl_db_exec(db, sql) == BL_OK, "%s: %s", sql, bl_db_errmsg(db));
 }
 
+/* With BEATLINE_TEST_PG_URL set, the same test runs on that PostgreSQL
+ * database (migrated by bl_db_open), emptied first: the store's answers
+ * must be the same on both backends. */
+static void open_store(void)
+{
+    const char *url = getenv("BEATLINE_TEST_PG_URL");
+    char err[256];
+    ck_assert_msg(bl_db_open(url && *url ? url : path, 0, &db, err, sizeof err) == BL_OK, "%s",
+                  err);
+    if (url && *url) {
+        exec_ok("TRUNCATE apps, builds, methods, block_groups, block_stats, block_seen, "
+                "block_nodes, launch_stats, launch_measures, launch_methods, launch_nodes, "
+                "url_patterns, url_pattern_sets, net_groups, net_stats, net_callers "
+                "RESTART IDENTITY CASCADE");
+        exec_ok("INSERT INTO apps(id, name, created_at) VALUES (0, '', 0)");
+    }
+}
+
 static void setup(void)
 {
     snprintf(dir, sizeof dir, "/tmp/bl_store_blocks_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/beatline.db", dir);
-    char err[256];
-    ck_assert_msg(bl_db_open(path, 0, &db, err, sizeof err) == BL_OK, "%s", err);
+    open_store();
     exec_ok("INSERT INTO apps(id, name, created_at) VALUES (1, 'a', 1)");
     exec_ok("INSERT INTO builds(id, app_id, name, created_at) VALUES (1, 1, '1.0', 1), "
             "(2, 1, '2.0', 2)");

@@ -9,6 +9,7 @@
  * kinds never mixed); and a rolled-back transaction leaving nothing.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "agg/sketch.h"
@@ -30,13 +31,30 @@ static void exec_ok(const char *sql)
     ck_assert_msg(bl_db_exec(db, sql) == BL_OK, "%s: %s", sql, bl_db_errmsg(db));
 }
 
+/* With BEATLINE_TEST_PG_URL set, the same test runs on that PostgreSQL
+ * database (migrated by bl_db_open), emptied first: the store's answers
+ * must be the same on both backends. */
+static void open_store(void)
+{
+    const char *url = getenv("BEATLINE_TEST_PG_URL");
+    char err[256];
+    ck_assert_msg(bl_db_open(url && *url ? url : path, 0, &db, err, sizeof err) == BL_OK, "%s",
+                  err);
+    if (url && *url) {
+        exec_ok("TRUNCATE apps, builds, methods, block_groups, block_stats, block_seen, "
+                "block_nodes, launch_stats, launch_measures, launch_methods, launch_nodes, "
+                "url_patterns, url_pattern_sets, net_groups, net_stats, net_callers "
+                "RESTART IDENTITY CASCADE");
+        exec_ok("INSERT INTO apps(id, name, created_at) VALUES (0, '', 0)");
+    }
+}
+
 static void setup(void)
 {
     snprintf(dir, sizeof dir, "/tmp/bl_store_launches_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/beatline.db", dir);
-    char err[256];
-    ck_assert_msg(bl_db_open(path, 0, &db, err, sizeof err) == BL_OK, "%s", err);
+    open_store();
     exec_ok("INSERT INTO apps(id, name, created_at) VALUES (1, 'a', 1)");
     exec_ok("INSERT INTO builds(id, app_id, name, created_at) VALUES (1, 1, '1.0', 1), "
             "(2, 1, '2.0', 2)");
@@ -243,6 +261,41 @@ START_TEST(methods_by_self_time)
 }
 END_TEST
 
+/* Sums over hours past 2^63 saturate (they once failed with sum()'s
+ * 'integer overflow': GET /launches answered 500), sums below stay exact
+ * (also past 2^53, where a double would round), rows past 2^63 within an
+ * hour saturate too, and the order by self time stays right. */
+START_TEST(methods_sums_saturate)
+{
+    const int64_t big = (int64_t)1 << 62;
+    for (int h = 0; h < 3; h++) /* 3 x 2^62 over three hours */
+        ck_assert_int_eq(bl_lch_method_add(db, 1, BL_LCH_COLD, T0 + h * H, 1, 1, big, big),
+                         BL_OK);
+    /* within one hour: 2 x 2^62 is past 2^63 in the row itself */
+    ck_assert_int_eq(bl_lch_method_add(db, 1, BL_LCH_COLD, T0 + 3 * H, 2, 1, big, big), BL_OK);
+    ck_assert_int_eq(bl_lch_method_add(db, 1, BL_LCH_COLD, T0 + 3 * H, 2, 1, big, big), BL_OK);
+    /* 2^53 + 1 + 1: exact */
+    const int64_t p53 = (int64_t)1 << 53;
+    ck_assert_int_eq(bl_lch_method_add(db, 1, BL_LCH_COLD, T0, 99, 1, p53, p53), BL_OK);
+    ck_assert_int_eq(bl_lch_method_add(db, 1, BL_LCH_COLD, T0 + H, 99, 1, 1, 1), BL_OK);
+    ck_assert_int_eq(bl_lch_method_add(db, 1, BL_LCH_COLD, T0 + 2 * H, 99, 1, 1, 1), BL_OK);
+    meths x = { 0 };
+    ck_assert_int_eq(bl_lch_methods(db, 1, BL_LCH_COLD, INT64_MIN / H, INT64_MAX / H, 10,
+                                    collect_method, &x), BL_OK);
+    ck_assert_int_eq(x.n, 3);
+    ck_assert_int_eq(x.mid[0], 1); /* saturated ties: by methodId */
+    ck_assert_int_eq(x.self[0], INT64_MAX);
+    ck_assert_int_eq(x.total[0], INT64_MAX);
+    ck_assert_int_eq(x.count[0], 3);
+    ck_assert_int_eq(x.launches[0], 3);
+    ck_assert_int_eq(x.mid[1], 2);
+    ck_assert_int_eq(x.self[1], INT64_MAX);
+    ck_assert_int_eq(x.mid[2], 99);
+    ck_assert_int_eq(x.self[2], p53 + 2);
+    ck_assert_int_eq(x.total[2], p53 + 2);
+}
+END_TEST
+
 typedef struct nodes {
     int n;
     int64_t id[8], parent[8], count[8], total[8];
@@ -322,6 +375,7 @@ int main(void)
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_add_test(t, kinds_and_measures);
     tcase_add_test(t, methods_by_self_time);
+    tcase_add_test(t, methods_sums_saturate);
     tcase_add_test(t, nodes_merge_per_kind);
     tcase_add_test(t, rollback_leaves_nothing);
     suite_add_tcase(s, t);

@@ -9,6 +9,7 @@
  * (per build, and per hour by expiry).
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "agg/sketch.h"
@@ -33,12 +34,30 @@ static void exec_ok(const char *sql)
 
 static int64_t count_of(const char *sql)
 {
-    sqlite3_stmt *st = bl_db_stmt(db, sql);
+    bl_st *st = bl_st_get(db, sql);
     ck_assert_ptr_nonnull(st);
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    int64_t n = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
+    ck_assert_int_eq(bl_st_step(st), BL_ST_ROW);
+    int64_t n = bl_st_col_int64(st, 0);
+    bl_st_reset(st);
     return n;
+}
+
+/* With BEATLINE_TEST_PG_URL set, the same test runs on that PostgreSQL
+ * database (migrated by bl_db_open), emptied first: the store's answers
+ * must be the same on both backends. */
+static void open_store(void)
+{
+    const char *url = getenv("BEATLINE_TEST_PG_URL");
+    char err[256];
+    ck_assert_msg(bl_db_open(url && *url ? url : path, 0, &db, err, sizeof err) == BL_OK, "%s",
+                  err);
+    if (url && *url) {
+        exec_ok("TRUNCATE apps, builds, methods, block_groups, block_stats, block_seen, "
+                "block_nodes, launch_stats, launch_measures, launch_methods, launch_nodes, "
+                "url_patterns, url_pattern_sets, net_groups, net_stats, net_callers "
+                "RESTART IDENTITY CASCADE");
+        exec_ok("INSERT INTO apps(id, name, created_at) VALUES (0, '', 0)");
+    }
 }
 
 static void setup(void)
@@ -46,8 +65,7 @@ static void setup(void)
     snprintf(dir, sizeof dir, "/tmp/bl_store_net_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/beatline.db", dir);
-    char err[256];
-    ck_assert_msg(bl_db_open(path, 0, &db, err, sizeof err) == BL_OK, "%s", err);
+    open_store();
     exec_ok("INSERT INTO apps(id, name, created_at) VALUES (1, 'a', 1), (2, 'b', 1)");
     exec_ok("INSERT INTO builds(id, app_id, name, created_at) VALUES (1, 1, '1.0', 1), "
             "(2, 1, '2.0', 2), (3, 2, '1.0', 3)");
@@ -307,8 +325,8 @@ START_TEST(retention)
     int64_t deleted = 0;
     int done = 0;
     for (int i = 0; i < 100 && !done; i++)
-        ck_assert_int_eq(bl_rs_expire_slice(db, 1, (HOUR0 + 2) * H, &cur, 1000, 1000, &deleted,
-                                            &done), BL_OK);
+        ck_assert_msg(bl_rs_expire_slice(db, 1, (HOUR0 + 2) * H, &cur, 1000, 1000, &deleted,
+                                         &done) == BL_OK, "%s", bl_db_errmsg(db));
     ck_assert(done);
     ck_assert_int_eq(count_of("SELECT count(*) FROM net_stats WHERE grp = 1"), 1);
     ck_assert_int_eq(count_of("SELECT count(*) FROM net_callers WHERE grp = 1"), 1);

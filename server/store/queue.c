@@ -1,0 +1,313 @@
+/*
+ * queue.c — the raw batch queue on PostgreSQL (see queue.h).
+ */
+#include "store/queue.h"
+#include "store/stmt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* now, µs since the epoch, on the database server's clock (the same for
+ * every node) */
+#define NOW_US "CAST(extract(epoch FROM clock_timestamp()) * 1000000 AS bigint)"
+
+int64_t bl_queue_lock_key(int64_t app_id, const char *build)
+{
+    return (int64_t)XXH3_64bits_withSeed(build, strlen(build), (uint64_t)app_id);
+}
+
+bl_err bl_queue_put(bl_db *db, const char *uuid, int64_t app_id, const char *build, int enc,
+                    const void *body, size_t len, int *duplicate)
+{
+    *duplicate = 0;
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(
+        db, "INSERT INTO raw_batches (batch_id, app_id, build, lock_key, enc, received_at, "
+            "bytes, body) "
+            "SELECT CAST(?1 AS text), CAST(?2 AS bigint), CAST(?3 AS text), CAST(?4 AS bigint), "
+            "CAST(?5 AS integer), " NOW_US ", CAST(?6 AS bigint), CAST(?7 AS bytea) "
+            "WHERE NOT EXISTS (SELECT 1 FROM batches WHERE batch_id = CAST(?1 AS text)) "
+            "ON CONFLICT (batch_id) DO NOTHING");
+    if (!st)
+        return BL_EIO;
+    bl_st_text(st, 1, uuid, -1);
+    bl_st_int64(st, 2, app_id);
+    bl_st_text(st, 3, build, -1);
+    bl_st_int64(st, 4, bl_queue_lock_key(app_id, build));
+    bl_st_int64(st, 5, enc);
+    bl_st_int64(st, 6, (int64_t)len);
+    bl_st_blob(st, 7, body ? body : "", len);
+    if (bl_st_step(st) == BL_ST_ERROR)
+        return BL_EIO;
+    *duplicate = bl_st_changes(st) == 0;
+    bl_st_reset(st);
+    return BL_OK;
+}
+
+/* "{k1,k2,…}" (PostgreSQL array text) of keys[0..n): malloc'd, caller frees. */
+static char *key_array(const int64_t *keys, size_t n)
+{
+    char *s = malloc(n * 21 + 3);
+    if (!s)
+        return NULL;
+    size_t o = 0;
+    s[o++] = '{';
+    for (size_t i = 0; i < n; i++)
+        o += (size_t)sprintf(s + o, "%s%lld", i ? "," : "", (long long)keys[i]);
+    s[o++] = '}';
+    s[o] = '\0';
+    return s;
+}
+
+bl_err bl_queue_claim(bl_db *db, const char *node, int64_t lease_us, const int64_t *keys,
+                      size_t n_keys, size_t max_rows, bl_queue_row_cb cb, void *ctx,
+                      size_t *n_out)
+{
+    *n_out = 0;
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    if (!n_keys || !max_rows)
+        return BL_OK;
+    char *arr = key_array(keys, n_keys);
+    if (!arr)
+        return BL_ENOMEM;
+    /* rows claimed too often (their node died each time) fail instead */
+    bl_st *st = bl_st_get(
+        db, "UPDATE raw_batches SET failed_at = " NOW_US ", lease_owner = NULL, "
+            "lease_until = NULL, error = 'claimed ' || attempts || ' times without being "
+            "finished (its node stopped each time)' "
+            "WHERE lock_key = ANY (CAST(?1 AS bigint[])) AND failed_at IS NULL "
+            "AND attempts >= CAST(?2 AS integer) "
+            "AND (lease_until IS NULL OR lease_until < " NOW_US ")");
+    if (!st) {
+        free(arr);
+        return BL_EIO;
+    }
+    bl_st_text(st, 1, arr, -1);
+    bl_st_int64(st, 2, BL_QUEUE_MAX_ATTEMPTS);
+    if (bl_st_done(st)) {
+        free(arr);
+        return BL_EIO;
+    }
+    st = bl_st_get(
+        db, "WITH c AS (SELECT id FROM raw_batches "
+            "WHERE lock_key = ANY (CAST(?3 AS bigint[])) AND failed_at IS NULL "
+            "AND (lease_until IS NULL OR lease_until < " NOW_US ") "
+            "ORDER BY id LIMIT CAST(?4 AS bigint) FOR UPDATE SKIP LOCKED), "
+            "u AS (UPDATE raw_batches r SET lease_owner = CAST(?1 AS text), "
+            "lease_until = " NOW_US " + CAST(?2 AS bigint), attempts = r.attempts + 1 "
+            "FROM c WHERE r.id = c.id "
+            "RETURNING r.id, r.batch_id, r.app_id, r.build, r.lock_key, r.enc, r.received_at, "
+            "r.attempts, r.body) "
+            "SELECT batch_id, app_id, build, lock_key, enc, received_at, attempts, body "
+            "FROM u ORDER BY id");
+    if (!st) {
+        free(arr);
+        return BL_EIO;
+    }
+    bl_st_text(st, 1, node, -1);
+    bl_st_int64(st, 2, lease_us);
+    bl_st_text(st, 3, arr, -1);
+    bl_st_int64(st, 4, (int64_t)max_rows);
+    free(arr);
+    int rc;
+    bl_err err = BL_OK;
+    while ((rc = bl_st_step(st)) == BL_ST_ROW) {
+        bl_queue_row r = {
+            .uuid = bl_st_col_str(st, 0),
+            .app_id = bl_st_col_int64(st, 1),
+            .build = bl_st_col_str(st, 2),
+            .lock_key = bl_st_col_int64(st, 3),
+            .enc = (int)bl_st_col_int64(st, 4),
+            .received_at = bl_st_col_int64(st, 5),
+            .attempts = (int)bl_st_col_int64(st, 6),
+            .body = bl_st_col_blob(st, 7),
+            .len = bl_st_col_bytes(st, 7),
+        };
+        (*n_out)++;
+        if (!err)
+            err = cb(&r, ctx);
+    }
+    bl_st_reset(st);
+    if (rc == BL_ST_ERROR)
+        return BL_EIO;
+    return err;
+}
+
+bl_err bl_queue_pending_keys(bl_db *db, int64_t *keys, size_t max, size_t *n)
+{
+    *n = 0;
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(db, "SELECT DISTINCT lock_key FROM raw_batches "
+                              "WHERE failed_at IS NULL "
+                              "AND (lease_until IS NULL OR lease_until < " NOW_US ") "
+                              "ORDER BY lock_key LIMIT CAST(?1 AS bigint)");
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, (int64_t)max);
+    int rc;
+    while ((rc = bl_st_step(st)) == BL_ST_ROW)
+        if (*n < max)
+            keys[(*n)++] = bl_st_col_int64(st, 0);
+    bl_st_reset(st);
+    return rc == BL_ST_ERROR ? BL_EIO : BL_OK;
+}
+
+bl_err bl_queue_renew(bl_db *db, const char *node, int64_t lease_us,
+                      const char *const *uuids, size_t n_uuids, int64_t *n)
+{
+    *n = 0;
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    if (!n_uuids)
+        return BL_OK;
+    /* "{u1,u2,…}": canonical UUIDs need no quoting */
+    char *arr = malloc(n_uuids * 37 + 3);
+    if (!arr)
+        return BL_ENOMEM;
+    size_t o = 0;
+    arr[o++] = '{';
+    for (size_t i = 0; i < n_uuids; i++) {
+        if (i)
+            arr[o++] = ',';
+        size_t l = strnlen(uuids[i], 36);
+        memcpy(arr + o, uuids[i], l);
+        o += l;
+    }
+    arr[o++] = '}';
+    arr[o] = '\0';
+    bl_st *st = bl_st_get(db, "UPDATE raw_batches SET lease_until = " NOW_US
+                              " + CAST(?2 AS bigint) "
+                              "WHERE lease_owner = CAST(?1 AS text) AND failed_at IS NULL "
+                              "AND batch_id = ANY (CAST(?3 AS text[]))");
+    if (!st) {
+        free(arr);
+        return BL_EIO;
+    }
+    bl_st_text(st, 1, node, -1);
+    bl_st_int64(st, 2, lease_us);
+    bl_st_text(st, 3, arr, -1);
+    free(arr);
+    if (bl_st_step(st) == BL_ST_ERROR)
+        return BL_EIO;
+    *n = bl_st_changes(st);
+    bl_st_reset(st);
+    return BL_OK;
+}
+
+bl_err bl_queue_release(bl_db *db, const char *node)
+{
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(db, "UPDATE raw_batches SET lease_owner = NULL, lease_until = NULL "
+                              "WHERE lease_owner = CAST(?1 AS text)");
+    if (!st)
+        return BL_EIO;
+    bl_st_text(st, 1, node, -1);
+    return bl_st_done(st);
+}
+
+bl_err bl_queue_finish(bl_db *db, const char *uuid)
+{
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(db, "DELETE FROM raw_batches WHERE batch_id = CAST(?1 AS text)");
+    if (!st)
+        return BL_EIO;
+    bl_st_text(st, 1, uuid, -1);
+    return bl_st_done(st);
+}
+
+bl_err bl_queue_fail(bl_db *db, const char *uuid, const char *why)
+{
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(db, "UPDATE raw_batches SET failed_at = " NOW_US ", error = "
+                              "CAST(?2 AS text), lease_owner = NULL, lease_until = NULL "
+                              "WHERE batch_id = CAST(?1 AS text)");
+    if (!st)
+        return BL_EIO;
+    bl_st_text(st, 1, uuid, -1);
+    if (why)
+        bl_st_text(st, 2, why, -1);
+    else
+        bl_st_null(st, 2);
+    return bl_st_done(st);
+}
+
+bl_err bl_queue_drop(bl_db *db, const char *uuid)
+{
+    return bl_queue_finish(db, uuid);
+}
+
+bl_err bl_queue_counts(bl_db *db, int64_t *live, int64_t *leased, int64_t *failed)
+{
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(
+        db, "SELECT count(*) FILTER (WHERE failed_at IS NULL), "
+            "count(*) FILTER (WHERE failed_at IS NULL AND lease_until >= " NOW_US "), "
+            "count(*) FILTER (WHERE failed_at IS NOT NULL) FROM raw_batches");
+    if (!st)
+        return BL_EIO;
+    if (bl_st_step(st) != BL_ST_ROW) {
+        bl_st_reset(st);
+        return BL_EIO;
+    }
+    if (live)
+        *live = bl_st_col_int64(st, 0);
+    if (leased)
+        *leased = bl_st_col_int64(st, 1);
+    if (failed)
+        *failed = bl_st_col_int64(st, 2);
+    bl_st_reset(st);
+    return BL_OK;
+}
+
+bl_err bl_queue_lock_try(bl_db *db, int64_t key, int *got)
+{
+    *got = 0;
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(db, "SELECT pg_try_advisory_lock(CAST(?1 AS bigint))");
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, key);
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW)
+        *got = bl_st_col_int64(st, 0) != 0;
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : BL_EIO;
+}
+
+bl_err bl_queue_unlock(bl_db *db, int64_t key)
+{
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(db, "SELECT pg_advisory_unlock(CAST(?1 AS bigint))");
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, key);
+    int rc = bl_st_step(st);
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : BL_EIO;
+}
+
+bl_err bl_queue_node_id_block(bl_db *db, int64_t *first)
+{
+    *first = 0;
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(db, "SELECT nextval('call_node_id_blocks')");
+    if (!st)
+        return BL_EIO;
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW)
+        *first = bl_st_col_int64(st, 0) * BL_NODE_ID_BLOCK;
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : BL_EIO;
+}
