@@ -32,7 +32,8 @@
 #       --port-file port.txt", then the words of the array SERVER_ARGS (empty
 #       unless the script sets it: default options of every start), then the
 #       given args, in the background with stderr appended to server.log (in
-#       WORK). Waits (bounded: 200 x 0.05 s) for port.txt and sets
+#       WORK). Waits (bounded: 600 x 0.05 s, less when the server exits)
+#       for port.txt and sets
 #       SERVER_PID, PORT and URL (http://127.0.0.1:PORT). If no port appears
 #       the start counts as a failed check ("the server did not start on
 #       DATA" with the end of server.log), the summary line is printed and
@@ -50,7 +51,8 @@
 #
 #   store_sql DATA SQL
 #       Runs SQL on the store of the data folder DATA and prints the rows,
-#       columns joined by '|' (sqlite3 DATA/beatline.db, or psql -At on its
+#       columns joined by '|' (sqlite3 DATA/beatline.db with a 5 s busy
+#       timeout, or psql -At on its
 #       PostgreSQL database when BEATLINE_TEST_STORE=pg). For checks that
 #       read the database behind the server's back.
 #
@@ -115,29 +117,46 @@ _pg_setup() {
     fi
     _LIB_PG_OWN=1
     export BEATLINE_TEST_PG_URL=$PG_BASE_URL
-    # a script that replaces the EXIT trap still stops the cluster: a
-    # watcher (no fds of ours, so ctest does not wait for it) stops it when
-    # this shell is gone (bounded: 6 h)
-    local me=$$
-    (
-      exec > /dev/null 2>&1 < /dev/null
-      PG_OWNER_PID=$BASHPID
-      for _ in $(seq 21600); do kill -0 "$me" 2> /dev/null || break; sleep 1; done
-      pg_stop
-    ) &
-    disown $! 2> /dev/null || true
   fi
   local d=$WORK/.pg-bin f
   mkdir -p "$d"
+  : > "$d/stores"
+  # when this shell is gone (also when a script replaced the EXIT trap, or
+  # ctest killed it), a watcher stops our own cluster, or drops this
+  # script's databases from a shared one; it keeps none of our fds, so
+  # ctest does not wait for it (bounded: 6 h)
+  local me=$$ own=${_LIB_PG_OWN:-} stores=$d/stores
+  (
+    exec > /dev/null 2>&1 < /dev/null
+    PG_OWNER_PID=$BASHPID
+    for _ in $(seq 21600); do kill -0 "$me" 2> /dev/null || break; sleep 1; done
+    if [ -n "$own" ]; then
+      pg_stop
+    else
+      while IFS=$'\t' read -r _ u; do pg_drop_db "$u"; done < "$stores"
+    fi
+  ) &
+  disown $! 2> /dev/null || true
   for f in "$BIN_REAL"/*; do ln -sf "$f" "$d/"; done
   rm -f "$d/beatline-server"
+  # a copy of the wrapper elsewhere (a test installing the server into a
+  # folder of its own) runs a copy of the server beside itself, so that
+  # the server's own folder (/proc/self/exe) is that folder, as on SQLite
   {
     echo '#!/bin/bash'
     printf 'export BEATLINE_TEST_PG_URL=%q\n' "$BEATLINE_TEST_PG_URL"
-    printf 'exec bash %q %q %q "$@"\n' "$HERE/pg-wrap.sh" "$BIN_REAL/beatline-server" "$d/stores"
+    printf 'real=%q wrap=%q stores=%q bin=%q\n' "$BIN_REAL/beatline-server" \
+      "$HERE/pg-wrap.sh" "$d/stores" "$d"
+    cat << 'EOF'
+here=$(cd "$(dirname "$0")" && pwd)
+if [ "$here" != "$bin" ]; then
+  [ -x "$here/.beatline-server.real" ] || cp "$real" "$here/.beatline-server.real"
+  real=$here/.beatline-server.real
+fi
+exec bash "$wrap" "$real" "$stores" "$@"
+EOF
   } > "$d/beatline-server"
   chmod +x "$d/beatline-server"
-  : > "$d/stores"
   BIN=$d
 }
 
@@ -147,7 +166,7 @@ store_sql() { # DATA SQL
     url=$(bash "$HERE/pg-wrap.sh" --url "$1" "$WORK/.pg-bin/stores") || return 1
     psql -X -q -At -v ON_ERROR_STOP=1 -d "$url" -c "$2"
   else
-    sqlite3 "$1/beatline.db" "$2"
+    sqlite3 -cmd '.timeout 5000' "$1/beatline.db" "$2"
   fi
 }
 
@@ -176,7 +195,11 @@ start_server() { # DATA [server args...]
   "$BIN/beatline-server" --data "$data" --listen 127.0.0.1:0 --port-file port.txt \
     ${SERVER_ARGS[@]+"${SERVER_ARGS[@]}"} "$@" 2>> server.log &
   SERVER_PID=$!
-  for _ in $(seq 600); do [ -s port.txt ] && break; sleep 0.05; done
+  for _ in $(seq 600); do
+    [ -s port.txt ] && break
+    kill -0 "$SERVER_PID" 2> /dev/null || break # it exited: no port will come
+    sleep 0.05
+  done
   PORT=$(cat port.txt 2> /dev/null || true)
   if [ -z "$PORT" ]; then
     bad "the server did not start on $data: $(tail -3 server.log)"
