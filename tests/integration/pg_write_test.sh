@@ -12,7 +12,9 @@ setup "$@"
 if [ -z "${BEATLINE_TEST_PG_URL:-}" ]; then
   pg_start "$WORK" || { bad "PostgreSQL did not start"; finish; }
 fi
-trap 'stop_server; pg_stop' EXIT
+db= db2=
+# the databases go at the end (also from a shared cluster)
+trap 'stop_server; for d in "$db" "$db2"; do [ -n "$d" ] && pg_drop_db "$d"; done; pg_stop' EXIT
 db=$(pg_new_db) || { bad "no database"; finish; }
 
 # the same rows on both engines
