@@ -832,11 +832,14 @@ static const char sigs_make_pg[] =
     "FROM methods m JOIN builds b ON b.id = m.build_id "
     "WHERE m.id = ANY(CAST(?1 AS bigint[])) "
     "ORDER BY b.app_id, m.class, m.name, m.descriptor, m.source_file ON CONFLICT DO NOTHING";
+/* (a subquery per row, as on SQLite: joined instead, PostgreSQL planned the
+ * method_sigs lookup on app_id alone while the tables had no statistics,
+ * seconds per round; no `sig IS NULL`: it led the planner to that index) */
 static const char sigs_set_pg[] =
-    "UPDATE methods AS m SET sig = s.id FROM builds b, method_sigs s "
-    "WHERE m.id = ANY(CAST(?1 AS bigint[])) AND m.sig IS NULL AND b.id = m.build_id "
-    "AND s.app_id = b.app_id AND s.class = m.class AND s.name = m.name "
-    "AND s.descriptor = m.descriptor AND s.source_file = m.source_file RETURNING m.id, m.sig";
+    "UPDATE methods AS m SET sig = (SELECT s.id FROM method_sigs s WHERE s.app_id = b.app_id "
+    "AND s.class = m.class AND s.name = m.name AND s.descriptor = m.descriptor "
+    "AND s.source_file = m.source_file) FROM builds b "
+    "WHERE m.id = ANY(CAST(?1 AS bigint[])) AND b.id = m.build_id RETURNING m.id, m.sig";
 
 static int cmp_int64(const void *x, const void *y)
 {

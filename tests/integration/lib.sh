@@ -51,7 +51,8 @@
 #
 #   store_sql DATA SQL
 #       Runs SQL on the store of the data folder DATA and prints the rows,
-#       columns joined by '|' (sqlite3 DATA/beatline.db, or psql -At on its
+#       columns joined by '|' (sqlite3 DATA/beatline.db with a 5 s busy
+#       timeout, or psql -At on its
 #       PostgreSQL database when BEATLINE_TEST_STORE=pg). For checks that
 #       read the database behind the server's back.
 #
@@ -138,10 +139,22 @@ _pg_setup() {
   disown $! 2> /dev/null || true
   for f in "$BIN_REAL"/*; do ln -sf "$f" "$d/"; done
   rm -f "$d/beatline-server"
+  # a copy of the wrapper elsewhere (a test installing the server into a
+  # folder of its own) runs a copy of the server beside itself, so that
+  # the server's own folder (/proc/self/exe) is that folder, as on SQLite
   {
     echo '#!/bin/bash'
     printf 'export BEATLINE_TEST_PG_URL=%q\n' "$BEATLINE_TEST_PG_URL"
-    printf 'exec bash %q %q %q "$@"\n' "$HERE/pg-wrap.sh" "$BIN_REAL/beatline-server" "$d/stores"
+    printf 'real=%q wrap=%q stores=%q bin=%q\n' "$BIN_REAL/beatline-server" \
+      "$HERE/pg-wrap.sh" "$d/stores" "$d"
+    cat << 'EOF'
+here=$(cd "$(dirname "$0")" && pwd)
+if [ "$here" != "$bin" ]; then
+  [ -x "$here/.beatline-server.real" ] || cp "$real" "$here/.beatline-server.real"
+  real=$here/.beatline-server.real
+fi
+exec bash "$wrap" "$real" "$stores" "$@"
+EOF
   } > "$d/beatline-server"
   chmod +x "$d/beatline-server"
   BIN=$d
@@ -153,7 +166,7 @@ store_sql() { # DATA SQL
     url=$(bash "$HERE/pg-wrap.sh" --url "$1" "$WORK/.pg-bin/stores") || return 1
     psql -X -q -At -v ON_ERROR_STOP=1 -d "$url" -c "$2"
   else
-    sqlite3 "$1/beatline.db" "$2"
+    sqlite3 -cmd '.timeout 5000' "$1/beatline.db" "$2"
   fi
 }
 

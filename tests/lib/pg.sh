@@ -23,9 +23,10 @@
 #       cluster was started by this shell.
 #   pg_new_db [NAME]
 #       Creates a fresh database (NAME, or "t_<pid>_<counter>_<random>") on
-#       the cluster at $BEATLINE_TEST_PG_URL when set (a shared cluster's
-#       base URL, e.g. started by .ci/run), else at PG_BASE_URL, and prints
-#       its URL: BASE/NAME. Returns 1 with a message on stderr on failure.
+#       the cluster this shell started (PG_BASE_URL, pg_start), else on the
+#       one at $BEATLINE_TEST_PG_URL (a shared cluster's base URL, e.g.
+#       started by scripts/test), and prints its URL: BASE/NAME. Returns 1
+#       with a message on stderr on failure.
 #   pg_drop_db URL
 #       Drops the database of a URL from pg_new_db (never fails).
 #
@@ -160,7 +161,8 @@ pg_stop() {
 }
 
 pg_new_db() {
-  local base=${BEATLINE_TEST_PG_URL:-$PG_BASE_URL} name=${1:-}
+  # a cluster of our own first: a test that stops it must stop its server
+  local base=${PG_BASE_URL:-${BEATLINE_TEST_PG_URL:-}} name=${1:-}
   if [ -z "$base" ]; then
     echo "pg.sh: no cluster (pg_start, or set BEATLINE_TEST_PG_URL)" >&2
     return 1
