@@ -1,12 +1,13 @@
 /*
  * beatline-server — the Beatline server: ingestion, symbolication, call
- * trees and aggregates over HTTP (http/http.h), stored in SQLite.
+ * trees and aggregates over HTTP (http/http.h), stored in SQLite or
+ * PostgreSQL (--store URL, store/db.h).
  *
  *   beatline-server [options]                 run the server
- *   beatline-server [--data DIR] app create NAME
- *   beatline-server [--data DIR] app list
- *   beatline-server [--data DIR] app rotate-keys NAME
- *   beatline-server [--data DIR] app set NAME QUOTA=N|default ...
+ *   beatline-server [--data DIR] [--store URL] app create NAME
+ *   beatline-server [--data DIR] [--store URL] app list
+ *   beatline-server [--data DIR] [--store URL] app rotate-keys NAME
+ *   beatline-server [--data DIR] [--store URL] app set NAME QUOTA=N|default ...
  *                    [--keep-raw-days N|default] [--keep-days N|default]
  *
  * Exit status: 0 on a clean stop (SIGINT/SIGTERM); 1 on usage or start-up
@@ -56,10 +57,10 @@ static const char *default_web_dir(char *buf, size_t n)
 
 static const char usage[] =
     "usage: beatline-server [options]\n"
-    "       beatline-server [--data DIR] app create NAME\n"
-    "       beatline-server [--data DIR] app list\n"
-    "       beatline-server [--data DIR] app rotate-keys NAME\n"
-    "       beatline-server [--data DIR] app set NAME QUOTA=N|default ...\n"
+    "       beatline-server [--data DIR] [--store URL] app create NAME\n"
+    "       beatline-server [--data DIR] [--store URL] app list\n"
+    "       beatline-server [--data DIR] [--store URL] app rotate-keys NAME\n"
+    "       beatline-server [--data DIR] [--store URL] app set NAME QUOTA=N|default ...\n"
     "                       [--keep-raw-days N|default] [--keep-days N|default]\n"
     "\n"
     "Runs the Beatline server: apps POST batches of method traces, CI uploads\n"
@@ -72,6 +73,12 @@ static const char usage[] =
     "                           IPv6 as [::1]:8080)\n"
     "  --data DIR               data directory: SQLite database, raw batches,\n"
     "                           mappings [BEATLINE_DATA] (default ./beatline-data)\n"
+    "  --store URL              where aggregates, apps and builds are stored\n"
+    "                           [BEATLINE_STORE]: sqlite:PATH (an SQLite file), or\n"
+    "                           postgresql://USER:PASSWORD@HOST:PORT/DB (a libpq\n"
+    "                           URI; several servers may share it; the schema is\n"
+    "                           created or migrated at start). Default: SQLite in\n"
+    "                           DIR/beatline.db. The password is never printed.\n"
     "  --threads N              HTTP worker threads [BEATLINE_THREADS] (default 4)\n"
     "  --max-body BYTES         largest batch or stack trace as sent (compressed)\n"
     "                           [BEATLINE_MAX_BODY] (default 16777216 = 16 MiB)\n"
@@ -326,6 +333,20 @@ static int app_set(bl_db *db, const char *name, int argc, char **argv)
     return 0;
 }
 
+/* Checks a store URL (`--store`, BEATLINE_STORE; `from` names which) and
+ * makes it the process's store (pipeline/datadir.h). 0, or 1 after a message
+ * that never shows the URL (it may hold a password). */
+static int set_store(const char *from, const char *url)
+{
+    char err[512];
+    if (bl_db_url_check(url, err, sizeof err) != BL_OK) {
+        fprintf(stderr, "beatline-server: %s: %s\n", from, err);
+        return 1;
+    }
+    bl_datadir_set_store(url);
+    return 0;
+}
+
 static int app_command(const char *data, int argc, char **argv)
 {
     if (argc < 1) {
@@ -478,6 +499,8 @@ int main(int argc, char **argv)
         txn_batches = (uint32_t)v;
         fprintf(stderr, "beatline-server: TEST ONLY: at most %lu item(s) per transaction\n", v);
     }
+    if ((env = getenv("BEATLINE_STORE")) && *env && set_store("BEATLINE_STORE", env))
+        return 1;
     if ((env = getenv("BEATLINE_LISTEN")) && *env &&
         parse_listen(env, addr, sizeof addr, &port)) {
         fprintf(stderr, "beatline-server: BEATLINE_LISTEN: bad address '%s'\n", env);
@@ -493,6 +516,11 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "app"))
             return app_command(data, argc - i - 1, argv + i + 1);
+        if (!strcmp(a, "--store") && v) {
+            if (set_store("--store", v))
+                return 1;
+            continue;
+        }
         if (a[0] != '-' || !v) {
             fprintf(stderr, "beatline-server: %s '%s'\n%s",
                     a[0] == '-' ? "missing value for" : "unexpected argument", a, usage);
@@ -673,10 +701,14 @@ int main(int argc, char **argv)
         bl_processor_stop(proc);
         return 1;
     }
-    fprintf(stderr, "beatline-server: listening on http://%s%s%s:%u, data in %s, %s%s\n",
+    char store[BL_PATH_MAX], shown[256];
+    if (bl_datadir_db(data, store) != BL_OK)
+        snprintf(store, sizeof store, "?");
+    fprintf(stderr,
+            "beatline-server: listening on http://%s%s%s:%u, data in %s, store %s, %s%s\n",
             strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "",
-            (unsigned)bl_http_port(http), data, web ? "dashboard from " : "no dashboard",
-            web ? web : " (--web DIR)");
+            (unsigned)bl_http_port(http), data, bl_db_url_redact(store, shown, sizeof shown),
+            web ? "dashboard from " : "no dashboard", web ? web : " (--web DIR)");
     if (port_file) {
         FILE *f = fopen(port_file, "w");
         if (!f || fprintf(f, "%u\n", (unsigned)bl_http_port(http)) < 0 || fclose(f) != 0)

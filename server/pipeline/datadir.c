@@ -69,8 +69,18 @@ bl_err bl_datadir_init(const char *dir)
     return BL_OK;
 }
 
+/* the process's store URL (borrowed; bl_datadir_set_store), NULL: DIR/beatline.db */
+static const char *store_url;
+
+void bl_datadir_set_store(const char *url)
+{
+    store_url = url && *url ? url : NULL;
+}
+
 bl_err bl_datadir_db(const char *dir, char *out)
 {
+    if (store_url)
+        return fmt(out, "%s%s%s", store_url, "", "");
     return fmt(out, "%s/beatline.db%s%s", dir, "", "");
 }
 

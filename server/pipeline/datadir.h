@@ -37,7 +37,15 @@
 bl_err bl_datadir_init(const char *dir);
 
 /* Builds a path into out (BL_PATH_MAX bytes); BL_ETOOBIG when it does not fit. */
+/* bl_datadir_db: the store every connection of this process opens (store/db.h
+ * bl_db_open): the URL given to bl_datadir_set_store when one was, else
+ * DIR/beatline.db (SQLite in the data directory). */
 bl_err bl_datadir_db(const char *dir, char *out);
+/* Sets the process's store URL (`--store`, BEATLINE_STORE: `sqlite:PATH` or
+ * `postgresql://…`, checked by bl_db_url_check) for bl_datadir_db; NULL or
+ * "" for the data directory's SQLite database. Borrowed: the string must
+ * outlive every later bl_datadir_db. Call it before any thread starts. */
+void bl_datadir_set_store(const char *url);
 bl_err bl_datadir_batch(const char *dir, int done, const char *uuid, bl_encoding enc, char *out);
 /* DIR/builds/APP_ID/HASH (see above); BL_EINVAL for an invalid build name. */
 bl_err bl_datadir_build(const char *dir, int64_t app_id, const char *build, char *out);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,10 +43,94 @@ int64_t bl_now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The session settings of a PostgreSQL connection (at open and after a
+ * reconnection), by PQexec. BL_OK, or BL_EIO with the message recorded. */
+static bl_err pg_session(bl_db *db)
+{
+    static const char *const set[] = { "SET client_min_messages = warning",
+                                       "SET TIME ZONE 'UTC'",
+                                       "SET default_transaction_read_only = on" };
+    for (int i = 0; i < (db->readonly ? 3 : 2); i++) {
+        PGresult *r = PQexec(db->pg, set[i]);
+        int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+        if (!ok)
+            bl_db_set_pg_error(db, NULL, r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg));
+        PQclear(r);
+        if (!ok)
+            return BL_EIO;
+    }
+    return BL_OK;
+}
+
+void bl_db_pg_after(bl_db *db)
+{
+    if (PQstatus(db->pg) == CONNECTION_OK)
+        db->txn = (int)PQtransactionStatus(db->pg);
+}
+
+int bl_db_pg_ready(bl_db *db, int ends_txn)
+{
+    if (PQstatus(db->pg) == CONNECTION_OK && !db->lost && !db->unset)
+        return 0;
+    if (PQstatus(db->pg) != CONNECTION_OK || db->lost) {
+        /* broken: by the last state seen, was a transaction open? Its work
+         * is gone with the connection, and the statements after it must
+         * not run one by one outside it: they fail until the caller ends
+         * it. */
+        if (!db->lost && db->txn != PQTRANS_IDLE)
+            db->lost = 1;
+        if (db->lost && !ends_txn) {
+            bl_db_set_pg_error(db, "the connection to PostgreSQL was lost inside a "
+                                   "transaction (rolled back); end it with ROLLBACK", NULL);
+            return -1;
+        }
+        PQreset(db->pg);
+        if (PQstatus(db->pg) != CONNECTION_OK) {
+            bl_db_set_pg_error(db, "PostgreSQL: reconnection failed", PQerrorMessage(db->pg));
+            return -1;
+        }
+        db->epoch++;
+        db->txn = PQTRANS_IDLE;
+        db->unset = 1;
+    }
+    if (pg_session(db) != BL_OK)
+        return -1; /* tried again at the next command */
+    db->unset = 0;
+    if (db->lost) {
+        db->lost = 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* 1 when `sql` starts with COMMIT, END or ROLLBACK (any case) */
+static int ends_txn(const char *sql)
+{
+    while (*sql == ' ' || *sql == '\n' || *sql == '\t')
+        sql++;
+    return !strncasecmp(sql, "COMMIT", 6) || !strncasecmp(sql, "ROLLBACK", 8) ||
+           !strncasecmp(sql, "END", 3);
+}
+
 bl_err bl_db_exec(bl_db *db, const char *sql)
 {
     if (db->pg) {
+        int ends = ends_txn(sql);
+        int ready = bl_db_pg_ready(db, ends);
+        if (ready < 0)
+            return BL_EIO;
+        if (ready == 1) {
+            /* the transaction died with the connection: a rollback is
+             * done, a commit failed */
+            if (!strncasecmp(sql + strspn(sql, " \n\t"), "ROLLBACK", 8))
+                return BL_OK;
+            bl_db_set_pg_error(db, "the connection to PostgreSQL was lost inside the "
+                                   "transaction: not committed",
+                               NULL);
+            return BL_EIO;
+        }
         PGresult *r = PQexec(db->pg, sql);
+        bl_db_pg_after(db);
         ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
         int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
         if (!ok)
@@ -205,6 +290,94 @@ int bl_db_url_is_pg(const char *url)
     return url && (!strncmp(url, "postgresql://", 13) || !strncmp(url, "postgres://", 11));
 }
 
+/* libpq quotes the whole URI in some messages (a parse error): each copy of
+ * `url` in buf becomes "(the URL)", as the URL may hold a password. Trailing
+ * newlines are cut. */
+static void scrub_url(char *buf, size_t cap, const char *url)
+{
+    size_t ul = strlen(url);
+    char *p;
+    while (ul && (p = strstr(buf, url)) != NULL) {
+        static const char mark[] = "(the URL)";
+        size_t tail = strlen(p + ul);
+        if (ul >= sizeof mark - 1) {
+            memcpy(p, mark, sizeof mark - 1);
+            memmove(p + sizeof mark - 1, p + ul, tail + 1);
+        } else if ((size_t)(p - buf) + sizeof mark + tail <= cap) {
+            memmove(p + sizeof mark - 1, p + ul, tail + 1);
+            memcpy(p, mark, sizeof mark - 1);
+        } else {
+            *p = 0;
+        }
+    }
+    size_t n = strlen(buf);
+    while (n > 0 && buf[n - 1] == '\n')
+        buf[--n] = 0;
+}
+
+bl_err bl_db_url_check(const char *url, char *errbuf, size_t errlen)
+{
+    if (!url || !*url) {
+        snprintf(errbuf, errlen, "the store URL is empty");
+        return BL_EINVAL;
+    }
+    if (!strncmp(url, "sqlite:", 7)) {
+        if (!url[7]) {
+            snprintf(errbuf, errlen, "store URL sqlite: needs a path (sqlite:PATH)");
+            return BL_EINVAL;
+        }
+        return BL_OK;
+    }
+    if (bl_db_url_is_pg(url)) {
+        char *msg = NULL;
+        PQconninfoOption *o = PQconninfoParse(url, &msg);
+        if (!o) {
+            snprintf(errbuf, errlen, "bad PostgreSQL URL: %s", msg ? msg : "out of memory");
+            PQfreemem(msg);
+            scrub_url(errbuf, errlen, url);
+            return BL_EINVAL;
+        }
+        PQconninfoFree(o);
+        return BL_OK;
+    }
+    size_t k = strcspn(url, ":/@");
+    if (url[k] == ':' && k > 0 && k <= 16)
+        snprintf(errbuf, errlen, "unknown store URL scheme '%.*s:' (sqlite:PATH or postgresql://…)",
+                 (int)k, url);
+    else
+        snprintf(errbuf, errlen, "bad store URL (sqlite:PATH or postgresql://…)");
+    return BL_EINVAL;
+}
+
+const char *bl_db_url_redact(const char *url, char *out, size_t n)
+{
+    if (!n)
+        return out;
+    PQconninfoOption *o = bl_db_url_is_pg(url) ? PQconninfoParse(url, NULL) : NULL;
+    if (!o) {
+        snprintf(out, n, "%s", bl_db_url_is_pg(url) ? "postgresql://(unparsable)" : url);
+        return out;
+    }
+    const char *user = NULL, *host = NULL, *port = NULL, *dbname = NULL;
+    for (PQconninfoOption *p = o; p->keyword; p++) {
+        if (!p->val || !*p->val)
+            continue;
+        if (!strcmp(p->keyword, "user"))
+            user = p->val;
+        else if (!strcmp(p->keyword, "host"))
+            host = p->val;
+        else if (!strcmp(p->keyword, "port"))
+            port = p->val;
+        else if (!strcmp(p->keyword, "dbname"))
+            dbname = p->val;
+    }
+    snprintf(out, n, "postgresql://%s%s%s%s%s%s%s", user ? user : "", user ? "@" : "",
+             host ? host : "", port ? ":" : "", port ? port : "", dbname ? "/" : "",
+             dbname ? dbname : "");
+    PQconninfoFree(o);
+    return out;
+}
+
 int bl_db_pg_schema_version(void)
 {
     int n = 0;
@@ -281,21 +454,23 @@ static bl_err pg_open(const char *url, int readonly, bl_db **out, char *errbuf, 
         return BL_ENOMEM;
     }
     db->readonly = readonly;
-    db->pg = PQconnectdb(url);
+    /* a server that does not answer fails the open after 10 s rather than
+     * the system's TCP timeout (minutes); a connect_timeout in the URL wins */
+    static const char *const keys[] = { "connect_timeout", "dbname", NULL };
+    const char *const vals[] = { "10", url, NULL };
+    db->pg = PQconnectdbParams(keys, vals, 1);
     if (!db->pg || PQstatus(db->pg) != CONNECTION_OK) {
-        /* libpq's message names host and port, never the password */
+        /* libpq names host and port, never the password; a URI it quotes is
+         * scrubbed (scrub_url) */
         snprintf(errbuf, errlen, "PostgreSQL: %s",
                  db->pg ? PQerrorMessage(db->pg) : "out of memory");
-        size_t n = strlen(errbuf);
-        while (n > 0 && errbuf[n - 1] == '\n')
-            errbuf[--n] = 0;
+        scrub_url(errbuf, errlen, url);
         bl_db_close(db);
         return BL_EIO;
     }
     PQsetNoticeProcessor(db->pg, pg_quiet, NULL);
     bl_err err = BL_OK;
-    if (bl_db_exec(db, "SET client_min_messages = warning") ||
-        bl_db_exec(db, "SET TIME ZONE 'UTC'")) {
+    if (pg_session(db)) {
         snprintf(errbuf, errlen, "PostgreSQL: %s", bl_db_errmsg(db));
         err = BL_EIO;
     } else if (!readonly) {
@@ -306,9 +481,6 @@ static bl_err pg_open(const char *url, int readonly, bl_db **out, char *errbuf, 
             snprintf(errbuf, errlen, "PostgreSQL: schema version %d, this program needs %d", v,
                      bl_db_pg_schema_version());
             err = BL_EVERSION;
-        } else if (bl_db_exec(db, "SET default_transaction_read_only = on")) {
-            snprintf(errbuf, errlen, "PostgreSQL: %s", bl_db_errmsg(db));
-            err = BL_EIO;
         }
     }
     if (err) {
@@ -417,4 +589,14 @@ bl_blk_names bl_db_method_names(sqlite3_stmt *st, int col, int64_t method_id, ch
     }
     return (bl_blk_names){ bl_db_text(st, col), bl_db_text(st, col + 1), bl_db_text(st, col + 2),
                            bl_db_text(st, col + 3) };
+}
+
+bl_blk_names bl_st_method_names(bl_st *st, int col, int64_t method_id, char *buf, size_t n)
+{
+    if (bl_st_is_null(st, col)) {
+        snprintf(buf, n, "unknown method %lld", (long long)method_id);
+        return (bl_blk_names){ "?", buf, "", "" };
+    }
+    return (bl_blk_names){ bl_st_col_str(st, col), bl_st_col_str(st, col + 1),
+                           bl_st_col_str(st, col + 2), bl_st_col_str(st, col + 3) };
 }

@@ -42,8 +42,29 @@ void bl_db_close(bl_db *db);
  * calls below (memory bounds, checkpoints, deferred sync) are SQLite's and
  * return BL_OK without effect on PostgreSQL, whose commits are durable when
  * they return (synchronous_commit on).
+ *
+ * A lost PostgreSQL connection (the server restarted, the network): the
+ * command that finds it broken fails (BL_EIO / BL_ST_ERROR); when no
+ * transaction was open the next command reconnects (same URL, session
+ * settings again, statements prepared again). When one was open, its work
+ * is gone: every command fails until the caller ends it — ROLLBACK
+ * succeeds, COMMIT fails ("not committed") — and the one after reconnects,
+ * so no statement of a lost transaction runs on its own. A server still
+ * down: each command fails after at most connect_timeout (10 s unless the
+ * URL sets it).
  */
 int bl_db_url_is_pg(const char *url);
+/* Checks a store URL as `--store` takes it: `sqlite:PATH` (PATH not
+ * empty), or a `postgresql://`/`postgres://` URI that libpq parses. BL_OK;
+ * else BL_EINVAL with the reason in errbuf — which names the scheme or
+ * libpq's complaint, never the URL itself (it may hold a password). A plain
+ * path is for bl_db_open only, not a store URL. */
+bl_err bl_db_url_check(const char *url, char *errbuf, size_t errlen);
+/* The URL as it may be shown (logs, messages): a PostgreSQL URI as
+ * "postgresql://USER@HOST:PORT/DBNAME" without its password or other
+ * parameters (parts libpq leaves unset are left out), anything else as it
+ * is. Written into out (n bytes, truncated, NUL-terminated); returns out. */
+const char *bl_db_url_redact(const char *url, char *out, size_t n);
 /* Schema version of the PostgreSQL schema this program writes. */
 int bl_db_pg_schema_version(void);
 

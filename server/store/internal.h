@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 #include "store/blocks.h"
 #include "store/db.h"
+#include "store/stmt.h"
 
 /* The connection's SQLite handle (owned by the bl_db). */
 sqlite3 *bl_db_handle(bl_db *db);
@@ -38,6 +39,12 @@ const char *bl_db_text(sqlite3_stmt *st, int i);
  * buf (the caller's, at least 64 bytes, as long as the names are used). */
 bl_blk_names bl_db_method_names(sqlite3_stmt *st, int col, int64_t method_id, char *buf,
                                 size_t n);
+
+/* The same two on a bl_st (store/stmt.h), for modules ported to it (issue
+ * 19; the sqlite3_stmt versions above go when every module is): a
+ * column's text or "" is bl_st_col_str (stmt.h); the names of columns
+ * col..col+3, placeholders when the class is NULL, as bl_db_method_names. */
+bl_blk_names bl_st_method_names(bl_st *st, int col, int64_t method_id, char *buf, size_t n);
 
 
 #endif

@@ -31,7 +31,7 @@ wait_metric() { # name value
   done
   bad "$1: expected $2, got $n"
 }
-sql() { sqlite3 -cmd '.timeout 5000' "$1/beatline.db" "$2"; }
+sql() { store_sql "$1" "$2"; }
 
 cat > ids.txt << 'EOF2'
 # beatline method-ids v1 names=original

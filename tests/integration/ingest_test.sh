@@ -41,7 +41,7 @@ batch() {
     "$2" "$3" > "$1.json"
   "$BIN/beatline-batch" encode < "$1.json" > "$1.bin"
 }
-sql() { sqlite3 -cmd '.timeout 5000' "$1/beatline.db" "$2"; }
+sql() { store_sql "$1" "$2"; }
 
 cat > ids.txt << 'EOF'
 # beatline method-ids v1 names=original

@@ -32,7 +32,8 @@
 #       --port-file port.txt", then the words of the array SERVER_ARGS (empty
 #       unless the script sets it: default options of every start), then the
 #       given args, in the background with stderr appended to server.log (in
-#       WORK). Waits (bounded: 200 x 0.05 s) for port.txt and sets
+#       WORK). Waits (bounded: 600 x 0.05 s, less when the server exits)
+#       for port.txt and sets
 #       SERVER_PID, PORT and URL (http://127.0.0.1:PORT). If no port appears
 #       the start counts as a failed check ("the server did not start on
 #       DATA" with the end of server.log), the summary line is printed and
@@ -48,10 +49,27 @@
 #       given curl args. Sets CODE (the status), BODY (the body, also left in
 #       body.out) and HDRS (the response headers, also left in hdrs.out).
 #
+#   store_sql DATA SQL
+#       Runs SQL on the store of the data folder DATA and prints the rows,
+#       columns joined by '|' (sqlite3 DATA/beatline.db with a 5 s busy
+#       timeout, or psql -At on its
+#       PostgreSQL database when BEATLINE_TEST_STORE=pg). For checks that
+#       read the database behind the server's back.
+#
 #   finish [STATUS]
 #       Prints "N passed, M failed" on a line of its own (stdout) and exits:
 #       1 if any check failed, else STATUS (default 0; e.g. 77 for a ctest
 #       SKIP).
+
+# PostgreSQL (issue 19): with BEATLINE_TEST_STORE=pg, setup points BIN at a
+# folder whose beatline-server (tests/integration/pg-wrap.sh) adds
+# `--store postgresql://…` to every run: the server (start_server) and the
+# CLI (`$BIN/beatline-server --data DATA app create …`) alike. Each data
+# folder of a script gets its own fresh database, created at its first use
+# and kept for the script's life (restarts keep the data), on the cluster
+# at BEATLINE_TEST_PG_URL (a shared cluster's base URL, as .ci/run exports
+# it) or else on a cluster of the script's own (tests/lib/pg.sh), stopped
+# when the script ends. BIN_REAL is the build's bin folder in both cases.
 
 SERVER_ARGS=()
 HTTP_ARGS=()
@@ -69,13 +87,87 @@ setup() {
   BUILD=$(cd "$1" && pwd)
   WORK=$2
   BIN=$BUILD/bin
+  BIN_REAL=$BIN
   rm -rf "$WORK"
   mkdir -p "$WORK"
   cd "$WORK"
   pass=0
   fail=0
   SERVER_PID=
-  trap stop_server EXIT
+  trap _lib_exit EXIT
+  if [ "${BEATLINE_TEST_STORE:-sqlite}" = pg ]; then
+    _pg_setup
+  fi
+}
+
+_lib_exit() {
+  stop_server
+  if [ -n "${_LIB_PG_OWN:-}" ]; then pg_stop; fi
+}
+
+# BEATLINE_TEST_STORE=pg: a cluster (shared or our own) and BIN's wrapper
+_pg_setup() {
+  # shellcheck source=../lib/pg.sh
+  . "$HERE/../lib/pg.sh"
+  if [ -z "${BEATLINE_TEST_PG_URL:-}" ]; then
+    if ! pg_start; then
+      echo "FAIL: cannot start PostgreSQL for BEATLINE_TEST_STORE=pg" >&2
+      echo "0 passed, 1 failed"
+      exit 1
+    fi
+    _LIB_PG_OWN=1
+    export BEATLINE_TEST_PG_URL=$PG_BASE_URL
+  fi
+  local d=$WORK/.pg-bin f
+  mkdir -p "$d"
+  : > "$d/stores"
+  # when this shell is gone (also when a script replaced the EXIT trap, or
+  # ctest killed it), a watcher stops our own cluster, or drops this
+  # script's databases from a shared one; it keeps none of our fds, so
+  # ctest does not wait for it (bounded: 6 h)
+  local me=$$ own=${_LIB_PG_OWN:-} stores=$d/stores
+  (
+    exec > /dev/null 2>&1 < /dev/null
+    PG_OWNER_PID=$BASHPID
+    for _ in $(seq 21600); do kill -0 "$me" 2> /dev/null || break; sleep 1; done
+    if [ -n "$own" ]; then
+      pg_stop
+    else
+      while IFS=$'\t' read -r _ u; do pg_drop_db "$u"; done < "$stores"
+    fi
+  ) &
+  disown $! 2> /dev/null || true
+  for f in "$BIN_REAL"/*; do ln -sf "$f" "$d/"; done
+  rm -f "$d/beatline-server"
+  # a copy of the wrapper elsewhere (a test installing the server into a
+  # folder of its own) runs a copy of the server beside itself, so that
+  # the server's own folder (/proc/self/exe) is that folder, as on SQLite
+  {
+    echo '#!/bin/bash'
+    printf 'export BEATLINE_TEST_PG_URL=%q\n' "$BEATLINE_TEST_PG_URL"
+    printf 'real=%q wrap=%q stores=%q bin=%q\n' "$BIN_REAL/beatline-server" \
+      "$HERE/pg-wrap.sh" "$d/stores" "$d"
+    cat << 'EOF'
+here=$(cd "$(dirname "$0")" && pwd)
+if [ "$here" != "$bin" ]; then
+  [ -x "$here/.beatline-server.real" ] || cp "$real" "$here/.beatline-server.real"
+  real=$here/.beatline-server.real
+fi
+exec bash "$wrap" "$real" "$stores" "$@"
+EOF
+  } > "$d/beatline-server"
+  chmod +x "$d/beatline-server"
+  BIN=$d
+}
+
+store_sql() { # DATA SQL
+  if [ "${BEATLINE_TEST_STORE:-sqlite}" = pg ]; then
+    local url
+    url=$(bash "$HERE/pg-wrap.sh" --url "$1" "$WORK/.pg-bin/stores") || return 1
+    psql -X -q -At -v ON_ERROR_STOP=1 -d "$url" -c "$2"
+  else
+    sqlite3 -cmd '.timeout 5000' "$1/beatline.db" "$2"
+  fi
 }
 
 ok() { pass=$((pass + 1)); }
@@ -103,7 +195,11 @@ start_server() { # DATA [server args...]
   "$BIN/beatline-server" --data "$data" --listen 127.0.0.1:0 --port-file port.txt \
     ${SERVER_ARGS[@]+"${SERVER_ARGS[@]}"} "$@" 2>> server.log &
   SERVER_PID=$!
-  for _ in $(seq 600); do [ -s port.txt ] && break; sleep 0.05; done
+  for _ in $(seq 600); do
+    [ -s port.txt ] && break
+    kill -0 "$SERVER_PID" 2> /dev/null || break # it exited: no port will come
+    sleep 0.05
+  done
   PORT=$(cat port.txt 2> /dev/null || true)
   if [ -z "$PORT" ]; then
     bad "the server did not start on $data: $(tail -3 server.log)"

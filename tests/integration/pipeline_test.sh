@@ -25,7 +25,7 @@ keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
 ING=$(jq -r .ingest_key <<< "$keys")
 UPL=$(jq -r .upload_key <<< "$keys")
 RD=$(jq -r .read_key <<< "$keys")
-APP_ID=$(sqlite3 "$DATA/beatline.db" "SELECT id FROM apps WHERE name = 'shop'")
+APP_ID=$(store_sql "$DATA" "SELECT id FROM apps WHERE name = 'shop'")
 serve
 
 metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }

@@ -20,7 +20,7 @@ fi
 
 HTTP_ARGS=(-m 30)
 metric() { curl -s -m 10 "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
-q() { sqlite3 -cmd '.timeout 5000' "$DATA/beatline.db" "$1"; }
+q() { store_sql "$DATA" "$1"; }
 N=0
 NOW_US=$(($(date +%s) * 1000000))
 # post APP KEY BUILD -> one batch of two calls of methods 1 and 2

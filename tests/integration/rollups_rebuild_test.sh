@@ -12,7 +12,7 @@ set -euo pipefail
 setup "$@"
 
 DATA=$WORK/data
-q() { sqlite3 "$DATA/beatline.db" "$1"; }
+q() { store_sql "$DATA" "$1"; }
 metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_processed() { # bounded (30 s): at least N batches processed since the start
   local v
