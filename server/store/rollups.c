@@ -3,7 +3,9 @@
  * of schema/migrations/0003_rollups.sql keep clean apps in step.
  */
 #include "store/rollups.h"
-#include "store/internal.h"
+#include "store/internal.h" /* bl_db_exec */
+#include "store/pg_rows.h"
+#include "store/stmt.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,8 +16,8 @@
 #include "store/sqlfuncs.h"
 
 #define DAY_US "86400000000"
-#define NO_MAX "9223372036854775807" /* sketch_q3 without clamping */
-#define APP_SCOPES "(scope = -?1 OR scope IN (SELECT id FROM builds WHERE app_id = ?1))"
+#define APP_SCOPES                                                                        \
+    "(scope = -CAST(?1 AS bigint) OR scope IN (SELECT id FROM builds WHERE app_id = ?1))"
 
 /* Starting an app's rebuild (?1): its methods without identity get one,
  * its mark goes and rollup_rebuild holds its cursor, at -1: its rollup
@@ -23,7 +25,7 @@
 static const char *const start_sql[] = {
     /* identities of the app's methods that have none yet */
     "INSERT INTO method_sigs(app_id, class, name, descriptor, source_file) "
-    "SELECT DISTINCT ?1, m.class, m.name, m.descriptor, m.source_file FROM methods m "
+    "SELECT DISTINCT CAST(?1 AS bigint), m.class, m.name, m.descriptor, m.source_file FROM methods m "
     "JOIN builds b ON b.id = m.build_id WHERE b.app_id = ?1 AND m.sig IS NULL "
     "ON CONFLICT DO NOTHING",
     "UPDATE methods SET sig = (SELECT s.id FROM method_sigs s WHERE s.app_id = ?1 "
@@ -33,7 +35,7 @@ static const char *const start_sql[] = {
     "DELETE FROM rollup_spans WHERE " APP_SCOPES,
     "DELETE FROM rollup_dirty WHERE app_id = ?1",
     "INSERT INTO rollup_rebuild(app_id, build, method, main, hour) "
-    "VALUES (?1, -1, 0, 0, 0) ON CONFLICT DO UPDATE SET build = -1, method = 0, main = 0, "
+    "VALUES (?1, -1, 0, 0, 0) ON CONFLICT (app_id) DO UPDATE SET build = -1, method = 0, main = 0, "
     "hour = 0",
 };
 
@@ -41,11 +43,11 @@ static const char *const start_sql[] = {
  * order; the last sig's rows go whole, a few more than ?2). */
 static const char *const wipe_sql[3] = {
     "DELETE FROM rollup_totals WHERE scope = ?1 AND sig <= (SELECT max(sig) FROM "
-    "(SELECT sig FROM rollup_totals WHERE scope = ?1 ORDER BY sig LIMIT ?2))",
+    "(SELECT sig FROM rollup_totals WHERE scope = ?1 ORDER BY sig LIMIT ?2) AS w)",
     "DELETE FROM rollup_days WHERE scope = ?1 AND sig <= (SELECT max(sig) FROM "
-    "(SELECT sig FROM rollup_days WHERE scope = ?1 ORDER BY sig LIMIT ?2))",
+    "(SELECT sig FROM rollup_days WHERE scope = ?1 ORDER BY sig LIMIT ?2) AS w)",
     "DELETE FROM rollup_hours WHERE scope = ?1 AND sig <= (SELECT max(sig) FROM "
-    "(SELECT sig FROM rollup_hours WHERE scope = ?1 ORDER BY sig LIMIT ?2))",
+    "(SELECT sig FROM rollup_hours WHERE scope = ?1 ORDER BY sig LIMIT ?2) AS w)",
 };
 
 /* rows of builds that no longer exist */
@@ -68,12 +70,11 @@ static const char *const graveyard_sql[] = {
 
 static bl_err run(bl_db *db, const char *sql, int64_t app)
 {
-    sqlite3_stmt *st = bl_db_stmt(db, sql);
+    bl_st *st = bl_st_get(db, sql);
     if (!st)
         return BL_EIO;
-    if (sqlite3_bind_parameter_count(st) > 0) /* app 0, the graveyard, too */
-        sqlite3_bind_int64(st, 1, app);
-    return bl_db_step_done(st);
+    bl_st_int64(st, 1, app); /* app 0, the graveyard, too (ignored without ?1) */
+    return bl_st_done(st);
 }
 
 static bl_err add_rows(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx, int check);
@@ -103,11 +104,11 @@ static bl_err wipe_step(bl_db *db, int64_t app, int64_t *budget)
     int64_t *scope = NULL;
     size_t n = 0, cap = 0;
     bl_err err = BL_OK;
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT id FROM builds WHERE app_id = ?1 ORDER BY id");
+    bl_st *st = bl_st_get(db, "SELECT id FROM builds WHERE app_id = ?1 ORDER BY id");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, app);
-    int rc = SQLITE_ROW;
+    bl_st_int64(st, 1, app);
+    int rc = BL_ST_ROW;
     for (;;) {
         if (n == cap) {
             size_t nc = cap ? 2 * cap : 64;
@@ -123,12 +124,12 @@ static bl_err wipe_step(bl_db *db, int64_t app, int64_t *budget)
             scope[n++] = -app;
             continue;
         }
-        if ((rc = sqlite3_step(st)) != SQLITE_ROW)
+        if ((rc = bl_st_step(st)) != BL_ST_ROW)
             break;
-        scope[n++] = sqlite3_column_int64(st, 0);
+        scope[n++] = bl_st_col_int64(st, 0);
     }
-    sqlite3_reset(st);
-    if (!err && rc != SQLITE_DONE)
+    bl_st_reset(st);
+    if (!err && rc != BL_ST_DONE)
         err = BL_EIO;
     int more = 0;
     for (int t = 0; t < 3 && !err && !more; t++)
@@ -138,16 +139,16 @@ static bl_err wipe_step(bl_db *db, int64_t app, int64_t *budget)
                     more = 1;
                     break;
                 }
-                st = bl_db_stmt(db, wipe_sql[t]);
+                st = bl_st_get(db, wipe_sql[t]);
                 if (!st) {
                     err = BL_EIO;
                     break;
                 }
-                sqlite3_bind_int64(st, 1, scope[i]);
-                sqlite3_bind_int64(st, 2, *budget);
-                if ((err = bl_db_step_done(st)))
+                bl_st_int64(st, 1, scope[i]);
+                bl_st_int64(st, 2, *budget);
+                if ((err = bl_st_done(st)))
                     break;
-                int gone = sqlite3_changes(bl_db_handle(db));
+                int64_t gone = bl_st_changes(st);
                 if (!gone)
                     break;
                 *budget -= gone;
@@ -170,18 +171,18 @@ static bl_err rebuild_step(bl_db *db, int64_t app, int64_t *budget_, int *finish
 {
     int64_t budget = *budget_;
     *finished = 0;
-    sqlite3_stmt *st =
-        bl_db_stmt(db, "SELECT build, method, main, hour FROM rollup_rebuild WHERE app_id = ?");
+    bl_st *st =
+        bl_st_get(db, "SELECT build, method, main, hour FROM rollup_rebuild WHERE app_id = ?");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, app);
-    int rc = sqlite3_step(st);
+    bl_st_int64(st, 1, app);
+    int rc = bl_st_step(st);
     int64_t cur[4] = { 0, 0, 0, 0 };
-    for (int k = 0; rc == SQLITE_ROW && k < 4; k++)
-        cur[k] = sqlite3_column_int64(st, k);
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW)
-        return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+    for (int k = 0; rc == BL_ST_ROW && k < 4; k++)
+        cur[k] = bl_st_col_int64(st, k);
+    bl_st_reset(st);
+    if (rc != BL_ST_ROW)
+        return rc == BL_ST_DONE ? BL_OK : BL_EIO;
     if (cur[0] == -1) /* wiping: rows deleted count as rows read */
         return wipe_step(db, app, budget_);
     chunk c;
@@ -192,18 +193,18 @@ static bl_err rebuild_step(bl_db *db, int64_t app, int64_t *budget_, int *finish
      * build cur[0] after (method, main, hour) = cur[1..3] are left */
     while (!err && budget > 0) {
         if (cur[0] == 0) {
-            st = bl_db_stmt(db, "SELECT min(id) FROM builds WHERE app_id = ?1 AND id > ?2");
+            st = bl_st_get(db, "SELECT min(id) FROM builds WHERE app_id = ?1 AND id > ?2");
             if (!st) {
                 err = BL_EIO;
                 break;
             }
-            sqlite3_bind_int64(st, 1, app);
-            sqlite3_bind_int64(st, 2, cur[1]); /* the last build done */
-            rc = sqlite3_step(st);
-            int none = rc != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL;
-            int64_t b = none ? 0 : sqlite3_column_int64(st, 0);
-            sqlite3_reset(st);
-            if (rc != SQLITE_ROW) {
+            bl_st_int64(st, 1, app);
+            bl_st_int64(st, 2, cur[1]); /* the last build done */
+            rc = bl_st_step(st);
+            int none = rc != BL_ST_ROW || bl_st_is_null(st, 0);
+            int64_t b = none ? 0 : bl_st_col_int64(st, 0);
+            bl_st_reset(st);
+            if (rc != BL_ST_ROW) {
                 err = BL_EIO;
                 break;
             }
@@ -214,7 +215,7 @@ static bl_err rebuild_step(bl_db *db, int64_t app, int64_t *budget_, int *finish
             cur[0] = b;
             cur[1] = cur[2] = cur[3] = INT64_MIN;
         }
-        st = bl_db_stmt(db, "SELECT method, main, hour, count, total_us, self_us, max_us, sketch "
+        st = bl_st_get(db, "SELECT method, main, hour, count, total_us, self_us, max_us, sketch "
                             "FROM method_stats WHERE build_id = ?1 AND (method, main, hour) > "
                             "(?2, ?3, ?4) ORDER BY method, main, hour LIMIT ?5");
         if (!st) {
@@ -222,11 +223,11 @@ static bl_err rebuild_step(bl_db *db, int64_t app, int64_t *budget_, int *finish
             break;
         }
         for (int k = 0; k < 4; k++)
-            sqlite3_bind_int64(st, k + 1, cur[k]);
-        sqlite3_bind_int64(st, 5, budget);
+            bl_st_int64(st, k + 1, cur[k]);
+        bl_st_int64(st, 5, budget);
         c.n = 0;
         bl_buf_reset(&c.blobs);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = bl_st_step(st)) == BL_ST_ROW) {
             if (c.n == c.cap) {
                 size_t nc = c.cap ? 2 * c.cap : 256;
                 bl_wr_stat *r = realloc(c.row, nc * sizeof *r);
@@ -243,23 +244,23 @@ static bl_err rebuild_step(bl_db *db, int64_t app, int64_t *budget_, int *finish
             }
             bl_wr_stat *r = &c.row[c.n];
             r->build_id = cur[0];
-            r->method = sqlite3_column_int64(st, 0);
-            r->main = sqlite3_column_int(st, 1);
-            r->hour = sqlite3_column_int64(st, 2);
-            r->count = sqlite3_column_int64(st, 3);
-            r->total_us = sqlite3_column_int64(st, 4);
-            r->self_us = sqlite3_column_int64(st, 5);
-            r->max_us = sqlite3_column_int64(st, 6);
-            const void *blob = sqlite3_column_blob(st, 7);
-            r->sketch_len = (size_t)sqlite3_column_bytes(st, 7);
+            r->method = bl_st_col_int64(st, 0);
+            r->main = (int)bl_st_col_int64(st, 1);
+            r->hour = bl_st_col_int64(st, 2);
+            r->count = bl_st_col_int64(st, 3);
+            r->total_us = bl_st_col_int64(st, 4);
+            r->self_us = bl_st_col_int64(st, 5);
+            r->max_us = bl_st_col_int64(st, 6);
+            const void *blob = bl_st_col_blob(st, 7);
+            r->sketch_len = bl_st_col_bytes(st, 7);
             c.off[c.n] = c.blobs.len;
             if (r->sketch_len && (err = bl_buf_append(&c.blobs, blob, r->sketch_len)))
                 break;
             c.n++;
         }
-        if (!err && rc != SQLITE_DONE)
+        if (!err && rc != BL_ST_DONE)
             err = BL_EIO;
-        sqlite3_reset(st);
+        bl_st_reset(st);
         if (err)
             break;
         if (c.n && (err = add_rows(db, c.n, chunk_row, &c, 0)))
@@ -284,14 +285,14 @@ static bl_err rebuild_step(bl_db *db, int64_t app, int64_t *budget_, int *finish
         return err;
     if (*finished)
         return run(db, "DELETE FROM rollup_rebuild WHERE app_id = ?1", app);
-    st = bl_db_stmt(db, "UPDATE rollup_rebuild SET build = ?2, method = ?3, main = ?4, "
+    st = bl_st_get(db, "UPDATE rollup_rebuild SET build = ?2, method = ?3, main = ?4, "
                         "hour = ?5 WHERE app_id = ?1");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, app);
+    bl_st_int64(st, 1, app);
     for (int k = 0; k < 4; k++)
-        sqlite3_bind_int64(st, k + 2, cur[k]);
-    return bl_db_step_done(st);
+        bl_st_int64(st, k + 2, cur[k]);
+    return bl_st_done(st);
 }
 
 bl_err bl_rollups_refresh_step(bl_db *db, int64_t budget, int *more, int *rebuilt)
@@ -305,15 +306,15 @@ bl_err bl_rollups_refresh_step(bl_db *db, int64_t budget, int *more, int *rebuil
     int64_t last_started = -1;
     for (;;) {
         /* marks first: a mark made during a rebuild starts it over */
-        sqlite3_stmt *st = bl_db_stmt(db, "SELECT app_id FROM rollup_dirty LIMIT 1");
+        bl_st *st = bl_st_get(db, "SELECT app_id FROM rollup_dirty ORDER BY app_id LIMIT 1");
         if (!st)
             return BL_EIO;
-        int rc = sqlite3_step(st);
-        int64_t app = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        int rc = bl_st_step(st);
+        int64_t app = rc == BL_ST_ROW ? bl_st_col_int64(st, 0) : 0;
+        bl_st_reset(st);
+        if (rc != BL_ST_ROW && rc != BL_ST_DONE)
             return BL_EIO;
-        if (rc == SQLITE_ROW) {
+        if (rc == BL_ST_ROW) {
             /* starting clears the mark: an app marked again at once would
              * loop for ever */
             if (app == last_started)
@@ -328,24 +329,24 @@ bl_err bl_rollups_refresh_step(bl_db *db, int64_t budget, int *more, int *rebuil
             continue;
         }
         if (budget <= 0) {
-            st = bl_db_stmt(db, "SELECT EXISTS (SELECT 1 FROM rollup_rebuild)");
+            st = bl_st_get(db, "SELECT EXISTS (SELECT 1 FROM rollup_rebuild)");
             if (!st)
                 return BL_EIO;
-            rc = sqlite3_step(st);
-            if (more && rc == SQLITE_ROW)
-                *more = sqlite3_column_int(st, 0);
-            sqlite3_reset(st);
-            return rc == SQLITE_ROW ? BL_OK : BL_EIO;
+            rc = bl_st_step(st);
+            if (more && rc == BL_ST_ROW)
+                *more = (int)bl_st_col_int64(st, 0);
+            bl_st_reset(st);
+            return rc == BL_ST_ROW ? BL_OK : BL_EIO;
         }
-        st = bl_db_stmt(db, "SELECT app_id FROM rollup_rebuild LIMIT 1");
+        st = bl_st_get(db, "SELECT app_id FROM rollup_rebuild ORDER BY app_id LIMIT 1");
         if (!st)
             return BL_EIO;
-        rc = sqlite3_step(st);
-        app = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-        sqlite3_reset(st);
-        if (rc == SQLITE_DONE)
+        rc = bl_st_step(st);
+        app = rc == BL_ST_ROW ? bl_st_col_int64(st, 0) : 0;
+        bl_st_reset(st);
+        if (rc == BL_ST_DONE)
             return BL_OK;
-        if (rc != SQLITE_ROW)
+        if (rc != BL_ST_ROW)
             return BL_EIO;
         /* one step is all or nothing (a savepoint): a failure leaves the
          * cursor where it was */
@@ -376,15 +377,15 @@ bl_err bl_rollups_refresh_step(bl_db *db, int64_t budget, int *more, int *rebuil
 bl_err bl_rollups_pending(bl_db *db, int *pending)
 {
     *pending = 0;
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT EXISTS (SELECT 1 FROM rollup_dirty) OR "
+    bl_st *st = bl_st_get(db, "SELECT EXISTS (SELECT 1 FROM rollup_dirty) OR "
                                       "EXISTS (SELECT 1 FROM rollup_rebuild)");
     if (!st)
         return BL_EIO;
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *pending = sqlite3_column_int(st, 0);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW ? BL_OK : BL_EIO;
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW)
+        *pending = (int)bl_st_col_int64(st, 0);
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : BL_EIO;
 }
 
 bl_err bl_rollups_refresh(bl_db *db, int *rebuilt)
@@ -436,6 +437,11 @@ static const char span_sql[] =
     "INSERT INTO rollup_spans(scope, first_hour, last_hour) VALUES (?, ?, ?) "
     "ON CONFLICT DO UPDATE SET first_hour = min(first_hour, excluded.first_hour), "
     "last_hour = max(last_hour, excluded.last_hour)";
+static const char span_sql_pg[] =
+    "INSERT INTO rollup_spans(scope, first_hour, last_hour) VALUES (?, ?, ?) "
+    "ON CONFLICT (scope) DO UPDATE SET "
+    "first_hour = LEAST(rollup_spans.first_hour, excluded.first_hour), "
+    "last_hour = GREATEST(rollup_spans.last_hour, excluded.last_hour)";
 
 /* first/last hour per scope seen in one call, written at its end */
 #define SPANS 16
@@ -443,18 +449,27 @@ typedef struct span {
     int64_t scope, first, last;
 } span;
 
+static int cmp_span(const void *a, const void *b)
+{
+    int64_t x = ((const span *)a)->scope, y = ((const span *)b)->scope;
+    return x < y ? -1 : x > y;
+}
+
+/* Writes the spans noted, in scope order (rows locked in one order by
+ * every writer: no deadlock between nodes on PostgreSQL). */
 static bl_err span_flush(bl_db *db, span *sp, int *n)
 {
+    qsort(sp, (size_t)*n, sizeof *sp, cmp_span);
     for (int i = 0; i < *n; i++) {
-        sqlite3_stmt *st = bl_db_stmt(db, span_sql);
+        bl_st *st = bl_st_get2(db, span_sql, span_sql_pg);
         if (!st)
             return BL_EIO;
-        sqlite3_bind_int64(st, 1, sp[i].scope);
-        sqlite3_bind_int64(st, 2, sp[i].first);
-        sqlite3_bind_int64(st, 3, sp[i].last);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE)
+        bl_st_int64(st, 1, sp[i].scope);
+        bl_st_int64(st, 2, sp[i].first);
+        bl_st_int64(st, 3, sp[i].last);
+        int rc = bl_st_step(st);
+        bl_st_reset(st);
+        if (rc != BL_ST_DONE)
             return BL_EIO;
     }
     *n = 0;
@@ -482,23 +497,23 @@ static bl_err span_note(bl_db *db, span *sp, int *n, int64_t scope, int64_t hour
 static bl_err put_stmt(bl_db *db, const char *sql, int64_t scope, int64_t sig, int kind,
                        const bl_wr_stat *s, const uint8_t q3[24], int64_t day)
 {
-    sqlite3_stmt *st = bl_db_stmt(db, sql);
+    bl_st *st = bl_st_get(db, sql);
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, scope);
-    sqlite3_bind_int64(st, 2, sig);
-    sqlite3_bind_int(st, 3, kind);
-    sqlite3_bind_int64(st, 4, s->count);
-    sqlite3_bind_int64(st, 5, s->total_us);
-    sqlite3_bind_int64(st, 6, s->self_us);
-    sqlite3_bind_int64(st, 7, s->max_us);
-    sqlite3_bind_blob(st, 8, s->sketch, (int)s->sketch_len, SQLITE_STATIC);
+    bl_st_int64(st, 1, scope);
+    bl_st_int64(st, 2, sig);
+    bl_st_int64(st, 3, kind);
+    bl_st_int64(st, 4, s->count);
+    bl_st_int64(st, 5, s->total_us);
+    bl_st_int64(st, 6, s->self_us);
+    bl_st_int64(st, 7, s->max_us);
+    bl_st_blob(st, 8, s->sketch, s->sketch_len);
     if (sql != totals_put_sql && sql != totals_ins_sql)
-        sqlite3_bind_int64(st, 9, day);
-    sqlite3_bind_blob(st, 10, q3, 24, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+        bl_st_int64(st, 9, day);
+    bl_st_blob(st, 10, q3, 24);
+    int rc = bl_st_step(st);
+    bl_st_reset(st);
+    return rc == BL_ST_DONE ? BL_OK : BL_EIO;
 }
 
 /* Adds s to one rollup row. kind: 0/1 the row's thread kind, 2 both;
@@ -509,27 +524,27 @@ static bl_err upsert(bl_db *db, int table, int64_t scope, int64_t sig, int kind,
                      const bl_wr_stat *s, int64_t day, bl_buf *mb)
 {
     static const uint8_t empty[4] = { 2, BL_SKETCH_SUB_BITS, 0, 0 };
-    sqlite3_stmt *st = bl_db_stmt(db, read_sql[table]);
+    bl_st *st = bl_st_get(db, read_sql[table]);
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, scope);
-    sqlite3_bind_int64(st, 2, sig);
-    sqlite3_bind_int(st, 3, kind);
+    bl_st_int64(st, 1, scope);
+    bl_st_int64(st, 2, sig);
+    bl_st_int64(st, 3, kind);
     if (table)
-        sqlite3_bind_int64(st, 9, day);
-    int rc = sqlite3_step(st);
+        bl_st_int64(st, 9, day);
+    int rc = bl_st_step(st);
     bl_wr_stat t = *s;
     bl_err err = BL_OK;
     uint64_t qv[3];
-    if (rc == SQLITE_ROW) {
-        t.count += sqlite3_column_int64(st, 0);
-        t.total_us += sqlite3_column_int64(st, 1);
-        t.self_us += sqlite3_column_int64(st, 2);
-        int64_t max = sqlite3_column_int64(st, 3);
+    if (rc == BL_ST_ROW) {
+        t.count += bl_st_col_int64(st, 0);
+        t.total_us += bl_st_col_int64(st, 1);
+        t.self_us += bl_st_col_int64(st, 2);
+        int64_t max = bl_st_col_int64(st, 3);
         t.max_us = max > t.max_us ? max : t.max_us;
-        const void *old = sqlite3_column_blob(st, 4);
-        size_t on = (size_t)sqlite3_column_bytes(st, 4);
-        if (sqlite3_column_type(st, 4) == SQLITE_NULL) { /* as sketch_merge: empty */
+        const void *old = bl_st_col_blob(st, 4);
+        size_t on = bl_st_col_bytes(st, 4);
+        if (bl_st_is_null(st, 4)) { /* as sketch_merge: empty */
             old = empty;
             on = sizeof empty;
         }
@@ -539,19 +554,19 @@ static bl_err upsert(bl_db *db, int table, int64_t scope, int64_t sig, int kind,
         t.sketch = mb->data;
         t.sketch_len = mb->len;
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    bl_st_reset(st);
+    if (rc != BL_ST_ROW && rc != BL_ST_DONE)
         return BL_EIO;
     if (err)
         return err == BL_ENOMEM ? BL_ENOMEM : BL_EIO;
     /* the percentiles: clamped to the max in the totals, as sketch_q3 */
     uint64_t clamp = table ? UINT64_MAX >> 1 : (uint64_t)t.max_us;
     uint8_t q3[24];
-    if (rc == SQLITE_ROW)
+    if (rc == BL_ST_ROW)
         bl_sql_q3_pack(qv, clamp, q3);
     else if (bl_sql_q3(t.sketch, t.sketch_len, clamp, q3))
         return BL_EIO;
-    return put_stmt(db, rc == SQLITE_ROW ? put_sql[table] : ins_sql[table], scope, sig, kind,
+    return put_stmt(db, rc == BL_ST_ROW ? put_sql[table] : ins_sql[table], scope, sig, kind,
                     &t, q3, day);
 }
 
@@ -665,23 +680,23 @@ typedef struct bstate {
 
 static bl_err build_state(bl_db *db, int64_t build, bstate *b)
 {
-    sqlite3_stmt *st = bl_db_stmt(
+    bl_st *st = bl_st_get(
         db, "SELECT b.app_id, EXISTS (SELECT 1 FROM rollup_dirty d WHERE d.app_id = b.app_id), "
             "r.app_id IS NOT NULL, r.build, r.method, r.main, r.hour FROM builds b "
             "LEFT JOIN rollup_rebuild r ON r.app_id = b.app_id WHERE b.id = ?");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, build);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    bl_st_int64(st, 1, build);
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW) {
         b->build = build;
-        b->app = sqlite3_column_int64(st, 0);
-        b->mode = !b->app || sqlite3_column_int(st, 1) ? 1 : sqlite3_column_int(st, 2) ? 2 : 0;
+        b->app = bl_st_col_int64(st, 0);
+        b->mode = !b->app || (int)bl_st_col_int64(st, 1) ? 1 : (int)bl_st_col_int64(st, 2) ? 2 : 0;
         for (int k = 0; k < 4; k++)
-            b->cur[k] = sqlite3_column_int64(st, 3 + k);
+            b->cur[k] = bl_st_col_int64(st, 3 + k);
     }
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW ? BL_OK : BL_EIO;
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : BL_EIO;
 }
 
 /* Whether row s is in the rollups of an app being rebuilt (rebuild_step's
@@ -705,43 +720,320 @@ static int before_cursor(const bstate *b, const bl_wr_stat *s)
 static bl_err lookups(bl_db *db, const bl_wr_stat *s, int64_t app, int64_t *sig)
 {
     int rc;
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT sig FROM methods WHERE id = ?");
+    bl_st *st = bl_st_get(db, "SELECT sig FROM methods WHERE id = ?");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, s->method);
-    rc = sqlite3_step(st);
-    *sig = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    int null_sig = rc == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_NULL;
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW)
+    bl_st_int64(st, 1, s->method);
+    rc = bl_st_step(st);
+    *sig = rc == BL_ST_ROW ? bl_st_col_int64(st, 0) : 0;
+    int null_sig = rc == BL_ST_ROW && bl_st_is_null(st, 0);
+    bl_st_reset(st);
+    if (rc != BL_ST_ROW)
         return BL_EIO;
     if (!null_sig)
         return BL_OK;
     /* the method's first stats: its identity in the app, created if new */
-    st = bl_db_stmt(db, "INSERT INTO method_sigs(app_id, class, name, descriptor, source_file) "
-                        "SELECT ?1, class, name, descriptor, source_file FROM methods "
+    st = bl_st_get(db, "INSERT INTO method_sigs(app_id, class, name, descriptor, source_file) "
+                        "SELECT CAST(?1 AS bigint), class, name, descriptor, source_file FROM methods "
                         "WHERE id = ?2 ON CONFLICT DO NOTHING");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, app);
-    sqlite3_bind_int64(st, 2, s->method);
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
+    bl_st_int64(st, 1, app);
+    bl_st_int64(st, 2, s->method);
+    rc = bl_st_step(st);
+    bl_st_reset(st);
+    if (rc != BL_ST_DONE)
         return BL_EIO;
-    st = bl_db_stmt(db, "UPDATE methods SET sig = (SELECT s.id FROM method_sigs s "
+    st = bl_st_get(db, "UPDATE methods SET sig = (SELECT s.id FROM method_sigs s "
                         "WHERE s.app_id = ?1 AND s.class = methods.class "
                         "AND s.name = methods.name AND s.descriptor = methods.descriptor "
                         "AND s.source_file = methods.source_file) WHERE id = ?2 RETURNING sig");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, app);
-    sqlite3_bind_int64(st, 2, s->method);
-    rc = sqlite3_step(st);
-    null_sig = rc != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL;
-    *sig = null_sig ? 0 : sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
+    bl_st_int64(st, 1, app);
+    bl_st_int64(st, 2, s->method);
+    rc = bl_st_step(st);
+    null_sig = rc != BL_ST_ROW || bl_st_is_null(st, 0);
+    *sig = null_sig ? 0 : bl_st_col_int64(st, 0);
+    bl_st_reset(st);
     return null_sig ? BL_EIO : BL_OK;
+}
+
+/* ---- PostgreSQL: a flush's rollup rows in a few statements -------------- */
+
+/* store/pg_rows.h's bl_pgm_table statements of the three rollup tables:
+ * rollup_totals keyed (scope, sig, main), q3 clamped to the max; days and
+ * hours keyed (scope, sig, day or hour, main), q3 not clamped */
+#define RU3_UNNEST                                                                            \
+    "unnest(CAST(?1 AS bigint[]), CAST(?2 AS bigint[]), CAST(?3 AS bigint[]), "               \
+    "CAST(?4 AS bigint[]), CAST(?5 AS bigint[]), CAST(?6 AS bigint[]), CAST(?7 AS bigint[]), " \
+    "CAST(?8 AS int[]), CAST(?9 AS int[])) WITH ORDINALITY "                                  \
+    "AS u(sc, sg, mn, c, tt, sf, mx, o, l, ord)"
+static const char totals_read_pg[] =
+    "SELECT t.scope, t.sig, t.main, t.count, t.total_us, t.self_us, t.max_us, t.sketch "
+    "FROM unnest(CAST(?1 AS bigint[]), CAST(?2 AS bigint[]), CAST(?3 AS bigint[])) "
+    "AS k(sc, sg, mn) JOIN rollup_totals t ON t.scope = k.sc AND t.sig = k.sg "
+    "AND t.main = k.mn ORDER BY t.scope, t.sig, t.main FOR UPDATE OF t";
+static const char totals_update_pg[] =
+    "UPDATE rollup_totals AS t SET count = u.c, total_us = u.tt, self_us = u.sf, "
+    "max_us = u.mx, sketch = substring(CAST(?10 AS bytea) FROM u.o FOR u.l), "
+    "q3 = substring(CAST(?11 AS bytea) FROM CAST(u.ord AS int) * 24 - 23 FOR 24) "
+    "FROM " RU3_UNNEST " WHERE t.scope = u.sc AND t.sig = u.sg AND t.main = u.mn";
+static const char totals_insert_pg[] =
+    "INSERT INTO rollup_totals(scope, sig, main, count, total_us, self_us, max_us, q3, sketch) "
+    "SELECT u.sc, u.sg, u.mn, u.c, u.tt, u.sf, u.mx, "
+    "substring(CAST(?11 AS bytea) FROM CAST(u.ord AS int) * 24 - 23 FOR 24), "
+    "substring(CAST(?10 AS bytea) FROM u.o FOR u.l) FROM " RU3_UNNEST
+    " ON CONFLICT (scope, sig, main) DO NOTHING RETURNING scope, sig, main";
+#define RU4_UNNEST                                                                            \
+    "unnest(CAST(?1 AS bigint[]), CAST(?2 AS bigint[]), CAST(?3 AS bigint[]), "               \
+    "CAST(?4 AS bigint[]), CAST(?5 AS bigint[]), CAST(?6 AS bigint[]), CAST(?7 AS bigint[]), " \
+    "CAST(?8 AS bigint[]), CAST(?9 AS int[]), CAST(?10 AS int[])) WITH ORDINALITY "           \
+    "AS u(sc, sg, d, mn, c, tt, sf, mx, o, l, ord)"
+#define RU4_READ(T, D)                                                                        \
+    "SELECT t.scope, t.sig, t." D ", t.main, t.count, t.total_us, t.self_us, t.max_us, "       \
+    "t.sketch FROM unnest(CAST(?1 AS bigint[]), CAST(?2 AS bigint[]), CAST(?3 AS bigint[]), " \
+    "CAST(?4 AS bigint[])) AS k(sc, sg, d, mn) JOIN " T " t ON t.scope = k.sc "               \
+    "AND t.sig = k.sg AND t." D " = k.d AND t.main = k.mn "                                   \
+    "ORDER BY t.scope, t.sig, t." D ", t.main FOR UPDATE OF t"
+#define RU4_UPDATE(T, D)                                                                      \
+    "UPDATE " T " AS t SET count = u.c, total_us = u.tt, self_us = u.sf, max_us = u.mx, "     \
+    "sketch = substring(CAST(?11 AS bytea) FROM u.o FOR u.l), "                               \
+    "q3 = substring(CAST(?12 AS bytea) FROM CAST(u.ord AS int) * 24 - 23 FOR 24) "            \
+    "FROM " RU4_UNNEST " WHERE t.scope = u.sc AND t.sig = u.sg AND t." D " = u.d "           \
+    "AND t.main = u.mn"
+#define RU4_INSERT(T, D)                                                                      \
+    "INSERT INTO " T "(scope, sig, " D ", main, count, total_us, self_us, max_us, q3, "       \
+    "sketch) SELECT u.sc, u.sg, u.d, u.mn, u.c, u.tt, u.sf, u.mx, "                           \
+    "substring(CAST(?12 AS bytea) FROM CAST(u.ord AS int) * 24 - 23 FOR 24), "                \
+    "substring(CAST(?11 AS bytea) FROM u.o FOR u.l) FROM " RU4_UNNEST                         \
+    " ON CONFLICT (scope, sig, " D ", main) DO NOTHING RETURNING scope, sig, " D ", main"
+static const char days_read_pg[] = RU4_READ("rollup_days", "day");
+static const char days_update_pg[] = RU4_UPDATE("rollup_days", "day");
+static const char days_insert_pg[] = RU4_INSERT("rollup_days", "day");
+static const char hours_read_pg[] = RU4_READ("rollup_hours", "hour");
+static const char hours_update_pg[] = RU4_UPDATE("rollup_hours", "hour");
+static const char hours_insert_pg[] = RU4_INSERT("rollup_hours", "hour");
+/* by table: 0 rollup_totals, 1 rollup_days, 2 rollup_hours */
+static const bl_pgm_table pg_tables[3] = {
+    { totals_read_pg, totals_update_pg, totals_insert_pg, 3, 1 },
+    { days_read_pg, days_update_pg, days_insert_pg, 4, 2 },
+    { hours_read_pg, hours_update_pg, hours_insert_pg, 4, 2 },
+};
+
+/* the methods' identities, ?1 their ids: read; made for those without one
+ * in the order of the unique key (two nodes making identities of one app
+ * at once wait on each other's rows in one order: no deadlock) */
+static const char sigs_read_pg[] =
+    "SELECT id, sig FROM methods WHERE id = ANY(CAST(?1 AS bigint[])) ORDER BY id";
+static const char sigs_make_pg[] =
+    "INSERT INTO method_sigs(app_id, class, name, descriptor, source_file) "
+    "SELECT b.app_id, m.class, m.name, m.descriptor, m.source_file "
+    "FROM methods m JOIN builds b ON b.id = m.build_id "
+    "WHERE m.id = ANY(CAST(?1 AS bigint[])) "
+    "ORDER BY b.app_id, m.class, m.name, m.descriptor, m.source_file ON CONFLICT DO NOTHING";
+/* (a subquery per row, as on SQLite: joined instead, PostgreSQL planned the
+ * method_sigs lookup on app_id alone while the tables had no statistics,
+ * seconds per round; no `sig IS NULL`: it led the planner to that index) */
+static const char sigs_set_pg[] =
+    "UPDATE methods AS m SET sig = (SELECT s.id FROM method_sigs s WHERE s.app_id = b.app_id "
+    "AND s.class = m.class AND s.name = m.name AND s.descriptor = m.descriptor "
+    "AND s.source_file = m.source_file) FROM builds b "
+    "WHERE m.id = ANY(CAST(?1 AS bigint[])) AND b.id = m.build_id RETURNING m.id, m.sig";
+
+static int cmp_int64(const void *x, const void *y)
+{
+    return cmp_i(*(const int64_t *)x, *(const int64_t *)y);
+}
+
+/* a method's identity, found by id in mids[0..nm) (sorted) */
+typedef struct msig {
+    int64_t *mids, *sigs;
+    char *asked; /* 1: in the list of those to make */
+    size_t nm;
+} msig;
+
+static size_t msig_find(const msig *m, int64_t id)
+{
+    const int64_t *p = bsearch(&id, m->mids, m->nm, sizeof *m->mids, cmp_int64);
+    return p ? (size_t)(p - m->mids) : SIZE_MAX;
+}
+
+/* Runs sql (?1: ids) and stores the (id, sig) rows it answers into m. */
+static bl_err msig_run(bl_db *db, const char *sql, bl_pga *ids, msig *m)
+{
+    bl_st *st = bl_st_get(db, sql);
+    if (!st)
+        return BL_EIO;
+    if (bl_pga_bind(ids, st, 1))
+        return BL_ENOMEM;
+    int rc;
+    while ((rc = bl_st_step(st)) == BL_ST_ROW) {
+        size_t k = msig_find(m, bl_st_col_int64(st, 0));
+        if (k != SIZE_MAX && !bl_st_is_null(st, 1))
+            m->sigs[k] = bl_st_col_int64(st, 1);
+    }
+    bl_st_reset(st);
+    return rc == BL_ST_DONE ? BL_OK : BL_EIO;
+}
+
+/* The identities of the methods of rows s[i] with app[i] != 0, into m
+ * (sorted ids, their sigs), made when missing. BL_EIO also when a methods
+ * row is missing (as SQLite's lookups). */
+static bl_err pg_sigs(bl_db *db, const bl_wr_stat *s, const int64_t *app, size_t n, msig *m)
+{
+    m->nm = 0;
+    for (size_t i = 0; i < n; i++)
+        if (app[i])
+            m->mids[m->nm++] = s[i].method;
+    qsort(m->mids, m->nm, sizeof *m->mids, cmp_int64);
+    size_t w = 0;
+    for (size_t i = 0; i < m->nm; i++)
+        if (!w || m->mids[i] != m->mids[w - 1])
+            m->mids[w++] = m->mids[i];
+    m->nm = w;
+    memset(m->sigs, 0, w * sizeof *m->sigs);
+    memset(m->asked, 0, w);
+    bl_pga ids;
+    bl_pga_init(&ids);
+    bl_err err = BL_OK;
+    for (size_t i = 0; i < w && !err; i++)
+        err = bl_pga_int(&ids, m->mids[i]);
+    if (!err)
+        err = msig_run(db, sigs_read_pg, &ids, m);
+    /* those without identity (sigs_make_pg orders them) */
+    bl_pga_reset(&ids);
+    for (size_t i = 0; i < n && !err; i++) {
+        size_t k = app[i] ? msig_find(m, s[i].method) : SIZE_MAX;
+        if (k == SIZE_MAX || m->sigs[k] || m->asked[k])
+            continue;
+        m->asked[k] = 1;
+        err = bl_pga_int(&ids, s[i].method);
+    }
+    if (!err && ids.n) {
+        bl_st *st = bl_st_get(db, sigs_make_pg);
+        if (!st)
+            err = BL_EIO;
+        else if ((err = bl_pga_bind(&ids, st, 1)) == BL_OK && bl_st_done(st))
+            err = BL_EIO;
+        if (!err)
+            err = msig_run(db, sigs_set_pg, &ids, m);
+    }
+    for (size_t i = 0; i < w && !err; i++)
+        if (!m->sigs[i]) {
+            bl_pg_fail(db, "a method of the stats has no methods row");
+            err = BL_EIO;
+        }
+    bl_pga_cleanup(&ids);
+    return err;
+}
+
+/* add_rows on PostgreSQL: the rows' builds and identities looked up in a
+ * few statements, each rollup row's additions merged in memory, then each
+ * table's rows read, merged and written in three statements
+ * (bl_pgm_merge). */
+static bl_err add_rows_pg(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx, int check)
+{
+    if (n > SIZE_MAX / FAN / sizeof(radd))
+        return BL_ENOMEM;
+    bl_wr_stat *s = malloc(n * sizeof *s);
+    int64_t *app = malloc(n * sizeof *app);
+    msig m = { malloc(n * sizeof(int64_t)), malloc(n * sizeof(int64_t)), malloc(n), 0 };
+    radd *a = malloc(FAN * n * sizeof *a);
+    bl_pgm_row *pr = malloc(FAN * n * sizeof *pr);
+    size_t *aoff = malloc(FAN * n * sizeof *aoff);
+    bl_buf arena, mb[2];
+    bl_buf_init(&arena, 0);
+    bl_buf_init(&mb[0], 0);
+    bl_buf_init(&mb[1], 0);
+    bl_err err = s && app && m.mids && m.sigs && m.asked && a && pr && aoff ? BL_OK : BL_ENOMEM;
+    bstate bs = { 0, 0, 0, { 0, 0, 0, 0 } };
+    for (size_t i = 0; i < n && !err; i++) {
+        row(ctx, i, &s[i]);
+        app[i] = 0;
+        if (s[i].build_id != bs.build && (err = build_state(db, s[i].build_id, &bs)))
+            break;
+        if (check && (bs.mode == 1 || (bs.mode == 2 && !before_cursor(&bs, &s[i]))))
+            continue;
+        if (!bs.app) { /* a rebuild of app 0 does not happen (graveyard_sql) */
+            err = BL_EIO;
+            break;
+        }
+        app[i] = bs.app;
+    }
+    if (!err)
+        err = pg_sigs(db, s, app, n, &m);
+    span sp[SPANS];
+    int n_sp = 0;
+    size_t na = 0;
+    for (size_t i = 0; i < n && !err; i++) {
+        if (!app[i])
+            continue;
+        na += fan_out(a + na, &s[i], s[i].build_id, app[i], m.sigs[msig_find(&m, s[i].method)]);
+        if (span_note(db, sp, &n_sp, s[i].build_id, s[i].hour) ||
+            span_note(db, sp, &n_sp, -app[i], s[i].hour))
+            err = BL_EIO;
+    }
+    if (!err)
+        qsort(a, na, sizeof *a, cmp_radd);
+    /* each rollup row's additions merged; merged sketches in the arena
+     * (aoff: their offsets, SIZE_MAX for a row's own sketch) */
+    size_t np = 0, first[4] = { 0, 0, 0, 0 };
+    for (size_t i = 0; i < na && !err;) {
+        size_t j = i + 1;
+        while (j < na && !cmp_radd(&a[i], &a[j]))
+            j++;
+        bl_wr_stat t;
+        err = merge_run(a, i, j, mb, &t);
+        if (err)
+            break;
+        aoff[np] = SIZE_MAX;
+        if (j - i > 1) {
+            aoff[np] = arena.len;
+            if ((err = bl_buf_append(&arena, t.sketch, t.sketch_len)))
+                break;
+        }
+        bl_pgm_row *r = &pr[np];
+        if (a[i].table == 0)
+            *r = (bl_pgm_row){ { a[i].scope, a[i].sig, a[i].kind, 0 }, 0, 0, 0, 0, NULL, 0 };
+        else
+            *r = (bl_pgm_row){ { a[i].scope, a[i].sig, a[i].day, a[i].kind }, 0, 0, 0, 0, NULL, 0 };
+        r->count = t.count;
+        r->total_us = t.total_us;
+        r->self_us = t.self_us;
+        r->max_us = t.max_us;
+        r->sketch = t.sketch;
+        r->sketch_len = t.sketch_len;
+        first[a[i].table + 1] = ++np;
+        i = j;
+    }
+    for (size_t k = 0; k < np && !err; k++)
+        if (aoff[k] != SIZE_MAX)
+            pr[k].sketch = arena.data + aoff[k];
+    /* rows are sorted by table: table t's are pr[first[t]..first[t + 1]) */
+    for (int t = 1; t < 4; t++)
+        if (first[t] < first[t - 1])
+            first[t] = first[t - 1];
+    for (int t = 0; t < 3 && !err; t++)
+        err = bl_pgm_merge(db, &pg_tables[t], pr + first[t], first[t + 1] - first[t]);
+    if (!err)
+        err = span_flush(db, sp, &n_sp);
+    if (err == BL_ENOMEM)
+        bl_pg_fail(db, "out of memory");
+    else if (err == BL_EFORMAT || err == BL_ETOOBIG)
+        bl_pg_fail(db, "malformed sketch (or a count past 2^64)");
+    bl_buf_cleanup(&arena);
+    bl_buf_cleanup(&mb[0]);
+    bl_buf_cleanup(&mb[1]);
+    free(s);
+    free(app);
+    free(m.mids);
+    free(m.sigs);
+    free(m.asked);
+    free(a);
+    free(pr);
+    free(aoff);
+    return err == BL_ENOMEM ? BL_ENOMEM : err ? BL_EIO : BL_OK;
 }
 
 bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
@@ -754,6 +1046,8 @@ static bl_err add_rows(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx, int ch
 {
     if (!n)
         return BL_OK;
+    if (bl_db_is_pg(db))
+        return add_rows_pg(db, n, row, ctx, check);
     bstate bs = { 0, 0, 0, { 0, 0, 0, 0 } };
     span sp[SPANS];
     int n_sp = 0;
@@ -810,34 +1104,41 @@ static bl_err add_rows(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx, int ch
 
 /* ---- subtracting expired rows ------------------------------------------ */
 
-/* ?1 scope, ?2 sig, ?3 thread kind, ?9 day (rollup_days) */
-static const char totals_get_sql[] =
-    "SELECT count, total_us, self_us, max_us, sketch FROM rollup_totals "
-    "WHERE scope = ?1 AND sig = ?2 AND main = ?3";
-static const char days_get_sql[] =
-    "SELECT count, total_us, self_us, max_us, sketch FROM rollup_days "
-    "WHERE scope = ?1 AND sig = ?2 AND day = ?9 AND main = ?3";
-static const char hours_get_sql[] =
-    "SELECT count, total_us, self_us, max_us, sketch FROM rollup_hours "
-    "WHERE scope = ?1 AND sig = ?2 AND hour = ?9 AND main = ?3";
+/* ?1 scope, ?2 sig, ?3 thread kind, ?4 day or hour (days, hours); PostgreSQL
+ * locks the row (another node's writer may add to it meanwhile) */
+#define TOTALS_GET                                                                            \
+    "SELECT count, total_us, self_us, max_us, sketch FROM rollup_totals "                     \
+    "WHERE scope = ?1 AND sig = ?2 AND main = ?3"
+#define DAYS_GET                                                                              \
+    "SELECT count, total_us, self_us, max_us, sketch FROM rollup_days "                       \
+    "WHERE scope = ?1 AND sig = ?2 AND day = ?4 AND main = ?3"
+#define HOURS_GET                                                                             \
+    "SELECT count, total_us, self_us, max_us, sketch FROM rollup_hours "                      \
+    "WHERE scope = ?1 AND sig = ?2 AND hour = ?4 AND main = ?3"
+static const char totals_get_sql[] = TOTALS_GET;
+static const char days_get_sql[] = DAYS_GET;
+static const char hours_get_sql[] = HOURS_GET;
+static const char *const get_sql_pg[3] = { TOTALS_GET " FOR UPDATE", DAYS_GET " FOR UPDATE",
+                                           HOURS_GET " FOR UPDATE" };
 static const char totals_del_sql[] =
     "DELETE FROM rollup_totals WHERE scope = ?1 AND sig = ?2 AND main = ?3";
 static const char days_del_sql[] =
-    "DELETE FROM rollup_days WHERE scope = ?1 AND sig = ?2 AND day = ?9 AND main = ?3";
+    "DELETE FROM rollup_days WHERE scope = ?1 AND sig = ?2 AND day = ?4 AND main = ?3";
 static const char hours_del_sql[] =
-    "DELETE FROM rollup_hours WHERE scope = ?1 AND sig = ?2 AND hour = ?9 AND main = ?3";
-/* ?4 count, ?5 total, ?6 self, ?7 max, ?8 sketch: the new figures */
+    "DELETE FROM rollup_hours WHERE scope = ?1 AND sig = ?2 AND hour = ?4 AND main = ?3";
+/* the new figures: ?4 count, ?5 total, ?6 self, ?7 max, ?8 sketch, ?9 its
+ * percentiles (bl_sql_q3: clamped to the max in the totals, not in days
+ * and hours); ?10 the day or hour (PostgreSQL wants every number up to the
+ * largest used) */
 static const char totals_set_sql[] =
     "UPDATE rollup_totals SET count = ?4, total_us = ?5, self_us = ?6, max_us = ?7, "
-    "sketch = ?8, q3 = sketch_q3(?8, ?7) WHERE scope = ?1 AND sig = ?2 AND main = ?3";
+    "sketch = ?8, q3 = ?9 WHERE scope = ?1 AND sig = ?2 AND main = ?3";
 static const char days_set_sql[] =
     "UPDATE rollup_days SET count = ?4, total_us = ?5, self_us = ?6, max_us = ?7, "
-    "sketch = ?8, q3 = sketch_q3(?8, " NO_MAX ") "
-    "WHERE scope = ?1 AND sig = ?2 AND day = ?9 AND main = ?3";
+    "sketch = ?8, q3 = ?9 WHERE scope = ?1 AND sig = ?2 AND day = ?10 AND main = ?3";
 static const char hours_set_sql[] =
     "UPDATE rollup_hours SET count = ?4, total_us = ?5, self_us = ?6, max_us = ?7, "
-    "sketch = ?8, q3 = sketch_q3(?8, " NO_MAX ") "
-    "WHERE scope = ?1 AND sig = ?2 AND hour = ?9 AND main = ?3";
+    "sketch = ?8, q3 = ?9 WHERE scope = ?1 AND sig = ?2 AND hour = ?10 AND main = ?3";
 /* the largest max left, when the subtracted rows held the row's max:
  * an app's day from its builds' method_stats hours of that day (the
  * methods_sig index, then the method_stats key); a build's total from its
@@ -845,12 +1146,12 @@ static const char hours_set_sql[] =
 static const char days_max_sql[] =
     "SELECT max(s.max_us) FROM methods m JOIN builds b ON b.id = m.build_id "
     "JOIN method_stats s ON s.build_id = m.build_id AND s.method = m.id "
-    "AND s.hour >= ?9 AND s.hour < ?9 + " DAY_US " WHERE m.sig = ?2 AND b.app_id = -?1 "
-    "AND (?3 = 2 OR s.main = 1)";
+    "AND s.hour >= ?4 AND s.hour < ?4 + " DAY_US " WHERE m.sig = ?2 "
+    "AND b.app_id = -CAST(?1 AS bigint) AND (?3 = 2 OR s.main = 1)";
 static const char hours_max_sql[] =
     "SELECT max(s.max_us) FROM methods m JOIN builds b ON b.id = m.build_id "
     "JOIN method_stats s ON s.build_id = m.build_id AND s.method = m.id AND s.main = ?3 "
-    "AND s.hour = ?9 WHERE m.sig = ?2 AND b.app_id = -?1";
+    "AND s.hour = ?4 WHERE m.sig = ?2 AND b.app_id = -CAST(?1 AS bigint)";
 static const char build_max_sql[] =
     "SELECT max(s.max_us) FROM methods m JOIN method_stats s ON s.build_id = m.build_id "
     "AND s.method = m.id WHERE m.build_id = ?1 AND m.sig = ?2 AND (?3 = 2 OR s.main = 1)";
@@ -861,30 +1162,33 @@ static const char *const get_sql[3] = { totals_get_sql, days_get_sql, hours_get_
 static const char *const del_sql[3] = { totals_del_sql, days_del_sql, hours_del_sql };
 static const char *const set_sql[3] = { totals_set_sql, days_set_sql, hours_set_sql };
 
-static sqlite3_stmt *key_stmt(bl_db *db, const char *sql, int64_t scope, int64_t sig, int kind,
-                              int64_t day)
+/* The cached statement for sql (get2: its PostgreSQL text, or NULL for the
+ * same) with the row's key bound: ?1 scope, ?2 sig, ?3 thread kind, and the
+ * day or hour at parameter day_ix (0: none). */
+static bl_st *key_stmt(bl_db *db, const char *sql, const char *pg_sql, int64_t scope,
+                       int64_t sig, int kind, int64_t day, int day_ix)
 {
-    sqlite3_stmt *st = bl_db_stmt(db, sql);
+    bl_st *st = bl_st_get2(db, sql, pg_sql ? pg_sql : sql);
     if (!st)
         return NULL;
-    sqlite3_bind_int64(st, 1, scope);
-    sqlite3_bind_int64(st, 2, sig);
-    sqlite3_bind_int(st, 3, kind);
-    if (strstr(sql, "?9"))
-        sqlite3_bind_int64(st, 9, day);
+    bl_st_int64(st, 1, scope);
+    bl_st_int64(st, 2, sig);
+    bl_st_int64(st, 3, kind);
+    if (day_ix)
+        bl_st_int64(st, day_ix, day);
     return st;
 }
 
 static bl_err mark_dirty(bl_db *db, int64_t app)
 {
-    sqlite3_stmt *st =
-        bl_db_stmt(db, "INSERT INTO rollup_dirty(app_id) VALUES (?) ON CONFLICT DO NOTHING");
+    bl_st *st =
+        bl_st_get(db, "INSERT INTO rollup_dirty(app_id) VALUES (?) ON CONFLICT DO NOTHING");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, app);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+    bl_st_int64(st, 1, app);
+    int rc = bl_st_step(st);
+    bl_st_reset(st);
+    return rc == BL_ST_DONE ? BL_OK : BL_EIO;
 }
 
 /* Subtracts s (merged figures of deleted rows) from one rollup row.
@@ -893,26 +1197,27 @@ static bl_err mark_dirty(bl_db *db, int64_t app)
 static bl_err sub_one(bl_db *db, int table, int64_t scope, int64_t sig, int kind, int64_t day,
                       const bl_wr_stat *s, bl_buf *tmp)
 {
-    sqlite3_stmt *st = key_stmt(db, get_sql[table], scope, sig, kind, day);
+    bl_st *st = key_stmt(db, get_sql[table], get_sql_pg[table], scope, sig, kind, day,
+                         table ? 4 : 0);
     if (!st)
         return BL_EIO;
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW) {
-        sqlite3_reset(st);
-        return rc == SQLITE_DONE ? BL_EINVAL : BL_EIO;
+    int rc = bl_st_step(st);
+    if (rc != BL_ST_ROW) {
+        bl_st_reset(st);
+        return rc == BL_ST_DONE ? BL_EINVAL : BL_EIO;
     }
-    int64_t count = sqlite3_column_int64(st, 0) - s->count;
-    int64_t total = sqlite3_column_int64(st, 1) - s->total_us;
-    int64_t self = sqlite3_column_int64(st, 2) - s->self_us;
-    int64_t max = sqlite3_column_int64(st, 3);
+    int64_t count = bl_st_col_int64(st, 0) - s->count;
+    int64_t total = bl_st_col_int64(st, 1) - s->total_us;
+    int64_t self = bl_st_col_int64(st, 2) - s->self_us;
+    int64_t max = bl_st_col_int64(st, 3);
     bl_buf_reset(tmp);
-    const void *blob = sqlite3_column_blob(st, 4);
-    int bn = sqlite3_column_bytes(st, 4);
-    bl_err err = blob ? bl_sketch_blob_sub(blob, (size_t)bn, s->sketch, s->sketch_len, tmp)
+    const void *blob = bl_st_col_blob(st, 4);
+    size_t bn = bl_st_col_bytes(st, 4);
+    bl_err err = blob ? bl_sketch_blob_sub(blob, bn, s->sketch, s->sketch_len, tmp)
                       : BL_EINVAL;
     if (err == BL_EFORMAT)
         err = BL_EINVAL;
-    sqlite3_reset(st);
+    bl_st_reset(st);
     if (err)
         return err;
     if (count < 0 || s->max_us > max)
@@ -924,37 +1229,42 @@ static bl_err sub_one(bl_db *db, int table, int64_t scope, int64_t sig, int kind
                           : table == 2 ? hours_max_sql
                           : scope > 0  ? build_max_sql
                                        : app_max_sql;
-        st = key_stmt(db, sql, scope, sig, kind, day);
+        st = key_stmt(db, sql, NULL, scope, sig, kind, day, table ? 4 : 0);
         if (!st)
             return BL_EIO;
-        rc = sqlite3_step(st);
-        int none = rc != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL;
-        max = none ? 0 : sqlite3_column_int64(st, 0);
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW)
+        rc = bl_st_step(st);
+        int none = rc != BL_ST_ROW || bl_st_is_null(st, 0);
+        max = none ? 0 : bl_st_col_int64(st, 0);
+        bl_st_reset(st);
+        if (rc != BL_ST_ROW)
             return BL_EIO;
         if (none && count)
             return BL_EINVAL; /* count left but no row */
         if (none) { /* nothing left behind the row */
-            st = key_stmt(db, del_sql[table], scope, sig, kind, day);
+            st = key_stmt(db, del_sql[table], NULL, scope, sig, kind, day, table ? 4 : 0);
             if (!st)
                 return BL_EIO;
-            rc = sqlite3_step(st);
-            sqlite3_reset(st);
-            return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+            rc = bl_st_step(st);
+            bl_st_reset(st);
+            return rc == BL_ST_DONE ? BL_OK : BL_EIO;
         }
     }
-    st = key_stmt(db, set_sql[table], scope, sig, kind, day);
+    /* the percentiles of what is left (clamped to the max in the totals) */
+    uint8_t q3[24];
+    if (bl_sql_q3(tmp->data, tmp->len, table ? UINT64_MAX >> 1 : (uint64_t)max, q3))
+        return BL_EIO;
+    st = key_stmt(db, set_sql[table], NULL, scope, sig, kind, day, table ? 10 : 0);
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 4, count);
-    sqlite3_bind_int64(st, 5, total);
-    sqlite3_bind_int64(st, 6, self);
-    sqlite3_bind_int64(st, 7, max);
-    sqlite3_bind_blob(st, 8, tmp->data, (int)tmp->len, SQLITE_STATIC);
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+    bl_st_int64(st, 4, count);
+    bl_st_int64(st, 5, total);
+    bl_st_int64(st, 6, self);
+    bl_st_int64(st, 7, max);
+    bl_st_blob(st, 8, tmp->data, tmp->len);
+    bl_st_blob(st, 9, q3, sizeof q3);
+    rc = bl_st_step(st);
+    bl_st_reset(st);
+    return rc == BL_ST_DONE ? BL_OK : BL_EIO;
 }
 
 /* The app of a build and the identity of a method for subtraction: *app 0
@@ -965,31 +1275,31 @@ static bl_err sub_lookups(bl_db *db, const bl_wr_stat *s, int64_t *build, int64_
 {
     *sig = 0;
     if (s->build_id != *build) {
-        sqlite3_stmt *st = bl_db_stmt(
+        bl_st *st = bl_st_get(
             db, "SELECT b.app_id, EXISTS (SELECT 1 FROM rollup_dirty d WHERE d.app_id = b.app_id) "
                 "OR EXISTS (SELECT 1 FROM rollup_rebuild r WHERE r.app_id = b.app_id) "
                 "FROM builds b WHERE b.id = ?");
         if (!st)
             return BL_EIO;
-        sqlite3_bind_int64(st, 1, s->build_id);
-        int rc = sqlite3_step(st);
-        *app = rc == SQLITE_ROW && !sqlite3_column_int(st, 1) ? sqlite3_column_int64(st, 0) : 0;
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        bl_st_int64(st, 1, s->build_id);
+        int rc = bl_st_step(st);
+        *app = rc == BL_ST_ROW && !(int)bl_st_col_int64(st, 1) ? bl_st_col_int64(st, 0) : 0;
+        bl_st_reset(st);
+        if (rc != BL_ST_ROW && rc != BL_ST_DONE)
             return BL_EIO;
         *build = s->build_id;
     }
     if (!*app)
         return BL_OK;
-    sqlite3_stmt *st = bl_db_stmt(db, "SELECT sig FROM methods WHERE id = ?");
+    bl_st *st = bl_st_get(db, "SELECT sig FROM methods WHERE id = ?");
     if (!st)
         return BL_EIO;
-    sqlite3_bind_int64(st, 1, s->method);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        *sig = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    bl_st_int64(st, 1, s->method);
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW && !bl_st_is_null(st, 0))
+        *sig = bl_st_col_int64(st, 0);
+    bl_st_reset(st);
+    if (rc != BL_ST_ROW && rc != BL_ST_DONE)
         return BL_EIO;
     if (!*sig) { /* figures under an identity it lost: rebuilt */
         if (mark_dirty(db, *app))
@@ -1047,15 +1357,15 @@ bl_err bl_rollups_sub(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx)
             if (err == BL_EINVAL) { /* not what method_stats held: rebuilt */
                 int64_t owner = a[i].scope < 0 ? -a[i].scope : 0;
                 if (!owner) {
-                    sqlite3_stmt *st = bl_db_stmt(db, "SELECT app_id FROM builds WHERE id = ?");
+                    bl_st *st = bl_st_get(db, "SELECT app_id FROM builds WHERE id = ?");
                     if (!st) {
                         err = BL_EIO;
                         break;
                     }
-                    sqlite3_bind_int64(st, 1, a[i].scope);
-                    if (sqlite3_step(st) == SQLITE_ROW)
-                        owner = sqlite3_column_int64(st, 0);
-                    sqlite3_reset(st);
+                    bl_st_int64(st, 1, a[i].scope);
+                    if (bl_st_step(st) == BL_ST_ROW)
+                        owner = bl_st_col_int64(st, 0);
+                    bl_st_reset(st);
                 }
                 err = owner ? mark_dirty(db, owner) : BL_OK;
                 /* the app's other rows are moot now */
@@ -1079,7 +1389,8 @@ bl_err bl_rollups_expired(bl_db *db, int64_t build_id, int64_t before_hour)
     static const char *const sql[] = {
         "DELETE FROM rollup_spans WHERE scope = ?1 AND NOT EXISTS "
         "(SELECT 1 FROM method_stats WHERE build_id = ?1)",
-        "UPDATE rollup_spans SET first_hour = max(first_hour, ?2) WHERE scope = ?1",
+        "UPDATE rollup_spans SET first_hour = CASE WHEN first_hour < ?2 THEN ?2 "
+        "ELSE first_hour END WHERE scope = ?1",
         "DELETE FROM rollup_spans WHERE scope = -(SELECT app_id FROM builds WHERE id = ?1) "
         "AND NOT EXISTS (SELECT 1 FROM rollup_dirty d JOIN builds b ON b.app_id = d.app_id "
         "WHERE b.id = ?1) AND NOT EXISTS (SELECT 1 FROM rollup_rebuild r "
@@ -1093,15 +1404,15 @@ bl_err bl_rollups_expired(bl_db *db, int64_t build_id, int64_t before_hour)
         "GROUP BY b.app_id ON CONFLICT DO NOTHING",
     };
     for (size_t i = 0; i < sizeof sql / sizeof *sql; i++) {
-        sqlite3_stmt *st = bl_db_stmt(db, sql[i]);
+        bl_st *st = bl_st_get(db, sql[i]);
         if (!st)
             return BL_EIO;
-        sqlite3_bind_int64(st, 1, build_id);
+        bl_st_int64(st, 1, build_id);
         if (strstr(sql[i], "?2"))
-            sqlite3_bind_int64(st, 2, before_hour);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE)
+            bl_st_int64(st, 2, before_hour);
+        int rc = bl_st_step(st);
+        bl_st_reset(st);
+        if (rc != BL_ST_DONE)
             return BL_EIO;
     }
     return BL_OK;

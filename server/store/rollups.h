@@ -41,7 +41,10 @@
  * a main-thread row) of the main thread, and the app's day and hour; the
  * additions to one rollup row are merged in memory first (sorted: 6 × 72 bytes
  * per row, freed before return), so each row is written once per call.
- * Sketch pointers must stay valid during the call. BL_ENOMEM when that
+ * Sketch pointers must stay valid during the call. On PostgreSQL the
+ * rows' identities are looked up (and made) in three statements and each
+ * table's rows read (locked, in key order), merged in C and written in
+ * three (store/pg_rows.h): the same bytes as on SQLite. BL_ENOMEM when that
  * memory cannot be had (the caller rolls the transaction back); BL_EIO
  * (message: bl_db_errmsg) at the first failure. */
 bl_err bl_rollups_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx);

@@ -122,7 +122,9 @@ typedef void (*bl_wr_stat_fn)(void *ctx, size_t i, bl_wr_stat *out);
 /* Adds rows 0..n-1 (from `row`) to the stored ones (count, totals summed,
  * max kept, sketches merged), creating those missing. One statement for
  * all rows (the writer's hot path); fastest in key order (build, method,
- * main, hour). BL_EIO at the first failure. */
+ * main, hour). On PostgreSQL three statements for all rows (the stored
+ * ones read and locked in key order, merged in C, updated; the others
+ * inserted: store/pg_rows.h). BL_EIO at the first failure. */
 bl_err bl_wr_stats_add(bl_db *db, size_t n, bl_wr_stat_fn row, void *ctx);
 
 /* One call-path node's figures, added to what is stored. */
@@ -141,8 +143,9 @@ typedef void (*bl_wr_node_fn)(void *ctx, size_t i, bl_wr_node *out);
 
 /* Creates nodes 0..n-1 (from `row`) or adds their counts and times to the
  * stored ones. Two statements for all rows (update by id, insert). Rows in
- * increasing id order are much faster (the B-tree is walked forward). BL_EIO
- * at the first failure. */
+ * increasing id order are much faster (the B-tree is walked forward). On
+ * PostgreSQL one upsert of all rows (arrays), in id order. BL_EIO at the
+ * first failure. */
 bl_err bl_wr_nodes_add(bl_db *db, size_t n, bl_wr_node_fn row, void *ctx);
 
 /* ---- batches --------------------------------------------------------- */
