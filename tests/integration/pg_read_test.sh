@@ -19,6 +19,8 @@
 # PostgreSQL: tests/lib/pg.sh (the shared cluster of BEATLINE_TEST_PG_URL, or
 # its own). Skips (77) without psql or sqlite3.
 set -euo pipefail
+# this test picks its stores itself: the first server on SQLite
+export BEATLINE_TEST_STORE=sqlite
 . "$(dirname "$0")/lib.sh"
 setup "$@"
 
