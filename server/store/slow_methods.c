@@ -27,6 +27,7 @@
 #include "store/slow_methods.h"
 #include "store/stmt.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,12 +149,24 @@ typedef struct ent {
 } ent;
 
 /* the best `cap` groups (SIZE_MAX: all of them); e holds `alloc` entries:
- * cap when bounded (allocated by the caller), grown by keep() when not */
+ * cap when bounded (allocated by the caller), grown by keep() when not.
+ *
+ * Deferred names (PostgreSQL, where each lookup is a round trip): offer()
+ * keeps every group without names in `pend` and the `cap` best sort keys
+ * in `keys` (a min-heap, for ranged()'s stop rule); finish() then sorts
+ * pend by figures and reads the names of the best ones and of those tied
+ * with them in one statement per round (usually one), into the heap. */
 typedef struct topk {
     ent *e;
     size_t n, cap;
     bl_slow_sort sort;
     size_t alloc;
+    int defer;
+    ent *pend; /* offered groups, names NULL (owned) */
+    size_t n_pend, a_pend;
+    int64_t *keys; /* up to cap sort keys, the smallest at 0 (owned) */
+    size_t n_keys;
+    int missing; /* a group's names were not found: answer again without defer */
 } topk;
 
 static uint64_t key_of(const bl_slow_row *r, bl_slow_sort s)
@@ -297,8 +310,70 @@ static bl_err keep(topk *t, ent *e)
 }
 
 /* Offers a finished group to the heap (capacity t->cap > 0). */
+/* 1 and *w = the sort key of the cap-th best group offered so far when
+ * cap groups were offered (a group whose key is below it cannot enter) */
+static int topk_worst(const topk *t, int64_t *w)
+{
+    if (t->defer) {
+        if (t->n_keys < t->cap)
+            return 0;
+        *w = t->keys[0];
+        return 1;
+    }
+    if (t->n < t->cap)
+        return 0;
+    *w = (int64_t)key_of(&t->e[0].r, t->sort);
+    return 1;
+}
+
+/* deferred offer: e (no names) to pend, its key to keys */
+static bl_err defer_offer(topk *t, const ent *e)
+{
+    int64_t k = (int64_t)key_of(&e->r, t->sort), w;
+    if (topk_worst(t, &w) && k < w)
+        return BL_OK; /* cap groups rank above it */
+    if (t->n_pend == t->a_pend) {
+        size_t na = t->a_pend ? 2 * t->a_pend : 256;
+        ent *np = na < SIZE_MAX / sizeof *np ? realloc(t->pend, na * sizeof *np) : NULL;
+        if (!np)
+            return BL_ENOMEM;
+        t->pend = np;
+        t->a_pend = na;
+    }
+    t->pend[t->n_pend++] = *e;
+    if (!t->keys && !(t->keys = malloc(t->cap * sizeof *t->keys)))
+        return BL_ENOMEM;
+    size_t i;
+    if (t->n_keys < t->cap) {
+        i = t->n_keys++;
+        while (i && t->keys[(i - 1) / 2] > k) { /* sift up */
+            t->keys[i] = t->keys[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        t->keys[i] = k;
+    } else if (k > t->keys[0]) {
+        i = 0; /* replace the smallest, sift down */
+        for (;;) {
+            size_t l = 2 * i + 1, r = l + 1, m = i;
+            int64_t mv = k;
+            if (l < t->n_keys && t->keys[l] < mv)
+                m = l, mv = t->keys[l];
+            if (r < t->n_keys && t->keys[r] < mv)
+                m = r;
+            if (m == i)
+                break;
+            t->keys[i] = t->keys[m];
+            i = m;
+        }
+        t->keys[i] = k;
+    }
+    return BL_OK;
+}
+
 static bl_err offer(bl_db *db, topk *t, ent *e)
 {
+    if (t->defer)
+        return defer_offer(t, e);
     if (t->n == t->cap && cmp_fig(t, e, &t->e[0]) < 0)
         return BL_OK; /* worse than the worst kept, names or not */
     bl_err err = load_names(db, e);
@@ -309,6 +384,149 @@ static bl_err offer(bl_db *db, topk *t, ent *e)
     return keep(t, e);
 }
 
+
+/* deferred names: pend sorted by figures, best first (qsort has no
+ * context argument) */
+static _Thread_local const topk *cmp_topk;
+
+static int cmp_pend_fig(const void *a, const void *b)
+{
+    return cmp_fig(cmp_topk, b, a);
+}
+
+static int cmp_pend_sig(const void *a, const void *b)
+{
+    return cmp_i64(((const ent *)a)->sig, ((const ent *)b)->sig);
+}
+
+/* names of the sigs of pend[0..n), by id (PostgreSQL) */
+static const char names_pg_sql[] =
+    "SELECT id, class, name, descriptor, source_file FROM method_sigs "
+    "WHERE id = ANY (CAST(?1 AS bigint[]))";
+
+/* Reads the names of p[0..n) in one statement (p is sorted by sig here)
+ * and puts the groups found into the heap; t->missing when one is not
+ * found. */
+static bl_err names_batch(bl_db *db, topk *t, ent *p, size_t n)
+{
+    qsort(p, n, sizeof *p, cmp_pend_sig);
+    size_t cap = 3 + 21 * n;
+    char *arr = malloc(cap), *o = arr;
+    if (!arr)
+        return BL_ENOMEM;
+    *o++ = '{';
+    for (size_t i = 0; i < n; i++)
+        o += snprintf(o, cap - (size_t)(o - arr), "%s%lld", i ? "," : "", (long long)p[i].sig);
+    *o++ = '}';
+    *o = 0;
+    bl_st *st = bl_st_get(db, names_pg_sql);
+    if (!st) {
+        free(arr);
+        return BL_EIO;
+    }
+    bl_st_text(st, 1, arr, (int)(o - arr));
+    free(arr);
+    bl_err err = BL_OK;
+    size_t found = 0;
+    int rc;
+    while (!err && (rc = bl_st_step(st)) == BL_ST_ROW) {
+        int64_t id = bl_st_col_int64(st, 0);
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (p[mid].sig < id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == n || p[lo].sig != id || p[lo].cls)
+            continue;
+        ent *e = &p[lo];
+        e->cls = strdup(bl_st_col_str(st, 1));
+        e->name = strdup(bl_st_col_str(st, 2));
+        e->desc = strdup(bl_st_col_str(st, 3));
+        e->file = strdup(bl_st_col_str(st, 4));
+        if (!e->cls || !e->name || !e->desc || !e->file) {
+            ent_free(e);
+            memset(e, 0, sizeof *e);
+            err = BL_ENOMEM;
+            break;
+        }
+        found++;
+    }
+    if (!err && rc != BL_ST_DONE)
+        err = BL_EIO;
+    bl_st_reset(st);
+    /* into the heap (which owns the names from then on) */
+    for (size_t i = 0; i < n; i++) {
+        if (!p[i].cls)
+            continue;
+        ent e = p[i];
+        p[i].cls = p[i].name = p[i].desc = p[i].file = NULL;
+        if (!err)
+            err = keep(t, &e);
+        else
+            ent_free(&e);
+    }
+    if (!err && found < n)
+        t->missing = 1;
+    return err;
+}
+
+/* Deferred names: the heap gets the best groups of pend with their names
+ * (the best cap by figures and every group tied with the last of them);
+ * pend is freed. */
+static bl_err resolve(bl_db *db, topk *t)
+{
+    bl_err err = BL_OK;
+    if (t->n_pend && !(t->e = malloc(t->cap * sizeof *t->e)))
+        err = BL_ENOMEM;
+    t->alloc = t->e ? t->cap : 0;
+    if (!err && t->n_pend) {
+        cmp_topk = t;
+        qsort(t->pend, t->n_pend, sizeof *t->pend, cmp_pend_fig);
+        size_t i = 0;
+        while (!err && i < t->n_pend && t->n < t->cap && !t->missing) {
+            size_t j = i + (t->cap - t->n);
+            if (j > t->n_pend)
+                j = t->n_pend;
+            while (j < t->n_pend && cmp_fig(t, &t->pend[j], &t->pend[j - 1]) == 0)
+                j++;
+            err = names_batch(db, t, t->pend + i, j - i);
+            i = j;
+        }
+    }
+    for (size_t i = 0; i < t->n_pend; i++)
+        ent_free(&t->pend[i]);
+    free(t->pend);
+    free(t->keys);
+    t->pend = NULL;
+    t->keys = NULL;
+    t->n_pend = t->n_keys = 0;
+    return err;
+}
+
+/* Hands the heap's rows to cb best first (unless err), frees the heap;
+ * returns err. With deferred names, reads them first; when one is
+ * missing nothing is handed and *again = 1 (the caller answers again
+ * without deferring: exactly the groups whose names exist, as offer()
+ * keeps them). */
+static bl_err emit(topk *t, bl_err err, bl_slow_cb cb, void *ctx);
+
+static bl_err finish(bl_db *db, topk *t, bl_err err, bl_slow_cb cb, void *ctx, int *again)
+{
+    if (t->defer) {
+        bl_err e2 = resolve(db, t);
+        if (!err)
+            err = e2;
+        if (!err && t->missing) {
+            *again = 1;
+            (void)emit(t, BL_ENOTFOUND, cb, ctx); /* frees, hands nothing */
+            return BL_OK;
+        }
+    }
+    return emit(t, err, cb, ctx);
+}
 
 /* Hands the heap's rows to cb best first (unless err), frees the heap;
  * returns err. */
@@ -511,8 +729,107 @@ static int merge_sketches(bl_st *st, bl_sketch *sk, bl_err *err)
 }
 
 /* [d0, d1): whole days (d0 >= d1: none); edges[0..n_e): hour ranges. */
+/* PostgreSQL: the sketches of a batch of sigs (?2, an array), by sig: ?1
+ * scope; whole days [?3, ?4) of thread kind ?5; hours [?6, ?7) and
+ * [?8, ?9) of kind ?10 (as days_sig_sql and hours_sig_sql; an empty range
+ * selects nothing) */
+static const char batch_sk_pg[] =
+    "SELECT sig, sketch FROM rollup_days WHERE scope = ?1 "
+    "AND sig = ANY (CAST(?2 AS bigint[])) AND day >= ?3 AND day < ?4 AND main = ?5 "
+    "UNION ALL SELECT sig, sketch FROM rollup_hours WHERE scope = ?1 "
+    "AND sig = ANY (CAST(?2 AS bigint[])) AND hour >= ?6 AND hour < ?7 AND main IN (?10, 1) "
+    "UNION ALL SELECT sig, sketch FROM rollup_hours WHERE scope = ?1 "
+    "AND sig = ANY (CAST(?2 AS bigint[])) AND hour >= ?8 AND hour < ?9 AND main IN (?10, 1) "
+    "ORDER BY 1";
+
+static _Thread_local const cand *cmp_cands; /* qsort has no context argument */
+
+static int cmp_ix_sig(const void *a, const void *b)
+{
+    return cmp_i64(cmp_cands[*(const size_t *)a].sig, cmp_cands[*(const size_t *)b].sig);
+}
+
+/* PostgreSQL, pass 2 for c[0..n) at once: res[k] = the clamped p50, p90,
+ * p99 of c[k]'s merged sketches, bad[k] = 1 when one is malformed; one
+ * statement. */
+static bl_err batch_sketches(bl_db *db, int64_t scope, int kind, int64_t d0, int64_t d1,
+                             int64_t edges[2][2], int n_e, const cand *c, size_t n,
+                             uint64_t (*res)[3], uint8_t *bad, bl_sketch *sk)
+{
+    size_t *ix = malloc(n * sizeof *ix);
+    size_t cap = 3 + 21 * n;
+    char *arr = malloc(cap), *o = arr;
+    if (!ix || !arr) {
+        free(ix);
+        free(arr);
+        return BL_ENOMEM;
+    }
+    for (size_t k = 0; k < n; k++)
+        ix[k] = k;
+    cmp_cands = c;
+    qsort(ix, n, sizeof *ix, cmp_ix_sig);
+    *o++ = '{';
+    for (size_t k = 0; k < n; k++)
+        o += snprintf(o, cap - (size_t)(o - arr), "%s%lld", k ? "," : "",
+                      (long long)c[ix[k]].sig);
+    *o++ = '}';
+    *o = 0;
+    bl_err err = BL_OK;
+    bl_st *st = bl_st_get(db, batch_sk_pg);
+    if (!st) {
+        err = BL_EIO;
+        goto out;
+    }
+    int64_t e[2][2] = { { 0, 0 }, { 0, 0 } };
+    for (int j = 0; j < n_e; j++) {
+        e[j][0] = edges[j][0];
+        e[j][1] = edges[j][1];
+    }
+    bl_st_int64(st, 1, scope);
+    bl_st_text(st, 2, arr, (int)(o - arr));
+    bl_st_int64(st, 3, d0);
+    bl_st_int64(st, 4, d1);
+    bl_st_int64(st, 5, kind);
+    bl_st_int64(st, 6, e[0][0]);
+    bl_st_int64(st, 7, e[0][1]);
+    bl_st_int64(st, 8, e[1][0]);
+    bl_st_int64(st, 9, e[1][1]);
+    bl_st_int64(st, 10, kind == 1);
+    int rc = bl_st_step(st);
+    for (size_t k = 0; k < n && !err; k++) {
+        size_t x = ix[k];
+        int64_t sig = c[x].sig;
+        bl_sketch_reset(sk);
+        bad[x] = 0;
+        while (rc == BL_ST_ROW && bl_st_col_int64(st, 0) <= sig) {
+            const void *b = bl_st_col_blob(st, 1);
+            if (b && bl_st_col_int64(st, 0) == sig) {
+                bl_err be = bl_sketch_merge_blob(sk, b, bl_st_col_bytes(st, 1));
+                if (be == BL_ENOMEM)
+                    err = be;
+                else if (be)
+                    bad[x] = 1;
+            }
+            rc = bl_st_step(st);
+        }
+        if (rc != BL_ST_ROW && rc != BL_ST_DONE)
+            err = BL_EIO;
+        uint64_t q50 = bl_sketch_quantile(sk, 0.50), q90 = bl_sketch_quantile(sk, 0.90),
+                 q99 = bl_sketch_quantile(sk, 0.99), mx = c[x].max;
+        res[x][0] = q50 < mx ? q50 : mx;
+        res[x][1] = q90 < mx ? q90 : mx;
+        res[x][2] = q99 < mx ? q99 : mx;
+    }
+    bl_st_reset(st);
+out:
+    free(ix);
+    free(arr);
+    return err;
+}
+
 static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
-                     int64_t edges[2][2], int n_e, bl_slow_cb cb, void *ctx)
+                     int64_t edges[2][2], int n_e, bl_slow_cb cb, void *ctx, int defer,
+                     int *again)
 {
     int qi = quantile_ix(q->sort);
     int64_t scope = -q->app_id;
@@ -564,13 +881,53 @@ static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
         qsort(c, n_c, sizeof *c, cmp_cand);
 
     /* pass 2 */
-    topk t = { NULL, 0, (size_t)q->limit, q->sort, (size_t)q->limit };
-    if (!err && !(t.e = malloc(t.cap * sizeof *t.e)))
+    topk t = { .cap = (size_t)q->limit, .sort = q->sort, .alloc = (size_t)q->limit };
+    t.defer = defer;
+    if (!err && !defer && !(t.e = malloc(t.cap * sizeof *t.e)))
         err = BL_ENOMEM;
     bl_sketch sk;
     bl_sketch_init(&sk);
+    int64_t w;
+    if (defer) {
+        /* the same in batches: one statement for the sketches of up to
+         * 512 groups (at least `limit`) */
+        size_t bs = t.cap < 64 ? 64 : t.cap > 512 ? 512 : t.cap;
+        uint64_t(*res)[3] = malloc(bs * sizeof *res);
+        uint8_t *bad = malloc(bs);
+        if (!err && (!res || !bad))
+            err = BL_ENOMEM;
+        for (size_t i = 0; i < n_c && !err;) {
+            if (topk_worst(&t, &w) && (int64_t)c[i].hi < w)
+                break;
+            size_t n = n_c - i < bs ? n_c - i : bs;
+            err = batch_sketches(db, scope, kind, d0, d1, edges, n_e, c + i, n, res, bad, &sk);
+            for (size_t k = 0; k < n && !err; k++) {
+                if (topk_worst(&t, &w) && (int64_t)c[i + k].hi < w) {
+                    n_c = i; /* done */
+                    break;
+                }
+                if (bad[k])
+                    continue;
+                ent e;
+                memset(&e, 0, sizeof e);
+                e.sig = c[i + k].sig;
+                e.r.count = c[i + k].count;
+                e.r.total_us = c[i + k].total;
+                e.r.self_us = c[i + k].self;
+                e.r.max_us = c[i + k].max;
+                e.r.p50_us = res[k][0];
+                e.r.p90_us = res[k][1];
+                e.r.p99_us = res[k][2];
+                err = offer(db, &t, &e);
+            }
+            i += n;
+        }
+        free(res);
+        free(bad);
+        n_c = 0; /* the loop below has nothing to do */
+    }
     for (size_t i = 0; i < n_c && !err; i++) {
-        if (t.n == t.cap && (int64_t)c[i].hi < (int64_t)key_of(&t.e[0].r, q->sort))
+        if (topk_worst(&t, &w) && (int64_t)c[i].hi < w)
             break; /* no group left can beat the worst kept */
         ent e;
         memset(&e, 0, sizeof e);
@@ -608,7 +965,7 @@ static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
     }
     bl_sketch_cleanup(&sk);
     free(c);
-    return emit(&t, err, cb, ctx);
+    return finish(db, &t, err, cb, ctx, again);
 }
 
 static int64_t floor_to(int64_t v, int64_t unit)
@@ -619,7 +976,8 @@ static int64_t floor_to(int64_t v, int64_t unit)
 
 /* The rollup answer. *fallback = 1 when the app's rollups are marked for
  * a rebuild or being rebuilt (the caller reads method_stats instead). */
-static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, int *fallback)
+static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, int *fallback,
+                   int defer, int *again)
 {
     *fallback = 0;
     bl_st *st = bl_st_get(db, "SELECT 1 FROM rollup_dirty WHERE app_id = ?1 UNION ALL "
@@ -707,7 +1065,7 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
                 edges[n_e++][1] = h1;
             }
         }
-        return ranged(db, q, d0, d1, edges, n_e, cb, ctx);
+        return ranged(db, q, d0, d1, edges, n_e, cb, ctx, defer, again);
     } else if (h1 > first && h0 <= last) { /* a build's hours (else nothing there) */
         s[n_src].st = bl_st_get2(db, build_hours_sql, build_hours_pg);
         if (!s[n_src].st)
@@ -721,8 +1079,9 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
     }
 
     bl_err err = BL_OK;
-    topk t = { NULL, 0, (size_t)q->limit, q->sort, (size_t)q->limit };
-    if (!(t.e = malloc(t.cap * sizeof *t.e)))
+    topk t = { .cap = (size_t)q->limit, .sort = q->sort, .alloc = (size_t)q->limit };
+    t.defer = defer;
+    if (!defer && !(t.e = malloc(t.cap * sizeof *t.e)))
         err = BL_ENOMEM;
     for (int i = 0; i < n_src && !err; i++) {
         rc = bl_st_step(s[i].st);
@@ -800,7 +1159,7 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
     bl_sketch_cleanup(&sk);
     for (int i = 0; i < n_src; i++)
         bl_st_reset(s[i].st);
-    return emit(&t, err, cb, ctx);
+    return finish(db, &t, err, cb, ctx, again);
 }
 
 /* ---- the reference on PostgreSQL ------------------------------------------
@@ -857,7 +1216,7 @@ static bl_err scan_pg(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ct
     bl_st_int64(st, 3, q->main_only ? 1 : 0);
     bl_st_int64(st, 4, q->since_us);
     bl_st_int64(st, 5, q->until_us);
-    topk t = { NULL, 0, q->limit < 0 ? SIZE_MAX : (size_t)q->limit, q->sort, 0 };
+    topk t = { .cap = q->limit < 0 ? SIZE_MAX : (size_t)q->limit, .sort = q->sort };
     bl_sketch sk;
     bl_sketch_init(&sk);
     ent e;
@@ -921,8 +1280,12 @@ bl_err bl_slow_methods(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *c
         return BL_OK;
     if (q->limit < 0) /* no limit: the reference streams any number of rows */
         return bl_slow_methods_scan(db, q, cb, ctx);
-    int fallback;
-    bl_err err = fast(db, q, cb, ctx, &fallback);
+    /* PostgreSQL: names read in one statement after the figures (each
+     * statement is a round trip), unless a group's names are missing */
+    int fallback, again = 0;
+    bl_err err = fast(db, q, cb, ctx, &fallback, bl_db_is_pg(db), &again);
+    if (!err && again)
+        err = fast(db, q, cb, ctx, &fallback, 0, &again);
     if (!err && fallback)
         err = bl_slow_methods_scan(db, q, cb, ctx);
     return err;

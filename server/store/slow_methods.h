@@ -9,8 +9,12 @@
  * [since_us, until_us). Percentiles come from the merged latency sketches
  * (agg/sketch.h), clamped to the exact maximum.
  *
- * No backend types appear here: a second backend implements the same
- * functions.
+ * No backend types appear here: the same functions run on SQLite and on
+ * PostgreSQL (store/stmt.h) and give the same rows, byte for byte. On
+ * PostgreSQL a statement's result is read whole by the client, so memory
+ * there grows with the rows a query selects (the rollup rows of the scope,
+ * or the method_stats rows of the scan), not only with `limit`; names and
+ * sketches are read in batches (a statement is a round trip).
  */
 #ifndef BL_SLOW_METHODS_H
 #define BL_SLOW_METHODS_H

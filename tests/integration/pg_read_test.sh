@@ -10,17 +10,21 @@
 # database, and store_read_dump prints both stores' answers over a matrix
 # of queries (every build and all builds, thread main/all, time ranges,
 # every sort, limits 1/3/50/none, fast and scan; every call-tree read):
-# the two texts must be byte-identical. When the server runs on
-# PostgreSQL (--store), the same HTTP GETs of slow-methods and call-tree
-# on both servers are compared byte for byte too.
+# the two texts must be byte-identical. Then a server on the PostgreSQL
+# copy (--store) answers the same HTTP GETs of slow-methods (every filter,
+# sort, limit) and call-tree (default, root=, max_depth, limit,
+# format=columns) as the server on SQLite did, byte for byte.
 #
 #   pg_read_test.sh BUILD_DIR WORK_DIR
-# Skips (77) when PostgreSQL's initdb / pg_ctl are not installed.
+# PostgreSQL: tests/lib/pg.sh (the shared cluster of BEATLINE_TEST_PG_URL, or
+# its own). Skips (77) without psql or sqlite3.
 set -euo pipefail
+# this test picks its stores itself: the first server on SQLite
+export BEATLINE_TEST_STORE=sqlite
 . "$(dirname "$0")/lib.sh"
 setup "$@"
 
-for t in initdb pg_ctl psql sqlite3; do
+for t in psql sqlite3; do
   command -v "$t" > /dev/null || { echo "SKIP: no $t"; finish 77; }
 done
 
@@ -142,49 +146,35 @@ n_m=$(jq '.methods | length' <<< "$BODY")
 [ "$n_m" -gt 20 ] && ok || bad "methods listed: $n_m"
 stop_server
 
-# --- PostgreSQL: a throwaway cluster on a free loopback port ----------------
-PGW=$(mktemp -d)
-PGRUN=()
-if [ "$(id -u)" = 0 ]; then
-  chown postgres "$PGW"
-  PGRUN=(runuser -u postgres --)
+# --- PostgreSQL: a database on the shared test cluster or a throwaway one
+. "$HERE/../lib/pg.sh"
+if [ -z "${BEATLINE_TEST_PG_URL:-}" ]; then
+  pg_start "$PWD" || { bad "PostgreSQL did not start"; finish; }
 fi
-PGPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cleanup() {
-  stop_server
-  "${PGRUN[@]}" pg_ctl -D "$PGW/data" -m immediate stop > /dev/null 2>&1 || true
-  rm -rf "$PGW"
-}
-trap cleanup EXIT
-"${PGRUN[@]}" initdb -D "$PGW/data" -A trust -U postgres -E UTF8 --locale=en_US.UTF-8 \
-  > initdb.log 2>&1 ||
-  "${PGRUN[@]}" initdb -D "$PGW/data" -A trust -U postgres -E UTF8 > initdb.log 2>&1
-"${PGRUN[@]}" pg_ctl -D "$PGW/data" -l "$PGW/log" -w -t 60 \
-  -o "-p $PGPORT -k $PGW -c listen_addresses=127.0.0.1 -c fsync=off" start > /dev/null
+PGURL=
+trap 'stop_server; [ -n "$PGURL" ] && pg_drop_db "$PGURL"; pg_stop' EXIT
+PGURL=$(pg_new_db) || { bad "no database"; finish; }
 export PGOPTIONS="-c client_min_messages=warning"
-PSQL=(psql -h 127.0.0.1 -p "$PGPORT" -U postgres -v ON_ERROR_STOP=1 -qAt)
-"${PSQL[@]}" -d postgres -c "CREATE DATABASE rd"
-PGURL="postgresql://postgres@127.0.0.1:$PGPORT/rd"
+PSQL=(psql "$PGURL" -v ON_ERROR_STOP=1 -qAt)
 "$BIN/store_read_dump" --migrate "$PGURL"
 ok
 
 # copy the tables the read path reads, row for row (ids kept); blobs as
 # bytea's hex form
 DB=$DATA/beatline.db
-TABLES="apps builds method_sigs methods method_stats call_nodes rollup_totals rollup_days
+TABLES="apps app_keys builds method_sigs methods method_stats call_nodes rollup_totals rollup_days
         rollup_hours rollup_spans rollup_dirty rollup_rebuild"
 # the schema's own rows (SQLite's have the same ids) go first
-"${PSQL[@]}" -d rd -c "TRUNCATE $(echo $TABLES | tr ' ' ',') CASCADE"
-for t in apps builds method_sigs methods method_stats call_nodes rollup_totals rollup_days \
-         rollup_hours rollup_spans rollup_dirty rollup_rebuild; do
+"${PSQL[@]}" -c "TRUNCATE $(echo $TABLES | tr ' ' ',') CASCADE"
+for t in $TABLES; do
   cols=$(sqlite3 "$DB" "SELECT group_concat(name, ',') FROM pragma_table_info('$t')")
   sel=$(sqlite3 "$DB" "SELECT group_concat(CASE WHEN type = 'BLOB' THEN
                          '''\\x'' || hex(' || name || ')' ELSE name END, ',')
                        FROM pragma_table_info('$t')")
   sqlite3 -csv -nullvalue '\N' "$DB" "SELECT $sel FROM $t" > "$t.csv"
-  "${PSQL[@]}" -d rd -c "\\copy $t ($cols) FROM '$PWD/$t.csv' WITH (FORMAT csv, NULL '\\N')"
+  "${PSQL[@]}" -c "\\copy $t ($cols) FROM '$PWD/$t.csv' WITH (FORMAT csv, NULL '\\N')"
   a=$(sqlite3 "$DB" "SELECT count(*) FROM $t")
-  b=$("${PSQL[@]}" -d rd -c "SELECT count(*) FROM $t")
+  b=$("${PSQL[@]}" -c "SELECT count(*) FROM $t")
   expect "rows of $t copied" "$a" "$b"
 done
 
@@ -201,18 +191,8 @@ if cmp -s dump-sqlite.txt dump-pg.txt; then
 else
   bad "store answers differ (SQLite < > PostgreSQL): $(diff dump-sqlite.txt dump-pg.txt | head -20)"
 fi
-# the reference scan while the rollups are marked dirty: the same again
-sqlite3 "$DB" "INSERT INTO rollup_dirty (app_id) VALUES (1)"
-"${PSQL[@]}" -d rd -c "INSERT INTO rollup_dirty (app_id) VALUES (1)"
-"$BIN/store_read_dump" "$DB" 1 "$((D0 + 86400))" > dirty-sqlite.txt 2>&1 || bad "dirty dump (SQLite)"
-"$BIN/store_read_dump" "$PGURL" 1 "$((D0 + 86400))" > dirty-pg.txt 2>&1 || bad "dirty dump (PostgreSQL)"
-cmp -s dirty-sqlite.txt dirty-pg.txt && ok ||
-  bad "answers with dirty rollups differ: $(diff dirty-sqlite.txt dirty-pg.txt | head -20)"
-sqlite3 "$DB" "DELETE FROM rollup_dirty"
-"${PSQL[@]}" -d rd -c "DELETE FROM rollup_dirty"
-
-# --- the HTTP answers of a server on PostgreSQL (when it runs there) -------
-if "$BIN/beatline-server" --help 2>&1 | grep -q -- '--store'; then
+# --- the HTTP answers of a server on PostgreSQL, byte for byte -------------
+if true; then
   start_server "$WORK/data-pg" --store "$PGURL"
   i=0
   same=0
@@ -228,7 +208,27 @@ if "$BIN/beatline-server" --help 2>&1 | grep -q -- '--store'; then
   done
   expect "HTTP answers identical" "${#QUERIES[@]}" "$same"
   stop_server
-else
-  echo "NOTE: beatline-server has no --store yet: HTTP answers on PostgreSQL not compared"
 fi
+# the reference scan while the rollups are marked dirty: the same again
+sqlite3 "$DB" "INSERT INTO rollup_dirty (app_id) VALUES (1)"
+"${PSQL[@]}" -c "INSERT INTO rollup_dirty (app_id) VALUES (1)"
+"$BIN/store_read_dump" "$DB" 1 "$((D0 + 86400))" > dirty-sqlite.txt 2>&1 || bad "dirty dump (SQLite)"
+"$BIN/store_read_dump" "$PGURL" 1 "$((D0 + 86400))" > dirty-pg.txt 2>&1 || bad "dirty dump (PostgreSQL)"
+cmp -s dirty-sqlite.txt dirty-pg.txt && ok ||
+  bad "answers with dirty rollups differ: $(diff dirty-sqlite.txt dirty-pg.txt | head -20)"
+sqlite3 "$DB" "DELETE FROM rollup_dirty"
+"${PSQL[@]}" -c "DELETE FROM rollup_dirty"
+# a method identity whose names are gone (a damaged store): the rollups'
+# answer leaves its group out on both (PostgreSQL reads names in a batch,
+# then answers again one name at a time)
+"$BIN/store_read_dump" "$DB" 1 "$((D0 + 86400))" > clean-sqlite.txt 2>&1 || bad "clean dump"
+sqlite3 "$DB" "PRAGMA foreign_keys = OFF; DELETE FROM method_sigs WHERE class = 'com.x.tie'"
+"${PSQL[@]}" -c "SET session_replication_role = replica" \
+  -c "DELETE FROM method_sigs WHERE class = 'com.x.tie'"
+"$BIN/store_read_dump" "$DB" 1 "$((D0 + 86400))" > nosig-sqlite.txt 2>&1 || bad "no-sig dump (SQLite)"
+"$BIN/store_read_dump" "$PGURL" 1 "$((D0 + 86400))" > nosig-pg.txt 2>&1 || bad "no-sig dump (PostgreSQL)"
+cmp -s nosig-sqlite.txt nosig-pg.txt && ok ||
+  bad "answers without a sig's names differ: $(diff nosig-sqlite.txt nosig-pg.txt | head -20)"
+cmp -s nosig-sqlite.txt clean-sqlite.txt && bad "deleting a sig changed nothing" || ok
+
 finish

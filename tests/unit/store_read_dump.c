@@ -6,6 +6,8 @@
  *
  *   store_read_dump STORE APP_ID [SECONDS...]
  *   store_read_dump --migrate STORE     (opens it writable: schema applied)
+ *   store_read_dump --all-builds STORE APP_ID [SECONDS...]
+ *       (slow methods of all builds only: for large stores)
  *
  * STORE: a SQLite path or a postgresql:// URL (bl_db_open, read-only).
  * SECONDS: times (s since the epoch) that bound the since/until ranges
@@ -194,6 +196,11 @@ int main(int argc, char **argv)
         bl_db_close(db);
         return 0;
     }
+    int all_only = !strcmp(argv[1], "--all-builds");
+    if (all_only) {
+        argv++;
+        argc--;
+    }
     if (bl_db_open(argv[1], 1, &db, err, sizeof err) != BL_OK) {
         fprintf(stderr, "store_read_dump: %s\n", err);
         return 1;
@@ -224,7 +231,8 @@ int main(int argc, char **argv)
     }
     nr = k;
     names b = { NULL, 0 };
-    check(bl_builds_list(db, app, build_cb, &b), db, "builds");
+    if (!all_only)
+        check(bl_builds_list(db, app, build_cb, &b), db, "builds");
     static const int64_t limits[] = { 1, 3, 50, -1 };
     for (size_t bi = 0; bi <= b.n; bi++) {
         const char *build = bi < b.n ? b.v[bi] : NULL;
