@@ -23,6 +23,16 @@ void bl_mem_huge(void *p, size_t n)
 #endif
 }
 
+void *bl_zalloc(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *p = malloc(n && size ? n * size : 1);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+
 void bl_buf_init(bl_buf *b, size_t cap_max)
 {
     b->data = NULL;

@@ -220,6 +220,30 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
         t->failed = 1;
 }
 
+/* Sizes the maps and the frame list for a trace of `len` bytes (a frame
+ * line is 30 bytes or more), up to a bound: growing them by rehashing and
+ * copying was a tenth of the scan. Only a hint: a failure is ignored (the
+ * maps and the list then grow as they fill). */
+static void names_reserve(trace_names *t, size_t len)
+{
+    size_t frames = len / 32, members = len / 64, classes = len / 128;
+    if (frames > ((size_t)1 << 20))
+        frames = (size_t)1 << 20;
+    if (members > ((size_t)1 << 18))
+        members = (size_t)1 << 18;
+    if (classes > ((size_t)1 << 17))
+        classes = (size_t)1 << 17;
+    (void)bl_u64map_reserve(&t->class_ix, (uint32_t)classes);
+    (void)bl_u64map_reserve(&t->member_ix, (uint32_t)members);
+    if (frames > t->frames.cap) {
+        tn_frame *v = realloc(t->frames.v, frames * sizeof *v);
+        if (v) {
+            t->frames.v = v;
+            t->frames.cap = frames;
+        }
+    }
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -804,6 +828,7 @@ int main(int argc, char **argv)
             goto out;
         }
         if (!strict) {
+            names_reserve(&want, in.len);
             bl_retrace_trace_names(in.data ? in.data : "", in.len, names_add, &want);
             want_ok = !want.failed;
             names_index(&want);
