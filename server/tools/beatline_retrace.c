@@ -173,13 +173,20 @@ static uint32_t index_put(bl_u64map *m, uint64_t h, uint32_t val, int *added)
     return *v;
 }
 
-static void names_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
-                      int64_t line)
+/* The line a frame is filed under: the retracer looks a frame without a
+ * line up as line 0; a line past any mapping range (BL_MAPPING_MAX_LINE)
+ * is kept as just past that bound, which no range holds either. */
+static uint32_t names_line(int64_t line)
 {
-    trace_names *t = ctx;
+    return line <= 0 ? 0 : line > BL_MAPPING_MAX_LINE ? BL_MAPPING_MAX_LINE + 1u : (uint32_t)line;
+}
+
+/* Files a name by its hashes: ch of the class, mh of the method (0: an
+ * exception line's class, no member) and the frame's line (names_line). */
+static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t line)
+{
     if (t->failed)
         return;
-    uint64_t ch = tn_hash(cls, cn, 0);
     bl_err err = BL_OK;
     int added;
     uint32_t ci = index_put(&t->class_ix, ch, (uint32_t)t->classes.n, &added);
@@ -192,12 +199,11 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
         tn_class c = { ch, 0, 0 };
         BL_VEC_PUSH(t->classes, c, err);
     }
-    if (!method) { /* an exception line's class: its record, no members */
+    if (!mh) { /* an exception line's class: its record, no members */
         if (err)
             t->failed = 1;
         return;
     }
-    uint64_t mh = tn_hash(method, mn, ch);
     uint32_t mi = err ? NO_INDEX : index_put(&t->member_ix, mh, (uint32_t)t->members.n, &added);
     if (mi == NO_INDEX) {
         t->failed = 1;
@@ -209,15 +215,100 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
         if (!err)
             t->classes.v[ci].n++;
     }
-    /* the retracer looks a frame without a line up as line 0; a line past
-     * any mapping range (BL_MAPPING_MAX_LINE) is kept as just past that
-     * bound, which no range holds either */
-    tn_frame f = { mi, line <= 0 ? 0 : line > BL_MAPPING_MAX_LINE ? BL_MAPPING_MAX_LINE + 1u
-                                                                  : (uint32_t)line };
+    tn_frame f = { mi, line };
     if (!err)
         BL_VEC_PUSH(t->frames, f, err);
     if (err)
         t->failed = 1;
+}
+
+/* bl_retrace_trace_names callback: files the name (see names_add_hashed). */
+static void names_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
+                      int64_t line)
+{
+    uint64_t ch = tn_hash(cls, cn, 0);
+    names_add_hashed(ctx, ch, method ? tn_hash(method, mn, ch) : 0, names_line(line));
+}
+
+/*
+ * A big trace is scanned in two halves at once (cut at a line start): the
+ * main thread files the first half's names as it reads them; a second
+ * thread reads the second half and only hashes its names into a list, which
+ * the main thread files afterwards, in order — so the result is the one a
+ * single pass gives (same indexes), and the reading and hashing of half
+ * the trace is done on the other CPU.
+ */
+#define SCAN_SPLIT_MIN ((size_t)256 << 10) /* scan in two halves from 256 KiB */
+
+typedef struct scan_rec {
+    uint64_t ch, mh; /* see names_add_hashed */
+    uint32_t line;
+} scan_rec;
+
+typedef struct scan_half {
+    const char *p;
+    size_t n;
+    BL_VEC(scan_rec) v;
+    int failed; /* out of memory: the main thread scans this half itself */
+} scan_half;
+
+static void scan_collect(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
+                         int64_t line)
+{
+    scan_half *h = ctx;
+    if (h->failed)
+        return;
+    uint64_t ch = tn_hash(cls, cn, 0);
+    scan_rec r = { ch, method ? tn_hash(method, mn, ch) : 0, names_line(line) };
+    bl_err err = BL_OK;
+    BL_VEC_PUSH(h->v, r, err);
+    if (err)
+        h->failed = 1;
+}
+
+static void *scan_run(void *arg)
+{
+    scan_half *h = arg;
+    bl_retrace_trace_names(h->p, h->n, scan_collect, h);
+    return NULL;
+}
+
+/* Scans text[0..len) into t, on two threads when `threads` allows and the
+ * text is big (see SCAN_SPLIT_MIN). */
+static void names_scan(trace_names *t, const char *text, size_t len, int threads)
+{
+    const char *cut = NULL;
+    if (threads >= 2 && len >= SCAN_SPLIT_MIN) {
+        cut = memchr(text + len / 2, '\n', len - len / 2);
+        if (cut)
+            cut++;
+    }
+    scan_half h;
+    memset(&h, 0, sizeof h);
+    pthread_t th;
+    int started = 0;
+    if (cut && cut < text + len) {
+        h.p = cut;
+        h.n = (size_t)(text + len - cut);
+        size_t guess = h.n / 32; /* a frame line is 30 bytes or more */
+        h.v.v = malloc((guess ? guess : 1) * sizeof *h.v.v);
+        h.v.cap = h.v.v ? guess : 0;
+        started = pthread_create(&th, NULL, scan_run, &h) == 0;
+    }
+    if (!started) {
+        bl_retrace_trace_names(text, len, names_add, t);
+        free(h.v.v);
+        return;
+    }
+    bl_retrace_trace_names(text, (size_t)(cut - text), names_add, t);
+    pthread_join(th, NULL);
+    if (h.failed) {
+        bl_retrace_trace_names(h.p, h.n, names_add, t);
+    } else {
+        for (size_t i = 0; i < h.v.n; i++)
+            names_add_hashed(t, h.v.v[i].ch, h.v.v[i].mh, h.v.v[i].line);
+    }
+    free(h.v.v);
 }
 
 /* Sizes the maps and the frame list for a trace of `len` bytes (a frame
@@ -829,7 +920,8 @@ int main(int argc, char **argv)
         }
         if (!strict) {
             names_reserve(&want, in.len);
-            bl_retrace_trace_names(in.data ? in.data : "", in.len, names_add, &want);
+            long cpus = threads ? threads : sysconf(_SC_NPROCESSORS_ONLN);
+            names_scan(&want, in.data ? in.data : "", in.len, cpus >= 2 ? 2 : 1);
             want_ok = !want.failed;
             names_index(&want);
         }
