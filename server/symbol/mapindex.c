@@ -641,6 +641,9 @@ static int member_obf_name(const char *p, const char *le, const char **name, siz
 /* The first byte of [p, le) that is not a blank (space or tab), or le. */
 static const char *skip_blanks(const char *p, const char *le)
 {
+    /* members are indented by four spaces: those at once */
+    if (le - p > 4 && !memcmp(p, "    ", 4))
+        p += 4;
     while (p < le && (*p == ' ' || *p == '\t'))
         p++;
     return p;

@@ -34,13 +34,12 @@ static int parse_uint(const char **pp, const char *e, uint32_t *out)
 {
     const char *p = *pp;
     uint64_t v = 0;
-    if (p >= e || *p < '0' || *p > '9')
+    if (p >= e || (unsigned)(*p - '0') > 9)
         return 0;
-    while (p < e && *p >= '0' && *p <= '9') {
-        v = v * 10 + (uint64_t)(*p - '0');
+    for (unsigned d; p < e && (d = (unsigned)(*p - '0')) <= 9; p++) {
+        v = v * 10 + d;
         if (v > BL_MAPPING_MAX_LINE)
             return 0;
-        p++;
     }
     *pp = p;
     *out = (uint32_t)v;

@@ -1121,18 +1121,29 @@ static int frame_at(const char *p, const char *e, const char **pfx, const char *
         }
     if (!cl)
         return 0;
-    const char *nm = p;
-    for (const char *q = p; q < op; q++)
-        if (*q == '/')
+    /* one pass: the name starts after the last '/' (a class loader's
+     * name before it); its last '.' splits class and method; it holds no
+     * blank */
+    enum { B_SLASH = 1, B_DOT = 2, B_WS = 4 };
+    static const unsigned char btab[256] = { ['/'] = B_SLASH, ['.'] = B_DOT, [' '] = B_WS,
+                                             ['\t'] = B_WS };
+    const char *nm = p, *d = NULL;
+    int ws = 0;
+    for (const char *q = p; q < op; q++) {
+        unsigned k = btab[(unsigned char)*q];
+        if (!k)
+            continue;
+        if (k == B_SLASH) {
             nm = q + 1;
-    const char *d = NULL;
-    for (const char *q = nm; q < op; q++) {
-        if (*q == '.')
+            d = NULL;
+            ws = 0;
+        } else if (k == B_DOT) {
             d = q;
-        else if (*q == ' ' || *q == '\t')
-            return 0;
+        } else {
+            ws = 1;
+        }
     }
-    if (!d || d == nm || d + 1 == op)
+    if (ws || !d || d == nm || d + 1 == op)
         return 0;
     *pfx = p;
     *name = nm;
