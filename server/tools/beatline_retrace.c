@@ -43,6 +43,8 @@
 #define PART_OUT_CAP ((size_t)32 << 20)    /* output a piece keeps before its
                                               turn, at most (it then waits) */
 #define PIECES_PER_THREAD 4                /* a late piece delays the end less */
+#define OUT_PER_IN_BYTE 5                  /* output bytes reserved per input
+                                              byte of a piece (see crew_piece) */
 #define PIECE_MIN_BYTES ((size_t)256 << 10)
 
 static const char usage[] =
@@ -609,6 +611,13 @@ static int crew_piece(crew *c, bl_retracer *rt, int k, uint64_t *lines)
 {
     piece *pc = &c->pc[k];
     int streaming = crew_turn(c, k, 0, 0);
+    /* room for the output at once (a retraced trace is a few times longer
+     * than its input; streaming flushes at 1 MiB): growing by doubling
+     * copied each piece's output several times into fresh pages. Only a
+     * hint: the appends still grow the buffer as needed. */
+    size_t guess = (size_t)(pc->e - pc->p) * OUT_PER_IN_BYTE + 4096;
+    size_t most = streaming ? ((size_t)1 << 20) + 65536 : c->hold_max + 65536;
+    (void)bl_buf_reserve(&pc->out, guess < most ? guess : most);
     size_t ask_at = (size_t)1 << 20; /* held output at which to ask again */
     const char *p = pc->p;
     while (p < pc->e) {
