@@ -608,10 +608,13 @@ static int same_str(const bl_mapindex *mi, uint32_t a, uint32_t b)
     return a == b || !strcmp(bl_mapindex_str(mi, a), bl_mapindex_str(mi, b));
 }
 
-static int same_frame(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b, int verbose)
+/* Whether a and b print the same, their lines aside (names from the
+ * pool are often the same pointer: then no bytes are compared). */
+static int same_names(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b, int verbose)
 {
-    if (a->line != b->line || a->cls_n != b->cls_n || a->method_n != b->method_n ||
-        memcmp(a->cls, b->cls, a->cls_n) || memcmp(a->method, b->method, a->method_n))
+    if (a->cls_n != b->cls_n || a->method_n != b->method_n ||
+        (a->cls != b->cls && memcmp(a->cls, b->cls, a->cls_n)) ||
+        (a->method != b->method && memcmp(a->method, b->method, a->method_n)))
         return 0;
     if (verbose && a->m && b->m &&
         (!same_str(mi, a->m->params, b->m->params) || !same_str(mi, a->m->ret, b->m->ret)))
@@ -619,12 +622,15 @@ static int same_frame(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe
     return 1;
 }
 
+static int same_frame(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b, int verbose)
+{
+    return a->line == b->line && same_names(mi, a, b, verbose);
+}
+
 static int same_frame_no_line(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b,
                               int verbose)
 {
-    bl_rframe t = *b;
-    t.line = a->line;
-    return same_frame(mi, a, &t, verbose);
+    return same_names(mi, a, b, verbose);
 }
 
 /* Ends the current alternative: applies rewriteFrame / synthesized rules,
