@@ -49,6 +49,8 @@ typedef struct rng_rec {
 typedef struct rng_ent {
     const bl_mi_method *b; /* NULL = empty slot */
     uint32_t first, n;     /* records rr[first .. first+n) */
+    uint32_t nomin;        /* the first entry without a minified range, or
+                              the bucket size when there is none */
 } rng_ent;
 
 /* A remembered original-class lookup, keyed by the string's address in the
@@ -425,9 +427,10 @@ static void rng_sort(rng_rec *v, uint32_t n)
 
 /* The range index of bucket b[0..n) (built at its first use), or NULL when
  * there is none (a small bucket, or past RANGE_RECS_MAX, or out of memory:
- * the caller then walks the bucket). *nr gets the record count. */
+ * the caller then walks the bucket). *nr gets the record count, *nomin the
+ * first entry without a minified range (n: none). */
 static const rng_rec *bucket_ranges(bl_retracer *rt, const bl_mi_method *b, uint32_t n,
-                                    uint32_t *nr)
+                                    uint32_t *nr, uint32_t *nomin)
 {
     if (n < RANGE_INDEX_MIN)
         return NULL;
@@ -437,6 +440,7 @@ static const rng_rec *bucket_ranges(bl_retracer *rt, const bl_mi_method *b, uint
              j = (j + 1) & rt->ri_mask) {
             if (rt->ri[j].b == b) {
                 *nr = rt->ri[j].n;
+                *nomin = rt->ri[j].nomin;
                 return rt->rr + rt->ri[j].first;
             }
             if (!rt->ri[j].b)
@@ -473,7 +477,12 @@ static const rng_rec *bucket_ranges(bl_retracer *rt, const bl_mi_method *b, uint
         rt->rr_cap = cap;
     }
     rng_rec *v = rt->rr + rt->rr_n;
-    uint32_t m = 0;
+    uint32_t m = 0, first_nomin = n;
+    for (uint32_t i = 0; i < n; i++)
+        if (!(b[i].flags & BL_MIM_HAS_MIN)) {
+            first_nomin = i;
+            break;
+        }
     for (uint32_t i = 0; i < n;) {
         uint32_t e = group_end(b, n, i);
         if (b[i].flags & BL_MIM_HAS_MIN) {
@@ -494,9 +503,11 @@ static const rng_rec *bucket_ranges(bl_retracer *rt, const bl_mi_method *b, uint
     rt->ri[j].b = b;
     rt->ri[j].first = rt->rr_n;
     rt->ri[j].n = m;
+    rt->ri[j].nomin = first_nomin;
     rt->ri_n++;
     rt->rr_n += m;
     *nr = m;
+    *nomin = first_nomin;
     return v;
 }
 
@@ -899,8 +910,8 @@ static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, cons
     if (n) {
         /* 1. groups whose minified range contains L (L == 0: 0:0, 0:N),
          * in bucket order; found through the range index of a big bucket */
-        uint32_t nr;
-        const rng_rec *rv = bucket_ranges(rt, b, n, &nr);
+        uint32_t nr, nomin = 0;
+        const rng_rec *rv = bucket_ranges(rt, b, n, &nr, &nomin);
         int64_t nh = rv ? range_hits(rt, rv, nr, L) : -1;
         if (nh >= 0) {
             for (int64_t h = 0; h < nh && !err && rt->nalt < MAX_ALTERNATIVES; h++) {
@@ -923,7 +934,7 @@ static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, cons
         }
         /* 2. entries without a minified range */
         uint32_t had_range_match = found;
-        for (uint32_t i = 0; i < n && !had_range_match && !err && rt->nalt < MAX_ALTERNATIVES;
+        for (uint32_t i = nomin; i < n && !had_range_match && !err && rt->nalt < MAX_ALTERNATIVES;
              i++) {
             if (b[i].flags & BL_MIM_HAS_MIN)
                 continue;
