@@ -19,7 +19,7 @@
 #define MAX_ALTERNATIVES 64   /* alternatives printed for one frame */
 #define MEMO_MAX (1u << 18)   /* lookups remembered per retracer, at most */
 #define RANGE_INDEX_MIN 24    /* buckets of this many entries get a range index */
-#define RANGE_RECS_MAX (1u << 22) /* range records per retracer, at most */
+#define RANGE_RECS_MAX (1u << 20) /* range records per retracer, at most */
 
 /* A remembered frame lookup: obfuscated (class, method) -> class record and
  * method bucket. The key bytes are kept in the retracer's key arena. */
