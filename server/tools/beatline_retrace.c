@@ -131,6 +131,11 @@ static double now_ms(void)
  */
 #define NO_INDEX UINT32_MAX
 #define SCAN_MEMBERS 16 /* a class's members checked one by one, at most */
+/* Bits of the class filter: the classes the trace names, one bit each by
+ * their hash (64 KiB, so it stays in the CPU's cache): a class line whose
+ * bit is clear is not named, without a look in the (bigger) class map —
+ * half of a big mapping's class lines or more. */
+#define CLASS_BITS ((size_t)1 << 19)
 
 typedef struct tn_class {
     uint64_t h;
@@ -154,6 +159,8 @@ typedef struct trace_names {
     BL_VEC(tn_member) members;
     BL_VEC(tn_frame) frames;    /* freed by names_index */
     uint32_t *member_of;        /* members grouped by class */
+    uint64_t *member_h;         /* their hashes, in the same order */
+    uint64_t *class_bits;       /* a bit per class hash (see CLASS_BITS) */
     uint32_t *lines;            /* lines grouped by member */
     uint64_t gen;   /* bumped before each build that asks */
     int failed;     /* out of memory while scanning: read everything */
@@ -352,10 +359,13 @@ static void names_index(trace_names *t)
         return;
     size_t nc = t->classes.n, nm = t->members.n, nf = t->frames.n;
     t->member_of = malloc((nm ? nm : 1) * sizeof *t->member_of);
+    t->member_h = malloc((nm ? nm : 1) * sizeof *t->member_h);
     t->lines = malloc((nf ? nf : 1) * sizeof *t->lines);
-    if (!t->member_of || !t->lines) {
+    if (!t->member_of || !t->member_h || !t->lines) {
         free(t->member_of); /* tn_ask_member then uses the member map */
+        free(t->member_h);
         t->member_of = NULL;
+        t->member_h = NULL;
         return;
     }
     uint32_t sum = 0;
@@ -366,8 +376,14 @@ static void names_index(trace_names *t)
     }
     for (size_t m = 0; m < nm; m++) {
         tn_class *c = &t->classes.v[t->members.v[m].cls];
+        t->member_h[c->first + c->n] = t->members.v[m].h;
         t->member_of[c->first + c->n++] = (uint32_t)m;
     }
+    /* the filter, filled before use (NULL: every class goes to the map) */
+    t->class_bits = bl_zalloc(CLASS_BITS / 64, sizeof *t->class_bits);
+    for (size_t c = 0; t->class_bits && c < nc; c++)
+        t->class_bits[(t->classes.v[c].h >> 6) % (CLASS_BITS / 64)] |=
+            (uint64_t)1 << (t->classes.v[c].h & 63);
     for (size_t i = 0; i < nf; i++)
         t->members.v[t->frames.v[i].member].n++;
     sum = 0;
@@ -407,6 +423,8 @@ static void names_free(trace_names *t)
     free(t->members.v);
     free(t->frames.v);
     free(t->member_of);
+    free(t->member_h);
+    free(t->class_bits);
     free(t->lines);
 }
 
@@ -437,16 +455,16 @@ static tn_last *tn_ask_class(const trace_names *t, const char *cls, size_t cn)
         l->cls = cls;
         l->cn = cn;
         l->ch = tn_hash(cls, cn, 0);
-        l->ci = bl_u64map_get(&t->class_ix, l->ch, NO_INDEX);
+        int maybe = !t->class_bits || ((t->class_bits[(l->ch >> 6) % (CLASS_BITS / 64)] >>
+                                        (l->ch & 63)) & 1);
+        l->ci = maybe ? bl_u64map_get(&t->class_ix, l->ch, NO_INDEX) : NO_INDEX;
         l->name = NULL;
         l->nm = -1;
         const tn_class *c = l->ci != NO_INDEX ? &t->classes.v[l->ci] : NULL;
         if (c && t->member_of && c->n <= SCAN_MEMBERS) {
             l->nm = (int)c->n;
-            for (uint32_t k = 0; k < c->n; k++) {
-                l->mx[k] = t->member_of[c->first + k];
-                l->mh[k] = t->members.v[l->mx[k]].h;
-            }
+            memcpy(l->mx, t->member_of + c->first, c->n * sizeof *l->mx);
+            memcpy(l->mh, t->member_h + c->first, c->n * sizeof *l->mh);
         }
     }
     return l;
