@@ -475,7 +475,9 @@ static uint32_t tn_ask_member(const trace_names *t, const char *cls, size_t cn,
                               const char *name, size_t nn)
 {
     tn_last *l = tn_ask_class(t, cls, cn);
-    if (l->name == name && l->nn == nn)
+    /* the same name as the line before (a method's ranges are consecutive
+     * lines): compared by its bytes, which stay in the mapping text */
+    if (l->name && l->nn == nn && (l->name == name || !memcmp(l->name, name, nn)))
         return l->mi;
     l->name = name;
     l->nn = nn;
