@@ -23,6 +23,20 @@ void bl_mem_huge(void *p, size_t n)
 #endif
 }
 
+/* memset through a volatile pointer: compilers turn malloc + memset(0)
+ * into calloc, which is exactly what bl_zalloc must not be */
+static void *(*volatile zero_fill)(void *, int, size_t) = memset;
+
+void *bl_zalloc(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *p = malloc(n && size ? n * size : 1);
+    if (p)
+        zero_fill(p, 0, n * size);
+    return p;
+}
+
 void bl_buf_init(bl_buf *b, size_t cap_max)
 {
     b->data = NULL;

@@ -54,6 +54,17 @@ void bl_buf_cleanup(bl_buf *b);
  * for every partly used buffer.
  */
 void bl_mem_huge(void *p, size_t n);
+/*
+ * calloc(n, size) whose pages are written at once (malloc + memset), for
+ * hash tables that are probed (read) before their slots are written. A
+ * calloc of fresh memory leaves its pages untouched: the first read of each
+ * maps the shared zero page and the first write then copies it — a second
+ * fault that, once the process has several threads, also flushes the other
+ * CPUs' TLBs (an inter-processor interrupt). Writing first costs one fault
+ * per page. The caller frees the result with free(); NULL when out of
+ * memory or when n * size overflows.
+ */
+void *bl_zalloc(size_t n, size_t size);
 
 /* Ensures room for `extra` more bytes. BL_ENOMEM or BL_ETOOBIG on failure. */
 bl_err bl_buf_reserve(bl_buf *b, size_t extra);

@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "common/buf.h"
+
 static uint32_t home(uint64_t key, uint32_t mask)
 {
     return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
@@ -10,57 +12,65 @@ static uint32_t home(uint64_t key, uint32_t mask)
 
 void bl_u64map_init(bl_u64map *m)
 {
-    m->key = NULL;
-    m->val = NULL;
+    m->slot = NULL;
     m->mask = m->n = 0;
 }
 
 void bl_u64map_cleanup(bl_u64map *m)
 {
-    free(m->key);
-    free(m->val);
+    free(m->slot);
     bl_u64map_init(m);
 }
 
 uint32_t bl_u64map_get(const bl_u64map *m, uint64_t key, uint32_t none)
 {
-    if (!m->key || !key)
+    if (!m->slot || !key)
         return none;
     for (uint32_t j = home(key, m->mask);; j = (j + 1) & m->mask) {
-        if (m->key[j] == key)
-            return m->val[j];
-        if (!m->key[j])
+        if (m->slot[j].key == key)
+            return m->slot[j].val;
+        if (!m->slot[j].key)
             return none;
     }
 }
 
-static bl_err grow(bl_u64map *m)
+/* Rehashes into `cap` slots (a power of two, above twice the keys held). */
+static bl_err rehash(bl_u64map *m, uint32_t cap)
 {
-    if (m->key && m->mask + 1 >= (1u << 31))
-        return BL_ETOOBIG;
-    uint32_t cap = m->key ? (m->mask + 1) * 2 : 1024;
-    uint64_t *nk = calloc(cap, sizeof *nk);
-    uint32_t *nv = malloc((size_t)cap * sizeof *nv);
-    if (!nk || !nv) {
-        free(nk);
-        free(nv);
+    bl_u64map_slot *ns = bl_zalloc(cap, sizeof *ns); /* probed before written */
+    if (!ns)
         return BL_ENOMEM;
-    }
-    for (uint32_t i = 0; m->key && i <= m->mask; i++) {
-        if (!m->key[i])
+    for (uint32_t i = 0; m->slot && i <= m->mask; i++) {
+        if (!m->slot[i].key)
             continue;
-        uint32_t j = home(m->key[i], cap - 1);
-        while (nk[j])
+        uint32_t j = home(m->slot[i].key, cap - 1);
+        while (ns[j].key)
             j = (j + 1) & (cap - 1);
-        nk[j] = m->key[i];
-        nv[j] = m->val[i];
+        ns[j] = m->slot[i];
     }
-    free(m->key);
-    free(m->val);
-    m->key = nk;
-    m->val = nv;
+    free(m->slot);
+    m->slot = ns;
     m->mask = cap - 1;
     return BL_OK;
+}
+
+static bl_err grow(bl_u64map *m)
+{
+    if (m->slot && m->mask + 1 >= (1u << 31))
+        return BL_ETOOBIG;
+    return rehash(m, m->slot ? (m->mask + 1) * 2 : 1024);
+}
+
+bl_err bl_u64map_reserve(bl_u64map *m, uint32_t n)
+{
+    if (n > (1u << 30))
+        return BL_ETOOBIG;
+    uint32_t cap = 1024;
+    while ((uint64_t)n * 2 > cap)
+        cap *= 2;
+    if (m->slot && cap <= m->mask + 1)
+        return BL_OK;
+    return rehash(m, cap);
 }
 
 bl_err bl_u64map_put(bl_u64map *m, uint64_t key, uint32_t init, uint32_t **val, int *added)
@@ -68,27 +78,27 @@ bl_err bl_u64map_put(bl_u64map *m, uint64_t key, uint32_t init, uint32_t **val, 
     *added = 0;
     if (!key)
         return BL_EINVAL;
-    if (m->key) { /* present: no growth */
+    if (m->slot) { /* present: no growth */
         uint32_t j = home(key, m->mask);
-        while (m->key[j] && m->key[j] != key)
+        while (m->slot[j].key && m->slot[j].key != key)
             j = (j + 1) & m->mask;
-        if (m->key[j]) {
-            *val = &m->val[j];
+        if (m->slot[j].key) {
+            *val = &m->slot[j].val;
             return BL_OK;
         }
     }
-    if (!m->key || ((uint64_t)m->n + 1) * 2 > (uint64_t)m->mask + 1) {
+    if (!m->slot || ((uint64_t)m->n + 1) * 2 > (uint64_t)m->mask + 1) {
         bl_err err = grow(m);
         if (err)
             return err;
     }
     uint32_t j = home(key, m->mask);
-    while (m->key[j])
+    while (m->slot[j].key)
         j = (j + 1) & m->mask;
-    m->key[j] = key;
-    m->val[j] = init;
+    m->slot[j].key = key;
+    m->slot[j].val = init;
     m->n++;
     *added = 1;
-    *val = &m->val[j];
+    *val = &m->slot[j].val;
     return BL_OK;
 }

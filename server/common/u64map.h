@@ -11,9 +11,14 @@
 #include <stdint.h>
 #include "common/blerr.h"
 
+/* A slot: key and value side by side, so a lookup reads one cache line. */
+typedef struct bl_u64map_slot {
+    uint64_t key; /* 0 = empty slot */
+    uint32_t val;
+} bl_u64map_slot;
+
 typedef struct bl_u64map {
-    uint64_t *key; /* 0 = empty slot */
-    uint32_t *val;
+    bl_u64map_slot *slot; /* NULL before the first put or reserve */
     uint32_t mask; /* slots - 1 (slots a power of two), 0 before the first put */
     uint32_t n;    /* keys held */
 } bl_u64map;
@@ -31,5 +36,11 @@ uint32_t bl_u64map_get(const bl_u64map *m, uint64_t key, uint32_t none);
  * be 0 (BL_EINVAL). BL_ENOMEM (the map is unchanged), BL_ETOOBIG past 2^30
  * keys. */
 bl_err bl_u64map_put(bl_u64map *m, uint64_t key, uint32_t init, uint32_t **val, int *added);
+
+/* Makes room for n keys in all (no growth until more are put): a caller
+ * that knows about how many keys come saves the rehashing on the way.
+ * Only ever grows the table. BL_ENOMEM (the map is unchanged), BL_ETOOBIG
+ * past 2^30 keys. */
+bl_err bl_u64map_reserve(bl_u64map *m, uint32_t n);
 
 #endif

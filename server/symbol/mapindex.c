@@ -57,12 +57,19 @@ struct bl_mapindex {
 /* ------------------------------------------------------------------------ */
 /* Interner                                                                  */
 
+/* An interner slot: the id and the high half of its hash, so that a probe
+ * passes other strings without reading their hash or bytes. */
+typedef struct islot {
+    uint32_t id1; /* id + 1, 0 = empty */
+    uint32_t tag; /* hash >> 32 */
+} islot;
+
 typedef struct interner {
     bl_buf pool;       /* the strings section */
     uint32_t *ref;     /* id -> offset of the bytes in pool */
     uint64_t *hash;    /* id -> XXH3-64 of the bytes */
     uint32_t n, cap;   /* ids in use / allocated */
-    uint32_t *slots;   /* id + 1, 0 = empty */
+    islot *slots;      /* open addressing on the hash's low bits */
     uint32_t mask;     /* slot count - 1 */
 } interner;
 
@@ -74,7 +81,7 @@ static bl_err interner_init(interner *in)
     in->ref = malloc(in->cap * sizeof *in->ref);
     in->hash = malloc(in->cap * sizeof *in->hash);
     in->mask = 4095;
-    in->slots = calloc((size_t)in->mask + 1, sizeof *in->slots);
+    in->slots = bl_zalloc((size_t)in->mask + 1, sizeof *in->slots);
     if (!in->ref || !in->hash || !in->slots)
         return BL_ENOMEM;
     /* id 0 is the empty string at reference 0 */
@@ -97,17 +104,17 @@ static void interner_cleanup(interner *in)
 static bl_err interner_grow(interner *in)
 {
     uint32_t ncap = (in->mask + 1) * 2;
-    uint32_t *ns = calloc(ncap, sizeof *ns);
+    islot *ns = bl_zalloc(ncap, sizeof *ns);
     if (!ns)
         return BL_ENOMEM;
     for (uint32_t i = 0; i <= in->mask; i++) {
-        uint32_t id1 = in->slots[i];
+        uint32_t id1 = in->slots[i].id1;
         if (!id1)
             continue;
         uint32_t j = (uint32_t)in->hash[id1 - 1] & (ncap - 1);
-        while (ns[j])
+        while (ns[j].id1)
             j = (j + 1) & (ncap - 1);
-        ns[j] = id1;
+        ns[j] = in->slots[i];
     }
     free(in->slots);
     in->slots = ns;
@@ -123,13 +130,13 @@ static bl_err intern(interner *in, const char *p, uint32_t n, uint32_t *id)
         return BL_OK;
     }
     uint64_t h = XXH3_64bits(p, n);
-    uint32_t j = (uint32_t)h & in->mask;
+    uint32_t j = (uint32_t)h & in->mask, tag = (uint32_t)(h >> 32);
     for (;;) {
-        uint32_t id1 = in->slots[j];
+        uint32_t id1 = in->slots[j].id1;
         if (!id1)
             break;
         uint32_t k = id1 - 1;
-        if (in->hash[k] == h) {
+        if (in->slots[j].tag == tag) { /* the bytes decide */
             uint32_t r = in->ref[k];
             uint32_t len;
             memcpy(&len, in->pool.data + r - 4, 4);
@@ -165,7 +172,8 @@ static bl_err intern(interner *in, const char *p, uint32_t n, uint32_t *id)
     uint32_t k = in->n++;
     in->ref[k] = r;
     in->hash[k] = h;
-    in->slots[j] = k + 1;
+    in->slots[j].id1 = k + 1;
+    in->slots[j].tag = tag;
     *id = k;
     if ((uint64_t)in->n * 2 > in->mask)
         return interner_grow(in);
@@ -633,6 +641,9 @@ static int member_obf_name(const char *p, const char *le, const char **name, siz
 /* The first byte of [p, le) that is not a blank (space or tab), or le. */
 static const char *skip_blanks(const char *p, const char *le)
 {
+    /* members are indented by four spaces: those at once */
+    if (le - p > 4 && !memcmp(p, "    ", 4))
+        p += 4;
     while (p < le && (*p == ' ' || *p == '\t'))
         p++;
     return p;
@@ -683,18 +694,16 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
         b->st.lines++;
-        if (b->use_range) {
-            const char *q = skip_blanks(p, le);
-            if (q < le && *q == '#' && json_comment(q, le)) {
-                b->restart = 1;
-                return BL_OK;
-            }
+        /* the first byte that is not a blank (le: none) */
+        const char *q = p < le && (*p == ' ' || *p == '\t') ? skip_blanks(p, le) : p;
+        if (b->use_range && q < le && *q == '#' && json_comment(q, le)) {
+            b->restart = 1;
+            return BL_OK;
         }
         if (skipping && (*p == ' ' || *p == '\t')) {
             /* a member of an unwanted class: skipped unread; an indented
              * comment is read as usual (class metadata), or after a
              * skipped member only when it acts beyond that member */
-            const char *q = skip_blanks(p, le);
             if (q == le || *q != '#' || (b->last_kind == LK_NONE && !meta_beyond_member(q, le))) {
                 if (q < le && *q != '#') {
                     close_group(b);
@@ -708,7 +717,6 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
          * comment or a malformed line at column 0 is read, and the class's
          * members after it are still skipped) */
         if (want_m && cls && (*p == ' ' || *p == '\t')) {
-            const char *q = skip_blanks(p, le);
             const char *nm;
             size_t nn;
             if (q < le && *q == '#') {
@@ -1168,9 +1176,9 @@ static bl_err write_image(builder *b, bl_buf *out)
     }
 
     uint32_t cap1 = pow2_at_least(nc), cap3 = pow2_at_least(n_sigs);
-    t1 = calloc(cap1, sizeof *t1);
-    t2 = calloc(cap1, sizeof *t2);
-    t3 = calloc(cap3, sizeof *t3);
+    t1 = bl_zalloc(cap1, sizeof *t1);
+    t2 = bl_zalloc(cap1, sizeof *t2);
+    t3 = bl_zalloc(cap3, sizeof *t3);
     if (!t1 || !t2 || !t3) {
         free(ex.v);
         err = BL_ENOMEM;
@@ -1348,11 +1356,11 @@ static void builder_free(builder *b)
 static uint32_t interned_id(const interner *in, const char *p, uint32_t n, uint64_t h)
 {
     for (uint32_t j = (uint32_t)h & in->mask;; j = (j + 1) & in->mask) {
-        uint32_t id1 = in->slots[j];
+        uint32_t id1 = in->slots[j].id1;
         if (!id1)
             return 0;
         uint32_t k = id1 - 1, len;
-        if (in->hash[k] == h) {
+        if (in->slots[j].tag == (uint32_t)(h >> 32)) {
             memcpy(&len, in->pool.data + in->ref[k] - 4, 4);
             if (len == n && memcmp(in->pool.data + in->ref[k], p, n) == 0)
                 return k;

@@ -18,6 +18,8 @@
 #define MAX_SPAN_EXPANSION 32 /* alternatives for an original span N:M */
 #define MAX_ALTERNATIVES 64   /* alternatives printed for one frame */
 #define MEMO_MAX (1u << 18)   /* lookups remembered per retracer, at most */
+#define RANGE_INDEX_MIN 24    /* buckets of this many entries get a range index */
+#define RANGE_RECS_MAX (1u << 20) /* range records per retracer, at most */
 
 /* A remembered frame lookup: obfuscated (class, method) -> class record and
  * method bucket. The key bytes are kept in the retracer's key arena. */
@@ -28,6 +30,28 @@ typedef struct memo_ent {
     const bl_mi_class *c;     /* NULL: class unknown */
     const bl_mi_method *b;
 } memo_ent;
+
+/*
+ * A range index of a big method bucket (see bucket_ranges): one record per
+ * inline group with a minified range, sorted by range start, with the
+ * largest range end up to each record — so the groups whose range holds a
+ * line are found by a binary search and a short walk back instead of a
+ * walk over the whole bucket (a bucket of an overloaded obfuscated name can
+ * hold hundreds of entries, each frame of it walked them all).
+ */
+typedef struct rng_rec {
+    uint32_t lo, hi;  /* the group's minified range */
+    uint32_t maxhi;   /* the largest hi of this and every earlier record */
+    uint32_t gs, ge;  /* the group: entries [gs, ge) of the bucket */
+} rng_rec;
+
+/* Where a bucket's records are (keyed by the bucket's first entry). */
+typedef struct rng_ent {
+    const bl_mi_method *b; /* NULL = empty slot */
+    uint32_t first, n;     /* records rr[first .. first+n) */
+    uint32_t nomin;        /* the first entry without a minified range, or
+                              the bucket size when there is none */
+} rng_ent;
 
 /* A remembered original-class lookup, keyed by the string's address in the
  * index pool (a frame's class string always comes from the pool; one that
@@ -73,6 +97,12 @@ struct bl_retracer {
     int64_t in_line;     /* the frame's own line (-1: none), for end_alt */
     bl_rframe *fr2;      /* scratch for sorting alternatives (capfr) */
     uint32_t *order;     /* scratch: alternative order (capalt) */
+    rng_ent *ri;         /* range indexes of big buckets (see rng_rec) */
+    uint32_t ri_mask, ri_n;
+    rng_rec *rr;         /* their records */
+    uint32_t rr_n, rr_cap;
+    uint32_t *hits;      /* scratch: groups found through a range index */
+    uint32_t hits_cap;
     char exc_obf[512], exc_orig[512];
 };
 
@@ -108,6 +138,9 @@ void bl_retracer_free(bl_retracer *rt)
     bl_buf_cleanup(&rt->files);
     free(rt->memo);
     free(rt->oc);
+    free(rt->ri);
+    free(rt->rr);
+    free(rt->hits);
     free(rt);
 }
 
@@ -247,7 +280,7 @@ static const bl_mi_class *orig_class(bl_retracer *rt, const char *cls, uint32_t 
         return c;
     if (!rt->oc || (rt->oc_n + 1) * 2 > rt->oc_mask + 1) {
         uint32_t cap = rt->oc ? (rt->oc_mask + 1) * 2 : 1024;
-        orig_ent *t = calloc(cap, sizeof *t);
+        orig_ent *t = bl_zalloc(cap, sizeof *t);
         if (!t)
             return c; /* remembering is only an optimisation */
         for (uint32_t i = 0; rt->oc && i <= rt->oc_mask; i++) {
@@ -305,7 +338,7 @@ static uint32_t frame_lookup(bl_retracer *rt, const char *cls, size_t cls_n, con
         return n;
     if (!rt->memo || (rt->memo_n + 1) * 2 > rt->memo_mask + 1) {
         uint32_t cap = rt->memo ? (rt->memo_mask + 1) * 2 : 1024;
-        memo_ent *t = calloc(cap, sizeof *t);
+        memo_ent *t = bl_zalloc(cap, sizeof *t);
         if (!t)
             return n; /* remembering is only an optimisation */
         for (uint32_t i = 0; rt->memo && i <= rt->memo_mask; i++) {
@@ -362,6 +395,153 @@ static uint32_t group_end(const bl_mi_method *b, uint32_t n, uint32_t i)
     while (j + 1 < n && !(b[j].flags & BL_MIM_OUTER) && !(b[j + 1].flags & BL_MIM_GROUP_START))
         j++;
     return j + 1;
+}
+
+/* Whether record x sorts before y: by range start, then group. */
+static int rng_before(const rng_rec *x, const rng_rec *y)
+{
+    return x->lo < y->lo || (x->lo == y->lo && x->gs < y->gs);
+}
+
+static void rng_sort(rng_rec *v, uint32_t n)
+{
+    /* a bottom-up merge sort would need scratch; buckets are at most a few
+     * thousand groups and mostly in order already: insertion sort with a
+     * binary search for the place, then one move */
+    for (uint32_t i = 1; i < n; i++) {
+        if (!rng_before(&v[i], &v[i - 1]))
+            continue;
+        rng_rec x = v[i];
+        uint32_t lo = 0, hi = i;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (rng_before(&x, &v[mid]))
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        memmove(v + lo + 1, v + lo, (i - lo) * sizeof *v);
+        v[lo] = x;
+    }
+}
+
+/* The range index of bucket b[0..n) (built at its first use), or NULL when
+ * there is none (a small bucket, or past RANGE_RECS_MAX, or out of memory:
+ * the caller then walks the bucket). *nr gets the record count, *nomin the
+ * first entry without a minified range (n: none). */
+static const rng_rec *bucket_ranges(bl_retracer *rt, const bl_mi_method *b, uint32_t n,
+                                    uint32_t *nr, uint32_t *nomin)
+{
+    if (n < RANGE_INDEX_MIN)
+        return NULL;
+    uintptr_t k = (uintptr_t)b;
+    if (rt->ri) {
+        for (uint32_t j = (uint32_t)((k >> 4) * 0x9E3779B1u) & rt->ri_mask;;
+             j = (j + 1) & rt->ri_mask) {
+            if (rt->ri[j].b == b) {
+                *nr = rt->ri[j].n;
+                *nomin = rt->ri[j].nomin;
+                return rt->rr + rt->ri[j].first;
+            }
+            if (!rt->ri[j].b)
+                break;
+        }
+    }
+    if (n > RANGE_RECS_MAX - rt->rr_n)
+        return NULL;
+    if (!rt->ri || (rt->ri_n + 1) * 2 > rt->ri_mask + 1) {
+        uint32_t cap = rt->ri ? (rt->ri_mask + 1) * 2 : 256;
+        rng_ent *t = bl_zalloc(cap, sizeof *t);
+        if (!t)
+            return NULL;
+        for (uint32_t i = 0; rt->ri && i <= rt->ri_mask; i++) {
+            if (!rt->ri[i].b)
+                continue;
+            uint32_t j = (uint32_t)(((uintptr_t)rt->ri[i].b >> 4) * 0x9E3779B1u) & (cap - 1);
+            while (t[j].b)
+                j = (j + 1) & (cap - 1);
+            t[j] = rt->ri[i];
+        }
+        free(rt->ri);
+        rt->ri = t;
+        rt->ri_mask = cap - 1;
+    }
+    if (rt->rr_n + n > rt->rr_cap) {
+        uint32_t cap = rt->rr_cap ? rt->rr_cap : 1024;
+        while (cap < rt->rr_n + n)
+            cap *= 2;
+        rng_rec *v = realloc(rt->rr, (size_t)cap * sizeof *v);
+        if (!v)
+            return NULL;
+        rt->rr = v;
+        rt->rr_cap = cap;
+    }
+    rng_rec *v = rt->rr + rt->rr_n;
+    uint32_t m = 0, first_nomin = n;
+    for (uint32_t i = 0; i < n; i++)
+        if (!(b[i].flags & BL_MIM_HAS_MIN)) {
+            first_nomin = i;
+            break;
+        }
+    for (uint32_t i = 0; i < n;) {
+        uint32_t e = group_end(b, n, i);
+        if (b[i].flags & BL_MIM_HAS_MIN) {
+            v[m].lo = b[i].min_start;
+            v[m].hi = b[i].min_end;
+            v[m].gs = i;
+            v[m].ge = e;
+            m++;
+        }
+        i = e;
+    }
+    rng_sort(v, m);
+    for (uint32_t i = 0; i < m; i++)
+        v[i].maxhi = i && v[i - 1].maxhi > v[i].hi ? v[i - 1].maxhi : v[i].hi;
+    uint32_t j = (uint32_t)((k >> 4) * 0x9E3779B1u) & rt->ri_mask;
+    while (rt->ri[j].b)
+        j = (j + 1) & rt->ri_mask;
+    rt->ri[j].b = b;
+    rt->ri[j].first = rt->rr_n;
+    rt->ri[j].n = m;
+    rt->ri[j].nomin = first_nomin;
+    rt->ri_n++;
+    rt->rr_n += m;
+    *nr = m;
+    *nomin = first_nomin;
+    return v;
+}
+
+/* The groups (start index, in bucket order) of the range index v[0..nr)
+ * whose minified range holds L, into rt->hits; their count, or -1 when out
+ * of memory. */
+static int64_t range_hits(bl_retracer *rt, const rng_rec *v, uint32_t nr, int64_t L)
+{
+    uint32_t lo = 0, hi = nr;
+    while (lo < hi) { /* the first record starting after L */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if ((int64_t)v[mid].lo > L)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    uint32_t nh = 0;
+    for (uint32_t i = lo; i-- > 0 && (int64_t)v[i].maxhi >= L;) {
+        if ((int64_t)v[i].hi < L)
+            continue;
+        if (nh == rt->hits_cap) {
+            uint32_t cap = rt->hits_cap ? rt->hits_cap * 2 : 64;
+            uint32_t *t = realloc(rt->hits, (size_t)cap * sizeof *t);
+            if (!t)
+                return -1;
+            rt->hits = t;
+            rt->hits_cap = cap;
+        }
+        uint32_t x = v[i].gs, j = nh++;
+        for (; j > 0 && rt->hits[j - 1] > x; j--) /* kept in bucket order */
+            rt->hits[j] = rt->hits[j - 1];
+        rt->hits[j] = x;
+    }
+    return nh;
 }
 
 static int group_has_min_containing(const bl_mi_method *m, int64_t L)
@@ -439,10 +619,13 @@ static int same_str(const bl_mapindex *mi, uint32_t a, uint32_t b)
     return a == b || !strcmp(bl_mapindex_str(mi, a), bl_mapindex_str(mi, b));
 }
 
-static int same_frame(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b, int verbose)
+/* Whether a and b print the same, their lines aside (names from the
+ * pool are often the same pointer: then no bytes are compared). */
+static int same_names(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b, int verbose)
 {
-    if (a->line != b->line || a->cls_n != b->cls_n || a->method_n != b->method_n ||
-        memcmp(a->cls, b->cls, a->cls_n) || memcmp(a->method, b->method, a->method_n))
+    if (a->cls_n != b->cls_n || a->method_n != b->method_n ||
+        (a->cls != b->cls && memcmp(a->cls, b->cls, a->cls_n)) ||
+        (a->method != b->method && memcmp(a->method, b->method, a->method_n)))
         return 0;
     if (verbose && a->m && b->m &&
         (!same_str(mi, a->m->params, b->m->params) || !same_str(mi, a->m->ret, b->m->ret)))
@@ -450,12 +633,15 @@ static int same_frame(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe
     return 1;
 }
 
+static int same_frame(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b, int verbose)
+{
+    return a->line == b->line && same_names(mi, a, b, verbose);
+}
+
 static int same_frame_no_line(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b,
                               int verbose)
 {
-    bl_rframe t = *b;
-    t.line = a->line;
-    return same_frame(mi, a, &t, verbose);
+    return same_names(mi, a, b, verbose);
 }
 
 /* Ends the current alternative: applies rewriteFrame / synthesized rules,
@@ -722,8 +908,21 @@ static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, cons
     uint32_t found = 0;
     int amb = 0;
     if (n) {
-        /* 1. groups whose minified range contains L (L == 0: 0:0, 0:N) */
-        for (uint32_t i = 0; i < n && !err && rt->nalt < MAX_ALTERNATIVES;) {
+        /* 1. groups whose minified range contains L (L == 0: 0:0, 0:N),
+         * in bucket order; found through the range index of a big bucket */
+        uint32_t nr, nomin = 0;
+        const rng_rec *rv = bucket_ranges(rt, b, n, &nr, &nomin);
+        int64_t nh = rv ? range_hits(rt, rv, nr, L) : -1;
+        if (nh >= 0) {
+            for (int64_t h = 0; h < nh && !err && rt->nalt < MAX_ALTERNATIVES; h++) {
+                uint32_t i = rt->hits[h], e = group_end(b, n, i);
+                found++;
+                for (uint32_t k = i; k < e; k++)
+                    amb |= span_ambiguous(&b[k]);
+                err = emit_group(rt, b, i, e, L, 0, 0);
+            }
+        }
+        for (uint32_t i = 0; nh < 0 && i < n && !err && rt->nalt < MAX_ALTERNATIVES;) {
             uint32_t e = group_end(b, n, i);
             if (group_has_min_containing(&b[i], L)) {
                 found++;
@@ -735,7 +934,7 @@ static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, cons
         }
         /* 2. entries without a minified range */
         uint32_t had_range_match = found;
-        for (uint32_t i = 0; i < n && !had_range_match && !err && rt->nalt < MAX_ALTERNATIVES;
+        for (uint32_t i = nomin; i < n && !had_range_match && !err && rt->nalt < MAX_ALTERNATIVES;
              i++) {
             if (b[i].flags & BL_MIM_HAS_MIN)
                 continue;
@@ -819,6 +1018,60 @@ static bl_err print_frame(bl_retracer *rt, bl_buf *o, const char *head, size_t h
                           size_t loc_n, int native, const char *rest, size_t rest_n)
 {
     bl_err err;
+    if (!rt->o.verbose || !f->m) {
+        /* the common case in one piece: its length first, one reserve
+         * (the same cap check as the appends below), then the copies */
+        char num[24];
+        size_t num_n = 0;
+        int loc_kept = native || !f->file;
+        if (!loc_kept && f->line >= 0) {
+            uint64_t v = (uint64_t)f->line;
+            char *q = num + sizeof num;
+            do {
+                *--q = (char)('0' + v % 10);
+                v /= 10;
+            } while (v);
+            num_n = (size_t)(num + sizeof num - q);
+            memmove(num, q, num_n);
+        }
+        size_t need = head_n + (alt ? 5 : 0) + f->cls_n + 1 + f->method_n + 1 +
+                      (loc_kept ? loc_n : f->file_n + (num_n ? 1 + num_n : 0)) + 1 + rest_n + 1;
+        if ((err = bl_buf_reserve(o, need)))
+            return err;
+        char *w = o->data + o->len;
+#define PUT(src, n)                                                                        \
+    do {                                                                                   \
+        memcpy(w, (src), (n));                                                             \
+        w += (n);                                                                          \
+    } while (0)
+        if (!alt) {
+            PUT(head, head_n);
+        } else {
+            PUT(head, or_at);
+            PUT("<OR> ", 5);
+            PUT(head + or_at, head_n - or_at);
+        }
+        PUT(f->cls, f->cls_n);
+        *w++ = '.';
+        PUT(f->method, f->method_n);
+        *w++ = '(';
+        if (loc_kept) {
+            PUT(loc, loc_n);
+        } else {
+            PUT(f->file, f->file_n);
+            if (num_n) {
+                *w++ = ':';
+                PUT(num, num_n);
+            }
+        }
+        *w++ = ')';
+        PUT(rest, rest_n);
+        *w++ = '\n';
+#undef PUT
+        o->len += need;
+        o->data[o->len] = '\0';
+        return BL_OK;
+    }
     if (!alt) {
         if ((err = put_span(o, head, head_n)))
             return err;
@@ -885,18 +1138,29 @@ static int frame_at(const char *p, const char *e, const char **pfx, const char *
         }
     if (!cl)
         return 0;
-    const char *nm = p;
-    for (const char *q = p; q < op; q++)
-        if (*q == '/')
+    /* one pass: the name starts after the last '/' (a class loader's
+     * name before it); its last '.' splits class and method; it holds no
+     * blank */
+    enum { B_SLASH = 1, B_DOT = 2, B_WS = 4 };
+    static const unsigned char btab[256] = { ['/'] = B_SLASH, ['.'] = B_DOT, [' '] = B_WS,
+                                             ['\t'] = B_WS };
+    const char *nm = p, *d = NULL;
+    int ws = 0;
+    for (const char *q = p; q < op; q++) {
+        unsigned k = btab[(unsigned char)*q];
+        if (!k)
+            continue;
+        if (k == B_SLASH) {
             nm = q + 1;
-    const char *d = NULL;
-    for (const char *q = nm; q < op; q++) {
-        if (*q == '.')
+            d = NULL;
+            ws = 0;
+        } else if (k == B_DOT) {
             d = q;
-        else if (*q == ' ' || *q == '\t')
-            return 0;
+        } else {
+            ws = 1;
+        }
     }
-    if (!d || d == nm || d + 1 == op)
+    if (ws || !d || d == nm || d + 1 == op)
         return 0;
     *pfx = p;
     *name = nm;

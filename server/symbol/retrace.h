@@ -107,8 +107,10 @@ typedef struct bl_retracer bl_retracer;
  * `opts` may be NULL. BL_ENOMEM. The retracer remembers its lookups: at
  * most 2^18 (class, method) and 2^18 original-class entries (~16 MiB of
  * tables, plus the distinct obfuscated names it met and at most 16 MiB of
- * inferred file names), freed by bl_retracer_free; a retracer per request
- * or per trace is the usual use. */
+ * inferred file names), and a range index of each method bucket of 24
+ * entries or more it retraced a frame in (20 bytes per inline group, at
+ * most 2^20 groups: 20 MiB), freed by bl_retracer_free; a retracer per
+ * request or per trace is the usual use. */
 bl_err bl_retracer_new(const bl_mapindex *mi, const bl_retrace_opts *opts, bl_retracer **out);
 void bl_retracer_free(bl_retracer *rt);
 

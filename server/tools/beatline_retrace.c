@@ -43,6 +43,8 @@
 #define PART_OUT_CAP ((size_t)32 << 20)    /* output a piece keeps before its
                                               turn, at most (it then waits) */
 #define PIECES_PER_THREAD 4                /* a late piece delays the end less */
+#define OUT_PER_IN_BYTE 5                  /* output bytes reserved per input
+                                              byte of a piece (see crew_piece) */
 #define PIECE_MIN_BYTES ((size_t)256 << 10)
 
 static const char usage[] =
@@ -65,12 +67,14 @@ static const char usage[] =
     "                       malformed lines among them are reported, skipped\n"
     "  --quiet              do not report malformed mapping lines\n"
     "  --threads N          threads to use, 1-8 (default: the CPUs, at most 8).\n"
-    "                       With two or more, a mapping of 8 MiB or more (any\n"
-    "                       size when N is given) is parsed in two halves, and\n"
-    "                       a trace of 1 MiB to 256 MiB is retraced by N\n"
-    "                       threads in up to 4 x N pieces cut before exception\n"
-    "                       lines (a smaller or bigger one by one thread); the\n"
-    "                       output is the same as with one thread\n"
+    "                       With two or more, a trace of 256 KiB or more is\n"
+    "                       scanned for names in two halves, a mapping of 8 MiB\n"
+    "                       or more (any size when N is given) is parsed in two\n"
+    "                       halves, and a trace of 1 MiB to 256 MiB is\n"
+    "                       retraced by N threads in up to 4 x N pieces cut\n"
+    "                       before exception lines (a smaller or bigger one by\n"
+    "                       one thread); the output is the same as with one\n"
+    "                       thread\n"
     "  --stats              print on stderr where the time went: trace scan,\n"
     "                       mapping parse and index (sizes, counts, MB/s),\n"
     "                       retrace (pieces, threads)\n"
@@ -129,6 +133,11 @@ static double now_ms(void)
  */
 #define NO_INDEX UINT32_MAX
 #define SCAN_MEMBERS 16 /* a class's members checked one by one, at most */
+/* Bits of the class filter: the classes the trace names, one bit each by
+ * their hash (64 KiB, so it stays in the CPU's cache): a class line whose
+ * bit is clear is not named, without a look in the (bigger) class map —
+ * half of a big mapping's class lines or more. */
+#define CLASS_BITS ((size_t)1 << 19)
 
 typedef struct tn_class {
     uint64_t h;
@@ -152,6 +161,8 @@ typedef struct trace_names {
     BL_VEC(tn_member) members;
     BL_VEC(tn_frame) frames;    /* freed by names_index */
     uint32_t *member_of;        /* members grouped by class */
+    uint64_t *member_h;         /* their hashes, in the same order */
+    uint64_t *class_bits;       /* a bit per class hash (see CLASS_BITS) */
     uint32_t *lines;            /* lines grouped by member */
     uint64_t gen;   /* bumped before each build that asks */
     int failed;     /* out of memory while scanning: read everything */
@@ -173,13 +184,20 @@ static uint32_t index_put(bl_u64map *m, uint64_t h, uint32_t val, int *added)
     return *v;
 }
 
-static void names_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
-                      int64_t line)
+/* The line a frame is filed under: the retracer looks a frame without a
+ * line up as line 0; a line past any mapping range (BL_MAPPING_MAX_LINE)
+ * is kept as just past that bound, which no range holds either. */
+static uint32_t names_line(int64_t line)
 {
-    trace_names *t = ctx;
+    return line <= 0 ? 0 : line > BL_MAPPING_MAX_LINE ? BL_MAPPING_MAX_LINE + 1u : (uint32_t)line;
+}
+
+/* Files a name by its hashes: ch of the class, mh of the method (0: an
+ * exception line's class, no member) and the frame's line (names_line). */
+static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t line)
+{
     if (t->failed)
         return;
-    uint64_t ch = tn_hash(cls, cn, 0);
     bl_err err = BL_OK;
     int added;
     uint32_t ci = index_put(&t->class_ix, ch, (uint32_t)t->classes.n, &added);
@@ -192,12 +210,11 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
         tn_class c = { ch, 0, 0 };
         BL_VEC_PUSH(t->classes, c, err);
     }
-    if (!method) { /* an exception line's class: its record, no members */
+    if (!mh) { /* an exception line's class: its record, no members */
         if (err)
             t->failed = 1;
         return;
     }
-    uint64_t mh = tn_hash(method, mn, ch);
     uint32_t mi = err ? NO_INDEX : index_put(&t->member_ix, mh, (uint32_t)t->members.n, &added);
     if (mi == NO_INDEX) {
         t->failed = 1;
@@ -209,15 +226,124 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
         if (!err)
             t->classes.v[ci].n++;
     }
-    /* the retracer looks a frame without a line up as line 0; a line past
-     * any mapping range (BL_MAPPING_MAX_LINE) is kept as just past that
-     * bound, which no range holds either */
-    tn_frame f = { mi, line <= 0 ? 0 : line > BL_MAPPING_MAX_LINE ? BL_MAPPING_MAX_LINE + 1u
-                                                                  : (uint32_t)line };
+    tn_frame f = { mi, line };
     if (!err)
         BL_VEC_PUSH(t->frames, f, err);
     if (err)
         t->failed = 1;
+}
+
+/* bl_retrace_trace_names callback: files the name (see names_add_hashed). */
+static void names_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
+                      int64_t line)
+{
+    uint64_t ch = tn_hash(cls, cn, 0);
+    names_add_hashed(ctx, ch, method ? tn_hash(method, mn, ch) : 0, names_line(line));
+}
+
+/*
+ * A big trace is scanned in two halves at once (cut at a line start): the
+ * main thread files the first half's names as it reads them; a second
+ * thread reads the second half and only hashes its names into a list, which
+ * the main thread files afterwards, in order — so the result is the one a
+ * single pass gives (same indexes), and the reading and hashing of half
+ * the trace is done on the other CPU.
+ */
+#define SCAN_SPLIT_MIN ((size_t)256 << 10) /* scan in two halves from 256 KiB */
+
+typedef struct scan_rec {
+    uint64_t ch, mh; /* see names_add_hashed */
+    uint32_t line;
+} scan_rec;
+
+typedef struct scan_half {
+    const char *p;
+    size_t n;
+    BL_VEC(scan_rec) v;
+    int failed; /* out of memory: the main thread scans this half itself */
+} scan_half;
+
+static void scan_collect(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
+                         int64_t line)
+{
+    scan_half *h = ctx;
+    if (h->failed)
+        return;
+    uint64_t ch = tn_hash(cls, cn, 0);
+    scan_rec r = { ch, method ? tn_hash(method, mn, ch) : 0, names_line(line) };
+    bl_err err = BL_OK;
+    BL_VEC_PUSH(h->v, r, err);
+    if (err)
+        h->failed = 1;
+}
+
+static void *scan_run(void *arg)
+{
+    scan_half *h = arg;
+    bl_retrace_trace_names(h->p, h->n, scan_collect, h);
+    return NULL;
+}
+
+/* Scans text[0..len) into t, on two threads when `threads` allows and the
+ * text is big (see SCAN_SPLIT_MIN). */
+static void names_scan(trace_names *t, const char *text, size_t len, int threads)
+{
+    const char *cut = NULL;
+    if (threads >= 2 && len >= SCAN_SPLIT_MIN) {
+        cut = memchr(text + len / 2, '\n', len - len / 2);
+        if (cut)
+            cut++;
+    }
+    scan_half h;
+    memset(&h, 0, sizeof h);
+    pthread_t th;
+    int started = 0;
+    if (cut && cut < text + len) {
+        h.p = cut;
+        h.n = (size_t)(text + len - cut);
+        size_t guess = h.n / 32; /* a frame line is 30 bytes or more */
+        h.v.v = malloc((guess ? guess : 1) * sizeof *h.v.v);
+        h.v.cap = h.v.v ? guess : 0;
+        started = pthread_create(&th, NULL, scan_run, &h) == 0;
+    }
+    if (!started) {
+        bl_retrace_trace_names(text, len, names_add, t);
+        free(h.v.v);
+        return;
+    }
+    bl_retrace_trace_names(text, (size_t)(cut - text), names_add, t);
+    pthread_join(th, NULL);
+    if (h.failed) {
+        bl_retrace_trace_names(h.p, h.n, names_add, t);
+    } else {
+        for (size_t i = 0; i < h.v.n; i++)
+            names_add_hashed(t, h.v.v[i].ch, h.v.v[i].mh, h.v.v[i].line);
+    }
+    free(h.v.v);
+}
+
+/* Sizes the maps and the frame list for a trace of `len` bytes (a frame
+ * line is 30 bytes or more), up to a bound: growing them by rehashing and
+ * copying was a tenth of the scan. Only a hint: a failure is ignored (the
+ * maps and the list then grow as they fill). */
+static void names_reserve(trace_names *t, size_t len)
+{
+    size_t frames = len / 32, members = len / 64, classes = len / 128;
+    if (frames > ((size_t)1 << 20))
+        frames = (size_t)1 << 20;
+    if (members > ((size_t)1 << 18))
+        members = (size_t)1 << 18;
+    if (classes > ((size_t)1 << 17))
+        classes = (size_t)1 << 17;
+    (void)bl_u64map_reserve(&t->class_ix, (uint32_t)classes);
+    (void)bl_u64map_reserve(&t->member_ix, (uint32_t)members);
+    if (frames > t->frames.cap) {
+        tn_frame *v = realloc(t->frames.v, frames * sizeof *v);
+        if (v) {
+            t->frames.v = v;
+            t->frames.cap = frames;
+        }
+    }
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -235,10 +361,13 @@ static void names_index(trace_names *t)
         return;
     size_t nc = t->classes.n, nm = t->members.n, nf = t->frames.n;
     t->member_of = malloc((nm ? nm : 1) * sizeof *t->member_of);
+    t->member_h = malloc((nm ? nm : 1) * sizeof *t->member_h);
     t->lines = malloc((nf ? nf : 1) * sizeof *t->lines);
-    if (!t->member_of || !t->lines) {
+    if (!t->member_of || !t->member_h || !t->lines) {
         free(t->member_of); /* tn_ask_member then uses the member map */
+        free(t->member_h);
         t->member_of = NULL;
+        t->member_h = NULL;
         return;
     }
     uint32_t sum = 0;
@@ -249,8 +378,14 @@ static void names_index(trace_names *t)
     }
     for (size_t m = 0; m < nm; m++) {
         tn_class *c = &t->classes.v[t->members.v[m].cls];
+        t->member_h[c->first + c->n] = t->members.v[m].h;
         t->member_of[c->first + c->n++] = (uint32_t)m;
     }
+    /* the filter, filled before use (NULL: every class goes to the map) */
+    t->class_bits = bl_zalloc(CLASS_BITS / 64, sizeof *t->class_bits);
+    for (size_t c = 0; t->class_bits && c < nc; c++)
+        t->class_bits[(t->classes.v[c].h >> 6) % (CLASS_BITS / 64)] |=
+            (uint64_t)1 << (t->classes.v[c].h & 63);
     for (size_t i = 0; i < nf; i++)
         t->members.v[t->frames.v[i].member].n++;
     sum = 0;
@@ -290,6 +425,8 @@ static void names_free(trace_names *t)
     free(t->members.v);
     free(t->frames.v);
     free(t->member_of);
+    free(t->member_h);
+    free(t->class_bits);
     free(t->lines);
 }
 
@@ -320,16 +457,16 @@ static tn_last *tn_ask_class(const trace_names *t, const char *cls, size_t cn)
         l->cls = cls;
         l->cn = cn;
         l->ch = tn_hash(cls, cn, 0);
-        l->ci = bl_u64map_get(&t->class_ix, l->ch, NO_INDEX);
+        int maybe = !t->class_bits || ((t->class_bits[(l->ch >> 6) % (CLASS_BITS / 64)] >>
+                                        (l->ch & 63)) & 1);
+        l->ci = maybe ? bl_u64map_get(&t->class_ix, l->ch, NO_INDEX) : NO_INDEX;
         l->name = NULL;
         l->nm = -1;
         const tn_class *c = l->ci != NO_INDEX ? &t->classes.v[l->ci] : NULL;
         if (c && t->member_of && c->n <= SCAN_MEMBERS) {
             l->nm = (int)c->n;
-            for (uint32_t k = 0; k < c->n; k++) {
-                l->mx[k] = t->member_of[c->first + k];
-                l->mh[k] = t->members.v[l->mx[k]].h;
-            }
+            memcpy(l->mx, t->member_of + c->first, c->n * sizeof *l->mx);
+            memcpy(l->mh, t->member_h + c->first, c->n * sizeof *l->mh);
         }
     }
     return l;
@@ -340,7 +477,9 @@ static uint32_t tn_ask_member(const trace_names *t, const char *cls, size_t cn,
                               const char *name, size_t nn)
 {
     tn_last *l = tn_ask_class(t, cls, cn);
-    if (l->name == name && l->nn == nn)
+    /* the same name as the line before (a method's ranges are consecutive
+     * lines): compared by its bytes, which stay in the mapping text */
+    if (l->name && l->nn == nn && (l->name == name || !memcmp(l->name, name, nn)))
         return l->mi;
     l->name = name;
     l->nn = nn;
@@ -494,6 +633,13 @@ static int crew_piece(crew *c, bl_retracer *rt, int k, uint64_t *lines)
 {
     piece *pc = &c->pc[k];
     int streaming = crew_turn(c, k, 0, 0);
+    /* room for the output at once (a retraced trace is a few times longer
+     * than its input; streaming flushes at 1 MiB): growing by doubling
+     * copied each piece's output several times into fresh pages. Only a
+     * hint: the appends still grow the buffer as needed. */
+    size_t guess = (size_t)(pc->e - pc->p) * OUT_PER_IN_BYTE + 4096;
+    size_t most = streaming ? ((size_t)1 << 20) + 65536 : c->hold_max + 65536;
+    (void)bl_buf_reserve(&pc->out, guess < most ? guess : most);
     size_t ask_at = (size_t)1 << 20; /* held output at which to ask again */
     const char *p = pc->p;
     while (p < pc->e) {
@@ -804,7 +950,9 @@ int main(int argc, char **argv)
             goto out;
         }
         if (!strict) {
-            bl_retrace_trace_names(in.data ? in.data : "", in.len, names_add, &want);
+            names_reserve(&want, in.len);
+            long cpus = threads ? threads : sysconf(_SC_NPROCESSORS_ONLN);
+            names_scan(&want, in.data ? in.data : "", in.len, cpus >= 2 ? 2 : 1);
             want_ok = !want.failed;
             names_index(&want);
         }

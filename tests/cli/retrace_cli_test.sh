@@ -122,6 +122,23 @@ done
 cmp -s "$tmp/t1.txt" "$tmp/t3.txt"; check "cut keeps the exception with its frames" $?
 [ "$(grep -c 'Callbacks.get' "$tmp/t1.txt")" -eq 0 ]; check "rewriteFrame applied after plain lines" $?
 
+# a big trace's names are read in two halves on two threads: classes named
+# only in the second half are still read from the mapping
+{ echo "com.example.First -> a:"
+  echo "    1:5:void first():10:14 -> a"
+  echo "com.example.Second -> b:"
+  echo "    1:5:void second():20:24 -> b"
+} > "$tmp/halves-map.txt"
+awk 'BEGIN { print "java.lang.Error: x"
+             for (i = 1; i <= 12000; i++) print "\tat a.a(SourceFile:2)"
+             for (i = 1; i <= 12000; i++) print "\tat b.b(SourceFile:3)" }' > "$tmp/halves.txt"
+[ "$(stat -c %s "$tmp/halves.txt")" -ge 262144 ]; check "two-half scan: trace of 256 KiB or more" $?
+"$bin" --threads 1 "$tmp/halves-map.txt" "$tmp/halves.txt" > "$tmp/h1.txt"
+"$bin" --threads 2 "$tmp/halves-map.txt" "$tmp/halves.txt" > "$tmp/h2.txt"
+cmp -s "$tmp/h1.txt" "$tmp/h2.txt"; check "two-half scan: 2 threads = 1 thread" $?
+[ "$(grep -c 'com.example.Second.second(Second.java:22)' "$tmp/h2.txt")" -eq 12000 ]
+check "two-half scan: the second half's class is retraced" $?
+
 # output that expands 30-fold (8 alternatives per frame): a piece holds at
 # most its bound of output before its turn (32 MiB; 1 MiB here, set for
 # tests by BEATLINE_RETRACE_HOLD_MAX), then waits, and the output stays the

@@ -457,6 +457,43 @@ START_TEST(u64map)
 }
 END_TEST
 
+/* bl_u64map_reserve: room for n keys at once (no growth while they are
+ * put), never shrinks; bl_zalloc: zeroed memory, NULL on overflow. */
+START_TEST(u64map_reserve_zalloc)
+{
+    bl_u64map m;
+    bl_u64map_init(&m);
+    ck_assert_int_eq(bl_u64map_reserve(&m, 5000), BL_OK);
+    uint32_t mask = m.mask;
+    ck_assert_uint_ge((uint64_t)mask + 1, 10000);
+    uint32_t *v;
+    int added;
+    for (uint64_t i = 1; i <= 5000; i++)
+        ck_assert_int_eq(bl_u64map_put(&m, i * 0x9E3779B97F4A7C15ull, (uint32_t)i, &v, &added),
+                         BL_OK);
+    ck_assert_uint_eq(m.mask, mask); /* no growth */
+    ck_assert_int_eq(bl_u64map_reserve(&m, 10), BL_OK);
+    ck_assert_uint_eq(m.mask, mask); /* never shrinks */
+    ck_assert_int_eq(bl_u64map_reserve(&m, 20000), BL_OK); /* grows, keeps keys */
+    ck_assert_uint_gt(m.mask, mask);
+    for (uint64_t i = 1; i <= 5000; i++)
+        ck_assert_uint_eq(bl_u64map_get(&m, i * 0x9E3779B97F4A7C15ull, 0), i);
+    ck_assert_uint_eq(m.n, 5000);
+    ck_assert_int_eq(bl_u64map_reserve(&m, (1u << 30) + 1), BL_ETOOBIG);
+    bl_u64map_cleanup(&m);
+
+    unsigned char *z = bl_zalloc(3000, 7);
+    ck_assert_ptr_nonnull(z);
+    for (size_t i = 0; i < 3000 * 7; i++)
+        ck_assert_uint_eq(z[i], 0);
+    free(z);
+    ck_assert_ptr_null(bl_zalloc(SIZE_MAX / 2, 3));
+    z = bl_zalloc(0, 8); /* a valid pointer to free */
+    ck_assert_ptr_nonnull(z);
+    free(z);
+}
+END_TEST
+
 START_TEST(buffer_cap)
 {
     bl_buf b;
@@ -481,6 +518,7 @@ int main(void)
     tcase_add_test(tc, escape_quoted);
     tcase_add_test(tc, u128map);
     tcase_add_test(tc, u64map);
+    tcase_add_test(tc, u64map_reserve_zalloc);
     tcase_add_test(tc, buffer_cap);
     tcase_add_test(tc, decoder_budget);
     tcase_add_test(tc, mapped_buffer);
