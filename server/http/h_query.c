@@ -430,6 +430,10 @@ typedef struct emit_ctx {
      * and the indexes of the open nodes (int64_t stack); all charged */
     out col[5];
     bl_buf open;
+    /* top-down reading from the build read in one scan (see "one scan"
+     * below): prow[] by (thread kind, parent), charged; empty: read from
+     * the database */
+    bl_buf pre;
 } emit_ctx;
 
 enum { TREE_JSON = 0, TREE_COLUMNS, TREE_SPEEDSCOPE, TREE_CHROME };
@@ -851,9 +855,112 @@ static bl_err for_parents(emit_ctx *e, size_t first, size_t n,
     return err;
 }
 
+/* ---- one scan ---------------------------------------------------------------
+ * Reading children top-down costs an index seek per stored parent (about
+ * 1.2 µs of CPU per printed node: most of the 100,000-node flame graph's
+ * first render); one range scan of the build's nodes costs about a fifth
+ * of that per node (bl_calltree_scan). So when the build holds at most
+ * PRELOAD_FACTOR × limit stored nodes (of the thread kinds asked), they
+ * are read in one scan (in the answer's snapshot) into e->pre, ordered by
+ * (thread kind, parent), and the top-down reading takes a node's children
+ * from there by binary search instead of from the database: the same rows,
+ * so the same answer. A bigger build is read top-down from the database as
+ * before, after a wasted scan of PRELOAD_FACTOR × limit + 1 rows (at most
+ * about as much CPU as the limit's top-down reading); so is one whose scan
+ * does not fit the request's memory budget (56 bytes per stored node). */
+#define PRELOAD_FACTOR 3
+
+typedef struct prow {
+    int64_t parent;
+    crow c; /* c.main: the thread kind */
+} prow;
+
+typedef struct preload_ctx {
+    emit_ctx *e;
+    uint64_t n, cap;
+    int failed; /* over the cap or out of memory: not used */
+    int sorted; /* rows came in (main, parent) order so far */
+} preload_ctx;
+
+static int prow_cmp(const void *a, const void *b)
+{
+    const prow *x = a, *y = b;
+    if (x->c.main != y->c.main)
+        return x->c.main < y->c.main ? -1 : 1;
+    return x->parent < y->parent ? -1 : x->parent > y->parent;
+}
+
+static int preload_add(const bl_calltree_node *n, void *ctx)
+{
+    preload_ctx *p = ctx;
+    if (++p->n > p->cap) {
+        p->failed = 1;
+        return 1;
+    }
+    prow r = { n->parent, { n->id, n->method, n->count, n->total_us, n->self_us, n->main } };
+    size_t k = p->e->pre.len / sizeof r;
+    if (k && p->sorted && prow_cmp(&((const prow *)(const void *)p->e->pre.data)[k - 1], &r) > 0)
+        p->sorted = 0;
+    if (bl_req_append(p->e->o->r, &p->e->pre, &r, sizeof r) != BL_OK) {
+        p->failed = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Reads the build's nodes into e->pre when there are at most
+ * PRELOAD_FACTOR × limit of them (else leaves e->pre empty). BL_EIO when
+ * the read failed. */
+static bl_err preload(emit_ctx *e, uint64_t limit)
+{
+    preload_ctx p = { e, 0, limit > UINT64_MAX / PRELOAD_FACTOR - 1 ? UINT64_MAX - 1
+                                                                   : limit * PRELOAD_FACTOR,
+                      0, 1 };
+    int64_t max = p.cap >= (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)p.cap + 1;
+    bl_err err = bl_calltree_scan(e->db, e->q->build_id, e->q->main_only, max, preload_add, &p);
+    if (err || p.failed) {
+        bl_req_buf_free(e->o->r, &e->pre);
+        return err;
+    }
+    if (!p.sorted) /* the index's order, but the answer must not depend on it */
+        qsort(e->pre.data, e->pre.len / sizeof(prow), sizeof(prow), prow_cmp);
+    return BL_OK;
+}
+
+/* The preloaded children of `parent` on thread kind e->main: rows
+ * [*first, *first + *n) of e->pre. */
+static void pre_children(const emit_ctx *e, int64_t parent, size_t *first, size_t *n)
+{
+    const prow *a = (const prow *)(const void *)e->pre.data;
+    size_t len = e->pre.len / sizeof *a;
+    prow key = { parent, { 0, 0, 0, 0, 0, e->main } };
+    size_t lo = 0, hi = len;
+    while (lo < hi) { /* the first row >= key */
+        size_t mid = lo + (hi - lo) / 2;
+        if (prow_cmp(&a[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *first = lo;
+    while (lo < len && !prow_cmp(&a[lo], &key))
+        lo++;
+    *n = lo - *first;
+}
+
 static bl_err read_children(emit_ctx *e, int64_t parent, int *stop)
 {
-    bl_err err = bl_calltree_children(e->db, e->q->build_id, e->main, parent, row_add, e);
+    bl_err err = BL_OK;
+    if (e->pre.len) {
+        size_t first, n;
+        pre_children(e, parent, &first, &n);
+        for (size_t i = 0; i < n && !e->o->e; i++) {
+            crow c = ((const prow *)(const void *)e->pre.data)[first + i].c;
+            e->o->e = bl_req_append(e->o->r, &e->rows, &c, sizeof c);
+        }
+    } else {
+        err = bl_calltree_children(e->db, e->q->build_id, e->main, parent, row_add, e);
+    }
     *stop = e->o->e != BL_OK;
     return err;
 }
@@ -861,7 +968,14 @@ static bl_err read_children(emit_ctx *e, int64_t parent, int *stop)
 static bl_err check_children(emit_ctx *e, int64_t parent, int *stop)
 {
     int has;
-    bl_err err = bl_calltree_has_children(e->db, e->q->build_id, e->main, parent, &has);
+    bl_err err = BL_OK;
+    if (e->pre.len) {
+        size_t first, n;
+        pre_children(e, parent, &first, &n);
+        has = n > 0;
+    } else {
+        err = bl_calltree_has_children(e->db, e->q->build_id, e->main, parent, &has);
+    }
     if (has)
         e->truncated = 1;
     *stop = has;
@@ -1064,12 +1178,17 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
     bl_buf_init(&e.order, 0);
     tree_head(&e, r, bname, q->main_only, NULL);
     /* one snapshot for every read of the answer, as the merge's one query */
+    bl_buf_init(&e.pre, 0);
     if (bl_db_read_begin(db) != BL_OK) {
         e.dberr = 1;
     } else {
-        lazy_children(&e, 0, 0, 0);
+        if (preload(&e, (uint64_t)limit) != BL_OK)
+            e.dberr = 1;
+        else
+            lazy_children(&e, 0, 0, 0);
         bl_db_read_end(db);
     }
+    bl_req_buf_free(r, &e.pre);
     tree_tail(&e);
     map_free(r, &e.names);
     bl_req_buf_free(r, &e.text);

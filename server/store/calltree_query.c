@@ -30,7 +30,7 @@ bl_err bl_calltree_nodes(bl_db *db, const bl_calltree_query *q, bl_calltree_node
             sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
             sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
             sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5),
-            sqlite3_column_int(st, 6) != 0,
+            sqlite3_column_int(st, 6) != 0, 0,
         };
         if (cb(&n, ctx) != 0) {
             rc = SQLITE_DONE;
@@ -58,7 +58,37 @@ bl_err bl_calltree_children(bl_db *db, int64_t build_id, int main, int64_t paren
         bl_calltree_node n = {
             sqlite3_column_int64(st, 0), parent,
             sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
-            sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4), 0,
+            sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4), 0, 0,
+        };
+        if (cb(&n, ctx) != 0) {
+            rc = SQLITE_DONE;
+            break;
+        }
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
+}
+
+/* main >= ?2 (not "?2 = 0 OR main = 1"): the index's range, so its order
+ * is the ORDER BY (no sort) */
+bl_err bl_calltree_scan(bl_db *db, int64_t build_id, int main_only, int64_t max_rows,
+                        bl_calltree_node_cb cb, void *ctx)
+{
+    sqlite3_stmt *st = bl_db_stmt(db, "SELECT id, parent, method, count, total_us, self_us, "
+                                      "main FROM call_nodes WHERE build_id = ?1 AND main >= ?2 "
+                                      "ORDER BY main, parent, method LIMIT ?3");
+    if (!st)
+        return BL_EIO;
+    sqlite3_bind_int64(st, 1, build_id);
+    sqlite3_bind_int(st, 2, main_only ? 1 : 0);
+    sqlite3_bind_int64(st, 3, max_rows < 0 ? 0 : max_rows);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        bl_calltree_node n = {
+            sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+            sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+            sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5), 0,
+            sqlite3_column_int(st, 6) != 0,
         };
         if (cb(&n, ctx) != 0) {
             rc = SQLITE_DONE;
