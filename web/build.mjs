@@ -1,5 +1,5 @@
 // Bundles the dashboard with esbuild into OUT (argument, default dist/):
-// OUT/index.html plus OUT/assets/app-HASH.js and app-HASH.css (content-hashed
+// OUT/index.html plus OUT/assets/early-HASH.js, app-HASH.js and app-HASH.css (content-hashed
 // names: beatline-server caches them a year, index.html never).
 //   node build.mjs [OUT]
 import * as esbuild from 'esbuild';
@@ -12,7 +12,8 @@ const out = path.resolve(process.argv[2] || path.join(here, 'dist'));
 await rm(path.join(out, 'assets'), { recursive: true, force: true });
 await mkdir(path.join(out, 'assets'), { recursive: true });
 const result = await esbuild.build({
-  entryPoints: { app: path.join(here, 'src/main.jsx') },
+  // early: a tiny script index.html runs first (src/early.js)
+  entryPoints: { app: path.join(here, 'src/main.jsx'), early: path.join(here, 'src/early.js') },
   bundle: true,
   minify: true,
   sourcemap: false,
@@ -30,8 +31,10 @@ const result = await esbuild.build({
 const files = Object.keys(result.metafile.outputs).map((f) => path.basename(f));
 const js = files.find((f) => /^app-[A-Z0-9]{8}\.js$/.test(f));
 const css = files.find((f) => /^app-[A-Z0-9]{8}\.css$/.test(f));
-if (!js || !css) throw new Error(`build: no hashed app js/css in ${files.join(', ')}`);
+const early = files.find((f) => /^early-[A-Z0-9]{8}\.js$/.test(f));
+if (!js || !css || !early) throw new Error(`build: no hashed app js/css or early js in ${files.join(', ')}`);
 const html = (await readFile(path.join(here, 'src/index.html'), 'utf8'))
+  .replace('%EARLY%', `assets/${early}`)
   .replace('%JS%', `assets/${js}`)
   .replace('%CSS%', `assets/${css}`);
 await writeFile(path.join(out, 'index.html'), html);

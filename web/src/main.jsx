@@ -6,9 +6,10 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
-import { api, ApiError, health, keyMessage, metric, session } from './api.js';
+import { api, ApiError, apiUrl, health, keyMessage, metric, session } from './api.js';
 import { download, toChromeTrace, toSpeedscope } from './export.js';
 import { FlameGraph, flatten, methodOf, nodeOfPath, nodePath, treeOf } from './flame.js';
+import { flameQuery, parseHash } from './route.js';
 import { fmtBytes, fmtDur, fmtInt, fmtPct, fmtTime, methodKey, methodName, shortName } from './format.js';
 
 // a method's name with line-break chances after its dots (narrow screens)
@@ -18,11 +19,6 @@ function Name({ m }) {
 }
 
 // ---- routing --------------------------------------------------------------
-function parseHash() {
-  const h = location.hash.replace(/^#\/?/, '');
-  const [page, qs] = h.split('?');
-  return { page: page || 'overview', params: Object.fromEntries(new URLSearchParams(qs || '')) };
-}
 function href(page, params = {}) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, v);
@@ -50,6 +46,15 @@ function useRoute() {
 const setParam = (page, params, k, v) => go(page, { ...params, [k]: v }, true);
 
 // ---- data loading ---------------------------------------------------------
+// The response of a request early.js sent before the app loaded, when it is
+// this one (same URL); taken once.
+function takeEarly(path, params) {
+  const e = window.__beatlineEarly;
+  if (!e || e.url !== apiUrl(path, params)) return undefined;
+  delete window.__beatlineEarly;
+  return e.res;
+}
+
 // enabled false: nothing is asked (yet); the state stays loading
 function useApi(path, params, deps, enabled = true) {
   const [s, setS] = useState({ loading: true });
@@ -57,9 +62,9 @@ function useApi(path, params, deps, enabled = true) {
     if (!enabled) return undefined;
     const ac = new AbortController();
     setS((o) => ({ ...o, loading: true, error: null }));
-    api(path, params, { signal: ac.signal })
-      .then((data) => setS({ data, loading: false }))
-      .catch((e) => { if (e.name !== 'AbortError') setS({ error: e, loading: false }); });
+    api(path, params, { signal: ac.signal, started: takeEarly(path, params) })
+      .then((data) => { if (!ac.signal.aborted) setS({ data, loading: false }); })
+      .catch((e) => { if (e.name !== 'AbortError' && !ac.signal.aborted) setS({ error: e, loading: false }); });
     return () => ac.abort();
   }, [...deps, enabled]);
   return s;
@@ -438,6 +443,7 @@ function Flame({ tree: t, zoom, onZoom, search, mode, id, baseTree }) {
     const t0 = performance.now();
     fg.current.setData(t);
     const now = performance.now();
+    performance.measure('flame draw', { start: t0, end: now });
     const f = { nodes: t.n, draw_ms: now - t0, at: now };
     window.__beatlineFlame = f;
     // painted: the frame after the one this draw went into
@@ -462,6 +468,7 @@ function useTree(data) {
     const t0 = performance.now();
     const t = treeOf(data);
     window.__beatlineTree = { nodes: t.n, flatten_ms: performance.now() - t0 };
+    performance.measure('flame layout', { start: t0 });
     return t;
   }, [data]);
 }
@@ -484,7 +491,7 @@ function FlamePage({ params }) {
   const P = (k, v) => setParam('flame', params, k, v);
   const thread = params.thread || 'all';
   const builds = useBuilds();
-  const s = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [params.build, thread]);
+  const s = useApi('/call-tree', flameQuery(params), [params.build, thread]);
   const t = useTree(s.data);
   const [q, setQ] = useState(params.q || '');
   useEffect(() => setQ(params.q || ''), [params.q]);
@@ -907,4 +914,6 @@ function App() {
   );
 }
 
+performance.mark('app start');
 render(<App />, document.getElementById('app'));
+performance.measure('app first render', 'app start');
