@@ -11,23 +11,29 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const out = path.resolve(process.argv[2] || path.join(here, 'dist'));
 await rm(path.join(out, 'assets'), { recursive: true, force: true });
 await mkdir(path.join(out, 'assets'), { recursive: true });
-const result = await esbuild.build({
-  // early: a tiny script index.html runs first (src/early.js)
-  entryPoints: { app: path.join(here, 'src/main.jsx'), early: path.join(here, 'src/early.js') },
+const common = {
   bundle: true,
   minify: true,
   sourcemap: false,
-  format: 'esm',
   target: ['chrome110', 'firefox110', 'safari16'],
-  jsx: 'automatic',
-  jsxImportSource: 'preact',
   outdir: path.join(out, 'assets'),
   entryNames: '[name]-[hash]',
   assetNames: '[name]-[hash]',
   metafile: true,
   logLevel: 'warning',
   legalComments: 'linked',
+};
+const app = await esbuild.build({
+  ...common,
+  entryPoints: { app: path.join(here, 'src/main.jsx') },
+  format: 'esm',
+  jsx: 'automatic',
+  jsxImportSource: 'preact',
 });
+// early: a tiny classic script index.html runs first, before the parser
+// goes on (src/early.js), so it has no module syntax
+const earlyBuild = await esbuild.build({ ...common, entryPoints: { early: path.join(here, 'src/early.js') }, format: 'iife' });
+const result = { metafile: { outputs: { ...app.metafile.outputs, ...earlyBuild.metafile.outputs } } };
 const files = Object.keys(result.metafile.outputs).map((f) => path.basename(f));
 const js = files.find((f) => /^app-[A-Z0-9]{8}\.js$/.test(f));
 const css = files.find((f) => /^app-[A-Z0-9]{8}\.css$/.test(f));

@@ -1,5 +1,6 @@
-// The early script: a few hundred bytes that index.html loads before the
-// app's bundle. When the page opens on the flame graph it asks for the call
+// The early script: about 1 KB that index.html runs first (a classic
+// script before the stylesheet: nothing waits before it, and it runs
+// before the app's bundle can). When the page opens on the flame graph it asks for the call
 // tree at once, so the server works on the longest answer while the bundle
 // is still loading and compiling; the app takes the response (main.jsx
 // useApi, window.__beatlineEarly) instead of asking again. Nothing else.

@@ -21,6 +21,10 @@
 //
 //   node test/flame-bench.mjs BUILD_DIR OUT_DIR RUNS WEB_DIR [WEB_DIR...]
 //
+// A WEB_DIR given as SERVER_BUILD_DIR:WEB_DIR is served by that build's
+// beatline-server (server and bundle compared together, before/after);
+// beatline-batch always comes from BUILD_DIR.
+//
 // Exits 1 with the reason when a server does not start, the data is not
 // processed in time, the call tree cannot be read, or the page shows an
 // error instead of the graph (never waits for a page that cannot come);
@@ -36,8 +40,14 @@ if (!webs.length) { console.error('usage: flame-bench.mjs BUILD_DIR OUT_DIR RUNS
 const bin = path.resolve(buildDir, 'bin');
 const exe = process.env.CHROMIUM || ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find(existsSync);
 if (!exe) { console.log('no chromium'); process.exit(77); }
-for (const web of webs) {
+const sides = webs.map((a) => {
+  const k = a.indexOf(':');
+  return k > 0 ? { server: path.resolve(a.slice(0, k), 'bin/beatline-server'), web: a.slice(k + 1) }
+    : { server: `${bin}/beatline-server`, web: a };
+});
+for (const { server, web } of sides) {
   if (!existsSync(path.join(web, 'index.html'))) { console.error(`flame-bench: no bundle in ${web} (index.html)`); process.exit(2); }
+  if (!existsSync(server)) { console.error(`flame-bench: no ${server}`); process.exit(2); }
 }
 const NODES = 100000;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -50,19 +60,20 @@ let browser = null;
 
 // A server on loopback over its own data dir, seeded and processed; throws
 // with the reason when it cannot be used.
-async function startServer(i, web) {
+async function startServer(i, { server, web }) {
   const dir = path.resolve(outDir, `s${i}`);
   mkdirSync(dir, { recursive: true });
-  const keys = JSON.parse(execFileSync(`${bin}/beatline-server`, ['--data', `${dir}/data`, 'app', 'create', 'bench']).toString());
+  const keys = JSON.parse(execFileSync(server, ['--data', `${dir}/data`, 'app', 'create', 'bench']).toString());
   const pf = `${dir}/port`;
-  const proc = spawn(`${bin}/beatline-server`, ['--data', `${dir}/data`, '--listen', '127.0.0.1:0', '--port-file', pf, '--web', path.resolve(web)], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const s = { proc, web, keys, exited: null, stderr: '' };
+  const proc = spawn(server, ['--data', `${dir}/data`, '--listen', '127.0.0.1:0', '--port-file', pf, '--web', path.resolve(web)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const s = { proc, web, server, keys, exited: null, stderr: '' };
   servers.push(s);
   proc.stderr.on('data', (d) => { s.stderr = (s.stderr + d).slice(-4000); });
   proc.on('exit', (code, sig) => { s.exited = `${code ?? sig}`; });
   for (let k = 0; k < 400 && !s.exited && !(existsSync(pf) && readFileSync(pf, 'utf8').trim()); k++) await sleep(50);
   if (s.exited || !existsSync(pf)) throw new Error(`server ${i} did not start (exit ${s.exited}): ${s.stderr}`);
   s.url = `http://127.0.0.1:${readFileSync(pf, 'utf8').trim()}`;
+  const t0 = Date.now();
   await seedBig({ bin, url: s.url, app: 'bench', keys, n: NODES });
   // the batch is processed in the background: bounded wait, then refuse
   let done = false;
@@ -71,6 +82,7 @@ async function startServer(i, web) {
     if (!done) await sleep(50);
   }
   if (!done) throw new Error(`server ${i}: the bench batch was not processed within 120 s${s.exited ? ` (exited ${s.exited})` : ''}`);
+  console.error(`flame-bench: server ${i} (${server}): seeded and processed in ${Date.now() - t0} ms, load ${load()}`);
   // the answer the page asks for, read once: a server that cannot give it
   // (an older binary without format=columns, a failed seed) stops here
   const res = await fetch(`${s.url}/v1/apps/bench/call-tree?build=big&thread=all&limit=${NODES}&max_depth=4096&format=columns`,
@@ -78,7 +90,7 @@ async function startServer(i, web) {
   const body = await res.text();
   let nodes = -1;
   try { nodes = JSON.parse(body).nodes; } catch { /* not JSON: reported below */ }
-  if (res.status !== 200 || !(nodes > 0)) throw new Error(`server ${i} (${bin}/beatline-server): call-tree?format=columns answered ${res.status} with ${nodes} nodes: ${body.slice(0, 300)}`);
+  if (res.status !== 200 || !(nodes > 0)) throw new Error(`server ${i} (${server}): call-tree?format=columns answered ${res.status} with ${nodes} nodes: ${body.slice(0, 300)}`);
   s.nodes = nodes;
 }
 
@@ -145,7 +157,7 @@ async function run(r, s) {
 
 let failed = false;
 try {
-  for (const [i, web] of webs.entries()) await startServer(i, web);
+  for (const [i, side] of sides.entries()) await startServer(i, side);
   browser = await chromium.launch({ executablePath: exe, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
   const runs = Number(runsArg) || 5;
   for (let r = 0; r < runs; r++) for (const s of servers) await run(r, s);
