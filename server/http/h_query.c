@@ -121,8 +121,17 @@ static void out_init(out *o, req *r)
 
 static void out_raw(out *o, const char *s, size_t n)
 {
-    if (!o->e)
-        o->e = bl_req_append(o->r, &o->b, s, n);
+    if (o->e)
+        return;
+    if (o->b.data && o->b.alloc - o->b.len > n && o->b.len + n <= o->b.cap_max) {
+        /* room already charged and allocated (bl_buf: alloc >= len + 1,
+         * NUL-terminated): the columns' 500,000 numbers mostly come here */
+        memcpy(o->b.data + o->b.len, s, n);
+        o->b.len += n;
+        o->b.data[o->b.len] = '\0';
+        return;
+    }
+    o->e = bl_req_append(o->r, &o->b, s, n);
 }
 
 static void out_str(out *o, const char *s)
@@ -432,8 +441,8 @@ typedef struct emit_ctx {
     bl_buf open;
     /* top-down reading from the build read in one scan (see "one scan"
      * below): prow[] by (thread kind, parent), charged; empty: read from
-     * the database */
-    bl_buf pre;
+     * the database; keys: their (kind, parent) keys, uint64_t[] */
+    bl_buf pre, keys;
 } emit_ctx;
 
 enum { TREE_JSON = 0, TREE_COLUMNS, TREE_SPEEDSCOPE, TREE_CHROME };
@@ -893,7 +902,8 @@ static int prow_cmp(const void *a, const void *b)
 static int preload_add(const bl_calltree_node *n, void *ctx)
 {
     preload_ctx *p = ctx;
-    if (++p->n > p->cap) {
+    /* over the cap, or a parent id pre_key cannot hold: not used */
+    if (++p->n > p->cap || n->parent < 0 || n->parent >= INT64_C(1) << 62) {
         p->failed = 1;
         return 1;
     }
@@ -907,6 +917,8 @@ static int preload_add(const bl_calltree_node *n, void *ctx)
     }
     return 0;
 }
+
+static bl_err pre_keys(emit_ctx *e);
 
 /* Reads the build's nodes into e->pre when there are at most
  * PRELOAD_FACTOR × limit of them (else leaves e->pre empty). BL_EIO when
@@ -924,6 +936,31 @@ static bl_err preload(emit_ctx *e, uint64_t limit)
     }
     if (!p.sorted) /* the index's order, but the answer must not depend on it */
         qsort(e->pre.data, e->pre.len / sizeof(prow), sizeof(prow), prow_cmp);
+    if (pre_keys(e) != BL_OK) /* out of memory: read from the database */
+        bl_req_buf_free(e->o->r, &e->pre);
+    return BL_OK;
+}
+
+/* A preloaded row's (thread kind, parent) as one ordered key: ids are
+ * positive and below 2^62 */
+static uint64_t pre_key(int64_t main, int64_t parent)
+{
+    return (main ? UINT64_C(1) << 62 : 0) | (uint64_t)parent;
+}
+
+/* e->keys: pre_key of each row of e->pre, searched instead of the rows
+ * (8 bytes a row instead of 56: fewer cache misses) */
+static bl_err pre_keys(emit_ctx *e)
+{
+    const prow *a = (const prow *)(const void *)e->pre.data;
+    size_t len = e->pre.len / sizeof *a;
+    bl_err err = bl_req_reserve(e->o->r, &e->keys, len * sizeof(uint64_t));
+    if (err)
+        return err;
+    uint64_t *k = (uint64_t *)(void *)e->keys.data;
+    for (size_t i = 0; i < len; i++)
+        k[i] = pre_key(a[i].c.main, a[i].parent);
+    e->keys.len = len * sizeof(uint64_t);
     return BL_OK;
 }
 
@@ -931,19 +968,19 @@ static bl_err preload(emit_ctx *e, uint64_t limit)
  * [*first, *first + *n) of e->pre. */
 static void pre_children(const emit_ctx *e, int64_t parent, size_t *first, size_t *n)
 {
-    const prow *a = (const prow *)(const void *)e->pre.data;
-    size_t len = e->pre.len / sizeof *a;
-    prow key = { parent, { 0, 0, 0, 0, 0, e->main } };
+    const uint64_t *k = (const uint64_t *)(const void *)e->keys.data;
+    size_t len = e->keys.len / sizeof *k;
+    uint64_t key = pre_key(e->main, parent);
     size_t lo = 0, hi = len;
     while (lo < hi) { /* the first row >= key */
         size_t mid = lo + (hi - lo) / 2;
-        if (prow_cmp(&a[mid], &key) < 0)
+        if (k[mid] < key)
             lo = mid + 1;
         else
             hi = mid;
     }
     *first = lo;
-    while (lo < len && !prow_cmp(&a[lo], &key))
+    while (lo < len && k[lo] == key)
         lo++;
     *n = lo - *first;
 }
@@ -1179,6 +1216,7 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
     tree_head(&e, r, bname, q->main_only, NULL);
     /* one snapshot for every read of the answer, as the merge's one query */
     bl_buf_init(&e.pre, 0);
+    bl_buf_init(&e.keys, 0);
     if (bl_db_read_begin(db) != BL_OK) {
         e.dberr = 1;
     } else {
@@ -1189,6 +1227,7 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
         bl_db_read_end(db);
     }
     bl_req_buf_free(r, &e.pre);
+    bl_req_buf_free(r, &e.keys);
     tree_tail(&e);
     map_free(r, &e.names);
     bl_req_buf_free(r, &e.text);
