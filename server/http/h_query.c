@@ -2,7 +2,7 @@
  * h_query.c — read endpoints:
  *   GET /v1/apps/{app}/builds
  *   GET /v1/apps/{app}/slow-methods?build=&thread=main|all&since=&until=&sort=&limit=
- *   GET /v1/apps/{app}/call-tree?build=&root=&thread=&max_depth=&limit=&format=json|columns|speedscope|chrome
+ *   GET /v1/apps/{app}/call-tree?build=&root=&thread=&max_depth=&limit=&format=json|columns|columns-binary|speedscope|chrome
  * Shapes and units are in docs/api.md. Times are µs; since/until are Unix
  * seconds and select whole hours (aggregates are kept per hour).
  */
@@ -172,16 +172,23 @@ static void out_json(out *o, json_t *v)
     json_decref(v);
 }
 
-/* Answers the text, or 503 (budget spent / out of memory) when writing
- * failed; frees o either way. */
-static enum MHD_Result out_reply(struct MHD_Connection *c, bl_http *h, out *o)
+/* Answers the bytes as `type`, or 503 (budget spent / out of memory) when
+ * writing failed; frees o either way. */
+static enum MHD_Result out_reply_as(struct MHD_Connection *c, bl_http *h, out *o,
+                                    const char *type)
 {
     if (o->e) {
         bl_req_buf_free(o->r, &o->b);
         return bl_reply_error(c, h, 503, "not enough memory for this answer now; retry later "
                                          "or ask for fewer rows (limit)");
     }
-    return bl_reply_buf(c, h, 200, "application/json", &o->b);
+    return bl_reply_buf(c, h, 200, type, &o->b);
+}
+
+/* out_reply_as JSON */
+static enum MHD_Result out_reply(struct MHD_Connection *c, bl_http *h, out *o)
+{
+    return out_reply_as(c, h, o, "application/json");
 }
 
 /* ---- slow methods ---------------------------------------------------------
@@ -439,13 +446,19 @@ typedef struct emit_ctx {
      * and the indexes of the open nodes (int64_t stack); all charged */
     out col[5];
     bl_buf open;
+    /* format=columns-binary (fmt TREE_COLUMNS, binary 1): the columns
+     * hold each node's values as native uint64_t (written little-endian in
+     * their wire types at the end, "binary columns" below); ix: scratch
+     * for a method's index text */
+    int binary;
+    out ix;
     /* top-down reading from the build read in one scan (see "one scan"
      * below): prow[] by (thread kind, parent), charged; empty: read from
      * the database; keys: their (kind, parent) keys, uint64_t[] */
     bl_buf pre, keys;
 } emit_ctx;
 
-enum { TREE_JSON = 0, TREE_COLUMNS, TREE_SPEEDSCOPE, TREE_CHROME };
+enum { TREE_JSON = 0, TREE_COLUMNS, TREE_SPEEDSCOPE, TREE_CHROME, TREE_COLUMNS_BINARY };
 /* the columns of format=columns, in answer order */
 enum { COL_PARENT = 0, COL_METHOD, COL_COUNT, COL_TOTAL, COL_SELF, COLS };
 static const char *const col_names[COLS] = { "parent", "method", "count", "total_us", "self_us" };
@@ -636,6 +649,29 @@ static uint64_t node_open(emit_ctx *e, int64_t method, uint64_t count, uint64_t 
         int sep = e->events != 0;
         size_t depth = e->open.len / sizeof(int64_t);
         int64_t self_ix = (int64_t)e->events++;
+        if (e->binary) {
+            uint64_t v[COLS];
+            v[COL_PARENT] = depth ? (uint64_t)((int64_t *)(void *)e->open.data)[depth - 1]
+                                  : UINT64_MAX; /* -1 */
+            out *o = e->o; /* the method's index, as text, to the scratch */
+            e->ix.b.len = 0;
+            e->o = &e->ix;
+            out_method(e, method);
+            e->o = o;
+            v[COL_METHOD] = e->ix.b.len && !e->ix.e ? strtoull(e->ix.b.data, NULL, 10) : 0;
+            v[COL_COUNT] = count;
+            v[COL_TOTAL] = total;
+            v[COL_SELF] = self;
+            if (!o->e)
+                o->e = e->ix.e;
+            for (int k = 0; k < COLS; k++)
+                out_raw(&e->col[k], (const char *)&v[k], sizeof v[k]);
+            if (!o->e)
+                o->e = bl_req_append(o->r, &e->open, &self_ix, sizeof self_ix);
+            for (int k = 0; k < COLS && !o->e; k++)
+                o->e = e->col[k].e;
+            return at;
+        }
         if (depth)
             out_u64(&e->col[COL_PARENT], sep,
                     (uint64_t)((int64_t *)(void *)e->open.data)[depth - 1]);
@@ -1104,6 +1140,7 @@ static void cols_init(emit_ctx *e, req *r)
 {
     for (int k = 0; k < COLS; k++)
         out_init(&e->col[k], r);
+    out_init(&e->ix, r);
     bl_buf_init(&e->open, 0);
 }
 
@@ -1111,7 +1148,97 @@ static void cols_free(emit_ctx *e, req *r)
 {
     for (int k = 0; k < COLS; k++)
         bl_req_buf_free(r, &e->col[k].b);
+    bl_req_buf_free(r, &e->ix.b);
     bl_req_buf_free(r, &e->open);
+}
+
+/* ---- binary columns (format=columns-binary, docs/api.md) -----------------
+ * "BLCB", the head's length (u32), the head (the columns answer's JSON
+ * without its five lists, plus "columns": [name, type] pairs), zeros to a
+ * multiple of 8 bytes; then each column's `nodes` values in its type,
+ * little-endian, each followed by zeros to a multiple of 8. parent is i32
+ * (-1: a root), method u32; count, total_us and self_us are u32 when every
+ * value of the column fits, else f64 (exact below 2^53). No text to format
+ * or parse per node: the page takes typed arrays over the bytes. */
+#define BIN_MAGIC "BLCB"
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* the wire type of column k: 'i' (4 bytes) or 'f' (f64) */
+static char col_type(const emit_ctx *e, int k)
+{
+    if (k == COL_PARENT || k == COL_METHOD)
+        return 'i';
+    const uint64_t *v = (const uint64_t *)(const void *)e->col[k].b.data;
+    size_t n = e->col[k].b.len / sizeof *v;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] > UINT32_MAX)
+            return 'f';
+    return 'i';
+}
+
+static void out_pad8(out *o)
+{
+    static const char zeros[8] = { 0 };
+    if (o->b.len % 8)
+        out_raw(o, zeros, 8 - o->b.len % 8);
+}
+
+/* Writes the head's "columns" pairs (after "nodes"). */
+static void bin_types(emit_ctx *e, const char *types)
+{
+    out *o = e->o;
+    out_str(o, ",\"columns\":[");
+    for (int k = 0; k < COLS; k++) {
+        out_str(o, k ? ",[\"" : "[\"");
+        out_str(o, col_names[k]);
+        out_str(o, k == COL_PARENT    ? "\",\"i32\"]"
+                   : types[k] == 'f' ? "\",\"f64\"]"
+                                     : "\",\"u32\"]");
+    }
+    out_raw(o, "]", 1);
+}
+
+/* After the head: its length patched in, then the columns. */
+static void bin_columns(emit_ctx *e, const char *types)
+{
+    out *o = e->o;
+    if (o->e)
+        return;
+    if (o->b.len < 8 || o->b.len - 8 > UINT32_MAX) {
+        o->e = BL_ENOMEM;
+        return;
+    }
+    put_le((unsigned char *)o->b.data + 4, o->b.len - 8, 4);
+    out_pad8(o);
+    for (int k = 0; k < COLS && !o->e; k++) {
+        const uint64_t *v = (const uint64_t *)(const void *)e->col[k].b.data;
+        size_t n = e->col[k].b.len / sizeof *v, w = types[k] == 'f' ? 8 : 4;
+        if (n > (SIZE_MAX / 2) / w) {
+            o->e = BL_ENOMEM;
+            return;
+        }
+        if ((o->e = bl_req_reserve(o->r, &o->b, n * w)))
+            return;
+        unsigned char *p = (unsigned char *)o->b.data + o->b.len;
+        for (size_t i = 0; i < n; i++, p += w) {
+            if (w == 8) {
+                double d = (double)v[i];
+                uint64_t bits;
+                memcpy(&bits, &d, sizeof bits);
+                put_le(p, bits, 8);
+            } else {
+                put_le(p, v[i], 4); /* a root's parent: UINT64_MAX, so 0xFFFFFFFF */
+            }
+        }
+        o->b.len += n * w;
+        o->b.data[o->b.len] = '\0';
+        out_pad8(o);
+    }
 }
 
 /* The answer's head: up to "roots": (JSON), or up to the first event of the
@@ -1119,6 +1246,8 @@ static void cols_free(emit_ctx *e, req *r)
 static void tree_head(emit_ctx *e, req *r, const char *bname, int main_only, const char *root)
 {
     out *o = e->o;
+    if (e->binary) /* magic, then the head's length (bin_columns) */
+        out_raw(o, BIN_MAGIC "\0\0\0\0", 8);
     out_str(o, e->fmt == TREE_SPEEDSCOPE
                    ? "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
                      "\"exporter\":\"beatline\",\"app\":"
@@ -1133,7 +1262,7 @@ static void tree_head(emit_ctx *e, req *r, const char *bname, int main_only, con
         return;
     }
     if (e->fmt == TREE_COLUMNS) {
-        out_str(o, ",\"format\":\"columns\"");
+        out_str(o, e->binary ? ",\"format\":\"columns-binary\"" : ",\"format\":\"columns\"");
         return;
     }
     char name[BL_BUILD_NAME_MAX + 128];
@@ -1159,6 +1288,7 @@ static void tree_head(emit_ctx *e, req *r, const char *bname, int main_only, con
 static void tree_tail(emit_ctx *e)
 {
     out *o = e->o;
+    char types[COLS] = { 0 }; /* binary: each column's wire type */
     if (e->fmt == TREE_SPEEDSCOPE) {
         char num[64];
         snprintf(num, sizeof num, "],\"endValue\":%llu}],\"shared\":{\"frames\":[",
@@ -1176,7 +1306,15 @@ static void tree_tail(emit_ctx *e)
             out_raw(o, e->frames.data, e->frames.len);
         snprintf(num, sizeof num, "],\"nodes\":%llu", (unsigned long long)e->events);
         out_str(o, num);
-        for (int k = 0; k < COLS; k++) {
+        for (int k = 0; k < COLS && e->binary; k++)
+            if (!o->e)
+                o->e = e->col[k].e;
+        if (e->binary) {
+            for (int k = 0; k < COLS; k++)
+                types[k] = col_type(e, k);
+            bin_types(e, types);
+        }
+        for (int k = 0; k < COLS && !e->binary; k++) {
             if (!o->e)
                 o->e = e->col[k].e;
             out_str(o, ",\"");
@@ -1188,6 +1326,8 @@ static void tree_tail(emit_ctx *e)
         }
     }
     out_str(o, e->truncated ? ",\"truncated\":true}" : ",\"truncated\":false}");
+    if (e->binary)
+        bin_columns(e, types);
 }
 
 /* The call tree without root= (limit up to TOP_DOWN_MAX_LIMIT), read
@@ -1205,7 +1345,8 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
     e.budget = (uint64_t)limit;
     e.q = q;
     e.max_depth = (uint32_t)max_depth;
-    e.fmt = fmt;
+    e.fmt = fmt == TREE_COLUMNS_BINARY ? TREE_COLUMNS : fmt;
+    e.binary = fmt == TREE_COLUMNS_BINARY;
     bl_u128map_init(&e.names);
     bl_buf_init(&e.text, 0);
     bl_buf_init(&e.frames, 0);
@@ -1240,7 +1381,8 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
         bl_req_buf_free(r, &o.b);
         return bl_reply_error(c, h, 500, "database error");
     }
-    return out_reply(c, h, &o);
+    return out_reply_as(c, h, &o,
+                        fmt == TREE_COLUMNS_BINARY ? "application/octet-stream" : "application/json");
 }
 
 enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
@@ -1254,12 +1396,14 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     int fmt = TREE_JSON;
     if (format && !strcmp(format, "columns"))
         fmt = TREE_COLUMNS;
+    else if (format && !strcmp(format, "columns-binary"))
+        fmt = TREE_COLUMNS_BINARY;
     else if (format && !strcmp(format, "speedscope"))
         fmt = TREE_SPEEDSCOPE;
     else if (format && !strcmp(format, "chrome"))
         fmt = TREE_CHROME;
     else if (format && *format && strcmp(format, "json") != 0)
-        return bl_reply_error(c, h, 400, "'format' must be json, columns, speedscope or chrome");
+        return bl_reply_error(c, h, 400, "'format' must be json, columns, columns-binary, speedscope or chrome");
     if (arg_thread(c, &main_only, err, sizeof err) ||
         bl_arg_i64(c, "max_depth", 64, 1, 4096, &max_depth, err, sizeof err) ||
         bl_arg_i64(c, "limit", 10000, 0, 1000000, &limit, err, sizeof err))
@@ -1329,7 +1473,8 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     e.t = &t;
     e.o = &o;
     e.budget = (uint64_t)limit;
-    e.fmt = fmt;
+    e.fmt = fmt == TREE_COLUMNS_BINARY ? TREE_COLUMNS : fmt;
+    e.binary = fmt == TREE_COLUMNS_BINARY;
     bl_u128map_init(&e.names);
     bl_buf_init(&e.text, 0);
     bl_buf_init(&e.frames, 0);
@@ -1348,5 +1493,6 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     bl_req_buf_free(r, &e.frames);
     cols_free(&e, r);
     bl_req_buf_free(r, &t.nodes);
-    return out_reply(c, h, &o);
+    return out_reply_as(c, h, &o,
+                        fmt == TREE_COLUMNS_BINARY ? "application/octet-stream" : "application/json");
 }
