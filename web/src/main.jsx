@@ -316,7 +316,7 @@ function MethodPage({ params }) {
   const thread = params.thread || 'all';
   const builds = useBuilds();
   const stats = useApi('/slow-methods', { build: params.build, thread, limit: 10000 }, [params.build, thread]);
-  const tree = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [params.build, thread]);
+  const tree = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096, format: 'columns-binary' }, [params.build, thread]);
   const row = stats.data && stats.data.methods.find((m) => methodKey(m.method) === key);
   // the percentiles of each build (newest 8), one answer per build
   const [perBuild, setPerBuild] = useState(null);
@@ -848,8 +848,8 @@ function ComparePage({ params }) {
   const P = (k, v) => setParam('compare', { ...params, a, b }, k, v);
   const sa = useApi('/slow-methods', { build: a, thread, limit: 10000 }, [a, thread, !!a]);
   const sb = useApi('/slow-methods', { build: b, thread, limit: 10000 }, [b, thread, !!b]);
-  const ta = useApi('/call-tree', { build: a, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [a, thread]);
-  const tb = useApi('/call-tree', { build: b, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [b, thread]);
+  const ta = useApi('/call-tree', { build: a, thread, limit: 100000, max_depth: 4096, format: 'columns-binary' }, [a, thread]);
+  const tb = useApi('/call-tree', { build: b, thread, limit: 100000, max_depth: 4096, format: 'columns-binary' }, [b, thread]);
   const fa = useMemo(() => (ta.data ? treeOf(ta.data) : null), [ta.data]);
   const fb = useMemo(() => (tb.data ? treeOf(tb.data) : null), [tb.data]);
   const rows = useMemo(() => (sa.data && sb.data ? compareRows(sa.data.methods, sb.data.methods, minCalls, minChange) : null), [sa.data, sb.data, minCalls, minChange]);

@@ -7,5 +7,6 @@ export function parseHash() {
   return { page: page || 'overview', params: Object.fromEntries(new URLSearchParams(qs || '')) };
 }
 
-// the flame graph page's call-tree request (GET call-tree, docs/api.md)
-export const flameQuery = (params) => ({ build: params.build, thread: params.thread || 'all', limit: 100000, max_depth: 4096, format: 'columns' });
+// the flame graph page's call-tree request (GET call-tree, docs/api.md):
+// the binary columns, read straight into typed arrays (columns.js)
+export const flameQuery = (params) => ({ build: params.build, thread: params.thread || 'all', limit: 100000, max_depth: 4096, format: 'columns-binary' });
