@@ -8,6 +8,7 @@
  */
 #include "http/internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "common/u128map.h"
 #include "store/builds.h"
 #include "store/calltree_query.h"
+#include "store/db.h"
 #include "store/slow_methods.h"
 
 #define HOUR_US 3600000000ll
@@ -1330,11 +1332,129 @@ static void tree_tail(emit_ctx *e)
         bin_columns(e, types);
 }
 
+/* ---- answers kept ---------------------------------------------------------
+ * The last few call-tree answers (without root=) are kept, each with the
+ * database's write generation read before its read began
+ * (bl_db_write_generation): while no transaction has been committed since,
+ * the same request gets the same bytes again without reading the tree. Any
+ * commit (a processed batch of any app, a mapping, retention) makes every
+ * kept answer stale; a stale one is dropped when met. At most
+ * KEEP_ENTRIES answers of at most KEEP_ANSWER_MAX bytes each, all of them
+ * at most KEEP_TOTAL_MAX bytes (least recently used dropped first); this
+ * memory is the server's own, not any request's (--max-inflight counts
+ * the copy each answer sends). */
+#define KEEP_ENTRIES 8
+#define KEEP_ANSWER_MAX (8u << 20)
+#define KEEP_TOTAL_MAX (32u << 20)
+
+typedef struct kept {
+    int64_t app_id, build_id, max_depth, limit;
+    int main_only, fmt; /* fmt: TREE_* as parsed (TREE_COLUMNS_BINARY too) */
+    uint64_t gen, used;
+    char *data; /* malloc'd answer bytes; NULL: a free slot */
+    size_t len;
+} kept;
+
+static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
+static kept keep[KEEP_ENTRIES];
+static size_t keep_bytes;
+static uint64_t keep_tick;
+
+static int kept_is(const kept *k, const req *r, int64_t build_id, int main_only,
+                   int64_t max_depth, int64_t limit, int fmt)
+{
+    return k->data && k->app_id == r->app_id && k->build_id == build_id &&
+           k->main_only == main_only && k->max_depth == max_depth && k->limit == limit &&
+           k->fmt == fmt;
+}
+
+static void kept_drop(kept *k)
+{
+    keep_bytes -= k->len;
+    free(k->data);
+    memset(k, 0, sizeof *k);
+}
+
+/* A kept answer for this request at generation gen, copied into *b
+ * (charged to r): 1; none: 0; out of memory: -1 (BL_ENOMEM in *err). */
+static int keep_get(req *r, int64_t build_id, int main_only, int64_t max_depth, int64_t limit,
+                    int fmt, uint64_t gen, bl_buf *b, bl_err *err)
+{
+    int found = 0;
+    *err = BL_OK;
+    pthread_mutex_lock(&keep_mu);
+    uint64_t now = bl_db_write_generation(); /* >= gen */
+    for (int i = 0; i < KEEP_ENTRIES; i++) {
+        kept *k = &keep[i];
+        if (k->data && k->gen != now) {
+            kept_drop(k); /* stale: something was committed since it was made */
+            continue;
+        }
+        if (!found && k->gen == gen && kept_is(k, r, build_id, main_only, max_depth, limit, fmt)) {
+            k->used = ++keep_tick;
+            *err = bl_req_append(r, b, k->data, k->len);
+            found = *err ? -1 : 1;
+        }
+    }
+    pthread_mutex_unlock(&keep_mu);
+    return found;
+}
+
+/* Keeps a copy of the answer (data, len) made at generation gen, when it
+ * fits; nothing when memory is short (the next request reads the tree). */
+static void keep_put(const req *r, int64_t build_id, int main_only, int64_t max_depth,
+                     int64_t limit, int fmt, uint64_t gen, const char *data, size_t len)
+{
+    if (len == 0 || len > KEEP_ANSWER_MAX || gen != bl_db_write_generation())
+        return; /* too big, or stale already */
+    char *copy = malloc(len);
+    if (!copy)
+        return;
+    memcpy(copy, data, len);
+    pthread_mutex_lock(&keep_mu);
+    kept *slot = NULL;
+    for (int i = 0; i < KEEP_ENTRIES; i++) {
+        kept *k = &keep[i];
+        if (k->data && (k->gen != gen || kept_is(k, r, build_id, main_only, max_depth, limit, fmt)))
+            kept_drop(k); /* stale, or the same answer kept by another request */
+    }
+    for (;;) { /* a free slot within the total, dropping the least recently used */
+        kept *lru = NULL;
+        slot = NULL;
+        for (int i = 0; i < KEEP_ENTRIES; i++) {
+            if (!keep[i].data && !slot)
+                slot = &keep[i];
+            else if (keep[i].data && (!lru || keep[i].used < lru->used))
+                lru = &keep[i];
+        }
+        if (slot && keep_bytes + len <= KEEP_TOTAL_MAX)
+            break;
+        if (!lru) {
+            slot = NULL;
+            break;
+        }
+        kept_drop(lru);
+    }
+    if (slot) {
+        *slot = (kept){ r->app_id, build_id, max_depth, limit, main_only, fmt, gen, ++keep_tick,
+                        copy, len };
+        keep_bytes += len;
+        copy = NULL;
+    }
+    pthread_mutex_unlock(&keep_mu);
+    free(copy);
+}
+
+static const char *tree_type(int fmt)
+{
+    return fmt == TREE_COLUMNS_BINARY ? "application/octet-stream" : "application/json";
+}
+
 /* The call tree without root= (limit up to TOP_DOWN_MAX_LIMIT), read
  * top-down while printed. */
 static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *r, bl_db *db,
                                      const bl_calltree_query *q, const char *bname,
-                                     int64_t max_depth, int64_t limit, int fmt)
+                                     int64_t max_depth, int64_t limit, int fmt, uint64_t gen)
 {
     out o;
     out_init(&o, r);
@@ -1381,12 +1501,15 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
         bl_req_buf_free(r, &o.b);
         return bl_reply_error(c, h, 500, "database error");
     }
-    return out_reply_as(c, h, &o,
-                        fmt == TREE_COLUMNS_BINARY ? "application/octet-stream" : "application/json");
+    if (!o.e)
+        keep_put(r, q->build_id, q->main_only, max_depth, limit, fmt, gen, o.b.data, o.b.len);
+    return out_reply_as(c, h, &o, tree_type(fmt));
 }
 
 enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
 {
+    /* before any read: a commit after this makes the answer not kept */
+    uint64_t gen = bl_db_write_generation();
     char err[200];
     int main_only;
     int64_t max_depth, limit;
@@ -1443,8 +1566,16 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     }
     bl_calltree_query q = { build_id, main_only, root ? rcls : NULL, root ? rname : NULL,
                             rdesc };
+    if (!root) { /* an answer kept since nothing was committed ("answers kept") */
+        out k;
+        out_init(&k, r);
+        int got = keep_get(r, build_id, main_only, max_depth, limit, fmt, gen, &k.b, &k.e);
+        if (got)
+            return out_reply_as(c, h, &k, tree_type(fmt)); /* -1: 503, k freed */
+        bl_req_buf_free(r, &k.b);
+    }
     if (!root && limit <= TOP_DOWN_MAX_LIMIT)
-        return tree_top_down(c, h, r, db, &q, bname, max_depth, limit, fmt);
+        return tree_top_down(c, h, r, db, &q, bname, max_depth, limit, fmt, gen);
     tree t;
     memset(&t, 0, sizeof t);
     t.r = r;
@@ -1493,6 +1624,7 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     bl_req_buf_free(r, &e.frames);
     cols_free(&e, r);
     bl_req_buf_free(r, &t.nodes);
-    return out_reply_as(c, h, &o,
-                        fmt == TREE_COLUMNS_BINARY ? "application/octet-stream" : "application/json");
+    if (!o.e && !root)
+        keep_put(r, build_id, main_only, max_depth, limit, fmt, gen, o.b.data, o.b.len);
+    return out_reply_as(c, h, &o, tree_type(fmt));
 }

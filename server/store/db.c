@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <stdatomic.h>
 
 extern const char *const bl_migrations[];
 
@@ -31,6 +32,7 @@ extern const char *const bl_migrations[];
 struct bl_db {
     sqlite3 *h;
     int readonly;
+    int autockpt; /* writable: WAL pages that make a commit checkpoint (0: never) */
     struct {
         const char *sql;
         sqlite3_stmt *st;
@@ -107,8 +109,9 @@ bl_err bl_db_no_autocheckpoint(bl_db *db)
 {
     /* the WAL file is cut back to 64 MiB when the writer starts it over
      * after a checkpoint (else it keeps the size of the biggest transaction) */
-    bl_err e = bl_db_exec(db, "PRAGMA wal_autocheckpoint = 0");
-    return e ? e : bl_db_exec(db, "PRAGMA journal_size_limit = 67108864");
+    /* not PRAGMA wal_autocheckpoint = 0: that would remove on_wal_commit */
+    db->autockpt = 0;
+    return bl_db_exec(db, "PRAGMA journal_size_limit = 67108864");
 }
 
 bl_err bl_db_checkpoint(bl_db *db)
@@ -186,6 +189,27 @@ static bl_err migrate(sqlite3 *h, char *errbuf, size_t errlen)
     return BL_OK;
 }
 
+/* commits of this process's writable connections (bl_db_write_generation) */
+static _Atomic uint64_t write_gen;
+
+uint64_t bl_db_write_generation(void)
+{
+    return atomic_load(&write_gen);
+}
+
+/* SQLite's WAL hook: called after each commit of a writable connection, once
+ * the transaction is in the WAL (new read snapshots see it). Counts it, and
+ * checkpoints as SQLite's own hook (which this one replaces) would: a
+ * passive checkpoint once the WAL holds autockpt pages. */
+static int on_wal_commit(void *ctx, sqlite3 *h, const char *name, int pages)
+{
+    const bl_db *db = ctx;
+    atomic_fetch_add(&write_gen, 1);
+    if (db->autockpt > 0 && pages >= db->autockpt)
+        (void)sqlite3_wal_checkpoint_v2(h, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    return SQLITE_OK;
+}
+
 bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, size_t errlen)
 {
     *out = NULL;
@@ -204,6 +228,10 @@ bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, siz
         return BL_EIO;
     }
     sqlite3_busy_timeout(db->h, 5000);
+    if (!readonly) {
+        db->autockpt = 1000; /* SQLite's default wal_autocheckpoint */
+        sqlite3_wal_hook(db->h, on_wal_commit, db);
+    }
     bl_err err = BL_OK;
     if (bl_sql_register(db->h) != SQLITE_OK) {
         snprintf(errbuf, errlen, "cannot register SQL functions: %s", sqlite3_errmsg(db->h));
