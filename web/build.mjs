@@ -1,5 +1,6 @@
 // Bundles the dashboard with esbuild into OUT (argument, default dist/):
-// OUT/index.html plus OUT/assets/early-HASH.js, app-HASH.js and app-HASH.css (content-hashed
+// OUT/index.html plus OUT/assets/early-HASH.js, app-HASH.js (+ chunk-HASH.js:
+// uPlot, loaded with the first chart) and app-HASH.css (content-hashed
 // names: beatline-server caches them a year, index.html never).
 //   node build.mjs [OUT]
 import * as esbuild from 'esbuild';
@@ -27,6 +28,9 @@ const app = await esbuild.build({
   ...common,
   entryPoints: { app: path.join(here, 'src/main.jsx') },
   format: 'esm',
+  // uPlot is imported when a chart is first shown: its own chunk
+  splitting: true,
+  chunkNames: 'chunk-[hash]',
   jsx: 'automatic',
   jsxImportSource: 'preact',
 });

@@ -3,7 +3,6 @@
 // link opens the same view; the read key is never part of it.
 import { render } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { api, ApiError, apiUrl, health, keyMessage, metric, session } from './api.js';
@@ -246,13 +245,22 @@ function SlowMethods({ params }) {
 }
 
 // ---- method page ----------------------------------------------------------
+// A uPlot chart. uPlot (half the app's script) is loaded when a chart is
+// first shown, not with the app: the flame graph page starts without it.
+// A series with `bars: [width, max px]` is drawn as bars.
 function Chart({ opts, data }) {
   const ref = useRef(null);
   useEffect(() => {
     if (!ref.current) return undefined;
-    const w = Math.max(280, Math.min(900, ref.current.clientWidth));
-    const u = new uPlot({ ...opts, width: w, height: 260 }, data, ref.current);
-    return () => u.destroy();
+    let u = null;
+    let live = true;
+    import('uplot').then(({ default: UPlot }) => {
+      if (!live || !ref.current) return;
+      const w = Math.max(280, Math.min(900, ref.current.clientWidth));
+      const series = opts.series.map(({ bars, ...sr }) => (bars ? { ...sr, paths: UPlot.paths.bars({ size: bars }) } : sr));
+      u = new UPlot({ ...opts, series, width: w, height: 260 }, data, ref.current);
+    });
+    return () => { live = false; if (u) u.destroy(); };
   }, [JSON.stringify(data)]);
   return <div class="chart" ref={ref} />;
 }
@@ -362,7 +370,7 @@ function MethodPage({ params }) {
           scales: { x: { time: false, range: (u, a, b) => [a - 0.6, b + 0.6] } },
           axes: [{ values: (u, ticks) => ticks.map((t) => (buckets[t] ? fmtDur(buckets[t].lo_us) : '')) }, { label: 'calls' }],
           series: [{ label: 'from', value: (u, v) => (v == null || !buckets[v] ? '' : `${fmtDur(buckets[v].lo_us)} – ${fmtDur(buckets[v].hi_us)}`) },
-            { label: 'calls', stroke: '#2b7bb9', fill: 'rgba(43,123,185,0.35)', paths: uPlot.paths.bars({ size: [0.8, 60] }), points: { show: false } }],
+            { label: 'calls', stroke: '#2b7bb9', fill: 'rgba(43,123,185,0.35)', bars: [0.8, 60], points: { show: false } }],
         }} data={[buckets.map((_, i) => i), buckets.map((b) => b.count)]} /></div>
       ) : hist.data && <p class="muted">No finished call in this selection.</p>}
       <h3>Call duration by build (p50 / p90 / p99 / max, ms)</h3>
@@ -620,7 +628,7 @@ function PhaseChart({ phases }) {
       axes: [{ splits: () => labels.map((_, i) => i), values: (u, ticks) => ticks.map((t) => (labels[t] !== undefined ? labels[t] : '')), size: 40 },
         { label: 'ms', values: (u, ticks) => ticks.map((v) => `${v}`) }],
       series: [{ label: 'phase', value: (u, v) => (v == null || !phases[v] ? '' : phaseName(phases[v].phase)) },
-        { label: 'p50', stroke: '#2b7bb9', fill: 'rgba(43,123,185,0.45)', paths: uPlot.paths.bars({ size: [0.55, 90] }), points: { show: false } },
+        { label: 'p50', stroke: '#2b7bb9', fill: 'rgba(43,123,185,0.45)', bars: [0.55, 90], points: { show: false } },
         { label: 'p90', stroke: '#e08a00', paths: () => null, points: { show: true, size: 9, fill: '#e08a00', stroke: '#e08a00' } },
         { label: 'p99', stroke: '#c2185b', paths: () => null, points: { show: true, size: 9, fill: '#c2185b', stroke: '#c2185b' } },
         { label: 'max', stroke: '#444', paths: () => null, points: { show: true, size: 7, fill: '#fff', stroke: '#444' } }],

@@ -25,6 +25,11 @@
 // beatline-server (server and bundle compared together, before/after);
 // beatline-batch always comes from BUILD_DIR.
 //
+// BENCH_COLD=1: before each run a tiny batch (another build) is posted
+// and processed, so the server keeps no answer (h_query.c "answers kept")
+// and every run is a first render after new data; without it the first run
+// of each server is such a one and the later ones may get a kept answer.
+//
 // Exits 1 with the reason when a server does not start, the data is not
 // processed in time, the call tree cannot be read, or the page shows an
 // error instead of the graph (never waits for a page that cannot come);
@@ -33,7 +38,8 @@ import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import { seedBig } from './seed.mjs';
+import { randomUUID } from 'node:crypto';
+import { encode, seedBig } from './seed.mjs';
 
 const [buildDir, outDir, runsArg, ...webs] = process.argv.slice(2);
 if (!webs.length) { console.error('usage: flame-bench.mjs BUILD_DIR OUT_DIR RUNS WEB_DIR [WEB_DIR...]'); process.exit(2); }
@@ -83,6 +89,11 @@ async function startServer(i, { server, web }) {
   }
   if (!done) throw new Error(`server ${i}: the bench batch was not processed within 120 s${s.exited ? ` (exited ${s.exited})` : ''}`);
   console.error(`flame-bench: server ${i} (${server}): seeded and processed in ${Date.now() - t0} ms, load ${load()}`);
+  if (process.env.BENCH_COLD === '1') { // the names of build "cold" (commitSomething)
+    const ids = await fetch(`${s.url}/v1/apps/bench/builds/cold/method-ids`, { method: 'PUT', headers: { Authorization: `Bearer ${keys.upload_key}` },
+      body: '# beatline method-ids v1 names=original\n1,1,com.example.Cold run ()V\n' });
+    if (ids.status !== 201) throw new Error(`server ${i}: method-ids of build cold: ${ids.status} ${await ids.text()}`);
+  }
   // the answer the page asks for, read once: a server that cannot give it
   // (an older binary without format=columns, a failed seed) stops here
   const res = await fetch(`${s.url}/v1/apps/bench/call-tree?build=big&thread=all&limit=${NODES}&max_depth=4096&format=columns`,
@@ -94,8 +105,27 @@ async function startServer(i, { server, web }) {
   s.nodes = nodes;
 }
 
+const processedCount = async (s) => Number((/^beatline_batches_processed_total (\d+)/m.exec(await (await fetch(`${s.url}/metrics`)).text()) || [])[1] || 0);
+
+// A commit on server s (BENCH_COLD): a one-call batch of build "cold",
+// processed (bounded wait), then a moment for the server to settle.
+async function commitSomething(s) {
+  const before = await processedCount(s);
+  const batch = JSON.stringify({
+    batch_id: randomUUID(), app: 'bench', build: 'cold', session_id: 'cold', origin_wall_us: Date.now() * 1000 - 3600e6,
+    device: { model: 'bench', os: '14', sdk: 34 },
+    threads: [{ id: 1, name: 'main', main: true, truncated: false, records: [[1, 'i', 0], [1, 'o', 10]] }], events: [],
+  });
+  const res = await fetch(`${s.url}/v1/apps/bench/batches`, { method: 'POST', headers: { Authorization: `Bearer ${s.keys.ingest_key}` }, body: encode(bin, batch) });
+  if (res.status !== 202) throw new Error(`cold batch: ${res.status} ${await res.text()}`);
+  for (let k = 0; k < 600 && (await processedCount(s)) <= before; k++) await sleep(50);
+  if ((await processedCount(s)) <= before) throw new Error('cold batch not processed within 30 s');
+  await sleep(300);
+}
+
 // One first render of #/flame?build=big on server s: the split (above).
 async function run(r, s) {
+  if (process.env.BENCH_COLD === '1') await commitSomething(s);
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   try {
     const page = await ctx.newPage();
@@ -150,7 +180,7 @@ async function run(r, s) {
       run: r, web: s.web, nav_to_paint_ms: round(painted), boot_ms: round(m.fetch), early_ms: round(m.early), html_ms: round(m.html), js_ms: round(m.js), app_start_ms: round(m.app), render_ms: round(m.render), server_ms: round(m.first - m.fetch),
       transfer_ms: round(m.last - m.first), parse_ms: m.bodyEnd === null ? null : round(m.bodyEnd - m.last),
       layout_ms: round(m.layout), draw_ms: round(m.draw), paint_ms: m.drawEnd === null ? null : round(painted - m.drawEnd),
-      bytes: m.bytes, decoded_bytes: m.decoded, server_cpu_ms: cpu, load: load(),
+      bytes: m.bytes, decoded_bytes: m.decoded, server_cpu_ms: cpu, load: load(), cold: process.env.BENCH_COLD === '1' || r === 0,
     }));
   } finally {
     await ctx.close();
