@@ -2,12 +2,13 @@
  * h_query.c — read endpoints:
  *   GET /v1/apps/{app}/builds
  *   GET /v1/apps/{app}/slow-methods?build=&thread=main|all&since=&until=&sort=&limit=
- *   GET /v1/apps/{app}/call-tree?build=&root=&thread=&max_depth=&limit=&format=json|columns|speedscope|chrome
+ *   GET /v1/apps/{app}/call-tree?build=&root=&thread=&max_depth=&limit=&format=json|columns|columns-binary|speedscope|chrome
  * Shapes and units are in docs/api.md. Times are µs; since/until are Unix
  * seconds and select whole hours (aggregates are kept per hour).
  */
 #include "http/internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "common/u128map.h"
 #include "store/builds.h"
 #include "store/calltree_query.h"
+#include "store/db.h"
 #include "store/slow_methods.h"
 
 #define HOUR_US 3600000000ll
@@ -121,8 +123,17 @@ static void out_init(out *o, req *r)
 
 static void out_raw(out *o, const char *s, size_t n)
 {
-    if (!o->e)
-        o->e = bl_req_append(o->r, &o->b, s, n);
+    if (o->e)
+        return;
+    if (o->b.data && o->b.alloc - o->b.len > n && o->b.len + n <= o->b.cap_max) {
+        /* room already charged and allocated (bl_buf: alloc >= len + 1,
+         * NUL-terminated): the columns' 500,000 numbers mostly come here */
+        memcpy(o->b.data + o->b.len, s, n);
+        o->b.len += n;
+        o->b.data[o->b.len] = '\0';
+        return;
+    }
+    o->e = bl_req_append(o->r, &o->b, s, n);
 }
 
 static void out_str(out *o, const char *s)
@@ -163,16 +174,23 @@ static void out_json(out *o, json_t *v)
     json_decref(v);
 }
 
-/* Answers the text, or 503 (budget spent / out of memory) when writing
- * failed; frees o either way. */
-static enum MHD_Result out_reply(struct MHD_Connection *c, bl_http *h, out *o)
+/* Answers the bytes as `type`, or 503 (budget spent / out of memory) when
+ * writing failed; frees o either way. */
+static enum MHD_Result out_reply_as(struct MHD_Connection *c, bl_http *h, out *o,
+                                    const char *type)
 {
     if (o->e) {
         bl_req_buf_free(o->r, &o->b);
         return bl_reply_error(c, h, 503, "not enough memory for this answer now; retry later "
                                          "or ask for fewer rows (limit)");
     }
-    return bl_reply_buf(c, h, 200, "application/json", &o->b);
+    return bl_reply_buf(c, h, 200, type, &o->b);
+}
+
+/* out_reply_as JSON */
+static enum MHD_Result out_reply(struct MHD_Connection *c, bl_http *h, out *o)
+{
+    return out_reply_as(c, h, o, "application/json");
 }
 
 /* ---- slow methods ---------------------------------------------------------
@@ -430,9 +448,19 @@ typedef struct emit_ctx {
      * and the indexes of the open nodes (int64_t stack); all charged */
     out col[5];
     bl_buf open;
+    /* format=columns-binary (fmt TREE_COLUMNS, binary 1): the columns
+     * hold each node's values as native uint64_t (written little-endian in
+     * their wire types at the end, "binary columns" below); ix: scratch
+     * for a method's index text */
+    int binary;
+    out ix;
+    /* top-down reading from the build read in one scan (see "one scan"
+     * below): prow[] by (thread kind, parent), charged; empty: read from
+     * the database; keys: their (kind, parent) keys, uint64_t[] */
+    bl_buf pre, keys;
 } emit_ctx;
 
-enum { TREE_JSON = 0, TREE_COLUMNS, TREE_SPEEDSCOPE, TREE_CHROME };
+enum { TREE_JSON = 0, TREE_COLUMNS, TREE_SPEEDSCOPE, TREE_CHROME, TREE_COLUMNS_BINARY };
 /* the columns of format=columns, in answer order */
 enum { COL_PARENT = 0, COL_METHOD, COL_COUNT, COL_TOTAL, COL_SELF, COLS };
 static const char *const col_names[COLS] = { "parent", "method", "count", "total_us", "self_us" };
@@ -623,6 +651,29 @@ static uint64_t node_open(emit_ctx *e, int64_t method, uint64_t count, uint64_t 
         int sep = e->events != 0;
         size_t depth = e->open.len / sizeof(int64_t);
         int64_t self_ix = (int64_t)e->events++;
+        if (e->binary) {
+            uint64_t v[COLS];
+            v[COL_PARENT] = depth ? (uint64_t)((int64_t *)(void *)e->open.data)[depth - 1]
+                                  : UINT64_MAX; /* -1 */
+            out *o = e->o; /* the method's index, as text, to the scratch */
+            e->ix.b.len = 0;
+            e->o = &e->ix;
+            out_method(e, method);
+            e->o = o;
+            v[COL_METHOD] = e->ix.b.len && !e->ix.e ? strtoull(e->ix.b.data, NULL, 10) : 0;
+            v[COL_COUNT] = count;
+            v[COL_TOTAL] = total;
+            v[COL_SELF] = self;
+            if (!o->e)
+                o->e = e->ix.e;
+            for (int k = 0; k < COLS; k++)
+                out_raw(&e->col[k], (const char *)&v[k], sizeof v[k]);
+            if (!o->e)
+                o->e = bl_req_append(o->r, &e->open, &self_ix, sizeof self_ix);
+            for (int k = 0; k < COLS && !o->e; k++)
+                o->e = e->col[k].e;
+            return at;
+        }
         if (depth)
             out_u64(&e->col[COL_PARENT], sep,
                     (uint64_t)((int64_t *)(void *)e->open.data)[depth - 1]);
@@ -851,9 +902,140 @@ static bl_err for_parents(emit_ctx *e, size_t first, size_t n,
     return err;
 }
 
+/* ---- one scan ---------------------------------------------------------------
+ * Reading children top-down costs an index seek per stored parent (about
+ * 1.2 µs of CPU per printed node: most of the 100,000-node flame graph's
+ * first render); one range scan of the build's nodes costs about a fifth
+ * of that per node (bl_calltree_scan). So when the build holds at most
+ * PRELOAD_FACTOR × limit stored nodes (of the thread kinds asked), they
+ * are read in one scan (in the answer's snapshot) into e->pre, ordered by
+ * (thread kind, parent), and the top-down reading takes a node's children
+ * from there by binary search instead of from the database: the same rows,
+ * so the same answer. A bigger build is read top-down from the database as
+ * before, after a wasted scan of PRELOAD_FACTOR × limit + 1 rows (at most
+ * about as much CPU as the limit's top-down reading); so is one whose scan
+ * does not fit the request's memory budget (56 bytes per stored node). */
+#define PRELOAD_FACTOR 3
+
+typedef struct prow {
+    int64_t parent;
+    crow c; /* c.main: the thread kind */
+} prow;
+
+typedef struct preload_ctx {
+    emit_ctx *e;
+    uint64_t n, cap;
+    int failed; /* over the cap or out of memory: not used */
+    int sorted; /* rows came in (main, parent) order so far */
+} preload_ctx;
+
+static int prow_cmp(const void *a, const void *b)
+{
+    const prow *x = a, *y = b;
+    if (x->c.main != y->c.main)
+        return x->c.main < y->c.main ? -1 : 1;
+    return x->parent < y->parent ? -1 : x->parent > y->parent;
+}
+
+static int preload_add(const bl_calltree_node *n, void *ctx)
+{
+    preload_ctx *p = ctx;
+    /* over the cap, or a parent id pre_key cannot hold: not used */
+    if (++p->n > p->cap || n->parent < 0 || n->parent >= INT64_C(1) << 62) {
+        p->failed = 1;
+        return 1;
+    }
+    prow r = { n->parent, { n->id, n->method, n->count, n->total_us, n->self_us, n->main } };
+    size_t k = p->e->pre.len / sizeof r;
+    if (k && p->sorted && prow_cmp(&((const prow *)(const void *)p->e->pre.data)[k - 1], &r) > 0)
+        p->sorted = 0;
+    if (bl_req_append(p->e->o->r, &p->e->pre, &r, sizeof r) != BL_OK) {
+        p->failed = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static bl_err pre_keys(emit_ctx *e);
+
+/* Reads the build's nodes into e->pre when there are at most
+ * PRELOAD_FACTOR × limit of them (else leaves e->pre empty). BL_EIO when
+ * the read failed. */
+static bl_err preload(emit_ctx *e, uint64_t limit)
+{
+    preload_ctx p = { e, 0, limit > UINT64_MAX / PRELOAD_FACTOR - 1 ? UINT64_MAX - 1
+                                                                   : limit * PRELOAD_FACTOR,
+                      0, 1 };
+    int64_t max = p.cap >= (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)p.cap + 1;
+    bl_err err = bl_calltree_scan(e->db, e->q->build_id, e->q->main_only, max, preload_add, &p);
+    if (err || p.failed) {
+        bl_req_buf_free(e->o->r, &e->pre);
+        return err;
+    }
+    if (!p.sorted) /* the index's order, but the answer must not depend on it */
+        qsort(e->pre.data, e->pre.len / sizeof(prow), sizeof(prow), prow_cmp);
+    if (pre_keys(e) != BL_OK) /* out of memory: read from the database */
+        bl_req_buf_free(e->o->r, &e->pre);
+    return BL_OK;
+}
+
+/* A preloaded row's (thread kind, parent) as one ordered key: ids are
+ * positive and below 2^62 */
+static uint64_t pre_key(int64_t main, int64_t parent)
+{
+    return (main ? UINT64_C(1) << 62 : 0) | (uint64_t)parent;
+}
+
+/* e->keys: pre_key of each row of e->pre, searched instead of the rows
+ * (8 bytes a row instead of 56: fewer cache misses) */
+static bl_err pre_keys(emit_ctx *e)
+{
+    const prow *a = (const prow *)(const void *)e->pre.data;
+    size_t len = e->pre.len / sizeof *a;
+    bl_err err = bl_req_reserve(e->o->r, &e->keys, len * sizeof(uint64_t));
+    if (err)
+        return err;
+    uint64_t *k = (uint64_t *)(void *)e->keys.data;
+    for (size_t i = 0; i < len; i++)
+        k[i] = pre_key(a[i].c.main, a[i].parent);
+    e->keys.len = len * sizeof(uint64_t);
+    return BL_OK;
+}
+
+/* The preloaded children of `parent` on thread kind e->main: rows
+ * [*first, *first + *n) of e->pre. */
+static void pre_children(const emit_ctx *e, int64_t parent, size_t *first, size_t *n)
+{
+    const uint64_t *k = (const uint64_t *)(const void *)e->keys.data;
+    size_t len = e->keys.len / sizeof *k;
+    uint64_t key = pre_key(e->main, parent);
+    size_t lo = 0, hi = len;
+    while (lo < hi) { /* the first row >= key */
+        size_t mid = lo + (hi - lo) / 2;
+        if (k[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *first = lo;
+    while (lo < len && k[lo] == key)
+        lo++;
+    *n = lo - *first;
+}
+
 static bl_err read_children(emit_ctx *e, int64_t parent, int *stop)
 {
-    bl_err err = bl_calltree_children(e->db, e->q->build_id, e->main, parent, row_add, e);
+    bl_err err = BL_OK;
+    if (e->pre.len) {
+        size_t first, n;
+        pre_children(e, parent, &first, &n);
+        for (size_t i = 0; i < n && !e->o->e; i++) {
+            crow c = ((const prow *)(const void *)e->pre.data)[first + i].c;
+            e->o->e = bl_req_append(e->o->r, &e->rows, &c, sizeof c);
+        }
+    } else {
+        err = bl_calltree_children(e->db, e->q->build_id, e->main, parent, row_add, e);
+    }
     *stop = e->o->e != BL_OK;
     return err;
 }
@@ -861,7 +1043,14 @@ static bl_err read_children(emit_ctx *e, int64_t parent, int *stop)
 static bl_err check_children(emit_ctx *e, int64_t parent, int *stop)
 {
     int has;
-    bl_err err = bl_calltree_has_children(e->db, e->q->build_id, e->main, parent, &has);
+    bl_err err = BL_OK;
+    if (e->pre.len) {
+        size_t first, n;
+        pre_children(e, parent, &first, &n);
+        has = n > 0;
+    } else {
+        err = bl_calltree_has_children(e->db, e->q->build_id, e->main, parent, &has);
+    }
     if (has)
         e->truncated = 1;
     *stop = has;
@@ -953,6 +1142,7 @@ static void cols_init(emit_ctx *e, req *r)
 {
     for (int k = 0; k < COLS; k++)
         out_init(&e->col[k], r);
+    out_init(&e->ix, r);
     bl_buf_init(&e->open, 0);
 }
 
@@ -960,7 +1150,97 @@ static void cols_free(emit_ctx *e, req *r)
 {
     for (int k = 0; k < COLS; k++)
         bl_req_buf_free(r, &e->col[k].b);
+    bl_req_buf_free(r, &e->ix.b);
     bl_req_buf_free(r, &e->open);
+}
+
+/* ---- binary columns (format=columns-binary, docs/api.md) -----------------
+ * "BLCB", the head's length (u32), the head (the columns answer's JSON
+ * without its five lists, plus "columns": [name, type] pairs), zeros to a
+ * multiple of 8 bytes; then each column's `nodes` values in its type,
+ * little-endian, each followed by zeros to a multiple of 8. parent is i32
+ * (-1: a root), method u32; count, total_us and self_us are u32 when every
+ * value of the column fits, else f64 (exact below 2^53). No text to format
+ * or parse per node: the page takes typed arrays over the bytes. */
+#define BIN_MAGIC "BLCB"
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* the wire type of column k: 'i' (4 bytes) or 'f' (f64) */
+static char col_type(const emit_ctx *e, int k)
+{
+    if (k == COL_PARENT || k == COL_METHOD)
+        return 'i';
+    const uint64_t *v = (const uint64_t *)(const void *)e->col[k].b.data;
+    size_t n = e->col[k].b.len / sizeof *v;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] > UINT32_MAX)
+            return 'f';
+    return 'i';
+}
+
+static void out_pad8(out *o)
+{
+    static const char zeros[8] = { 0 };
+    if (o->b.len % 8)
+        out_raw(o, zeros, 8 - o->b.len % 8);
+}
+
+/* Writes the head's "columns" pairs (after "nodes"). */
+static void bin_types(emit_ctx *e, const char *types)
+{
+    out *o = e->o;
+    out_str(o, ",\"columns\":[");
+    for (int k = 0; k < COLS; k++) {
+        out_str(o, k ? ",[\"" : "[\"");
+        out_str(o, col_names[k]);
+        out_str(o, k == COL_PARENT    ? "\",\"i32\"]"
+                   : types[k] == 'f' ? "\",\"f64\"]"
+                                     : "\",\"u32\"]");
+    }
+    out_raw(o, "]", 1);
+}
+
+/* After the head: its length patched in, then the columns. */
+static void bin_columns(emit_ctx *e, const char *types)
+{
+    out *o = e->o;
+    if (o->e)
+        return;
+    if (o->b.len < 8 || o->b.len - 8 > UINT32_MAX) {
+        o->e = BL_ENOMEM;
+        return;
+    }
+    put_le((unsigned char *)o->b.data + 4, o->b.len - 8, 4);
+    out_pad8(o);
+    for (int k = 0; k < COLS && !o->e; k++) {
+        const uint64_t *v = (const uint64_t *)(const void *)e->col[k].b.data;
+        size_t n = e->col[k].b.len / sizeof *v, w = types[k] == 'f' ? 8 : 4;
+        if (n > (SIZE_MAX / 2) / w) {
+            o->e = BL_ENOMEM;
+            return;
+        }
+        if ((o->e = bl_req_reserve(o->r, &o->b, n * w)))
+            return;
+        unsigned char *p = (unsigned char *)o->b.data + o->b.len;
+        for (size_t i = 0; i < n; i++, p += w) {
+            if (w == 8) {
+                double d = (double)v[i];
+                uint64_t bits;
+                memcpy(&bits, &d, sizeof bits);
+                put_le(p, bits, 8);
+            } else {
+                put_le(p, v[i], 4); /* a root's parent: UINT64_MAX, so 0xFFFFFFFF */
+            }
+        }
+        o->b.len += n * w;
+        o->b.data[o->b.len] = '\0';
+        out_pad8(o);
+    }
 }
 
 /* The answer's head: up to "roots": (JSON), or up to the first event of the
@@ -968,6 +1248,8 @@ static void cols_free(emit_ctx *e, req *r)
 static void tree_head(emit_ctx *e, req *r, const char *bname, int main_only, const char *root)
 {
     out *o = e->o;
+    if (e->binary) /* magic, then the head's length (bin_columns) */
+        out_raw(o, BIN_MAGIC "\0\0\0\0", 8);
     out_str(o, e->fmt == TREE_SPEEDSCOPE
                    ? "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
                      "\"exporter\":\"beatline\",\"app\":"
@@ -982,7 +1264,7 @@ static void tree_head(emit_ctx *e, req *r, const char *bname, int main_only, con
         return;
     }
     if (e->fmt == TREE_COLUMNS) {
-        out_str(o, ",\"format\":\"columns\"");
+        out_str(o, e->binary ? ",\"format\":\"columns-binary\"" : ",\"format\":\"columns\"");
         return;
     }
     char name[BL_BUILD_NAME_MAX + 128];
@@ -1008,6 +1290,7 @@ static void tree_head(emit_ctx *e, req *r, const char *bname, int main_only, con
 static void tree_tail(emit_ctx *e)
 {
     out *o = e->o;
+    char types[COLS] = { 0 }; /* binary: each column's wire type */
     if (e->fmt == TREE_SPEEDSCOPE) {
         char num[64];
         snprintf(num, sizeof num, "],\"endValue\":%llu}],\"shared\":{\"frames\":[",
@@ -1025,7 +1308,15 @@ static void tree_tail(emit_ctx *e)
             out_raw(o, e->frames.data, e->frames.len);
         snprintf(num, sizeof num, "],\"nodes\":%llu", (unsigned long long)e->events);
         out_str(o, num);
-        for (int k = 0; k < COLS; k++) {
+        for (int k = 0; k < COLS && e->binary; k++)
+            if (!o->e)
+                o->e = e->col[k].e;
+        if (e->binary) {
+            for (int k = 0; k < COLS; k++)
+                types[k] = col_type(e, k);
+            bin_types(e, types);
+        }
+        for (int k = 0; k < COLS && !e->binary; k++) {
             if (!o->e)
                 o->e = e->col[k].e;
             out_str(o, ",\"");
@@ -1037,13 +1328,137 @@ static void tree_tail(emit_ctx *e)
         }
     }
     out_str(o, e->truncated ? ",\"truncated\":true}" : ",\"truncated\":false}");
+    if (e->binary)
+        bin_columns(e, types);
+}
+
+/* ---- answers kept ---------------------------------------------------------
+ * The last few call-tree answers (without root=) are kept, each with the
+ * database's write generation read before its read began
+ * (bl_db_write_generation): while no transaction has been committed since,
+ * the same request gets the same bytes again without reading the tree. Any
+ * commit (a processed batch of any app, a mapping, retention) makes every
+ * kept answer stale; a stale one is dropped when met. Never on a
+ * PostgreSQL store, which other nodes write (bl_db_generation_is_complete). At most
+ * KEEP_ENTRIES answers of at most KEEP_ANSWER_MAX bytes each, all of them
+ * at most KEEP_TOTAL_MAX bytes (least recently used dropped first); this
+ * memory is the server's own, not any request's (--max-inflight counts
+ * the copy each answer sends). */
+#define KEEP_ENTRIES 8
+#define KEEP_ANSWER_MAX (8u << 20)
+#define KEEP_TOTAL_MAX (32u << 20)
+
+typedef struct kept {
+    int64_t app_id, build_id, max_depth, limit;
+    int main_only, fmt; /* fmt: TREE_* as parsed (TREE_COLUMNS_BINARY too) */
+    uint64_t gen, used;
+    char *data; /* malloc'd answer bytes; NULL: a free slot */
+    size_t len;
+} kept;
+
+static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
+static kept keep[KEEP_ENTRIES];
+static size_t keep_bytes;
+static uint64_t keep_tick;
+
+static int kept_is(const kept *k, const req *r, int64_t build_id, int main_only,
+                   int64_t max_depth, int64_t limit, int fmt)
+{
+    return k->data && k->app_id == r->app_id && k->build_id == build_id &&
+           k->main_only == main_only && k->max_depth == max_depth && k->limit == limit &&
+           k->fmt == fmt;
+}
+
+static void kept_drop(kept *k)
+{
+    keep_bytes -= k->len;
+    free(k->data);
+    memset(k, 0, sizeof *k);
+}
+
+/* A kept answer for this request at generation gen, copied into *b
+ * (charged to r): 1; none: 0; out of memory: -1 (BL_ENOMEM in *err). */
+static int keep_get(req *r, int64_t build_id, int main_only, int64_t max_depth, int64_t limit,
+                    int fmt, uint64_t gen, bl_buf *b, bl_err *err)
+{
+    int found = 0;
+    *err = BL_OK;
+    if (!bl_db_generation_is_complete())
+        return 0; /* PostgreSQL: other nodes commit unseen; nothing is kept */
+    pthread_mutex_lock(&keep_mu);
+    uint64_t now = bl_db_write_generation(); /* >= gen */
+    for (int i = 0; i < KEEP_ENTRIES; i++) {
+        kept *k = &keep[i];
+        if (k->data && k->gen != now) {
+            kept_drop(k); /* stale: something was committed since it was made */
+            continue;
+        }
+        if (!found && k->gen == gen && kept_is(k, r, build_id, main_only, max_depth, limit, fmt)) {
+            k->used = ++keep_tick;
+            *err = bl_req_append(r, b, k->data, k->len);
+            found = *err ? -1 : 1;
+        }
+    }
+    pthread_mutex_unlock(&keep_mu);
+    return found;
+}
+
+/* Keeps a copy of the answer (data, len) made at generation gen, when it
+ * fits; nothing when memory is short (the next request reads the tree). */
+static void keep_put(const req *r, int64_t build_id, int main_only, int64_t max_depth,
+                     int64_t limit, int fmt, uint64_t gen, const char *data, size_t len)
+{
+    if (len == 0 || len > KEEP_ANSWER_MAX || gen != bl_db_write_generation() ||
+        !bl_db_generation_is_complete())
+        return; /* too big, stale already, or PostgreSQL (other nodes commit unseen) */
+    char *copy = malloc(len);
+    if (!copy)
+        return;
+    memcpy(copy, data, len);
+    pthread_mutex_lock(&keep_mu);
+    kept *slot = NULL;
+    for (int i = 0; i < KEEP_ENTRIES; i++) {
+        kept *k = &keep[i];
+        if (k->data && (k->gen != gen || kept_is(k, r, build_id, main_only, max_depth, limit, fmt)))
+            kept_drop(k); /* stale, or the same answer kept by another request */
+    }
+    for (;;) { /* a free slot within the total, dropping the least recently used */
+        kept *lru = NULL;
+        slot = NULL;
+        for (int i = 0; i < KEEP_ENTRIES; i++) {
+            if (!keep[i].data && !slot)
+                slot = &keep[i];
+            else if (keep[i].data && (!lru || keep[i].used < lru->used))
+                lru = &keep[i];
+        }
+        if (slot && keep_bytes + len <= KEEP_TOTAL_MAX)
+            break;
+        if (!lru) {
+            slot = NULL;
+            break;
+        }
+        kept_drop(lru);
+    }
+    if (slot) {
+        *slot = (kept){ r->app_id, build_id, max_depth, limit, main_only, fmt, gen, ++keep_tick,
+                        copy, len };
+        keep_bytes += len;
+        copy = NULL;
+    }
+    pthread_mutex_unlock(&keep_mu);
+    free(copy);
+}
+
+static const char *tree_type(int fmt)
+{
+    return fmt == TREE_COLUMNS_BINARY ? "application/octet-stream" : "application/json";
 }
 
 /* The call tree without root= (limit up to TOP_DOWN_MAX_LIMIT), read
  * top-down while printed. */
 static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *r, bl_db *db,
                                      const bl_calltree_query *q, const char *bname,
-                                     int64_t max_depth, int64_t limit, int fmt)
+                                     int64_t max_depth, int64_t limit, int fmt, uint64_t gen)
 {
     out o;
     out_init(&o, r);
@@ -1054,7 +1469,8 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
     e.budget = (uint64_t)limit;
     e.q = q;
     e.max_depth = (uint32_t)max_depth;
-    e.fmt = fmt;
+    e.fmt = fmt == TREE_COLUMNS_BINARY ? TREE_COLUMNS : fmt;
+    e.binary = fmt == TREE_COLUMNS_BINARY;
     bl_u128map_init(&e.names);
     bl_buf_init(&e.text, 0);
     bl_buf_init(&e.frames, 0);
@@ -1064,12 +1480,19 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
     bl_buf_init(&e.order, 0);
     tree_head(&e, r, bname, q->main_only, NULL);
     /* one snapshot for every read of the answer, as the merge's one query */
+    bl_buf_init(&e.pre, 0);
+    bl_buf_init(&e.keys, 0);
     if (bl_db_read_begin(db) != BL_OK) {
         e.dberr = 1;
     } else {
-        lazy_children(&e, 0, 0, 0);
+        if (preload(&e, (uint64_t)limit) != BL_OK)
+            e.dberr = 1;
+        else
+            lazy_children(&e, 0, 0, 0);
         bl_db_read_end(db);
     }
+    bl_req_buf_free(r, &e.pre);
+    bl_req_buf_free(r, &e.keys);
     tree_tail(&e);
     map_free(r, &e.names);
     bl_req_buf_free(r, &e.text);
@@ -1082,11 +1505,15 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
         bl_req_buf_free(r, &o.b);
         return bl_reply_error(c, h, 500, "database error");
     }
-    return out_reply(c, h, &o);
+    if (!o.e)
+        keep_put(r, q->build_id, q->main_only, max_depth, limit, fmt, gen, o.b.data, o.b.len);
+    return out_reply_as(c, h, &o, tree_type(fmt));
 }
 
 enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
 {
+    /* before any read: a commit after this makes the answer not kept */
+    uint64_t gen = bl_db_write_generation();
     char err[200];
     int main_only;
     int64_t max_depth, limit;
@@ -1096,12 +1523,14 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     int fmt = TREE_JSON;
     if (format && !strcmp(format, "columns"))
         fmt = TREE_COLUMNS;
+    else if (format && !strcmp(format, "columns-binary"))
+        fmt = TREE_COLUMNS_BINARY;
     else if (format && !strcmp(format, "speedscope"))
         fmt = TREE_SPEEDSCOPE;
     else if (format && !strcmp(format, "chrome"))
         fmt = TREE_CHROME;
     else if (format && *format && strcmp(format, "json") != 0)
-        return bl_reply_error(c, h, 400, "'format' must be json, columns, speedscope or chrome");
+        return bl_reply_error(c, h, 400, "'format' must be json, columns, columns-binary, speedscope or chrome");
     if (arg_thread(c, &main_only, err, sizeof err) ||
         bl_arg_i64(c, "max_depth", 64, 1, 4096, &max_depth, err, sizeof err) ||
         bl_arg_i64(c, "limit", 10000, 0, 1000000, &limit, err, sizeof err))
@@ -1141,8 +1570,16 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     }
     bl_calltree_query q = { build_id, main_only, root ? rcls : NULL, root ? rname : NULL,
                             rdesc };
+    if (!root) { /* an answer kept since nothing was committed ("answers kept") */
+        out k;
+        out_init(&k, r);
+        int got = keep_get(r, build_id, main_only, max_depth, limit, fmt, gen, &k.b, &k.e);
+        if (got)
+            return out_reply_as(c, h, &k, tree_type(fmt)); /* -1: 503, k freed */
+        bl_req_buf_free(r, &k.b);
+    }
     if (!root && limit <= TOP_DOWN_MAX_LIMIT)
-        return tree_top_down(c, h, r, db, &q, bname, max_depth, limit, fmt);
+        return tree_top_down(c, h, r, db, &q, bname, max_depth, limit, fmt, gen);
     tree t;
     memset(&t, 0, sizeof t);
     t.r = r;
@@ -1171,7 +1608,8 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     e.t = &t;
     e.o = &o;
     e.budget = (uint64_t)limit;
-    e.fmt = fmt;
+    e.fmt = fmt == TREE_COLUMNS_BINARY ? TREE_COLUMNS : fmt;
+    e.binary = fmt == TREE_COLUMNS_BINARY;
     bl_u128map_init(&e.names);
     bl_buf_init(&e.text, 0);
     bl_buf_init(&e.frames, 0);
@@ -1190,5 +1628,7 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     bl_req_buf_free(r, &e.frames);
     cols_free(&e, r);
     bl_req_buf_free(r, &t.nodes);
-    return out_reply(c, h, &o);
+    if (!o.e && !root)
+        keep_put(r, build_id, main_only, max_depth, limit, fmt, gen, o.b.data, o.b.len);
+    return out_reply_as(c, h, &o, tree_type(fmt));
 }

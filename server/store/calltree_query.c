@@ -34,7 +34,7 @@ bl_err bl_calltree_nodes(bl_db *db, const bl_calltree_query *q, bl_calltree_node
             bl_st_col_int64(st, 0), bl_st_col_int64(st, 1),
             bl_st_col_int64(st, 2), bl_st_col_int64(st, 3),
             bl_st_col_int64(st, 4), bl_st_col_int64(st, 5),
-            bl_st_col_int64(st, 6) != 0,
+            bl_st_col_int64(st, 6) != 0, 0,
         };
         if (cb(&n, ctx) != 0) {
             rc = BL_ST_DONE;
@@ -62,7 +62,37 @@ bl_err bl_calltree_children(bl_db *db, int64_t build_id, int main, int64_t paren
         bl_calltree_node n = {
             bl_st_col_int64(st, 0), parent,
             bl_st_col_int64(st, 1), bl_st_col_int64(st, 2),
-            bl_st_col_int64(st, 3), bl_st_col_int64(st, 4), 0,
+            bl_st_col_int64(st, 3), bl_st_col_int64(st, 4), 0, 0,
+        };
+        if (cb(&n, ctx) != 0) {
+            rc = BL_ST_DONE;
+            break;
+        }
+    }
+    bl_st_reset(st);
+    return rc == BL_ST_DONE ? BL_OK : BL_EIO;
+}
+
+/* main >= ?2 (not "?2 = 0 OR main = 1"): the index's range, so its order
+ * is the ORDER BY (no sort) */
+bl_err bl_calltree_scan(bl_db *db, int64_t build_id, int main_only, int64_t max_rows,
+                        bl_calltree_node_cb cb, void *ctx)
+{
+    bl_st *st = bl_st_get(db, "SELECT id, parent, method, count, total_us, self_us, "
+                              "main FROM call_nodes WHERE build_id = ?1 AND main >= ?2 "
+                              "ORDER BY main, parent, method LIMIT ?3");
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, build_id);
+    bl_st_int64(st, 2, main_only ? 1 : 0);
+    bl_st_int64(st, 3, max_rows < 0 ? 0 : max_rows);
+    int rc;
+    while ((rc = bl_st_step(st)) == BL_ST_ROW) {
+        bl_calltree_node n = {
+            bl_st_col_int64(st, 0), bl_st_col_int64(st, 1),
+            bl_st_col_int64(st, 2), bl_st_col_int64(st, 3),
+            bl_st_col_int64(st, 4), bl_st_col_int64(st, 5), 0,
+            bl_st_col_int64(st, 6) != 0,
         };
         if (cb(&n, ctx) != 0) {
             rc = BL_ST_DONE;

@@ -36,6 +36,8 @@ typedef struct bl_calltree_node {
     int64_t total_us;        /* inclusive time, summed */
     int64_t self_us;         /* exclusive time, summed */
     int is_root;             /* 1: the method is the query's root method */
+    int main;                /* bl_calltree_scan: its thread kind (1 main, 0
+                              * others); 0 from the other listings */
 } bl_calltree_node;
 
 /* Called once per node; return 0 to go on, anything else to stop
@@ -55,6 +57,17 @@ bl_err bl_calltree_nodes(bl_db *db, const bl_calltree_query *q, bl_calltree_node
  * (is_root is 0). Return value of cb and errors as bl_calltree_nodes. */
 bl_err bl_calltree_children(bl_db *db, int64_t build_id, int main, int64_t parent,
                             bl_calltree_node_cb cb, void *ctx);
+
+/* Lists the stored nodes of build `build_id` — on the main thread only
+ * when main_only, else on both thread kinds — ordered by (thread kind,
+ * parent, method) ascending (the other threads' first), with `main` set;
+ * at most max_rows of them (>= 0). One range scan of the (build_id, main,
+ * parent, method) index, about a fifth of a bl_calltree_children seek per
+ * node: for reading a whole tree that is not much bigger than what is
+ * printed. is_root is 0. Return value of cb and errors as
+ * bl_calltree_nodes. */
+bl_err bl_calltree_scan(bl_db *db, int64_t build_id, int main_only, int64_t max_rows,
+                        bl_calltree_node_cb cb, void *ctx);
 
 /* *has = 1 when node `parent` (0: the build's roots) of build `build_id`
  * has at least one stored child on thread kind `main`, else 0 (one index

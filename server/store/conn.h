@@ -19,6 +19,7 @@ struct bl_db {
     sqlite3 *h;   /* SQLite backend (owned), or NULL */
     PGconn *pg;   /* PostgreSQL backend (owned), or NULL */
     int readonly;
+    int autockpt; /* SQLite writable: WAL pages that make a commit checkpoint (0: never) */
     unsigned next_name; /* PostgreSQL: prepared statement names "bl<N>" */
     char err[512];      /* PostgreSQL: the last error, "" when none */
     /* PostgreSQL, a lost connection (server restarted, network): */

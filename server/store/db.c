@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#include <stdatomic.h>
 
 extern const char *const bl_migrations[];
 extern const char *const bl_pg_migrations[];
@@ -201,8 +202,9 @@ bl_err bl_db_no_autocheckpoint(bl_db *db)
         return BL_OK;
     /* the WAL file is cut back to 64 MiB when the writer starts it over
      * after a checkpoint (else it keeps the size of the biggest transaction) */
-    bl_err e = bl_db_exec(db, "PRAGMA wal_autocheckpoint = 0");
-    return e ? e : bl_db_exec(db, "PRAGMA journal_size_limit = 67108864");
+    /* not PRAGMA wal_autocheckpoint = 0: that would remove on_wal_commit */
+    db->autockpt = 0;
+    return bl_db_exec(db, "PRAGMA journal_size_limit = 67108864");
 }
 
 bl_err bl_db_checkpoint(bl_db *db)
@@ -449,8 +451,13 @@ static bl_err pg_migrate(bl_db *db, char *errbuf, size_t errlen)
     return err;
 }
 
+/* set once a PostgreSQL connection is opened in this process
+ * (bl_db_generation_is_complete) */
+static atomic_int pg_in_use;
+
 static bl_err pg_open(const char *url, int readonly, bl_db **out, char *errbuf, size_t errlen)
 {
+    atomic_store(&pg_in_use, 1);
     bl_db *db = calloc(1, sizeof *db);
     if (!db) {
         snprintf(errbuf, errlen, "out of memory");
@@ -494,6 +501,32 @@ static bl_err pg_open(const char *url, int readonly, bl_db **out, char *errbuf, 
     return BL_OK;
 }
 
+/* commits of this process's writable connections (bl_db_write_generation) */
+static _Atomic uint64_t write_gen;
+
+uint64_t bl_db_write_generation(void)
+{
+    return atomic_load(&write_gen);
+}
+
+int bl_db_generation_is_complete(void)
+{
+    return !atomic_load(&pg_in_use);
+}
+
+/* SQLite's WAL hook: called after each commit of a writable connection, once
+ * the transaction is in the WAL (new read snapshots see it). Counts it, and
+ * checkpoints as SQLite's own hook (which this one replaces) would: a
+ * passive checkpoint once the WAL holds autockpt pages. */
+static int on_wal_commit(void *ctx, sqlite3 *h, const char *name, int pages)
+{
+    const bl_db *db = ctx;
+    atomic_fetch_add(&write_gen, 1);
+    if (db->autockpt > 0 && pages >= db->autockpt)
+        (void)sqlite3_wal_checkpoint_v2(h, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    return SQLITE_OK;
+}
+
 bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, size_t errlen)
 {
     *out = NULL;
@@ -516,6 +549,10 @@ bl_err bl_db_open(const char *path, int readonly, bl_db **out, char *errbuf, siz
         return BL_EIO;
     }
     sqlite3_busy_timeout(db->h, 5000);
+    if (!readonly) {
+        db->autockpt = 1000; /* SQLite's default wal_autocheckpoint */
+        sqlite3_wal_hook(db->h, on_wal_commit, db);
+    }
     bl_err err = BL_OK;
     if (bl_sql_register(db->h) != SQLITE_OK) {
         snprintf(errbuf, errlen, "cannot register SQL functions: %s", sqlite3_errmsg(db->h));

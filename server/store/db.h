@@ -83,6 +83,21 @@ bl_err bl_db_reconnect(bl_db *db, int *renewed);
  * connection, see above); 0 on SQLite. What belongs to a session —
  * advisory locks above all — is gone once it changed. */
 unsigned bl_db_session(const bl_db *db);
+/* How many transactions this process's writable connections have
+ * committed (counted once each is visible to new read snapshots; starts at
+ * 0). A value read before a read snapshot began that is still the same
+ * later means the database is unchanged since, for every writer in this
+ * process (the server's only writer of call trees, names and builds; the
+ * CLI's app commands in another process write apps and keys only). Do not
+ * set PRAGMA wal_autocheckpoint on a writable connection: that would
+ * remove the hook that counts (bl_db_no_autocheckpoint stops checkpoints
+ * instead). */
+uint64_t bl_db_write_generation(void);
+/* 1 while the write generation above sees every commit to the store: the
+ * process uses SQLite. 0 once it opened a PostgreSQL connection — other
+ * nodes commit to the same database without this process counting them,
+ * so nothing may be kept on the strength of an unchanged generation. */
+int bl_db_generation_is_complete(void);
 
 /* Schema version this program writes (number of migrations). */
 int bl_db_schema_version(void);
@@ -130,7 +145,7 @@ bl_err bl_db_bound_memory(bl_db *db);
 bl_err bl_db_writer_memory(bl_db *db);
 
 /* Checkpoints run by another thread: the writer connection stops doing
- * them at its commits (PRAGMA wal_autocheckpoint = 0), and the checkpointer
+ * them at its commits (as PRAGMA wal_autocheckpoint = 0), and the checkpointer
  * calls bl_db_checkpoint on a connection of its own after each commit. A
  * checkpoint copies the pages of committed transactions from the WAL into
  * the database file and syncs it: reading and writing all those pages

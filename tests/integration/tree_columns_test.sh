@@ -100,5 +100,5 @@ http GET "$T?format=columns&build=9.9" "$RD"
 expect "unknown build" 404 "$CODE"
 http GET "$T?format=column" "$RD"
 expect "bad format" 400 "$CODE"
-contains "bad format lists columns" "json, columns, speedscope or chrome" "$BODY"
+contains "bad format lists columns" "json, columns, columns-binary, speedscope or chrome" "$BODY"
 finish

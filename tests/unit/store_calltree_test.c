@@ -1,6 +1,7 @@
 /*
  * store_calltree_test.c — store/calltree_query.h's top-down reads
- * (bl_calltree_children, bl_calltree_has_children) against the stored rows
+ * (bl_calltree_children, bl_calltree_has_children) and its one-scan read
+ * (bl_calltree_scan) against the stored rows
  * of a generated tree (two builds, main and other threads), their early
  * stop, and the read transaction of store/db.h (bl_db_read_begin/end: one
  * snapshot for many reads).
@@ -199,6 +200,81 @@ START_TEST(children_stop)
 }
 END_TEST
 
+/* bl_calltree_scan: every stored node of the build (of the thread kinds
+ * asked) once, with its fields and thread kind, in (main, parent, method)
+ * order; max_rows cuts the listing; a callback's nonzero stops it */
+typedef struct scanned {
+    int n, stop_after;
+    int64_t last_main, last_parent, last_method;
+    unsigned char got[NODES + 1];
+} scanned;
+
+static int scan_cb(const bl_calltree_node *n, void *ctx)
+{
+    scanned *s = ctx;
+    ck_assert_int_ge(n->id, 1);
+    ck_assert_int_le(n->id, NODES);
+    ck_assert_int_eq(s->got[n->id], 0);
+    s->got[n->id] = 1;
+    const gen *x = &g[n->id];
+    ck_assert_int_eq(n->main, x->main);
+    ck_assert_int_eq(n->parent, x->parent);
+    ck_assert_int_eq(n->method, x->method);
+    ck_assert_int_eq(n->count, x->count);
+    ck_assert_int_eq(n->total_us, x->total);
+    ck_assert_int_eq(n->self_us, x->self);
+    ck_assert_int_eq(n->is_root, 0);
+    /* strictly ascending (main, parent, method): the key is unique */
+    if (s->n)
+        ck_assert_msg(n->main > s->last_main ||
+                          (n->main == s->last_main &&
+                           (n->parent > s->last_parent ||
+                            (n->parent == s->last_parent && n->method > s->last_method))),
+                      "node %lld out of order", (long long)n->id);
+    s->last_main = n->main;
+    s->last_parent = n->parent;
+    s->last_method = n->method;
+    return ++s->n == s->stop_after;
+}
+
+START_TEST(scan_lists_build_in_order)
+{
+    static scanned s;
+    for (int64_t b = 1; b <= 2; b++) {
+        for (int main_only = 0; main_only <= 1; main_only++) {
+            memset(&s, 0, sizeof s);
+            ck_assert_int_eq(bl_calltree_scan(db, b, main_only, INT64_MAX, scan_cb, &s), BL_OK);
+            int want = 0;
+            for (int64_t id = 1; id <= NODES; id++) {
+                int in = g[id].build == b && (!main_only || g[id].main);
+                want += in;
+                ck_assert_msg(s.got[id] == in, "build %lld main_only %d: node %lld %s",
+                              (long long)b, main_only, (long long)id,
+                              in ? "missing" : "listed");
+            }
+            ck_assert_int_eq(s.n, want);
+            ck_assert_int_gt(want, 10);
+        }
+    }
+    /* max_rows: the first rows of the same order, no more */
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(bl_calltree_scan(db, 1, 0, 7, scan_cb, &s), BL_OK);
+    ck_assert_int_eq(s.n, 7);
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(bl_calltree_scan(db, 1, 0, 0, scan_cb, &s), BL_OK);
+    ck_assert_int_eq(s.n, 0);
+    /* the callback stops it */
+    memset(&s, 0, sizeof s);
+    s.stop_after = 3;
+    ck_assert_int_eq(bl_calltree_scan(db, 1, 0, INT64_MAX, scan_cb, &s), BL_OK);
+    ck_assert_int_eq(s.n, 3);
+    /* no such build: nothing */
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(bl_calltree_scan(db, 3, 0, INT64_MAX, scan_cb, &s), BL_OK);
+    ck_assert_int_eq(s.n, 0);
+}
+END_TEST
+
 static int count_cb(const bl_calltree_node *n, void *ctx)
 {
     (void)n;
@@ -250,6 +326,7 @@ int main(void)
     tcase_set_timeout(t, 60);
     tcase_add_test(t, children_match_rows);
     tcase_add_test(t, children_stop);
+    tcase_add_test(t, scan_lists_build_in_order);
     tcase_add_test(t, read_snapshot);
     suite_add_tcase(s, t);
     return tu_run(s);

@@ -19,16 +19,20 @@ const CHAR_W = 6.7;
 // node's subtree is the index range [i, end[i])), numbers in typed arrays,
 // each method once (mi[i] indexes methods / mname / mlabel / mcolor).
 //
-// fromColumns reads GET call-tree?format=columns (docs/api.md) directly:
+// fromColumns reads GET call-tree?format=columns or columns-binary
+// (docs/api.md) directly:
 // about a tenth of the nested JSON's text and no object per node, which is
 // what made the 100,000-node first render slow (docs/benchmarks.md).
 export function fromColumns(c) {
   const n = c.nodes | 0;
-  const parent = Int32Array.from(c.parent);
-  const mi = Int32Array.from(c.method);
-  const w = Float64Array.from(c.total_us);
+  // format=columns-binary's columns are typed arrays already (columns.js):
+  // used as they are; JSON lists are copied into typed arrays
+  const typed = (a, T) => (ArrayBuffer.isView(a) ? a : T.from(a));
+  const parent = typed(c.parent, Int32Array);
+  const mi = typed(c.method, Int32Array);
+  const w = typed(c.total_us, Float64Array);
   const t = {
-    n, parent, mi, w, self: Float64Array.from(c.self_us), count: Float64Array.from(c.count),
+    n, parent, mi, w, self: typed(c.self_us, Float64Array), count: typed(c.count, Float64Array),
     depth: new Uint16Array(n), end: new Int32Array(n), x0: new Float64Array(n), childIdx: new Int32Array(n),
     maxDepth: 0, total: 0, ...methodTables(c.methods || []),
   };
@@ -103,7 +107,7 @@ export const flatten = (roots) => fromColumns(toColumns(roots || []));
 export function treeOf(answer) {
   if (!answer) return fromColumns(toColumns([]));
   if (Array.isArray(answer)) return flatten(answer);
-  if (answer.format === 'columns' || Array.isArray(answer.parent)) return fromColumns(answer);
+  if (answer.format === 'columns' || answer.format === 'columns-binary' || Array.isArray(answer.parent)) return fromColumns(answer);
   return flatten(answer.roots || answer.call_tree || (Array.isArray(answer.tree) ? answer.tree : []) || []);
 }
 // the method object of node i, and its key (class.name(descriptor))

@@ -3,12 +3,12 @@
 // link opens the same view; the read key is never part of it.
 import { render } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
-import { api, ApiError, health, keyMessage, metric, session } from './api.js';
+import { api, ApiError, apiUrl, health, keyMessage, metric, session } from './api.js';
 import { download, toChromeTrace, toSpeedscope } from './export.js';
 import { FlameGraph, flatten, methodOf, nodeOfPath, nodePath, treeOf } from './flame.js';
+import { flameQuery, parseHash } from './route.js';
 import { fmtBytes, fmtDur, fmtInt, fmtPct, fmtTime, methodKey, methodName, shortName } from './format.js';
 
 // a method's name with line-break chances after its dots (narrow screens)
@@ -18,11 +18,6 @@ function Name({ m }) {
 }
 
 // ---- routing --------------------------------------------------------------
-function parseHash() {
-  const h = location.hash.replace(/^#\/?/, '');
-  const [page, qs] = h.split('?');
-  return { page: page || 'overview', params: Object.fromEntries(new URLSearchParams(qs || '')) };
-}
 function href(page, params = {}) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, v);
@@ -50,6 +45,15 @@ function useRoute() {
 const setParam = (page, params, k, v) => go(page, { ...params, [k]: v }, true);
 
 // ---- data loading ---------------------------------------------------------
+// The response of a request early.js sent before the app loaded, when it is
+// this one (same URL); taken once.
+function takeEarly(path, params) {
+  const e = window.__beatlineEarly;
+  if (!e || e.url !== apiUrl(path, params)) return undefined;
+  delete window.__beatlineEarly;
+  return e.res;
+}
+
 // enabled false: nothing is asked (yet); the state stays loading
 function useApi(path, params, deps, enabled = true) {
   const [s, setS] = useState({ loading: true });
@@ -57,9 +61,9 @@ function useApi(path, params, deps, enabled = true) {
     if (!enabled) return undefined;
     const ac = new AbortController();
     setS((o) => ({ ...o, loading: true, error: null }));
-    api(path, params, { signal: ac.signal })
-      .then((data) => setS({ data, loading: false }))
-      .catch((e) => { if (e.name !== 'AbortError') setS({ error: e, loading: false }); });
+    api(path, params, { signal: ac.signal, started: takeEarly(path, params) })
+      .then((data) => { if (!ac.signal.aborted) setS({ data, loading: false }); })
+      .catch((e) => { if (e.name !== 'AbortError' && !ac.signal.aborted) setS({ error: e, loading: false }); });
     return () => ac.abort();
   }, [...deps, enabled]);
   return s;
@@ -241,13 +245,22 @@ function SlowMethods({ params }) {
 }
 
 // ---- method page ----------------------------------------------------------
+// A uPlot chart. uPlot (half the app's script) is loaded when a chart is
+// first shown, not with the app: the flame graph page starts without it.
+// A series with `bars: [width, max px]` is drawn as bars.
 function Chart({ opts, data }) {
   const ref = useRef(null);
   useEffect(() => {
     if (!ref.current) return undefined;
-    const w = Math.max(280, Math.min(900, ref.current.clientWidth));
-    const u = new uPlot({ ...opts, width: w, height: 260 }, data, ref.current);
-    return () => u.destroy();
+    let u = null;
+    let live = true;
+    import('uplot').then(({ default: UPlot }) => {
+      if (!live || !ref.current) return;
+      const w = Math.max(280, Math.min(900, ref.current.clientWidth));
+      const series = opts.series.map(({ bars, ...sr }) => (bars ? { ...sr, paths: UPlot.paths.bars({ size: bars }) } : sr));
+      u = new UPlot({ ...opts, series, width: w, height: 260 }, data, ref.current);
+    });
+    return () => { live = false; if (u) u.destroy(); };
   }, [JSON.stringify(data)]);
   return <div class="chart" ref={ref} />;
 }
@@ -311,7 +324,7 @@ function MethodPage({ params }) {
   const thread = params.thread || 'all';
   const builds = useBuilds();
   const stats = useApi('/slow-methods', { build: params.build, thread, limit: 10000 }, [params.build, thread]);
-  const tree = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [params.build, thread]);
+  const tree = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096, format: 'columns-binary' }, [params.build, thread]);
   const row = stats.data && stats.data.methods.find((m) => methodKey(m.method) === key);
   // the percentiles of each build (newest 8), one answer per build
   const [perBuild, setPerBuild] = useState(null);
@@ -357,7 +370,7 @@ function MethodPage({ params }) {
           scales: { x: { time: false, range: (u, a, b) => [a - 0.6, b + 0.6] } },
           axes: [{ values: (u, ticks) => ticks.map((t) => (buckets[t] ? fmtDur(buckets[t].lo_us) : '')) }, { label: 'calls' }],
           series: [{ label: 'from', value: (u, v) => (v == null || !buckets[v] ? '' : `${fmtDur(buckets[v].lo_us)} – ${fmtDur(buckets[v].hi_us)}`) },
-            { label: 'calls', stroke: '#2b7bb9', fill: 'rgba(43,123,185,0.35)', paths: uPlot.paths.bars({ size: [0.8, 60] }), points: { show: false } }],
+            { label: 'calls', stroke: '#2b7bb9', fill: 'rgba(43,123,185,0.35)', bars: [0.8, 60], points: { show: false } }],
         }} data={[buckets.map((_, i) => i), buckets.map((b) => b.count)]} /></div>
       ) : hist.data && <p class="muted">No finished call in this selection.</p>}
       <h3>Call duration by build (p50 / p90 / p99 / max, ms)</h3>
@@ -438,6 +451,7 @@ function Flame({ tree: t, zoom, onZoom, search, mode, id, baseTree }) {
     const t0 = performance.now();
     fg.current.setData(t);
     const now = performance.now();
+    performance.measure('flame draw', { start: t0, end: now });
     const f = { nodes: t.n, draw_ms: now - t0, at: now };
     window.__beatlineFlame = f;
     // painted: the frame after the one this draw went into
@@ -462,6 +476,7 @@ function useTree(data) {
     const t0 = performance.now();
     const t = treeOf(data);
     window.__beatlineTree = { nodes: t.n, flatten_ms: performance.now() - t0 };
+    performance.measure('flame layout', { start: t0 });
     return t;
   }, [data]);
 }
@@ -484,7 +499,7 @@ function FlamePage({ params }) {
   const P = (k, v) => setParam('flame', params, k, v);
   const thread = params.thread || 'all';
   const builds = useBuilds();
-  const s = useApi('/call-tree', { build: params.build, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [params.build, thread]);
+  const s = useApi('/call-tree', flameQuery(params), [params.build, thread]);
   const t = useTree(s.data);
   const [q, setQ] = useState(params.q || '');
   useEffect(() => setQ(params.q || ''), [params.q]);
@@ -613,7 +628,7 @@ function PhaseChart({ phases }) {
       axes: [{ splits: () => labels.map((_, i) => i), values: (u, ticks) => ticks.map((t) => (labels[t] !== undefined ? labels[t] : '')), size: 40 },
         { label: 'ms', values: (u, ticks) => ticks.map((v) => `${v}`) }],
       series: [{ label: 'phase', value: (u, v) => (v == null || !phases[v] ? '' : phaseName(phases[v].phase)) },
-        { label: 'p50', stroke: '#2b7bb9', fill: 'rgba(43,123,185,0.45)', paths: uPlot.paths.bars({ size: [0.55, 90] }), points: { show: false } },
+        { label: 'p50', stroke: '#2b7bb9', fill: 'rgba(43,123,185,0.45)', bars: [0.55, 90], points: { show: false } },
         { label: 'p90', stroke: '#e08a00', paths: () => null, points: { show: true, size: 9, fill: '#e08a00', stroke: '#e08a00' } },
         { label: 'p99', stroke: '#c2185b', paths: () => null, points: { show: true, size: 9, fill: '#c2185b', stroke: '#c2185b' } },
         { label: 'max', stroke: '#444', paths: () => null, points: { show: true, size: 7, fill: '#fff', stroke: '#444' } }],
@@ -841,8 +856,8 @@ function ComparePage({ params }) {
   const P = (k, v) => setParam('compare', { ...params, a, b }, k, v);
   const sa = useApi('/slow-methods', { build: a, thread, limit: 10000 }, [a, thread, !!a]);
   const sb = useApi('/slow-methods', { build: b, thread, limit: 10000 }, [b, thread, !!b]);
-  const ta = useApi('/call-tree', { build: a, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [a, thread]);
-  const tb = useApi('/call-tree', { build: b, thread, limit: 100000, max_depth: 4096, format: 'columns' }, [b, thread]);
+  const ta = useApi('/call-tree', { build: a, thread, limit: 100000, max_depth: 4096, format: 'columns-binary' }, [a, thread]);
+  const tb = useApi('/call-tree', { build: b, thread, limit: 100000, max_depth: 4096, format: 'columns-binary' }, [b, thread]);
   const fa = useMemo(() => (ta.data ? treeOf(ta.data) : null), [ta.data]);
   const fb = useMemo(() => (tb.data ? treeOf(tb.data) : null), [tb.data]);
   const rows = useMemo(() => (sa.data && sb.data ? compareRows(sa.data.methods, sb.data.methods, minCalls, minChange) : null), [sa.data, sb.data, minCalls, minChange]);
@@ -907,4 +922,6 @@ function App() {
   );
 }
 
+performance.mark('app start');
 render(<App />, document.getElementById('app'));
+performance.measure('app first render', 'app start');

@@ -425,6 +425,15 @@ try {
   await page.waitForFunction(() => window.__beatlineFlame && window.__beatlineFlame.painted > 0, null, { timeout: 60000 });
   const fl = await page.evaluate(() => ({ ...window.__beatlineFlame, ...window.__beatlineTree }));
   ok('flame: 100,000 nodes', fl.nodes === 100000, JSON.stringify(fl));
+  // the tree was asked for once, by early.js, before the app's bundle ran
+  const early = await page.evaluate(() => ({
+    asked: performance.getEntriesByType('resource').filter((e) => e.name.includes('/call-tree')).length,
+    early: (performance.getEntriesByName('early fetch')[0] || {}).startTime,
+    app: (performance.getEntriesByName('app start')[0] || {}).startTime,
+    left: !!window.__beatlineEarly,
+  }));
+  ok('flame: the call tree asked for once, before the app ran (early.js), and taken',
+    early.asked === 1 && early.early >= 0 && early.app > early.early && !early.left, JSON.stringify(early));
   // printed, never asserted (a loaded machine): docs/benchmarks.md "Dashboard"
   const res = await page.evaluate(() => performance.getEntriesByType('resource').filter((e) => e.name.includes('call-tree')).map((e) => ({
     fetch: e.startTime, first: e.responseStart, end: e.responseEnd, bytes: e.encodedBodySize }))[0]);
