@@ -190,6 +190,15 @@ if cmp -s mapping2.txt "$adir/mapping.txt"; then ok; else bad "A's cache does no
 http PUT /v1/apps/shop/builds/7.1/mapping "$UPL" --data-binary @mapping2.txt
 expect "the replacement again on A" "200 unchanged" "$CODE $(jq -r .status <<< "$BODY")"
 
+# --- a deleted build's files go with it ----------------------------------------
+http DELETE /v1/apps/shop/builds/7.1 "$UPL"
+expect "build deleted" 200 "$CODE"
+expect "no files of the deleted build in the store" 0 \
+  "$(sql "SELECT count(*) FROM build_files WHERE build = '7.1'")"
+http PUT /v1/apps/shop/builds/7.1/mapping "$UPL" --data-binary @mapping.txt
+expect "a build of the same name starts without files" "201 created" \
+  "$CODE $(jq -r .status <<< "$BODY")"
+
 # --- nothing in the store: 404 as before ---------------------------------------
 http POST /v1/apps/shop/builds/9.9/retrace "$RD" --data-binary @trace.txt
 expect "retrace of a build without a mapping" 404 "$CODE"
