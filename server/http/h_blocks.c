@@ -246,7 +246,7 @@ static int load_groups(struct MHD_Connection *c, bl_http *h, req *r, int64_t sin
     /* best effort: without a mapping (or an index that cannot be opened
      * now) targets are answered as the runtime named them */
     char bdir[BL_PATH_MAX];
-    if (bl_http_build_dir(h, r->app_id, bname, bdir) != BL_OK ||
+    if (bl_http_build_dir(h, r, r->app_id, bname, bdir) != BL_OK ||
         bl_datadir_open_index(h->data_dir, bdir, &x->mi, NULL) != BL_OK)
         x->mi = NULL;
     bl_err e = bl_blk_groups(db, *build_id, from, to, group_row, x);

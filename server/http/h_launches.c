@@ -267,7 +267,7 @@ enum MHD_Result bl_h_launches(struct MHD_Connection *c, bl_http *h, req *r)
      * now) activities are answered as the runtime named them */
     bl_mapindex *mi = NULL;
     char bdir[BL_PATH_MAX];
-    if (bl_http_build_dir(h, r->app_id, bname, bdir) != BL_OK ||
+    if (bl_http_build_dir(h, r, r->app_id, bname, bdir) != BL_OK ||
         bl_datadir_open_index(h->data_dir, bdir, &mi, NULL) != BL_OK)
         mi = NULL;
     kinds_ctx kx = { .n = 0 };

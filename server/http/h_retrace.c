@@ -16,11 +16,13 @@
 enum MHD_Result bl_h_retrace(struct MHD_Connection *c, bl_http *h, req *r)
 {
     char dir[BL_PATH_MAX];
-    bl_err de = bl_http_build_dir(h, r->app_id, r->build, dir);
+    bl_err de = bl_http_build_dir(h, r, r->app_id, r->build, dir);
     if (de == BL_EINVAL)
         return bl_reply_error(c, h, 400, "bad build name");
     if (de == BL_ETOOBIG)
         return bl_reply_error(c, h, 500, "the build's mapping is over --max-mapping");
+    if (de == BL_ENOMEM)
+        return bl_reply_error(c, h, 503, "the server is busy with other requests; retry later");
     if (de)
         return bl_reply_error(c, h, 503, "cannot fetch the build's mapping from the "
                                          "database; try again");

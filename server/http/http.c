@@ -119,14 +119,20 @@ bl_db *bl_http_db_rw(bl_http *h)
     return db;
 }
 
-bl_err bl_http_build_dir(bl_http *h, int64_t app_id, const char *build, char *dir)
+bl_err bl_http_build_dir(bl_http *h, req *r, int64_t app_id, const char *build, char *dir)
 {
     if (bl_datadir_build(h->data_dir, app_id, build, dir) != BL_OK)
         return BL_EINVAL;
     bl_db *db = bl_http_db(h);
     if (!bl_files_in_store(db))
         return BL_OK;
+    /* a fetch holds a chunk, its hex form in libpq's result and the
+     * decoded copy: charged like the rest of the request */
+    uint64_t charge = 3 * (uint64_t)BL_FILES_CHUNK;
+    if (bl_req_take(r, charge) != 0)
+        return BL_ENOMEM;
     bl_err e = bl_buildcache_sync(db, h->data_dir, app_id, build, 0, dir, NULL);
+    bl_req_give(r, charge);
     if (e && e != BL_EINVAL)
         fprintf(stderr, "beatline-server: build %s: cannot bring its files from the store: "
                         "%s (%s)\n",

@@ -126,9 +126,11 @@ bl_db *bl_http_db_rw(bl_http *h);
 /* The folder of build (app_id, build) into dir (BL_PATH_MAX bytes), as
  * bl_datadir_build; with a PostgreSQL store first made to agree with the
  * store (pipeline/buildcache.h: a file another node uploaded is fetched, a
- * damaged copy fetched again). BL_EINVAL when bl_datadir_build fails (an
- * invalid build name), else bl_buildcache_sync's errors (logged). */
-bl_err bl_http_build_dir(bl_http *h, int64_t app_id, const char *build, char *dir);
+ * damaged copy fetched again; the fetch's memory, 3 chunks of
+ * store/files.h, charged to r's share of --max-inflight meanwhile).
+ * BL_EINVAL when bl_datadir_build fails (an invalid build name); BL_ENOMEM
+ * when --max-inflight is spent; else bl_buildcache_sync's errors (logged). */
+bl_err bl_http_build_dir(bl_http *h, req *r, int64_t app_id, const char *build, char *dir);
 
 /* A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD. Never
  * NULL unless memory runs out. */

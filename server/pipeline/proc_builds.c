@@ -511,6 +511,23 @@ bl_err pr_drop_build(bl_processor *p, const work *w)
     return BL_OK;
 }
 
+void pr_recheck_waiting(bl_processor *p)
+{
+    for (size_t i = 0; i < p->n_builds; i++) {
+        const bstate *b = p->builds[i];
+        if (b->ready || !b->n_waiting)
+            continue;
+        work w;
+        memset(&w, 0, sizeof w);
+        w.kind = W_BUILD;
+        w.app_id = b->app_id;
+        memcpy(w.build, b->build, sizeof w.build);
+        w.t_enq = pr_mono_s();
+        if (pr_push(p, &w) != BL_OK)
+            return; /* out of memory: the next look tries again */
+    }
+}
+
 /* Deletes the waiting batches older than the expiry time (their file's
  * modification time; it survives restarts), releases their quota counts and
  * counts them in st.expired. Writer thread only, between transactions. */

@@ -205,6 +205,7 @@ struct bl_processor {
                           * the checkpointer syncs the WAL before the moves */
     bl_quota *quota;     /* owned; thread-safe */
     double next_sweep;   /* monotonic seconds of the next expiry sweep */
+    double next_recheck; /* PostgreSQL store: of the next pr_recheck_waiting */
     uint64_t round_batches; /* batches counted in the open transaction */
     uint8_t *waited;        /* per item of the round: went to a waiting list */
     bl_events *ev;          /* batch events of the open round: one of evs */
@@ -300,6 +301,15 @@ bl_err pr_drop_build(bl_processor *p, const work *w);
 double pr_sweep_every(const bl_processor *p);
 /* Deletes the waiting batches older than the expiry time. */
 void pr_expire_waiting(bl_processor *p);
+/* PostgreSQL store: seconds between looks for the files of builds with
+ * waiting batches (pr_recheck_waiting). */
+#define PR_RECHECK_S 2.0
+/* PostgreSQL store: queues a W_BUILD for every build with waiting batches
+ * (its files may have been uploaded to another node, which tells only its
+ * own processor): its registration fetches them from the store and, when
+ * the build can now be processed, puts the batches back in the queue.
+ * Writer thread only. */
+void pr_recheck_waiting(bl_processor *p);
 
 /* ---- proc_commit.c ---- */
 /* The committer thread's body. */

@@ -347,6 +347,11 @@ static void *writer_main(void *arg)
             pr_expire_waiting(p);
             p->next_sweep = pr_mono_s() + pr_sweep_every(p);
         }
+        /* PostgreSQL store: files of waiting builds uploaded to other nodes */
+        if (p->pg && pr_mono_s() >= p->next_recheck) {
+            pr_recheck_waiting(p);
+            p->next_recheck = pr_mono_s() + PR_RECHECK_S;
+        }
         /* PostgreSQL store: build locks asked for by the claim thread, taken
          * on this connection between rounds (proc_queue.c) */
         if (atomic_exchange(&p->q_wants, 0)) {
@@ -361,10 +366,13 @@ static void *writer_main(void *arg)
         while (p->qlen == 0 && !p->stop && !atomic_load(&p->q_wants)) {
             p->busy = 0;
             pthread_cond_broadcast(&p->idle_cv);
-            /* wake for the next expiry sweep (CLOCK_REALTIME: the cv's clock) */
+            /* wake for the next expiry sweep, or look for waiting builds'
+             * files (PostgreSQL) (CLOCK_REALTIME: the cv's clock) */
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            double left = p->next_sweep - pr_mono_s();
+            double next = p->pg && p->next_recheck < p->next_sweep ? p->next_recheck
+                                                                  : p->next_sweep;
+            double left = next - pr_mono_s();
             if (left < 0.05)
                 left = 0.05;
             ts.tv_sec += (time_t)left;

@@ -190,6 +190,49 @@ if cmp -s mapping2.txt "$adir/mapping.txt"; then ok; else bad "A's cache does no
 http PUT /v1/apps/shop/builds/7.1/mapping "$UPL" --data-binary @mapping2.txt
 expect "the replacement again on A" "200 unchanged" "$CODE $(jq -r .status <<< "$BODY")"
 
+# --- a deleted build's files go with it ----------------------------------------
+http DELETE /v1/apps/shop/builds/7.1 "$UPL"
+expect "build deleted" 200 "$CODE"
+expect "no files of the deleted build in the store" 0 \
+  "$(sql "SELECT count(*) FROM build_files WHERE build = '7.1'")"
+http PUT /v1/apps/shop/builds/7.1/mapping "$UPL" --data-binary @mapping.txt
+expect "a build of the same name starts without files" "201 created" \
+  "$CODE $(jq -r .status <<< "$BODY")"
+
+# --- a batch waiting on B for files uploaded to A --------------------------------
+PID_A=$SERVER_PID
+URL_A=$URL
+SERVER_PID=
+start_server "$WORK/b" --store "$STORE"
+sed -e 's/"build":"7.1"/"build":"8.0"/' \
+  -e 's/11111111-1111-4111-8111-111111111111/22222222-2222-4222-8222-222222222222/' a.json > w.json
+"$BIN/beatline-batch" encode < w.json > w.bin
+http POST /v1/apps/shop/batches "$ING" --data-binary @w.bin
+expect "batch of a build without files accepted by B" 202 "$CODE"
+metric() { curl -s "$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
+waiting=
+for _ in $(seq 300); do # bounded: until B's writer has parked it (30 s)
+  waiting=$(metric "$URL" beatline_batches_waiting)
+  [ "$waiting" == 1 ] && break
+  sleep 0.1
+done
+expect "the batch waits on B" 1 "$waiting"
+done0=$(metric "$URL" beatline_batches_processed_total)
+curl -s -o /dev/null -X PUT -H "Authorization: Bearer $UPL" --data-binary @method-ids.txt \
+  "$URL_A/v1/apps/shop/builds/8.0/method-ids"
+curl -s -o /dev/null -X PUT -H "Authorization: Bearer $UPL" --data-binary @mapping.txt \
+  "$URL_A/v1/apps/shop/builds/8.0/mapping"
+n=
+for _ in $(seq 300); do # bounded: 30 s
+  n=$(metric "$URL" beatline_batches_processed_total)
+  [ "$n" == $((done0 + 1)) ] && break
+  sleep 0.1
+done
+expect "B processed the waiting batch after the uploads to A" $((done0 + 1)) "$n"
+http GET "/v1/apps/shop/slow-methods?build=8.0&thread=main&sort=total" "$RD"
+expect "its names on B" "200 org.apache.commons.lang3.StringUtils.isBlank" \
+  "$CODE $(jq -r '.methods[0].method | "\(.class).\(.name)"' <<< "$BODY")"
+
 # --- nothing in the store: 404 as before ---------------------------------------
 http POST /v1/apps/shop/builds/9.9/retrace "$RD" --data-binary @trace.txt
 expect "retrace of a build without a mapping" 404 "$CODE"

@@ -12,6 +12,13 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
+# With a PostgreSQL store the build folder is a cache of the store
+# (pipeline/buildcache.h): a mapping.txt replaced behind the server's back
+# is damaged by definition and fetched again (tests/integration/files_pg_test.sh)
+if [ "${BEATLINE_TEST_STORE:-sqlite}" = pg ]; then
+  echo "SQLite store only: see files_pg_test.sh for the PostgreSQL store"
+  finish 77
+fi
 
 DATA=$WORK/data
 keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
