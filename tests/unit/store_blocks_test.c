@@ -30,12 +30,12 @@ static void exec_ok(const char *sql)
     ck_assert_msg(bl_db_exec(db, sql) == BL_OK, "%s: %s", sql, bl_db_errmsg(db));
 }
 
-/* With BEATLINE_TEST_PG_URL set, the same test runs on that PostgreSQL
+/* With BEATLINE_TEST_PG_DB set, the same test runs on that PostgreSQL
  * database (migrated by bl_db_open), emptied first: the store's answers
  * must be the same on both backends. */
 static void open_store(void)
 {
-    const char *url = getenv("BEATLINE_TEST_PG_URL");
+    const char *url = getenv("BEATLINE_TEST_PG_DB");
     char err[256];
     ck_assert_msg(bl_db_open(url && *url ? url : path, 0, &db, err, sizeof err) == BL_OK, "%s",
                   err);

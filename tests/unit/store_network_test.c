@@ -42,12 +42,12 @@ static int64_t count_of(const char *sql)
     return n;
 }
 
-/* With BEATLINE_TEST_PG_URL set, the same test runs on that PostgreSQL
+/* With BEATLINE_TEST_PG_DB set, the same test runs on that PostgreSQL
  * database (migrated by bl_db_open), emptied first: the store's answers
  * must be the same on both backends. */
 static void open_store(void)
 {
-    const char *url = getenv("BEATLINE_TEST_PG_URL");
+    const char *url = getenv("BEATLINE_TEST_PG_DB");
     char err[256];
     ck_assert_msg(bl_db_open(url && *url ? url : path, 0, &db, err, sizeof err) == BL_OK, "%s",
                   err);
