@@ -21,6 +21,11 @@ struct bl_db {
     int readonly;
     unsigned next_name; /* PostgreSQL: prepared statement names "bl<N>" */
     char err[512];      /* PostgreSQL: the last error, "" when none */
+    /* PostgreSQL, a lost connection (server restarted, network): */
+    int txn;        /* PQtransactionStatus after the last command that reached the server */
+    int lost;       /* lost inside a transaction: every statement fails until COMMIT/ROLLBACK */
+    unsigned epoch; /* bumped by each reconnection (server-side prepared statements gone) */
+    int unset;      /* reconnected, session settings (pg_session) not yet applied */
     struct {
         const char *key;
         bl_st *st;
@@ -34,5 +39,17 @@ void bl_st_free(bl_st *st);
 sqlite3_stmt *bl_st_sqlite(bl_st *st);
 /* Records a PostgreSQL error text as the connection's bl_db_errmsg. */
 void bl_db_set_pg_error(bl_db *db, const char *what, const char *msg);
+/* PostgreSQL, before a command (`ends_txn`: it is COMMIT or ROLLBACK): 0
+ * when the connection can take it — one found broken outside a transaction
+ * has been made again (PQreset; db->epoch bumped); 1 when the connection
+ * was lost inside a transaction and has been made again for the command
+ * that ends it (the transaction is gone: ROLLBACK has nothing left to do,
+ * COMMIT must fail); -1 (message: bl_db_errmsg) when the server cannot be
+ * reached, or the connection was lost inside a transaction and the command
+ * does not end it. */
+int bl_db_pg_ready(bl_db *db, int ends_txn);
+/* PostgreSQL, after a command: remembers the transaction state the
+ * connection is in (for bl_db_pg_ready). */
+void bl_db_pg_after(bl_db *db);
 
 #endif

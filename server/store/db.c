@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,10 +43,94 @@ int64_t bl_now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The session settings of a PostgreSQL connection (at open and after a
+ * reconnection), by PQexec. BL_OK, or BL_EIO with the message recorded. */
+static bl_err pg_session(bl_db *db)
+{
+    static const char *const set[] = { "SET client_min_messages = warning",
+                                       "SET TIME ZONE 'UTC'",
+                                       "SET default_transaction_read_only = on" };
+    for (int i = 0; i < (db->readonly ? 3 : 2); i++) {
+        PGresult *r = PQexec(db->pg, set[i]);
+        int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+        if (!ok)
+            bl_db_set_pg_error(db, NULL, r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg));
+        PQclear(r);
+        if (!ok)
+            return BL_EIO;
+    }
+    return BL_OK;
+}
+
+void bl_db_pg_after(bl_db *db)
+{
+    if (PQstatus(db->pg) == CONNECTION_OK)
+        db->txn = (int)PQtransactionStatus(db->pg);
+}
+
+int bl_db_pg_ready(bl_db *db, int ends_txn)
+{
+    if (PQstatus(db->pg) == CONNECTION_OK && !db->lost && !db->unset)
+        return 0;
+    if (PQstatus(db->pg) != CONNECTION_OK || db->lost) {
+        /* broken: by the last state seen, was a transaction open? Its work
+         * is gone with the connection, and the statements after it must
+         * not run one by one outside it: they fail until the caller ends
+         * it. */
+        if (!db->lost && db->txn != PQTRANS_IDLE)
+            db->lost = 1;
+        if (db->lost && !ends_txn) {
+            bl_db_set_pg_error(db, "the connection to PostgreSQL was lost inside a "
+                                   "transaction (rolled back); end it with ROLLBACK", NULL);
+            return -1;
+        }
+        PQreset(db->pg);
+        if (PQstatus(db->pg) != CONNECTION_OK) {
+            bl_db_set_pg_error(db, "PostgreSQL: reconnection failed", PQerrorMessage(db->pg));
+            return -1;
+        }
+        db->epoch++;
+        db->txn = PQTRANS_IDLE;
+        db->unset = 1;
+    }
+    if (pg_session(db) != BL_OK)
+        return -1; /* tried again at the next command */
+    db->unset = 0;
+    if (db->lost) {
+        db->lost = 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* 1 when `sql` starts with COMMIT, END or ROLLBACK (any case) */
+static int ends_txn(const char *sql)
+{
+    while (*sql == ' ' || *sql == '\n' || *sql == '\t')
+        sql++;
+    return !strncasecmp(sql, "COMMIT", 6) || !strncasecmp(sql, "ROLLBACK", 8) ||
+           !strncasecmp(sql, "END", 3);
+}
+
 bl_err bl_db_exec(bl_db *db, const char *sql)
 {
     if (db->pg) {
+        int ends = ends_txn(sql);
+        int ready = bl_db_pg_ready(db, ends);
+        if (ready < 0)
+            return BL_EIO;
+        if (ready == 1) {
+            /* the transaction died with the connection: a rollback is
+             * done, a commit failed */
+            if (!strncasecmp(sql + strspn(sql, " \n\t"), "ROLLBACK", 8))
+                return BL_OK;
+            bl_db_set_pg_error(db, "the connection to PostgreSQL was lost inside the "
+                                   "transaction: not committed",
+                               NULL);
+            return BL_EIO;
+        }
         PGresult *r = PQexec(db->pg, sql);
+        bl_db_pg_after(db);
         ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
         int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
         if (!ok)
@@ -385,8 +470,7 @@ static bl_err pg_open(const char *url, int readonly, bl_db **out, char *errbuf, 
     }
     PQsetNoticeProcessor(db->pg, pg_quiet, NULL);
     bl_err err = BL_OK;
-    if (bl_db_exec(db, "SET client_min_messages = warning") ||
-        bl_db_exec(db, "SET TIME ZONE 'UTC'")) {
+    if (pg_session(db)) {
         snprintf(errbuf, errlen, "PostgreSQL: %s", bl_db_errmsg(db));
         err = BL_EIO;
     } else if (!readonly) {
@@ -397,9 +481,6 @@ static bl_err pg_open(const char *url, int readonly, bl_db **out, char *errbuf, 
             snprintf(errbuf, errlen, "PostgreSQL: schema version %d, this program needs %d", v,
                      bl_db_pg_schema_version());
             err = BL_EVERSION;
-        } else if (bl_db_exec(db, "SET default_transaction_read_only = on")) {
-            snprintf(errbuf, errlen, "PostgreSQL: %s", bl_db_errmsg(db));
-            err = BL_EIO;
         }
     }
     if (err) {

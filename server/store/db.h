@@ -42,6 +42,16 @@ void bl_db_close(bl_db *db);
  * calls below (memory bounds, checkpoints, deferred sync) are SQLite's and
  * return BL_OK without effect on PostgreSQL, whose commits are durable when
  * they return (synchronous_commit on).
+ *
+ * A lost PostgreSQL connection (the server restarted, the network): the
+ * command that finds it broken fails (BL_EIO / BL_ST_ERROR); when no
+ * transaction was open the next command reconnects (same URL, session
+ * settings again, statements prepared again). When one was open, its work
+ * is gone: every command fails until the caller ends it — ROLLBACK
+ * succeeds, COMMIT fails ("not committed") — and the one after reconnects,
+ * so no statement of a lost transaction runs on its own. A server still
+ * down: each command fails after at most connect_timeout (10 s unless the
+ * URL sets it).
  */
 int bl_db_url_is_pg(const char *url);
 /* Checks a store URL as `--store` takes it: `sqlite:PATH` (PATH not

@@ -24,10 +24,12 @@ struct bl_st {
     char *sql; /* the text with $n parameters (owned) */
     char name[16];
     int prepared;
+    unsigned epoch; /* db->epoch when prepared: a reconnection drops it */
     int np;          /* number of parameters */
     const char **pv; /* values (NULL: SQL NULL); owned array, values borrowed or in pbuf */
     int *pl, *pf;    /* lengths and formats (1: binary, blobs) */
     char **pbuf;     /* per-parameter text buffers (owned) */
+    unsigned char *used; /* per parameter: named in the SQL (owned) */
     size_t *pcap;
     PGresult *res; /* owned, NULL before the run */
     int row, nrows;
@@ -57,15 +59,22 @@ void bl_db_set_pg_error(bl_db *db, const char *what, const char *msg)
 
 /* `sql` with each parameter outside quotes replaced by PostgreSQL's form:
  * `?NNN` by `$NNN`, a bare `?` by the number after the largest so far (as
- * SQLite numbers them); *np the largest number. */
-static char *pg_rewrite(const char *sql, int *np)
+ * SQLite numbers them); *np the largest number; *used (owned by the
+ * caller, *np entries, NULL when 0) 1 for each number the SQL names (SQLite
+ * lets `?1, ?3` leave 2 out; PostgreSQL needs a type for every $n). */
+static char *pg_rewrite(const char *sql, int *np, unsigned char **used)
 {
     size_t n = strlen(sql), q = 0;
     for (size_t i = 0; i < n; i++)
         q += sql[i] == '?';
     char *out = malloc(n + q * 6 + 1);
-    if (!out)
+    int *nums = malloc((q ? q : 1) * sizeof *nums);
+    if (!out || !nums) {
+        free(out);
+        free(nums);
         return NULL;
+    }
+    size_t nn = 0;
     char *o = out;
     char quote = 0;
     int k = 0;
@@ -86,8 +95,10 @@ static char *pg_rewrite(const char *sql, int *np)
                 o += sprintf(o, "$%d", num);
                 if (num > k)
                     k = num;
+                nums[nn++] = num;
             } else {
                 o += sprintf(o, "$%d", ++k);
+                nums[nn++] = k;
             }
         } else {
             *o++ = c;
@@ -95,6 +106,19 @@ static char *pg_rewrite(const char *sql, int *np)
     }
     *o = 0;
     *np = k;
+    *used = NULL;
+    if (k > 0) {
+        *used = calloc((size_t)k, 1);
+        if (!*used) {
+            free(out);
+            free(nums);
+            return NULL;
+        }
+        for (size_t i = 0; i < nn; i++)
+            if (nums[i] >= 1)
+                (*used)[nums[i] - 1] = 1;
+    }
+    free(nums);
     return out;
 }
 
@@ -105,7 +129,11 @@ static bl_st *st_new_pg(bl_db *db, const char *sql)
         return NULL;
     st->db = db;
     st->row = -1;
-    st->sql = pg_rewrite(sql, &st->np);
+    st->sql = pg_rewrite(sql, &st->np, &st->used);
+    if (!st->sql) {
+        free(st);
+        return NULL;
+    }
     int n = st->np ? st->np : 1;
     st->pv = calloc((size_t)n, sizeof *st->pv);
     st->pl = calloc((size_t)n, sizeof *st->pl);
@@ -137,6 +165,7 @@ void bl_st_free(bl_st *st)
     free(st->pl);
     free(st->pf);
     free(st->sql);
+    free(st->used);
     free(st);
 }
 
@@ -293,13 +322,34 @@ void bl_st_null(bl_st *st, int i)
 static int pg_run(bl_st *st)
 {
     bl_db *db = st->db;
+    /* a parameter the SQL never names is declared text and sent as NULL
+     * (whatever was bound: it is read by nothing) */
+    for (int i = 0; i < st->np; i++)
+        if (!st->used[i]) {
+            st->pv[i] = NULL;
+            st->pl[i] = 0;
+            st->pf[i] = 0;
+        }
     for (int i = 0; i < st->np; i++)
         if (st->pf[i] < 0) {
             bl_db_set_pg_error(db, "out of memory binding a parameter", NULL);
             return BL_ST_ERROR;
         }
-    if (!st->prepared) {
-        PGresult *r = PQprepare(db->pg, st->name, st->sql, st->np, NULL);
+    if (bl_db_pg_ready(db, 0) != 0)
+        return BL_ST_ERROR;
+    if (!st->prepared || st->epoch != db->epoch) {
+        st->prepared = 0;
+        Oid types[64], *tv = types;
+        if (st->np > 64 && !(tv = calloc((size_t)st->np, sizeof *tv))) {
+            bl_db_set_pg_error(db, "out of memory preparing a statement", NULL);
+            return BL_ST_ERROR;
+        }
+        for (int i = 0; i < st->np; i++)
+            tv[i] = st->used[i] ? 0 : 25; /* 0: inferred by the server; 25: text */
+        PGresult *r = PQprepare(db->pg, st->name, st->sql, st->np, tv);
+        bl_db_pg_after(db);
+        if (tv != types)
+            free(tv);
         int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
         if (!ok)
             bl_db_set_pg_error(db, "prepare", r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg));
@@ -307,9 +357,11 @@ static int pg_run(bl_st *st)
         if (!ok)
             return BL_ST_ERROR;
         st->prepared = 1;
+        st->epoch = db->epoch;
     }
     PGresult *r = PQexecPrepared(db->pg, st->name, st->np, st->pv, st->pl, st->pf, 0);
     ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    bl_db_pg_after(db);
     if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
         bl_db_set_pg_error(db, NULL, r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg));
         PQclear(r);

@@ -3,6 +3,8 @@
 #   - sqlite3 in server/pipeline/x.c and in a header of server/http: exit 1,
 #     each named FILE:LINE; the same word under server/store/, tests/,
 #     bench/ and in a non-C file is not reported;
+#   - libpq (libpq-fe.h, a PQxxx call) outside server/store/: exit 1, named;
+#     under server/store/ and tests/ not;
 #   - a tree without offenders: exit 0;
 #   - this checkout: exit 0.
 #   check_layers_test.sh SOURCE_DIR WORK_DIR
@@ -33,6 +35,21 @@ grep -qF 'server/pipeline/x.c:2:' <<<"$out"; check "names server/pipeline/x.c:2"
 grep -qF 'server/http/y.h:1:' <<<"$out"; check "names server/http/y.h:1" $?
 n=$(grep -c . <<<"$out")
 [ "$n" -eq 2 ]; check "exactly the two offenders are reported (got $n lines: $out)" $?
+
+# libpq (issue 19): its header or a PQxxx call outside server/store/; a
+# word that merely contains PQ (XPQexec, PQ_MAX) is not reported
+printf '#include <libpq-fe.h>\n' > "$t/server/http/z.h"
+printf 'int n = XPQexec + PQ_MAX;\n\n  r = PQexec(c, s);\n' > "$t/server/pipeline/w.c"
+printf '#include <libpq-fe.h>\nPQfinish(c);\n' > "$t/server/store/pg_ok.c"
+printf 'PQexec(c, s);\n' > "$t/tests/unit/pg_ok_test.c"
+out=$(bash "$check_layers" "$t" 2>&1)
+rc=$?
+[ "$rc" -eq 1 ]; check "libpq outside the store: exit 1 (got $rc)" $?
+grep -qF 'server/http/z.h:1: libpq' <<<"$out"; check "names server/http/z.h:1 (libpq-fe.h)" $?
+grep -qF 'server/pipeline/w.c:3: libpq' <<<"$out"; check "names server/pipeline/w.c:3 (PQexec)" $?
+n=$(grep -c . <<<"$out")
+[ "$n" -eq 4 ]; check "the two libpq offenders and the two sqlite3 ones (got $n lines: $out)" $?
+rm "$t/server/http/z.h" "$t/server/pipeline/w.c"
 
 rm "$t/server/pipeline/x.c" "$t/server/http/y.h"
 out=$(bash "$check_layers" "$t" 2>&1)

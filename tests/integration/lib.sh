@@ -32,7 +32,8 @@
 #       --port-file port.txt", then the words of the array SERVER_ARGS (empty
 #       unless the script sets it: default options of every start), then the
 #       given args, in the background with stderr appended to server.log (in
-#       WORK). Waits (bounded: 200 x 0.05 s) for port.txt and sets
+#       WORK). Waits (bounded: 600 x 0.05 s, less when the server exits)
+#       for port.txt and sets
 #       SERVER_PID, PORT and URL (http://127.0.0.1:PORT). If no port appears
 #       the start counts as a failed check ("the server did not start on
 #       DATA" with the end of server.log), the summary line is printed and
@@ -115,20 +116,26 @@ _pg_setup() {
     fi
     _LIB_PG_OWN=1
     export BEATLINE_TEST_PG_URL=$PG_BASE_URL
-    # a script that replaces the EXIT trap still stops the cluster: a
-    # watcher (no fds of ours, so ctest does not wait for it) stops it when
-    # this shell is gone (bounded: 6 h)
-    local me=$$
-    (
-      exec > /dev/null 2>&1 < /dev/null
-      PG_OWNER_PID=$BASHPID
-      for _ in $(seq 21600); do kill -0 "$me" 2> /dev/null || break; sleep 1; done
-      pg_stop
-    ) &
-    disown $! 2> /dev/null || true
   fi
   local d=$WORK/.pg-bin f
   mkdir -p "$d"
+  : > "$d/stores"
+  # when this shell is gone (also when a script replaced the EXIT trap, or
+  # ctest killed it), a watcher stops our own cluster, or drops this
+  # script's databases from a shared one; it keeps none of our fds, so
+  # ctest does not wait for it (bounded: 6 h)
+  local me=$$ own=${_LIB_PG_OWN:-} stores=$d/stores
+  (
+    exec > /dev/null 2>&1 < /dev/null
+    PG_OWNER_PID=$BASHPID
+    for _ in $(seq 21600); do kill -0 "$me" 2> /dev/null || break; sleep 1; done
+    if [ -n "$own" ]; then
+      pg_stop
+    else
+      while IFS=$'\t' read -r _ u; do pg_drop_db "$u"; done < "$stores"
+    fi
+  ) &
+  disown $! 2> /dev/null || true
   for f in "$BIN_REAL"/*; do ln -sf "$f" "$d/"; done
   rm -f "$d/beatline-server"
   {
@@ -137,7 +144,6 @@ _pg_setup() {
     printf 'exec bash %q %q %q "$@"\n' "$HERE/pg-wrap.sh" "$BIN_REAL/beatline-server" "$d/stores"
   } > "$d/beatline-server"
   chmod +x "$d/beatline-server"
-  : > "$d/stores"
   BIN=$d
 }
 
@@ -176,7 +182,11 @@ start_server() { # DATA [server args...]
   "$BIN/beatline-server" --data "$data" --listen 127.0.0.1:0 --port-file port.txt \
     ${SERVER_ARGS[@]+"${SERVER_ARGS[@]}"} "$@" 2>> server.log &
   SERVER_PID=$!
-  for _ in $(seq 600); do [ -s port.txt ] && break; sleep 0.05; done
+  for _ in $(seq 600); do
+    [ -s port.txt ] && break
+    kill -0 "$SERVER_PID" 2> /dev/null || break # it exited: no port will come
+    sleep 0.05
+  done
   PORT=$(cat port.txt 2> /dev/null || true)
   if [ -z "$PORT" ]; then
     bad "the server did not start on $data: $(tail -3 server.log)"
