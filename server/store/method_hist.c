@@ -8,13 +8,14 @@
 
 #include "store/stmt.h"
 
+/* a NULL build or descriptor: any (the casts give PostgreSQL their type) */
 static const char hist_sql[] =
     "SELECT s.count, s.max_us, s.sketch "
     "FROM method_stats s JOIN methods m ON m.id = s.method "
     "JOIN builds b ON b.id = s.build_id "
-    "WHERE b.app_id = ?1 AND (?2 IS NULL OR b.name = ?2) AND (?3 = 0 OR s.main = 1) "
-    "AND s.hour + 3600000000 > ?4 AND s.hour < ?5 "
-    "AND m.class = ?6 AND m.name = ?7 AND (?8 IS NULL OR m.descriptor = ?8)";
+    "WHERE b.app_id = ?1 AND (CAST(?2 AS text) IS NULL OR b.name = ?2) "
+    "AND (?3 = 0 OR s.main = 1) AND s.hour + 3600000000 > ?4 AND s.hour < ?5 "
+    "AND m.class = ?6 AND m.name = ?7 AND (CAST(?8 AS text) IS NULL OR m.descriptor = ?8)";
 
 bl_err bl_method_hist(bl_db *db, const bl_method_hist_query *q, bl_sketch *out, int64_t *count,
                       uint64_t *max_us)

@@ -306,7 +306,7 @@ bl_err bl_rollups_refresh_step(bl_db *db, int64_t budget, int *more, int *rebuil
     int64_t last_started = -1;
     for (;;) {
         /* marks first: a mark made during a rebuild starts it over */
-        bl_st *st = bl_st_get(db, "SELECT app_id FROM rollup_dirty LIMIT 1");
+        bl_st *st = bl_st_get(db, "SELECT app_id FROM rollup_dirty ORDER BY app_id LIMIT 1");
         if (!st)
             return BL_EIO;
         int rc = bl_st_step(st);
@@ -338,7 +338,7 @@ bl_err bl_rollups_refresh_step(bl_db *db, int64_t budget, int *more, int *rebuil
             bl_st_reset(st);
             return rc == BL_ST_ROW ? BL_OK : BL_EIO;
         }
-        st = bl_st_get(db, "SELECT app_id FROM rollup_rebuild LIMIT 1");
+        st = bl_st_get(db, "SELECT app_id FROM rollup_rebuild ORDER BY app_id LIMIT 1");
         if (!st)
             return BL_EIO;
         rc = bl_st_step(st);
@@ -449,8 +449,17 @@ typedef struct span {
     int64_t scope, first, last;
 } span;
 
+static int cmp_span(const void *a, const void *b)
+{
+    int64_t x = ((const span *)a)->scope, y = ((const span *)b)->scope;
+    return x < y ? -1 : x > y;
+}
+
+/* Writes the spans noted, in scope order (rows locked in one order by
+ * every writer: no deadlock between nodes on PostgreSQL). */
 static bl_err span_flush(bl_db *db, span *sp, int *n)
 {
+    qsort(sp, (size_t)*n, sizeof *sp, cmp_span);
     for (int i = 0; i < *n; i++) {
         bl_st *st = bl_st_get2(db, span_sql, span_sql_pg);
         if (!st)
@@ -812,21 +821,25 @@ static const bl_pgm_table pg_tables[3] = {
     { hours_read_pg, hours_update_pg, hours_insert_pg, 4, 2 },
 };
 
-/* the methods' identities, ?1 their ids: read; made for those without one,
- * in the order given (as SQLite's writer makes them, row by row) */
+/* the methods' identities, ?1 their ids: read; made for those without one
+ * in the order of the unique key (two nodes making identities of one app
+ * at once wait on each other's rows in one order: no deadlock) */
 static const char sigs_read_pg[] =
     "SELECT id, sig FROM methods WHERE id = ANY(CAST(?1 AS bigint[])) ORDER BY id";
 static const char sigs_make_pg[] =
     "INSERT INTO method_sigs(app_id, class, name, descriptor, source_file) "
     "SELECT b.app_id, m.class, m.name, m.descriptor, m.source_file "
-    "FROM unnest(CAST(?1 AS bigint[])) WITH ORDINALITY AS u(id, ord) "
-    "JOIN methods m ON m.id = u.id JOIN builds b ON b.id = m.build_id "
-    "ORDER BY u.ord ON CONFLICT DO NOTHING";
+    "FROM methods m JOIN builds b ON b.id = m.build_id "
+    "WHERE m.id = ANY(CAST(?1 AS bigint[])) "
+    "ORDER BY b.app_id, m.class, m.name, m.descriptor, m.source_file ON CONFLICT DO NOTHING";
+/* (a subquery per row, as on SQLite: joined instead, PostgreSQL planned the
+ * method_sigs lookup on app_id alone while the tables had no statistics,
+ * seconds per round; no `sig IS NULL`: it led the planner to that index) */
 static const char sigs_set_pg[] =
-    "UPDATE methods AS m SET sig = s.id FROM builds b, method_sigs s "
-    "WHERE m.id = ANY(CAST(?1 AS bigint[])) AND m.sig IS NULL AND b.id = m.build_id "
-    "AND s.app_id = b.app_id AND s.class = m.class AND s.name = m.name "
-    "AND s.descriptor = m.descriptor AND s.source_file = m.source_file RETURNING m.id, m.sig";
+    "UPDATE methods AS m SET sig = (SELECT s.id FROM method_sigs s WHERE s.app_id = b.app_id "
+    "AND s.class = m.class AND s.name = m.name AND s.descriptor = m.descriptor "
+    "AND s.source_file = m.source_file) FROM builds b "
+    "WHERE m.id = ANY(CAST(?1 AS bigint[])) AND b.id = m.build_id RETURNING m.id, m.sig";
 
 static int cmp_int64(const void *x, const void *y)
 {
@@ -888,7 +901,7 @@ static bl_err pg_sigs(bl_db *db, const bl_wr_stat *s, const int64_t *app, size_t
         err = bl_pga_int(&ids, m->mids[i]);
     if (!err)
         err = msig_run(db, sigs_read_pg, &ids, m);
-    /* those without identity, in the order of their rows */
+    /* those without identity (sigs_make_pg orders them) */
     bl_pga_reset(&ids);
     for (size_t i = 0; i < n && !err; i++) {
         size_t k = app[i] ? msig_find(m, s[i].method) : SIZE_MAX;
