@@ -64,12 +64,17 @@ expect_grep "the runtime's batches were accepted (202)" 'uploaded .*: 202$' "$(c
 expect "no batch refused" "0" "$(grep -c 'refused' run.err || true)"
 expect "the spool is empty" "0" "$(find "$WORK/spool" -name '*.blb.gz' | wc -l)"
 
-# the batches are processed: the 11 network events reached the events reader
-for _ in $(seq 200); do
-  n=$(curl -s "$URL/metrics" | awk '$1 == "beatline_batches_waiting" { print $2 }')
-  [ "${n:-1}" = 0 ] && break
+# the batches are processed: the 11 network events reached the events reader.
+# Every accepted (202) batch must be counted processed, not only "none
+# waiting": on the PostgreSQL store a 202 batch sits in the database's queue
+# (no waiting, no in-memory queue depth) until a node claims it.
+accepted=$(grep -c 'uploaded .*: 202$' run.err || true)
+for _ in $(seq 600); do
+  n=$(curl -s "$URL/metrics" | awk '$1 == "beatline_batches_processed_total" { print $2 }')
+  [ "${n:-0}" = "$accepted" ] && break
   sleep 0.05
 done
+expect "every accepted batch processed" "$accepted" "$n"
 http GET "/v1/apps/netdemo/network?build=1.0&sort=count&limit=50" "$RD"
 expect "GET /network" "200" "$CODE"
 stored=$(curl -s "$URL/metrics" | awk '$1 == "beatline_network_requests_total" { print $2 }')
