@@ -55,7 +55,18 @@ cpu_of() {
   done
   awk -v s="$s" -v hz="$hz" 'BEGIN { printf "%.2f", s / hz }'
 }
-pg_pids() { pgrep -u postgres -f "postgres" | tr '\n' ' '; }
+# CPU seconds of the whole PostgreSQL cluster so far: the postmaster's own
+# and its reaped children's (cutime/cstime: backends of closed connections),
+# plus its live children's
+pg_cpu() {
+  local pm hz
+  pm=$(head -1 "$PG_DIR/data/postmaster.pid")
+  hz=$(getconf CLK_TCK)
+  { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pm/stat"
+    for c in $(pgrep -P "$pm"); do
+      [ -r "/proc/$c/stat" ] && awk '{ print $14 + $15 }' "/proc/$c/stat"
+    done; } | awk -v hz="$hz" '{ s += $1 } END { printf "%.2f", s / hz }'
+}
 
 # run NAME NODES STORE: starts NODES servers on STORE, posts, waits for all
 # batches to be committed, prints one line; leaves the servers for queries
@@ -82,7 +93,7 @@ run() {
       "http://127.0.0.1:$PORT/v1/apps/bench/builds/$(printf 'b%03d' "$b")/method-ids" > /dev/null
   done
   local pg0
-  pg0=$(cpu_of $(pg_pids))
+  pg0=$(pg_cpu)
   per=$((BATCHES / nodes))
   t0=$(date +%s.%N)
   local posters=()
@@ -102,7 +113,7 @@ run() {
   t1=$(date +%s.%N)
   local ncpu pgcpu
   ncpu=$(cpu_of "${PIDS[@]}")
-  pgcpu=$(awk -v a="$(cpu_of $(pg_pids))" -v b="$pg0" 'BEGIN { printf "%.2f", a - b }')
+  pgcpu=$(awk -v a="$(pg_cpu)" -v b="$pg0" 'BEGIN { printf "%.2f", a - b }')
   awk -v name="$name" -v a="$t0" -v b="$t1" -v n="$want" -v r="$RECORDS" -v got="$got" \
     -v nc="$ncpu" -v pc="$pgcpu" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
     printf "%-22s %7.2f M records/s  %6.2f s  %4d/%d batches  nodes CPU %6s s  PostgreSQL CPU %6s s  load %s\n",
@@ -115,7 +126,8 @@ query() {
   printf '%-22s slow-methods ' "$1"
   "$BIN/bench_http" query "$PORT" "/v1/apps/bench/slow-methods?sort=p99&limit=50" "$RD" 100 \
     2>&1 | tail -1
-  printf '%-22s call-tree    ' "$1"
+  printf '%-22s call-tree (%s nodes) ' "$1" "$(curl -s -H "Authorization: Bearer $RD" \
+    "http://127.0.0.1:$PORT/v1/apps/bench/call-tree?build=b000&format=columns" | jq '.parent | length')"
   "$BIN/bench_http" query "$PORT" "/v1/apps/bench/call-tree?build=b000" "$RD" 100 2>&1 | tail -1
 }
 

@@ -914,7 +914,10 @@ static bl_err for_parents(emit_ctx *e, size_t first, size_t n,
  * so the same answer. A bigger build is read top-down from the database as
  * before, after a wasted scan of PRELOAD_FACTOR × limit + 1 rows (at most
  * about as much CPU as the limit's top-down reading); so is one whose scan
- * does not fit the request's memory budget (56 bytes per stored node). */
+ * does not fit the request's memory budget (56 bytes per stored node).
+ * On a remote store (bl_db_remote: PostgreSQL, where each children read is
+ * a round trip) the whole build is scanned whatever its size, as far as
+ * the memory budget allows. */
 #define PRELOAD_FACTOR 3
 
 typedef struct prow {
@@ -963,9 +966,12 @@ static bl_err pre_keys(emit_ctx *e);
  * the read failed. */
 static bl_err preload(emit_ctx *e, uint64_t limit)
 {
-    preload_ctx p = { e, 0, limit > UINT64_MAX / PRELOAD_FACTOR - 1 ? UINT64_MAX - 1
-                                                                   : limit * PRELOAD_FACTOR,
-                      0, 1 };
+    /* a remote store (PostgreSQL): each children read would be a round
+     * trip, so the whole build is scanned when the memory budget allows */
+    uint64_t cap = bl_db_remote(e->db) || limit > UINT64_MAX / PRELOAD_FACTOR - 1
+                       ? UINT64_MAX - 1
+                       : limit * PRELOAD_FACTOR;
+    preload_ctx p = { e, 0, cap, 0, 1 };
     int64_t max = p.cap >= (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)p.cap + 1;
     bl_err err = bl_calltree_scan(e->db, e->q->build_id, e->q->main_only, max, preload_add, &p);
     if (err || p.failed) {

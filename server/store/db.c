@@ -383,6 +383,11 @@ const char *bl_db_url_redact(const char *url, char *out, size_t n)
     return out;
 }
 
+int bl_db_remote(const bl_db *db)
+{
+    return db->pg != NULL;
+}
+
 int bl_db_pg_schema_version(void)
 {
     int n = 0;

@@ -65,6 +65,11 @@ bl_err bl_db_url_check(const char *url, char *errbuf, size_t errlen);
  * parameters (parts libpq leaves unset are left out), anything else as it
  * is. Written into out (n bytes, truncated, NUL-terminated); returns out. */
 const char *bl_db_url_redact(const char *url, char *out, size_t n);
+/* 1 when every statement on the connection is a round trip to another
+ * process (PostgreSQL), 0 when it runs in this process (SQLite): readers
+ * that would issue one small statement per item (a call tree's children,
+ * node by node) read in bulk instead when this is 1. */
+int bl_db_remote(const bl_db *db);
 /* Schema version of the PostgreSQL schema this program writes. */
 int bl_db_pg_schema_version(void);
 
