@@ -458,6 +458,10 @@ typedef struct emit_ctx {
      * below): prow[] by (thread kind, parent), charged; empty: read from
      * the database; keys: their (kind, parent) keys, uint64_t[] */
     bl_buf pre, keys;
+    /* remote store (bl_db_remote): the build's method names read in one
+     * statement (mrefs: mref[] by id; mtext: their 4 NUL-terminated
+     * strings each), both charged; empty: looked up one by one */
+    bl_buf mrefs, mtext;
 } emit_ctx;
 
 enum { TREE_JSON = 0, TREE_COLUMNS, TREE_SPEEDSCOPE, TREE_CHROME, TREE_COLUMNS_BINARY };
@@ -558,6 +562,74 @@ static void method_json(const bl_method_names *n, void *ctx)
 
 /* Writes the method's JSON ({"class","name","descriptor","source_file"}),
  * looked up once per method. */
+/* ---- method names read in one statement (remote stores) ---------------- */
+typedef struct mref {
+    int64_t id;
+    size_t off; /* into mtext: class, name, descriptor, source file, each NUL-terminated */
+} mref;
+
+typedef struct mload_ctx {
+    emit_ctx *e;
+    bl_err err;
+} mload_ctx;
+
+static int mload_add(int64_t id, const bl_method_names *m, void *ctx)
+{
+    mload_ctx *l = ctx;
+    emit_ctx *e = l->e;
+    mref r = { id, e->mtext.len };
+    const char *parts[4] = { m->cls, m->name, m->descriptor, m->source_file };
+    for (int i = 0; i < 4 && !l->err; i++)
+        l->err = bl_req_append(e->o->r, &e->mtext, parts[i], strlen(parts[i]) + 1);
+    if (!l->err)
+        l->err = bl_req_append(e->o->r, &e->mrefs, &r, sizeof r);
+    return l->err != BL_OK;
+}
+
+/* On a remote store: the build's method names in e->mrefs/e->mtext (one
+ * statement instead of one per method). Out of memory: left empty (the
+ * names are looked up one by one). BL_EIO when the read failed. */
+static bl_err mload(emit_ctx *e)
+{
+    if (!bl_db_remote(e->db))
+        return BL_OK;
+    mload_ctx l = { e, BL_OK };
+    bl_err err = bl_calltree_build_methods(e->db, e->q->build_id, mload_add, &l);
+    if (err || l.err) {
+        bl_req_buf_free(e->o->r, &e->mrefs);
+        bl_req_buf_free(e->o->r, &e->mtext);
+    }
+    return err;
+}
+
+/* bl_calltree_method, answered from e->mrefs when they were read */
+static void method_lookup(emit_ctx *e, int64_t id, bl_method_cb cb, void *ctx)
+{
+    size_t n = e->mrefs.len / sizeof(mref);
+    if (n) {
+        const mref *a = (const mref *)(const void *)e->mrefs.data;
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (a[mid].id < id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < n && a[lo].id == id) {
+            const char *t = (const char *)e->mtext.data + a[lo].off;
+            bl_method_names m;
+            m.cls = t;
+            m.name = m.cls + strlen(m.cls) + 1;
+            m.descriptor = m.name + strlen(m.name) + 1;
+            m.source_file = m.descriptor + strlen(m.descriptor) + 1;
+            cb(&m, ctx);
+            return;
+        }
+    }
+    (void)bl_calltree_method(e->db, id, cb, ctx);
+}
+
 static void out_method(emit_ctx *e, int64_t id)
 {
     out *o = e->o;
@@ -574,7 +646,7 @@ static void out_method(emit_ctx *e, int64_t id)
         if (e->n_frames)
             out_raw(&fr, ",", 1);
         method_out m = { &fr, 0, e->fmt == TREE_COLUMNS ? TREE_JSON : e->fmt };
-        (void)bl_calltree_method(e->db, id, method_json, &m);
+        method_lookup(e, id, method_json, &m);
         if (!m.found)
             out_str(&fr, e->fmt == TREE_COLUMNS ? "{\"class\":\"?\",\"name\":\"?\"}"
                                                 : "{\"name\":\"?\"}");
@@ -592,7 +664,7 @@ static void out_method(emit_ctx *e, int64_t id)
         /* written into the names text, then NUL-terminated */
         out tmp = { o->r, e->text, BL_OK };
         method_out m = { &tmp, 0, e->fmt };
-        (void)bl_calltree_method(e->db, id, method_json, &m);
+        method_lookup(e, id, method_json, &m);
         if (!m.found)
             out_json(&tmp, e->fmt == TREE_CHROME ? json_string("?")
                                                  : json_pack("{s:s,s:s}", "class", "?", "name", "?"));
@@ -1488,10 +1560,12 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
     /* one snapshot for every read of the answer, as the merge's one query */
     bl_buf_init(&e.pre, 0);
     bl_buf_init(&e.keys, 0);
+    bl_buf_init(&e.mrefs, 0);
+    bl_buf_init(&e.mtext, 0);
     if (bl_db_read_begin(db) != BL_OK) {
         e.dberr = 1;
     } else {
-        if (preload(&e, (uint64_t)limit) != BL_OK)
+        if (preload(&e, (uint64_t)limit) != BL_OK || mload(&e) != BL_OK)
             e.dberr = 1;
         else
             lazy_children(&e, 0, 0, 0);
@@ -1499,6 +1573,8 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
     }
     bl_req_buf_free(r, &e.pre);
     bl_req_buf_free(r, &e.keys);
+    bl_req_buf_free(r, &e.mrefs);
+    bl_req_buf_free(r, &e.mtext);
     tree_tail(&e);
     map_free(r, &e.names);
     bl_req_buf_free(r, &e.text);

@@ -136,3 +136,24 @@ bl_err bl_calltree_method(bl_db *db, int64_t method, bl_method_cb cb, void *ctx)
     bl_st_reset(st);
     return rc == BL_ST_ROW ? BL_OK : rc == BL_ST_DONE ? BL_ENOTFOUND : BL_EIO;
 }
+
+bl_err bl_calltree_build_methods(bl_db *db, int64_t build_id, bl_method_id_cb cb, void *ctx)
+{
+    bl_st *st = bl_st_get(db, "SELECT id, class, name, descriptor, source_file FROM methods "
+                              "WHERE id IN (SELECT method FROM call_nodes WHERE build_id = ?) "
+                              "ORDER BY id");
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, build_id);
+    int rc;
+    while ((rc = bl_st_step(st)) == BL_ST_ROW) {
+        bl_method_names m = { bl_st_col_str(st, 1), bl_st_col_str(st, 2), bl_st_col_str(st, 3),
+                              bl_st_col_str(st, 4) };
+        if (cb(bl_st_col_int64(st, 0), &m, ctx) != 0) {
+            rc = BL_ST_DONE;
+            break;
+        }
+    }
+    bl_st_reset(st);
+    return rc == BL_ST_DONE ? BL_OK : BL_EIO;
+}

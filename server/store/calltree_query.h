@@ -87,4 +87,12 @@ typedef void (*bl_method_cb)(const bl_method_names *m, void *ctx);
  * called), BL_EIO. */
 bl_err bl_calltree_method(bl_db *db, int64_t method, bl_method_cb cb, void *ctx);
 
+/* Calls cb(id, names, ctx) for every method that a stored node of the build
+ * (either thread kind) refers to and that has a methods row, in ascending
+ * id order: one statement, for readers on a remote store (bl_db_remote)
+ * that would otherwise look names up method by method. Names are valid
+ * only during the call. cb returns non-zero to stop. BL_OK, BL_EIO. */
+typedef int (*bl_method_id_cb)(int64_t id, const bl_method_names *m, void *ctx);
+bl_err bl_calltree_build_methods(bl_db *db, int64_t build_id, bl_method_id_cb cb, void *ctx);
+
 #endif
