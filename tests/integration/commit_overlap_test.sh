@@ -32,6 +32,17 @@ wait_metric() { # name value
   bad "$1: expected $2, got $n"
 }
 sql() { store_sql "$1" "$2"; }
+PG=0
+[ "${BEATLINE_TEST_STORE:-sqlite}" = pg ] && PG=1
+# batches still waiting in DATA: files in batches/pending on SQLite, rows of
+# raw_batches not failed on PostgreSQL (deleted in the commit that counts them)
+waiting() {
+  if [ "$PG" = 1 ]; then
+    sql "$1" "SELECT count(*) FROM raw_batches WHERE failed_at IS NULL"
+  else
+    ls "$1/batches/pending" | wc -l
+  fi
+}
 
 cat > ids.txt << 'EOF2'
 # beatline method-ids v1 names=original
@@ -55,10 +66,10 @@ vbatch() {
 NV=12
 for k in $(seq 1 $NV); do vbatch "$k"; done
 dump() { # DATA -> stats, call paths and batch rows, one line each
-  sql "$1" "SELECT m.method_id, s.main, s.hour, s.count, s.total_us, s.self_us, s.max_us, hex(s.sketch)
+  sql "$1" "SELECT m.method_id, s.main, s.hour, s.count, s.total_us, s.self_us, s.max_us, $(sql_hex s.sketch)
             FROM method_stats s JOIN methods m ON m.id = s.method ORDER BY 1, 2, 3"
   sql "$1" "WITH RECURSIVE p(id, path) AS (
-              SELECT n.id, m.method_id FROM call_nodes n JOIN methods m ON m.id = n.method
+              SELECT n.id, CAST(m.method_id AS text) FROM call_nodes n JOIN methods m ON m.id = n.method
               WHERE n.parent = 0
               UNION ALL
               SELECT n.id, p.path || '/' || m.method_id FROM call_nodes n
@@ -73,6 +84,7 @@ setup_data() { # DATA: an app "shop" with build 1.0's method-ID file
   keys=$("$BIN/beatline-server" --data "$1" app create shop)
   ING=$(jq -r .ingest_key <<< "$keys")
   UPL=$(jq -r .upload_key <<< "$keys")
+  printf '%s\n' "$ING" > "$1.ing"
 }
 post() { # K
   http POST /v1/apps/shop/batches "$ING" --data-binary @"v$1.bin"
@@ -106,8 +118,12 @@ expect "no duplicates, nothing failed" "0 0" \
   "$(metric beatline_batches_duplicate_total) $(metric beatline_batches_failed_total)"
 tx=$(metric beatline_transactions_total)
 expect "several rounds" 1 "$([ "$tx" -ge 3 ] && echo 1 || echo 0)"
-expect "every file moved to batches/done" "0 $NV" \
-  "$(ls "$D/batches/pending" | wc -l) $(ls "$D/batches/done" | wc -l)"
+if [ "$PG" = 1 ]; then
+  expect "every raw batch deleted" "0" "$(sql "$D" "SELECT count(*) FROM raw_batches")"
+else
+  expect "every file moved to batches/done" "0 $NV" \
+    "$(ls "$D/batches/pending" | wc -l) $(ls "$D/batches/done" | wc -l)"
+fi
 stop_server
 dump "$D" > "$D.dump"
 expect "rows to compare" 1 "$([ "$(wc -l < "$WORK/ref.dump")" -gt 30 ] && echo 1 || echo 0)"
@@ -139,7 +155,7 @@ expect "nothing committed yet" "0 1" \
 kill -9 "$SERVER_PID"
 wait "$SERVER_PID" 2> /dev/null || true
 SERVER_PID=
-expect "the three files still in batches/pending" 3 "$(ls "$D/batches/pending" | wc -l)"
+expect "the three batches still waiting" 3 "$(waiting "$D")"
 start_server "$D"
 wait_metric beatline_batches_processed_total 3
 stop_server
@@ -152,14 +168,24 @@ fi
 # ref3's three batches, committed, are put back in batches/pending as a crash
 # between the commit and the moves leaves them; one item per round and slow
 # commits: the second and third are taken while a round commits
+# On PostgreSQL a raw batch's row is deleted in the commit that counts it, so
+# that crash leaves nothing behind; the same three batches posted again are
+# the duplicates there (answered 200 duplicate, nothing stored or counted)
 D=$WORK/ref3
-cp "$D"/batches/done/* "$D/batches/pending/"
+[ "$PG" = 1 ] || cp "$D"/batches/done/* "$D/batches/pending/"
 : > server.log
 BEATLINE_TEST_COMMIT_DELAY_MS=500 BEATLINE_TEST_TXN_MAX_BATCHES=1 start_server "$D" \
   --txn-idle-ms 1
+if [ "$PG" = 1 ]; then
+  for k in 1 2 3; do
+    http POST /v1/apps/shop/batches "$(cat "$D.ing")" --data-binary @"v$k.bin"
+    expect "v$k again: a duplicate" "200 true" "$CODE $(jq -r .duplicate <<< "$BODY")"
+  done
+  expect "nothing stored again" 0 "$(sql "$D" "SELECT count(*) FROM raw_batches")"
+fi
 wait_metric beatline_batches_duplicate_total 3
 expect "nothing processed again" 0 "$(metric beatline_batches_processed_total)"
-expect_grep "a round that found a committed batch is done again" \
+[ "$PG" = 1 ] || expect_grep "a round that found a committed batch is done again" \
   "processed before (a duplicate); the round is done again" "$(cat server.log)"
 wait_metric beatline_processing_queue_depth 0
 stop_server

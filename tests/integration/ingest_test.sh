@@ -99,10 +99,10 @@ vbatch() {
 NV=24
 for k in $(seq 1 $NV); do vbatch "$k"; done
 dump() { # DATA -> stats and call paths, one line each
-  sql "$1" "SELECT m.method_id, s.main, s.hour, s.count, s.total_us, s.self_us, s.max_us, hex(s.sketch)
+  sql "$1" "SELECT m.method_id, s.main, s.hour, s.count, s.total_us, s.self_us, s.max_us, $(sql_hex s.sketch)
             FROM method_stats s JOIN methods m ON m.id = s.method ORDER BY 1, 2, 3"
   sql "$1" "WITH RECURSIVE p(id, path) AS (
-              SELECT n.id, m.method_id FROM call_nodes n JOIN methods m ON m.id = n.method
+              SELECT n.id, CAST(m.method_id AS text) FROM call_nodes n JOIN methods m ON m.id = n.method
               WHERE n.parent = 0
               UNION ALL
               SELECT n.id, p.path || '/' || m.method_id FROM call_nodes n
@@ -187,6 +187,8 @@ if cmp -s d3.dump d4.dump; then ok; else
 fi
 
 # --- 4. the checkpointer copies commits into the database file -------------
+# SQLite's WAL only: PostgreSQL has no database file of ours to read
+if [ "${BEATLINE_TEST_STORE:-sqlite}" = pg ]; then finish; fi
 D5=$WORK/d5
 setup_data "$D5"
 start_server "$D5"

@@ -49,6 +49,11 @@
 #       given curl args. Sets CODE (the status), BODY (the body, also left in
 #       body.out) and HDRS (the response headers, also left in hdrs.out).
 #
+#   sql_hex EXPR
+#       Prints an SQL expression giving the upper-case hex text of the blob
+#       EXPR on the store in use: hex(EXPR) on SQLite,
+#       upper(encode(EXPR, 'hex')) on PostgreSQL (which has no hex()).
+#
 #   store_sql DATA SQL
 #       Runs SQL on the store of the data folder DATA and prints the rows,
 #       columns joined by '|' (sqlite3 DATA/beatline.db with a 5 s busy
@@ -158,6 +163,14 @@ EOF
   } > "$d/beatline-server"
   chmod +x "$d/beatline-server"
   BIN=$d
+}
+
+sql_hex() { # EXPR
+  if [ "${BEATLINE_TEST_STORE:-sqlite}" = pg ]; then
+    printf "upper(encode(%s, 'hex'))" "$1"
+  else
+    printf 'hex(%s)' "$1"
+  fi
 }
 
 store_sql() { # DATA SQL
