@@ -36,8 +36,6 @@ struct bl_db {
 /* Frees a statement (its SQLite statement or its PostgreSQL result and
  * buffers); the server-side prepared statement goes with the connection. */
 void bl_st_free(bl_st *st);
-/* The SQLite statement behind st (NULL on PostgreSQL). */
-sqlite3_stmt *bl_st_sqlite(bl_st *st);
 /* Records a PostgreSQL error text as the connection's bl_db_errmsg. */
 void bl_db_set_pg_error(bl_db *db, const char *what, const char *msg);
 /* PostgreSQL, before a command (`ends_txn`: it is COMMIT or ROLLBACK): 0

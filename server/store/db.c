@@ -629,39 +629,9 @@ unsigned bl_db_session(const bl_db *db)
     return db->pg ? db->epoch : 0;
 }
 
-bl_err bl_db_step_done(sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? BL_OK : BL_EIO;
-}
-
 sqlite3 *bl_db_handle(bl_db *db)
 {
     return db->h;
-}
-
-sqlite3_stmt *bl_db_stmt(bl_db *db, const char *sql)
-{
-    bl_st *st = bl_st_get(db, sql);
-    return st ? bl_st_sqlite(st) : NULL;
-}
-
-const char *bl_db_text(sqlite3_stmt *st, int i)
-{
-    const char *s = (const char *)sqlite3_column_text(st, i);
-    return s ? s : "";
-}
-
-bl_blk_names bl_db_method_names(sqlite3_stmt *st, int col, int64_t method_id, char *buf,
-                                size_t n)
-{
-    if (sqlite3_column_type(st, col) == SQLITE_NULL) {
-        snprintf(buf, n, "unknown method %lld", (long long)method_id);
-        return (bl_blk_names){ "?", buf, "", "" };
-    }
-    return (bl_blk_names){ bl_db_text(st, col), bl_db_text(st, col + 1), bl_db_text(st, col + 2),
-                           bl_db_text(st, col + 3) };
 }
 
 bl_blk_names bl_st_method_names(bl_st *st, int col, int64_t method_id, char *buf, size_t n)

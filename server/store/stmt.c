@@ -43,11 +43,6 @@ int bl_db_is_pg(const bl_db *db)
     return db->pg != NULL;
 }
 
-sqlite3_stmt *bl_st_sqlite(bl_st *st)
-{
-    return st->sq;
-}
-
 void bl_db_set_pg_error(bl_db *db, const char *what, const char *msg)
 {
     size_t n = msg ? strlen(msg) : 0;
