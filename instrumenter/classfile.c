@@ -41,6 +41,8 @@ struct bl_cf {
     const uint8_t *data;
     size_t len;
     uint16_t minor, major, access, this_class, super_class;
+    uint16_t n_interfaces;
+    uint32_t interfaces; /* offset of interfaces[0] (u2 Class indexes, checked) */
     uint16_t pool_count;
     uint32_t pool_end;
     uint8_t *tag;      /* [pool_count] */
@@ -370,6 +372,8 @@ static bl_err parse_all(pctx *c)
     uint16_t ni = rd16(c);
     if (!need(c, (size_t)ni * 2))
         return fail(c, c->pos, "truncated interfaces table");
+    cf->n_interfaces = ni;
+    cf->interfaces = (uint32_t)c->pos;
     for (uint16_t k = 0; k < ni; k++)
         if (!is_tag(cf, rd16(c), BL_CP_CLASS))
             return fail(c, c->pos - 2, "interface is not a Class entry");
@@ -466,6 +470,15 @@ const char *bl_cf_name(const bl_cf *cf) { return bl_cf_class_name(cf, cf->this_c
 const char *bl_cf_super_name(const bl_cf *cf)
 {
     return cf->super_class ? bl_cf_class_name(cf, cf->super_class) : NULL;
+}
+
+size_t bl_cf_interface_count(const bl_cf *cf) { return cf->n_interfaces; }
+
+const char *bl_cf_interface_name(const bl_cf *cf, size_t i)
+{
+    if (i >= cf->n_interfaces)
+        return NULL;
+    return bl_cf_class_name(cf, bl_be16(cf->data + cf->interfaces + 2 * i));
 }
 
 uint16_t bl_cf_access(const bl_cf *cf) { return cf->access; }

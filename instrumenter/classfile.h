@@ -47,6 +47,11 @@ void bl_cf_free(bl_cf *cf);
 const char *bl_cf_name(const bl_cf *cf);
 /* The super class's internal name, or NULL for java/lang/Object and module-info. */
 const char *bl_cf_super_name(const bl_cf *cf);
+/* The class's direct super-interfaces (its interfaces[] table, JVMS §4.1):
+ * how many, and the internal name of the i-th (0 <= i < count; NULL when i is
+ * out of range), owned by the bl_cf. Inherited interfaces are not listed. */
+size_t bl_cf_interface_count(const bl_cf *cf);
+const char *bl_cf_interface_name(const bl_cf *cf, size_t i);
 /* access_flags of the class (JVMS §4.1). */
 uint16_t bl_cf_access(const bl_cf *cf);
 /* major_version (45 = JDK 1.1 … 65 = Java 21 …). */

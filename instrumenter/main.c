@@ -69,6 +69,7 @@
 #define CONFIG_MAX (16u << 20)
 #define BASE_IDS_MAX (1u << 30)
 #define OUT_CLASS_MAX (256u << 20)
+#define ACC_STATIC 0x0008
 #define ACC_NATIVE 0x0100
 #define ACC_ABSTRACT 0x0400
 #define ACC_MODULE 0x8000
@@ -92,6 +93,7 @@ typedef struct opts {
     int unguarded; /* --no-guard: bare probes (bl_probe_opts.unguarded) */
     int no_network; /* --no-network: leave network call sites alone (netsite.h) */
     long skip_small; /* --skip-small N: leave methods of at most N code bytes alone; 0: off */
+    int skip_callbacks; /* --skip-callbacks (default 1) / --no-skip-callbacks: see callback_method() */
     int layout; /* LAYOUT_*: where several inputs' outputs go in OUTPUT */
     bl_rules *rules;
     char **inputs;
@@ -133,6 +135,11 @@ static void usage(FILE *f)
             "      --skip-small N         also skip methods of at most N bytes of bytecode\n"
             "                             (0..65535; default 0: none): the small methods a\n"
             "                             JIT would inline, which the probes make too big\n"
+            "      --skip-callbacks       leave the methods that implement the runtime's\n"
+            "                             callback interfaces (Clock, ThreadPolicy, Log,\n"
+            "                             DeviceInfo, Lifecycle, UploadGate) in classes that\n"
+            "                             name them directly without probes (default)\n"
+            "      --no-skip-callbacks    instrument those too\n"
             "      --classpath PATHS      library jars / class folders (':'-separated,\n"
             "                             repeatable; android.jar or android-all, AndroidX)\n"
             "                             that resolve the super classes of the inputs for\n"
@@ -361,7 +368,7 @@ static int parse_args(int argc, char **argv, opts *o)
 {
     enum { O_METHOD_IDS = 256, O_BASE_IDS, O_CONFIG, O_EXCLUDE, O_INCLUDE, O_RUNTIME,
            O_SKIP, O_NO_SKIP, O_NAMES, O_NO_GUARD, O_LAYOUT, O_BUILD_ID, O_VERSION_NAME,
-           O_BUILD_CLASS, O_NO_NETWORK, O_SKIP_SMALL, O_CLASSPATH };
+           O_BUILD_CLASS, O_NO_NETWORK, O_SKIP_SMALL, O_CLASSPATH, O_SKIP_CB, O_NO_SKIP_CB };
     static const struct option longs[] = {
         {"output", required_argument, NULL, 'o'},
         {"method-ids", required_argument, NULL, O_METHOD_IDS},
@@ -373,6 +380,8 @@ static int parse_args(int argc, char **argv, opts *o)
         {"skip-trivial", no_argument, NULL, O_SKIP},
         {"no-skip-trivial", no_argument, NULL, O_NO_SKIP},
         {"skip-small", required_argument, NULL, O_SKIP_SMALL},
+        {"skip-callbacks", no_argument, NULL, O_SKIP_CB},
+        {"no-skip-callbacks", no_argument, NULL, O_NO_SKIP_CB},
         {"no-guard", no_argument, NULL, O_NO_GUARD},
         {"no-network", no_argument, NULL, O_NO_NETWORK},
         {"names", required_argument, NULL, O_NAMES},
@@ -401,6 +410,8 @@ static int parse_args(int argc, char **argv, opts *o)
         case O_NO_SKIP: o->skip_trivial = 0; break;
         case O_NO_GUARD: o->unguarded = 1; break;
         case O_NO_NETWORK: o->no_network = 1; break;
+        case O_SKIP_CB: o->skip_callbacks = 1; break;
+        case O_NO_SKIP_CB: o->skip_callbacks = 0; break;
         case O_SKIP_SMALL: {
             char *end = NULL;
             errno = 0;
@@ -529,6 +540,7 @@ typedef struct unit {
     size_t n_cand;
     bl_buf out;         /* instrumented bytes (pass 2) */
     size_t n_done;      /* methods that got probes */
+    size_t n_callbacks; /* runtime callback methods left without probes (pass 1) */
     int net_ok;         /* its network call sites may be rewritten (pass 1) */
     bl_buf net;         /* the class with its network sites rewritten (pass 2) */
     bl_cf *net_cf;      /* net parsed (borrows it), what the probes go into; NULL: cf. cf
@@ -580,6 +592,54 @@ static int is_runtime_class(const char *cls, const char *runtime)
     if (!strncmp(cls, RUNTIME_PKG, sizeof RUNTIME_PKG - 1))
         return 1;
     return !strncmp(cls, runtime, n) && (cls[n] == '\0' || cls[n] == '$');
+}
+
+/* The runtime's callback interfaces (issue 14): an app may hand the runtime
+ * its own implementation (BeatlineConfig.Builder.clock, threadPolicy, log,
+ * device, lifecycle, uploadGate), which is instrumented with the rest of the
+ * app. The runtime calls these methods from inside its probes and its
+ * threads, where it ignores their probes (Recorder's re-entry guard); the
+ * probes would still cost a ThreadLocal lookup each (Clock.nowMicros: twice
+ * per reading, two readings per probe pair). Methods listed by name and
+ * descriptor, as the interfaces in runtime/src/io/beatline/runtime declare
+ * them. */
+static const struct callback_iface {
+    const char *iface;
+    const char *methods[4][2]; /* {name, descriptor}, a NULL name ends the list */
+} CALLBACKS[] = {
+    {RUNTIME_PKG "Clock", {{"nowMicros", "()J"}, {"close", "()V"}}},
+    {RUNTIME_PKG "ThreadPolicy",
+     {{"isMain", "(Ljava/lang/Thread;)Z"}, {"trace", "(Ljava/lang/Thread;)Z"}}},
+    {RUNTIME_PKG "Log", {{"warn", "(Ljava/lang/String;)V"}, {"debug", "(Ljava/lang/String;)V"}}},
+    {RUNTIME_PKG "DeviceInfo",
+     {{"model", "()Ljava/lang/String;"}, {"osVersion", "()Ljava/lang/String;"}, {"sdkLevel", "()I"}}},
+    {RUNTIME_PKG "Lifecycle", {{"install", "(L" RUNTIME_PKG "Lifecycle$Hooks;)V"}}},
+    {RUNTIME_PKG "UploadGate", {{"blocked", "()Ljava/lang/String;"}}},
+};
+
+/* 1 when method m of cf implements a method of one of the CALLBACKS
+ * interfaces that cf lists directly in its interfaces[] (same name and
+ * descriptor, not static). A subclass of such a class, or a class that gets
+ * the interface through another interface, is not recognised: its methods
+ * keep their probes, which the runtime's guard ignores. */
+static int callback_method(const bl_cf *cf, const bl_cf_method *m)
+{
+    if (m->access & ACC_STATIC)
+        return 0;
+    for (size_t i = 0; i < bl_cf_interface_count(cf); i++) {
+        const char *in = bl_cf_interface_name(cf, i);
+        if (!in || strncmp(in, RUNTIME_PKG, sizeof RUNTIME_PKG - 1))
+            continue;
+        for (size_t k = 0; k < sizeof CALLBACKS / sizeof CALLBACKS[0]; k++) {
+            if (strcmp(in, CALLBACKS[k].iface))
+                continue;
+            for (size_t q = 0; q < 4 && CALLBACKS[k].methods[q][0]; q++)
+                if (!strcmp(m->name, CALLBACKS[k].methods[q][0]) &&
+                    !strcmp(m->desc, CALLBACKS[k].methods[q][1]))
+                    return 1;
+        }
+    }
+    return 0;
 }
 
 static int skipped_by_name(const char *entry)
@@ -700,8 +760,13 @@ static void pass1(job *j, unit *u)
             set_err(u, "%s: %s", loc, "out of memory");
             return;
         }
-        if (ok)
-            u->cand[u->n_cand++] = (uint32_t)i;
+        if (!ok)
+            continue;
+        if (j->o->skip_callbacks && callback_method(u->cf, m)) {
+            u->n_callbacks++;
+            continue;
+        }
+        u->cand[u->n_cand++] = (uint32_t)i;
     }
 }
 
@@ -1277,7 +1342,7 @@ static void tune_process(void)
 
 int main(int argc, char **argv)
 {
-    opts o = {.skip_trivial = -1, .obfuscated = -1};
+    opts o = {.skip_trivial = -1, .obfuscated = -1, .skip_callbacks = 1};
     int status = 1;
     bl_jio_input **ins = NULL;
     char **targets = NULL;
@@ -1431,9 +1496,10 @@ int main(int argc, char **argv)
     /* 3. rewrite */
     job j2 = {.u = units, .n = n_units, .o = &o, .mids = mids, .fn = pass2};
     run_parallel(&j2, o.threads, progress, "instrumenting");
-    size_t n_done = 0, n_changed = 0, n_sites = 0, n_hooks = 0;
+    size_t n_done = 0, n_changed = 0, n_sites = 0, n_hooks = 0, n_callbacks = 0;
     for (size_t i = 0; i < n_units; i++) {
         unit *u = &units[i];
+        n_callbacks += u->n_callbacks;
         if (!o.quiet && u->warns.len)
             fprintf(stderr, "%s", u->warns.data);
         if (!u->err && (u->n_done || u->n_sites || u->n_hooks)) {
@@ -1480,9 +1546,10 @@ int main(int argc, char **argv)
     if (!o.quiet)
         fprintf(stderr,
                 PROG ": %d input(s), %zu classes, %zu rewritten, %zu methods instrumented, "
-                     "%zu network call sites, %zu launch hooks; %zu methodIds (%zu kept from the "
-                     "base), largest %u; %.2f s\n",
-                o.n_inputs, n_units, n_changed, n_done, n_sites, n_hooks, bl_mids_count(mids),
+                     "%zu network call sites, %zu launch hooks, %zu runtime callbacks left "
+                     "without probes; %zu methodIds (%zu kept from the base), largest %u; %.2f s\n",
+                o.n_inputs, n_units, n_changed, n_done, n_sites, n_hooks, n_callbacks,
+                bl_mids_count(mids),
                 bl_mids_reused(mids), bl_mids_max_id(mids), now_s() - t0);
     if (!o.quiet && build_id[0])
         fprintf(stderr, PROG ": build %s (build id %s)%s%s\n", build_name, build_id,

@@ -44,6 +44,14 @@ if(TARGET beatline-instrument)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_skip_small_test.sh
                    ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-skip-small)
   set_tests_properties(instrument_skip_small PROPERTIES TIMEOUT 300 LABELS cli)
+  # issue 14, re-entry: the runtime's callback interfaces implemented by the
+  # app (Clock, ThreadPolicy, ...) are left without probes (--skip-callbacks)
+  if(TARGET beatline-runtime)
+    add_test(NAME instrument_callbacks
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/instrument_callbacks_test.sh
+                     ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/instrument-callbacks)
+    set_tests_properties(instrument_callbacks PROPERTIES TIMEOUT 300 LABELS cli)
+  endif()
 endif()
 
 # issue 14: the instrumenter-only configuration (-DBEATLINE_INSTRUMENTER_ONLY=ON,
