@@ -7,9 +7,11 @@
 #
 # VARIANTS="beatline beatline-appclock ..." picks variants, THREADS="1" the
 # thread counts, REPEAT=N runs the chosen variants N times, interleaved.
-# beatline-appclock runs twice when BUILD_DIR/bin/beatline-instrument exists:
-# an app's Clock (bench/ProbeBenchAppClock.java) as compiled and instrumented
-# (issue 14: the runtime ignores the clock's own probes).
+# beatline-appclock runs three times when BUILD_DIR/bin/beatline-instrument
+# exists: an app's Clock (bench/ProbeBenchAppClock.java) as compiled,
+# instrumented (by default its nowMicros gets no probes: --skip-callbacks),
+# and instrumented with --no-skip-callbacks ("probed": probes in nowMicros,
+# which the runtime's re-entry guard ignores; issue 14).
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -23,6 +25,8 @@ javac -cp "$JAR" -d "$OUT/appclock" "$HERE/ProbeBenchAppClock.java"
 INSTR=$BUILD/bin/beatline-instrument
 if [ -x "$INSTR" ]; then
   "$INSTR" -q "$OUT/appclock" -o "$OUT/appclock-instr" --method-ids "$OUT/appclock-ids.txt"
+  "$INSTR" -q --no-skip-callbacks "$OUT/appclock" -o "$OUT/appclock-probed" \
+    --method-ids "$OUT/appclock-probed-ids.txt"
 fi
 echo "java: $(java -version 2>&1 | head -1); clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo '?')"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -42,6 +46,8 @@ for rep in $(seq 1 "${REPEAT:-1}"); do
           if [ -d "$OUT/appclock-instr" ]; then
             java -Xms256m -Djava.io.tmpdir="$OUT/tmp" -cp "$j:$OUT:$OUT/appclock-instr" ProbeBench "$v" \
               "$threads" "appclock-instrumented$sfx"
+            java -Xms256m -Djava.io.tmpdir="$OUT/tmp" -cp "$j:$OUT:$OUT/appclock-probed" ProbeBench "$v" \
+              "$threads" "appclock-instrumented-probed$sfx"
           fi
         else
           java -Xms256m -Djava.io.tmpdir="$OUT/tmp" -cp "$j:$OUT" ProbeBench "$v" "$threads" "$v$sfx"
