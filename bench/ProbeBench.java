@@ -23,7 +23,8 @@ import java.util.concurrent.CyclicBarrier;
  * shared index and a clock cached every 5 ms by a thread, as Tencent
  * Matrix's AppMethodBeat keeps it), beatline-appclock (started, an app's
  * Clock, ProbeBenchAppClock from the class path: probe-bench.sh runs it as
- * compiled and instrumented; an optional third argument labels the line).
+ * compiled, instrumented and instrumented with --no-skip-callbacks; an
+ * optional third argument labels the line).
  * Each line gives the median wall time per pair over the rounds and the
  * median CPU time of the probing threads per pair (the machine is shared:
  * the CPU figure is the one to compare).
