@@ -93,7 +93,8 @@ typedef struct opts {
     int unguarded; /* --no-guard: bare probes (bl_probe_opts.unguarded) */
     int no_network; /* --no-network: leave network call sites alone (netsite.h) */
     long skip_small; /* --skip-small N: leave methods of at most N code bytes alone; 0: off */
-    int skip_callbacks; /* --skip-callbacks (default 1) / --no-skip-callbacks: see callback_method() */
+    int skip_callbacks; /* --skip-callbacks / --no-skip-callbacks / config skip-callbacks (-1
+                           while unset, then default 1): see callback_method() */
     int layout; /* LAYOUT_*: where several inputs' outputs go in OUTPUT */
     bl_rules *rules;
     char **inputs;
@@ -496,6 +497,8 @@ static int parse_args(int argc, char **argv, opts *o)
         /* the command line wins over config files */
         if (o->skip_trivial < 0)
             o->skip_trivial = cfg.skip_trivial < 0 ? 1 : cfg.skip_trivial;
+        if (o->skip_callbacks < 0)
+            o->skip_callbacks = cfg.skip_callbacks < 0 ? 1 : cfg.skip_callbacks;
         if (o->obfuscated < 0)
             o->obfuscated = cfg.obfuscated < 0 ? 0 : cfg.obfuscated;
         if (!o->threads)
@@ -1342,7 +1345,7 @@ static void tune_process(void)
 
 int main(int argc, char **argv)
 {
-    opts o = {.skip_trivial = -1, .obfuscated = -1, .skip_callbacks = 1};
+    opts o = {.skip_trivial = -1, .obfuscated = -1, .skip_callbacks = -1};
     int status = 1;
     bl_jio_input **ins = NULL;
     char **targets = NULL;

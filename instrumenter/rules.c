@@ -303,6 +303,7 @@ void bl_rules_opts_init(bl_rules_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->skip_trivial = -1;
+    o->skip_callbacks = -1;
     o->obfuscated = -1;
 }
 
@@ -377,6 +378,15 @@ static bl_err config_item(bl_rules *r, bl_rules_opts *o, const char *k, size_t k
             return BL_EFORMAT;
         }
         *(is_skip ? &o->skip_trivial : &o->obfuscated) = yes;
+        return BL_OK;
+    }
+    if (word_is(k, kn, "skip-callbacks")) {
+        int yes = word_is(v, vn, "yes");
+        if (!yes && !word_is(v, vn, "no")) {
+            snprintf(why, whylen, "skip-callbacks must be yes or no");
+            return BL_EFORMAT;
+        }
+        o->skip_callbacks = yes;
         return BL_OK;
     }
     if (word_is(k, kn, "threads")) {

@@ -13,6 +13,7 @@
  *   include com/myapp/                   Beatline: only methods matching some include
  *   runtime-class io/beatline/runtime/Beatline
  *   skip-trivial no                      yes | no
+ *   skip-callbacks no                    yes | no
  *   names obfuscated                     original | obfuscated
  *   threads 2                            1 .. 256
  *   base-ids build-41/method-ids.txt     relative to the config file's folder
@@ -49,6 +50,7 @@ typedef struct bl_rules bl_rules; /* opaque; bl_rules_new / bl_rules_free */
 typedef struct bl_rules_opts {
     char *runtime_class; /* internal name */
     int skip_trivial;    /* -1 unset, 0 no, 1 yes */
+    int skip_callbacks;  /* -1 unset, 0 no, 1 yes (main.c: the runtime's callback interfaces) */
     int obfuscated;      /* -1 unset, 0 original, 1 obfuscated */
     int threads;         /* 0 unset, else 1 .. 256 */
     char *base_ids;      /* path, already resolved against the config file's folder */

@@ -6,7 +6,8 @@
 # get no probes and no methodId (--skip-callbacks, the default), the class's
 # other methods keep them; subclasses, classes that get the interface through
 # another interface, and look-alikes keep theirs; --no-skip-callbacks
-# instruments them all; the summary line counts them. The app classes are
+# instruments them all (so does a config file's `skip-callbacks no`); the
+# summary line counts them. The app classes are
 # compiled against the real runtime jar (so the instrumenter's list of
 # interface methods is checked against the real interfaces), and run under
 # java -Xverify:all with a stub Beatline, first on the class path, that
@@ -151,6 +152,25 @@ out=$(java -Xverify:all -cp "outall:stub:$rt" app.Callbacks)
 "$bin" -q --no-skip-callbacks --skip-callbacks classes -o outlast --method-ids idslast.txt
 check "the last of --no-skip-callbacks / --skip-callbacks wins: exits 0" $?
 cmp -s ids.txt idslast.txt; check "the last one wins: same ids as the default" $?
+
+# the config file's skip-callbacks, and the command line over it
+printf 'skip-callbacks no\n' > no.cfg
+printf 'skip-callbacks yes\n' > yes.cfg
+"$bin" -q --config no.cfg classes -o outcfg --method-ids idscfg.txt
+check "config skip-callbacks no: exits 0" $?
+cmp -s idsall.txt idscfg.txt; check "config skip-callbacks no: the ids of --no-skip-callbacks" $?
+"$bin" -q --config no.cfg --skip-callbacks classes -o outcfg2 --method-ids idscfg2.txt
+check "config no + --skip-callbacks: exits 0" $?
+cmp -s ids.txt idscfg2.txt; check "the command line wins over the config file" $?
+"$bin" -q --config yes.cfg classes -o outcfg3 --method-ids idscfg3.txt
+check "config skip-callbacks yes: exits 0" $?
+cmp -s ids.txt idscfg3.txt; check "config skip-callbacks yes: the default's ids" $?
+printf 'skip-callbacks maybe\n' > bad.cfg
+"$bin" -q --config bad.cfg classes -o outbad --method-ids idsbad.txt 2> errbad.txt
+rc=$?
+[ "$rc" -ne 0 ] && grep -q 'bad.cfg:1: skip-callbacks must be yes or no' errbad.txt && [ ! -e outbad ] &&
+  [ ! -e idsbad.txt ]
+check "config skip-callbacks maybe: refused naming file:line, nothing written (rc $rc)" $?
 
 echo "$pass passed, $fails failed"
 [ "$fails" -eq 0 ]

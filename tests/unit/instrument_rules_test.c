@@ -176,6 +176,7 @@ START_TEST(matrix_file)
     ck_assert_int_eq(allowed(r, "com/app/Slow$Inner", "m", "()V"), 0);
     ck_assert_int_eq(allowed(r, "com/app/Fast", "m", "()V"), 1);
     ck_assert_int_eq(o.skip_trivial, -1);
+    ck_assert_int_eq(o.skip_callbacks, -1);
     ck_assert_ptr_null(o.runtime_class);
     bl_rules_opts_cleanup(&o);
     bl_rules_free(r);
@@ -187,6 +188,7 @@ START_TEST(config_options)
     const char *text = "\xEF\xBB\xBF# beatline\n"
                        "  runtime-class   com.x.Rt  \n"
                        "skip-trivial no\n"
+                       "skip-callbacks no\n"
                        "names obfuscated\n"
                        "threads 3\n"
                        "base-ids prev/ids.txt\n"
@@ -201,6 +203,7 @@ START_TEST(config_options)
         bl_rules_parse_config(r, &o, text, strlen(text), "/etc/bl/cfg", err, sizeof err), BL_OK);
     ck_assert_str_eq(o.runtime_class, "com/x/Rt");
     ck_assert_int_eq(o.skip_trivial, 0);
+    ck_assert_int_eq(o.skip_callbacks, 0);
     ck_assert_int_eq(o.obfuscated, 1);
     ck_assert_int_eq(o.threads, 3);
     ck_assert_str_eq(o.base_ids, "/etc/bl/prev/ids.txt");
@@ -233,6 +236,7 @@ START_TEST(config_errors)
     config_fails("\n\nthreads 0\n", "c.txt:3: threads must be");
     config_fails("threads 99999999999999\n", "threads must be");
     config_fails("skip-trivial maybe\n", "yes or no");
+    config_fails("skip-callbacks maybe\n", "c.txt:1: skip-callbacks must be yes or no");
     config_fails("names clear\n", "original or obfuscated");
     config_fails("exclude\n", "needs a value");
     config_fails("-keepclass\n", "needs a value");
