@@ -200,6 +200,24 @@ static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t 
         return;
     bl_err err = BL_OK;
     int added;
+    if (mh && t->members.n) {
+        /* a member met before (most frames of a big trace): its class is
+         * filed already — one look in the member map instead of a put in
+         * each map (the main thread files every frame: this is its part
+         * of the scan) */
+        uint32_t known = bl_u64map_get(&t->member_ix, mh, NO_INDEX);
+        if (known != NO_INDEX) {
+            if (t->frames.n >= NO_INDEX - 1) {
+                t->failed = 1;
+                return;
+            }
+            tn_frame f = { known, line };
+            BL_VEC_PUSH(t->frames, f, err);
+            if (err)
+                t->failed = 1;
+            return;
+        }
+    }
     uint32_t ci = index_put(&t->class_ix, ch, (uint32_t)t->classes.n, &added);
     if (ci == NO_INDEX || t->classes.n >= NO_INDEX - 1 || t->members.n >= NO_INDEX - 1 ||
         t->frames.n >= NO_INDEX - 1) {
