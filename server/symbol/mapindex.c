@@ -1721,7 +1721,8 @@ bl_err bl_mapindex_build(const char *data, size_t len, const bl_mi_build_opts *o
         bl_mi_header *h = (bl_mi_header *)(void *)out->data;
         h->mapping_size = len;
         h->checksum = 0;
-        h->checksum = image_checksum(out->data, out->len);
+        if (!opts || !opts->no_checksum)
+            h->checksum = image_checksum(out->data, out->len);
     }
     b.st.classes = (uint32_t)b.classes.n;
     b.st.methods = (uint32_t)b.methods.n;

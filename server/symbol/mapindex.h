@@ -199,6 +199,10 @@ typedef struct bl_mi_build_opts {
      * either way, except that a string found in both halves is stored
      * twice. */
     int threads;
+    /* 1: the header's checksum is left 0, for an image opened in memory at
+     * once and never written out (bl_mapindex_verify then fails on it with
+     * "checksum mismatch"): saves reading the whole image once more. */
+    int no_checksum;
 } bl_mi_build_opts;
 
 typedef struct bl_mi_stats {

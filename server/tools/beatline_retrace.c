@@ -146,9 +146,17 @@ typedef struct tn_class {
 
 typedef struct tn_member {
     uint64_t h;
+    const char *name;     /* the method name, in the trace text */
+    uint32_t nn;          /* its length */
     uint32_t cls;         /* class index */
     uint32_t first, n;    /* its lines: lines[first .. first+n), sorted */
 } tn_member;
+
+/* A member's method name (in the trace text). */
+typedef struct tn_name {
+    const char *p;
+    uint32_t n;
+} tn_name;
 
 /* A frame as scanned: member index and line (0: none). */
 typedef struct tn_frame {
@@ -161,7 +169,7 @@ typedef struct trace_names {
     BL_VEC(tn_member) members;
     BL_VEC(tn_frame) frames;    /* freed by names_index */
     uint32_t *member_of;        /* members grouped by class */
-    uint64_t *member_h;         /* their hashes, in the same order */
+    tn_name *member_nm;         /* their names, in the same order */
     uint64_t *class_bits;       /* a bit per class hash (see CLASS_BITS) */
     uint32_t *lines;            /* lines grouped by member */
     uint64_t gen;   /* bumped before each build that asks */
@@ -193,8 +201,10 @@ static uint32_t names_line(int64_t line)
 }
 
 /* Files a name by its hashes: ch of the class, mh of the method (0: an
- * exception line's class, no member) and the frame's line (names_line). */
-static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t line)
+ * exception line's class, no member; its name: mname, mn bytes) and the
+ * frame's line (names_line). */
+static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t line,
+                             const char *mname, uint32_t mn)
 {
     if (t->failed)
         return;
@@ -239,7 +249,7 @@ static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t 
         return;
     }
     if (added) {
-        tn_member m = { mh, ci, 0, 0 };
+        tn_member m = { mh, mname, mn, ci, 0, 0 };
         BL_VEC_PUSH(t->members, m, err);
         if (!err)
             t->classes.v[ci].n++;
@@ -256,7 +266,8 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
                       int64_t line)
 {
     uint64_t ch = tn_hash(cls, cn, 0);
-    names_add_hashed(ctx, ch, method ? tn_hash(method, mn, ch) : 0, names_line(line));
+    names_add_hashed(ctx, ch, method ? tn_hash(method, mn, ch) : 0, names_line(line), method,
+                     (uint32_t)mn);
 }
 
 /*
@@ -271,7 +282,8 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
 
 typedef struct scan_rec {
     uint64_t ch, mh; /* see names_add_hashed */
-    uint32_t line;
+    const char *m;   /* the method name */
+    uint32_t mn, line;
 } scan_rec;
 
 typedef struct scan_half {
@@ -288,7 +300,8 @@ static void scan_collect(void *ctx, const char *cls, size_t cn, const char *meth
     if (h->failed)
         return;
     uint64_t ch = tn_hash(cls, cn, 0);
-    scan_rec r = { ch, method ? tn_hash(method, mn, ch) : 0, names_line(line) };
+    scan_rec r = { ch, method ? tn_hash(method, mn, ch) : 0, method, (uint32_t)mn,
+                   names_line(line) };
     bl_err err = BL_OK;
     BL_VEC_PUSH(h->v, r, err);
     if (err)
@@ -335,7 +348,8 @@ static void names_scan(trace_names *t, const char *text, size_t len, int threads
         bl_retrace_trace_names(h.p, h.n, names_add, t);
     } else {
         for (size_t i = 0; i < h.v.n; i++)
-            names_add_hashed(t, h.v.v[i].ch, h.v.v[i].mh, h.v.v[i].line);
+            names_add_hashed(t, h.v.v[i].ch, h.v.v[i].mh, h.v.v[i].line, h.v.v[i].m,
+                             h.v.v[i].mn);
     }
     free(h.v.v);
 }
@@ -379,13 +393,13 @@ static void names_index(trace_names *t)
         return;
     size_t nc = t->classes.n, nm = t->members.n, nf = t->frames.n;
     t->member_of = malloc((nm ? nm : 1) * sizeof *t->member_of);
-    t->member_h = malloc((nm ? nm : 1) * sizeof *t->member_h);
+    t->member_nm = malloc((nm ? nm : 1) * sizeof *t->member_nm);
     t->lines = malloc((nf ? nf : 1) * sizeof *t->lines);
-    if (!t->member_of || !t->member_h || !t->lines) {
+    if (!t->member_of || !t->member_nm || !t->lines) {
         free(t->member_of); /* tn_ask_member then uses the member map */
-        free(t->member_h);
+        free(t->member_nm);
         t->member_of = NULL;
-        t->member_h = NULL;
+        t->member_nm = NULL;
         return;
     }
     uint32_t sum = 0;
@@ -396,7 +410,8 @@ static void names_index(trace_names *t)
     }
     for (size_t m = 0; m < nm; m++) {
         tn_class *c = &t->classes.v[t->members.v[m].cls];
-        t->member_h[c->first + c->n] = t->members.v[m].h;
+        t->member_nm[c->first + c->n].p = t->members.v[m].name;
+        t->member_nm[c->first + c->n].n = t->members.v[m].nn;
         t->member_of[c->first + c->n++] = (uint32_t)m;
     }
     /* the filter, filled before use (NULL: every class goes to the map) */
@@ -443,7 +458,7 @@ static void names_free(trace_names *t)
     free(t->members.v);
     free(t->frames.v);
     free(t->member_of);
-    free(t->member_h);
+    free(t->member_nm);
     free(t->class_bits);
     free(t->lines);
 }
@@ -460,7 +475,7 @@ typedef struct tn_last {
     /* the class's members (when it has at most SCAN_MEMBERS and they are
      * laid out), copied here to be looked at without a cache miss */
     int nm;          /* -1: ask the member map */
-    uint64_t mh[SCAN_MEMBERS];
+    tn_name mname[SCAN_MEMBERS];
     uint32_t mx[SCAN_MEMBERS];
 } tn_last;
 
@@ -484,7 +499,7 @@ static tn_last *tn_ask_class(const trace_names *t, const char *cls, size_t cn)
         if (c && t->member_of && c->n <= SCAN_MEMBERS) {
             l->nm = (int)c->n;
             memcpy(l->mx, t->member_of + c->first, c->n * sizeof *l->mx);
-            memcpy(l->mh, t->member_h + c->first, c->n * sizeof *l->mh);
+            memcpy(l->mname, t->member_nm + c->first, c->n * sizeof *l->mname);
         }
     }
     return l;
@@ -504,12 +519,14 @@ static uint32_t tn_ask_member(const trace_names *t, const char *cls, size_t cn,
     l->mi = NO_INDEX;
     if (l->ci == NO_INDEX)
         return NO_INDEX;
-    uint64_t mh = tn_hash(name, nn, l->ch);
     if (l->nm < 0) {
-        l->mi = bl_u64map_get(&t->member_ix, mh, NO_INDEX);
+        l->mi = bl_u64map_get(&t->member_ix, tn_hash(name, nn, l->ch), NO_INDEX);
     } else {
+        /* a class's few members: by their names' bytes, no hash (most
+         * member lines of a named class name another method) */
         for (int k = 0; k < l->nm; k++)
-            if (l->mh[k] == mh) {
+            if (l->mname[k].n == nn && l->mname[k].p[0] == name[0] &&
+                !memcmp(l->mname[k].p, name, nn)) {
                 l->mi = l->mx[k];
                 break;
             }
@@ -839,6 +856,32 @@ static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, cons
     return c.err ? 1 : 0;
 }
 
+/*
+ * The mapping's page-table entries are filled by a helper thread while the
+ * trace is read and scanned (MADV_POPULATE_READ, Linux 5.14+; the file is
+ * usually in the page cache): otherwise the parse threads take a page fault
+ * every 16 pages of the mapping they read, on the way that decides the run's
+ * time. Only for speed: an old kernel's EINVAL, or no thread, changes
+ * nothing but that.
+ */
+#define POPULATE_MIN_BYTES ((size_t)8 << 20)
+
+typedef struct populate_job {
+    void *p;
+    size_t n;
+} populate_job;
+
+static void *populate_run(void *arg)
+{
+#ifdef MADV_POPULATE_READ
+    populate_job *j = arg;
+    (void)madvise(j->p, j->n, MADV_POPULATE_READ);
+#else
+    (void)arg;
+#endif
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     /* a one-shot process: memory it frees (the second parse half, sort
@@ -927,6 +970,11 @@ int main(int argc, char **argv)
         }
     }
     close(fd);
+    populate_job pj = { mdata, mlen };
+    pthread_t pop_th;
+    int pop_started = 0;
+    if (mlen >= POPULATE_MIN_BYTES && threads != 1 && sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+        pop_started = pthread_create(&pop_th, NULL, populate_run, &pj) == 0;
 
     int rc = 0;
     bl_buf img, in;
@@ -975,6 +1023,10 @@ int main(int argc, char **argv)
             names_index(&want);
         }
     }
+    if (pop_started) { /* the mapping is read from here on */
+        pthread_join(pop_th, NULL);
+        pop_started = 0;
+    }
     static const struct {
         const char *magic;
         size_t n;
@@ -1012,6 +1064,7 @@ int main(int argc, char **argv)
         diag_ctx dc = { mapping, quiet, 0 };
         bl_mi_build_opts bo = { .strict = strict, .diag = on_diag, .diag_ctx = &dc };
         bo.threads = threads == 1 ? 1 : threads >= 2 ? 2 : 0;
+        bo.no_checksum = !index_out; /* opened at once, not written out */
         if (want_ok) { /* one-shot: only what the trace names */
             want.gen++;
             bo.want_class = names_want_class;
@@ -1115,6 +1168,8 @@ int main(int argc, char **argv)
                     (double)held / (1 << 20));
     }
 out:
+    if (pop_started)
+        pthread_join(pop_th, NULL);
     bl_buf_cleanup(&in);
     names_free(&want);
     bl_mapindex_close(mi);
