@@ -619,6 +619,47 @@ START_TEST(index_file_roundtrip)
 }
 END_TEST
 
+/* An image built to be opened in memory at once (no_checksum, as the
+ * one-shot beatline-retrace builds it) skips the checksum: the field stays
+ * 0, so such an image fails verification if it is ever written out; it
+ * opens and retraces as the checksummed one does. */
+START_TEST(in_memory_image_without_checksum)
+{
+    size_t mn;
+    char *map = tu_read_file(CASES_DIR "/0002-inline-frames/mapping.txt", &mn);
+    ck_assert_ptr_nonnull(map);
+    for (int nc = 0; nc < 2; nc++) {
+        bl_mi_build_opts bo = { .no_checksum = nc };
+        bl_buf img;
+        bl_buf_init(&img, 0);
+        ck_assert_int_eq(bl_mapindex_build(map, mn, &bo, &img, NULL), BL_OK);
+        bl_mi_header h;
+        ck_assert_uint_ge(img.len, sizeof h);
+        memcpy(&h, img.data, sizeof h);
+        const char *why = NULL;
+        if (nc) {
+            ck_assert_uint_eq(h.checksum, 0);
+            ck_assert_int_eq(bl_mapindex_verify(img.data, img.len, &why), BL_EFORMAT);
+            ck_assert_str_eq(why, "checksum mismatch");
+        } else {
+            ck_assert_uint_ne(h.checksum, 0);
+            ck_assert_int_eq(bl_mapindex_verify(img.data, img.len, &why), BL_OK);
+        }
+        bl_mapindex *mi;
+        ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+        char *got = tu_retrace_str(mi, 0, "x\n\tat b.a(SourceFile:1001)\n");
+        ck_assert_str_eq(got, "x\n"
+                              "\tat com.example.Util.parse(Util.java:41)\n"
+                              "\tat com.example.Util.check(Util.java:88)\n"
+                              "\tat com.example.Util.process(Util.java:10)\n");
+        free(got);
+        bl_mapindex_close(mi);
+        bl_buf_cleanup(&img);
+    }
+    free(map);
+}
+END_TEST
+
 int main(void)
 {
     n_cases = tu_discover_cases(CASES_DIR, case_names, MAX_CASES);
@@ -639,6 +680,7 @@ int main(void)
     suite_add_tcase(s, tc);
     TCase *ix = tcase_create("index");
     tcase_add_test(ix, index_file_roundtrip);
+    tcase_add_test(ix, in_memory_image_without_checksum);
     suite_add_tcase(s, ix);
     int rc = tu_run(s);
     for (int i = 0; i < n_cases; i++)
