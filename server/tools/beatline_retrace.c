@@ -973,7 +973,8 @@ int main(int argc, char **argv)
     populate_job pj = { mdata, mlen };
     pthread_t pop_th;
     int pop_started = 0;
-    if (mlen >= POPULATE_MIN_BYTES && threads != 1 && sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+    if (mlen >= POPULATE_MIN_BYTES && !index_out && !strict && threads != 1 &&
+        sysconf(_SC_NPROCESSORS_ONLN) >= 2) /* there is a scan to do it during */
         pop_started = pthread_create(&pop_th, NULL, populate_run, &pj) == 0;
 
     int rc = 0;
