@@ -608,6 +608,7 @@ typedef struct crew {
     size_t hold_max;        /* PART_OUT_CAP (tests: BEATLINE_RETRACE_HOLD_MAX) */
     size_t held_done;       /* output held by finished pieces */
     size_t max_held;        /* most output a piece held before its turn */
+    uint32_t expect;        /* distinct frames per worker, about (a hint) */
 } crew;
 
 static void crew_fail(crew *c, bl_err err, int werr)
@@ -736,6 +737,7 @@ static void *crew_work(void *arg)
         crew_fail(c, err, 0);
         return NULL;
     }
+    bl_retracer_expect(rt, c->expect);
     uint64_t lines = 0;
     for (;;) {
         pthread_mutex_lock(&c->mu);
@@ -789,13 +791,14 @@ static int cut_pieces(const bl_mapindex *mi, const char *p, const char *e, size_
     return n + 1;
 }
 
-/* Retraces [p, p+len) to standard output on up to `threads` threads.
- * Returns 0, or 1 after printing why it failed; *pieces, *workers (threads
+/* Retraces [p, p+len) to standard output on up to `threads` threads;
+ * `expect` is the trace's number of distinct frames when known (else 0), a
+ * hint for each retracer's memo (bl_retracer_expect). Returns 0, or 1 after printing why it failed; *pieces, *workers (threads
  * that retraced), *lines and *held (the most output bytes a piece held
  * before its turn) say what was done. */
 static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, const char *p,
-                       size_t len, int threads, int *pieces, int *workers, uint64_t *lines,
-                       size_t *held)
+                       size_t len, int threads, uint32_t expect, int *pieces, int *workers,
+                       uint64_t *lines, size_t *held)
 {
     crew c;
     memset(&c, 0, sizeof c);
@@ -803,6 +806,7 @@ static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, cons
     c.mi = mi;
     c.opts = ropts;
     c.hold_max = PART_OUT_CAP;
+    c.expect = expect;
     /* tests make pieces wait without writing gigabytes: a smaller bound */
     const char *hm = getenv("BEATLINE_RETRACE_HOLD_MAX");
     if (hm && *hm >= '1' && *hm <= '9') {
@@ -1157,8 +1161,11 @@ int main(int argc, char **argv)
         int pieces = 0, workers = 1;
         uint64_t n_lines = 0;
         size_t held = 0;
-        rc = retrace_all(mi, &ropts, in.data ? in.data : "", in.len, nth, &pieces, &workers,
-                         &n_lines, &held);
+        /* the scan counted the distinct frames: the retracers' memos are
+         * made that big at once */
+        uint32_t expect = want_ok ? (uint32_t)want.members.n : 0;
+        rc = retrace_all(mi, &ropts, in.data ? in.data : "", in.len, nth, expect, &pieces,
+                         &workers, &n_lines, &held);
         if (stats && !rc)
             fprintf(stderr,
                     "beatline-retrace: retraced %llu lines in %.1f ms (%d piece%s on %d "

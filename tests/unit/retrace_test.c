@@ -153,6 +153,24 @@ START_TEST(golden_case)
         ck_assert_msg(strcmp(got, ex3) == 0, "case %s (x3):\n--- expected\n%s--- got\n%s", name,
                       ex3, got);
         free(got);
+        /* the same, line by line, by a retracer whose memo was made big at
+         * once (bl_retracer_expect, as beatline-retrace does) */
+        bl_retracer *rt;
+        bl_retrace_opts o = { verbose };
+        ck_assert_int_eq(bl_retracer_new(mi, &o, &rt), BL_OK);
+        bl_retracer_expect(rt, 4096);
+        bl_buf out;
+        bl_buf_init(&out, 0);
+        for (const char *p = in3; *p;) {
+            const char *nl = strchr(p, '\n');
+            ck_assert_int_eq(bl_retracer_line(rt, p, (size_t)(nl - p), &out), BL_OK);
+            p = nl + 1;
+        }
+        ck_assert_msg(out.data && strcmp(out.data, ex3) == 0,
+                      "case %s (x3, memo sized at once):\n--- expected\n%s--- got\n%s", name, ex3,
+                      out.data ? out.data : "");
+        bl_buf_cleanup(&out);
+        bl_retracer_free(rt);
         free(in3);
         free(ex3);
     }
