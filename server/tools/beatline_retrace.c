@@ -126,10 +126,11 @@ static double now_ms(void)
  * The mapping parse asks about every class line, then about every member
  * line of a wanted class, then about the range of each wanted method line:
  * the answer for the class line before (and the member line before) is
- * remembered per thread, so a member line costs one hash of its short
- * obfuscated name and a look at its class's few members. A class with many
- * named members is looked up in the member map instead (O(1) however many
- * methods a class has).
+ * remembered per thread, so a member line costs a comparison of its short
+ * obfuscated name with the names of its class's few members (kept with
+ * them: pointers into the trace text). A class with many named members is
+ * looked up in the member map instead, by the name's hash (O(1) however
+ * many methods a class has).
  */
 #define NO_INDEX UINT32_MAX
 #define SCAN_MEMBERS 16 /* a class's members checked one by one, at most */
