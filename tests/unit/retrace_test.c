@@ -388,7 +388,9 @@ START_TEST(range_build_reads_only_traced_ranges)
                     "    7:7:void three(int):40:40 -> a\n"
                     "    void noLines() -> a\n"
                     "    8:9:void four():50:51 -> b\n"
-                    "    10:11:void five():60:61 -> b\n";
+                    "    10:11:void five():60:61 -> b\n"
+                    "    int count -> a\n"
+                    "    java.lang.String name -> b\n";
     const char *in = "java.lang.Error\n\tat a.a(SourceFile:5)\n\tat a.b(Unknown Source)\n";
     names *ns = names_of(in, strlen(in));
     bl_mi_build_opts o = { .want_class = has_name, .want_member = has_member,
@@ -401,6 +403,9 @@ START_TEST(range_build_reads_only_traced_ranges)
     /* a.a: the 4:6 group (two entries) and the range-less line; a.b has a
      * frame without a line: both of its ranges */
     ck_assert_uint_eq(st.methods, 5);
+    /* fields named as traced methods ("a", "b") are not read: a retrace
+     * never looks them up */
+    ck_assert_uint_eq(st.fields, 0);
     /* a one-shot index has no original-signature table, the full one has */
     ck_assert_uint_eq(bl_mapindex_methods_by_orig(mi, "com.example.Foo", 15, "outer", 5, NULL, NULL),
                       0);
