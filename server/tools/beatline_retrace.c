@@ -861,32 +861,6 @@ static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, cons
     return c.err ? 1 : 0;
 }
 
-/*
- * The mapping's page-table entries are filled by a helper thread while the
- * trace is read and scanned (MADV_POPULATE_READ, Linux 5.14+; the file is
- * usually in the page cache): otherwise the parse threads take a page fault
- * every 16 pages of the mapping they read, on the way that decides the run's
- * time. Only for speed: an old kernel's EINVAL, or no thread, changes
- * nothing but that.
- */
-#define POPULATE_MIN_BYTES ((size_t)8 << 20)
-
-typedef struct populate_job {
-    void *p;
-    size_t n;
-} populate_job;
-
-static void *populate_run(void *arg)
-{
-#ifdef MADV_POPULATE_READ
-    populate_job *j = arg;
-    (void)madvise(j->p, j->n, MADV_POPULATE_READ);
-#else
-    (void)arg;
-#endif
-    return NULL;
-}
-
 int main(int argc, char **argv)
 {
     /* a one-shot process: memory it frees (the second parse half, sort
@@ -975,12 +949,6 @@ int main(int argc, char **argv)
         }
     }
     close(fd);
-    populate_job pj = { mdata, mlen };
-    pthread_t pop_th;
-    int pop_started = 0;
-    if (mlen >= POPULATE_MIN_BYTES && !index_out && !strict && threads != 1 &&
-        sysconf(_SC_NPROCESSORS_ONLN) >= 2) /* there is a scan to do it during */
-        pop_started = pthread_create(&pop_th, NULL, populate_run, &pj) == 0;
 
     int rc = 0;
     bl_buf img, in;
@@ -1028,10 +996,6 @@ int main(int argc, char **argv)
             want_ok = !want.failed;
             names_index(&want);
         }
-    }
-    if (pop_started) { /* the mapping is read from here on */
-        pthread_join(pop_th, NULL);
-        pop_started = 0;
     }
     static const struct {
         const char *magic;
@@ -1177,8 +1141,6 @@ int main(int argc, char **argv)
                     (double)held / (1 << 20));
     }
 out:
-    if (pop_started)
-        pthread_join(pop_th, NULL);
     bl_buf_cleanup(&in);
     names_free(&want);
     bl_mapindex_close(mi);
