@@ -728,10 +728,14 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
                 }
             } else if (q < le && member_obf_name(q, le, &nm, &nn)) {
                 uint32_t rs, re;
+                int digit = *q >= '0' && *q <= '9';
                 if (!want_m(b->opts->want_ctx, cls, cls_n, nm, nn) ||
-                    (b->use_range && *q >= '0' && *q <= '9' &&
+                    (b->use_range && digit &&
                      bl_mapping_min_range(q, (size_t)(le - q), &rs, &re) &&
-                     !b->opts->want_range(b->opts->want_ctx, cls, cls_n, nm, nn, rs, re))) {
+                     !b->opts->want_range(b->opts->want_ctx, cls, cls_n, nm, nn, rs, re)) ||
+                    /* under want_range a field line (no '(') goes too: a
+                     * retrace looks up methods only */
+                    (b->use_range && !digit && !memchr(q, '(', (size_t)(le - q)))) {
                     close_group(b);
                     b->last_kind = LK_NONE;
                     p = nl ? nl + 1 : end;
@@ -1721,7 +1725,8 @@ bl_err bl_mapindex_build(const char *data, size_t len, const bl_mi_build_opts *o
         bl_mi_header *h = (bl_mi_header *)(void *)out->data;
         h->mapping_size = len;
         h->checksum = 0;
-        h->checksum = image_checksum(out->data, out->len);
+        if (!opts || !opts->no_checksum)
+            h->checksum = image_checksum(out->data, out->len);
     }
     b.st.classes = (uint32_t)b.classes.n;
     b.st.methods = (uint32_t)b.methods.n;

@@ -187,8 +187,10 @@ typedef struct bl_mi_build_opts {
      * metadata a record says nothing beyond the names, and a retrace looks
      * up only the classes its frames and exception lines name — so
      * want_class must then accept exception lines' classes too (the names
-     * bl_retrace_trace_names reports with method = NULL). May be called
-     * from two threads at once. */
+     * bl_retrace_trace_names reports with method = NULL). Under want_range
+     * field lines (member lines without '(') are skipped unread as well,
+     * whatever their name: a retrace looks up methods only, and such an
+     * index has no fields. May be called from two threads at once. */
     bl_mi_want_range_fn want_range;
     void *want_ctx;
     /* Threads: 0 = automatic (on a machine with two or more CPUs, the parse
@@ -199,6 +201,10 @@ typedef struct bl_mi_build_opts {
      * either way, except that a string found in both halves is stored
      * twice. */
     int threads;
+    /* 1: the header's checksum is left 0, for an image opened in memory at
+     * once and never written out (bl_mapindex_verify then fails on it with
+     * "checksum mismatch"): saves reading the whole image once more. */
+    int no_checksum;
 } bl_mi_build_opts;
 
 typedef struct bl_mi_stats {

@@ -123,6 +123,22 @@ bl_err bl_retracer_new(const bl_mapindex *mi, const bl_retrace_opts *opts, bl_re
     return BL_OK;
 }
 
+void bl_retracer_expect(bl_retracer *rt, uint32_t n)
+{
+    if (rt->memo || n < 1024)
+        return;
+    if (n > MEMO_MAX)
+        n = MEMO_MAX;
+    uint32_t cap = 1024;
+    while (cap < n + n / 2)
+        cap *= 2;
+    memo_ent *t = bl_zalloc(cap, sizeof *t);
+    if (!t)
+        return; /* only a hint: the memo grows as it fills */
+    rt->memo = t;
+    rt->memo_mask = cap - 1;
+}
+
 void bl_retracer_free(bl_retracer *rt)
 {
     if (!rt)

@@ -114,6 +114,14 @@ typedef struct bl_retracer bl_retracer;
 bl_err bl_retracer_new(const bl_mapindex *mi, const bl_retrace_opts *opts, bl_retracer **out);
 void bl_retracer_free(bl_retracer *rt);
 
+/* Hints that about n distinct (class, method) frames will be retraced (a
+ * one-shot run knows it from its scan): the lookup memo is made that big at
+ * once (n + n/2 slots, rounded up to a power of two; n capped at 2^18)
+ * instead of growing there by doubling, each step zeroing a new table and
+ * moving every entry. Only before the first frame and for n >= 1024;
+ * nothing fails (the memo grows as usual if this one cannot be had). */
+void bl_retracer_expect(bl_retracer *rt, uint32_t n);
+
 /*
  * Retraces one line (without '\n') and appends the result lines, each ending
  * in '\n', to `out`. Keeps the context (exception line seen, outline

@@ -126,10 +126,11 @@ static double now_ms(void)
  * The mapping parse asks about every class line, then about every member
  * line of a wanted class, then about the range of each wanted method line:
  * the answer for the class line before (and the member line before) is
- * remembered per thread, so a member line costs one hash of its short
- * obfuscated name and a look at its class's few members. A class with many
- * named members is looked up in the member map instead (O(1) however many
- * methods a class has).
+ * remembered per thread, so a member line costs a comparison of its short
+ * obfuscated name with the names of its class's few members (kept with
+ * them: pointers into the trace text). A class with many named members is
+ * looked up in the member map instead, by the name's hash (O(1) however
+ * many methods a class has).
  */
 #define NO_INDEX UINT32_MAX
 #define SCAN_MEMBERS 16 /* a class's members checked one by one, at most */
@@ -146,9 +147,17 @@ typedef struct tn_class {
 
 typedef struct tn_member {
     uint64_t h;
+    const char *name;     /* the method name, in the trace text */
+    uint32_t nn;          /* its length */
     uint32_t cls;         /* class index */
     uint32_t first, n;    /* its lines: lines[first .. first+n), sorted */
 } tn_member;
+
+/* A member's method name (in the trace text). */
+typedef struct tn_name {
+    const char *p;
+    uint32_t n;
+} tn_name;
 
 /* A frame as scanned: member index and line (0: none). */
 typedef struct tn_frame {
@@ -161,7 +170,7 @@ typedef struct trace_names {
     BL_VEC(tn_member) members;
     BL_VEC(tn_frame) frames;    /* freed by names_index */
     uint32_t *member_of;        /* members grouped by class */
-    uint64_t *member_h;         /* their hashes, in the same order */
+    tn_name *member_nm;         /* their names, in the same order */
     uint64_t *class_bits;       /* a bit per class hash (see CLASS_BITS) */
     uint32_t *lines;            /* lines grouped by member */
     uint64_t gen;   /* bumped before each build that asks */
@@ -193,13 +202,33 @@ static uint32_t names_line(int64_t line)
 }
 
 /* Files a name by its hashes: ch of the class, mh of the method (0: an
- * exception line's class, no member) and the frame's line (names_line). */
-static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t line)
+ * exception line's class, no member; its name: mname, mn bytes) and the
+ * frame's line (names_line). */
+static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t line,
+                             const char *mname, uint32_t mn)
 {
     if (t->failed)
         return;
     bl_err err = BL_OK;
     int added;
+    if (mh && t->members.n) {
+        /* a member met before (most frames of a big trace): its class is
+         * filed already — one look in the member map instead of a put in
+         * each map (the main thread files every frame: this is its part
+         * of the scan) */
+        uint32_t known = bl_u64map_get(&t->member_ix, mh, NO_INDEX);
+        if (known != NO_INDEX) {
+            if (t->frames.n >= NO_INDEX - 1) {
+                t->failed = 1;
+                return;
+            }
+            tn_frame f = { known, line };
+            BL_VEC_PUSH(t->frames, f, err);
+            if (err)
+                t->failed = 1;
+            return;
+        }
+    }
     uint32_t ci = index_put(&t->class_ix, ch, (uint32_t)t->classes.n, &added);
     if (ci == NO_INDEX || t->classes.n >= NO_INDEX - 1 || t->members.n >= NO_INDEX - 1 ||
         t->frames.n >= NO_INDEX - 1) {
@@ -221,7 +250,7 @@ static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t 
         return;
     }
     if (added) {
-        tn_member m = { mh, ci, 0, 0 };
+        tn_member m = { mh, mname, mn, ci, 0, 0 };
         BL_VEC_PUSH(t->members, m, err);
         if (!err)
             t->classes.v[ci].n++;
@@ -238,7 +267,8 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
                       int64_t line)
 {
     uint64_t ch = tn_hash(cls, cn, 0);
-    names_add_hashed(ctx, ch, method ? tn_hash(method, mn, ch) : 0, names_line(line));
+    names_add_hashed(ctx, ch, method ? tn_hash(method, mn, ch) : 0, names_line(line), method,
+                     (uint32_t)mn);
 }
 
 /*
@@ -253,7 +283,8 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
 
 typedef struct scan_rec {
     uint64_t ch, mh; /* see names_add_hashed */
-    uint32_t line;
+    const char *m;   /* the method name */
+    uint32_t mn, line;
 } scan_rec;
 
 typedef struct scan_half {
@@ -270,7 +301,8 @@ static void scan_collect(void *ctx, const char *cls, size_t cn, const char *meth
     if (h->failed)
         return;
     uint64_t ch = tn_hash(cls, cn, 0);
-    scan_rec r = { ch, method ? tn_hash(method, mn, ch) : 0, names_line(line) };
+    scan_rec r = { ch, method ? tn_hash(method, mn, ch) : 0, method, (uint32_t)mn,
+                   names_line(line) };
     bl_err err = BL_OK;
     BL_VEC_PUSH(h->v, r, err);
     if (err)
@@ -317,7 +349,8 @@ static void names_scan(trace_names *t, const char *text, size_t len, int threads
         bl_retrace_trace_names(h.p, h.n, names_add, t);
     } else {
         for (size_t i = 0; i < h.v.n; i++)
-            names_add_hashed(t, h.v.v[i].ch, h.v.v[i].mh, h.v.v[i].line);
+            names_add_hashed(t, h.v.v[i].ch, h.v.v[i].mh, h.v.v[i].line, h.v.v[i].m,
+                             h.v.v[i].mn);
     }
     free(h.v.v);
 }
@@ -361,13 +394,13 @@ static void names_index(trace_names *t)
         return;
     size_t nc = t->classes.n, nm = t->members.n, nf = t->frames.n;
     t->member_of = malloc((nm ? nm : 1) * sizeof *t->member_of);
-    t->member_h = malloc((nm ? nm : 1) * sizeof *t->member_h);
+    t->member_nm = malloc((nm ? nm : 1) * sizeof *t->member_nm);
     t->lines = malloc((nf ? nf : 1) * sizeof *t->lines);
-    if (!t->member_of || !t->member_h || !t->lines) {
+    if (!t->member_of || !t->member_nm || !t->lines) {
         free(t->member_of); /* tn_ask_member then uses the member map */
-        free(t->member_h);
+        free(t->member_nm);
         t->member_of = NULL;
-        t->member_h = NULL;
+        t->member_nm = NULL;
         return;
     }
     uint32_t sum = 0;
@@ -378,7 +411,8 @@ static void names_index(trace_names *t)
     }
     for (size_t m = 0; m < nm; m++) {
         tn_class *c = &t->classes.v[t->members.v[m].cls];
-        t->member_h[c->first + c->n] = t->members.v[m].h;
+        t->member_nm[c->first + c->n].p = t->members.v[m].name;
+        t->member_nm[c->first + c->n].n = t->members.v[m].nn;
         t->member_of[c->first + c->n++] = (uint32_t)m;
     }
     /* the filter, filled before use (NULL: every class goes to the map) */
@@ -425,7 +459,7 @@ static void names_free(trace_names *t)
     free(t->members.v);
     free(t->frames.v);
     free(t->member_of);
-    free(t->member_h);
+    free(t->member_nm);
     free(t->class_bits);
     free(t->lines);
 }
@@ -442,7 +476,7 @@ typedef struct tn_last {
     /* the class's members (when it has at most SCAN_MEMBERS and they are
      * laid out), copied here to be looked at without a cache miss */
     int nm;          /* -1: ask the member map */
-    uint64_t mh[SCAN_MEMBERS];
+    tn_name mname[SCAN_MEMBERS];
     uint32_t mx[SCAN_MEMBERS];
 } tn_last;
 
@@ -466,7 +500,7 @@ static tn_last *tn_ask_class(const trace_names *t, const char *cls, size_t cn)
         if (c && t->member_of && c->n <= SCAN_MEMBERS) {
             l->nm = (int)c->n;
             memcpy(l->mx, t->member_of + c->first, c->n * sizeof *l->mx);
-            memcpy(l->mh, t->member_h + c->first, c->n * sizeof *l->mh);
+            memcpy(l->mname, t->member_nm + c->first, c->n * sizeof *l->mname);
         }
     }
     return l;
@@ -486,12 +520,14 @@ static uint32_t tn_ask_member(const trace_names *t, const char *cls, size_t cn,
     l->mi = NO_INDEX;
     if (l->ci == NO_INDEX)
         return NO_INDEX;
-    uint64_t mh = tn_hash(name, nn, l->ch);
     if (l->nm < 0) {
-        l->mi = bl_u64map_get(&t->member_ix, mh, NO_INDEX);
+        l->mi = bl_u64map_get(&t->member_ix, tn_hash(name, nn, l->ch), NO_INDEX);
     } else {
+        /* a class's few members: by their names' bytes, no hash (most
+         * member lines of a named class name another method) */
         for (int k = 0; k < l->nm; k++)
-            if (l->mh[k] == mh) {
+            if (l->mname[k].n == nn && l->mname[k].p[0] == name[0] &&
+                !memcmp(l->mname[k].p, name, nn)) {
                 l->mi = l->mx[k];
                 break;
             }
@@ -573,6 +609,7 @@ typedef struct crew {
     size_t hold_max;        /* PART_OUT_CAP (tests: BEATLINE_RETRACE_HOLD_MAX) */
     size_t held_done;       /* output held by finished pieces */
     size_t max_held;        /* most output a piece held before its turn */
+    uint32_t expect;        /* distinct frames per worker, about (a hint) */
 } crew;
 
 static void crew_fail(crew *c, bl_err err, int werr)
@@ -701,6 +738,7 @@ static void *crew_work(void *arg)
         crew_fail(c, err, 0);
         return NULL;
     }
+    bl_retracer_expect(rt, c->expect);
     uint64_t lines = 0;
     for (;;) {
         pthread_mutex_lock(&c->mu);
@@ -754,13 +792,14 @@ static int cut_pieces(const bl_mapindex *mi, const char *p, const char *e, size_
     return n + 1;
 }
 
-/* Retraces [p, p+len) to standard output on up to `threads` threads.
- * Returns 0, or 1 after printing why it failed; *pieces, *workers (threads
+/* Retraces [p, p+len) to standard output on up to `threads` threads;
+ * `expect` is the trace's number of distinct frames when known (else 0), a
+ * hint for each retracer's memo (bl_retracer_expect). Returns 0, or 1 after printing why it failed; *pieces, *workers (threads
  * that retraced), *lines and *held (the most output bytes a piece held
  * before its turn) say what was done. */
 static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, const char *p,
-                       size_t len, int threads, int *pieces, int *workers, uint64_t *lines,
-                       size_t *held)
+                       size_t len, int threads, uint32_t expect, int *pieces, int *workers,
+                       uint64_t *lines, size_t *held)
 {
     crew c;
     memset(&c, 0, sizeof c);
@@ -768,6 +807,7 @@ static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, cons
     c.mi = mi;
     c.opts = ropts;
     c.hold_max = PART_OUT_CAP;
+    c.expect = expect;
     /* tests make pieces wait without writing gigabytes: a smaller bound */
     const char *hm = getenv("BEATLINE_RETRACE_HOLD_MAX");
     if (hm && *hm >= '1' && *hm <= '9') {
@@ -994,6 +1034,7 @@ int main(int argc, char **argv)
         diag_ctx dc = { mapping, quiet, 0 };
         bl_mi_build_opts bo = { .strict = strict, .diag = on_diag, .diag_ctx = &dc };
         bo.threads = threads == 1 ? 1 : threads >= 2 ? 2 : 0;
+        bo.no_checksum = !index_out; /* opened at once, not written out */
         if (want_ok) { /* one-shot: only what the trace names */
             want.gen++;
             bo.want_class = names_want_class;
@@ -1085,8 +1126,11 @@ int main(int argc, char **argv)
         int pieces = 0, workers = 1;
         uint64_t n_lines = 0;
         size_t held = 0;
-        rc = retrace_all(mi, &ropts, in.data ? in.data : "", in.len, nth, &pieces, &workers,
-                         &n_lines, &held);
+        /* the scan counted the distinct frames: the retracers' memos are
+         * made that big at once */
+        uint32_t expect = want_ok ? (uint32_t)want.members.n : 0;
+        rc = retrace_all(mi, &ropts, in.data ? in.data : "", in.len, nth, expect, &pieces,
+                         &workers, &n_lines, &held);
         if (stats && !rc)
             fprintf(stderr,
                     "beatline-retrace: retraced %llu lines in %.1f ms (%d piece%s on %d "

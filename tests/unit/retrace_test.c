@@ -153,6 +153,24 @@ START_TEST(golden_case)
         ck_assert_msg(strcmp(got, ex3) == 0, "case %s (x3):\n--- expected\n%s--- got\n%s", name,
                       ex3, got);
         free(got);
+        /* the same, line by line, by a retracer whose memo was made big at
+         * once (bl_retracer_expect, as beatline-retrace does) */
+        bl_retracer *rt;
+        bl_retrace_opts o = { verbose };
+        ck_assert_int_eq(bl_retracer_new(mi, &o, &rt), BL_OK);
+        bl_retracer_expect(rt, 4096);
+        bl_buf out;
+        bl_buf_init(&out, 0);
+        for (const char *p = in3; *p;) {
+            const char *nl = strchr(p, '\n');
+            ck_assert_int_eq(bl_retracer_line(rt, p, (size_t)(nl - p), &out), BL_OK);
+            p = nl + 1;
+        }
+        ck_assert_msg(out.data && strcmp(out.data, ex3) == 0,
+                      "case %s (x3, memo sized at once):\n--- expected\n%s--- got\n%s", name, ex3,
+                      out.data ? out.data : "");
+        bl_buf_cleanup(&out);
+        bl_retracer_free(rt);
         free(in3);
         free(ex3);
     }
@@ -370,7 +388,9 @@ START_TEST(range_build_reads_only_traced_ranges)
                     "    7:7:void three(int):40:40 -> a\n"
                     "    void noLines() -> a\n"
                     "    8:9:void four():50:51 -> b\n"
-                    "    10:11:void five():60:61 -> b\n";
+                    "    10:11:void five():60:61 -> b\n"
+                    "    int count -> a\n"
+                    "    java.lang.String name -> b\n";
     const char *in = "java.lang.Error\n\tat a.a(SourceFile:5)\n\tat a.b(Unknown Source)\n";
     names *ns = names_of(in, strlen(in));
     bl_mi_build_opts o = { .want_class = has_name, .want_member = has_member,
@@ -383,6 +403,9 @@ START_TEST(range_build_reads_only_traced_ranges)
     /* a.a: the 4:6 group (two entries) and the range-less line; a.b has a
      * frame without a line: both of its ranges */
     ck_assert_uint_eq(st.methods, 5);
+    /* fields named as traced methods ("a", "b") are not read: a retrace
+     * never looks them up */
+    ck_assert_uint_eq(st.fields, 0);
     /* a one-shot index has no original-signature table, the full one has */
     ck_assert_uint_eq(bl_mapindex_methods_by_orig(mi, "com.example.Foo", 15, "outer", 5, NULL, NULL),
                       0);
@@ -619,6 +642,47 @@ START_TEST(index_file_roundtrip)
 }
 END_TEST
 
+/* An image built to be opened in memory at once (no_checksum, as the
+ * one-shot beatline-retrace builds it) skips the checksum: the field stays
+ * 0, so such an image fails verification if it is ever written out; it
+ * opens and retraces as the checksummed one does. */
+START_TEST(in_memory_image_without_checksum)
+{
+    size_t mn;
+    char *map = tu_read_file(CASES_DIR "/0002-inline-frames/mapping.txt", &mn);
+    ck_assert_ptr_nonnull(map);
+    for (int nc = 0; nc < 2; nc++) {
+        bl_mi_build_opts bo = { .no_checksum = nc };
+        bl_buf img;
+        bl_buf_init(&img, 0);
+        ck_assert_int_eq(bl_mapindex_build(map, mn, &bo, &img, NULL), BL_OK);
+        bl_mi_header h;
+        ck_assert_uint_ge(img.len, sizeof h);
+        memcpy(&h, img.data, sizeof h);
+        const char *why = NULL;
+        if (nc) {
+            ck_assert_uint_eq(h.checksum, 0);
+            ck_assert_int_eq(bl_mapindex_verify(img.data, img.len, &why), BL_EFORMAT);
+            ck_assert_str_eq(why, "checksum mismatch");
+        } else {
+            ck_assert_uint_ne(h.checksum, 0);
+            ck_assert_int_eq(bl_mapindex_verify(img.data, img.len, &why), BL_OK);
+        }
+        bl_mapindex *mi;
+        ck_assert_int_eq(bl_mapindex_from_memory(img.data, img.len, &mi), BL_OK);
+        char *got = tu_retrace_str(mi, 0, "x\n\tat b.a(SourceFile:1001)\n");
+        ck_assert_str_eq(got, "x\n"
+                              "\tat com.example.Util.parse(Util.java:41)\n"
+                              "\tat com.example.Util.check(Util.java:88)\n"
+                              "\tat com.example.Util.process(Util.java:10)\n");
+        free(got);
+        bl_mapindex_close(mi);
+        bl_buf_cleanup(&img);
+    }
+    free(map);
+}
+END_TEST
+
 int main(void)
 {
     n_cases = tu_discover_cases(CASES_DIR, case_names, MAX_CASES);
@@ -639,6 +703,7 @@ int main(void)
     suite_add_tcase(s, tc);
     TCase *ix = tcase_create("index");
     tcase_add_test(ix, index_file_roundtrip);
+    tcase_add_test(ix, in_memory_image_without_checksum);
     suite_add_tcase(s, ix);
     int rc = tu_run(s);
     for (int i = 0; i < n_cases; i++)
