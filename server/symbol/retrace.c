@@ -1329,11 +1329,69 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
     return 1;
 }
 
+static int plain_exception(const char *line, size_t len, const char **c, size_t *cn,
+                           const char **rest);
+
+/* A class name token at s (before e): Java identifier segments joined by
+ * '.', as R8's %c (an identifier does not start with a digit, '-' or '.';
+ * no empty segment). Returns its end, or s when there is none. */
+static const char *class_token_end(const char *s, const char *e)
+{
+    const char *p = s;
+    while (p < e && is_cls_char(*p)) {
+        if ((p == s || p[-1] == '.') && ((*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
+            return s;
+        p++;
+    }
+    return p > s && p[-1] == '.' ? s : p;
+}
+
+/* Text before an exception line, as R8's default expression reads it
+ * (StackTraceRegularExpressionParser: "(?:.*)?[:\"]\s+%c(?::.*)?" matched
+ * against the whole line, ".*" greedy): the LAST ':' or '"' followed by
+ * whitespace after which a class token runs to the end of the line or to a
+ * ':'. Logcat's "E AndroidRuntime: a.b.C: msg", "12-01 10:00:00.123 ... E
+ * AndroidRuntime: Caused by: a.b.C". Like R8, a one-word message is then
+ * taken for the class ("X: a.b.C: boom" reads "boom"). Sets *c / *cn / *rest
+ * as exception_token; returns 0 when no split fits. */
+static int prefixed_exception(const char *line, const char *e, const char **c, size_t *cn,
+                              const char **rest)
+{
+    for (const char *q = e; q > line;) {
+        q--;
+        if (*q != ':' && *q != '"')
+            continue;
+        const char *s = q + 1;
+        if (s >= e || !strchr(" \t\f\v\r", *s))
+            continue;
+        while (s < e && strchr(" \t\f\v\r", *s))
+            s++;
+        const char *t = class_token_end(s, e);
+        if (t == s || (t < e && *t != ':'))
+            continue;
+        *c = s;
+        *cn = (size_t)(t - s);
+        *rest = t;
+        return 1;
+    }
+    return 0;
+}
+
 /* Reads an exception line ("[Caused by: |Suppressed: ]cls[: msg]", "Exception
- * in thread "t" cls...", "[CIRCULAR REFERENCE: cls]"): sets *c / *cn (the
- * class) and *rest (what follows it). Returns 0 when the line cannot be one.
- * Shared by the retracer and the name scan. */
+ * in thread "t" cls...", "[CIRCULAR REFERENCE: cls]", or any of these after
+ * other text, see prefixed_exception): sets *c / *cn (the class) and *rest
+ * (what follows it). Returns 0 when the line cannot be one. Shared by the
+ * retracer and the name scan. */
 static int exception_token(const char *line, size_t len, const char **c, size_t *cn,
+                           const char **rest)
+{
+    if (plain_exception(line, len, c, cn, rest) && class_token_end(*c, *c + *cn) == *c + *cn)
+        return 1;
+    return prefixed_exception(line, line + len, c, cn, rest);
+}
+
+/* exception_token's lines without other text before them. */
+static int plain_exception(const char *line, size_t len, const char **c, size_t *cn,
                            const char **rest)
 {
     const char *p = line, *e = line + len;

@@ -16,6 +16,15 @@
  *       LOCATION: FILE:LINE | FILE | Unknown Source | Native Method | :LINE
  *       FILE may contain ':' (the line is after the last ':').
  *   [WS][Caused by: |Suppressed: |Exception in thread "T" ]CLASS[: MESSAGE]
+ *   TEXT(':'|'"')BLANKS CLASS[:MESSAGE]                     an exception line
+ *       after other text (logcat's "E AndroidRuntime: a.b: msg", "...
+ *       E AndroidRuntime: Caused by: a.b"), when the line is not one of the
+ *       forms above: as R8's default expression "(?:.*)?[:\"]\s+%c(?::.*)?"
+ *       with a greedy ".*", the LAST split whose CLASS (Java identifiers
+ *       joined by '.') runs to the end of the line or to a ':' is taken, so
+ *       a one-word MESSAGE is read as the class ("X: a.b: boom" retraces
+ *       "boom", as R8 does). Retraced when the mapping knows CLASS or it has
+ *       a package; TEXT is kept verbatim.
  *   [WS]... N more
  *
  * Rules, for a frame of obfuscated class C, method M, line L:
