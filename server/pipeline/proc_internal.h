@@ -218,6 +218,10 @@ struct bl_processor {
     pthread_cond_t cm_cv;   /* a job handed over, or stopping */
     pthread_cond_t cm_done; /* the job is finished */
     int cm_busy, cm_stop;   /* under cmu */
+    int cm_stats;           /* under cmu: the job's stats and sketches are 0 still
+                             * being built by the writer (the committer writes the
+                             * node deltas meanwhile), 1 ready, -1 failed (the
+                             * commit fails: rolled back) */
     cjob job;
     int txn_open;           /* writer: its round's transaction is begun on p->db */
     deferred_batch *dq;     /* writer: batches of the round not written yet */
@@ -314,11 +318,14 @@ void pr_recheck_waiting(bl_processor *p);
 /* ---- proc_commit.c ---- */
 /* The committer thread's body. */
 void *pr_cm_main(void *arg);
-/* Hands the round to the committer: finishes the aggregates (sketch blobs,
- * order), moves them, p->moves and items[0..n) with p->waited into p->job
- * and wakes the committer; the aggregator and p->moves are empty after.
- * The round's transaction must be open (p->txn_open); it is the
- * committer's from now on. BL_ENOMEM (nothing handed over). */
+/* Hands the round to the committer: finishes the node deltas, moves them,
+ * p->moves and items[0..n) with p->waited into p->job and wakes the
+ * committer, which writes the nodes while this thread builds the stats'
+ * sketch blobs and order and hands them over too (p->cm_stats; a failure
+ * there fails the commit, as an SQL error would); the aggregator and
+ * p->moves are empty after. The round's transaction must be open
+ * (p->txn_open); it is the committer's from now on. BL_ENOMEM (nothing
+ * handed over). */
 bl_err pr_cm_hand_over(bl_processor *p, const work *items, size_t n);
 /* Waits until the committer is done with its round. 1 when that commit
  * failed (p->job holds its items, to be put back: pr_cm_put_back), else 0. */
