@@ -556,6 +556,8 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
         err = bl_db_open(dbp, 0, &p->db, errbuf, n);
     if (!err && bl_db_writer_memory(p->db) != BL_OK)
         pr_log("cannot enlarge the writer's page cache: %s", bl_db_errmsg(p->db));
+    if (!err && bl_db_writer_no_fk_checks(p->db) != BL_OK)
+        pr_log("the writer keeps checking foreign keys: %s", bl_db_errmsg(p->db));
     if (!err) {
         /* checkpoints on a thread of their own; without it (no connection,
          * no thread) the writer's commits do them as SQLite's default */
