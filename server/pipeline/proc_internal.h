@@ -185,6 +185,12 @@ struct bl_processor {
     pthread_cond_t pcv;  /* a slot queued, or stopping */
     pthread_cond_t pdone; /* a slot done */
     pslot slot[PREP_SLOTS];
+    /* decompressed bodies handed over by the POSTs (bl_processor_offer_body),
+     * each owned by the list until a prep thread takes it or the writer
+     * drops it; under bmu */
+    pthread_mutex_t bmu;
+    struct mbody { char uuid[37]; char *data; size_t len; } *mb;
+    size_t n_mb, cap_mb, mb_bytes;
     unsigned n_slots;
     uint64_t pseq;
     int pstop;
@@ -384,6 +390,13 @@ bl_err pr_q_node_ids(bl_processor *p, uint64_t n_records);
 bl_err pr_q_finish_round(bl_processor *p, const movelist *m);
 
 /* ---- proc_workers.c ---- */
+/* Takes batch uuid's decompressed body handed over at POST (*out, *len:
+ * owned by the caller, free()); 0 when there is none. */
+int pr_body_take(bl_processor *p, const char *uuid, char **out, size_t *len);
+/* Forgets batch uuid's body, if any (the writer reached the batch). */
+void pr_body_drop(bl_processor *p, const char *uuid);
+/* Frees every kept body (stop). */
+void pr_body_free_all(bl_processor *p);
 void *pr_prep_main(void *arg);
 void *pr_ck_main(void *arg);
 /* Adds batch w to m (failed: to batches/failed). -1 when out of memory:
