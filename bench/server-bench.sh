@@ -49,7 +49,7 @@ want=$BATCHES
 while :; do
   n=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '$1 == "beatline_batches_processed_total" { print $2 }')
   [ "$n" -ge "$want" ] && break
-  sleep 0.1
+  sleep 0.02 # the window ends within 20 ms of the last batch counted
 done
 t1=$(date +%s.%N)
 awk -v a="$t0" -v b="$t1" -v n="$BATCHES" 'BEGIN {
