@@ -40,18 +40,21 @@ PORT=$(cat "$WORK/port")
   for i in $(seq 0 5000); do echo "$i,1,com.example.bench.C$((i % 97)) m$i ()V"; done; } > "$WORK/mids.txt"
 curl -s -X PUT -H "Authorization: Bearer $UPL" --data-binary @"$WORK/mids.txt" \
   "http://127.0.0.1:$PORT/v1/apps/bench/builds/1.0/method-ids" > /dev/null
-t0=$(date +%s.%N)
-"$BIN/bench_http" ingest "$PORT" bench "$ING" "$CONNS" "$BATCHES" 100000
+# the window starts at the first POST: bench_http generates and compresses
+# the batches before it (about 1.3 s for 200 on this machine, while the
+# server is idle)
+"$BIN/bench_http" ingest "$PORT" bench "$ING" "$CONNS" "$BATCHES" 100000 | tee "$WORK/ingest.out"
+t0=$(awk '/first POST at/ { print $NF }' "$WORK/ingest.out")
 want=$BATCHES
 while :; do
   n=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '$1 == "beatline_batches_processed_total" { print $2 }')
   [ "$n" -ge "$want" ] && break
-  sleep 0.1
+  sleep 0.02 # the window ends within 20 ms of the last batch counted
 done
 t1=$(date +%s.%N)
 awk -v a="$t0" -v b="$t1" -v n="$BATCHES" 'BEGIN {
   r = n * 100000 / (b - a) / 1e6
-  printf "end to end: %.2f M records/s processed into SQLite (%.2f s for %d batches, ack to commit)\n",
+  printf "end to end: %.2f M records/s processed into SQLite (%.2f s for %d batches, first POST to last commit)\n",
          r, b - a, n
   printf "goal     end to end >= 10 M records/s: %.2f M/s  %s\n", r, (r >= 10 ? "MET" : "NOT MET") }'
 # CPU seconds of the server's threads so far (writer, prep, HTTP), and the load

@@ -176,6 +176,10 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
         rc = bl_reply_error(c, h, 500, "cannot store the batch");
         goto out;
     }
+    /* the decompressed bytes, so that the prep thread does not read and
+     * decompress the file again (a copy, kept within a bound) */
+    if (r->enc != BL_ENC_IDENTITY)
+        bl_processor_offer_body(h->c.proc, uuid, dec->data ? dec->data : "", dec->len);
     if (bl_processor_enqueue_admitted(h->c.proc, uuid, r->enc, r->app_id, build, r->raw.len,
                                       counted) != BL_OK) {
         /* durable already: it will be picked up at the next start */

@@ -171,6 +171,11 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
         e = metric(&b, "beatline_records_processed_total", "counter",
                    "Records turned into aggregates.", ps.records);
     if (!e)
+        e = metric(&b, "beatline_batches_prepared_from_memory_total", "counter",
+                   "Batches a prep thread decoded from the copy their POST decompressed, "
+                   "instead of reading and decompressing their file again.",
+                   ps.prep_in_memory);
+    if (!e)
         e = metric(&b, "beatline_records_malformed_total", "counter",
                    "Records that broke the call-tree rules (lost enters, unmatched exits).",
                    ps.malformed);

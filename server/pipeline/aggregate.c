@@ -124,21 +124,38 @@ void bl_agg_out_cleanup(bl_agg_out *o)
 
 #define SWAP_(T, x, y) do { T t_ = (x); (x) = (y); (y) = t_; } while (0)
 
-void bl_agg_take(bl_agg *a, bl_agg_out *o)
+void bl_agg_take_nodes(bl_agg *a, bl_agg_out *o)
+{
+    SWAP_(bl_agg_node *, a->nodes, o->nodes);
+    SWAP_(size_t, a->cap_nodes, o->cap_nodes);
+    o->n_nodes = a->n_nodes;
+    a->n_nodes = 0;
+}
+
+void bl_agg_take_stats(bl_agg *a, bl_agg_out *o)
 {
     SWAP_(bl_agg_stat *, a->stats, o->stats);
     SWAP_(size_t, a->cap_stats, o->cap_stats);
     o->n_stats = a->n_stats;
     SWAP_(uint32_t *, a->stat_order, o->stat_order);
     SWAP_(size_t, a->cap_order, o->cap_order);
-    SWAP_(bl_agg_node *, a->nodes, o->nodes);
-    SWAP_(size_t, a->cap_nodes, o->cap_nodes);
-    o->n_nodes = a->n_nodes;
     SWAP_(bl_buf, a->blobs, o->blobs);
     bl_agg_clear(a);
 }
 
+void bl_agg_take(bl_agg *a, bl_agg_out *o)
+{
+    bl_agg_take_nodes(a, o);
+    bl_agg_take_stats(a, o);
+}
+
 bl_err bl_agg_finish(bl_agg *a)
+{
+    bl_err err = bl_agg_finish_stats(a);
+    return err ? err : bl_agg_finish_nodes(a);
+}
+
+bl_err bl_agg_finish_stats(bl_agg *a)
 {
     size_t n = a->n_vals, ns = a->n_stats;
     if (n > a->cap_vals2) {
@@ -195,6 +212,11 @@ bl_err bl_agg_finish(bl_agg *a)
     sort_ctx = a->stats;
     if (ns > 1)
         qsort(a->stat_order, ns, sizeof *a->stat_order, cmp_stat);
+    return BL_OK;
+}
+
+bl_err bl_agg_finish_nodes(bl_agg *a)
+{
     /* node deltas, by build and id (a build's local order is its id order) */
     if (a->n_touched > 1)
         qsort(a->touched, a->n_touched, sizeof *a->touched, cmp_touched);

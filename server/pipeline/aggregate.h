@@ -187,6 +187,12 @@ void bl_agg_clear(bl_agg *a);
  * before writing; the builds touched since the last clear must still be
  * alive. BL_ENOMEM. */
 bl_err bl_agg_finish(bl_agg *a);
+/* bl_agg_finish in two halves, each on its own (the writer hands the node
+ * deltas to the committer first, then builds the sketches while it writes
+ * them): the sketch blobs and stat_order (BL_ENOMEM; BL_EINVAL when the kept
+ * times disagree with the counts, a bug), and the node deltas (BL_ENOMEM). */
+bl_err bl_agg_finish_stats(bl_agg *a);
+bl_err bl_agg_finish_nodes(bl_agg *a);
 /* The round's node deltas were committed: their nodes are stored from now
  * on (later rounds update them by id). Call before bl_agg_clear, only after
  * a successful commit (after a rollback the writer drops its build states). */
@@ -197,6 +203,13 @@ void bl_agg_mark_stored(bl_agg *a);
  * arrays to reuse (no copy), then clears the aggregator for the next round
  * (bl_agg_clear). o starts zeroed (bl_agg_out_init) and is reused. */
 void bl_agg_take(bl_agg *a, bl_agg_out *o);
+/* bl_agg_take in two halves: the node deltas (after bl_agg_finish_nodes;
+ * the aggregator's stats and kept times stay), then the stats, their order
+ * and blobs (after bl_agg_finish_stats), which clears the aggregator. The
+ * two touch different fields of o: another thread may read o's nodes
+ * between the two calls. */
+void bl_agg_take_nodes(bl_agg *a, bl_agg_out *o);
+void bl_agg_take_stats(bl_agg *a, bl_agg_out *o);
 void bl_agg_out_init(bl_agg_out *o);
 void bl_agg_out_cleanup(bl_agg_out *o);
 

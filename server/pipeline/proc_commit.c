@@ -53,12 +53,23 @@ static void cm_run(bl_processor *p, cjob *j)
 {
     bl_agg_out *o = &j->out;
     bl_err err = BL_OK;
-    if (bl_wr_stats_add(p->db, o->n_stats, delta_stat, o))
+    /* the nodes first: the writer builds the stats' sketches meanwhile */
+    if (bl_wr_nodes_add(p->db, o->n_nodes, delta_node, o))
+        err = pr_sql_err(p, "nodes upsert");
+    pthread_mutex_lock(&p->cmu);
+    while (p->cm_stats == 0)
+        pthread_cond_wait(&p->cm_cv, &p->cmu);
+    int stats_ok = p->cm_stats > 0;
+    pthread_mutex_unlock(&p->cmu);
+    if (!err && !stats_ok) {
+        pr_log("the round's sketches could not be built; its batches are "
+               "processed again");
+        err = BL_ENOMEM;
+    }
+    if (!err && bl_wr_stats_add(p->db, o->n_stats, delta_stat, o))
         err = pr_sql_err(p, "stats upsert");
     if (!err && bl_rollups_add(p->db, o->n_stats, delta_stat, o))
         err = pr_sql_err(p, "rollups upsert");
-    if (!err && bl_wr_nodes_add(p->db, o->n_nodes, delta_node, o))
-        err = pr_sql_err(p, "nodes upsert");
     /* PostgreSQL store: the round's queue rows go in its transaction, so a
      * batch is counted exactly once (proc_queue.c) */
     if (!err && p->pg && pr_q_finish_round(p, &j->moves))
@@ -117,7 +128,8 @@ void *pr_cm_main(void *arg)
 
 bl_err pr_cm_hand_over(bl_processor *p, const work *items, size_t n)
 {
-    bl_err err = bl_agg_finish(&p->agg);
+    /* without a committer thread the round is written here, whole */
+    bl_err err = p->cm_started ? bl_agg_finish_nodes(&p->agg) : bl_agg_finish(&p->agg);
     if (err)
         return err;
     /* marked stored before the commit: the next round updates them by id,
@@ -125,7 +137,7 @@ bl_err pr_cm_hand_over(bl_processor *p, const work *items, size_t n)
      * state is dropped and loaded again from the database */
     bl_agg_mark_stored(&p->agg);
     cjob *j = &p->job;
-    bl_agg_take(&p->agg, &j->out);
+    bl_agg_take_nodes(&p->agg, &j->out);
     memcpy(j->items, items, n * sizeof *items);
     memcpy(j->waited, p->waited, n);
     j->n_items = n;
@@ -138,12 +150,28 @@ bl_err pr_cm_hand_over(bl_processor *p, const work *items, size_t n)
     j->failed = 0;
     p->txn_open = 0;
     if (!p->cm_started) {
+        bl_agg_take_stats(&p->agg, &j->out);
+        p->cm_stats = 1;
         cm_run(p, j);
         return BL_OK;
     }
     pthread_mutex_lock(&p->cmu);
     p->cm_busy = 1;
-    pthread_cond_signal(&p->cm_cv);
+    p->cm_stats = 0;
+    pthread_cond_broadcast(&p->cm_cv);
+    pthread_mutex_unlock(&p->cmu);
+    /* the sketches while the committer writes the node deltas (they were the
+     * last serial step between a round's last batch and its commit); the
+     * job is the committer's now, but j->out's stats, order and blobs are
+     * not read until cm_stats is set */
+    err = bl_agg_finish_stats(&p->agg);
+    if (!err)
+        bl_agg_take_stats(&p->agg, &j->out);
+    else
+        bl_agg_clear(&p->agg); /* the round fails as a failed commit does */
+    pthread_mutex_lock(&p->cmu);
+    p->cm_stats = err ? -1 : 1;
+    pthread_cond_broadcast(&p->cm_cv);
     pthread_mutex_unlock(&p->cmu);
     return BL_OK;
 }

@@ -185,6 +185,12 @@ struct bl_processor {
     pthread_cond_t pcv;  /* a slot queued, or stopping */
     pthread_cond_t pdone; /* a slot done */
     pslot slot[PREP_SLOTS];
+    /* decompressed bodies handed over by the POSTs (bl_processor_offer_body),
+     * each owned by the list until a prep thread takes it or the writer
+     * drops it; under bmu */
+    pthread_mutex_t bmu;
+    struct mbody { char uuid[37]; char *data; size_t len; } *mb;
+    size_t n_mb, cap_mb, mb_bytes;
     unsigned n_slots;
     uint64_t pseq;
     int pstop;
@@ -218,6 +224,10 @@ struct bl_processor {
     pthread_cond_t cm_cv;   /* a job handed over, or stopping */
     pthread_cond_t cm_done; /* the job is finished */
     int cm_busy, cm_stop;   /* under cmu */
+    int cm_stats;           /* under cmu: the job's stats and sketches are 0 still
+                             * being built by the writer (the committer writes the
+                             * node deltas meanwhile), 1 ready, -1 failed (the
+                             * commit fails: rolled back) */
     cjob job;
     int txn_open;           /* writer: its round's transaction is begun on p->db */
     deferred_batch *dq;     /* writer: batches of the round not written yet */
@@ -314,11 +324,14 @@ void pr_recheck_waiting(bl_processor *p);
 /* ---- proc_commit.c ---- */
 /* The committer thread's body. */
 void *pr_cm_main(void *arg);
-/* Hands the round to the committer: finishes the aggregates (sketch blobs,
- * order), moves them, p->moves and items[0..n) with p->waited into p->job
- * and wakes the committer; the aggregator and p->moves are empty after.
- * The round's transaction must be open (p->txn_open); it is the
- * committer's from now on. BL_ENOMEM (nothing handed over). */
+/* Hands the round to the committer: finishes the node deltas, moves them,
+ * p->moves and items[0..n) with p->waited into p->job and wakes the
+ * committer, which writes the nodes while this thread builds the stats'
+ * sketch blobs and order and hands them over too (p->cm_stats; a failure
+ * there fails the commit, as an SQL error would); the aggregator and
+ * p->moves are empty after. The round's transaction must be open
+ * (p->txn_open); it is the committer's from now on. BL_ENOMEM (nothing
+ * handed over). */
 bl_err pr_cm_hand_over(bl_processor *p, const work *items, size_t n);
 /* Waits until the committer is done with its round. 1 when that commit
  * failed (p->job holds its items, to be put back: pr_cm_put_back), else 0. */
@@ -377,6 +390,13 @@ bl_err pr_q_node_ids(bl_processor *p, uint64_t n_records);
 bl_err pr_q_finish_round(bl_processor *p, const movelist *m);
 
 /* ---- proc_workers.c ---- */
+/* Takes batch uuid's decompressed body handed over at POST (*out, *len:
+ * owned by the caller, free()); 0 when there is none. */
+int pr_body_take(bl_processor *p, const char *uuid, char **out, size_t *len);
+/* Forgets batch uuid's body, if any (the writer reached the batch). */
+void pr_body_drop(bl_processor *p, const char *uuid);
+/* Frees every kept body (stop). */
+void pr_body_free_all(bl_processor *p);
 void *pr_prep_main(void *arg);
 void *pr_ck_main(void *arg);
 /* Adds batch w to m (failed: to batches/failed). -1 when out of memory:

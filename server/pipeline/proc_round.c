@@ -90,6 +90,8 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
 {
     char path[BL_PATH_MAX] = "";
     *records = 0;
+    if (!w->from_q) /* a copy from the POST not taken by a prep thread goes */
+        pr_body_drop(p, w->uuid);
     if (!w->from_q && bl_datadir_batch(p->data_dir, 0, w->uuid, w->enc, path))
         return B_FAILED;
     if (!j || (j->read_err == BL_ETOOBIG && j->max_body < p->o.max_decompressed)) {

@@ -217,6 +217,85 @@ bl_err pr_make_durable(bl_processor *p)
     return p->deferred ? bl_db_sync_wal(p->db) : BL_OK;
 }
 
+/* ---- decompressed bodies handed over at POST ---- */
+
+void bl_processor_offer_body(bl_processor *p, const char *uuid, const void *body, size_t len)
+{
+    if (!p || !p->n_prep || len > PREP_AHEAD_MAX_BODY || len > p->o.max_decompressed)
+        return; /* no prep thread to take it, or too big to be prepared ahead */
+    pthread_mutex_lock(&p->bmu);
+    int room = p->mb_bytes + len <= BL_PROC_BODIES_MAX;
+    if (room && p->n_mb == p->cap_mb) {
+        size_t nc = p->cap_mb ? p->cap_mb * 2 : 32;
+        struct mbody *nm = realloc(p->mb, nc * sizeof *nm);
+        if (nm) {
+            p->mb = nm;
+            p->cap_mb = nc;
+        } else {
+            room = 0;
+        }
+    }
+    char *copy = room ? malloc(len ? len : 1) : NULL;
+    if (copy) {
+        memcpy(copy, body, len);
+        struct mbody *m = &p->mb[p->n_mb++];
+        snprintf(m->uuid, sizeof m->uuid, "%s", uuid);
+        m->data = copy;
+        m->len = len;
+        p->mb_bytes += len;
+    }
+    pthread_mutex_unlock(&p->bmu);
+}
+
+/* Index of uuid's body, or n_mb; bmu held. */
+static size_t body_find(const bl_processor *p, const char *uuid)
+{
+    size_t i = 0;
+    while (i < p->n_mb && strcmp(p->mb[i].uuid, uuid))
+        i++;
+    return i;
+}
+
+/* Removes entry i (its data handed to the caller); bmu held. */
+static void body_remove(bl_processor *p, size_t i)
+{
+    p->mb_bytes -= p->mb[i].len;
+    /* kept in arrival order: the oldest is found first */
+    memmove(&p->mb[i], &p->mb[i + 1], (p->n_mb - i - 1) * sizeof *p->mb);
+    p->n_mb--;
+}
+
+int pr_body_take(bl_processor *p, const char *uuid, char **out, size_t *len)
+{
+    pthread_mutex_lock(&p->bmu);
+    size_t i = body_find(p, uuid);
+    int found = i < p->n_mb;
+    if (found) {
+        *out = p->mb[i].data;
+        *len = p->mb[i].len;
+        body_remove(p, i);
+    }
+    pthread_mutex_unlock(&p->bmu);
+    return found;
+}
+
+void pr_body_drop(bl_processor *p, const char *uuid)
+{
+    char *data;
+    size_t len;
+    if (pr_body_take(p, uuid, &data, &len))
+        free(data);
+}
+
+void pr_body_free_all(bl_processor *p)
+{
+    for (size_t i = 0; i < p->n_mb; i++)
+        free(p->mb[i].data);
+    free(p->mb);
+    p->mb = NULL;
+    p->n_mb = p->cap_mb = p->mb_bytes = 0;
+}
+
 /* ---- prep workers ---- */
 
 void *pr_prep_main(void *arg)
@@ -239,7 +318,16 @@ void *pr_prep_main(void *arg)
         }
         s->state = PS_RUNNING;
         pthread_mutex_unlock(&p->pmu);
-        if (!s->from_q) {
+        char *mem;
+        size_t mem_len;
+        if (!s->from_q && pr_body_take(p, s->uuid, &mem, &mem_len)) {
+            /* decompressed by the POST already: the same bytes as the file's */
+            bl_prep_run(&s->job, mem, mem_len, BL_ENC_IDENTITY, cap, s->check);
+            free(mem);
+            pthread_mutex_lock(&p->mu);
+            p->st.prep_in_memory++;
+            pthread_mutex_unlock(&p->mu);
+        } else if (!s->from_q) {
             bl_prep_file(&s->job, s->path, s->enc, cap, s->check);
         } else { /* the queue's copy of the bytes (proc_queue.c) */
             bl_err e = pr_q_body(p, s->uuid, s->qgen, &s->raw);
@@ -273,8 +361,8 @@ void pr_prep_submit(bl_processor *p, const work *items, size_t n, size_t *next)
             break;
         const work *w = &items[*next];
         s->from_q = w->from_q;
+        memcpy(s->uuid, w->uuid, sizeof s->uuid);
         if (w->from_q) {
-            memcpy(s->uuid, w->uuid, sizeof s->uuid);
             s->qgen = w->qgen;
             s->path[0] = '\0';
         }

@@ -520,6 +520,7 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     bl_prep_init(&p->inline_job);
     bl_buf_init(&p->q_raw, 0);
     pthread_mutex_init(&p->pmu, NULL);
+    pthread_mutex_init(&p->bmu, NULL);
     pthread_mutex_init(&p->cmu, NULL);
     pthread_cond_init(&p->cm_cv, NULL);
     pthread_cond_init(&p->cm_done, NULL);
@@ -556,6 +557,8 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
         err = bl_db_open(dbp, 0, &p->db, errbuf, n);
     if (!err && bl_db_writer_memory(p->db) != BL_OK)
         pr_log("cannot enlarge the writer's page cache: %s", bl_db_errmsg(p->db));
+    if (!err && bl_db_writer_no_fk_checks(p->db) != BL_OK)
+        pr_log("the writer keeps checking foreign keys: %s", bl_db_errmsg(p->db));
     if (!err) {
         /* checkpoints on a thread of their own; without it (no connection,
          * no thread) the writer's commits do them as SQLite's default */
@@ -703,6 +706,8 @@ void bl_processor_stop(bl_processor *p)
     pthread_cond_destroy(&p->cv);
     pthread_cond_destroy(&p->idle_cv);
     pthread_cond_destroy(&p->drop_cv);
+    pr_body_free_all(p);
+    pthread_mutex_destroy(&p->bmu);
     pthread_mutex_destroy(&p->pmu);
     pthread_cond_destroy(&p->pcv);
     pthread_cond_destroy(&p->pdone);

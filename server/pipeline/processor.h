@@ -89,6 +89,8 @@ typedef struct bl_proc_stats {
     uint64_t failing;          /* gauge: transactions failed in a row (0 = healthy) */
     uint64_t dropped_paths;    /* calls not kept in the call tree: their build hit
                                 * max_nodes_per_build (method stats still count them) */
+    uint64_t prep_in_memory;   /* batches a prep thread took decompressed from the
+                                * POST (bl_processor_offer_body), not from its file */
     /* processing latency (enqueue → commit) histogram, ms buckets:
      * le 10, 50, 100, 500, 1000, 5000, +Inf (cumulative counts) */
     uint64_t lat_bucket[7];
@@ -106,6 +108,17 @@ void bl_processor_stop(bl_processor *p);
 
 /* A batch file is durable in batches/pending: process it. BL_ENOMEM. */
 bl_err bl_processor_enqueue(bl_processor *p, const char *uuid, bl_encoding enc);
+/* The HTTP thread that made batch `uuid` durable hands the processor a copy
+ * of its decompressed bytes (`len` bytes at `body`, not kept: copied) before
+ * it queues it, so that a prep thread decodes them instead of reading the
+ * file and decompressing it again. Kept only while all kept copies stay
+ * within BL_PROC_BODIES_MAX bytes and this one within the prep threads' cap
+ * (8 MiB), and dropped once the batch is prepared or the writer reaches it;
+ * the file stays the truth (a batch without a copy is read from it, as at a
+ * start). Thread-safe; never fails (a copy that does not fit or has no
+ * memory is simply not kept). */
+#define BL_PROC_BODIES_MAX ((size_t)64 << 20)
+void bl_processor_offer_body(bl_processor *p, const char *uuid, const void *body, size_t len);
 /* The same for a batch admitted by bl_quota_admit on the quota of
  * bl_processor_quota(p): app_id, build, bytes and `counted` as admitted (the
  * writer releases the count when it is done with the batch). BL_ENOMEM:

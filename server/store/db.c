@@ -196,6 +196,13 @@ bl_err bl_db_writer_memory(bl_db *db)
     return bl_db_exec(db, "PRAGMA cache_size = -" BL_STR(BL_DB_WRITER_CACHE_KIB));
 }
 
+bl_err bl_db_writer_no_fk_checks(bl_db *db)
+{
+    if (db->pg)
+        return BL_OK;
+    return bl_db_exec(db, "PRAGMA foreign_keys = OFF");
+}
+
 bl_err bl_db_no_autocheckpoint(bl_db *db)
 {
     if (db->pg)
