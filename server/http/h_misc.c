@@ -194,6 +194,26 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
     if (!e)
         e = metric(&b, "beatline_processing_queue_depth", "gauge",
                    "Batches queued for the writer.", ps.queue_depth);
+    /* the durable queue (with PostgreSQL: the shared one, the same on every
+     * node); left out when it cannot be read (the database is away) */
+    bl_queue_gauge qg;
+    if (!e && bl_processor_queue_gauges(h->c.proc, &qg) == BL_OK) {
+        e = metric(&b, "beatline_queue_batches_waiting", "gauge",
+                   "Acknowledged batches no node has taken yet.", (uint64_t)qg.waiting);
+        if (!e)
+            e = metric(&b, "beatline_queue_batches_leased", "gauge",
+                       "Batches a node has taken and not committed (in progress, or "
+                       "waiting for their build's uploads).",
+                       (uint64_t)qg.leased);
+        if (!e)
+            e = metric(&b, "beatline_queue_batches_failed", "gauge",
+                       "Batches given up and kept for inspection (until --keep-failed-days).",
+                       (uint64_t)qg.failed);
+        if (!e)
+            e = metric(&b, "beatline_queue_oldest_batch_age_seconds", "gauge",
+                       "Age of the oldest acknowledged batch not yet committed.",
+                       (uint64_t)qg.oldest_s);
+    }
     if (!e)
         e = metric(&b, "beatline_batches_waiting", "gauge",
                    "Batches waiting for their build's method-ID file or mapping.", ps.waiting);
