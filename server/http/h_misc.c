@@ -85,6 +85,13 @@ static bl_err retention_metrics(bl_buf *b, bl_retention *ret)
                    "Builds whose deletion finished (DELETE, or every aggregate expired).",
                    rs.builds_deleted);
     if (!e)
+        e = metric(b, "beatline_retention_failed_deleted_total", "counter",
+                   "Failed batches deleted after --keep-failed-days.", rs.failed_deleted);
+    if (!e)
+        e = metric(b, "beatline_retention_files_deleted_total", "counter",
+                   "Uploaded contents no build names, deleted (PostgreSQL store).",
+                   rs.files_deleted);
+    if (!e)
         e = metric(b, "beatline_retention_passes_total", "counter",
                    "Retention passes finished.", rs.passes);
     bl_disk_app *apps;
