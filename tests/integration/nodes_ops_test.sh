@@ -168,7 +168,49 @@ for n in a b c; do
   http POST /v1/apps/shop/builds/v2/retrace "$RD" --data-binary @trace.txt
   expect "$n: retrace with the new mapping" "200 	at com.example.Second.walk(Second.java:30)" "$CODE $(sed -n 2p body.out)"
 done
+# --- 3. the shared queue's gauges under a load ----------------------------
+# 30 batches through the three nodes for a build that lacks its mapping:
+# they wait (leased by the node holding the build's lock, or not yet
+# claimed); every node shows all 30; a failed row (made by hand) shows on every
+# node; after the mapping every batch is processed and the gauges are 0
+on a
+http PUT /v1/apps/shop/builds/v4/method-ids "$UPL" --data-binary @mids.txt
+expect "v4 method-ids on A" 201 "$CODE"
+for i in $(seq 10); do post a v4; post b v4; post c v4; done
+queued() { echo $(($(metric "$1" beatline_queue_batches_waiting) + $(metric "$1" beatline_queue_batches_leased))); }
 for n in a b c; do
+  v=
+  for _ in $(seq 600); do # bounded: 30 s
+    v=$(queued $n)
+    [ "$v" == 30 ] && break
+    sleep 0.05
+  done
+  expect "$n: 30 batches in the queue (waiting + leased)" 30 "$v"
+  [ "$(metric $n beatline_queue_batches_leased)" -ge 1 ] && ok || bad "$n: none leased"
+done
+sql "INSERT INTO raw_batches (batch_id, app_id, build, lock_key, enc, received_at, bytes, body,
+       failed_at, error) VALUES ('ffffffff-0000-4000-8000-000000000000', 1, 'x', 1, 0, 0, 1,
+       '\x00', 0, 'test')"
+for n in a b c; do wait_metric $n beatline_queue_batches_failed 1; done
+on b
+http PUT /v1/apps/shop/builds/v4/mapping "$UPL" --data-binary @map1.txt
+expect "v4 mapping on B" 201 "$CODE"
+for n in a b c; do
+  v=
+  for _ in $(seq 600); do # bounded: 30 s
+    v=$(queued $n)
+    [ "$v" == 0 ] && break
+    sleep 0.05
+  done
+  expect "$n: queue drained" 0 "$v"
+done
+total=0
+for n in a b c; do total=$((total + $(metric $n beatline_batches_processed_total))); done
+expect "every batch processed once (all nodes: 4 before, 30 now)" 34 "$total"
+expect "v4 counted once each" "200 com.example.First.run:30|com.example.First.go:30" "$(slow a v4)"
+sql "DELETE FROM raw_batches WHERE batch_id = 'ffffffff-0000-4000-8000-000000000000'"
+for n in a b c; do
+  wait_metric $n beatline_queue_batches_failed 0
   expect "$n: queue empty" "0 0 0" "$(metric $n beatline_queue_batches_waiting) $(metric $n beatline_queue_batches_leased) $(metric $n beatline_queue_batches_failed)"
 done
 finish
