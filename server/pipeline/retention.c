@@ -426,19 +426,22 @@ bl_err bl_retention_recover(const char *data_dir, char *errbuf, size_t n)
         if (state == 1 && bl_files_in_store(db)) {
             /* PostgreSQL store: the folder was this node's cache and the
              * deletion's transaction did not commit (the build's files are
-             * still in the store). It is not finished here, beside the
+             * still in the store). It is finished, but not here beside the
              * node that may hold the build's lock and its waiting batches:
-             * a DELETE's request is tried again by the retention thread,
-             * in line in the shared queue (bl_processor_drop_build); an
-             * expiry is judged again at the next pass. */
+             * in line in the shared queue (bl_processor_drop_build), from a
+             * request the retention thread tries at start (a DELETE left
+             * one; an expiry gets one now). */
+            int asked = request_exists(data_dir, id);
             char tp[BL_PATH_MAX];
+            if (!asked && bl_retention_request_add(data_dir, id) != BL_OK) {
+                err = BL_EIO;
+                break;
+            }
             if (!bl_path_join(tp, tdir, e->d_name))
                 rm_folder(tp);
             fprintf(stderr, "beatline-server: retention: build %lld: deletion (%s) cut short "
-                            "by a stop, before its commit; %s\n", id,
-                    request_exists(data_dir, id) ? "deleted" : "expired",
-                    request_exists(data_dir, id) ? "tried again in line"
-                                                 : "judged again at the next pass");
+                            "by a stop, before its commit; finished in line\n", id,
+                    asked ? "deleted" : "expired");
         } else if (state == 1) { /* moved, not committed: the deletion is finished now */
             /* a DELETE leaves its request (removed after the commit); a
              * deletion by expiry has none */

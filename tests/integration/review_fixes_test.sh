@@ -136,9 +136,9 @@ stop_server
 
 # Sections 3 and 3b on a PostgreSQL store (BEATLINE_TEST_STORE=pg): the
 # writer is held by a slow commit (BEATLINE_TEST_COMMIT_DELAY_MS) instead of
-# SQLite's write lock, and a deletion cut short before its commit is not
-# finished at start but tried again in line (a DELETE) or judged again (an
-# expiry): the node may not hold the build's lock (pipeline/retention.c).
+# SQLite's write lock, and a deletion cut short before its commit is
+# finished in line just after the start, not at start beside the node that
+# may hold the build's lock (pipeline/retention.c).
 PGS=0
 [ "${BEATLINE_TEST_STORE:-}" = pg ] && PGS=1
 # --- 3. a deletion answered 202 that then fails is tried again -------------
@@ -178,11 +178,10 @@ stop_server
 
 # --- 3b. a deletion cut short by a kill -9 between the move to trash and the
 # commit (made by hand here: the build folder in trash/ID, its row live):
-# SQLite: finished at start with the right reason (a DELETE leaves its
-# request in DIR/deletions, an expiry none), and the batches waiting for the
-# build, acknowledged before, deleted with it. PostgreSQL: the DELETE is
-# tried again in line and deletes its waiting batch with it; the expiry did
-# not happen (judged again), its build and waiting batch stay.
+# finished at start with the right reason (a DELETE leaves its request in
+# DIR/deletions, an expiry none), and the batches waiting for the build,
+# acknowledged before, deleted with it (PostgreSQL: in line in the shared
+# queue, by the node holding the build's lock, just after the start).
 start_server "$DATA"
 post shop "$ING" v5 && expect "v5 batch (waits: no method-ids)" 202 "$CODE"
 post shop "$ING" v6 && expect "v6 batch (waits: no method-ids)" 202 "$CODE"
@@ -196,19 +195,20 @@ mkdir -p "$DATA/trash/$V5" "$DATA/trash/$V6" "$DATA/deletions"
 touch "$DATA/deletions/$V5"
 start_server "$DATA"
 if [ "$PGS" = 1 ]; then
-  expect_grep "v5's DELETE tried again in line" \
-    "build $V5: deletion (deleted) cut short by a stop, before its commit; tried again in line" \
+  expect_grep "v5's deletion finished in line as a DELETE" \
+    "build $V5: deletion (deleted) cut short by a stop, before its commit; finished in line" \
     "$(cat server.log)"
-  expect_grep "v6's expiry judged again" \
-    "build $V6: deletion (expired) cut short by a stop, before its commit; judged again" \
+  expect_grep "v6's deletion finished in line as an expiry" \
+    "build $V6: deletion (expired) cut short by a stop, before its commit; finished in line" \
     "$(cat server.log)"
-  for _ in $(seq 150); do [ -z "$(bid shop v5)" ] && break; sleep 0.2; done
+  for _ in $(seq 150); do [ -z "$(bid shop v5)$(bid shop v6)" ] && break; sleep 0.2; done
   wait_idle
-  expect "v5 deleted, did not come back" "" "$(bid shop v5)"
-  expect "v5's waiting batch deleted with it" 0 "$(q "SELECT count(*) FROM raw_batches WHERE build = 'v5'")"
-  [ -n "$(bid shop v6)" ] && ok || bad "v6 deleted although its expiry did not commit"
-  for _ in $(seq 100); do [ "$(metric beatline_batches_waiting)" = 1 ] && break; sleep 0.1; done
-  expect "v6's batch still waits" 1 "$(metric beatline_batches_waiting)"
+  expect "v5 did not come back" "" "$(bid shop v5)"
+  expect "v6 did not come back" "" "$(bid shop v6)"
+  expect "their waiting batches deleted with them" 0 \
+    "$(q "SELECT count(*) FROM raw_batches WHERE build IN ('v5', 'v6')")"
+  for _ in $(seq 100); do [ "$(metric beatline_batches_waiting)" = 0 ] && break; sleep 0.1; done
+  expect "no batch waits for a deleted build" 0 "$(metric beatline_batches_waiting)"
   expect "no trash left" "" "$(ls "$DATA/trash" 2> /dev/null)"
 else
   expect_grep "v5's deletion finished as a DELETE" "build $V5: deletion (deleted) cut short" \
