@@ -134,34 +134,33 @@ expect "DELETE once the lock is free" 200 "$CODE"
 expect "v2 is gone" "" "$(bid shop v2)"
 stop_server
 
-# Sections 3 and 3b on a PostgreSQL store (BEATLINE_TEST_STORE=pg): the
-# writer is held by a slow commit (BEATLINE_TEST_COMMIT_DELAY_MS) instead of
-# SQLite's write lock, and a deletion cut short before its commit is
-# finished in line just after the start, not at start beside the node that
-# may hold the build's lock (pipeline/retention.c).
+# Section 3 holds SQLite's write lock (the sqlite3 shell) past the DELETE's
+# 10 s wait. On a PostgreSQL store the deletion goes in line into the shared
+# queue and its folder-lock failure comes before any database work, so a
+# held database cannot delay it; a slow commit ahead of it
+# (BEATLINE_TEST_COMMIT_DELAY_MS) did not hold it reliably under load, and
+# holding the build's advisory lock from psql needs its xxh3 key: SQLite
+# only (the 202 path on PostgreSQL: nodes_ops_pg's deletions; the retry of
+# a request: section 3b). Section 3b runs on both stores.
 PGS=0
 [ "${BEATLINE_TEST_STORE:-}" = pg ] && PGS=1
+if [ "$PGS" = 0 ]; then
 # --- 3. a deletion answered 202 that then fails is tried again -------------
 # The writer is held (another process holds the write lock past the DELETE's
-# 10 s wait, a batch ahead of the deletion is tried again meanwhile; on
-# PostgreSQL the batch's commit takes 12 s): 202. Then the deletion fails
-# (the build lock cannot be opened). Once the cause is gone the retention
-# thread deletes the build (here: at the next start).
-if [ "$PGS" = 1 ]; then
-  BEATLINE_TEST_COMMIT_DELAY_MS=12000 start_server "$DATA"
-else
-  start_server "$DATA"
-fi
+# 10 s wait, a batch ahead of the deletion is tried again meanwhile): 202.
+# Then the deletion fails (the build lock cannot be opened). Once the cause
+# is gone the retention thread deletes the build (here: at the next start).
+start_server "$DATA"
 upload shop "$UPL" v4
 BDIR=$(dirname "$(grep -l . "$DATA"/builds/*/*/method-ids.hash | head -1)")
 rm -f "$BDIR/.lock"
 mkdir "$BDIR/.lock"
-[ "$PGS" = 1 ] || lock 18
-post shop "$ING" v4 && expect "v4 batch while the writer is held" 202 "$CODE"
+lock 18
+post shop "$ING" v4 && expect "v4 batch while the database is locked" 202 "$CODE"
 sleep 0.5
 http DELETE /v1/apps/shop/builds/v4 "$UPL"
 expect "DELETE v4 while the writer is held" 202 "$CODE"
-[ "$PGS" = 1 ] || wait "$LOCK_PID" || true
+wait "$LOCK_PID" || true
 wait_idle
 for _ in $(seq 300); do grep -q "build v4: cannot take" server.log && break; sleep 0.1; done
 expect_grep "the deletion failed after its 202" "build v4: cannot take its folder's lock" \
@@ -172,9 +171,11 @@ stop_server
 start_server "$DATA"
 for _ in $(seq 150); do [ -z "$(bid shop v4)" ] && break; sleep 0.2; done
 expect "the requested deletion of v4 happened after all" "" "$(bid shop v4)"
-for _ in $(seq 100); do [ -z "$(ls "$DATA/deletions" 2> /dev/null)" ] && break; sleep 0.1; done
 expect "no request left" "" "$(ls "$DATA/deletions" 2> /dev/null)"
 stop_server
+else
+  echo "section 3: SQLite's write lock holds the deletion past 10 s; not run on PostgreSQL"
+fi
 
 # --- 3b. a deletion cut short by a kill -9 between the move to trash and the
 # commit (made by hand here: the build folder in trash/ID, its row live):
