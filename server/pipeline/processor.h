@@ -149,6 +149,11 @@ bl_err bl_processor_build_changed(bl_processor *p, int64_t app_id, const char *b
  * *done = 0 and BL_OK when it is still queued (it happens later).
  * Results: BL_OK; BL_ENOTFOUND (no such live build); BL_EINVAL (not idle);
  * BL_EIO (database or file error: nothing changed); BL_ENOMEM.
+ * PostgreSQL store: the deletion goes in line into the shared queue
+ * (store/queue.h BL_QUEUE_ENC_DROP) and is run by whichever node holds the
+ * build's lock, after the batches received before it; *done = 1 when its
+ * row went within wait_ms (BL_OK if the build is no longer live, else
+ * BL_EINVAL with cutoff_us > 0, BL_EIO without: see that node's log).
  */
 bl_err bl_processor_drop_build(bl_processor *p, int64_t app_id, const char *build,
                                int64_t cutoff_us, unsigned wait_ms, int *done);
