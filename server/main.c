@@ -135,6 +135,12 @@ static const char usage[] =
     "                           are deleted; a build left with none (and nothing\n"
     "                           newer) is deleted whole [BEATLINE_KEEP_DAYS]\n"
     "                           (default 90; at most 36525)\n"
+    "  --keep-failed-days N     batches that could not be processed (batches/failed;\n"
+    "                           PostgreSQL: failed raw_batches rows) are deleted N\n"
+    "                           days after they failed; with PostgreSQL, uploaded\n"
+    "                           contents no build names any more go 1 day after\n"
+    "                           their last upload [BEATLINE_KEEP_FAILED_DAYS]\n"
+    "                           (default 30; at most 36525)\n"
     "  --retention-interval SECONDS  between retention passes (one at start)\n"
     "                           [BEATLINE_RETENTION_INTERVAL] (default 3600)\n"
     "  (BEATLINE_TEST_CLOCK_OFFSET=SECONDS, for tests only: retention judges ages\n"
@@ -426,7 +432,7 @@ int main(int argc, char **argv)
     uint64_t q_builds = 50, q_batches = 10000, q_bytes = 1u << 30, q_new = 100,
              expiry = 7 * 24 * 3600, prep_threads = 1, txn_max_ms = 1000, txn_idle_ms = 20;
     /* retention (pipeline/retention.h) */
-    uint64_t keep_raw = 7, keep_days = 90, ret_interval = 3600;
+    uint64_t keep_raw = 7, keep_days = 90, ret_interval = 3600, keep_failed = 30;
     struct {
         const char *env;
         uint64_t *v;
@@ -443,6 +449,7 @@ int main(int argc, char **argv)
                  { "BEATLINE_WAITING_EXPIRY", &expiry },
                  { "BEATLINE_KEEP_RAW_DAYS", &keep_raw },
                  { "BEATLINE_KEEP_DAYS", &keep_days },
+                 { "BEATLINE_KEEP_FAILED_DAYS", &keep_failed },
                  { "BEATLINE_RETENTION_INTERVAL", &ret_interval },
                  { "BEATLINE_PREP_THREADS", &prep_threads },
                  { "BEATLINE_TXN_MAX_MS", &txn_max_ms },
@@ -564,6 +571,8 @@ int main(int argc, char **argv)
             bad = parse_u64(v, &keep_raw);
         else if (!strcmp(a, "--keep-days"))
             bad = parse_u64(v, &keep_days);
+        else if (!strcmp(a, "--keep-failed-days"))
+            bad = parse_u64(v, &keep_failed);
         else if (!strcmp(a, "--retention-interval"))
             bad = parse_u64(v, &ret_interval);
         else if (!strcmp(a, "--header-timeout"))
@@ -606,9 +615,10 @@ int main(int argc, char **argv)
                 (unsigned long long)BL_WAITING_EXPIRY_MAX);
         return 1;
     }
-    if (keep_raw > BL_RET_MAX_DAYS || keep_days > BL_RET_MAX_DAYS || ret_interval == 0 ||
-        ret_interval > 31536000) {
-        fprintf(stderr, "beatline-server: --keep-raw-days and --keep-days must be 0-%d (0 = "
+    if (keep_raw > BL_RET_MAX_DAYS || keep_days > BL_RET_MAX_DAYS ||
+        keep_failed > BL_RET_MAX_DAYS || ret_interval == 0 || ret_interval > 31536000) {
+        fprintf(stderr, "beatline-server: --keep-raw-days, --keep-days and --keep-failed-days "
+                        "must be 0-%d (0 = "
                         "keep for ever), --retention-interval 1-31536000 seconds\n",
                 BL_RET_MAX_DAYS);
         return 1;
@@ -671,7 +681,8 @@ int main(int argc, char **argv)
         return 1;
     }
     bl_retention_opts ro = { .data_dir = data, .keep_raw_days = keep_raw,
-                             .keep_days = keep_days, .interval_s = ret_interval,
+                             .keep_days = keep_days, .keep_failed_days = keep_failed,
+                             .interval_s = ret_interval,
                              .clock_offset_s = clock_offset, .proc = proc };
     bl_retention *ret;
     if (bl_retention_start(&ro, &ret, err, sizeof err) != BL_OK) {

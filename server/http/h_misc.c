@@ -85,6 +85,13 @@ static bl_err retention_metrics(bl_buf *b, bl_retention *ret)
                    "Builds whose deletion finished (DELETE, or every aggregate expired).",
                    rs.builds_deleted);
     if (!e)
+        e = metric(b, "beatline_retention_failed_deleted_total", "counter",
+                   "Failed batches deleted after --keep-failed-days.", rs.failed_deleted);
+    if (!e)
+        e = metric(b, "beatline_retention_files_deleted_total", "counter",
+                   "Uploaded contents no build names, deleted (PostgreSQL store).",
+                   rs.files_deleted);
+    if (!e)
         e = metric(b, "beatline_retention_passes_total", "counter",
                    "Retention passes finished.", rs.passes);
     bl_disk_app *apps;
@@ -199,6 +206,26 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
     if (!e)
         e = metric(&b, "beatline_processing_queue_depth", "gauge",
                    "Batches queued for the writer.", ps.queue_depth);
+    /* the durable queue (with PostgreSQL: the shared one, the same on every
+     * node); left out when it cannot be read (the database is away) */
+    bl_queue_gauge qg;
+    if (!e && bl_processor_queue_gauges(h->c.proc, &qg) == BL_OK) {
+        e = metric(&b, "beatline_queue_batches_waiting", "gauge",
+                   "Acknowledged batches no node has taken yet.", (uint64_t)qg.waiting);
+        if (!e)
+            e = metric(&b, "beatline_queue_batches_leased", "gauge",
+                       "Batches a node has taken and not committed (in progress, or "
+                       "waiting for their build's uploads).",
+                       (uint64_t)qg.leased);
+        if (!e)
+            e = metric(&b, "beatline_queue_batches_failed", "gauge",
+                       "Batches given up and kept for inspection (until --keep-failed-days).",
+                       (uint64_t)qg.failed);
+        if (!e)
+            e = metric(&b, "beatline_queue_oldest_batch_age_seconds", "gauge",
+                       "Age of the oldest acknowledged batch not yet committed.",
+                       (uint64_t)qg.oldest_s);
+    }
     if (!e)
         e = metric(&b, "beatline_batches_waiting", "gauge",
                    "Batches waiting for their build's method-ID file or mapping.", ps.waiting);

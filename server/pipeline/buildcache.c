@@ -315,10 +315,11 @@ bl_err bl_buildcache_sync(bl_db *db, const char *data_dir, int64_t app_id, const
     int any = 0;
     for (int k = 0; k < 2; k++) {
         e = bl_files_build_get(db, app_id, build, KINDS[k].kind, want[k], NULL);
-        if (e == BL_ENOTFOUND)
+        if (e == BL_ENOTFOUND) /* none: a cached copy goes (a deleted build) */
             want[k][0] = '\0';
         else if (e)
             return e;
+        e = BL_OK;
         any |= want[k][0] != 0;
     }
     int act[2], todo = 0;

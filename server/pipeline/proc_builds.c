@@ -446,7 +446,7 @@ void pr_drop_states_of_key(bl_processor *p, int64_t key)
  * BL_EINVAL (retention: not idle any more, or batches wait for it),
  * BL_EIO (also when an upload held the build folder's lock for
  * DROP_LOCK_WAIT_MS, or it could not be opened: nothing changed). */
-bl_err pr_drop_build(bl_processor *p, const work *w)
+static bl_err drop_build_(bl_processor *p, const work *w)
 {
     size_t si = SIZE_MAX;
     for (size_t i = 0; i < p->n_builds; i++)
@@ -482,6 +482,9 @@ bl_err pr_drop_build(bl_processor *p, const work *w)
      * their next sync) */
     if (!err && bl_files_in_store(p->db) && bl_files_build_forget(p->db, w->app_id, w->build))
         err = BL_EIO;
+    /* PostgreSQL store: the deletion's queue row goes in its commit */
+    if (!err && w->from_q && bl_queue_finish(p->db, w->uuid))
+        err = BL_EIO;
     if (!err && (err = bl_retention_trash_build(p->data_dir, w->app_id, w->build, id, lfd >= 0,
                                                  &moved)))
         pr_log("build %s: cannot move its folder to trash: %s", w->build,
@@ -509,6 +512,20 @@ bl_err pr_drop_build(bl_processor *p, const work *w)
     pr_log("build %s (app id %lld) %s; its data is deleted in the background", w->build,
           (long long)w->app_id, w->drop_cutoff ? "expired" : "deleted");
     return BL_OK;
+}
+
+bl_err pr_drop_build(bl_processor *p, const work *w)
+{
+    /* a deletion in line in the PostgreSQL queue (proc_queue.c) whose claim
+     * is stale (the writer's session changed): another claim runs it */
+    if (w->from_q && !pr_q_live(p, w->uuid, w->qgen))
+        return BL_EIO;
+    bl_err err = drop_build_(p, w);
+    /* its row went in the deletion's commit; on failure it goes now: the
+     * node that asked sees the build still live (bl_processor_drop_build) */
+    if (w->from_q)
+        pr_q_forget(p, w->uuid, w->qgen, err ? 1 : 0, NULL);
+    return err;
 }
 
 void pr_recheck_waiting(bl_processor *p)

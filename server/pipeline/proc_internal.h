@@ -265,6 +265,11 @@ struct bl_processor {
     char q_url[1024];       /* the store URL the pool connects to */
     bl_buf q_raw;           /* writer: a claimed batch's bytes it prepares itself */
     uint64_t q_claimed, q_failed_db; /* stats: claimed rows, rows failed */
+    /* bl_processor_queue_gauges' last answer and when (monotonic s) */
+    pthread_mutex_t g_mu;
+    bl_queue_gauge g_last;
+    double g_at;
+    int g_valid;
 };
 
 /* Why a round is given up and done again (bl_processor.redo). */
@@ -368,6 +373,17 @@ void pr_q_stop(bl_processor *p);
 /* Copies the bytes of queued batch (uuid, qgen) into *out. BL_ENOTFOUND
  * when they are gone (stale). */
 bl_err pr_q_body(bl_processor *p, const char *uuid, uint32_t qgen, bl_buf *out);
+/* bl_processor_queue_gauges on a PostgreSQL store (on a pool connection).
+ * BL_EIO. */
+bl_err pr_q_gauges(bl_processor *p, bl_queue_gauge *g);
+/* 1 when queued item (uuid, qgen) is still this node's claim (not stale). */
+int pr_q_live(bl_processor *p, const char *uuid, uint32_t qgen);
+/* bl_processor_drop_build on a PostgreSQL store: the deletion goes in line
+ * into the queue (BL_QUEUE_ENC_DROP) and is run by the node holding the
+ * build's lock, after the batches received before it; waits up to wait_ms
+ * for its row to go. Same results as bl_processor_drop_build. */
+bl_err pr_q_drop_build(bl_processor *p, int64_t app_id, const char *build, int64_t cutoff_us,
+                       unsigned wait_ms, int *done);
 /* The batch is done with (committed, or its build deleted): its bytes go;
  * `db_drop` 1: its row is deleted too (on the claim connection), 2: its
  * row is marked failed (`why`). */

@@ -26,10 +26,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "store/queue.h"
+#include "store/retention.h"
 
 /* a lease lasts this long (µs) unless renewed; a dead node's batches are
  * claimed again by others after at most this */
@@ -118,6 +120,15 @@ bl_err pr_q_body(bl_processor *p, const char *uuid, uint32_t qgen, bl_buf *out)
     return err;
 }
 
+int pr_q_live(bl_processor *p, const char *uuid, uint32_t qgen)
+{
+    pthread_mutex_lock(&p->qmu);
+    size_t i = body_find(p, uuid);
+    int live = i != SIZE_MAX && p->bodies[i]->gen == qgen;
+    pthread_mutex_unlock(&p->qmu);
+    return live;
+}
+
 void pr_q_forget(bl_processor *p, const char *uuid, uint32_t qgen, int db_drop,
                  const char *why)
 {
@@ -154,7 +165,8 @@ static bl_err on_row(const bl_queue_row *r, void *ctx)
 {
     claimed *c = ctx;
     bl_processor *p = c->p;
-    if (strlen(r->uuid) != 36 || r->enc < BL_ENC_IDENTITY || r->enc > BL_ENC_ZSTD ||
+    int drop = r->enc == BL_QUEUE_ENC_DROP; /* a build deletion in line */
+    if (strlen(r->uuid) != 36 || (!drop && (r->enc < BL_ENC_IDENTITY || r->enc > BL_ENC_ZSTD)) ||
         strlen(r->build) > BL_BUILD_NAME_MAX)
         return BL_OK; /* not ours to read: its lease runs out (and it fails in the end) */
     if (body_find(p, r->uuid) != SIZE_MAX)
@@ -190,6 +202,21 @@ static bl_err on_row(const bl_queue_row *r, void *ctx)
         h->inflight++;
     work *w = &c->w[c->n++];
     memset(w, 0, sizeof *w);
+    if (drop) { /* bl_processor_drop_build on some node: its cutoff as text */
+        char cut[24];
+        size_t l = r->len < sizeof cut - 1 ? r->len : sizeof cut - 1;
+        memcpy(cut, r->body, l);
+        cut[l] = '\0';
+        w->kind = W_DROP;
+        w->drop_cutoff = strtoll(cut, NULL, 10);
+        memcpy(w->uuid, b->uuid, sizeof w->uuid);
+        w->app_id = r->app_id;
+        snprintf(w->build, sizeof w->build, "%s", r->build);
+        w->t_enq = pr_mono_s();
+        w->from_q = 1;
+        w->qgen = p->q_gen;
+        return BL_OK;
+    }
     w->kind = W_BATCH;
     memcpy(w->uuid, b->uuid, sizeof w->uuid);
     w->enc = (bl_encoding)r->enc;
@@ -486,13 +513,10 @@ int bl_processor_uses_queue(const bl_processor *p)
     return p && p->pg;
 }
 
-bl_err bl_processor_queue_put(bl_processor *p, const char *uuid, bl_encoding enc,
-                              int64_t app_id, const char *build, const void *body, size_t len,
-                              int *duplicate)
+/* A connection of the pool (or a new one); NULL when none can be made
+ * (logged). Give it back with pool_put. */
+static bl_db *pool_get(bl_processor *p)
 {
-    *duplicate = 0;
-    if (!p->pg)
-        return BL_EINVAL;
     bl_db *db = NULL;
     pthread_mutex_lock(&p->pool_mu);
     if (p->n_pool)
@@ -501,10 +525,117 @@ bl_err bl_processor_queue_put(bl_processor *p, const char *uuid, bl_encoding enc
     if (!db) {
         char err[256];
         if (bl_db_open(p->q_url, 0, &db, err, sizeof err) != BL_OK) {
-            pr_log("queue put: %s", err);
-            return BL_EIO;
+            pr_log("queue connection: %s", err);
+            return NULL;
         }
     }
+    return db;
+}
+
+static void pool_put(bl_processor *p, bl_db *db)
+{
+    pthread_mutex_lock(&p->pool_mu);
+    if (p->n_pool < BL_QPOOL_MAX) {
+        p->pool[p->n_pool++] = db;
+        db = NULL;
+    }
+    pthread_mutex_unlock(&p->pool_mu);
+    bl_db_close(db); /* the pool is full: a connection too many */
+}
+
+static void wake_claim(bl_processor *p)
+{
+    pthread_mutex_lock(&p->qmu);
+    p->q_wake = 1;
+    pthread_cond_signal(&p->q_cv);
+    pthread_mutex_unlock(&p->qmu);
+}
+
+bl_err pr_q_gauges(bl_processor *p, bl_queue_gauge *g)
+{
+    bl_db *db = pool_get(p);
+    if (!db)
+        return BL_EIO;
+    int renewed;
+    bl_err e = bl_db_reconnect(db, &renewed);
+    if (!e)
+        e = bl_queue_gauges(db, &g->waiting, &g->leased, &g->failed, &g->oldest_s);
+    pool_put(p, db);
+    return e;
+}
+
+/* a deletion's waiter looks at its row this often (ms) */
+#define Q_DROP_POLL_MS 50
+
+bl_err pr_q_drop_build(bl_processor *p, int64_t app_id, const char *build, int64_t cutoff_us,
+                       unsigned wait_ms, int *done)
+{
+    *done = 0;
+    bl_db *db = pool_get(p);
+    if (!db)
+        return BL_EIO;
+    int renewed;
+    int64_t id = 0;
+    bl_err e = bl_db_reconnect(db, &renewed);
+    if (!e)
+        e = bl_rs_build_find(db, app_id, build, &id);
+    /* the deletion's row: an id of its own (version-4 UUID text) */
+    unsigned char rnd[16];
+    char uuid[37], cut[24];
+    if (!e && getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+        e = BL_EIO;
+    if (!e) {
+        rnd[6] = (unsigned char)((rnd[6] & 0x0f) | 0x40);
+        rnd[8] = (unsigned char)((rnd[8] & 0x3f) | 0x80);
+        snprintf(uuid, sizeof uuid,
+                 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7], rnd[8],
+                 rnd[9], rnd[10], rnd[11], rnd[12], rnd[13], rnd[14], rnd[15]);
+        snprintf(cut, sizeof cut, "%lld", (long long)cutoff_us);
+        int dup;
+        e = bl_queue_put(db, uuid, app_id, build, BL_QUEUE_ENC_DROP, cut, strlen(cut), &dup);
+        if (!e && dup)
+            e = BL_EIO; /* 122 random bits met another id: cannot happen */
+    }
+    if (e) {
+        if (e == BL_EIO)
+            pr_log("build %s: cannot queue its deletion: %s", build, bl_db_errmsg(db));
+        pool_put(p, db);
+        return e;
+    }
+    wake_claim(p);
+    /* done when the row is gone: the build is no longer live then, or the
+     * node that ran it failed (and says why in its log) */
+    for (unsigned waited = 0;; waited += Q_DROP_POLL_MS) {
+        int exists = 1;
+        if (bl_queue_exists(db, uuid, &exists) == BL_OK && !exists) {
+            int state = 1;
+            e = bl_rs_build_state(db, id, &state, NULL, NULL, 0);
+            if (!e && state == 1)
+                e = cutoff_us ? BL_EINVAL : BL_EIO;
+            *done = 1;
+            break;
+        }
+        if (waited >= wait_ms) {
+            e = BL_OK; /* still in line: it happens later */
+            break;
+        }
+        usleep(Q_DROP_POLL_MS * 1000);
+    }
+    pool_put(p, db);
+    return e;
+}
+
+bl_err bl_processor_queue_put(bl_processor *p, const char *uuid, bl_encoding enc,
+                              int64_t app_id, const char *build, const void *body, size_t len,
+                              int *duplicate)
+{
+    *duplicate = 0;
+    if (!p->pg)
+        return BL_EINVAL;
+    bl_db *db = pool_get(p);
+    if (!db)
+        return BL_EIO;
     bl_err e = BL_EIO;
     for (int attempt = 0; attempt < 2; attempt++) {
         int renewed;
@@ -515,19 +646,9 @@ bl_err bl_processor_queue_put(bl_processor *p, const char *uuid, bl_encoding enc
             break; /* else: once more on a connection made again (a restart) */
         pr_log("queue put %s: %s", uuid, bl_db_errmsg(db));
     }
-    pthread_mutex_lock(&p->pool_mu);
-    if (p->n_pool < BL_QPOOL_MAX) {
-        p->pool[p->n_pool++] = db;
-        db = NULL;
-    }
-    pthread_mutex_unlock(&p->pool_mu);
-    bl_db_close(db); /* the pool is full: a connection too many */
-    if (e == BL_OK && !*duplicate) {
-        pthread_mutex_lock(&p->qmu);
-        p->q_wake = 1;
-        pthread_cond_signal(&p->q_cv);
-        pthread_mutex_unlock(&p->qmu);
-    }
+    pool_put(p, db);
+    if (e == BL_OK && !*duplicate)
+        wake_claim(p);
     return e;
 }
 

@@ -23,6 +23,7 @@
 #include <time.h>
 #ifdef __linux__
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #endif
 #include <unistd.h>
 
@@ -189,6 +190,75 @@ bl_err bl_processor_build_changed(bl_processor *p, int64_t app_id, const char *b
 }
 
 
+/* How long a gauges answer is reused (s): a scrape per node per second
+ * costs the database one bounded statement at most. */
+#define GAUGE_TTL_S 1.0
+
+/* SQLite: batches/pending's files (*n) and the oldest one's age (s);
+ * batches/failed's files (*failed). Files only, *.tmp not counted. */
+static bl_err count_dir(const char *dir, int64_t *n, int64_t *oldest_s)
+{
+    *n = 0;
+    if (oldest_s)
+        *oldest_s = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? BL_OK : BL_EIO;
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *dot = strrchr(e->d_name, '.');
+        if (e->d_name[0] == '.' || (dot && !strcmp(dot, ".tmp")))
+            continue;
+        (*n)++;
+        struct stat st;
+        if (oldest_s && fstatat(dirfd(d), e->d_name, &st, 0) == 0 && st.st_mtime < now &&
+            (int64_t)(now - st.st_mtime) > *oldest_s)
+            *oldest_s = (int64_t)(now - st.st_mtime);
+    }
+    closedir(d);
+    return BL_OK;
+}
+
+bl_err bl_processor_queue_gauges(bl_processor *p, bl_queue_gauge *g)
+{
+    memset(g, 0, sizeof *g);
+    double now = pr_mono_s();
+    pthread_mutex_lock(&p->g_mu); /* one refresh at a time; others reuse it */
+    if (p->g_valid && now - p->g_at < GAUGE_TTL_S) {
+        *g = p->g_last;
+        pthread_mutex_unlock(&p->g_mu);
+        return BL_OK;
+    }
+    bl_err err;
+    if (p->pg) {
+        err = pr_q_gauges(p, g);
+    } else {
+        /* every file in batches/pending is acknowledged and not committed:
+         * those in the writer's queue wait, the others are taken (in a
+         * round, or waiting for their build's uploads) */
+        char d[BL_PATH_MAX];
+        int64_t pending = 0;
+        err = bl_path_join(d, p->data_dir, "batches/pending");
+        if (!err)
+            err = count_dir(d, &pending, &g->oldest_s);
+        if (!err && !(err = bl_path_join(d, p->data_dir, "batches/failed")))
+            err = count_dir(d, &g->failed, NULL);
+        pthread_mutex_lock(&p->mu);
+        uint64_t q = p->st.queue_depth;
+        pthread_mutex_unlock(&p->mu);
+        g->waiting = (int64_t)q < pending ? (int64_t)q : pending;
+        g->leased = pending - g->waiting;
+    }
+    if (!err) {
+        p->g_last = *g;
+        p->g_at = now;
+        p->g_valid = 1;
+    }
+    pthread_mutex_unlock(&p->g_mu);
+    return err;
+}
+
 void bl_processor_stats(bl_processor *p, bl_proc_stats *s)
 {
     pthread_mutex_lock(&p->mu);
@@ -215,6 +285,8 @@ bl_err bl_processor_drop_build(bl_processor *p, int64_t app_id, const char *buil
                                int64_t cutoff_us, unsigned wait_ms, int *done)
 {
     *done = 0;
+    if (p->pg) /* in line in the shared queue, run by the build's lock holder */
+        return pr_q_drop_build(p, app_id, build, cutoff_us, wait_ms, done);
     drop_req *dr = calloc(1, sizeof *dr);
     if (!dr)
         return BL_ENOMEM;
@@ -512,6 +584,7 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     pthread_mutex_init(&p->qmu, NULL);
     pthread_cond_init(&p->q_cv, NULL);
     pthread_mutex_init(&p->pool_mu, NULL);
+    pthread_mutex_init(&p->g_mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     pthread_cond_init(&p->idle_cv, NULL);
     pthread_cond_init(&p->drop_cv, NULL);
@@ -703,6 +776,7 @@ void bl_processor_stop(bl_processor *p)
     pthread_mutex_destroy(&p->qmu);
     pthread_cond_destroy(&p->q_cv);
     pthread_mutex_destroy(&p->pool_mu);
+    pthread_mutex_destroy(&p->g_mu);
     pthread_cond_destroy(&p->cv);
     pthread_cond_destroy(&p->idle_cv);
     pthread_cond_destroy(&p->drop_cv);

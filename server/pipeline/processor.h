@@ -162,6 +162,11 @@ bl_err bl_processor_build_changed(bl_processor *p, int64_t app_id, const char *b
  * *done = 0 and BL_OK when it is still queued (it happens later).
  * Results: BL_OK; BL_ENOTFOUND (no such live build); BL_EINVAL (not idle);
  * BL_EIO (database or file error: nothing changed); BL_ENOMEM.
+ * PostgreSQL store: the deletion goes in line into the shared queue
+ * (store/queue.h BL_QUEUE_ENC_DROP) and is run by whichever node holds the
+ * build's lock, after the batches received before it; *done = 1 when its
+ * row went within wait_ms (BL_OK if the build is no longer live, else
+ * BL_EINVAL with cutoff_us > 0, BL_EIO without: see that node's log).
  */
 bl_err bl_processor_drop_build(bl_processor *p, int64_t app_id, const char *build,
                                int64_t cutoff_us, unsigned wait_ms, int *done);
@@ -178,6 +183,26 @@ bl_err bl_processor_drop_build(bl_processor *p, int64_t app_id, const char *buil
 bl_err bl_processor_set_url_patterns(bl_processor *p, int64_t app_id,
                                      const char *const *pats, size_t n, unsigned wait_ms,
                                      int *done);
+
+/* The durable queue of acknowledged batches, as /metrics shows it. With a
+ * PostgreSQL store it is the shared raw_batches table (every node shows the
+ * same figures; store/queue.h bl_queue_gauges, deletions in line not
+ * counted); on SQLite it is batches/pending and batches/failed. */
+typedef struct bl_queue_gauge {
+    int64_t waiting;  /* acknowledged, not taken by any node yet */
+    int64_t leased;   /* taken by a node (PostgreSQL: under a live lease): in a
+                       * round, or waiting for the build's uploads */
+    int64_t failed;   /* given up, kept for inspection (raw_batches rows with
+                       * failed_at; SQLite: files in batches/failed) */
+    int64_t oldest_s; /* age of the oldest acknowledged, uncommitted batch, s
+                       * (0: none) */
+} bl_queue_gauge;
+
+/* Fills *g, read at most once per second per node (answers are reused for
+ * 1 s): PostgreSQL, one bounded statement on a pool connection; SQLite, a
+ * listing of batches/pending and batches/failed. Thread-safe. BL_OK; BL_EIO
+ * (database unreachable, or a folder unreadable: *g zero). */
+bl_err bl_processor_queue_gauges(bl_processor *p, bl_queue_gauge *g);
 
 void bl_processor_stats(bl_processor *p, bl_proc_stats *s);
 

@@ -19,6 +19,8 @@
 #include "pipeline/prep.h"
 #include "store/apps.h"
 #include "store/db.h"
+#include "store/files.h"
+#include "store/queue.h"
 #include "store/retention.h"
 
 #define FILES_PER_SLICE 256
@@ -421,7 +423,26 @@ bl_err bl_retention_recover(const char *data_dir, char *errbuf, size_t n)
             err = BL_EIO;
             break;
         }
-        if (state == 1) { /* moved, not committed: the deletion is finished now */
+        if (state == 1 && bl_files_in_store(db)) {
+            /* PostgreSQL store: the folder was this node's cache and the
+             * deletion's transaction did not commit (the build's files are
+             * still in the store). It is finished, but not here beside the
+             * node that may hold the build's lock and its waiting batches:
+             * in line in the shared queue (bl_processor_drop_build), from a
+             * request the retention thread tries at start (a DELETE left
+             * one; an expiry gets one now). */
+            int asked = request_exists(data_dir, id);
+            char tp[BL_PATH_MAX];
+            if (!asked && bl_retention_request_add(data_dir, id) != BL_OK) {
+                err = BL_EIO;
+                break;
+            }
+            if (!bl_path_join(tp, tdir, e->d_name))
+                rm_folder(tp);
+            fprintf(stderr, "beatline-server: retention: build %lld: deletion (%s) cut short "
+                            "by a stop, before its commit; finished in line\n", id,
+                    asked ? "deleted" : "expired");
+        } else if (state == 1) { /* moved, not committed: the deletion is finished now */
             /* a DELETE leaves its request (removed after the commit); a
              * deletion by expiry has none */
             const char *why = request_exists(data_dir, id) ? "deleted" : "expired";
@@ -619,6 +640,77 @@ static void expire_aggregates(bl_retention *r, const bl_rs_app *a, int64_t cutof
     free(ids);
 }
 
+/* Failed batches that failed before cutoff (µs): PostgreSQL, raw_batches
+ * rows by failed_at, in slices; SQLite, batches/failed files by
+ * modification time (the time they were moved there). */
+static void expire_failed(bl_retention *r, int64_t cutoff)
+{
+    if (bl_files_in_store(r->db)) { /* a PostgreSQL store */
+        for (;;) {
+            int64_t n = 0;
+            if (stopping(r))
+                return;
+            writer_first(r);
+            if (bl_queue_failed_expire(r->db, cutoff, BL_RET_SLICE, &n)) {
+                logmsg("deleting failed batches", bl_db_errmsg(r->db));
+                return;
+            }
+            add_stat(r, &r->st.failed_deleted, (uint64_t)n);
+            if (n < BL_RET_SLICE)
+                return;
+            sleep_ms(PAUSE_MS);
+        }
+    }
+    char dir[BL_PATH_MAX];
+    if (bl_path_join(dir, r->data_dir, "batches/failed"))
+        return;
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno != ENOENT)
+            logmsg("reading batches/failed", strerror(errno));
+        return;
+    }
+    uint64_t gone = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && !stopping(r)) {
+        struct stat st;
+        if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+            !S_ISREG(st.st_mode) || (int64_t)st.st_mtime * 1000000 >= cutoff)
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+            gone++;
+        else if (errno != ENOENT)
+            logmsg("deleting a failed batch", strerror(errno));
+    }
+    closedir(d);
+    if (gone) {
+        (void)fsync_sub(r->data_dir, "batches/failed");
+        add_stat(r, &r->st.failed_deleted, gone);
+    }
+}
+
+/* PostgreSQL: uploaded contents no build names, stored before cutoff. */
+static void expire_orphan_files(bl_retention *r, int64_t cutoff)
+{
+    if (!bl_files_in_store(r->db))
+        return; /* SQLite: a build's files live in its folder and go with it */
+    for (;;) {
+        int64_t n = 0;
+        if (stopping(r))
+            return;
+        writer_first(r);
+        /* few contents per statement: each may be many 4 MiB chunks */
+        if (bl_files_orphans_expire(r->db, cutoff, 16, &n)) {
+            logmsg("deleting uploaded contents no build names", bl_db_errmsg(r->db));
+            return;
+        }
+        add_stat(r, &r->st.files_deleted, (uint64_t)n);
+        if (n < 16)
+            return;
+        sleep_ms(PAUSE_MS);
+    }
+}
+
 static void pass(bl_retention *r)
 {
     bl_rs_app *apps;
@@ -642,6 +734,12 @@ static void pass(bl_retention *r)
             expire_aggregates(r, &apps[i], now - days_us(agg));
     }
     free(apps);
+    if (r->o.keep_failed_days > 0 && !stopping(r))
+        expire_failed(r, now - days_us((int64_t)(r->o.keep_failed_days > BL_RET_MAX_DAYS
+                                                     ? BL_RET_MAX_DAYS
+                                                     : r->o.keep_failed_days)));
+    if (!stopping(r))
+        expire_orphan_files(r, now - (int64_t)BL_RET_ORPHAN_GRACE_S * 1000000);
     add_stat(r, &r->st.passes, 1);
 }
 

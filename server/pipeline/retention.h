@@ -15,6 +15,14 @@
  *                 graveyard (store/retention.h); this thread deletes its raw
  *                 batches, rows and folder (moved to DIR/trash/ID by the
  *                 writer), then the builds row.
+ *   failed        batches that could not be processed (batches/failed files,
+ *                 by modification time; PostgreSQL: raw_batches rows by
+ *                 failed_at) go keep-failed-days after they failed (default
+ *                 30; they are kept for inspection until then).
+ *   contents      PostgreSQL: uploaded contents (files, file_chunks) that no
+ *                 build names any more (deleted or replaced) go once stored
+ *                 or uploaded again more than BL_RET_ORPHAN_GRACE_S ago (an
+ *                 upload stores the content first and names it just after).
  *   disk          bytes on disk per app (raw batches, uploaded files) and
  *                 of the server (database, pending, failed, trash), counted
  *                 by a scan after each pass and every 5 minutes, never per
@@ -45,6 +53,9 @@
 
 /* Rows deleted per transaction at most. */
 #define BL_RET_SLICE 1000
+/* An uploaded content no build names is deleted this long after it was
+ * last stored (s). */
+#define BL_RET_ORPHAN_GRACE_S 86400
 /* The largest keep-*-days: 100 years. */
 #define BL_RET_MAX_DAYS 36525
 
@@ -52,6 +63,8 @@ typedef struct bl_retention_opts {
     const char *data_dir;
     uint64_t keep_raw_days;  /* raw batches; 0 = for ever (default 7 set by main.c) */
     uint64_t keep_days;      /* aggregates; 0 = for ever (default 90) */
+    uint64_t keep_failed_days; /* failed batches (batches/failed, PostgreSQL's failed
+                                * raw_batches rows); 0 = for ever (default 30) */
     uint64_t interval_s;     /* seconds between passes (0: 3600) */
     int64_t clock_offset_s;  /* TEST ONLY: added to the clock retention judges ages by
                               * (BEATLINE_TEST_CLOCK_OFFSET); 0 in production */
@@ -83,6 +96,8 @@ typedef struct bl_retention_stats {
     uint64_t raw_deleted;    /* raw batch files deleted by raw retention */
     uint64_t rows_deleted;   /* aggregate rows deleted (expiry and deleted builds) */
     uint64_t builds_deleted; /* builds whose deletion finished */
+    uint64_t failed_deleted; /* failed batches deleted after keep_failed_days */
+    uint64_t files_deleted;  /* PostgreSQL: uploaded contents no build names, deleted */
     uint64_t scans;          /* disk scans finished */
 } bl_retention_stats;
 

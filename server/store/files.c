@@ -128,9 +128,22 @@ bl_err bl_files_put(bl_db *db, const char *hash, const char *path, uint64_t size
 {
     if (!bl_db_is_pg(db) || !bl_files_hash_valid(hash) || size > INT64_MAX)
         return BL_EINVAL;
-    bl_err e = bl_files_exists(db, hash, NULL);
-    if (e != BL_ENOTFOUND)
-        return e; /* BL_OK: stored already */
+    /* stored already: its time is renewed, so that the cleanup of contents
+     * no build names (bl_files_orphans_expire) leaves it to the build
+     * about to name it */
+    bl_st *t = bl_st_get(db, "UPDATE files SET created_at = "
+                             "CAST(extract(epoch FROM clock_timestamp()) * 1000000 AS bigint) "
+                             "WHERE hash = ?");
+    if (!t)
+        return BL_EIO;
+    bl_st_text(t, 1, hash, -1);
+    if (bl_st_step(t) == BL_ST_ERROR)
+        return BL_EIO;
+    int found = bl_st_changes(t) > 0;
+    bl_st_reset(t);
+    if (found)
+        return BL_OK;
+    bl_err e;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return BL_EIO;
@@ -324,4 +337,31 @@ bl_err bl_files_build_forget(bl_db *db, int64_t app_id, const char *build)
     bl_st_int64(st, 1, app_id);
     bl_st_text(st, 2, build, -1);
     return bl_st_done(st);
+}
+
+bl_err bl_files_orphans_expire(bl_db *db, int64_t before_us, int64_t max, int64_t *n)
+{
+    *n = 0;
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    /* FOR UPDATE: an upload naming the content (its foreign key check)
+     * makes it skipped; one that stored it again made it too new (the
+     * condition is checked again on the row as it is once locked) */
+    bl_st *st = bl_st_get(
+        db, "WITH d AS (DELETE FROM files WHERE hash IN (SELECT f.hash FROM files f "
+            "WHERE f.created_at < ? AND NOT EXISTS (SELECT 1 FROM build_files b "
+            "WHERE b.hash = f.hash) ORDER BY f.hash LIMIT ? FOR UPDATE SKIP LOCKED) "
+            "AND created_at < ? RETURNING hash), "
+            "c AS (DELETE FROM file_chunks WHERE hash IN (SELECT hash FROM d)) "
+            "SELECT count(*) FROM d");
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, before_us);
+    bl_st_int64(st, 2, max);
+    bl_st_int64(st, 3, before_us);
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW)
+        *n = bl_st_col_int64(st, 0);
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : BL_EIO;
 }

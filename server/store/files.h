@@ -100,6 +100,14 @@ bl_err bl_files_build_set(bl_db *db, int64_t app_id, const char *build, bl_file_
                           const char *hash, uint64_t size, int64_t at_us, int replace,
                           char *previous);
 
+/* Deletes up to `max` contents (files rows and their file_chunks) that no
+ * build_files row names and that were stored (or stored again: bl_files_put
+ * renews the time of a content it finds) before `before_us` (µs, the
+ * database server's clock); *n: contents deleted. A content an upload is
+ * naming at the same moment is skipped (locked) or, stored again, too new.
+ * BL_EINVAL (SQLite), BL_EIO. */
+bl_err bl_files_orphans_expire(bl_db *db, int64_t before_us, int64_t max, int64_t *n);
+
 /* Forgets the files of build (app_id, build) (a deleted build: a build of
  * the same name made later starts without files). The contents stay (other
  * builds may share them). BL_OK also when it had none; BL_EINVAL (SQLite),

@@ -251,9 +251,11 @@ bl_err bl_queue_counts(bl_db *db, int64_t *live, int64_t *leased, int64_t *faile
     bl_st *st = bl_st_get(
         db, "SELECT count(*) FILTER (WHERE failed_at IS NULL), "
             "count(*) FILTER (WHERE failed_at IS NULL AND lease_until >= " NOW_US "), "
-            "count(*) FILTER (WHERE failed_at IS NOT NULL) FROM raw_batches");
+            "count(*) FILTER (WHERE failed_at IS NOT NULL) FROM raw_batches "
+            "WHERE enc <> CAST(?1 AS integer)");
     if (!st)
         return BL_EIO;
+    bl_st_int64(st, 1, BL_QUEUE_ENC_DROP);
     if (bl_st_step(st) != BL_ST_ROW) {
         bl_st_reset(st);
         return BL_EIO;
@@ -264,6 +266,75 @@ bl_err bl_queue_counts(bl_db *db, int64_t *live, int64_t *leased, int64_t *faile
         *leased = bl_st_col_int64(st, 1);
     if (failed)
         *failed = bl_st_col_int64(st, 2);
+    bl_st_reset(st);
+    return BL_OK;
+}
+
+bl_err bl_queue_exists(bl_db *db, const char *uuid, int *exists)
+{
+    *exists = 0;
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(db, "SELECT 1 FROM raw_batches WHERE batch_id = CAST(?1 AS text)");
+    if (!st)
+        return BL_EIO;
+    bl_st_text(st, 1, uuid, -1);
+    int rc = bl_st_step(st);
+    *exists = rc == BL_ST_ROW;
+    bl_st_reset(st);
+    return rc == BL_ST_ERROR ? BL_EIO : BL_OK;
+}
+
+bl_err bl_queue_gauges(bl_db *db, int64_t *waiting, int64_t *leased, int64_t *failed,
+                       int64_t *oldest_s)
+{
+    *waiting = *leased = *failed = *oldest_s = 0;
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    /* one scan of the table (it holds what is waiting and what failed,
+     * never the processed batches); the oldest live row by the claim
+     * index's order (ids grow with time) */
+    bl_st *st = bl_st_get(
+        db, "WITH n AS (SELECT " NOW_US " AS t) "
+            "SELECT count(*) FILTER (WHERE failed_at IS NULL AND (lease_until IS NULL OR "
+            "lease_until < n.t)), "
+            "count(*) FILTER (WHERE failed_at IS NULL AND lease_until >= n.t), "
+            "count(*) FILTER (WHERE failed_at IS NOT NULL), "
+            "COALESCE(max(n.t - received_at) FILTER (WHERE failed_at IS NULL), 0) / 1000000 "
+            "FROM raw_batches, n WHERE enc <> CAST(?1 AS integer)");
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, BL_QUEUE_ENC_DROP);
+    if (bl_st_step(st) != BL_ST_ROW) {
+        bl_st_reset(st);
+        return BL_EIO;
+    }
+    *waiting = bl_st_col_int64(st, 0);
+    *leased = bl_st_col_int64(st, 1);
+    *failed = bl_st_col_int64(st, 2);
+    *oldest_s = bl_st_col_int64(st, 3);
+    if (*oldest_s < 0)
+        *oldest_s = 0;
+    bl_st_reset(st);
+    return BL_OK;
+}
+
+bl_err bl_queue_failed_expire(bl_db *db, int64_t before_us, int64_t max, int64_t *n)
+{
+    *n = 0;
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(
+        db, "DELETE FROM raw_batches WHERE id IN (SELECT id FROM raw_batches "
+            "WHERE failed_at IS NOT NULL AND failed_at < CAST(?1 AS bigint) "
+            "ORDER BY id LIMIT CAST(?2 AS bigint))");
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, before_us);
+    bl_st_int64(st, 2, max);
+    if (bl_st_step(st) == BL_ST_ERROR)
+        return BL_EIO;
+    *n = bl_st_changes(st);
     bl_st_reset(st);
     return BL_OK;
 }

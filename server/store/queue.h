@@ -113,6 +113,32 @@ bl_err bl_queue_drop(bl_db *db, const char *uuid);
  * failed rows (*failed). Any pointer may be NULL. */
 bl_err bl_queue_counts(bl_db *db, int64_t *live, int64_t *leased, int64_t *failed);
 
+/* A row of this encoding is no batch but a build deletion in line
+ * (bl_processor_drop_build on a PostgreSQL store): its body is the
+ * retention cutoff (µs, decimal text; "0" for a DELETE). It is claimed in
+ * queue order by the node holding the build's lock, so the deletion runs
+ * after the batches received before it, on the node that holds the
+ * build's state, and never beside that node's processing of the build.
+ * bl_queue_counts and bl_queue_gauges count only batches. */
+#define BL_QUEUE_ENC_DROP 100
+
+/* *exists = 1 when the row of `uuid` is still in the queue (live or
+ * failed). */
+bl_err bl_queue_exists(bl_db *db, const char *uuid, int *exists);
+
+/* The queue as /metrics shows it, read in one bounded statement (batches
+ * only, not deletions in line): *waiting (live rows without a live lease),
+ * *leased (live rows under a live lease: in progress or waiting for their
+ * build's uploads on the node holding them), *failed (failed rows kept for
+ * inspection), *oldest_s (age in whole seconds of the oldest live row on
+ * the database server's clock, leased or not; 0 when none). */
+bl_err bl_queue_gauges(bl_db *db, int64_t *waiting, int64_t *leased, int64_t *failed,
+                       int64_t *oldest_s);
+
+/* Deletes up to `max` failed rows failed before `before_us` (µs, the
+ * database server's clock); *n: rows deleted. */
+bl_err bl_queue_failed_expire(bl_db *db, int64_t before_us, int64_t max, int64_t *n);
+
 /* Session-level advisory lock on `key` (pg_try_advisory_lock): *got 1 when
  * this connection holds it now (also when it held it already: locks stack,
  * so take each key once), 0 when another session does. Held until

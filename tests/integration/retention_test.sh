@@ -245,7 +245,11 @@ C1DIR=$(dirname "$(grep -lx c1 "$DATA"/builds/*/*/build-name)")
 mkdir -p "$DATA/trash"
 mv "$C1DIR" "$DATA/trash/$C1"
 start_server "$DATA"
-http GET /v1/apps/shop/builds "$RD"
+for _ in $(seq 100); do # PostgreSQL: in line in the shared queue, just after the start
+  http GET /v1/apps/shop/builds "$RD"
+  [ "$(jq -c '[.builds[] | select(.build == "c1")]' <<< "$BODY")" = '[]' ] && break
+  sleep 0.1
+done
 expect "c1 (folder in trash, not committed) is deleted at start" '[]' "$(jq -c '[.builds[] | select(.build == "c1")]' <<< "$BODY")"
 wait_metric_ge beatline_retention_builds_deleted_total 1
 stop_server
