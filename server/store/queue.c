@@ -180,10 +180,16 @@ bl_err bl_queue_renew(bl_db *db, const char *node, int64_t lease_us,
     }
     arr[o++] = '}';
     arr[o] = '\0';
+    /* rows locked by another transaction — the node's own commit finishing
+     * or failing them — are skipped, not waited for: waiting on rows
+     * locked in another order could deadlock; a row whose finish rolls
+     * back is renewed at the next tick, long before its lease runs out */
     bl_st *st = bl_st_get(db, "UPDATE raw_batches SET lease_until = " NOW_US
                               " + CAST(?2 AS bigint) "
+                              "WHERE batch_id IN (SELECT batch_id FROM raw_batches "
                               "WHERE lease_owner = CAST(?1 AS text) AND failed_at IS NULL "
-                              "AND batch_id = ANY (CAST(?3 AS text[]))");
+                              "AND batch_id = ANY (CAST(?3 AS text[])) "
+                              "ORDER BY batch_id FOR UPDATE SKIP LOCKED)");
     if (!st) {
         free(arr);
         return BL_EIO;
