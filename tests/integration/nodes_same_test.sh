@@ -146,8 +146,11 @@ main_records() { # I
   done
   echo "[$rec,[27,\"o\",600100]]"
 }
+# batches G and G + 18 are of one build and hour, their events at the same
+# µs: of their different block targets, ANR stacks and launch activities
+# the answers show one, whatever order they were processed in
 launches() { # I
-  jq -cn --argjson ff "$((90000 + $1 * 1000))" '[
+  jq -cn --argjson ff "$((90000 + $1 * 1000))" --arg i "$1" '[
     {type:"launch", kind:"cold", thread:0, device:"d1", start_us:-100000,
      phases:{application_attach_base_context:[1000,5000], application_on_create:[6000,30000],
              activity_on_create:[35000,70000], activity_on_start:[70100,71000],
@@ -158,12 +161,13 @@ launches() { # I
      first_frame_us:560000},
     {type:"launch", kind:"warm", thread:0, device:"d3", start_us:590000,
      phases:{activity_on_create:[599000,600101]}, first_frame_us:600200,
-     activity:"a.a"}]'
+     activity:("a.a$" + $i)}]'
 }
 blocks() { # I
-  jq -cn --argjson e "$((400000 + $1 * 50000))" '[
-    {type:"block", thread:0, begin_us:95000, end_us:$e, target:"a.a$1",
-     kind:"awt", device:"d1", anr:true, stack:["a.b.a(SourceFile:1)", "a.a.a(SourceFile:1)"]},
+  jq -cn --argjson e "$((400000 + $1 * 50000))" --arg i "$1" '[
+    {type:"block", thread:0, begin_us:95000, end_us:$e, target:("a.a$" + $i),
+     kind:"awt", device:"d1", anr:true, stack:["a.b.a(SourceFile:1)", "a.a.a(SourceFile:1)",
+     ("x.Y.f(Y.java:" + $i + ")")]},
     {type:"block", thread:0, begin_us:35000, end_us:70000, target:"t2", kind:"awt",
      device:"d2", anr:false},
     {type:"block", thread:0, begin_us:599999, end_us:600101, target:"t3", kind:"awt",
