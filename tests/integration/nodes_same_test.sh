@@ -390,11 +390,13 @@ echo "SQLite: $(ls sqlite | wc -l) answers"
 DATA=$WORK/node0
 STORE_ARGS=(--store "$PGURL")
 for i in $(seq 0 $((NODES - 1))); do start_node "$i"; done
-# another order (batch 10 g mod 27), round-robin over the nodes, in three
-# bursts 6 s apart (a node lets go of a build idle for 5 s: the next burst's
-# builds may be taken by other nodes); the answers must not depend on it
+# another order (batch 26 - 10 g mod 27: every build's first batch and
+# some G, G + 18 pairs come in another order), round-robin over the nodes,
+# in three bursts 6 s apart (a node lets go of a build idle for 5 s: the
+# next burst's builds may be taken by other nodes); the answers must not
+# depend on it
 ORDER=()
-for g in $(seq 0 $((NB - 1))); do ORDER+=($((g * 10 % NB))); done
+for g in $(seq 0 $((NB - 1))); do ORDER+=($((NB - 1 - g * 10 % NB))); done
 BURST=9
 PAUSE=6
 feed pg "${URLS[@]}"
