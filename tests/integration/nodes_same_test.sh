@@ -171,7 +171,9 @@ blocks() { # I
     {type:"block", thread:0, begin_us:35000, end_us:70000, target:"t2", kind:"awt",
      device:"d2", anr:false},
     {type:"block", thread:0, begin_us:599999, end_us:600101, target:"t3", kind:"awt",
-     device:"d3", anr:false}]'
+     device:"d3", anr:false},
+    {type:"block", thread:0, begin_us:600009, end_us:600018, target:"t4", kind:"awt",
+     device:"d4", anr:false}]'
 }
 net() { # METHOD HOST PATH TOTAL STATUS CALLER [jq object merged last]
   local x=${7:-'{}'}
@@ -182,6 +184,9 @@ net() { # METHOD HOST PATH TOTAL STATUS CALLER [jq object merged last]
       bytes_out:100, bytes_in:1000, total_us:$t, ttfb_us:($t / 2 | floor), dns_us:300,
       connect_us:900, tls_us:2000, caller:$c} + $x'
 }
+# block groups tied on every figure, first met in different batches: the
+# last block (its path: the batch's tied method); so are the network groups
+# of cdn3 (a path per I mod 3)
 network() { # I: groups tied on every sort key too (the cdn ones)
   jq -cs . <(net GET api.example.com "/v2/users/$((17 + $1))/orders/9" $((200000 + $1 * 1000)) 200 26) \
     <(net GET api.example.com /v2/users/5/orders/1 500000 404 25) \
@@ -190,6 +195,7 @@ network() { # I: groups tied on every sort key too (the cdn ones)
     <(net GET cdn.example.com /img/b.png 3000 200 26) \
     <(net HEAD cdn.example.com /img/c.png 3000 200 26) \
     <(net GET cdn2.example.com /img/a.png 3000 200 60) \
+    <(net GET cdn3.example.com "/p$(($1 % 3))/a.js" 3000 200 26) \
     <(net PUT api.example.com /v2/items/99 1000 500 21 '{"status":null,"error":"timeout"}')
 }
 # batch G (0..NB-1): build (G / 3) % 3, its I-th batch; threads 2, 3 of
@@ -364,7 +370,7 @@ ask() {
   done
   for b in "${BUILDS[@]}"; do
     req "$u" GET "/v1/apps/shop/blocks?build=$b" "$RD"
-    for sig in $(jq -r '.blocks[].signature' body.out); do
+    for sig in $(jq -r '.blocks[].signature' body.out | sort); do
       for q in "blocks/$sig?build=$b" "blocks/$sig?build=$b&limit=2"; do
         i=$((i + 1))
         req "$u" GET "/v1/apps/shop/$q" "$RD"
