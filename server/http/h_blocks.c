@@ -85,7 +85,9 @@ static void list_free(list_ctx *x)
         bl_mapindex_close(x->mi);
 }
 
-static _Thread_local int sort_key; /* qsort has no context argument */
+/* qsort has no context argument */
+static _Thread_local int sort_key;
+static _Thread_local const char *sort_text; /* list_ctx.text */
 
 static uint64_t key_of(const grp *g)
 {
@@ -106,6 +108,11 @@ static int cmp_grp(const void *a, const void *b)
         return kx > ky ? -1 : 1;
     if (x->count != y->count)
         return x->count > y->count ? -1 : 1;
+    /* then by the stored path (methodIds, the same on every store; group
+     * ids are not: on PostgreSQL they follow the processing order) */
+    int c = strcmp(sort_text + x->path_off, sort_text + y->path_off);
+    if (c)
+        return c < 0 ? -1 : 1;
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
@@ -309,6 +316,7 @@ enum MHD_Result bl_h_blocks(struct MHD_Connection *c, bl_http *h, req *r)
     grp *g = (grp *)(void *)x.rows.data;
     size_t n = x.rows.len / sizeof *g;
     sort_key = sk;
+    sort_text = x.text.data;
     if (n)
         qsort(g, n, sizeof *g, cmp_grp);
     json_t *arr = json_array();
@@ -336,13 +344,15 @@ enum MHD_Result bl_h_blocks(struct MHD_Connection *c, bl_http *h, req *r)
 
 /* ---- one group and its merged call tree -------------------------------- */
 
+/* the member a node's methodId is kept in while its tree is sorted */
+#define TIE_MID "\x01mid"
+
 typedef struct tree_ctx {
     req *r;
     bl_u128map ix;     /* node id -> index in objs + 1 */
     json_t **objs;     /* nodes loaded, in id order */
     size_t n, cap;
-    int64_t limit;
-    int truncated, failed;
+    int failed;
 } tree_ctx;
 
 static int tree_node(const bl_blk_node *n, void *ctx)
@@ -353,10 +363,6 @@ static int tree_node(const bl_blk_node *n, void *ctx)
         return 0; /* below a node left out */
     /* the parent's index now: the put below may move the map's slots */
     size_t parent_ix = pv ? (size_t)*pv : 0;
-    if ((int64_t)t->n >= t->limit) {
-        t->truncated = 1;
-        return 0;
-    }
     if (bl_req_take(t->r, NODE_CHARGE)) {
         t->failed = 1;
         return 1;
@@ -372,12 +378,14 @@ static int tree_node(const bl_blk_node *n, void *ctx)
         t->cap = nc;
     }
     json_t *kids = json_array();
-    json_t *o = json_pack("{s:{s:o,s:o,s:o,s:o},s:I,s:I,s:I,s:o}", "method", "class",
+    /* TIE_MID: the methodId for sort_nodes, removed before the answer */
+    json_t *o = json_pack("{s:{s:o,s:o,s:o,s:o},s:I,s:I,s:I,s:o,s:I}", "method", "class",
                           bl_json_text(n->names.cls), "name", bl_json_text(n->names.name),
                           "descriptor", bl_json_text(n->names.descriptor), "source_file",
                           bl_json_text(n->names.source_file), "count", (json_int_t)n->count,
                           "total_us", (json_int_t)n->total_us, "self_us",
-                          (json_int_t)n->self_us, "children", kids);
+                          (json_int_t)n->self_us, "children", kids, TIE_MID,
+                          (json_int_t)n->method_id);
     uint64_t *v;
     int ins;
     if (!o || bl_u128map_put(&t->ix, (uint64_t)n->id, 0, t->n + 1, &v, &ins)) {
@@ -393,14 +401,38 @@ static int tree_node(const bl_blk_node *n, void *ctx)
     return 0;
 }
 
-static int cmp_total(const void *a, const void *b)
+/* 0 when the method names of nodes a and b are the same, else their order
+ * (member k of "method", bytewise) */
+static int cmp_name(const json_t *a, const json_t *b, const char *k)
 {
-    json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "total_us"));
-    json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "total_us"));
-    return x > y ? -1 : x < y;
+    const json_t *x = json_object_get(json_object_get(a, "method"), k);
+    const json_t *y = json_object_get(json_object_get(b, "method"), k);
+    const char *sx = json_string_value(x), *sy = json_string_value(y);
+    size_t lx = json_string_length(x), ly = json_string_length(y);
+    int c = memcmp(sx ? sx : "", sy ? sy : "", lx < ly ? lx : ly);
+    return c ? (c < 0 ? -1 : 1) : lx < ly ? -1 : lx > ly;
 }
 
-/* Sorts an array of nodes by total_us descending (in place). */
+/* By total_us descending; equal times by the method's names (class, name,
+ * descriptor, bytewise), then its methodId: the order of call-tree answers
+ * (h_query.c, "equal times"), never the order nodes were stored in. */
+static int cmp_total(const void *a, const void *b)
+{
+    const json_t *na = *(json_t *const *)a, *nb = *(json_t *const *)b;
+    json_int_t x = json_integer_value(json_object_get(na, "total_us"));
+    json_int_t y = json_integer_value(json_object_get(nb, "total_us"));
+    if (x != y)
+        return x > y ? -1 : 1;
+    int c;
+    if ((c = cmp_name(na, nb, "class")) || (c = cmp_name(na, nb, "name")) ||
+        (c = cmp_name(na, nb, "descriptor")))
+        return c;
+    x = json_integer_value(json_object_get(na, TIE_MID));
+    y = json_integer_value(json_object_get(nb, TIE_MID));
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts an array of nodes by cmp_total (in place). */
 static int sort_nodes(json_t *arr)
 {
     size_t k = json_array_size(arr);
@@ -420,10 +452,30 @@ static int sort_nodes(json_t *arr)
     return bad ? -1 : 0;
 }
 
+/* Keeps the first *budget nodes of the sorted nodes arr in depth-first
+ * order (a node, then its children's subtrees in order), as call-tree's
+ * limit does, and removes the others; *truncated = 1 when one was removed.
+ * Recursion as deep as the tree (json_dumps goes as deep). */
+static void keep_first(json_t *arr, int64_t *budget, int *truncated)
+{
+    size_t k = json_array_size(arr);
+    for (size_t i = 0; i < k; i++) {
+        if (*budget <= 0) {
+            for (size_t j = k; j > i; j--)
+                json_array_remove(arr, j - 1);
+            *truncated = 1;
+            return;
+        }
+        (*budget)--;
+        keep_first(json_object_get(json_array_get(arr, i), "children"), budget, truncated);
+    }
+}
+
 bl_err bl_blk_tree_json(req *r, int64_t limit, bl_tree_lister list, void *ctx, json_t **roots,
                         int *truncated)
 {
-    tree_ctx t = { r, { 0 }, NULL, 0, 0, limit, 0, 0 };
+    tree_ctx t = { r, { 0 }, NULL, 0, 0, 0 };
+    int cut = 0;
     bl_u128map_init(&t.ix);
     bl_err e = list(tree_node, &t, ctx);
     json_t *arr = json_array();
@@ -437,8 +489,12 @@ bl_err bl_blk_tree_json(req *r, int64_t limit, bl_tree_lister list, void *ctx, j
     }
     if (!bad)
         bad = sort_nodes(arr) != 0;
-    for (size_t i = 0; i < t.n; i++)
+    if (!bad)
+        keep_first(arr, &limit, &cut);
+    for (size_t i = 0; i < t.n; i++) {
+        json_object_del(t.objs[i], TIE_MID);
         json_decref(t.objs[i]);
+    }
     free(t.objs);
     bl_u128map_cleanup(&t.ix);
     if (bad) {
@@ -446,7 +502,7 @@ bl_err bl_blk_tree_json(req *r, int64_t limit, bl_tree_lister list, void *ctx, j
         return e && !t.failed ? BL_EIO : BL_ENOMEM;
     }
     *roots = arr;
-    *truncated = t.truncated;
+    *truncated = cut;
     return BL_OK;
 }
 
@@ -537,6 +593,7 @@ enum MHD_Result bl_h_block(struct MHD_Connection *c, bl_http *h, req *r)
     grp *g = (grp *)(void *)x.rows.data;
     size_t n = x.rows.len / sizeof *g;
     sort_key = S_COUNT;
+    sort_text = x.text.data;
     if (n)
         qsort(g, n, sizeof *g, cmp_grp); /* two paths with one signature: the bigger group */
     /* signatures only (nothing built, nothing charged) of at most
@@ -589,8 +646,7 @@ enum MHD_Result bl_h_block(struct MHD_Connection *c, bl_http *h, req *r)
         json_decref(found);
         return e == BL_EIO ? bl_reply_error(c, h, 500, "database error")
                            : bl_reply_error(c, h, 503, "not enough memory for this answer "
-                                                       "now; retry later or ask for fewer "
-                                                       "nodes (limit)");
+                                                       "now; retry later");
     }
     if (json_object_set_new(found, "app", bl_json_text(r->app)) ||
         json_object_set_new(found, "build", bl_json_text(bname)) ||

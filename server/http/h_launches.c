@@ -340,8 +340,7 @@ enum MHD_Result bl_h_launch_tree(struct MHD_Connection *c, bl_http *h, req *r)
     if (e)
         return e == BL_EIO ? bl_reply_error(c, h, 500, "database error")
                            : bl_reply_error(c, h, 503, "not enough memory for this answer now; "
-                                                       "retry later or ask for fewer nodes "
-                                                       "(limit)");
+                                                       "retry later");
     return reply_charged(c, h, r,
                          json_pack("{s:o,s:o,s:s,s:b,s:o}", "app", bl_json_text(r->app), "build",
                                    bl_json_text(bname), "kind", bl_lch_kind_name(kind),

@@ -203,7 +203,9 @@ static int group_row(const bl_net_group *g, void *ctx)
     return 0;
 }
 
-static _Thread_local int sort_key; /* qsort has no context argument */
+/* qsort has no context argument */
+static _Thread_local int sort_key;
+static _Thread_local const char *sort_text; /* list_ctx.text */
 
 static uint64_t key_of(const nrow *g)
 {
@@ -225,6 +227,15 @@ static int cmp_row(const void *a, const void *b)
         return kx > ky ? -1 : 1;
     if (x->count != y->count)
         return x->count > y->count ? -1 : 1;
+    /* then by host, HTTP method, pattern (bytewise): group ids follow the
+     * processing order, which on PostgreSQL is not the same on every store */
+    const size_t ox[3] = { x->host_off, x->method_off, x->pattern_off };
+    const size_t oy[3] = { y->host_off, y->method_off, y->pattern_off };
+    for (int i = 0; i < 3; i++) {
+        int c = strcmp(sort_text + ox[i], sort_text + oy[i]);
+        if (c)
+            return c < 0 ? -1 : 1;
+    }
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
@@ -363,6 +374,7 @@ enum MHD_Result bl_h_network(struct MHD_Connection *c, bl_http *h, req *r)
     size_t n = x.rows.len / sizeof *g;
     if (!e && !x.failed && n) {
         sort_key = sk;
+        sort_text = x.text.data;
         qsort(g, n, sizeof *g, cmp_row);
     }
     json_t *arr = json_array();

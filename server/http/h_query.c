@@ -462,6 +462,11 @@ typedef struct emit_ctx {
      * statement (mrefs: mref[] by id; mtext: their 4 NUL-terminated
      * strings each), both charged; empty: looked up one by one */
     bl_buf mrefs, mtext;
+    /* ties (see "equal times"): method key -> offset in tktext of its
+     * methodId (8 bytes) and class, name, descriptor (NUL-terminated);
+     * both charged */
+    bl_u128map tkeys;
+    bl_buf tktext;
 } emit_ctx;
 
 enum { TREE_JSON = 0, TREE_COLUMNS, TREE_SPEEDSCOPE, TREE_CHROME, TREE_COLUMNS_BINARY };
@@ -564,7 +569,7 @@ static void method_json(const bl_method_names *n, void *ctx)
  * looked up once per method. */
 /* ---- method names read in one statement (remote stores) ---------------- */
 typedef struct mref {
-    int64_t id;
+    int64_t id, method_id;
     size_t off; /* into mtext: class, name, descriptor, source file, each NUL-terminated */
 } mref;
 
@@ -577,7 +582,7 @@ static int mload_add(int64_t id, const bl_method_names *m, void *ctx)
 {
     mload_ctx *l = ctx;
     emit_ctx *e = l->e;
-    mref r = { id, e->mtext.len };
+    mref r = { id, m->method_id, e->mtext.len };
     const char *parts[4] = { m->cls, m->name, m->descriptor, m->source_file };
     for (int i = 0; i < 4 && !l->err; i++)
         l->err = bl_req_append(e->o->r, &e->mtext, parts[i], strlen(parts[i]) + 1);
@@ -623,6 +628,7 @@ static void method_lookup(emit_ctx *e, int64_t id, bl_method_cb cb, void *ctx)
             m.name = m.cls + strlen(m.cls) + 1;
             m.descriptor = m.name + strlen(m.name) + 1;
             m.source_file = m.descriptor + strlen(m.descriptor) + 1;
+            m.method_id = a[lo].method_id;
             cb(&m, ctx);
             return;
         }
@@ -677,12 +683,93 @@ static void out_method(emit_ctx *e, int64_t id)
     out_str(o, e->text.data + *v);
 }
 
-static _Thread_local const tnode *cmp_nodes; /* qsort has no context argument */
+/* ---- equal times ------------------------------------------------------------
+ * Children are listed by total time, descending; children with equal times
+ * by their method's names (class, then name, then descriptor, compared
+ * byte for byte), then by its methodId (two entries of a method-ID file
+ * with the same names), then by the method's key (only methods without
+ * names: a damaged store). Never by node id: node ids are the order in
+ * which the nodes were made, which on PostgreSQL depends on which node
+ * processed which batch (node-id blocks of 2^25 per node), so answers are
+ * the same on every store and every node. The names are looked up once per
+ * method that ties (tkeys). */
+
+typedef struct tk_fill {
+    emit_ctx *e;
+    int found;
+} tk_fill;
+
+static void tk_cb(const bl_method_names *m, void *ctx)
+{
+    tk_fill *f = ctx;
+    emit_ctx *e = f->e;
+    const char *parts[3] = { m->cls, m->name, m->descriptor };
+    f->found = 1;
+    if (!e->o->e)
+        e->o->e = bl_req_append(e->o->r, &e->tktext, &m->method_id, sizeof m->method_id);
+    for (int i = 0; i < 3 && !e->o->e; i++)
+        e->o->e = bl_req_append(e->o->r, &e->tktext, parts[i], strlen(parts[i]) + 1);
+}
+
+/* The offset in e->tktext of method `id`'s key, looked up when new; on
+ * error (e->o->e set) SIZE_MAX. */
+static size_t tk_off(emit_ctx *e, int64_t id)
+{
+    uint64_t *v;
+    int ins;
+    if (e->o->e || (e->o->e = map_put(e->o->r, &e->tkeys, (uint64_t)id, 0, e->tktext.len, &v,
+                                      &ins)))
+        return SIZE_MAX;
+    if (!ins)
+        return (size_t)*v;
+    size_t off = e->tktext.len;
+    tk_fill f = { e, 0 };
+    method_lookup(e, id, tk_cb, &f);
+    if (!f.found) { /* no names: methodId -1, empty names */
+        static const char none[8 + 3] = { (char)0xff, (char)0xff, (char)0xff, (char)0xff,
+                                          (char)0xff, (char)0xff, (char)0xff, (char)0xff };
+        if (!e->o->e)
+            e->o->e = bl_req_append(e->o->r, &e->tktext, none, sizeof none);
+    }
+    return e->o->e ? SIZE_MAX : off;
+}
+
+/* Orders two different methods with equal times (above). */
+static int tie_cmp(emit_ctx *e, int64_t ma, int64_t mb)
+{
+    if (ma == mb)
+        return 0;
+    size_t oa = tk_off(e, ma), ob = tk_off(e, mb);
+    if (oa != SIZE_MAX && ob != SIZE_MAX) {
+        const char *a = e->tktext.data + oa, *b = e->tktext.data + ob;
+        int64_t ia, ib;
+        memcpy(&ia, a, sizeof ia);
+        memcpy(&ib, b, sizeof ib);
+        a += sizeof ia;
+        b += sizeof ib;
+        for (int i = 0; i < 3; i++) {
+            int c = strcmp(a, b); /* bytes as unsigned char */
+            if (c)
+                return c < 0 ? -1 : 1;
+            a += strlen(a) + 1;
+            b += strlen(b) + 1;
+        }
+        if (ia != ib)
+            return ia < ib ? -1 : 1;
+    }
+    return ma < mb ? -1 : 1;
+}
+
+/* qsort has no context argument */
+static _Thread_local const tnode *cmp_nodes;
+static _Thread_local emit_ctx *cmp_e;
 
 static int cmp_total(const void *a, const void *b)
 {
-    uint64_t x = cmp_nodes[*(const int64_t *)a].total, y = cmp_nodes[*(const int64_t *)b].total;
-    return x < y ? 1 : x > y ? -1 : 0;
+    const tnode *x = &cmp_nodes[*(const int64_t *)a], *y = &cmp_nodes[*(const int64_t *)b];
+    if (x->total != y->total)
+        return x->total < y->total ? 1 : -1;
+    return tie_cmp(cmp_e, x->method, y->method);
 }
 
 /* ---- exports (format=speedscope|chrome) ----------------------------------
@@ -831,6 +918,7 @@ static void emit_children(emit_ctx *e, int64_t first, uint32_t max_depth)
             for (int64_t c = first; c >= 0; c = n[c].next_sibling)
                 ids[k++] = c;
             cmp_nodes = n;
+            cmp_e = e;
             qsort(ids, k, sizeof *ids, cmp_total);
             for (size_t j = 0; j < k && !e->o->e; j++) {
                 if (e->budget == 0) {
@@ -874,10 +962,9 @@ static void emit(emit_ctx *e, int64_t i, uint32_t max_depth)
  * seek (for `truncated`) until the answer is known to be truncated.
  *
  * The answer is byte-identical to merging every stored node first (above,
- * still used for root=): the merge creates a node's children in the order
- * of their smallest stored id and lists them last-created first; the same
- * order is rebuilt here before the same qsort by total time, so ties come
- * out the same way.
+ * still used for root=): both order children by total time and ties by
+ * their methods' names ("equal times"), a total order that does not depend
+ * on node ids or on the order rows are read in.
  *
  * Memory, charged to the request: the stored children of each node on the
  * path being printed (48 bytes each, plus 56 bytes per merged child and 8
@@ -897,7 +984,7 @@ typedef struct crow {
 
 typedef struct cgroup {
     uint64_t count, total, self; /* summed over the stored nodes */
-    int64_t method, min_id;
+    int64_t method;
     size_t first, n; /* its stored nodes: rows [first, first + n) */
 } cgroup;
 
@@ -926,18 +1013,14 @@ static int cmp_method_id(const void *a, const void *b)
 
 static _Thread_local const cgroup *cmp_groups; /* qsort has no context argument */
 
-static int cmp_min_id_desc(const void *a, const void *b)
-{
-    int64_t x = cmp_groups[*(const int64_t *)a].min_id, y = cmp_groups[*(const int64_t *)b].min_id;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
-/* cmp_total's twin on merged children: the same comparisons, so the same
- * qsort gives the same order */
+/* cmp_total's twin on merged children: the same order (a total order, see
+ * "equal times") */
 static int cmp_group_total(const void *a, const void *b)
 {
-    uint64_t x = cmp_groups[*(const int64_t *)a].total, y = cmp_groups[*(const int64_t *)b].total;
-    return x < y ? 1 : x > y ? -1 : 0;
+    const cgroup *x = &cmp_groups[*(const int64_t *)a], *y = &cmp_groups[*(const int64_t *)b];
+    if (x->total != y->total)
+        return x->total < y->total ? 1 : -1;
+    return tie_cmp(cmp_e, x->method, y->method);
 }
 
 static int row_add(const bl_calltree_node *n, void *ctx)
@@ -1164,7 +1247,7 @@ static void lazy_children(emit_ctx *e, size_t first, size_t n, uint32_t depth)
         crow *rw = rows_at(e);
         qsort(rw + r0, r1 - r0, sizeof(crow), cmp_method_id);
         for (size_t i = r0; i < r1 && !e->o->e;) {
-            cgroup g = { 0, 0, 0, rw[i].method, rw[i].id, i, 0 };
+            cgroup g = { 0, 0, 0, rw[i].method, i, 0 };
             for (; i < r1 && rw[i].method == g.method; i++, g.n++) {
                 g.count += (uint64_t)rw[i].count;
                 g.total += (uint64_t)rw[i].total;
@@ -1180,9 +1263,9 @@ static void lazy_children(emit_ctx *e, size_t first, size_t n, uint32_t depth)
             for (size_t j = 0; j < k; j++)
                 ord[j] = (int64_t)(g0 + j);
             e->order.len += k * sizeof(int64_t);
-            /* the merge's order (last created first), then by total */
+            /* by total, ties by names (as the merge) */
             cmp_groups = groups_at(e);
-            qsort(ord, k, sizeof *ord, cmp_min_id_desc);
+            cmp_e = e;
             qsort(ord, k, sizeof *ord, cmp_group_total);
             for (size_t j = 0; j < k && !e->o->e && !e->dberr; j++) {
                 if (e->budget == 0) {
@@ -1550,6 +1633,8 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
     e.fmt = fmt == TREE_COLUMNS_BINARY ? TREE_COLUMNS : fmt;
     e.binary = fmt == TREE_COLUMNS_BINARY;
     bl_u128map_init(&e.names);
+    bl_u128map_init(&e.tkeys);
+    bl_buf_init(&e.tktext, 0);
     bl_buf_init(&e.text, 0);
     bl_buf_init(&e.frames, 0);
     cols_init(&e, r);
@@ -1577,6 +1662,8 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
     bl_req_buf_free(r, &e.mtext);
     tree_tail(&e);
     map_free(r, &e.names);
+    map_free(r, &e.tkeys);
+    bl_req_buf_free(r, &e.tktext);
     bl_req_buf_free(r, &e.text);
     bl_req_buf_free(r, &e.frames);
     cols_free(&e, r);
@@ -1693,6 +1780,8 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     e.fmt = fmt == TREE_COLUMNS_BINARY ? TREE_COLUMNS : fmt;
     e.binary = fmt == TREE_COLUMNS_BINARY;
     bl_u128map_init(&e.names);
+    bl_u128map_init(&e.tkeys);
+    bl_buf_init(&e.tktext, 0);
     bl_buf_init(&e.text, 0);
     bl_buf_init(&e.frames, 0);
     cols_init(&e, r);
@@ -1706,6 +1795,8 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     emit_children(&e, head, (uint32_t)max_depth);
     tree_tail(&e);
     map_free(r, &e.names);
+    map_free(r, &e.tkeys);
+    bl_req_buf_free(r, &e.tktext);
     bl_req_buf_free(r, &e.text);
     bl_req_buf_free(r, &e.frames);
     cols_free(&e, r);

@@ -218,10 +218,12 @@ enum MHD_Result bl_h_block(struct MHD_Connection *c, bl_http *h, req *r);
  * (store/blocks.h node shape). BL_OK, BL_EIO. */
 typedef bl_err (*bl_tree_lister)(bl_blk_node_cb cb, void *cb_ctx, void *ctx);
 /* The JSON roots (node shape of GET call-tree: method, count, total_us,
- * self_us, children; siblings by total_us descending) of the nodes `list`
- * gives: at most `limit` nodes (in their order; *truncated = 1 when some
- * were left out), each charged to r (about 1 KiB) as it is built. *roots
- * is owned by the caller. BL_EIO (the listing failed), BL_ENOMEM (memory
+ * self_us, children; siblings by total_us descending, equal times by
+ * their method's names then methodId) of the nodes `list` gives: all of
+ * them are read (each charged to r, about 1 KiB, as it is built), then the
+ * first `limit` in depth-first order of the sorted tree are kept
+ * (*truncated = 1 when some were left out): the same answer whatever the
+ * order the nodes were stored in. *roots is owned by the caller. BL_EIO (the listing failed), BL_ENOMEM (memory
  * or the request's budget). */
 bl_err bl_blk_tree_json(req *r, int64_t limit, bl_tree_lister list, void *ctx, json_t **roots,
                         int *truncated);

@@ -15,6 +15,13 @@ static int64_t hour_of(int64_t at_us)
     return at_us >= 0 ? at_us / HOUR_US : -((-at_us + HOUR_US - 1) / HOUR_US);
 }
 
+/* The row keeps the target of its latest block and the stack of its
+ * latest ANR; of two at the same µs, the greater text (bytes): the same
+ * row whatever order the blocks were processed in (several nodes). AT and
+ * STACK: the row's columns; C: the collation clause (PostgreSQL) */
+#define ANR_NEWER(AT, STACK, C)                                                              \
+    "excluded.anr_stack IS NOT NULL AND (" AT " IS NULL OR excluded.anr_at > " AT " OR "      \
+    "(excluded.anr_at = " AT " AND excluded.anr_stack" C " > " STACK C "))"
 /* block_stats' upsert: on SQLite the sketches merge in SQL (sketch_merge);
  * on PostgreSQL ?5 is the merged sketch (bl_st_sketch_lock_merge) and ?9
  * says whether the row was there (locked) when it was merged. */
@@ -26,13 +33,11 @@ static const char stats_upsert[] =
     "anrs = anrs + excluded.anrs, max_us = max(max_us, excluded.max_us), "
     "sketch = sketch_merge(sketch, excluded.sketch), "
     "first_at = min(first_at, excluded.first_at), "
-    "target = CASE WHEN excluded.last_at >= last_at THEN excluded.target "
-    "ELSE target END, "
-    "anr_stack = CASE WHEN excluded.anr_stack IS NOT NULL AND "
-    "(anr_at IS NULL OR excluded.anr_at >= anr_at) THEN excluded.anr_stack "
+    "target = CASE WHEN excluded.last_at > last_at OR (excluded.last_at = last_at AND "
+    "excluded.target > target) THEN excluded.target ELSE target END, "
+    "anr_stack = CASE WHEN " ANR_NEWER("anr_at", "anr_stack", "") " THEN excluded.anr_stack "
     "ELSE anr_stack END, "
-    "anr_at = CASE WHEN excluded.anr_stack IS NOT NULL AND "
-    "(anr_at IS NULL OR excluded.anr_at >= anr_at) THEN excluded.anr_at "
+    "anr_at = CASE WHEN " ANR_NEWER("anr_at", "anr_stack", "") " THEN excluded.anr_at "
     "ELSE anr_at END, last_at = max(last_at, excluded.last_at)";
 static const char stats_upsert_pg[] =
     "INSERT INTO block_stats AS s (grp, hour, count, anrs, max_us, sketch, first_at, "
@@ -41,14 +46,13 @@ static const char stats_upsert_pg[] =
     "ON CONFLICT(grp, hour) DO UPDATE SET count = s.count + 1, "
     "anrs = s.anrs + excluded.anrs, max_us = GREATEST(s.max_us, excluded.max_us), "
     "sketch = excluded.sketch, first_at = LEAST(s.first_at, excluded.first_at), "
-    "target = CASE WHEN excluded.last_at >= s.last_at THEN excluded.target "
+    "target = CASE WHEN excluded.last_at > s.last_at OR (excluded.last_at = s.last_at AND "
+    "excluded.target COLLATE \"C\" > s.target COLLATE \"C\") THEN excluded.target "
     "ELSE s.target END, "
-    "anr_stack = CASE WHEN excluded.anr_stack IS NOT NULL AND "
-    "(s.anr_at IS NULL OR excluded.anr_at >= s.anr_at) THEN excluded.anr_stack "
-    "ELSE s.anr_stack END, "
-    "anr_at = CASE WHEN excluded.anr_stack IS NOT NULL AND "
-    "(s.anr_at IS NULL OR excluded.anr_at >= s.anr_at) THEN excluded.anr_at "
-    "ELSE s.anr_at END, last_at = GREATEST(s.last_at, excluded.last_at) "
+    "anr_stack = CASE WHEN " ANR_NEWER("s.anr_at", "s.anr_stack", " COLLATE \"C\"")
+    " THEN excluded.anr_stack ELSE s.anr_stack END, "
+    "anr_at = CASE WHEN " ANR_NEWER("s.anr_at", "s.anr_stack", " COLLATE \"C\"")
+    " THEN excluded.anr_at ELSE s.anr_at END, last_at = GREATEST(s.last_at, excluded.last_at) "
     "WHERE CAST(?9 AS bigint) = 1";
 
 /* Adds block b to the (group, hour) row of block_stats. */

@@ -123,14 +123,15 @@ bl_err bl_calltree_has_children(bl_db *db, int64_t build_id, int main, int64_t p
 bl_err bl_calltree_method(bl_db *db, int64_t method, bl_method_cb cb, void *ctx)
 {
     bl_st *st =
-        bl_st_get(db, "SELECT class, name, descriptor, source_file FROM methods WHERE id = ?");
+        bl_st_get(db, "SELECT class, name, descriptor, source_file, method_id FROM methods "
+                      "WHERE id = ?");
     if (!st)
         return BL_EIO;
     bl_st_int64(st, 1, method);
     int rc = bl_st_step(st);
     if (rc == BL_ST_ROW) {
         bl_method_names m = { bl_st_col_str(st, 0), bl_st_col_str(st, 1), bl_st_col_str(st, 2),
-                              bl_st_col_str(st, 3) };
+                              bl_st_col_str(st, 3), bl_st_col_int64(st, 4) };
         cb(&m, ctx);
     }
     bl_st_reset(st);
@@ -139,7 +140,8 @@ bl_err bl_calltree_method(bl_db *db, int64_t method, bl_method_cb cb, void *ctx)
 
 bl_err bl_calltree_build_methods(bl_db *db, int64_t build_id, bl_method_id_cb cb, void *ctx)
 {
-    bl_st *st = bl_st_get(db, "SELECT id, class, name, descriptor, source_file FROM methods "
+    bl_st *st = bl_st_get(db, "SELECT id, class, name, descriptor, source_file, method_id "
+                              "FROM methods "
                               "WHERE id IN (SELECT method FROM call_nodes WHERE build_id = ?) "
                               "ORDER BY id");
     if (!st)
@@ -148,7 +150,7 @@ bl_err bl_calltree_build_methods(bl_db *db, int64_t build_id, bl_method_id_cb cb
     int rc;
     while ((rc = bl_st_step(st)) == BL_ST_ROW) {
         bl_method_names m = { bl_st_col_str(st, 1), bl_st_col_str(st, 2), bl_st_col_str(st, 3),
-                              bl_st_col_str(st, 4) };
+                              bl_st_col_str(st, 4), bl_st_col_int64(st, 5) };
         if (cb(bl_st_col_int64(st, 0), &m, ctx) != 0) {
             rc = BL_ST_DONE;
             break;

@@ -76,9 +76,12 @@ bl_err bl_calltree_has_children(bl_db *db, int64_t build_id, int main, int64_t p
                                 int *has);
 
 /* A method's names as stored (deobfuscated when the build's mapping was
- * applied). Strings are never NULL. */
+ * applied). Strings are never NULL. method_id: the methodId of the
+ * build's method-ID file (the runtime's id, the same on every store; not
+ * the opaque method key of bl_calltree_node.method). */
 typedef struct bl_method_names {
     const char *cls, *name, *descriptor, *source_file;
+    int64_t method_id;
 } bl_method_names;
 
 typedef void (*bl_method_cb)(const bl_method_names *m, void *ctx);

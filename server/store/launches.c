@@ -91,6 +91,14 @@ static bl_err measure_add(bl_db *db, const bl_lch_launch *l, int64_t hour, const
     return err;
 }
 
+/* The row keeps the activity of its latest launch that named one; of two
+ * at the same µs, the greater name (bytes): the same row whatever order the
+ * launches were processed in (several nodes). AT, ACT: the row's columns;
+ * C: the collation clause (PostgreSQL) */
+#define ACT_NEWER(AT, ACT, C)                                                                  \
+    "excluded.activity IS NOT NULL AND (" AT " IS NULL OR excluded.activity_at > " AT " OR "    \
+    "(excluded.activity_at = " AT " AND excluded.activity" C " > " ACT C "))"
+
 bl_err bl_lch_add(bl_db *db, const bl_lch_launch *l)
 {
     int64_t hour = hour_of(l->at_us);
@@ -102,11 +110,9 @@ bl_err bl_lch_add(bl_db *db, const bl_lch_launch *l)
         "ON CONFLICT(build_id, kind, hour) DO UPDATE SET count = count + 1, "
         "first_at = min(first_at, excluded.first_at), "
         "last_at = max(last_at, excluded.last_at), "
-        "activity = CASE WHEN excluded.activity IS NOT NULL AND "
-        "(activity_at IS NULL OR excluded.activity_at >= activity_at) "
+        "activity = CASE WHEN " ACT_NEWER("activity_at", "activity", "") " "
         "THEN excluded.activity ELSE activity END, "
-        "activity_at = CASE WHEN excluded.activity IS NOT NULL AND "
-        "(activity_at IS NULL OR excluded.activity_at >= activity_at) "
+        "activity_at = CASE WHEN " ACT_NEWER("activity_at", "activity", "") " "
         "THEN excluded.activity_at ELSE activity_at END",
         "INSERT INTO launch_stats AS s (build_id, kind, hour, count, first_at, last_at, "
         "activity, activity_at) VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5, "
@@ -114,11 +120,9 @@ bl_err bl_lch_add(bl_db *db, const bl_lch_launch *l)
         "ON CONFLICT(build_id, kind, hour) DO UPDATE SET count = s.count + 1, "
         "first_at = LEAST(s.first_at, excluded.first_at), "
         "last_at = GREATEST(s.last_at, excluded.last_at), "
-        "activity = CASE WHEN excluded.activity IS NOT NULL AND "
-        "(s.activity_at IS NULL OR excluded.activity_at >= s.activity_at) "
+        "activity = CASE WHEN " ACT_NEWER("s.activity_at", "s.activity", " COLLATE \"C\"") " "
         "THEN excluded.activity ELSE s.activity END, "
-        "activity_at = CASE WHEN excluded.activity IS NOT NULL AND "
-        "(s.activity_at IS NULL OR excluded.activity_at >= s.activity_at) "
+        "activity_at = CASE WHEN " ACT_NEWER("s.activity_at", "s.activity", " COLLATE \"C\"") " "
         "THEN excluded.activity_at ELSE s.activity_at END");
     if (!st)
         return BL_EIO;
