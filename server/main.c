@@ -493,6 +493,11 @@ int main(int argc, char **argv)
         commit_delay_ms = (uint32_t)v;
         fprintf(stderr, "beatline-server: TEST ONLY: commits delayed %lu ms\n", v);
     }
+    /* test only: every batch's queueing fails as when out of memory (the
+     * batch is durable, 202, processed at the next start) */
+    int fail_enqueue = (env = getenv("BEATLINE_TEST_FAIL_ENQUEUE")) && !strcmp(env, "1");
+    if (fail_enqueue)
+        fprintf(stderr, "beatline-server: TEST ONLY: batches are not queued\n");
     /* test only: at most this many items (batches, build changes) per round */
     uint32_t txn_batches = 256;
     if ((env = getenv("BEATLINE_TEST_TXN_MAX_BATCHES")) && *env) {
@@ -674,7 +679,8 @@ int main(int argc, char **argv)
                         .prep_threads = prep_threads ? (uint32_t)prep_threads : BL_PREP_NONE,
                         .txn_max_ms = (uint32_t)txn_max_ms,
                         .txn_idle_ms = txn_idle_ms ? (uint32_t)txn_idle_ms : BL_TXN_IDLE_NONE,
-                        .test_commit_delay_ms = commit_delay_ms };
+                        .test_commit_delay_ms = commit_delay_ms,
+                        .test_fail_enqueue = fail_enqueue };
     bl_processor *proc;
     if (bl_processor_start(&po, &proc, err, sizeof err) != BL_OK) {
         fprintf(stderr, "beatline-server: %s\n", err);

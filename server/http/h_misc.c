@@ -183,6 +183,11 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
                    "instead of reading and decompressing their file again.",
                    ps.prep_in_memory);
     if (!e)
+        e = metric(&b, "beatline_prep_memory_bytes", "gauge",
+                   "Bytes of those decompressed copies kept now, for batches not "
+                   "prepared yet (at most 64 MiB).",
+                   ps.prep_memory_bytes);
+    if (!e)
         e = metric(&b, "beatline_records_malformed_total", "counter",
                    "Records that broke the call-tree rules (lost enters, unmatched exits).",
                    ps.malformed);

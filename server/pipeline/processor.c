@@ -162,7 +162,10 @@ bl_err bl_processor_enqueue_admitted(bl_processor *p, const char *uuid, bl_encod
     w.bytes = bytes;
     w.counted = counted;
     w.checked = 1; /* the POST ran bl_agg_check_batch on these bytes */
-    return pr_push(p, &w);
+    bl_err err = p->o.test_fail_enqueue ? BL_ENOMEM : pr_push(p, &w);
+    if (err) /* not queued: its copy would be kept until the server stops */
+        pr_body_drop(p, uuid);
+    return err;
 }
 
 bl_quota *bl_processor_quota(bl_processor *p)
@@ -264,6 +267,9 @@ void bl_processor_stats(bl_processor *p, bl_proc_stats *s)
     pthread_mutex_lock(&p->mu);
     *s = p->st;
     pthread_mutex_unlock(&p->mu);
+    pthread_mutex_lock(&p->bmu);
+    s->prep_memory_bytes = p->mb_bytes;
+    pthread_mutex_unlock(&p->bmu);
 }
 
 /* Hands a drop's result to its caller. */

@@ -61,6 +61,8 @@ typedef struct bl_proc_opts {
                                    * that) */
     uint32_t test_commit_delay_ms; /* tests only: the committer waits this long (ms)
                                     * before each COMMIT; 0 = none */
+    int test_fail_enqueue;         /* tests only: bl_processor_enqueue_admitted fails
+                                    * (BL_ENOMEM) as when out of memory; 0 = never */
 } bl_proc_opts;
 
 #define BL_PREP_NONE UINT32_MAX
@@ -91,6 +93,8 @@ typedef struct bl_proc_stats {
                                 * max_nodes_per_build (method stats still count them) */
     uint64_t prep_in_memory;   /* batches a prep thread took decompressed from the
                                 * POST (bl_processor_offer_body), not from its file */
+    uint64_t prep_memory_bytes; /* gauge: bytes of those copies kept now (at most
+                                 * BL_PROC_BODIES_MAX) */
     /* processing latency (enqueue → commit) histogram, ms buckets:
      * le 10, 50, 100, 500, 1000, 5000, +Inf (cumulative counts) */
     uint64_t lat_bucket[7];
@@ -121,7 +125,8 @@ bl_err bl_processor_enqueue(bl_processor *p, const char *uuid, bl_encoding enc);
 void bl_processor_offer_body(bl_processor *p, const char *uuid, const void *body, size_t len);
 /* The same for a batch admitted by bl_quota_admit on the quota of
  * bl_processor_quota(p): app_id, build, bytes and `counted` as admitted (the
- * writer releases the count when it is done with the batch). BL_ENOMEM:
+ * writer releases the count when it is done with the batch); a copy of its
+ * body offered before (bl_processor_offer_body) is dropped when it fails. BL_ENOMEM:
  * the caller releases the count (the batch is picked up at next start). */
 bl_err bl_processor_enqueue_admitted(bl_processor *p, const char *uuid, bl_encoding enc,
                                      int64_t app_id, const char *build, uint64_t bytes,

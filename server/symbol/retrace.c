@@ -1346,6 +1346,13 @@ static const char *class_token_end(const char *s, const char *e)
     return p > s && p[-1] == '.' ? s : p;
 }
 
+/* Java's \s: ' ', \t, \f, \v, \r (\n never reaches a line). Not strchr on a
+ * literal set: that also matches its terminator, and a line may hold NULs. */
+static int is_re_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\f' || c == '\v' || c == '\r';
+}
+
 /* Text before an exception line, as R8's default expression reads it
  * (StackTraceRegularExpressionParser: "(?:.*)?[:\"]\s+%c(?::.*)?" matched
  * against the whole line, ".*" greedy): the LAST ':' or '"' followed by
@@ -1362,9 +1369,9 @@ static int prefixed_exception(const char *line, const char *e, const char **c, s
         if (*q != ':' && *q != '"')
             continue;
         const char *s = q + 1;
-        if (s >= e || !strchr(" \t\f\v\r", *s))
+        if (s >= e || !is_re_blank(*s))
             continue;
-        while (s < e && strchr(" \t\f\v\r", *s))
+        while (s < e && is_re_blank(*s))
             s++;
         const char *t = class_token_end(s, e);
         if (t == s || (t < e && *t != ':'))

@@ -683,6 +683,41 @@ START_TEST(in_memory_image_without_checksum)
 }
 END_TEST
 
+/* An exception line after other text (R8's "(?:.*)?[:\"]\s+%c(?::.*)?"):
+ * only blanks (\s: ' ', \t, \f, \v, \r) may follow the ':' or '"'. A NUL
+ * byte there is not one (the strchr set once matched its terminator): such
+ * a line stays as it is, while the same line with a blank is retraced. */
+START_TEST(prefixed_exception_nul_is_not_blank)
+{
+    size_t n;
+    char *m = tu_read_file(CASES_DIR "/0036-logcat-exception-lines/mapping.txt", &n);
+    ck_assert_ptr_nonnull(m);
+    bl_buf img;
+    bl_mi_stats st;
+    bl_mapindex *mi = tu_index_of(m, n, &img, &st);
+    bl_retrace_opts o = { 0 };
+    bl_retracer *rt;
+    ck_assert_int_eq(bl_retracer_new(mi, &o, &rt), BL_OK);
+    static const char nul_line[] = "E Tag:\0a.b"; /* 10 bytes, one NUL */
+    static const char blank_line[] = "E Tag: a.b";
+    bl_buf out;
+    bl_buf_init(&out, 0);
+    ck_assert_int_eq(bl_retracer_line(rt, nul_line, sizeof nul_line - 1, &out), BL_OK);
+    ck_assert_uint_eq(out.len, sizeof nul_line); /* the line and its '\n' */
+    ck_assert(memcmp(out.data, nul_line, sizeof nul_line - 1) == 0);
+    ck_assert_int_eq(out.data[out.len - 1], '\n');
+    bl_buf_reset(&out);
+    ck_assert_int_eq(bl_retracer_line(rt, blank_line, sizeof blank_line - 1, &out), BL_OK);
+    ck_assert_uint_eq(out.len, strlen("E Tag: com.example.BadThing\n"));
+    ck_assert(memcmp(out.data, "E Tag: com.example.BadThing\n", out.len) == 0);
+    bl_buf_cleanup(&out);
+    bl_retracer_free(rt);
+    bl_mapindex_close(mi);
+    bl_buf_cleanup(&img);
+    free(m);
+}
+END_TEST
+
 int main(void)
 {
     n_cases = tu_discover_cases(CASES_DIR, case_names, MAX_CASES);
@@ -704,6 +739,7 @@ int main(void)
     TCase *ix = tcase_create("index");
     tcase_add_test(ix, index_file_roundtrip);
     tcase_add_test(ix, in_memory_image_without_checksum);
+    tcase_add_test(ix, prefixed_exception_nul_is_not_blank);
     suite_add_tcase(s, ix);
     int rc = tu_run(s);
     for (int i = 0; i < n_cases; i++)
