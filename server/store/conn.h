@@ -27,6 +27,9 @@ struct bl_db {
     int lost;       /* lost inside a transaction: every statement fails until COMMIT/ROLLBACK */
     unsigned epoch; /* bumped by each reconnection (server-side prepared statements gone) */
     int unset;      /* reconnected, session settings (pg_session) not yet applied */
+    unsigned txn_gen;     /* bumped when a transaction ends or is rolled back (to a
+                           * savepoint): cursors declared without WITH HOLD are gone */
+    unsigned next_cursor; /* PostgreSQL: cursor names "blc<N>" (stmt.c) */
     struct {
         const char *key;
         bl_st *st;

@@ -65,8 +65,12 @@ static bl_err pg_session(bl_db *db)
 
 void bl_db_pg_after(bl_db *db)
 {
-    if (PQstatus(db->pg) == CONNECTION_OK)
-        db->txn = (int)PQtransactionStatus(db->pg);
+    if (PQstatus(db->pg) == CONNECTION_OK) {
+        int t = (int)PQtransactionStatus(db->pg);
+        if (t == PQTRANS_IDLE && db->txn != PQTRANS_IDLE)
+            db->txn_gen++; /* the transaction ended: its cursors are closed */
+        db->txn = t;
+    }
 }
 
 int bl_db_pg_ready(bl_db *db, int ends_txn)
@@ -132,6 +136,8 @@ bl_err bl_db_exec(bl_db *db, const char *sql)
         }
         PGresult *r = PQexec(db->pg, sql);
         bl_db_pg_after(db);
+        if (!strncasecmp(sql + strspn(sql, " \n\t"), "ROLLBACK", 8))
+            db->txn_gen++; /* ROLLBACK TO a savepoint closes the cursors opened since */
         ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
         int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
         if (!ok) {

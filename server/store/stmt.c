@@ -36,6 +36,14 @@ struct bl_st {
     int64_t changes;
     colbuf *cb; /* per result column, grown on demand (owned) */
     int ncb;
+    /* streaming through a cursor (bl_st_stream): */
+    int chunk;     /* rows per FETCH; 0: the whole result in one round trip */
+    int started;   /* run since the last reset (a cursor's rows may be done) */
+    int cur;       /* a cursor of this statement may be open on the server */
+    int cur_hold;  /* declared WITH HOLD (outside a transaction) */
+    int cur_end;   /* the last FETCH returned fewer rows than asked: no more */
+    unsigned cur_epoch, cur_gen; /* db->epoch and db->txn_gen at its DECLARE */
+    char cur_name[24];
 };
 
 int bl_db_is_pg(const bl_db *db)
@@ -378,12 +386,177 @@ static int pg_run(bl_st *st)
     return BL_ST_DONE;
 }
 
+/* ---- streaming through a cursor ------------------------------------------
+ * A statement marked by bl_st_stream runs as
+ *   DECLARE blc<N> NO SCROLL CURSOR [WITH HOLD] FOR <its SQL>
+ * and its rows come FETCH FORWARD <chunk> at a time, so the client holds
+ * one chunk (one PGresult) at a time, never the whole result. Between two
+ * FETCHes the connection is free: the caller may run other statements
+ * while it reads the rows (as SQLite allows). Inside a transaction the
+ * cursor reads the transaction's snapshot and goes with it; outside one it
+ * is declared WITH HOLD (the server keeps the rows, spilling to disk past
+ * work_mem, until CLOSE). Each DECLARE takes a new name, so a cursor this
+ * file believes gone never collides with a new one. The cursor is closed
+ * when the last row has been read, by bl_st_reset (a result abandoned
+ * half-way), and at a re-get. */
+
+/* 1 when the statement's cursor still exists on the server. */
+static int pg_cursor_alive(const bl_st *st)
+{
+    const bl_db *db = st->db;
+    return st->cur && st->cur_epoch == db->epoch && PQstatus(db->pg) == CONNECTION_OK &&
+           !db->lost && (st->cur_hold || st->cur_gen == db->txn_gen);
+}
+
+/* Closes the statement's cursor when it still exists. A cursor left open
+ * inside a failed transaction goes with its ROLLBACK; a WITH HOLD one
+ * there is left to the session (closing it would fail: the transaction
+ * accepts nothing but ROLLBACK). Errors are not reported (the statement's
+ * own result, if any, has been). */
+static void pg_cursor_close(bl_st *st)
+{
+    if (!st->cur)
+        return;
+    bl_db *db = st->db;
+    if (pg_cursor_alive(st) && PQtransactionStatus(db->pg) != PQTRANS_INERROR) {
+        char sql[48];
+        snprintf(sql, sizeof sql, "CLOSE %s", st->cur_name);
+        PGresult *r = PQexec(db->pg, sql);
+        bl_db_pg_after(db);
+        PQclear(r);
+    }
+    st->cur = 0;
+    st->cur_end = 0;
+}
+
+/* The next chunk of rows into st->res (the previous one freed). */
+static int pg_fetch(bl_st *st)
+{
+    bl_db *db = st->db;
+    PQclear(st->res);
+    st->res = NULL;
+    st->row = -1;
+    st->nrows = 0;
+    for (int i = 0; i < st->ncb; i++)
+        st->cb[i].row = -1;
+    char sql[64];
+    snprintf(sql, sizeof sql, "FETCH FORWARD %d FROM %s", st->chunk, st->cur_name);
+    PGresult *r = PQexec(db->pg, sql);
+    bl_db_pg_after(db);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+        bl_db_set_pg_error(db, NULL, pg_msg(db, r));
+        PQclear(r);
+        pg_cursor_close(st);
+        return BL_ST_ERROR;
+    }
+    st->res = r;
+    st->nrows = PQntuples(r);
+    st->cur_end = st->nrows < st->chunk;
+    return BL_ST_DONE;
+}
+
+/* Declares the cursor with the bound parameters and fetches its first chunk. */
+static int pg_declare(bl_st *st)
+{
+    bl_db *db = st->db;
+    for (int i = 0; i < st->np; i++)
+        if (!st->used[i]) {
+            st->pv[i] = NULL;
+            st->pl[i] = 0;
+            st->pf[i] = 0;
+        }
+    for (int i = 0; i < st->np; i++)
+        if (st->pf[i] < 0) {
+            bl_db_set_pg_error(db, "out of memory binding a parameter", NULL);
+            return BL_ST_ERROR;
+        }
+    pg_cursor_close(st);
+    if (bl_db_pg_ready(db, 0) != 0)
+        return BL_ST_ERROR;
+    int hold = PQtransactionStatus(db->pg) == PQTRANS_IDLE;
+    snprintf(st->cur_name, sizeof st->cur_name, "blc%u", db->next_cursor++);
+    const char *head = hold ? "NO SCROLL CURSOR WITH HOLD FOR " : "NO SCROLL CURSOR FOR ";
+    size_t n = strlen(st->sql) + strlen(head) + sizeof st->cur_name + 16;
+    char *sql = malloc(n);
+    Oid types[64], *tv = types;
+    if (st->np > 64)
+        tv = calloc((size_t)st->np, sizeof *tv);
+    if (!sql || !tv) {
+        free(sql);
+        if (tv != types)
+            free(tv);
+        bl_db_set_pg_error(db, "out of memory declaring a cursor", NULL);
+        return BL_ST_ERROR;
+    }
+    snprintf(sql, n, "DECLARE %s %s%s", st->cur_name, head, st->sql);
+    for (int i = 0; i < st->np; i++)
+        tv[i] = st->used[i] ? 0 : 25; /* as pg_run's PQprepare */
+    PGresult *r = PQexecParams(db->pg, sql, st->np, tv, st->pv, st->pl, st->pf, 0);
+    bl_db_pg_after(db);
+    free(sql);
+    if (tv != types)
+        free(tv);
+    if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
+        bl_db_set_pg_error(db, NULL, pg_msg(db, r));
+        PQclear(r);
+        return BL_ST_ERROR;
+    }
+    PQclear(r);
+    st->cur = 1;
+    st->cur_hold = hold;
+    st->cur_end = 0;
+    st->cur_epoch = db->epoch;
+    st->cur_gen = db->txn_gen;
+    st->changes = 0;
+    return pg_fetch(st);
+}
+
+static int pg_stream_step(bl_st *st)
+{
+    if (!st->started) {
+        st->started = 1;
+        if (pg_declare(st) != BL_ST_DONE)
+            return BL_ST_ERROR;
+    }
+    for (;;) {
+        if (st->res && st->row < st->nrows)
+            st->row++;
+        if (st->res && st->row < st->nrows)
+            return BL_ST_ROW;
+        if (!st->cur)
+            return BL_ST_DONE; /* read to the end: closed */
+        if (st->cur_end || !pg_cursor_alive(st)) {
+            if (!st->cur_end) {
+                /* its transaction ended or the connection was made again
+                 * while the rows were being read: the rest is gone */
+                st->cur = 0;
+                bl_db_set_pg_error(st->db, "the cursor's transaction ended before its last row",
+                                   NULL);
+                return BL_ST_ERROR;
+            }
+            pg_cursor_close(st);
+            return BL_ST_DONE;
+        }
+        if (pg_fetch(st) != BL_ST_DONE)
+            return BL_ST_ERROR;
+    }
+}
+
+void bl_st_stream(bl_st *st, int rows)
+{
+    if (st->sq || rows < 0)
+        return;
+    st->chunk = rows;
+}
+
 int bl_st_step(bl_st *st)
 {
     if (st->sq) {
         int rc = sqlite3_step(st->sq);
         return rc == SQLITE_ROW ? BL_ST_ROW : rc == SQLITE_DONE ? BL_ST_DONE : BL_ST_ERROR;
     }
+    if (st->chunk > 0)
+        return pg_stream_step(st);
     if (!st->res && pg_run(st) != BL_ST_DONE)
         return BL_ST_ERROR;
     if (st->row < st->nrows)
@@ -404,6 +577,8 @@ void bl_st_reset(bl_st *st)
         sqlite3_reset(st->sq);
         return;
     }
+    pg_cursor_close(st); /* an abandoned stream: its cursor closed */
+    st->started = 0;
     PQclear(st->res);
     st->res = NULL;
     st->row = -1;
