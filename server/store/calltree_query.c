@@ -20,6 +20,7 @@ bl_err bl_calltree_nodes(bl_db *db, const bl_calltree_query *q, bl_calltree_node
                               "ORDER BY n.id");
     if (!st)
         return BL_EIO;
+    bl_st_stream(st, BL_ST_FETCH_ROWS);
     bl_st_int64(st, 1, q->build_id);
     bl_st_int64(st, 2, q->main_only ? 1 : 0);
     if (q->root_class) {
@@ -83,6 +84,7 @@ bl_err bl_calltree_scan(bl_db *db, int64_t build_id, int main_only, int64_t max_
                               "ORDER BY main, parent, method LIMIT ?3");
     if (!st)
         return BL_EIO;
+    bl_st_stream(st, BL_ST_FETCH_ROWS);
     bl_st_int64(st, 1, build_id);
     bl_st_int64(st, 2, main_only ? 1 : 0);
     bl_st_int64(st, 3, max_rows < 0 ? 0 : max_rows);
@@ -144,6 +146,7 @@ bl_err bl_calltree_build_methods(bl_db *db, int64_t build_id, bl_method_id_cb cb
                               "ORDER BY id");
     if (!st)
         return BL_EIO;
+    bl_st_stream(st, BL_ST_FETCH_ROWS);
     bl_st_int64(st, 1, build_id);
     int rc;
     while ((rc = bl_st_step(st)) == BL_ST_ROW) {

@@ -48,10 +48,13 @@ int64_t bl_now_us(void)
  * reconnection), by PQexec. BL_OK, or BL_EIO with the message recorded. */
 static bl_err pg_session(bl_db *db)
 {
+    /* cursor_tuple_fraction: a streamed statement (store/stmt.h,
+     * bl_st_stream) is read to its end, so its cursor is planned for all
+     * its rows, as the plain statement (not for the first tenth) */
     static const char *const set[] = { "SET client_min_messages = warning",
-                                       "SET TIME ZONE 'UTC'",
+                                       "SET TIME ZONE 'UTC'", "SET cursor_tuple_fraction = 1",
                                        "SET default_transaction_read_only = on" };
-    for (int i = 0; i < (db->readonly ? 3 : 2); i++) {
+    for (int i = 0; i < (db->readonly ? 4 : 3); i++) {
         PGresult *r = PQexec(db->pg, set[i]);
         int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
         if (!ok)

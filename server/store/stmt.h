@@ -71,6 +71,11 @@ bl_st *bl_st_get2(bl_db *db, const char *sqlite_sql, const char *pg_sql);
  * turns streaming off. Sticky: the cached statement keeps it.
  */
 void bl_st_stream(bl_st *st, int rows);
+/* rows per FETCH for rows of numbers and names (a call-tree node, a
+ * method): about 0.5-1 MB of client memory */
+#define BL_ST_FETCH_ROWS 4096
+/* rows per FETCH for rows that carry sketches (a few KB each at most) */
+#define BL_ST_FETCH_WIDE 256
 
 /* Binding parameter i (from 1; `?NNN` numbers them in the SQL, a bare `?`
  * takes the number after the largest so far, as in SQLite). Text is copied
