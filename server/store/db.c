@@ -78,6 +78,12 @@ void bl_db_pg_after(bl_db *db)
 
 int bl_db_pg_ready(bl_db *db, int ends_txn)
 {
+    if (db->streaming) {
+        bl_db_set_pg_error(db, "the rows of another statement are still being read on this "
+                               "connection (reset it first)",
+                           NULL);
+        return -1;
+    }
     if (PQstatus(db->pg) == CONNECTION_OK && !db->lost && !db->unset)
         return 0;
     if (PQstatus(db->pg) != CONNECTION_OK || db->lost) {

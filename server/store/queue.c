@@ -108,6 +108,9 @@ bl_err bl_queue_claim(bl_db *db, const char *node, int64_t lease_us, const int64
         free(arr);
         return BL_EIO;
     }
+    /* one claimed body in the client at a time (each up to --max-body, twice
+     * that as bytea's hex text), not all of them at once */
+    bl_st_stream(st, BL_ST_ROW_BY_ROW);
     bl_st_text(st, 1, node, -1);
     bl_st_int64(st, 2, lease_us);
     bl_st_text(st, 3, arr, -1);

@@ -330,7 +330,9 @@ static const char *pg_msg(bl_db *db, const PGresult *r)
     return m ? m : r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg);
 }
 
-static int pg_run(bl_st *st)
+/* The parameters as sent, and the connection ready for a command:
+ * BL_ST_DONE, or BL_ST_ERROR with the message recorded. */
+static int pg_params(bl_st *st)
 {
     bl_db *db = st->db;
     /* a parameter the SQL never names is declared text and sent as NULL
@@ -348,6 +350,13 @@ static int pg_run(bl_st *st)
         }
     if (bl_db_pg_ready(db, 0) != 0)
         return BL_ST_ERROR;
+    return BL_ST_DONE;
+}
+
+/* The statement prepared on the connection (once per session). */
+static int pg_prepare(bl_st *st)
+{
+    bl_db *db = st->db;
     if (!st->prepared || st->epoch != db->epoch) {
         st->prepared = 0;
         Oid types[64], *tv = types;
@@ -370,6 +379,14 @@ static int pg_run(bl_st *st)
         st->prepared = 1;
         st->epoch = db->epoch;
     }
+    return BL_ST_DONE;
+}
+
+static int pg_run(bl_st *st)
+{
+    bl_db *db = st->db;
+    if (pg_params(st) != BL_ST_DONE || pg_prepare(st) != BL_ST_DONE)
+        return BL_ST_ERROR;
     PGresult *r = PQexecPrepared(db->pg, st->name, st->np, st->pv, st->pl, st->pf, 0);
     ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     bl_db_pg_after(db);
@@ -459,19 +476,8 @@ static int pg_fetch(bl_st *st)
 static int pg_declare(bl_st *st)
 {
     bl_db *db = st->db;
-    for (int i = 0; i < st->np; i++)
-        if (!st->used[i]) {
-            st->pv[i] = NULL;
-            st->pl[i] = 0;
-            st->pf[i] = 0;
-        }
-    for (int i = 0; i < st->np; i++)
-        if (st->pf[i] < 0) {
-            bl_db_set_pg_error(db, "out of memory binding a parameter", NULL);
-            return BL_ST_ERROR;
-        }
     pg_cursor_close(st);
-    if (bl_db_pg_ready(db, 0) != 0)
+    if (pg_params(st) != BL_ST_DONE)
         return BL_ST_ERROR;
     int hold = PQtransactionStatus(db->pg) == PQTRANS_IDLE;
     snprintf(st->cur_name, sizeof st->cur_name, "blc%u", db->next_cursor++);
@@ -542,9 +548,84 @@ static int pg_stream_step(bl_st *st)
     }
 }
 
+/* ---- row by row (single-row mode) -----------------------------------------
+ * For a statement no cursor can hold (a data-modifying one: UPDATE …
+ * RETURNING): sent with PQsendQueryPrepared in libpq's single-row mode
+ * (PQsetSingleRowMode; libpq here is 15, before chunked rows), each step
+ * takes one row's result (PQgetResult). The statement runs to its end on
+ * the server whatever the client reads; until its last result is taken
+ * the connection takes no other command (bl_db_pg_ready refuses it), so
+ * bl_st_reset of an unfinished one, an error and a re-get read and drop
+ * the rest (one row at a time) until PQgetResult says NULL. */
+
+/* Reads and drops whatever is left of the statement's results. */
+static void pg_drain(bl_st *st)
+{
+    if (!st->cur)
+        return;
+    bl_db *db = st->db;
+    PGresult *r;
+    while ((r = PQgetResult(db->pg)) != NULL)
+        PQclear(r);
+    bl_db_pg_after(db);
+    st->cur = 0;
+    if (db->streaming == st)
+        db->streaming = NULL;
+}
+
+static int pg_single_step(bl_st *st)
+{
+    bl_db *db = st->db;
+    if (!st->started) {
+        st->started = 1;
+        st->changes = 0;
+        if (pg_params(st) != BL_ST_DONE || pg_prepare(st) != BL_ST_DONE)
+            return BL_ST_ERROR;
+        if (!PQsendQueryPrepared(db->pg, st->name, st->np, st->pv, st->pl, st->pf, 0)) {
+            bl_db_set_pg_error(db, NULL, PQerrorMessage(db->pg));
+            bl_db_pg_after(db);
+            return BL_ST_ERROR;
+        }
+        st->cur = 1;
+        db->streaming = st;
+        if (!PQsetSingleRowMode(db->pg)) { /* cannot fail right after the send */
+            bl_db_set_pg_error(db, "cannot read the rows one by one", NULL);
+            pg_drain(st);
+            return BL_ST_ERROR;
+        }
+    }
+    PQclear(st->res);
+    st->res = NULL;
+    st->row = -1;
+    st->nrows = 0;
+    for (int i = 0; i < st->ncb; i++)
+        st->cb[i].row = -1;
+    if (!st->cur)
+        return BL_ST_DONE;
+    PGresult *r = PQgetResult(db->pg);
+    ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (s == PGRES_SINGLE_TUPLE) {
+        st->res = r;
+        st->nrows = 1;
+        st->row = 0;
+        return BL_ST_ROW;
+    }
+    /* the end: the last result (no row) or an error */
+    int ok = s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK;
+    if (ok) {
+        const char *ct = PQcmdTuples(r);
+        st->changes = ct && *ct ? strtoll(ct, NULL, 10) : 0;
+    } else {
+        bl_db_set_pg_error(db, NULL, pg_msg(db, r));
+    }
+    PQclear(r);
+    pg_drain(st);
+    return ok ? BL_ST_DONE : BL_ST_ERROR;
+}
+
 void bl_st_stream(bl_st *st, int rows)
 {
-    if (st->sq || rows < 0)
+    if (st->sq || rows < BL_ST_ROW_BY_ROW)
         return;
     st->chunk = rows;
 }
@@ -557,6 +638,8 @@ int bl_st_step(bl_st *st)
     }
     if (st->chunk > 0)
         return pg_stream_step(st);
+    if (st->chunk == BL_ST_ROW_BY_ROW)
+        return pg_single_step(st);
     if (!st->res && pg_run(st) != BL_ST_DONE)
         return BL_ST_ERROR;
     if (st->row < st->nrows)
@@ -577,7 +660,10 @@ void bl_st_reset(bl_st *st)
         sqlite3_reset(st->sq);
         return;
     }
-    pg_cursor_close(st); /* an abandoned stream: its cursor closed */
+    if (st->chunk == BL_ST_ROW_BY_ROW)
+        pg_drain(st); /* the rest of an abandoned one read and dropped */
+    else
+        pg_cursor_close(st); /* an abandoned stream: its cursor closed */
     st->started = 0;
     PQclear(st->res);
     st->res = NULL;

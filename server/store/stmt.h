@@ -69,11 +69,20 @@ bl_st *bl_st_get2(bl_db *db, const char *sqlite_sql, const char *pg_sql);
  * next step is BL_ST_ERROR). The SQL must be a plain query (no
  * data-modifying WITH, no FOR UPDATE outside a transaction). `rows` 0
  * turns streaming off. Sticky: the cached statement keeps it.
+ *
+ * `rows` BL_ST_ROW_BY_ROW: for a statement no cursor can hold (UPDATE …
+ * RETURNING, a data-modifying WITH), libpq's single-row mode: one row in
+ * the client at a time; the statement runs to its end on the server
+ * whatever is read. Until its last row is read or it is reset (which reads
+ * and drops the rest), the connection takes no other statement (they fail:
+ * BL_ST_ERROR, BL_EIO).
  */
 void bl_st_stream(bl_st *st, int rows);
 /* rows per FETCH for rows of numbers and names (a call-tree node, a
  * method): about 0.5-1 MB of client memory */
 #define BL_ST_FETCH_ROWS 4096
+/* bl_st_stream: one row at a time, no cursor (single-row mode) */
+#define BL_ST_ROW_BY_ROW (-1)
 /* rows per FETCH for rows that carry sketches (a few KB each at most) */
 #define BL_ST_FETCH_WIDE 256
 

@@ -514,6 +514,72 @@ START_TEST(streamed_rows)
 }
 END_TEST
 
+/* BL_ST_ROW_BY_ROW (single-row mode): an UPDATE … RETURNING read one row
+ * at a time; abandoned half-way it still updated every row, and the
+ * connection takes the next statement; an error half-way leaves it usable
+ * too; while rows are pending no other statement runs. */
+START_TEST(row_by_row)
+{
+    exec_ok("INSERT INTO t(k, v) SELECT g, 0 FROM generate_series(1, 20000) g");
+    static const char upd_sql[] = "UPDATE t SET v = v + 1 WHERE k <= ? RETURNING k, v";
+    bl_st *st = get_ok(upd_sql);
+    bl_st_stream(st, BL_ST_ROW_BY_ROW);
+    bl_st_int64(st, 1, 20000);
+    for (int i = 0; i < 10000; i++) {
+        row_ok(st);
+        ck_assert_int_eq(bl_st_col_int64(st, 1), 1);
+    }
+    /* another statement now: refused, the connection is reading rows */
+    bl_st *cnt = get_ok("SELECT count(*) FROM t WHERE v = 1");
+    ck_assert_int_eq(bl_st_step(cnt), BL_ST_ERROR);
+    ck_assert_msg(strstr(bl_db_errmsg(db), "still being read") != NULL, "%s", bl_db_errmsg(db));
+    bl_st_reset(cnt);
+    bl_st_reset(st); /* abandoned: the rest read and dropped */
+    row_ok(cnt);
+    ck_assert_int_eq(bl_st_col_int64(cnt, 0), 20000); /* the statement ran to its end */
+    bl_st_reset(cnt);
+    /* read to the end, then re-got half-way */
+    st = get_ok(upd_sql);
+    bl_st_int64(st, 1, 3);
+    int rc, rows = 0;
+    while ((rc = bl_st_step(st)) == BL_ST_ROW)
+        rows++;
+    ck_assert_int_eq(rc, BL_ST_DONE);
+    ck_assert_int_eq(rows, 3);
+    ck_assert_int_eq(bl_st_changes(st), 3);
+    ck_assert_int_eq(bl_st_step(st), BL_ST_DONE);
+    bl_st_reset(st);
+    bl_st_int64(st, 1, 5000);
+    row_ok(st);
+    st = get_ok(upd_sql); /* a re-get resets it */
+    ck_assert_int_eq(bl_db_ping(db), BL_OK);
+    /* an error half-way (rows come before it), inside a transaction */
+    static const char bad_sql[] = "UPDATE t SET v = 1 / (20001 - k - CAST(? AS bigint)) "
+                                  "WHERE k <= 20000 RETURNING k";
+    bl_st *bad = get_ok(bad_sql);
+    bl_st_stream(bad, BL_ST_ROW_BY_ROW);
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    bl_st_int64(bad, 1, 0); /* k = 20001 never comes: no error */
+    while ((rc = bl_st_step(bad)) == BL_ST_ROW)
+        ;
+    ck_assert_int_eq(rc, BL_ST_DONE);
+    bl_st_reset(bad);
+    bl_st_int64(bad, 1, 1); /* k = 20000: division by zero at the last row */
+    while ((rc = bl_st_step(bad)) == BL_ST_ROW)
+        ;
+    ck_assert_int_eq(rc, BL_ST_ERROR);
+    ck_assert_msg(strstr(bl_db_errmsg(db), "division by zero") != NULL, "%s", bl_db_errmsg(db));
+    bl_st_reset(bad);
+    bl_db_rollback(db);
+    row_ok(cnt);
+    /* rolled back: v is 1 again but for k <= 5000 (the abandoned run of
+     * k <= 5000 updated all of them) */
+    ck_assert_int_eq(bl_st_col_int64(cnt, 0), 15000);
+    bl_st_reset(cnt);
+    ck_assert_int_eq(bl_db_ping(db), BL_OK);
+}
+END_TEST
+
 static const char cached_sql[] = "SELECT CAST(? AS bigint) * 2";
 
 /* The cache key is the SQL's pointer: the same statement back, reset and
@@ -742,6 +808,7 @@ int main(void)
     tcase_add_test(t, failure_aborts_and_rollback_recovers);
     tcase_add_test(t, statement_cache);
     tcase_add_test(t, streamed_rows);
+    tcase_add_test(t, row_by_row);
     tcase_add_test(t, get2_picks_pg_text);
     tcase_add_test(t, reconnect_when_idle);
     tcase_add_test(t, lost_inside_transaction);
