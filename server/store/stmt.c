@@ -414,7 +414,8 @@ static int pg_run(bl_st *st)
  * is declared WITH HOLD (the server keeps the rows, spilling to disk past
  * work_mem, until CLOSE). Each DECLARE takes a new name, so a cursor this
  * file believes gone never collides with a new one. The cursor is closed
- * when the last row has been read, by bl_st_reset (a result abandoned
+ * when the last row has been read (WITH HOLD; one inside a transaction is
+ * left to it, read to its end), by bl_st_reset (a result abandoned
  * half-way), and at a re-get. */
 
 /* 1 when the statement's cursor still exists on the server. */
@@ -446,6 +447,22 @@ static void pg_cursor_close(bl_st *st)
     st->cur_end = 0;
 }
 
+/* A FETCH's rows become the current chunk (r owned by st now). The last
+ * chunk (fewer rows than asked) of a cursor inside a transaction leaves
+ * it open: its transaction closes it (no CLOSE round trip); a WITH HOLD
+ * one is closed when its last row has been read. */
+static void pg_take_chunk(bl_st *st, PGresult *r)
+{
+    st->res = r;
+    st->nrows = PQntuples(r);
+    st->row = -1;
+    for (int i = 0; i < st->ncb; i++)
+        st->cb[i].row = -1;
+    st->cur_end = st->nrows < st->chunk;
+    if (st->cur_end && !st->cur_hold)
+        st->cur = 0;
+}
+
 /* The next chunk of rows into st->res (the previous one freed). */
 static int pg_fetch(bl_st *st)
 {
@@ -466,13 +483,22 @@ static int pg_fetch(bl_st *st)
         pg_cursor_close(st);
         return BL_ST_ERROR;
     }
-    st->res = r;
-    st->nrows = PQntuples(r);
-    st->cur_end = st->nrows < st->chunk;
+    pg_take_chunk(st, r);
     return BL_ST_DONE;
 }
 
 /* Declares the cursor with the bound parameters and fetches its first chunk. */
+/* The statement's cursor is declared (WITH HOLD when `hold`). */
+static void pg_cursor_opened(bl_st *st, int hold)
+{
+    st->cur = 1;
+    st->cur_hold = hold;
+    st->cur_end = 0;
+    st->cur_epoch = st->db->epoch;
+    st->cur_gen = st->db->txn_gen;
+    st->changes = 0;
+}
+
 static int pg_declare(bl_st *st)
 {
     bl_db *db = st->db;
@@ -497,24 +523,73 @@ static int pg_declare(bl_st *st)
     snprintf(sql, n, "DECLARE %s %s%s", st->cur_name, head, st->sql);
     for (int i = 0; i < st->np; i++)
         tv[i] = st->used[i] ? 0 : 25; /* as pg_run's PQprepare */
-    PGresult *r = PQexecParams(db->pg, sql, st->np, tv, st->pv, st->pl, st->pf, 0);
-    bl_db_pg_after(db);
+    if (hold) {
+        /* outside a transaction: alone, so that its implicit transaction
+         * (which makes every row of a WITH HOLD cursor) ends before a FETCH
+         * and any error shows here */
+        PGresult *r = PQexecParams(db->pg, sql, st->np, tv, st->pv, st->pl, st->pf, 0);
+        bl_db_pg_after(db);
+        free(sql);
+        if (tv != types)
+            free(tv);
+        if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
+            bl_db_set_pg_error(db, NULL, pg_msg(db, r));
+            PQclear(r);
+            return BL_ST_ERROR;
+        }
+        PQclear(r);
+        pg_cursor_opened(st, 1);
+        return pg_fetch(st);
+    }
+    /* inside a transaction: DECLARE and the first FETCH in one round trip
+     * (pipeline mode), so a result of at most one chunk costs what a plain
+     * run costs */
+    char fetch[64];
+    snprintf(fetch, sizeof fetch, "FETCH FORWARD %d FROM %s", st->chunk, st->cur_name);
+    PGresult *rd = NULL, *rf = NULL, *x;
+    int sent = PQenterPipelineMode(db->pg) &&
+               PQsendQueryParams(db->pg, sql, st->np, tv, st->pv, st->pl, st->pf, 0) &&
+               PQsendQueryParams(db->pg, fetch, 0, NULL, NULL, NULL, NULL, 0) &&
+               PQpipelineSync(db->pg);
     free(sql);
     if (tv != types)
         free(tv);
-    if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
-        bl_db_set_pg_error(db, NULL, pg_msg(db, r));
-        PQclear(r);
+    int sync = 0;
+    if (sent) {
+        /* each query's result then NULL, then the sync's result */
+        rd = PQgetResult(db->pg);
+        while ((x = PQgetResult(db->pg)) != NULL)
+            PQclear(x);
+        rf = PQgetResult(db->pg);
+        while ((x = PQgetResult(db->pg)) != NULL)
+            PQclear(x);
+        x = PQgetResult(db->pg);
+        sync = x && PQresultStatus(x) == PGRES_PIPELINE_SYNC;
+        PQclear(x);
+    }
+    if (!PQexitPipelineMode(db->pg)) {
+        /* results still pending (a broken connection): dropped */
+        for (int k = 0; k < 8 && !PQexitPipelineMode(db->pg); k++)
+            while ((x = PQgetResult(db->pg)) != NULL)
+                PQclear(x);
+    }
+    bl_db_pg_after(db);
+    if (!sent || !sync || !rd || PQresultStatus(rd) != PGRES_COMMAND_OK) {
+        bl_db_set_pg_error(db, NULL, pg_msg(db, sent && sync ? rd : NULL));
+        PQclear(rd);
+        PQclear(rf);
         return BL_ST_ERROR;
     }
-    PQclear(r);
-    st->cur = 1;
-    st->cur_hold = hold;
-    st->cur_end = 0;
-    st->cur_epoch = db->epoch;
-    st->cur_gen = db->txn_gen;
-    st->changes = 0;
-    return pg_fetch(st);
+    PQclear(rd);
+    pg_cursor_opened(st, 0);
+    if (!rf || PQresultStatus(rf) != PGRES_TUPLES_OK) {
+        bl_db_set_pg_error(db, NULL, pg_msg(db, rf));
+        PQclear(rf);
+        pg_cursor_close(st);
+        return BL_ST_ERROR;
+    }
+    pg_take_chunk(st, rf);
+    return BL_ST_DONE;
 }
 
 static int pg_stream_step(bl_st *st)

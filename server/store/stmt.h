@@ -62,8 +62,12 @@ bl_st *bl_st_get2(bl_db *db, const char *sqlite_sql, const char *pg_sql);
  * runs through a server-side cursor (DECLARE … NO SCROLL CURSOR, WITH HOLD
  * outside a transaction; FETCH FORWARD `rows`; CLOSE after the last row or
  * at bl_st_reset), so the client holds at most `rows` rows of it at once
- * instead of the whole result. Costs two round trips more than a plain
- * run, plus one per `rows` rows; the SQL is planned at each run. Other
+ * instead of the whole result. The DECLARE and the first FETCH go in one
+ * round trip (libpq's pipeline mode), and a cursor inside a transaction
+ * whose rows came in its first chunk is left to the transaction's end (no
+ * CLOSE): inside a transaction a result of at most `rows` rows costs one
+ * round trip, as a plain run; each further chunk one more, and a WITH
+ * HOLD cursor's CLOSE one. The SQL is planned at each run. Other
  * statements may run on the connection while its rows are read. Inside a
  * transaction the rows must be read before the transaction ends (else the
  * next step is BL_ST_ERROR). The SQL must be a plain query (no
@@ -79,8 +83,8 @@ bl_st *bl_st_get2(bl_db *db, const char *sqlite_sql, const char *pg_sql);
  */
 void bl_st_stream(bl_st *st, int rows);
 /* rows per FETCH for rows of numbers and names (a call-tree node, a
- * method): about 0.5-1 MB of client memory */
-#define BL_ST_FETCH_ROWS 4096
+ * method): about 1-2 MB of client memory */
+#define BL_ST_FETCH_ROWS 8192
 /* bl_st_stream: one row at a time, no cursor (single-row mode) */
 #define BL_ST_ROW_BY_ROW (-1)
 /* rows per FETCH for rows that carry sketches (a few KB each at most) */
