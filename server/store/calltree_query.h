@@ -41,10 +41,7 @@ typedef struct bl_calltree_node {
 } bl_calltree_node;
 
 /* Called once per node; return 0 to go on, anything else to stop
- * (the listing then returns BL_OK). The callbacks of bl_calltree_nodes,
- * bl_calltree_scan and bl_calltree_build_methods must not use `db` (on
- * PostgreSQL its rows come one at a time while the connection is busy:
- * any other statement fails). */
+ * (the listing then returns BL_OK). */
 typedef int (*bl_calltree_node_cb)(const bl_calltree_node *n, void *ctx);
 
 /* Lists the build's nodes by ascending id; a node's parent always comes
