@@ -9,9 +9,8 @@
  * through a cursor on PostgreSQL (bl_st_stream), never the whole result
  * at once. Measured on a 6,500-node build: 2-5 ms more PostgreSQL CPU a
  * query than a plain run. libpq's single-row mode (one round trip, the
- * prepared plan) cost about as much CPU but a higher peak under ASan on
- * 300,000 nodes (+80 MB against +31 MB; tests/integration/
- * pg_memory_test.sh), so it is not used here.
+ * prepared plan) cost about as much CPU, and would forbid any other
+ * statement on the connection while the rows are read.
  */
 #include "store/calltree_query.h"
 #include "store/stmt.h"
