@@ -17,6 +17,8 @@
 #include "common/utf8.h"
 #include "ingest/batch.h"
 #include "pipeline/aggregate.h"
+#include "pipeline/quota.h"
+#include "store/queue.h"
 
 /* The quotas of app r->app_id: the server's options, overridden by
  * `beatline-server app set` (store/apps.h). A database error leaves the
@@ -101,8 +103,36 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
     bl_quota_limits lim = *bl_quota_defaults(q);
     if (!bl_quota_ready(q, r->app_id, build)) /* limits matter only then */
         app_limits(h, r, q, &lim);
-    int qr = bl_quota_admit(q, &lim, r->app_id, build, r->raw.len, &counted, &retry, msg,
+    int qr;
+    if (in_db && !bl_quota_ready(q, r->app_id, build)) {
+        /* several nodes share the queue: the waiting quotas count its rows
+         * (every node sees the same), not this node's memory */
+        bl_queue_waiting w;
+        bl_db *db = bl_http_db(h);
+        if (!db || bl_queue_waiting_of(db, r->app_id, build, &w) != BL_OK) {
+            if (db)
+                fprintf(stderr, "beatline-server: quotas: %s\n", bl_db_errmsg(db));
+            rc = bl_reply_error_retry(c, h, 503,
+                                      "cannot check the app's quotas: database unavailable", 1);
+            goto out;
+        }
+        if (w.build_ready) { /* its files came through another node */
+            if (bl_quota_set_ready(q, r->app_id, build, 1) != BL_OK) {
+                rc = bl_reply_error(c, h, 503, "out of memory");
+                goto out;
+            }
+            qr = bl_quota_admit(q, &lim, r->app_id, build, r->raw.len, &counted, &retry, msg,
+                                sizeof msg);
+        } else {
+            bl_quota_shared sh = { (uint64_t)w.builds, (uint64_t)w.batches, (uint64_t)w.bytes,
+                                   w.build_waits };
+            qr = bl_quota_admit_shared(q, &lim, r->app_id, build, r->raw.len, &sh, &retry, msg,
+                                       sizeof msg);
+        }
+    } else {
+        qr = bl_quota_admit(q, &lim, r->app_id, build, r->raw.len, &counted, &retry, msg,
                             sizeof msg);
+    }
     if (qr < 0) {
         rc = bl_reply_error(c, h, 503, "out of memory");
         goto out;
@@ -113,9 +143,8 @@ enum MHD_Result bl_h_batch(struct MHD_Connection *c, bl_http *h, req *r)
         goto out;
     }
     if (in_db) {
-        /* durable in the database's queue before the 202; the quota count
-         * is released at once (any node may process it: pipeline/quota.h
-         * counts per node) */
+        /* durable in the database's queue before the 202, where it counts
+         * against the waiting quotas (bl_queue_waiting_of) */
         int dup = 0;
         e = bl_processor_queue_put(h->c.proc, uuid, r->enc, r->app_id, build,
                                    r->raw.data ? r->raw.data : "", r->raw.len, &dup);

@@ -201,8 +201,11 @@ int bl_quota_ready(bl_quota *q, int64_t app, const char *build)
     return ready;
 }
 
-int bl_quota_admit(bl_quota *q, const bl_quota_limits *lim, int64_t app, const char *build,
-                   uint64_t bytes, int *counted, unsigned *retry_after, char *msg, size_t n)
+/* bl_quota_admit (sh NULL: the tracker's own counts) and
+ * bl_quota_admit_shared (sh: the counts of the shared queue) */
+static int admit(bl_quota *q, const bl_quota_limits *lim, int64_t app, const char *build,
+                 uint64_t bytes, const bl_quota_shared *sh, int *counted,
+                 unsigned *retry_after, char *msg, size_t n)
 {
     *counted = 0;
     *retry_after = 0;
@@ -225,7 +228,13 @@ int bl_quota_admit(bl_quota *q, const bl_quota_limits *lim, int64_t app, const c
     }
     unsigned next_hour = (unsigned)((hour + 1) * 3600 - now);
     rc = 1;
-    if (!e && l->new_builds_per_hour && a->new_in_hour >= l->new_builds_per_hour) {
+    /* a build whose batches wait in the shared queue is not new */
+    int is_new = !e && !(sh && sh->build_waits);
+    uint64_t w_builds = sh ? sh->builds : a->waiting_builds;
+    uint64_t w_batches = sh ? sh->batches : a->waiting_batches;
+    uint64_t w_bytes = sh ? sh->bytes : a->waiting_bytes;
+    int waits = sh ? sh->build_waits : e && e->held > 0;
+    if (is_new && l->new_builds_per_hour && a->new_in_hour >= l->new_builds_per_hour) {
         snprintf(msg, n,
                  "too many new builds: this app's batches named %" PRIu64
                  " builds new to the server this hour, the app's limit (--quota-new-builds "
@@ -235,34 +244,33 @@ int bl_quota_admit(bl_quota *q, const bl_quota_limits *lim, int64_t app, const c
         *retry_after = next_hour ? next_hour : 1;
         goto out;
     }
-    if ((!e || e->held == 0) && l->waiting_builds && a->waiting_builds >= l->waiting_builds) {
+    if (!waits && l->waiting_builds && w_builds >= l->waiting_builds) {
         snprintf(msg, n,
                  "too many builds waiting for uploads: %" PRIu64
                  " builds of this app have batches waiting for their method-ID file or "
                  "mapping, the app's limit (--quota-waiting-builds or 'app set NAME "
                  "waiting-builds=N'); upload their files or retry later",
-                 a->waiting_builds);
+                 w_builds);
         *retry_after = 600;
         goto out;
     }
-    if (l->waiting_batches && a->waiting_batches >= l->waiting_batches) {
+    if (l->waiting_batches && w_batches >= l->waiting_batches) {
         snprintf(msg, n,
                  "too many batches waiting for uploads: %" PRIu64
                  " batches of this app wait for their build's method-ID file "
                  "or mapping, the app's limit (--quota-waiting-batches or 'app set NAME "
                  "waiting-batches=N'); upload their files or retry later",
-                 a->waiting_batches);
+                 w_batches);
         *retry_after = 600;
         goto out;
     }
-    if (l->waiting_bytes && (a->waiting_bytes >= l->waiting_bytes ||
-                             bytes > l->waiting_bytes - a->waiting_bytes)) {
+    if (l->waiting_bytes && (w_bytes >= l->waiting_bytes || bytes > l->waiting_bytes - w_bytes)) {
         snprintf(msg, n,
                  "too many bytes waiting for uploads: %" PRIu64 " bytes of this app's "
                  "batches wait for their build's uploads, the app's limit is %" PRIu64
                  " (--quota-waiting-bytes or 'app set NAME waiting-bytes=N'); upload their "
                  "files or retry later",
-                 a->waiting_bytes, l->waiting_bytes);
+                 w_bytes, l->waiting_bytes);
         *retry_after = 600;
         goto out;
     }
@@ -271,14 +279,30 @@ int bl_quota_admit(bl_quota *q, const bl_quota_limits *lim, int64_t app, const c
         rc = -1;
         goto out;
     }
-    if (created)
+    if (created && is_new)
         a->new_in_hour++;
-    add_held(a, e, bytes);
-    *counted = 1;
+    if (!sh) {
+        add_held(a, e, bytes);
+        *counted = 1;
+    }
     rc = 0;
 out:
     pthread_mutex_unlock(&q->mu);
     return rc;
+}
+
+int bl_quota_admit(bl_quota *q, const bl_quota_limits *lim, int64_t app, const char *build,
+                   uint64_t bytes, int *counted, unsigned *retry_after, char *msg, size_t n)
+{
+    return admit(q, lim, app, build, bytes, NULL, counted, retry_after, msg, n);
+}
+
+int bl_quota_admit_shared(bl_quota *q, const bl_quota_limits *lim, int64_t app,
+                          const char *build, uint64_t bytes, const bl_quota_shared *sh,
+                          unsigned *retry_after, char *msg, size_t n)
+{
+    int counted;
+    return admit(q, lim, app, build, bytes, sh, &counted, retry_after, msg, n);
 }
 
 void bl_quota_hold(bl_quota *q, int64_t app, const char *build, uint64_t bytes)

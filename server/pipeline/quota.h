@@ -68,6 +68,30 @@ bl_err bl_quota_set_ready(bl_quota *q, int64_t app, const char *build, int ready
 int bl_quota_admit(bl_quota *q, const bl_quota_limits *lim, int64_t app, const char *build,
                    uint64_t bytes, int *counted, unsigned *retry_after, char *msg, size_t n);
 
+/* The waiting counts of an app in a queue several servers share (the
+ * PostgreSQL store's raw_batches, store/queue.h bl_queue_waiting_of). */
+typedef struct bl_quota_shared {
+    uint64_t builds;  /* builds with waiting batches */
+    uint64_t batches; /* waiting batches */
+    uint64_t bytes;   /* their bytes, as received */
+    int build_waits;  /* this build is one of them */
+} bl_quota_shared;
+
+/*
+ * bl_quota_admit for a server whose batches wait in a shared queue (several
+ * nodes on PostgreSQL): the waiting quotas are checked against *sh, read
+ * from the database just before, instead of this tracker's counts, and an
+ * admitted batch is not counted here (the queue counts it). The new-builds
+ * quota stays this tracker's (per server; a build with batches waiting in
+ * the queue is not new). Several servers admitting at the same moment may
+ * each pass the last free place: the counts may exceed a quota by the
+ * number of batches admitted at once. 0 admitted, 1 refused (msg,
+ * *retry_after as bl_quota_admit), -1 out of memory.
+ */
+int bl_quota_admit_shared(bl_quota *q, const bl_quota_limits *lim, int64_t app,
+                          const char *build, uint64_t bytes, const bl_quota_shared *sh,
+                          unsigned *retry_after, char *msg, size_t n);
+
 /* Whether batches of (app, build) go straight to processing, so that
  * bl_quota_admit will not look at limits (a hint: admit decides again under
  * its lock). Lets a caller skip reading per-app limits on the common path. */

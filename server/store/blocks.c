@@ -189,6 +189,7 @@ bl_err bl_blk_groups(bl_db *db, int64_t build_id, int64_t hour_from, int64_t hou
 #undef GROUPS_SQL
     if (!st)
         return BL_EIO;
+    bl_st_stream(st, BL_ST_FETCH_WIDE);
     int pg = bl_db_is_pg(db);
     bl_buf sk;
     bl_buf_init(&sk, 0);
@@ -272,6 +273,7 @@ bl_err bl_blk_nodes(bl_db *db, int64_t build_id, int64_t group, bl_blk_node_cb c
                               "WHERE n.grp = ?2 ORDER BY n.id");
     if (!st)
         return BL_EIO;
+    bl_st_stream(st, BL_ST_FETCH_ROWS);
     bl_st_int64(st, 1, build_id);
     bl_st_int64(st, 2, group);
     int rc;

@@ -3,6 +3,14 @@
  * calltree_query.h), on SQLite or PostgreSQL (store/stmt.h): the same SQL
  * on both. Node order matters only in bl_calltree_nodes (ORDER BY id);
  * children come in no particular order (the caller sorts them).
+ *
+ * The scans of a whole build (bl_calltree_nodes, bl_calltree_scan,
+ * bl_calltree_build_methods) read their rows BL_ST_FETCH_ROWS at a time
+ * through a cursor on PostgreSQL (bl_st_stream), never the whole result
+ * at once. Measured on a 6,500-node build: 2-5 ms more PostgreSQL CPU a
+ * query than a plain run. libpq's single-row mode (one round trip, the
+ * prepared plan) cost about as much CPU, and would forbid any other
+ * statement on the connection while the rows are read.
  */
 #include "store/calltree_query.h"
 #include "store/stmt.h"
@@ -20,6 +28,7 @@ bl_err bl_calltree_nodes(bl_db *db, const bl_calltree_query *q, bl_calltree_node
                               "ORDER BY n.id");
     if (!st)
         return BL_EIO;
+    bl_st_stream(st, BL_ST_FETCH_ROWS);
     bl_st_int64(st, 1, q->build_id);
     bl_st_int64(st, 2, q->main_only ? 1 : 0);
     if (q->root_class) {
@@ -83,6 +92,7 @@ bl_err bl_calltree_scan(bl_db *db, int64_t build_id, int main_only, int64_t max_
                               "ORDER BY main, parent, method LIMIT ?3");
     if (!st)
         return BL_EIO;
+    bl_st_stream(st, BL_ST_FETCH_ROWS);
     bl_st_int64(st, 1, build_id);
     bl_st_int64(st, 2, main_only ? 1 : 0);
     bl_st_int64(st, 3, max_rows < 0 ? 0 : max_rows);
@@ -146,6 +156,7 @@ bl_err bl_calltree_build_methods(bl_db *db, int64_t build_id, bl_method_id_cb cb
                               "ORDER BY id");
     if (!st)
         return BL_EIO;
+    bl_st_stream(st, BL_ST_FETCH_ROWS);
     bl_st_int64(st, 1, build_id);
     int rc;
     while ((rc = bl_st_step(st)) == BL_ST_ROW) {

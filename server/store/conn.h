@@ -27,6 +27,12 @@ struct bl_db {
     int lost;       /* lost inside a transaction: every statement fails until COMMIT/ROLLBACK */
     unsigned epoch; /* bumped by each reconnection (server-side prepared statements gone) */
     int unset;      /* reconnected, session settings (pg_session) not yet applied */
+    unsigned txn_gen;     /* bumped when a transaction ends or is rolled back (to a
+                           * savepoint): cursors declared without WITH HOLD are gone */
+    unsigned next_cursor; /* PostgreSQL: cursor names "blc<N>" (stmt.c) */
+    bl_st *streaming;     /* PostgreSQL: the statement whose rows are being read one by
+                           * one (bl_st_stream BL_ST_ROW_BY_ROW): the connection takes
+                           * no other command until they are all read or dropped */
     struct {
         const char *key;
         bl_st *st;

@@ -48,10 +48,13 @@ int64_t bl_now_us(void)
  * reconnection), by PQexec. BL_OK, or BL_EIO with the message recorded. */
 static bl_err pg_session(bl_db *db)
 {
+    /* cursor_tuple_fraction: a streamed statement (store/stmt.h,
+     * bl_st_stream) is read to its end, so its cursor is planned for all
+     * its rows, as the plain statement (not for the first tenth) */
     static const char *const set[] = { "SET client_min_messages = warning",
-                                       "SET TIME ZONE 'UTC'",
+                                       "SET TIME ZONE 'UTC'", "SET cursor_tuple_fraction = 1",
                                        "SET default_transaction_read_only = on" };
-    for (int i = 0; i < (db->readonly ? 3 : 2); i++) {
+    for (int i = 0; i < (db->readonly ? 4 : 3); i++) {
         PGresult *r = PQexec(db->pg, set[i]);
         int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
         if (!ok)
@@ -65,12 +68,22 @@ static bl_err pg_session(bl_db *db)
 
 void bl_db_pg_after(bl_db *db)
 {
-    if (PQstatus(db->pg) == CONNECTION_OK)
-        db->txn = (int)PQtransactionStatus(db->pg);
+    if (PQstatus(db->pg) == CONNECTION_OK) {
+        int t = (int)PQtransactionStatus(db->pg);
+        if (t == PQTRANS_IDLE && db->txn != PQTRANS_IDLE)
+            db->txn_gen++; /* the transaction ended: its cursors are closed */
+        db->txn = t;
+    }
 }
 
 int bl_db_pg_ready(bl_db *db, int ends_txn)
 {
+    if (db->streaming) {
+        bl_db_set_pg_error(db, "the rows of another statement are still being read on this "
+                               "connection (reset it first)",
+                           NULL);
+        return -1;
+    }
     if (PQstatus(db->pg) == CONNECTION_OK && !db->lost && !db->unset)
         return 0;
     if (PQstatus(db->pg) != CONNECTION_OK || db->lost) {
@@ -132,6 +145,8 @@ bl_err bl_db_exec(bl_db *db, const char *sql)
         }
         PGresult *r = PQexec(db->pg, sql);
         bl_db_pg_after(db);
+        if (!strncasecmp(sql + strspn(sql, " \n\t"), "ROLLBACK", 8))
+            db->txn_gen++; /* ROLLBACK TO a savepoint closes the cursors opened since */
         ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
         int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
         if (!ok) {

@@ -328,6 +328,7 @@ bl_err bl_lch_nodes(bl_db *db, int64_t build_id, int kind, bl_blk_node_cb cb, vo
                               "WHERE n.build_id = ?1 AND n.kind = ?2 ORDER BY n.id");
     if (!st)
         return BL_EIO;
+    bl_st_stream(st, BL_ST_FETCH_ROWS);
     bl_st_int64(st, 1, build_id);
     bl_st_int64(st, 2, kind);
     int rc;

@@ -25,6 +25,7 @@ bl_err bl_method_hist(bl_db *db, const bl_method_hist_query *q, bl_sketch *out, 
     bl_st *st = bl_st_get(db, hist_sql);
     if (!st)
         return BL_EIO;
+    bl_st_stream(st, BL_ST_FETCH_WIDE);
     bl_st_int64(st, 1, q->app_id);
     if (q->build)
         bl_st_text(st, 2, q->build, -1);

@@ -282,6 +282,7 @@ bl_err bl_net_groups(bl_db *db, int64_t build_id, int64_t hour_from, int64_t hou
 #undef SK_UNION
     if (!st)
         return BL_EIO;
+    bl_st_stream(st, BL_ST_FETCH_WIDE);
     int pg = bl_db_is_pg(db);
     bl_buf sk[2];
     bl_buf_init(&sk[0], 0);

@@ -108,6 +108,9 @@ bl_err bl_queue_claim(bl_db *db, const char *node, int64_t lease_us, const int64
         free(arr);
         return BL_EIO;
     }
+    /* one claimed body in the client at a time (each up to --max-body, twice
+     * that as bytea's hex text), not all of them at once */
+    bl_st_stream(st, BL_ST_ROW_BY_ROW);
     bl_st_text(st, 1, node, -1);
     bl_st_int64(st, 2, lease_us);
     bl_st_text(st, 3, arr, -1);
@@ -385,6 +388,44 @@ bl_err bl_queue_node_id_block(bl_db *db, int64_t *first)
     int rc = bl_st_step(st);
     if (rc == BL_ST_ROW)
         *first = bl_st_col_int64(st, 0) * BL_NODE_ID_BLOCK;
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : BL_EIO;
+}
+
+/* a build's files are in the database (method-ID file, and the mapping
+ * unless its names are known not to be obfuscated); ?1 app, BUILD the
+ * build's name (an SQL expression) */
+#define READY_SQL(BUILD)                                                                      \
+    "(EXISTS (SELECT 1 FROM build_files f WHERE f.app_id = ?1 AND f.build = " BUILD " "       \
+    "AND f.kind = 'method-ids') AND (EXISTS (SELECT 1 FROM build_files f WHERE "              \
+    "f.app_id = ?1 AND f.build = " BUILD " AND f.kind = 'mapping') OR NOT EXISTS (SELECT 1 "  \
+    "FROM builds b WHERE b.app_id = ?1 AND b.name = " BUILD " "                               \
+    "AND coalesce(b.methodids_obfuscated, 0) <> 0)))"
+
+bl_err bl_queue_waiting_of(bl_db *db, int64_t app_id, const char *build, bl_queue_waiting *w)
+{
+    memset(w, 0, sizeof *w);
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(db, "WITH g AS (SELECT build, count(*) AS n, sum(bytes) AS b "
+                              "FROM raw_batches WHERE app_id = ?1 AND failed_at IS NULL "
+                              "GROUP BY build), "
+                              "w AS (SELECT * FROM g WHERE NOT " READY_SQL("g.build") ") "
+                              "SELECT coalesce(sum(n), 0), coalesce(sum(b), 0), count(*), "
+                              "coalesce(bool_or(build = CAST(?2 AS text)), false), "
+                              READY_SQL("CAST(?2 AS text)") " FROM w");
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, app_id);
+    bl_st_text(st, 2, build, -1);
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW) {
+        w->batches = bl_st_col_int64(st, 0);
+        w->bytes = bl_st_col_int64(st, 1);
+        w->builds = bl_st_col_int64(st, 2);
+        w->build_waits = bl_st_col_int64(st, 3) != 0;
+        w->build_ready = bl_st_col_int64(st, 4) != 0;
+    }
     bl_st_reset(st);
     return rc == BL_ST_ROW ? BL_OK : BL_EIO;
 }

@@ -138,6 +138,23 @@ bl_err bl_queue_gauges(bl_db *db, int64_t *waiting, int64_t *leased, int64_t *fa
 /* Deletes up to `max` failed rows failed before `before_us` (µs, the
  * database server's clock); *n: rows deleted. */
 bl_err bl_queue_failed_expire(bl_db *db, int64_t before_us, int64_t max, int64_t *n);
+/* What the queue holds of app `app_id` that waits for uploads: live rows
+ * (not failed) of builds without their files in the database — no
+ * method-ID file (build_files), or names obfuscated (builds.
+ * methodids_obfuscated, as the writer recorded it) and no mapping. The
+ * per-app quotas of pipeline/quota.h count these on PostgreSQL, so that
+ * every node sees the same counts. */
+typedef struct bl_queue_waiting {
+    int64_t batches;   /* waiting rows */
+    int64_t bytes;     /* their bodies' bytes, as received */
+    int64_t builds;    /* distinct builds among them */
+    int build_waits;   /* `build` is one of them */
+    int build_ready;   /* `build` has its files (by the same rule) */
+} bl_queue_waiting;
+
+/* Fills *w for app `app_id` and build `build` (one statement: a scan of
+ * the app's live rows, grouped by build). */
+bl_err bl_queue_waiting_of(bl_db *db, int64_t app_id, const char *build, bl_queue_waiting *w);
 
 /* Session-level advisory lock on `key` (pg_try_advisory_lock): *got 1 when
  * this connection holds it now (also when it held it already: locks stack,

@@ -848,6 +848,7 @@ static bl_err ranged(bl_db *db, const bl_slow_query *q, int64_t d0, int64_t d1,
             err = BL_EIO;
             break;
         }
+        bl_st_stream(st, BL_ST_FETCH_ROWS);
         bl_st_int64(st, 1, scope);
         bl_st_int64(st, 2, i < 0 ? kind : kind == 1);
         bl_st_int64(st, 3, a);
@@ -1040,6 +1041,7 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
         s[n_src].st = bl_st_get(db, totals_sql);
         if (!s[n_src].st)
             return BL_EIO;
+        bl_st_stream(s[n_src].st, BL_ST_FETCH_ROWS);
         bl_st_int64(s[n_src].st, 1, scope);
         bl_st_int64(s[n_src].st, 2, main_only ? 1 : 2);
         n_src++;
@@ -1070,6 +1072,7 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
         s[n_src].st = bl_st_get2(db, build_hours_sql, build_hours_pg);
         if (!s[n_src].st)
             return BL_EIO;
+        bl_st_stream(s[n_src].st, BL_ST_FETCH_WIDE);
         bl_st_int64(s[n_src].st, 1, q->app_id);
         bl_st_int64(s[n_src].st, 2, main_only);
         bl_st_int64(s[n_src].st, 3, h0);
@@ -1171,7 +1174,7 @@ static bl_err fast(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ctx, 
  * order, as SQLite's BINARY collation). What fails the SQLite statement
  * fails this too: a sum past int64 (SQLite's "integer overflow") and a
  * malformed sketch (sketch_union's error) give BL_EIO. Memory: the rows
- * selected (libpq holds the whole result) and the `limit` best groups (all
+ * selected, BL_ST_FETCH_WIDE rows at a time (store/stmt.h), and the `limit` best groups (all
  * of them when limit < 0). */
 static const char scan_pg_sql[] =
     "SELECT m.class, m.name, m.descriptor, m.source_file, s.count, s.total_us, s.self_us, "
@@ -1210,6 +1213,7 @@ static bl_err scan_pg(bl_db *db, const bl_slow_query *q, bl_slow_cb cb, void *ct
     bl_st *st = bl_st_get(db, scan_pg_sql);
     if (!st)
         return BL_EIO;
+    bl_st_stream(st, BL_ST_FETCH_WIDE);
     bl_st_int64(st, 1, q->app_id);
     if (q->build)
         bl_st_text(st, 2, q->build, -1);

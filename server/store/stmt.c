@@ -36,6 +36,14 @@ struct bl_st {
     int64_t changes;
     colbuf *cb; /* per result column, grown on demand (owned) */
     int ncb;
+    /* streaming through a cursor (bl_st_stream): */
+    int chunk;     /* rows per FETCH; 0: the whole result in one round trip */
+    int started;   /* run since the last reset (a cursor's rows may be done) */
+    int cur;       /* a cursor of this statement may be open on the server */
+    int cur_hold;  /* declared WITH HOLD (outside a transaction) */
+    int cur_end;   /* the last FETCH returned fewer rows than asked: no more */
+    unsigned cur_epoch, cur_gen; /* db->epoch and db->txn_gen at its DECLARE */
+    char cur_name[24];
 };
 
 int bl_db_is_pg(const bl_db *db)
@@ -322,7 +330,9 @@ static const char *pg_msg(bl_db *db, const PGresult *r)
     return m ? m : r ? PQresultErrorMessage(r) : PQerrorMessage(db->pg);
 }
 
-static int pg_run(bl_st *st)
+/* The parameters as sent, and the connection ready for a command:
+ * BL_ST_DONE, or BL_ST_ERROR with the message recorded. */
+static int pg_params(bl_st *st)
 {
     bl_db *db = st->db;
     /* a parameter the SQL never names is declared text and sent as NULL
@@ -340,6 +350,13 @@ static int pg_run(bl_st *st)
         }
     if (bl_db_pg_ready(db, 0) != 0)
         return BL_ST_ERROR;
+    return BL_ST_DONE;
+}
+
+/* The statement prepared on the connection (once per session). */
+static int pg_prepare(bl_st *st)
+{
+    bl_db *db = st->db;
     if (!st->prepared || st->epoch != db->epoch) {
         st->prepared = 0;
         Oid types[64], *tv = types;
@@ -362,6 +379,14 @@ static int pg_run(bl_st *st)
         st->prepared = 1;
         st->epoch = db->epoch;
     }
+    return BL_ST_DONE;
+}
+
+static int pg_run(bl_st *st)
+{
+    bl_db *db = st->db;
+    if (pg_params(st) != BL_ST_DONE || pg_prepare(st) != BL_ST_DONE)
+        return BL_ST_ERROR;
     PGresult *r = PQexecPrepared(db->pg, st->name, st->np, st->pv, st->pl, st->pf, 0);
     ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     bl_db_pg_after(db);
@@ -378,12 +403,318 @@ static int pg_run(bl_st *st)
     return BL_ST_DONE;
 }
 
+/* ---- streaming through a cursor ------------------------------------------
+ * A statement marked by bl_st_stream runs as
+ *   DECLARE blc<N> NO SCROLL CURSOR [WITH HOLD] FOR <its SQL>
+ * and its rows come FETCH FORWARD <chunk> at a time, so the client holds
+ * one chunk (one PGresult) at a time, never the whole result. Between two
+ * FETCHes the connection is free: the caller may run other statements
+ * while it reads the rows (as SQLite allows). Inside a transaction the
+ * cursor reads the transaction's snapshot and goes with it; outside one it
+ * is declared WITH HOLD (the server keeps the rows, spilling to disk past
+ * work_mem, until CLOSE). Each DECLARE takes a new name, so a cursor this
+ * file believes gone never collides with a new one. The cursor is closed
+ * when the last row has been read (WITH HOLD; one inside a transaction is
+ * left to it, read to its end), by bl_st_reset (a result abandoned
+ * half-way), and at a re-get. */
+
+/* 1 when the statement's cursor still exists on the server. */
+static int pg_cursor_alive(const bl_st *st)
+{
+    const bl_db *db = st->db;
+    return st->cur && st->cur_epoch == db->epoch && PQstatus(db->pg) == CONNECTION_OK &&
+           !db->lost && (st->cur_hold || st->cur_gen == db->txn_gen);
+}
+
+/* Closes the statement's cursor when it still exists. A cursor left open
+ * inside a failed transaction goes with its ROLLBACK; a WITH HOLD one
+ * there is left to the session (closing it would fail: the transaction
+ * accepts nothing but ROLLBACK). Errors are not reported (the statement's
+ * own result, if any, has been). */
+static void pg_cursor_close(bl_st *st)
+{
+    if (!st->cur)
+        return;
+    bl_db *db = st->db;
+    if (pg_cursor_alive(st) && PQtransactionStatus(db->pg) != PQTRANS_INERROR) {
+        char sql[48];
+        snprintf(sql, sizeof sql, "CLOSE %s", st->cur_name);
+        PGresult *r = PQexec(db->pg, sql);
+        bl_db_pg_after(db);
+        PQclear(r);
+    }
+    st->cur = 0;
+    st->cur_end = 0;
+}
+
+/* A FETCH's rows become the current chunk (r owned by st now). The last
+ * chunk (fewer rows than asked) of a cursor inside a transaction leaves
+ * it open: its transaction closes it (no CLOSE round trip); a WITH HOLD
+ * one is closed when its last row has been read. */
+static void pg_take_chunk(bl_st *st, PGresult *r)
+{
+    st->res = r;
+    st->nrows = PQntuples(r);
+    st->row = -1;
+    for (int i = 0; i < st->ncb; i++)
+        st->cb[i].row = -1;
+    st->cur_end = st->nrows < st->chunk;
+    if (st->cur_end && !st->cur_hold)
+        st->cur = 0;
+}
+
+/* The next chunk of rows into st->res (the previous one freed). */
+static int pg_fetch(bl_st *st)
+{
+    bl_db *db = st->db;
+    PQclear(st->res);
+    st->res = NULL;
+    st->row = -1;
+    st->nrows = 0;
+    for (int i = 0; i < st->ncb; i++)
+        st->cb[i].row = -1;
+    char sql[64];
+    snprintf(sql, sizeof sql, "FETCH FORWARD %d FROM %s", st->chunk, st->cur_name);
+    PGresult *r = PQexec(db->pg, sql);
+    bl_db_pg_after(db);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+        bl_db_set_pg_error(db, NULL, pg_msg(db, r));
+        PQclear(r);
+        pg_cursor_close(st);
+        return BL_ST_ERROR;
+    }
+    pg_take_chunk(st, r);
+    return BL_ST_DONE;
+}
+
+/* Declares the cursor with the bound parameters and fetches its first chunk. */
+/* The statement's cursor is declared (WITH HOLD when `hold`). */
+static void pg_cursor_opened(bl_st *st, int hold)
+{
+    st->cur = 1;
+    st->cur_hold = hold;
+    st->cur_end = 0;
+    st->cur_epoch = st->db->epoch;
+    st->cur_gen = st->db->txn_gen;
+    st->changes = 0;
+}
+
+static int pg_declare(bl_st *st)
+{
+    bl_db *db = st->db;
+    pg_cursor_close(st);
+    if (pg_params(st) != BL_ST_DONE)
+        return BL_ST_ERROR;
+    int hold = PQtransactionStatus(db->pg) == PQTRANS_IDLE;
+    snprintf(st->cur_name, sizeof st->cur_name, "blc%u", db->next_cursor++);
+    const char *head = hold ? "NO SCROLL CURSOR WITH HOLD FOR " : "NO SCROLL CURSOR FOR ";
+    size_t n = strlen(st->sql) + strlen(head) + sizeof st->cur_name + 16;
+    char *sql = malloc(n);
+    Oid types[64], *tv = types;
+    if (st->np > 64)
+        tv = calloc((size_t)st->np, sizeof *tv);
+    if (!sql || !tv) {
+        free(sql);
+        if (tv != types)
+            free(tv);
+        bl_db_set_pg_error(db, "out of memory declaring a cursor", NULL);
+        return BL_ST_ERROR;
+    }
+    snprintf(sql, n, "DECLARE %s %s%s", st->cur_name, head, st->sql);
+    for (int i = 0; i < st->np; i++)
+        tv[i] = st->used[i] ? 0 : 25; /* as pg_run's PQprepare */
+    if (hold) {
+        /* outside a transaction: alone, so that its implicit transaction
+         * (which makes every row of a WITH HOLD cursor) ends before a FETCH
+         * and any error shows here */
+        PGresult *r = PQexecParams(db->pg, sql, st->np, tv, st->pv, st->pl, st->pf, 0);
+        bl_db_pg_after(db);
+        free(sql);
+        if (tv != types)
+            free(tv);
+        if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
+            bl_db_set_pg_error(db, NULL, pg_msg(db, r));
+            PQclear(r);
+            return BL_ST_ERROR;
+        }
+        PQclear(r);
+        pg_cursor_opened(st, 1);
+        return pg_fetch(st);
+    }
+    /* inside a transaction: DECLARE and the first FETCH in one round trip
+     * (pipeline mode), so a result of at most one chunk costs what a plain
+     * run costs */
+    char fetch[64];
+    snprintf(fetch, sizeof fetch, "FETCH FORWARD %d FROM %s", st->chunk, st->cur_name);
+    PGresult *rd = NULL, *rf = NULL, *x;
+    int sent = PQenterPipelineMode(db->pg) &&
+               PQsendQueryParams(db->pg, sql, st->np, tv, st->pv, st->pl, st->pf, 0) &&
+               PQsendQueryParams(db->pg, fetch, 0, NULL, NULL, NULL, NULL, 0) &&
+               PQpipelineSync(db->pg);
+    free(sql);
+    if (tv != types)
+        free(tv);
+    int sync = 0;
+    if (sent) {
+        /* each query's result then NULL, then the sync's result */
+        rd = PQgetResult(db->pg);
+        while ((x = PQgetResult(db->pg)) != NULL)
+            PQclear(x);
+        rf = PQgetResult(db->pg);
+        while ((x = PQgetResult(db->pg)) != NULL)
+            PQclear(x);
+        x = PQgetResult(db->pg);
+        sync = x && PQresultStatus(x) == PGRES_PIPELINE_SYNC;
+        PQclear(x);
+    }
+    if (!PQexitPipelineMode(db->pg)) {
+        /* results still pending (a broken connection): dropped */
+        for (int k = 0; k < 8 && !PQexitPipelineMode(db->pg); k++)
+            while ((x = PQgetResult(db->pg)) != NULL)
+                PQclear(x);
+    }
+    bl_db_pg_after(db);
+    if (!sent || !sync || !rd || PQresultStatus(rd) != PGRES_COMMAND_OK) {
+        bl_db_set_pg_error(db, NULL, pg_msg(db, sent && sync ? rd : NULL));
+        PQclear(rd);
+        PQclear(rf);
+        return BL_ST_ERROR;
+    }
+    PQclear(rd);
+    pg_cursor_opened(st, 0);
+    if (!rf || PQresultStatus(rf) != PGRES_TUPLES_OK) {
+        bl_db_set_pg_error(db, NULL, pg_msg(db, rf));
+        PQclear(rf);
+        pg_cursor_close(st);
+        return BL_ST_ERROR;
+    }
+    pg_take_chunk(st, rf);
+    return BL_ST_DONE;
+}
+
+static int pg_stream_step(bl_st *st)
+{
+    if (!st->started) {
+        st->started = 1;
+        if (pg_declare(st) != BL_ST_DONE)
+            return BL_ST_ERROR;
+    }
+    for (;;) {
+        if (st->res && st->row < st->nrows)
+            st->row++;
+        if (st->res && st->row < st->nrows)
+            return BL_ST_ROW;
+        if (!st->cur)
+            return BL_ST_DONE; /* read to the end: closed */
+        if (st->cur_end || !pg_cursor_alive(st)) {
+            if (!st->cur_end) {
+                /* its transaction ended or the connection was made again
+                 * while the rows were being read: the rest is gone */
+                st->cur = 0;
+                bl_db_set_pg_error(st->db, "the cursor's transaction ended before its last row",
+                                   NULL);
+                return BL_ST_ERROR;
+            }
+            pg_cursor_close(st);
+            return BL_ST_DONE;
+        }
+        if (pg_fetch(st) != BL_ST_DONE)
+            return BL_ST_ERROR;
+    }
+}
+
+/* ---- row by row (single-row mode) -----------------------------------------
+ * For a statement no cursor can hold (a data-modifying one: UPDATE …
+ * RETURNING): sent with PQsendQueryPrepared in libpq's single-row mode
+ * (PQsetSingleRowMode; libpq here is 15, before chunked rows), each step
+ * takes one row's result (PQgetResult). The statement runs to its end on
+ * the server whatever the client reads; until its last result is taken
+ * the connection takes no other command (bl_db_pg_ready refuses it), so
+ * bl_st_reset of an unfinished one, an error and a re-get read and drop
+ * the rest (one row at a time) until PQgetResult says NULL. */
+
+/* Reads and drops whatever is left of the statement's results. */
+static void pg_drain(bl_st *st)
+{
+    if (!st->cur)
+        return;
+    bl_db *db = st->db;
+    PGresult *r;
+    while ((r = PQgetResult(db->pg)) != NULL)
+        PQclear(r);
+    bl_db_pg_after(db);
+    st->cur = 0;
+    if (db->streaming == st)
+        db->streaming = NULL;
+}
+
+static int pg_single_step(bl_st *st)
+{
+    bl_db *db = st->db;
+    if (!st->started) {
+        st->started = 1;
+        st->changes = 0;
+        if (pg_params(st) != BL_ST_DONE || pg_prepare(st) != BL_ST_DONE)
+            return BL_ST_ERROR;
+        if (!PQsendQueryPrepared(db->pg, st->name, st->np, st->pv, st->pl, st->pf, 0)) {
+            bl_db_set_pg_error(db, NULL, PQerrorMessage(db->pg));
+            bl_db_pg_after(db);
+            return BL_ST_ERROR;
+        }
+        st->cur = 1;
+        db->streaming = st;
+        if (!PQsetSingleRowMode(db->pg)) { /* cannot fail right after the send */
+            bl_db_set_pg_error(db, "cannot read the rows one by one", NULL);
+            pg_drain(st);
+            return BL_ST_ERROR;
+        }
+    }
+    PQclear(st->res);
+    st->res = NULL;
+    st->row = -1;
+    st->nrows = 0;
+    for (int i = 0; i < st->ncb; i++)
+        st->cb[i].row = -1;
+    if (!st->cur)
+        return BL_ST_DONE;
+    PGresult *r = PQgetResult(db->pg);
+    ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (s == PGRES_SINGLE_TUPLE) {
+        st->res = r;
+        st->nrows = 1;
+        st->row = 0;
+        return BL_ST_ROW;
+    }
+    /* the end: the last result (no row) or an error */
+    int ok = s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK;
+    if (ok) {
+        const char *ct = PQcmdTuples(r);
+        st->changes = ct && *ct ? strtoll(ct, NULL, 10) : 0;
+    } else {
+        bl_db_set_pg_error(db, NULL, pg_msg(db, r));
+    }
+    PQclear(r);
+    pg_drain(st);
+    return ok ? BL_ST_DONE : BL_ST_ERROR;
+}
+
+void bl_st_stream(bl_st *st, int rows)
+{
+    if (st->sq || rows < BL_ST_ROW_BY_ROW)
+        return;
+    st->chunk = rows;
+}
+
 int bl_st_step(bl_st *st)
 {
     if (st->sq) {
         int rc = sqlite3_step(st->sq);
         return rc == SQLITE_ROW ? BL_ST_ROW : rc == SQLITE_DONE ? BL_ST_DONE : BL_ST_ERROR;
     }
+    if (st->chunk > 0)
+        return pg_stream_step(st);
+    if (st->chunk == BL_ST_ROW_BY_ROW)
+        return pg_single_step(st);
     if (!st->res && pg_run(st) != BL_ST_DONE)
         return BL_ST_ERROR;
     if (st->row < st->nrows)
@@ -404,6 +735,11 @@ void bl_st_reset(bl_st *st)
         sqlite3_reset(st->sq);
         return;
     }
+    if (st->chunk == BL_ST_ROW_BY_ROW)
+        pg_drain(st); /* the rest of an abandoned one read and dropped */
+    else
+        pg_cursor_close(st); /* an abandoned stream: its cursor closed */
+    st->started = 0;
     PQclear(st->res);
     st->res = NULL;
     st->row = -1;

@@ -17,8 +17,9 @@
  *   statement and stays valid until its next step, reset or re-get.
  *
  * On PostgreSQL a statement runs when it is first stepped (one round trip:
- * all result rows arrive at once, in text form; a bytea is decoded from
- * its hex form), and is prepared on the server at its first run on the
+ * all result rows arrive at once, in text form, and are held in memory
+ * until the reset; a bytea is decoded from its hex form) — unless marked
+ * with bl_st_stream, see there — and is prepared on the server at its first run on the
  * connection (PQprepare, then PQexecPrepared), with `?` rewritten to `$n`
  * outside quotes. Parameter types are inferred by the server from the SQL;
  * a bare `?` whose type the server cannot infer needs a cast in the SQL
@@ -54,6 +55,40 @@ bl_st *bl_st_get(bl_db *db, const char *sql);
 /* The same with a text per backend: `sqlite_sql` on SQLite (also the cache
  * key), `pg_sql` on PostgreSQL. */
 bl_st *bl_st_get2(bl_db *db, const char *sqlite_sql, const char *pg_sql);
+
+/*
+ * Marks a SELECT that may return many rows to be read `rows` rows at a
+ * time on PostgreSQL (no effect on SQLite, which reads row by row): it
+ * runs through a server-side cursor (DECLARE … NO SCROLL CURSOR, WITH HOLD
+ * outside a transaction; FETCH FORWARD `rows`; CLOSE after the last row or
+ * at bl_st_reset), so the client holds at most `rows` rows of it at once
+ * instead of the whole result. The DECLARE and the first FETCH go in one
+ * round trip (libpq's pipeline mode), and a cursor inside a transaction
+ * whose rows came in its first chunk is left to the transaction's end (no
+ * CLOSE): inside a transaction a result of at most `rows` rows costs one
+ * round trip, as a plain run; each further chunk one more, and a WITH
+ * HOLD cursor's CLOSE one. The SQL is planned at each run. Other
+ * statements may run on the connection while its rows are read. Inside a
+ * transaction the rows must be read before the transaction ends (else the
+ * next step is BL_ST_ERROR). The SQL must be a plain query (no
+ * data-modifying WITH, no FOR UPDATE outside a transaction). `rows` 0
+ * turns streaming off. Sticky: the cached statement keeps it.
+ *
+ * `rows` BL_ST_ROW_BY_ROW: for a statement no cursor can hold (UPDATE …
+ * RETURNING, a data-modifying WITH), libpq's single-row mode: one row in
+ * the client at a time; the statement runs to its end on the server
+ * whatever is read. Until its last row is read or it is reset (which reads
+ * and drops the rest), the connection takes no other statement (they fail:
+ * BL_ST_ERROR, BL_EIO).
+ */
+void bl_st_stream(bl_st *st, int rows);
+/* rows per FETCH for rows of numbers and names (a call-tree node, a
+ * method): about 1-2 MB of client memory */
+#define BL_ST_FETCH_ROWS 8192
+/* bl_st_stream: one row at a time, no cursor (single-row mode) */
+#define BL_ST_ROW_BY_ROW (-1)
+/* rows per FETCH for rows that carry sketches (a few KB each at most) */
+#define BL_ST_FETCH_WIDE 256
 
 /* Binding parameter i (from 1; `?NNN` numbers them in the SQL, a bare `?`
  * takes the number after the largest so far, as in SQLite). Text is copied

@@ -384,6 +384,202 @@ START_TEST(failure_aborts_and_rollback_recovers)
 }
 END_TEST
 
+/* Server-side cursors open on the connection (pg_cursors). */
+static int64_t open_cursors(void)
+{
+    bl_st *c = get_ok("SELECT count(*) FROM pg_cursors WHERE name LIKE 'blc%'");
+    row_ok(c);
+    int64_t n = bl_st_col_int64(c, 0);
+    bl_st_reset(c);
+    return n;
+}
+
+static const char many_sql[] = "SELECT g, repeat('x', 100) FROM generate_series(1, ?) g";
+
+/* Reads rows of many_sql up to `upto` (checking each), with `chunk` rows a
+ * FETCH; 1 when the result ended before. */
+static int read_many(bl_st *st, int64_t upto)
+{
+    for (int64_t i = 1; i <= upto; i++) {
+        int rc = bl_st_step(st);
+        if (rc == BL_ST_DONE)
+            return 1;
+        ck_assert_msg(rc == BL_ST_ROW, "row %lld: %d %s", (long long)i, rc, bl_db_errmsg(db));
+        ck_assert_int_eq(bl_st_col_int64(st, 0), i);
+        ck_assert_uint_eq(strlen(bl_st_col_str(st, 1)), 100);
+    }
+    return 0;
+}
+
+/* bl_st_stream: a large result comes through a cursor a chunk at a time
+ * (never whole in the client), other statements run between its rows, and
+ * a result abandoned half-way, failed half-way or read to its end leaves
+ * the connection usable and no cursor behind; the statement runs again. */
+START_TEST(streamed_rows)
+{
+    /* outside a transaction (a WITH HOLD cursor) */
+    bl_st *st = get_ok(many_sql);
+    bl_st_stream(st, 1000);
+    bl_st_int64(st, 1, 100000);
+    ck_assert_int_eq(read_many(st, 25000), 0);
+    ck_assert_int_eq(open_cursors(), 1); /* streamed: a cursor, not one result */
+    bl_st *ins = get_ok("INSERT INTO t(k, v) VALUES (?, ?)");
+    bl_st_int64(ins, 1, 1);
+    bl_st_int64(ins, 2, 1);
+    ck_assert_int_eq(bl_st_done(ins), BL_OK); /* a write between two rows */
+    for (int64_t i = 25001; i <= 50000; i++) {
+        row_ok(st);
+        ck_assert_int_eq(bl_st_col_int64(st, 0), i);
+    }
+    bl_st_reset(st); /* abandoned half-way */
+    ck_assert_int_eq(open_cursors(), 0);
+    ck_assert_int_eq(bl_db_ping(db), BL_OK);
+    /* the same statement again (a re-get resets it), read to its end */
+    st = get_ok(many_sql);
+    bl_st_int64(st, 1, 100000);
+    ck_assert_int_eq(read_many(st, 100000), 0);
+    ck_assert_int_eq(bl_st_step(st), BL_ST_DONE);
+    ck_assert_int_eq(bl_st_step(st), BL_ST_DONE);
+    bl_st_reset(st);
+    ck_assert_int_eq(open_cursors(), 0);
+    /* an exact multiple of the chunk, and no row at all */
+    bl_st_int64(st, 1, 3000);
+    ck_assert_int_eq(read_many(st, 3001), 1);
+    bl_st_reset(st);
+    bl_st_int64(st, 1, 0);
+    ck_assert_int_eq(bl_st_step(st), BL_ST_DONE);
+    bl_st_reset(st);
+    ck_assert_int_eq(open_cursors(), 0);
+
+    /* inside a transaction: abandoned, then the transaction goes on */
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    bl_st_int64(st, 1, 100000);
+    ck_assert_int_eq(read_many(st, 1500), 0);
+    ck_assert_int_eq(open_cursors(), 1);
+    bl_st_reset(st);
+    ck_assert_int_eq(open_cursors(), 0);
+    bl_st_int64(ins, 1, 2);
+    bl_st_int64(ins, 2, 2);
+    ck_assert_int_eq(bl_st_done(ins), BL_OK);
+    bl_st_int64(st, 1, 2500); /* the statement again in the same transaction */
+    ck_assert_int_eq(read_many(st, 2501), 1);
+    bl_st_reset(st);
+    ck_assert_int_eq(bl_db_commit(db), BL_OK);
+    bl_st *cnt = get_ok("SELECT count(*) FROM t");
+    row_ok(cnt);
+    ck_assert_int_eq(bl_st_col_int64(cnt, 0), 2);
+    bl_st_reset(cnt);
+
+    /* an error half-way (a row past the first chunk divides by zero) */
+    static const char bad_sql[] =
+        "SELECT CASE WHEN g > 2500 THEN 1 / (g - g) ELSE g END FROM generate_series(1, 5000) g";
+    bl_st *bad = get_ok(bad_sql);
+    bl_st_stream(bad, 1000);
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    int rc, rows = 0;
+    while ((rc = bl_st_step(bad)) == BL_ST_ROW)
+        rows++;
+    ck_assert_int_eq(rc, BL_ST_ERROR);
+    ck_assert_int_eq(rows, 2000); /* the chunks before the failing one */
+    ck_assert_msg(strstr(bl_db_errmsg(db), "division by zero") != NULL, "%s", bl_db_errmsg(db));
+    bl_st_reset(bad);
+    bl_db_rollback(db);
+    ck_assert_int_eq(open_cursors(), 0);
+    bl_st_int64(st, 1, 1200);
+    ck_assert_int_eq(read_many(st, 1201), 1);
+    bl_st_reset(st);
+    /* outside a transaction the cursor's rows are made at its DECLARE: the
+     * error comes at the first step */
+    ck_assert_int_eq(bl_st_step(bad), BL_ST_ERROR);
+    bl_st_reset(bad);
+    ck_assert_int_eq(open_cursors(), 0);
+    ck_assert_int_eq(bl_db_ping(db), BL_OK);
+
+    /* a transaction ended while its cursor was being read: an error, not a
+     * silently short result */
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    bl_st_int64(st, 1, 5000);
+    ck_assert_int_eq(read_many(st, 10), 0);
+    ck_assert_int_eq(bl_db_commit(db), BL_OK);
+    rows = 10;
+    while ((rc = bl_st_step(st)) == BL_ST_ROW)
+        rows++;
+    ck_assert_int_eq(rc, BL_ST_ERROR);
+    ck_assert_int_eq(rows, 1000); /* the chunk in hand */
+    bl_st_reset(st);
+    ck_assert_int_eq(open_cursors(), 0);
+    bl_st_int64(st, 1, 10);
+    ck_assert_int_eq(read_many(st, 11), 1);
+    bl_st_reset(st);
+}
+END_TEST
+
+/* BL_ST_ROW_BY_ROW (single-row mode): an UPDATE … RETURNING read one row
+ * at a time; abandoned half-way it still updated every row, and the
+ * connection takes the next statement; an error half-way leaves it usable
+ * too; while rows are pending no other statement runs. */
+START_TEST(row_by_row)
+{
+    exec_ok("INSERT INTO t(k, v) SELECT g, 0 FROM generate_series(1, 20000) g");
+    static const char upd_sql[] = "UPDATE t SET v = v + 1 WHERE k <= ? RETURNING k, v";
+    bl_st *st = get_ok(upd_sql);
+    bl_st_stream(st, BL_ST_ROW_BY_ROW);
+    bl_st_int64(st, 1, 20000);
+    for (int i = 0; i < 10000; i++) {
+        row_ok(st);
+        ck_assert_int_eq(bl_st_col_int64(st, 1), 1);
+    }
+    /* another statement now: refused, the connection is reading rows */
+    bl_st *cnt = get_ok("SELECT count(*) FROM t WHERE v = 1");
+    ck_assert_int_eq(bl_st_step(cnt), BL_ST_ERROR);
+    ck_assert_msg(strstr(bl_db_errmsg(db), "still being read") != NULL, "%s", bl_db_errmsg(db));
+    bl_st_reset(cnt);
+    bl_st_reset(st); /* abandoned: the rest read and dropped */
+    row_ok(cnt);
+    ck_assert_int_eq(bl_st_col_int64(cnt, 0), 20000); /* the statement ran to its end */
+    bl_st_reset(cnt);
+    /* read to the end, then re-got half-way */
+    st = get_ok(upd_sql);
+    bl_st_int64(st, 1, 3);
+    int rc, rows = 0;
+    while ((rc = bl_st_step(st)) == BL_ST_ROW)
+        rows++;
+    ck_assert_int_eq(rc, BL_ST_DONE);
+    ck_assert_int_eq(rows, 3);
+    ck_assert_int_eq(bl_st_changes(st), 3);
+    ck_assert_int_eq(bl_st_step(st), BL_ST_DONE);
+    bl_st_reset(st);
+    bl_st_int64(st, 1, 5000);
+    row_ok(st);
+    st = get_ok(upd_sql); /* a re-get resets it */
+    ck_assert_int_eq(bl_db_ping(db), BL_OK);
+    /* an error half-way (rows come before it), inside a transaction */
+    static const char bad_sql[] = "UPDATE t SET v = 1 / (20001 - k - CAST(? AS bigint)) "
+                                  "WHERE k <= 20000 RETURNING k";
+    bl_st *bad = get_ok(bad_sql);
+    bl_st_stream(bad, BL_ST_ROW_BY_ROW);
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    bl_st_int64(bad, 1, 0); /* k = 20001 never comes: no error */
+    while ((rc = bl_st_step(bad)) == BL_ST_ROW)
+        ;
+    ck_assert_int_eq(rc, BL_ST_DONE);
+    bl_st_reset(bad);
+    bl_st_int64(bad, 1, 1); /* k = 20000: division by zero at the last row */
+    while ((rc = bl_st_step(bad)) == BL_ST_ROW)
+        ;
+    ck_assert_int_eq(rc, BL_ST_ERROR);
+    ck_assert_msg(strstr(bl_db_errmsg(db), "division by zero") != NULL, "%s", bl_db_errmsg(db));
+    bl_st_reset(bad);
+    bl_db_rollback(db);
+    row_ok(cnt);
+    /* rolled back: v is 1 again but for k <= 5000 (the abandoned run of
+     * k <= 5000 updated all of them) */
+    ck_assert_int_eq(bl_st_col_int64(cnt, 0), 15000);
+    bl_st_reset(cnt);
+    ck_assert_int_eq(bl_db_ping(db), BL_OK);
+}
+END_TEST
+
 static const char cached_sql[] = "SELECT CAST(? AS bigint) * 2";
 
 /* The cache key is the SQL's pointer: the same statement back, reset and
@@ -611,6 +807,8 @@ int main(void)
     tcase_add_test(t, changes);
     tcase_add_test(t, failure_aborts_and_rollback_recovers);
     tcase_add_test(t, statement_cache);
+    tcase_add_test(t, streamed_rows);
+    tcase_add_test(t, row_by_row);
     tcase_add_test(t, get2_picks_pg_text);
     tcase_add_test(t, reconnect_when_idle);
     tcase_add_test(t, lost_inside_transaction);
