@@ -4,7 +4,8 @@
  * (docs/api.md "Deleting a build").
  *
  * The key was checked before anything else (http.c begin). The build is
- * looked up on the thread's read connection (404 when unknown), then the
+ * looked up on the thread's read connection (PostgreSQL: 404 when unknown;
+ * SQLite: the writer looks again after what it received before), then the
  * writer moves it to the graveyard (pipeline/processor.h,
  * bl_processor_drop_build): from then on nothing shows it, and the
  * retention thread deletes its rows and files in the background.
@@ -12,6 +13,7 @@
 #include "http/internal.h"
 
 #include "pipeline/retention.h"
+#include "store/files.h"
 #include "store/retention.h"
 
 /* How long the answer waits for the writer (it may have a backlog). */
@@ -22,20 +24,26 @@ enum MHD_Result bl_h_delete_build(struct MHD_Connection *c, bl_http *h, req *r)
     bl_db *db = bl_http_db(h);
     if (!db)
         return bl_reply_error(c, h, 503, "database unavailable");
-    int64_t id;
+    int64_t id = 0;
     bl_err e = bl_rs_build_find(db, r->app_id, r->build, &id);
-    if (e == BL_ENOTFOUND)
+    /* SQLite store: a build not registered yet may still exist: an upload
+     * or a batch answered before this request is registered by the writer
+     * in queue order, so the writer decides (it answers BL_ENOTFOUND when
+     * there is no such build once everything received before is in). On
+     * PostgreSQL the deletion needs the build's row (pr_q_drop_build). */
+    int known = e == BL_OK;
+    if (e == BL_ENOTFOUND && bl_files_in_store(db))
         return bl_reply_json(c, h, 404,
                              json_pack("{s:s}", "error", "no such build in this app"));
-    if (e)
+    if (e && e != BL_ENOTFOUND)
         return bl_reply_error(c, h, 503, "database error");
     /* recorded before it is queued: a deletion answered 202 that then fails
      * is tried again by the retention thread (pipeline/retention.h) */
-    if (bl_retention_request_add(h->data_dir, id) != BL_OK)
+    if (known && bl_retention_request_add(h->data_dir, id) != BL_OK)
         return bl_reply_error(c, h, 503, "cannot record the deletion request");
     int done = 0;
     e = bl_processor_drop_build(h->c.proc, r->app_id, r->build, 0, DELETE_WAIT_MS, &done);
-    if (e != BL_OK) /* the answer says nothing changed (or it was never queued) */
+    if (e != BL_OK && known) /* the answer says nothing changed (or it was never queued) */
         bl_retention_request_done(h->data_dir, id);
     if (e == BL_ENOTFOUND) /* deleted meanwhile by another request */
         return bl_reply_json(c, h, 404,
