@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DELETE of a build the writer has not registered yet (SQLite store): a
+# DELETE of a build no writer has registered yet (both stores): a
 # batch answered 202, or a method-ID upload answered 201, makes the build's
 # row only when the writer reaches it; a DELETE right after the answer must
 # still delete the build (docs/api.md "Deleting a build": batches
@@ -9,7 +9,7 @@
 #
 #   delete_unregistered_test.sh BUILD_DIR WORK_DIR
 set -euo pipefail
-unset BEATLINE_TEST_STORE # SQLite only: see docs/api.md for PostgreSQL
+
 . "$(dirname "$0")/lib.sh"
 setup "$@"
 HTTP_ARGS=(-m 30)
