@@ -294,6 +294,25 @@ bl_err bl_queue_exists(bl_db *db, const char *uuid, int *exists)
     return rc == BL_ST_ERROR ? BL_EIO : BL_OK;
 }
 
+bl_err bl_queue_build_has(bl_db *db, int64_t app_id, const char *build, int *has)
+{
+    *has = 0;
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(db, "SELECT 1 FROM raw_batches WHERE app_id = CAST(?1 AS bigint) "
+                              "AND build = CAST(?2 AS text) AND enc <> CAST(?3 AS integer) "
+                              "LIMIT 1");
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, app_id);
+    bl_st_text(st, 2, build, -1);
+    bl_st_int64(st, 3, BL_QUEUE_ENC_DROP);
+    int rc = bl_st_step(st);
+    *has = rc == BL_ST_ROW;
+    bl_st_reset(st);
+    return rc == BL_ST_ERROR ? BL_EIO : BL_OK;
+}
+
 bl_err bl_queue_gauges(bl_db *db, int64_t *waiting, int64_t *leased, int64_t *failed,
                        int64_t *oldest_s)
 {

@@ -126,6 +126,10 @@ bl_err bl_queue_counts(bl_db *db, int64_t *live, int64_t *leased, int64_t *faile
  * failed). */
 bl_err bl_queue_exists(bl_db *db, const char *uuid, int *exists);
 
+/* *has = 1 when the queue holds a batch of build (app_id, build), live or
+ * failed (not a deletion in line). BL_EINVAL on SQLite, BL_EIO. */
+bl_err bl_queue_build_has(bl_db *db, int64_t app_id, const char *build, int *has);
+
 /* The queue as /metrics shows it, read in one bounded statement (batches
  * only, not deletions in line): *waiting (live rows without a live lease),
  * *leased (live rows under a live lease: in progress or waiting for their
