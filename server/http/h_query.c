@@ -764,6 +764,14 @@ static int tie_cmp(emit_ctx *e, int64_t ma, int64_t mb)
 static _Thread_local const tnode *cmp_nodes;
 static _Thread_local emit_ctx *cmp_e;
 
+/* By total time alone (descending): the first pass over a level longer
+ * than the nodes left to print (emit_children). */
+static int cmp_total_only(const void *a, const void *b)
+{
+    uint64_t x = cmp_nodes[*(const int64_t *)a].total, y = cmp_nodes[*(const int64_t *)b].total;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
 static int cmp_total(const void *a, const void *b)
 {
     const tnode *x = &cmp_nodes[*(const int64_t *)a], *y = &cmp_nodes[*(const int64_t *)b];
@@ -919,8 +927,24 @@ static void emit_children(emit_ctx *e, int64_t first, uint32_t max_depth)
                 ids[k++] = c;
             cmp_nodes = n;
             cmp_e = e;
-            qsort(ids, k, sizeof *ids, cmp_total);
-            for (size_t j = 0; j < k && !e->o->e; j++) {
+            /* At most e->budget of them can be printed: when there are
+             * more, they are first ordered by total time alone, and only
+             * those down to the last printable one's total (all of its
+             * ties included) are ordered by the full rule — the same first
+             * e->budget as ordering them all, with the names looked up for
+             * the few ties at the cut only (a level of 300,000 roots with
+             * limit=10 would otherwise load the names of nearly every
+             * method that ties anywhere on it). */
+            size_t m = k;
+            if (e->budget < k) {
+                qsort(ids, k, sizeof *ids, cmp_total_only);
+                m = e->budget ? (size_t)e->budget : 1;
+                uint64_t cut = n[ids[m - 1]].total;
+                while (m < k && n[ids[m]].total == cut)
+                    m++;
+            }
+            qsort(ids, m, sizeof *ids, cmp_total);
+            for (size_t j = 0; j < m && !e->o->e; j++) {
                 if (e->budget == 0) {
                     e->truncated = 1;
                     break;
@@ -929,6 +953,8 @@ static void emit_children(emit_ctx *e, int64_t first, uint32_t max_depth)
                     tree_punct(e, ",", 1);
                 emit(e, ids[j], max_depth);
             }
+            if (m < k)
+                e->truncated = 1;
             free(ids);
             bl_req_give(e->o->r, k * sizeof *ids);
         }
@@ -1015,6 +1041,14 @@ static _Thread_local const cgroup *cmp_groups; /* qsort has no context argument 
 
 /* cmp_total's twin on merged children: the same order (a total order, see
  * "equal times") */
+/* By total alone: the first pass over more groups than can be printed
+ * (lazy_children; as emit_children's) */
+static int cmp_group_total_only(const void *a, const void *b)
+{
+    const cgroup *x = &cmp_groups[*(const int64_t *)a], *y = &cmp_groups[*(const int64_t *)b];
+    return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
+}
+
 static int cmp_group_total(const void *a, const void *b)
 {
     const cgroup *x = &cmp_groups[*(const int64_t *)a], *y = &cmp_groups[*(const int64_t *)b];
@@ -1266,8 +1300,20 @@ static void lazy_children(emit_ctx *e, size_t first, size_t n, uint32_t depth)
             /* by total, ties by names (as the merge) */
             cmp_groups = groups_at(e);
             cmp_e = e;
-            qsort(ord, k, sizeof *ord, cmp_group_total);
-            for (size_t j = 0; j < k && !e->o->e && !e->dberr; j++) {
+            /* only the first e->budget can be printed: the full order
+             * (names for ties) for those and the ties at the cut only, as
+             * in emit_children */
+            size_t m = k;
+            if (e->budget < k) {
+                const cgroup *gs = groups_at(e);
+                qsort(ord, k, sizeof *ord, cmp_group_total_only);
+                m = (size_t)e->budget; /* > 0: checked above */
+                uint64_t cut = gs[ord[m - 1]].total;
+                while (m < k && gs[ord[m]].total == cut)
+                    m++;
+            }
+            qsort(ord, m, sizeof *ord, cmp_group_total);
+            for (size_t j = 0; j < m && !e->o->e && !e->dberr; j++) {
                 if (e->budget == 0) {
                     e->truncated = 1;
                     break;
@@ -1276,6 +1322,8 @@ static void lazy_children(emit_ctx *e, size_t first, size_t n, uint32_t depth)
                     tree_punct(e, ",", 1);
                 lazy_emit(e, (size_t)order_at(e)[o0 + j], depth);
             }
+            if (m < k)
+                e->truncated = 1;
         }
     }
     e->rows.len = r0 * sizeof(crow);

@@ -431,6 +431,25 @@ for i in $(seq 0 $((NODES - 1))); do
   done
   expect "node $i: answers identical to SQLite's" "$(ls sqlite | wc -l)" "$same"
 done
+# a limit cuts the whole order: limit=L prints the first L nodes (depth
+# first) of the tree asked without a limit, ties at the cut included (the
+# printer orders only what it can print in full: h_query.c emit_children,
+# lazy_children)
+flat() {
+  jq -r '[.roots[] | recurse(.children[])] | .[] |
+    "\(.method.class).\(.method.name)\(.method.descriptor) \(.total_us) \(.count)"' body.out
+}
+for th in main all; do
+  for b in 1.0 2.0; do
+    req "${URLS[0]}" GET "/v1/apps/shop/call-tree?build=$b&thread=$th&limit=200000" "$RD"
+    full=$(flat)
+    for l in 1 2 3 4 5 6 8 11 16 25; do
+      req "${URLS[$((l % NODES))]}" GET "/v1/apps/shop/call-tree?build=$b&thread=$th&limit=$l" "$RD"
+      expect "call-tree build=$b thread=$th limit=$l: the first $l of the whole order" \
+        "$(head -n "$l" <<< "$full")" "$(flat)"
+    done
+  done
+done
 # the answers are about something
 a=$(cat sqlite/* | tr -d "\\000")
 contains "call trees: tied methods" '"class":"com.x.Tïe"' "$a"
