@@ -92,11 +92,20 @@ bl_err bl_queue_claim(bl_db *db, const char *node, int64_t lease_us, const int64
         free(arr);
         return BL_EIO;
     }
+    /* a build's deletion row runs after every batch received before it:
+     * while an earlier live row of its build is leased by another node (one
+     * that died, or whose session was lost and that has not given up its
+     * claims yet) it is not claimed; those rows come first once their lease
+     * runs out or is given up */
     st = bl_st_get(
-        db, "WITH c AS (SELECT id FROM raw_batches "
-            "WHERE lock_key = ANY (CAST(?3 AS bigint[])) AND failed_at IS NULL "
-            "AND (lease_until IS NULL OR lease_until < " NOW_US ") "
-            "ORDER BY id LIMIT CAST(?4 AS bigint) FOR UPDATE SKIP LOCKED), "
+        db, "WITH c AS (SELECT q.id FROM raw_batches q "
+            "WHERE q.lock_key = ANY (CAST(?3 AS bigint[])) AND q.failed_at IS NULL "
+            "AND (q.lease_until IS NULL OR q.lease_until < " NOW_US ") "
+            "AND (q.enc <> CAST(?5 AS integer) OR NOT EXISTS (SELECT 1 FROM raw_batches e "
+            "WHERE e.lock_key = q.lock_key AND e.id < q.id AND e.failed_at IS NULL "
+            "AND e.lease_until >= " NOW_US " "
+            "AND e.lease_owner IS DISTINCT FROM CAST(?1 AS text))) "
+            "ORDER BY q.id LIMIT CAST(?4 AS bigint) FOR UPDATE OF q SKIP LOCKED), "
             "u AS (UPDATE raw_batches r SET lease_owner = CAST(?1 AS text), "
             "lease_until = " NOW_US " + CAST(?2 AS bigint), attempts = r.attempts + 1 "
             "FROM c WHERE r.id = c.id "
@@ -115,6 +124,7 @@ bl_err bl_queue_claim(bl_db *db, const char *node, int64_t lease_us, const int64
     bl_st_int64(st, 2, lease_us);
     bl_st_text(st, 3, arr, -1);
     bl_st_int64(st, 4, (int64_t)max_rows);
+    bl_st_int64(st, 5, BL_QUEUE_ENC_DROP);
     free(arr);
     int rc;
     bl_err err = BL_OK;

@@ -75,7 +75,10 @@ typedef bl_err (*bl_queue_row_cb)(const bl_queue_row *r, void *ctx);
  * `node` until now + lease_us, and hands each to cb. Rows other
  * transactions are claiming at the same moment are skipped (FOR UPDATE
  * SKIP LOCKED). Rows claimed BL_QUEUE_MAX_ATTEMPTS times already are
- * failed instead ("claimed N times without being finished").
+ * failed instead ("claimed N times without being finished"). A build
+ * deletion's row (BL_QUEUE_ENC_DROP) is not claimed while a live row of
+ * its key received before it is leased by another node: the batches
+ * acknowledged before a DELETE run before it (and are deleted with it).
  * *n_out: rows handed to cb.
  */
 bl_err bl_queue_claim(bl_db *db, const char *node, int64_t lease_us, const int64_t *keys,
