@@ -298,7 +298,7 @@ enum MHD_Result bl_h_upload_finish(struct MHD_Connection *c, bl_http *h, req *r)
     /* PostgreSQL store: the writable connection of this thread, and the
      * folder brought in line with the store (the lock is held) */
     bl_db *wdb = NULL;
-    if (bl_files_in_store(bl_http_db(h))) {
+    if (bl_http_store_remote(h)) {
         char cdir[BL_PATH_MAX];
         bl_err se = BL_EIO;
         if ((wdb = bl_http_db_rw(h)) != NULL)

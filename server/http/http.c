@@ -83,8 +83,11 @@ bl_db *bl_http_db(bl_http *h)
         /* PostgreSQL: the server restarted or the network broke: a new
          * session (a no-op on SQLite and on a working connection) */
         int renewed;
-        if (bl_db_reconnect(db, &renewed) != BL_OK)
+        if (bl_db_reconnect(db, &renewed) != BL_OK) {
+            /* still unreachable (stopped, starting up): callers answer 503 */
             fprintf(stderr, "beatline-server: read connection: %s\n", bl_db_errmsg(db));
+            return NULL;
+        }
     }
     return db;
 }
@@ -113,19 +116,29 @@ bl_db *bl_http_db_rw(bl_http *h)
     } else {
         /* PostgreSQL: a new session after a lost one (as bl_http_db) */
         int renewed;
-        if (bl_db_reconnect(db, &renewed) != BL_OK)
+        if (bl_db_reconnect(db, &renewed) != BL_OK) {
             fprintf(stderr, "beatline-server: writable connection: %s\n", bl_db_errmsg(db));
+            return NULL;
+        }
     }
     return db;
+}
+
+int bl_http_store_remote(bl_http *h)
+{
+    char path[BL_PATH_MAX];
+    return bl_datadir_db(h->data_dir, path) == BL_OK && bl_db_url_is_pg(path);
 }
 
 bl_err bl_http_build_dir(bl_http *h, req *r, int64_t app_id, const char *build, char *dir)
 {
     if (bl_datadir_build(h->data_dir, app_id, build, dir) != BL_OK)
         return BL_EINVAL;
-    bl_db *db = bl_http_db(h);
-    if (!bl_files_in_store(db))
+    if (!bl_http_store_remote(h))
         return BL_OK;
+    bl_db *db = bl_http_db(h);
+    if (!db)
+        return BL_EIO; /* PostgreSQL unreachable for now */
     /* a fetch holds a chunk, its hex form in libpq's result and the
      * decoded copy: charged like the rest of the request */
     uint64_t charge = 3 * (uint64_t)BL_FILES_CHUNK;
@@ -362,7 +375,12 @@ int bl_req_auth(struct MHD_Connection *c, bl_http *h, req *r, bl_role role)
         return -1;
     }
     if (e) {
-        bl_req_fail(r, 500, "database error");
+        /* the connection went while the key was checked (PostgreSQL
+         * stopping or restarting): unavailable for a moment, not a fault */
+        if (bl_db_connection_lost(db))
+            bl_req_fail(r, 503, "database unavailable");
+        else
+            bl_req_fail(r, 500, "database error");
         return -1;
     }
     return 0;

@@ -117,7 +117,13 @@ typedef struct req {
     int not_allowed;       /* a method other than GET/HEAD on a web path: 405 */
 } req;
 
-/* The read connection of the calling thread (opened on first use). */
+/* 1 when this process's store is PostgreSQL (uploaded files live there,
+ * store/files.h), whether or not it can be reached right now. */
+int bl_http_store_remote(bl_http *h);
+
+/* The read connection of the calling thread (opened on first use). NULL
+ * when it cannot be opened, or (PostgreSQL) when it was lost and cannot be
+ * made again now: callers answer 503 + Retry-After. */
 bl_db *bl_http_db(bl_http *h);
 /* A writable connection of the calling thread (opened on first use; owned
  * by the thread, closed when it ends), for uploads' writes to a PostgreSQL

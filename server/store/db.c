@@ -410,6 +410,11 @@ int bl_db_remote(const bl_db *db)
     return db->pg != NULL;
 }
 
+int bl_db_connection_lost(const bl_db *db)
+{
+    return db->pg && (PQstatus(db->pg) != CONNECTION_OK || db->lost);
+}
+
 int bl_db_pg_schema_version(void)
 {
     int n = 0;

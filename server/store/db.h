@@ -70,6 +70,11 @@ const char *bl_db_url_redact(const char *url, char *out, size_t n);
  * that would issue one small statement per item (a call tree's children,
  * node by node) read in bulk instead when this is 1. */
 int bl_db_remote(const bl_db *db);
+/* 1 when db is a PostgreSQL connection found broken by its last command
+ * (the server stopped or restarted, the network broke) and not made again
+ * yet: a failed command was the store's absence, not a fault (HTTP answers
+ * 503 + Retry-After). 0 on SQLite and on a working connection. */
+int bl_db_connection_lost(const bl_db *db);
 /* Schema version of the PostgreSQL schema this program writes. */
 int bl_db_pg_schema_version(void);
 

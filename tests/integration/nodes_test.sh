@@ -258,16 +258,20 @@ k=5000
 for _ in $(seq 10); do k=$((k + 1)); make_batch "$k" > /dev/null; post_batch "$k"; done
 _pg_as "$PGBIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w -t 30 stop > /dev/null 2>&1 ||
   bad "pg_ctl stop -m immediate"
-# posts while it is down: refused (503) or no answer, never a 202
+# posts while it is down: refused with 503 + Retry-After (the store is
+# unavailable, docs/api.md), never a 202, never a 500
 down=0
+codes=""
 for _ in $(seq 3); do
   k=$((k + 1))
   make_batch "$k" > /dev/null
   code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 -X POST -H "Authorization: Bearer $ING" \
     --data-binary @"batch-$k.bin" "${URLS[0]}/v1/apps/shop/batches" || true)
   [ "$code" != 202 ] && down=$((down + 1))
+  codes="$codes $code"
 done
 expect "no 202 while PostgreSQL is down" 3 "$down"
+expect "503 while PostgreSQL is down" " 503 503 503" "$codes"
 _pg_as "$PGBIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
   -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_DIR -c fsync=off -c max_connections=200 -c shared_buffers=32MB" \
   start > /dev/null 2>&1 || bad "PostgreSQL did not start again"
