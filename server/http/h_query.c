@@ -780,6 +780,38 @@ static int cmp_total(const void *a, const void *b)
     return tie_cmp(cmp_e, x->method, y->method);
 }
 
+static uint64_t node_total(int64_t i)
+{
+    return cmp_nodes[i].total;
+}
+
+/* Orders the entries ids[0..k) of one tree level for printing when at most
+ * `budget` of them can be printed (the nodes left): with more than that,
+ * first by total time alone (by_total), then by the full rule (full: ties
+ * by names, "equal times") only down to the last printable entry's total,
+ * its ties included — the same first `budget` as ordering them all, with
+ * names looked up for the ties at the cut only (a level of 300,000 roots
+ * under limit=10 would otherwise load the names of nearly every method
+ * that ties anywhere on it). total(i): entry i's total time (the
+ * comparators' thread-local arrays set). Returns how many are in the full
+ * order: m < k means the level is cut there. */
+static size_t order_printable(int64_t *ids, size_t k, uint64_t budget,
+                              int (*by_total)(const void *, const void *),
+                              int (*full)(const void *, const void *),
+                              uint64_t (*total)(int64_t))
+{
+    size_t m = k;
+    if (budget < k) {
+        qsort(ids, k, sizeof *ids, by_total);
+        m = budget ? (size_t)budget : 1;
+        uint64_t cut = total(ids[m - 1]);
+        while (m < k && total(ids[m]) == cut)
+            m++;
+    }
+    qsort(ids, m, sizeof *ids, full);
+    return m;
+}
+
 /* ---- exports (format=speedscope|chrome) ----------------------------------
  * The same nodes in the same order, written as events instead of a nested
  * tree: each node is laid out from e->cursor, its children one after
@@ -927,23 +959,7 @@ static void emit_children(emit_ctx *e, int64_t first, uint32_t max_depth)
                 ids[k++] = c;
             cmp_nodes = n;
             cmp_e = e;
-            /* At most e->budget of them can be printed: when there are
-             * more, they are first ordered by total time alone, and only
-             * those down to the last printable one's total (all of its
-             * ties included) are ordered by the full rule — the same first
-             * e->budget as ordering them all, with the names looked up for
-             * the few ties at the cut only (a level of 300,000 roots with
-             * limit=10 would otherwise load the names of nearly every
-             * method that ties anywhere on it). */
-            size_t m = k;
-            if (e->budget < k) {
-                qsort(ids, k, sizeof *ids, cmp_total_only);
-                m = e->budget ? (size_t)e->budget : 1;
-                uint64_t cut = n[ids[m - 1]].total;
-                while (m < k && n[ids[m]].total == cut)
-                    m++;
-            }
-            qsort(ids, m, sizeof *ids, cmp_total);
+            size_t m = order_printable(ids, k, e->budget, cmp_total_only, cmp_total, node_total);
             for (size_t j = 0; j < m && !e->o->e; j++) {
                 if (e->budget == 0) {
                     e->truncated = 1;
@@ -1047,6 +1063,11 @@ static int cmp_group_total_only(const void *a, const void *b)
 {
     const cgroup *x = &cmp_groups[*(const int64_t *)a], *y = &cmp_groups[*(const int64_t *)b];
     return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
+}
+
+static uint64_t group_total(int64_t i)
+{
+    return cmp_groups[i].total;
 }
 
 static int cmp_group_total(const void *a, const void *b)
@@ -1300,19 +1321,8 @@ static void lazy_children(emit_ctx *e, size_t first, size_t n, uint32_t depth)
             /* by total, ties by names (as the merge) */
             cmp_groups = groups_at(e);
             cmp_e = e;
-            /* only the first e->budget can be printed: the full order
-             * (names for ties) for those and the ties at the cut only, as
-             * in emit_children */
-            size_t m = k;
-            if (e->budget < k) {
-                const cgroup *gs = groups_at(e);
-                qsort(ord, k, sizeof *ord, cmp_group_total_only);
-                m = (size_t)e->budget; /* > 0: checked above */
-                uint64_t cut = gs[ord[m - 1]].total;
-                while (m < k && gs[ord[m]].total == cut)
-                    m++;
-            }
-            qsort(ord, m, sizeof *ord, cmp_group_total);
+            size_t m = order_printable(ord, k, e->budget, cmp_group_total_only, cmp_group_total,
+                                       group_total);
             for (size_t j = 0; j < m && !e->o->e && !e->dberr; j++) {
                 if (e->budget == 0) {
                     e->truncated = 1;
