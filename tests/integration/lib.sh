@@ -237,3 +237,28 @@ http() { # METHOD PATH KEY [curl args...] -> CODE, BODY, HDRS
   BODY=$(cat body.out)
   HDRS=$(cat hdrs.out 2> /dev/null || true)
 }
+
+# --- peak memory of the server under test (memory_test.sh, pg_memory_test.sh):
+# mem_mark resets the peak (clear_refs 5) and remembers the resident size;
+# peak_mb is the growth of the peak since, in MB; settle waits (bounded: 20 s)
+# until the resident size stops growing (state loaded in the background);
+# below NAME LIMIT ACTUAL passes when ACTUAL < LIMIT (integers). Callers
+# export ASAN_OPTIONS=…quarantine_size_mb=0 so freed memory is reused.
+below() {
+  if [ "$3" -lt "$2" ]; then ok; else bad "$1: $3 is not below $2"; fi
+}
+kb() { awk -v k="$1" '$1 == k ":" { print $2 }' "/proc/$SERVER_PID/status"; }
+mem_mark() {
+  echo 5 > "/proc/$SERVER_PID/clear_refs"
+  BASE=$(kb VmRSS)
+}
+peak_mb() { echo $(( ($(kb VmHWM) - BASE) / 1024 )); }
+settle() {
+  local a b
+  for _ in $(seq 40); do
+    a=$(kb VmRSS)
+    sleep 0.5
+    b=$(kb VmRSS)
+    [ $((b - a)) -lt 1024 ] && return 0
+  done
+}

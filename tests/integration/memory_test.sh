@@ -23,26 +23,8 @@ set -euo pipefail
 setup "$@"
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"
-below() { # name limit actual (integers)
-  if [ "$3" -lt "$2" ]; then ok; else bad "$1: $3 is not below $2"; fi
-}
 
 DATA=$WORK/data
-kb() { awk -v k="$1" '$1 == k ":" { print $2 }' "/proc/$SERVER_PID/status"; }
-mem_mark() { # resets the peak; remembers the resident size (kB)
-  echo 5 > "/proc/$SERVER_PID/clear_refs"
-  BASE=$(kb VmRSS)
-}
-peak_mb() { echo $(( ($(kb VmHWM) - BASE) / 1024 )); }
-settle() { # the writer loads its state in the background after a start
-  local a b
-  for _ in $(seq 40); do
-    a=$(kb VmRSS)
-    sleep 0.5
-    b=$(kb VmRSS)
-    [ $((b - a)) -lt 1024 ] && return 0
-  done
-}
 
 # --- a build of 300,000 methods, each called once on the main thread -------
 N=300000

@@ -29,24 +29,6 @@ if [ "${BEATLINE_TEST_STORE:-sqlite}" != pg ]; then
 fi
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"
-below() { # name limit actual (integers)
-  if [ "$3" -lt "$2" ]; then ok; else bad "$1: $3 is not below $2"; fi
-}
-kb() { awk -v k="$1" '$1 == k ":" { print $2 }' "/proc/$SERVER_PID/status"; }
-mem_mark() { # resets the peak; remembers the resident size (kB)
-  echo 5 > "/proc/$SERVER_PID/clear_refs"
-  BASE=$(kb VmRSS)
-}
-peak_mb() { echo $(( ($(kb VmHWM) - BASE) / 1024 )); }
-settle() { # bounded: 20 s
-  local a b
-  for _ in $(seq 40); do
-    a=$(kb VmRSS)
-    sleep 0.5
-    b=$(kb VmRSS)
-    [ $((b - a)) -lt 1024 ] && return 0
-  done
-}
 
 N=300000
 awk -v n="$N" 'BEGIN { print "# beatline method-ids v1 names=original"
