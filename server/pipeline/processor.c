@@ -29,6 +29,7 @@
 
 #include "pipeline/datadir.h"
 #include "pipeline/quota.h"
+#include "store/builds.h"
 #include "store/db.h"
 #include "store/writer.h"
 
@@ -528,10 +529,18 @@ static bl_err recover(bl_processor *p)
             char bp[BL_PATH_MAX], build[BL_BUILD_NAME_MAX + 1];
             if (be->d_name[0] == '.' || bl_path_join(bp, ad, be->d_name))
                 continue;
-            if (bl_datadir_build_name(bp, build) == BL_OK)
-                bl_processor_build_changed(p, app_id, build);
-            else
+            if (bl_datadir_build_name(bp, build) != BL_OK) {
                 pr_log("%s: not a build folder (no build-name matching its name); ignored", bp);
+                continue;
+            }
+            /* PostgreSQL store: the folder is this node's cache of the
+             * store's files; a build the store does not have (deleted
+             * through another node, or a first upload refused here) is
+             * not made again (its stale copy is brought in line with the
+             * store when a build of that name is used) */
+            if (p->pg && bl_builds_exists(p->db, app_id, build) == BL_ENOTFOUND)
+                continue;
+            bl_processor_build_changed(p, app_id, build);
         }
         if (bd)
             closedir(bd);

@@ -119,11 +119,20 @@ static int unlink_batch(const char *dir, const char *uuid)
 }
 
 /* fsync of DIR/SUB: 0, or -1 (logged) when the deletions in it may not be
- * durable yet (the rows naming them must then stay) */
+ * durable yet (the rows naming them must then stay). A SUB that does not
+ * exist held nothing to delete: 0 (with PostgreSQL a node sweeps builds
+ * another node deleted and may never have made DIR/trash). */
 static int fsync_sub(const char *dir, const char *sub)
 {
     char d[BL_PATH_MAX];
-    if (bl_path_join(d, dir, sub) != BL_OK || bl_fsync_dir(d) != BL_OK) {
+    struct stat sb;
+    if (bl_path_join(d, dir, sub) != BL_OK) {
+        logmsg(sub, "cannot sync the folder");
+        return -1;
+    }
+    if (bl_fsync_dir(d) != BL_OK) {
+        if (lstat(d, &sb) != 0 && errno == ENOENT)
+            return 0;
         logmsg(sub, "cannot sync the folder");
         return -1;
     }
