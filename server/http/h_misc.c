@@ -253,7 +253,7 @@ enum MHD_Result bl_h_metrics(struct MHD_Connection *c, bl_http *h, req *r)
                    "Writer transactions failed in a row (0 = healthy).", ps.failing);
     if (!e)
         e = metric(&b, "beatline_transactions_total", "counter",
-                   "SQLite write transactions committed by the writer.", ps.txn);
+                   "Write transactions committed by this node's writer (SQLite or PostgreSQL).", ps.txn);
     if (!e && h->c.ret)
         e = retention_metrics(&b, h->c.ret);
     if (!e)

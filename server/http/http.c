@@ -317,8 +317,11 @@ bl_db *bl_http_db_build(struct MHD_Connection *c, bl_http *h, req *r, const char
         if (be) {
             char err[160];
             snprintf(err, sizeof err, "unknown build '%.100s'", build);
-            *rc = be == BL_ENOTFOUND ? bl_reply_error(c, h, 404, err)
-                                     : bl_reply_error(c, h, 500, "database error");
+            /* a connection lost meanwhile (PostgreSQL stopping or
+             * restarting) is unavailable for a moment, as in bl_req_auth */
+            *rc = be == BL_ENOTFOUND        ? bl_reply_error(c, h, 404, err)
+                  : bl_db_connection_lost(db) ? bl_reply_error(c, h, 503, "database unavailable")
+                                            : bl_reply_error(c, h, 500, "database error");
             return NULL;
         }
     }

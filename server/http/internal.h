@@ -174,7 +174,8 @@ int bl_arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t
 
 /* The database for a read handler, checking the optional `build` argument
  * names a build of the request's app. NULL with the answer queued in *rc:
- * 503 no database, 404 unknown build, 500 database error. */
+ * 503 (+ Retry-After 5) no database or its connection lost meanwhile
+ * (PostgreSQL down or restarting), 404 unknown build, 500 database error. */
 bl_db *bl_http_db_build(struct MHD_Connection *c, bl_http *h, req *r, const char *build,
                         enum MHD_Result *rc);
 
