@@ -34,6 +34,8 @@ void bl_agg_clear(bl_agg *a)
     a->n_stats = 0;
     a->n_nodes = 0;
     a->n_vals = 0;
+    a->n_bks = 0;
+    a->n_runs = 0;
     a->n_touched = 0;
     bl_buf_reset(&a->blobs);
     bl_u128map_clear(&a->stat_ix);
@@ -56,6 +58,9 @@ void bl_agg_cleanup(bl_agg *a)
     free(a->tkey);
     free(a->tval);
     free(a->pmap);
+    free(a->bks);
+    free(a->runs);
+    free(a->runs2);
     bl_sketch_cleanup(&a->scratch);
     bl_buf_cleanup(&a->blobs);
 }
@@ -158,7 +163,7 @@ bl_err bl_agg_finish(bl_agg *a)
 
 bl_err bl_agg_finish_stats(bl_agg *a)
 {
-    size_t n = a->n_vals, ns = a->n_stats;
+    size_t n = a->n_vals, ns = a->n_stats, nr = a->n_runs;
     if (n > a->cap_vals2) {
         bl_agg_val *v = realloc(a->vals2, n * sizeof *v);
         if (!v)
@@ -166,32 +171,53 @@ bl_err bl_agg_finish_stats(bl_agg *a)
         a->vals2 = v;
         a->cap_vals2 = n;
     }
-    /* counting sort by stat: stats[i].count values each, in order */
-    size_t *pos = malloc((ns + 1) * sizeof *pos);
+    if (nr > a->cap_runs2) {
+        struct bl_agg_run *r = realloc(a->runs2, nr * sizeof *r);
+        if (!r)
+            return BL_ENOMEM;
+        a->runs2 = r;
+        a->cap_runs2 = nr;
+    }
+    /* counting sorts by stat: the kept times (pos) and the merged runs
+     * (rpos); each stat's times and runs together make its count */
+    size_t *pos = calloc(2 * (ns + 1), sizeof *pos);
     if (!pos)
         return BL_ENOMEM;
-    size_t acc = 0;
+    size_t *rpos = pos + ns + 1;
+    for (size_t k = 0; k < n; k++)
+        pos[a->vals[k] >> BL_AGG_VAL_US_BITS]++;
+    for (size_t i = 0; i < nr; i++)
+        rpos[a->runs[i].stat]++;
+    size_t acc = 0, racc = 0;
+    bl_err err = BL_OK;
     for (size_t i = 0; i < ns; i++) {
+        size_t c = pos[i], rc = rpos[i];
         pos[i] = acc;
-        acc += a->stats[i].count;
+        rpos[i] = racc;
+        acc += c;
+        racc += rc;
     }
     pos[ns] = acc;
-    if (acc != n) { /* counts and kept values disagree: a bug */
-        free(pos);
-        return BL_EINVAL;
-    }
+    rpos[ns] = racc;
     for (size_t k = 0; k < n; k++)
         a->vals2[pos[a->vals[k] >> BL_AGG_VAL_US_BITS]++] = a->vals[k];
+    for (size_t i = 0; i < nr; i++)
+        a->runs2[rpos[a->runs[i].stat]++] = a->runs[i];
+    /* pos[i] and rpos[i] now end stat i's ranges (start: those of i - 1) */
     bl_buf_reset(&a->blobs);
-    bl_err err = BL_OK;
-    size_t start = 0;
+    size_t start = 0, rstart = 0;
     for (size_t i = 0; i < ns && !err; i++) {
         bl_agg_stat *s = &a->stats[i];
         bl_sketch_reset(&a->scratch);
-        for (size_t k = start; k < start + s->count && !err; k++)
+        for (size_t k = start; k < pos[i] && !err; k++)
             err = bl_sketch_add(&a->scratch,
                                 a->vals2[k] & (((uint64_t)1 << BL_AGG_VAL_US_BITS) - 1), 1);
-        start += s->count;
+        for (size_t r = rstart; r < rpos[i] && !err; r++)
+            err = bl_sketch_add_buckets(&a->scratch, a->bks + a->runs2[r].off, a->runs2[r].len);
+        start = pos[i];
+        rstart = rpos[i];
+        if (!err && a->scratch.count != s->count)
+            err = BL_EINVAL; /* counts and kept values disagree: a bug */
         s->blob_off = a->blobs.len;
         if (!err)
             err = bl_sketch_serialize(&a->scratch, &a->blobs);
@@ -710,6 +736,7 @@ void bl_agg_part_cleanup(bl_agg_part *p)
 {
     free(p->st);
     free(p->vals);
+    free(p->bk);
     free(p->path);
     free(p->tab);
     free(p->node_of);
@@ -785,6 +812,7 @@ static inline struct bl_agg_pslot *ptab_get(bl_agg_part *p, uint64_t key, int *f
 }
 
 #define STAT_TAG ((uint64_t)1 << 63)
+_Static_assert(BL_SKETCH_BUCKETS <= 65536, "a sketch bucket index fits in 16 bits");
 
 bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *trees,
                          int64_t origin)
@@ -904,6 +932,22 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
             p->n_vals += one;
         }
     }
+    /* the times' sketch buckets grouped by stat (a counting sort, in
+     * cache), so that the writer adds them run by run */
+    if ((err = reserve((void **)&p->bk, &p->cap_bk, p->n_vals, sizeof *p->bk)))
+        return err;
+    uint32_t acc = 0;
+    for (size_t i = 0; i < p->n_st; i++) {
+        p->st[i].bk_off = acc;
+        acc += (uint32_t)p->st[i].count;
+    }
+    const uint64_t us_mask = ((uint64_t)1 << BL_AGG_VAL_US_BITS) - 1;
+    for (size_t k = 0; k < p->n_vals; k++) {
+        bl_agg_val v = p->vals[k];
+        p->bk[p->st[v >> BL_AGG_VAL_US_BITS].bk_off++] = (uint16_t)bl_sketch_bucket(v & us_mask);
+    }
+    for (size_t i = 0; i < p->n_st; i++)
+        p->st[i].bk_off -= (uint32_t)p->st[i].count;
     p->ok = 1;
     return BL_OK;
 }
@@ -926,7 +970,8 @@ bl_err bl_agg_merge(bl_agg *a, bl_agg_build *b, const bl_agg_part *p)
     size_t need = p->n_st > p->n_path ? p->n_st : p->n_path;
     if ((err = reserve((void **)&a->pmap, &a->cap_pmap, need, sizeof *a->pmap)))
         return err;
-    if ((err = reserve((void **)&a->vals, &a->cap_vals, a->n_vals + p->n_vals, sizeof *a->vals)))
+    if ((err = reserve((void **)&a->bks, &a->cap_bks, a->n_bks + p->n_vals, sizeof *a->bks)) ||
+        (err = reserve((void **)&a->runs, &a->cap_runs, a->n_runs + p->n_st, sizeof *a->runs)))
         return err;
     a->malformed += p->malformed;
     /* the stats in order of first call: rows and stats are made in the
@@ -950,16 +995,14 @@ bl_err bl_agg_merge(bl_agg *a, bl_agg_build *b, const bl_agg_part *p)
         s->self += ps->self;
         if (ps->max > s->max)
             s->max = ps->max;
+        if (ps->count) /* its inclusive times, as sketch buckets */
+            a->runs[a->n_runs++] = (struct bl_agg_run){ .stat = (uint32_t)(s - a->stats),
+                                                        .len = (uint32_t)ps->count,
+                                                        .off = a->n_bks + ps->bk_off };
         a->pmap[i] = (uint32_t)(s - a->stats);
     }
-    /* the inclusive times, renumbered to the round's stats */
-    const uint64_t us_mask = ((uint64_t)1 << BL_AGG_VAL_US_BITS) - 1;
-    bl_agg_val *out = a->vals + a->n_vals;
-    for (size_t k = 0; k < p->n_vals; k++) {
-        bl_agg_val v = p->vals[k];
-        out[k] = (uint64_t)a->pmap[v >> BL_AGG_VAL_US_BITS] << BL_AGG_VAL_US_BITS | (v & us_mask);
-    }
-    a->n_vals += p->n_vals;
+    memcpy(a->bks + a->n_bks, p->bk, p->n_vals * sizeof *p->bk);
+    a->n_bks += p->n_vals;
     /* each distinct path of the batch once into the build's node table,
      * parents first; pmap now: path -> the build's node local + 1 */
     for (size_t i = 0; i < p->n_path; i++) {

@@ -162,6 +162,13 @@ typedef struct bl_agg {
      * -> the build's node local + 1 (0 = none) */
     uint32_t *pmap;
     size_t cap_pmap;
+    /* inclusive times merged from partials, as sketch buckets: run i is
+     * bks[runs[i].off .. + len) of stat runs[i].stat (bl_agg_finish adds
+     * them to the stat's sketch with the vals above) */
+    uint16_t *bks;
+    size_t n_bks, cap_bks;
+    struct bl_agg_run { uint32_t stat, len; size_t off; } *runs, *runs2;
+    size_t n_runs, cap_runs, cap_runs2;
 } bl_agg;
 
 /* A finished round's deltas, taken out of the aggregator (bl_agg_take) so
@@ -259,6 +266,9 @@ typedef struct bl_agg_pstat {
     uint64_t count, total, self, max;
     uint64_t unknown_records; /* enters and exits of its calls in this batch:
                                * counted when the methodId proves unknown */
+    uint32_t bk_off;  /* its inclusive times' sketch buckets: bk[bk_off ..
+                       * bk_off + count) */
+    uint32_t pad;
 } bl_agg_pstat;
 
 typedef struct bl_agg_ppath {
@@ -281,6 +291,9 @@ typedef struct bl_agg_part {
     size_t n_st, cap_st;
     bl_agg_val *vals;     /* inclusive times: st index << 40 | µs, call order */
     size_t n_vals, cap_vals;
+    uint16_t *bk;         /* their sketch buckets (bl_sketch_bucket), grouped
+                           * by stat (see bk_off); n_vals valid */
+    size_t cap_bk;
     bl_agg_ppath *path;   /* paths in order of first call */
     size_t n_path, cap_path;
     struct bl_agg_pslot {   /* open addressing, stats and paths */
