@@ -837,11 +837,6 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
     bl_err err = reserve((void **)&p->vals, &p->cap_vals, calls, sizeof *p->vals);
     if (err)
         return err;
-    /* every call makes at most one stat and one path: room for all now,
-     * the walk below never grows anything */
-    if ((err = reserve((void **)&p->st, &p->cap_st, calls, sizeof *p->st)) ||
-        (err = reserve((void **)&p->path, &p->cap_path, calls, sizeof *p->path)))
-        return err;
     int64_t hour_lo = 0, hour_hi = 0; /* [lo, hi): the hour of the last call */
     uint64_t hour_ix = 0;
     for (uint32_t t = 0; t < bt->n_threads; t++) {
@@ -872,7 +867,10 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
             if (lc && p->path[lc - 1].key2 == key2) {
                 pi = lc - 1;
             } else {
-                if ((err = ptab_room(p)))
+                /* room for one more path (and in the table) before looking */
+                if ((err = ptab_room(p)) ||
+                    (err = reserve((void **)&p->path, &p->cap_path, p->n_path + 1,
+                                   sizeof *p->path)))
                     return err;
                 struct bl_agg_pslot *sl = ptab_get(p, (uint64_t)parent1 << 32 | key2, &fresh);
                 if (fresh)
@@ -909,7 +907,8 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
             uint64_t skey = hour_ix << 25 | key2;
             uint32_t si = pp->stat;
             if (si == UINT32_MAX || p->st[si].key != skey) {
-                if ((err = ptab_room(p)))
+                if ((err = ptab_room(p)) ||
+                    (err = reserve((void **)&p->st, &p->cap_st, p->n_st + 1, sizeof *p->st)))
                     return err;
                 struct bl_agg_pslot *sl = ptab_get(p, STAT_TAG | skey, &fresh);
                 if (fresh) {
