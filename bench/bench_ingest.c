@@ -22,7 +22,10 @@
  *                trees, the batch's partial aggregates) while this thread
  *                merges them in order (bl_agg_merge) — wall-clock time, the
  *                CPU time of all threads per record, and this thread's CPU
- *                time per record (the serial part).
+ *                time per record (the serial part); and, run alternately
+ *                with it for comparison, the same with this thread
+ *                aggregating the trees itself (bl_agg_tree, as before the
+ *                partial aggregates).
  * The aggregates of the parallel run are checked equal to the one-thread
  * run's (the program fails otherwise). The goal line compares the parallel
  * wall time with the anchor's wall time.
@@ -273,27 +276,40 @@ int main(int argc, char **argv)
     uint32_t build_nodes = ab.n_local;
     bl_agg_cleanup(&agg);
     bl_agg_build_cleanup(&ab);
-    /* parallel: a fresh aggregator (the same node ids then), warm-up, best of 3 */
-    new_agg(&agg, &ab);
-    sums par = { 0 };
-    double p_wall = 1e9, p_cpu = 1e9, p_agg = 1e9;
+    /* parallel, two ways run alternately (the same load for both): m = 0 as
+     * the server: the prep threads also build each batch's partial
+     * aggregates and this thread merges them (bl_agg_merge); m = 1 as before
+     * partials: this thread aggregates the trees (bl_agg_tree). Each a fresh
+     * aggregator (the same node ids then), a warm-up round, best of 3. */
+    bl_agg pagg[2];
+    bl_agg_build pab[2];
+    sums par[2] = { { 0 }, { 0 } };
+    double p_wall[2] = { 1e9, 1e9 }, p_cpu[2] = { 1e9, 1e9 }, p_agg[2] = { 1e9, 1e9 };
+    for (int m = 0; m < 2; m++)
+        new_agg(&pagg[m], &pab[m]);
     for (int r = 0; r < 4; r++) {
-        verify = r == 0;
-        memset(&scratch, 0, sizeof scratch);
-        double w0 = wall_s(), c0 = proc_s(), a0 = thread_s();
-        run_parallel(&agg, &ab, r == 0 ? &par : &scratch);
-        double w = wall_s() - w0, c = proc_s() - c0, ac = thread_s() - a0;
-        if (r > 0 && w < p_wall) {
-            p_wall = w;
-            p_cpu = c;
+        for (int m = 0; m < 2; m++) {
+            for (unsigned i = 0; i < n_slots; i++)
+                slots[i].job.want_part = m == 0;
+            verify = r == 0;
+            memset(&scratch, 0, sizeof scratch);
+            double w0 = wall_s(), c0 = proc_s(), a0 = thread_s();
+            run_parallel(&pagg[m], &pab[m], r == 0 ? &par[m] : &scratch);
+            double w = wall_s() - w0, c = proc_s() - c0, ac = thread_s() - a0;
+            if (r > 0 && w < p_wall[m]) {
+                p_wall[m] = w;
+                p_cpu[m] = c;
+            }
+            if (r > 0 && ac < p_agg[m])
+                p_agg[m] = ac;
         }
-        if (r > 0 && ac < p_agg)
-            p_agg = ac;
     }
-    bl_agg_cleanup(&agg);
-    bl_agg_build_cleanup(&ab);
-    if (memcmp(&one, &par, sizeof one) != 0)
-        die("the parallel run's aggregates differ from the one-thread run's");
+    for (int m = 0; m < 2; m++) {
+        bl_agg_cleanup(&pagg[m]);
+        bl_agg_build_cleanup(&pab[m]);
+        if (memcmp(&one, &par[m], sizeof one) != 0)
+            die("the parallel run's aggregates differ from the one-thread run's");
+    }
     double recs = (double)one.records;
     printf("input    %u batches x %u records = %llu records, %.1f MB raw, %.1f MB zstd-3\n",
            n_batches, per, (unsigned long long)one.records, raw_total / 1e6, z_total / 1e6);
@@ -309,18 +325,20 @@ int main(int argc, char **argv)
            "(%.1f ns/record CPU; %.2fx the anchor's CPU time)\n",
            recs / t_one / 1e6, t_one / recs * 1e9, t_one / z_cpu);
     printf("  of which  zstd+decode+tree+partial (prep) %.1f ns/record CPU\n", t_phase / recs * 1e9);
-    printf("parallel  %u prep thread(s) + the aggregating thread: %.1f M records/s wall "
-           "(%.1f ns/record), %.1f ns/record CPU over all threads (%.2fx the anchor's CPU)\n",
-           n_workers, recs / p_wall / 1e6, p_wall / recs * 1e9, p_cpu / recs * 1e9,
-           p_cpu / z_cpu);
-    printf("  of which  the aggregating thread (merges, flushes) %.1f ns/record CPU (%.2fx the "
-           "anchor's CPU); %llu of %llu batches merged from partial aggregates\n",
-           p_agg / recs * 1e9, p_agg / z_cpu, (unsigned long long)merged,
-           (unsigned long long)n_batches * 4);
+    static const char *how[2] = { "partial aggregates merged", "trees aggregated (before)" };
+    for (int m = 0; m < 2; m++)
+        printf("parallel  %u prep thread(s) + the aggregating thread, %s: %.1f M records/s "
+               "wall (%.1f ns/record), %.1f ns/record CPU over all threads (%.2fx the anchor's "
+               "CPU); the aggregating thread %.1f ns/record CPU (%.2fx)\n",
+               n_workers, how[m], recs / p_wall[m] / 1e6, p_wall[m] / recs * 1e9,
+               p_cpu[m] / recs * 1e9, p_cpu[m] / z_cpu, p_agg[m] / recs * 1e9,
+               p_agg[m] / z_cpu);
+    printf("          %llu of %llu batches merged from partial aggregates\n",
+           (unsigned long long)merged, (unsigned long long)n_batches * 4);
     printf("goal     pipeline wall time <= %.1fx zstd -d's: %.2fx  %s   (per core: %.2fx)\n",
-           GOAL_RATIO, p_wall / z_wall, p_wall / z_wall <= GOAL_RATIO ? "MET" : "NOT MET",
+           GOAL_RATIO, p_wall[0] / z_wall, p_wall[0] / z_wall <= GOAL_RATIO ? "MET" : "NOT MET",
            t_one / z_cpu);
-    printf("         aggregates of the parallel run identical to the one-thread run's\n");
+    printf("         aggregates of both parallel runs identical to the one-thread run's\n");
     if (z_wall > 1.15 * z_cpu)
         printf("note     the machine is busy (the anchor's wall time is %.1fx its CPU time): "
                "wall figures are unreliable, compare CPU figures\n", z_wall / z_cpu);
