@@ -850,9 +850,6 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
         for (uint32_t k = n; k-- > 0;) {
             const bl_call *c = &tree->calls[k];
             uint32_t mid = c->method_id;
-            if (mid > BL_REC_ID_MAX)
-                return BL_EINVAL; /* not from a record: left to bl_agg_tree */
-            p->max_mid = mid > p->max_mid ? mid : p->max_mid;
             uint64_t incl = c->end_us - c->start_us;
             /* a call that goes on in a later segment: only its self time */
             uint64_t one = (c->flags & BL_CALL_CONTINUES) ? 0 : 1;
@@ -881,6 +878,10 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
             }
             bl_agg_ppath *pp = &p->path[pi];
             if (fresh) {
+                /* every methodId of the batch comes here first */
+                if (mid > BL_REC_ID_MAX)
+                    return BL_EINVAL; /* not from a record: left to bl_agg_tree */
+                p->max_mid = mid > p->max_mid ? mid : p->max_mid;
                 p->n_path++;
                 memset(pp, 0, sizeof *pp);
                 pp->parent1 = parent1;
@@ -924,9 +925,16 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
             s->total += incl;
             s->self += c->self_us;
             s->max = incl > s->max ? incl : s->max;
-            s->unknown_records +=
-                (uint64_t)!(c->flags & BL_CALL_SYNTH_ENTER) +
-                !(c->flags & (BL_CALL_INCOMPLETE | BL_CALL_CONTINUES | BL_CALL_UNBALANCED));
+            /* its enter and exit when they are in this segment (counted if the
+             * methodId proves unknown): 2 a call but for these rare flags;
+             * here the records missing (the 2s are added at the end) */
+            if (__builtin_expect(c->flags & (BL_CALL_SYNTH_ENTER | BL_CALL_INCOMPLETE |
+                                             BL_CALL_CONTINUES | BL_CALL_UNBALANCED), 0)) {
+                s->unknown_records +=
+                    (uint64_t)!!(c->flags & BL_CALL_SYNTH_ENTER) +
+                    !!(c->flags & (BL_CALL_INCOMPLETE | BL_CALL_CONTINUES | BL_CALL_UNBALANCED));
+                s->n_continues += (c->flags & BL_CALL_CONTINUES) != 0;
+            }
             p->vals[p->n_vals] = (uint64_t)si << BL_AGG_VAL_US_BITS | incl;
             p->n_vals += one;
         }
@@ -937,8 +945,11 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
         return err;
     uint32_t acc = 0;
     for (size_t i = 0; i < p->n_st; i++) {
-        p->st[i].bk_off = acc;
-        acc += (uint32_t)p->st[i].count;
+        bl_agg_pstat *s = &p->st[i];
+        s->bk_off = acc;
+        acc += (uint32_t)s->count;
+        /* calls (counted ones and those going on later) × 2 - missing */
+        s->unknown_records = 2 * (s->count + s->n_continues) - s->unknown_records;
     }
     const uint64_t us_mask = ((uint64_t)1 << BL_AGG_VAL_US_BITS) - 1;
     for (size_t k = 0; k < p->n_vals; k++) {

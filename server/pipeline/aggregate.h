@@ -268,7 +268,7 @@ typedef struct bl_agg_pstat {
                                * counted when the methodId proves unknown */
     uint32_t bk_off;  /* its inclusive times' sketch buckets: bk[bk_off ..
                        * bk_off + count) */
-    uint32_t pad;
+    uint32_t n_continues; /* (building) its calls going on in a later segment */
 } bl_agg_pstat;
 
 typedef struct bl_agg_ppath {
