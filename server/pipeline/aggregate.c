@@ -1011,7 +1011,8 @@ bl_err bl_agg_merge(bl_agg *a, bl_agg_build *b, const bl_agg_part *p)
                                                         .off = a->n_bks + ps->bk_off };
         a->pmap[i] = (uint32_t)(s - a->stats);
     }
-    memcpy(a->bks + a->n_bks, p->bk, p->n_vals * sizeof *p->bk);
+    if (p->n_vals) /* (a batch without counted calls may have no arrays) */
+        memcpy(a->bks + a->n_bks, p->bk, p->n_vals * sizeof *p->bk);
     a->n_bks += p->n_vals;
     /* each distinct path of the batch once into the build's node table,
      * parents first; pmap now: path -> the build's node local + 1 */

@@ -305,6 +305,45 @@ START_TEST(not_usable)
 }
 END_TEST
 
+/* batches without a counted call (no threads, empty threads, a call that
+ * goes on later) merged into a fresh aggregator: nothing but what
+ * bl_agg_tree adds */
+START_TEST(empty_batches)
+{
+    static side x, y;
+    side_init(&x, 100);
+    side_init(&y, 100);
+    bl_agg_part part;
+    bl_agg_part_init(&part);
+    bl_calltree trees[2];
+    bl_calltree_init(&trees[0]);
+    bl_calltree_init(&trees[1]);
+    uint64_t open1 = bl_rec_make(0, 3, 10);
+    bl_batch_thread th[2] = { { .id = 1, .main = 1 },
+                              { .id = 2, .continues = 1, .n_records = 1,
+                                .records = (const uint8_t *)&open1 } };
+    for (uint32_t nt = 0; nt <= 2; nt++) {
+        bl_batch bt = { .origin_wall_us = ORIGIN, .n_threads = nt, .threads = th,
+                        .n_records = nt == 2 };
+        for (uint32_t i = 0; i < nt; i++) {
+            bl_segment seg = { .continues = th[i].continues };
+            ck_assert_int_eq(bl_calltree_build_segment(&trees[i], th[i].records,
+                                                       th[i].n_records, &seg), BL_OK);
+            ck_assert_int_eq(bl_agg_tree(&x.a, &x.b, &th[i], &trees[i], ORIGIN), BL_OK);
+        }
+        ck_assert_int_eq(bl_agg_part_build(&part, &bt, trees, ORIGIN), BL_OK);
+        ck_assert(bl_agg_part_usable(&y.b, &part, ORIGIN));
+        ck_assert_int_eq(bl_agg_merge(&y.a, &y.b, &part), BL_OK);
+        check_equal(&x, &y);
+    }
+    bl_calltree_cleanup(&trees[0]);
+    bl_calltree_cleanup(&trees[1]);
+    bl_agg_part_cleanup(&part);
+    side_cleanup(&x);
+    side_cleanup(&y);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("aggregate");
@@ -314,6 +353,7 @@ int main(void)
     tcase_add_test(tc, merge_equals_tree_node_cap);
     tcase_add_test(tc, merge_equals_tree_big);
     tcase_add_test(tc, not_usable);
+    tcase_add_test(tc, empty_batches);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
