@@ -320,8 +320,10 @@ void bl_agg_part_cleanup(bl_agg_part *p);
  * bl_calltree_build_segment on thread i, all successfully), hours from
  * origin. No shared state: any thread. BL_OK (p->ok = 1); BL_ENOMEM;
  * BL_EINVAL when origin is outside BL_AGG_ORIGIN_MIN..MAX (the writer would
- * not use it) — p->ok = 0 on any error, the trees are then aggregated the
- * usual way (bl_agg_tree). */
+ * not use it) or a call's methodId is past BL_REC_ID_MAX (not from a
+ * record) — p->ok = 0 on any error, the trees are then aggregated the usual
+ * way (bl_agg_tree). Storage (owned by p) grows with the batch's calls
+ * (times: 10 bytes a call) and its distinct stats and paths. */
 bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *trees,
                          int64_t origin);
 /* 1 when bl_agg_merge can take p for build b with the writer's origin:
