@@ -131,6 +131,34 @@ bl_err bl_sketch_add(bl_sketch *s, uint64_t v, uint64_t n)
     return BL_OK;
 }
 
+bl_err bl_sketch_add_buckets(bl_sketch *s, const uint16_t *b, size_t n)
+{
+    if (n == 0)
+        return BL_OK;
+    uint32_t lo = b[0], hi = b[0];
+    for (size_t i = 1; i < n; i++) {
+        lo = b[i] < lo ? b[i] : lo;
+        hi = b[i] > hi ? b[i] : hi;
+    }
+    if (hi >= BL_SKETCH_BUCKETS)
+        return BL_EINVAL;
+    bl_err err = ensure_buckets(s);
+    if (err)
+        return err;
+    assert(n <= UINT64_MAX - s->count);
+    for (size_t i = 0; i < n; i++)
+        s->bucket[b[i]]++;
+    if (!s->count) {
+        s->lo = lo;
+        s->hi = hi;
+    } else {
+        s->lo = lo < s->lo ? lo : s->lo;
+        s->hi = hi > s->hi ? hi : s->hi;
+    }
+    s->count += n;
+    return BL_OK;
+}
+
 /*
  * Adds src's buckets, count, max and sum into dst. BL_ETOOBIG (nothing
  * added) when the total count would not fit in 64 bits; BL_ENOMEM when dst

@@ -55,6 +55,13 @@ uint64_t bl_sketch_bucket_mid(uint32_t b);
 
 /* Adds `n` occurrences of value v (µs). BL_ENOMEM on the first add only. */
 bl_err bl_sketch_add(bl_sketch *s, uint64_t v, uint64_t n);
+/* Adds one value to each bucket b[0..n) (indexes as from bl_sketch_bucket,
+ * < BL_SKETCH_BUCKETS): the buckets and count that adding values of those
+ * buckets gives, but not their sum or max (left as they are: the caller
+ * keeps those, a serialised sketch carries neither). For values bucketed
+ * ahead, e.g. on another thread. BL_EINVAL when an index is out of range,
+ * BL_ENOMEM on the first add (nothing added in both cases). */
+bl_err bl_sketch_add_buckets(bl_sketch *s, const uint16_t *b, size_t n);
 /* Adds all of src into dst. */
 bl_err bl_sketch_merge(bl_sketch *dst, const bl_sketch *src);
 /* The q-quantile (0 <= q <= 1) of the values added: the representative of

@@ -34,6 +34,8 @@ void bl_agg_clear(bl_agg *a)
     a->n_stats = 0;
     a->n_nodes = 0;
     a->n_vals = 0;
+    a->n_bks = 0;
+    a->n_runs = 0;
     a->n_touched = 0;
     bl_buf_reset(&a->blobs);
     bl_u128map_clear(&a->stat_ix);
@@ -55,6 +57,10 @@ void bl_agg_cleanup(bl_agg *a)
     free(a->tpath);
     free(a->tkey);
     free(a->tval);
+    free(a->pmap);
+    free(a->bks);
+    free(a->runs);
+    free(a->runs2);
     bl_sketch_cleanup(&a->scratch);
     bl_buf_cleanup(&a->blobs);
 }
@@ -157,7 +163,7 @@ bl_err bl_agg_finish(bl_agg *a)
 
 bl_err bl_agg_finish_stats(bl_agg *a)
 {
-    size_t n = a->n_vals, ns = a->n_stats;
+    size_t n = a->n_vals, ns = a->n_stats, nr = a->n_runs;
     if (n > a->cap_vals2) {
         bl_agg_val *v = realloc(a->vals2, n * sizeof *v);
         if (!v)
@@ -165,32 +171,53 @@ bl_err bl_agg_finish_stats(bl_agg *a)
         a->vals2 = v;
         a->cap_vals2 = n;
     }
-    /* counting sort by stat: stats[i].count values each, in order */
-    size_t *pos = malloc((ns + 1) * sizeof *pos);
+    if (nr > a->cap_runs2) {
+        struct bl_agg_run *r = realloc(a->runs2, nr * sizeof *r);
+        if (!r)
+            return BL_ENOMEM;
+        a->runs2 = r;
+        a->cap_runs2 = nr;
+    }
+    /* counting sorts by stat: the kept times (pos) and the merged runs
+     * (rpos); each stat's times and runs together make its count */
+    size_t *pos = calloc(2 * (ns + 1), sizeof *pos);
     if (!pos)
         return BL_ENOMEM;
-    size_t acc = 0;
+    size_t *rpos = pos + ns + 1;
+    for (size_t k = 0; k < n; k++)
+        pos[a->vals[k] >> BL_AGG_VAL_US_BITS]++;
+    for (size_t i = 0; i < nr; i++)
+        rpos[a->runs[i].stat]++;
+    size_t acc = 0, racc = 0;
+    bl_err err = BL_OK;
     for (size_t i = 0; i < ns; i++) {
+        size_t c = pos[i], rc = rpos[i];
         pos[i] = acc;
-        acc += a->stats[i].count;
+        rpos[i] = racc;
+        acc += c;
+        racc += rc;
     }
     pos[ns] = acc;
-    if (acc != n) { /* counts and kept values disagree: a bug */
-        free(pos);
-        return BL_EINVAL;
-    }
+    rpos[ns] = racc;
     for (size_t k = 0; k < n; k++)
         a->vals2[pos[a->vals[k] >> BL_AGG_VAL_US_BITS]++] = a->vals[k];
+    for (size_t i = 0; i < nr; i++)
+        a->runs2[rpos[a->runs[i].stat]++] = a->runs[i];
+    /* pos[i] and rpos[i] now end stat i's ranges (start: those of i - 1) */
     bl_buf_reset(&a->blobs);
-    bl_err err = BL_OK;
-    size_t start = 0;
+    size_t start = 0, rstart = 0;
     for (size_t i = 0; i < ns && !err; i++) {
         bl_agg_stat *s = &a->stats[i];
         bl_sketch_reset(&a->scratch);
-        for (size_t k = start; k < start + s->count && !err; k++)
+        for (size_t k = start; k < pos[i] && !err; k++)
             err = bl_sketch_add(&a->scratch,
                                 a->vals2[k] & (((uint64_t)1 << BL_AGG_VAL_US_BITS) - 1), 1);
-        start += s->count;
+        for (size_t r = rstart; r < rpos[i] && !err; r++)
+            err = bl_sketch_add_buckets(&a->scratch, a->bks + a->runs2[r].off, a->runs2[r].len);
+        start = pos[i];
+        rstart = rpos[i];
+        if (!err && a->scratch.count != s->count)
+            err = BL_EINVAL; /* counts and kept values disagree: a bug */
         s->blob_off = a->blobs.len;
         if (!err)
             err = bl_sketch_serialize(&a->scratch, &a->blobs);
@@ -418,6 +445,43 @@ bl_err bl_agg_build_add_node(bl_agg_build *b, int64_t id, int64_t parent, int ma
     return bl_u128map_put(&b->id_local, (uint64_t)id, 0, l, &v, &ins);
 }
 
+/* The methods row of methodId *mid for build b (*row), made with the
+ * new_row callback when the build has none yet; *unknown: 1 for an
+ * "unknown method" row. A methodId past the method-ID file's range beyond
+ * the first BL_AGG_MAX_FAR ones becomes BL_AGG_MID_OVERFLOW in *mid. */
+static inline bl_err resolve_row(bl_agg *a, bl_agg_build *b, uint32_t *mid, int64_t *row,
+                                 int *unknown)
+{
+    bl_err err = BL_OK;
+    uint32_t m = *mid;
+    int64_t r;
+    if (!is_far(b, m)) {
+        if (m >= b->n_rows && (err = grow_rows(b, m)))
+            return err;
+        r = b->rows[m];
+        if (!r) {
+            if (!a->new_row || (err = a->new_row(a->new_row_ctx, b, m, &r)))
+                return err ? err : BL_EINVAL;
+            b->rows[m] = r;
+            b->unknown[m] = 1;
+        }
+        *unknown = b->unknown[m];
+    } else {
+        if (!(r = row_of(b, m)) && b->far_rows.n >= BL_AGG_MAX_FAR)
+            r = row_of(b, m = BL_AGG_MID_OVERFLOW);
+        if (!r) {
+            if (!a->new_row || (err = a->new_row(a->new_row_ctx, b, m, &r)))
+                return err ? err : BL_EINVAL;
+            if ((err = bl_agg_build_set_row(b, m, r, 1)))
+                return err;
+        }
+        *unknown = 1;
+    }
+    *mid = m;
+    *row = r;
+    return BL_OK;
+}
+
 static bl_err stat_slot(bl_agg *a, bl_agg_build *b, uint32_t mid, int64_t row, int main,
                         int64_t hour, bl_agg_stat **out)
 {
@@ -463,9 +527,11 @@ static bl_err stat_slot(bl_agg *a, bl_agg_build *b, uint32_t mid, int64_t row, i
 }
 
 /* The node (parent, main, row), created with a new id when absent; NULL
- * past the node cap. parent_local1: parent's local + 1, 0 for a root. */
+ * past the node cap (counted `drops` times in dropped_nodes: once per
+ * thread that has the path). parent_local1: parent's local + 1, 0 for a
+ * root. */
 static bl_err node_get(bl_agg *a, bl_agg_build *b, uint32_t parent_local1, int main,
-                       uint32_t mid, uint32_t *local1, bl_agg_lnode **out)
+                       uint32_t mid, uint64_t drops, uint32_t *local1, bl_agg_lnode **out)
 {
     *out = NULL;
     *local1 = 0;
@@ -482,7 +548,7 @@ static bl_err node_get(bl_agg *a, bl_agg_build *b, uint32_t parent_local1, int m
             l = *v;
         } else {
             if (b->n_nodes[main] >= a->max_nodes) {
-                a->dropped_nodes++;
+                a->dropped_nodes += drops;
                 return BL_OK;
             }
             bl_err e = new_local(b, a->next_node, parent_local1, key2, &l);
@@ -573,29 +639,9 @@ bl_err bl_agg_tree(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, const 
         const bl_call *c = &tree->calls[k];
         uint32_t mid = c->method_id;
         int64_t row;
-        int far = is_far(b, mid), unknown;
-        if (!far) {
-            if (mid >= b->n_rows && (err = grow_rows(b, mid)))
-                return err;
-            row = b->rows[mid];
-            if (!row) {
-                if (!a->new_row || (err = a->new_row(a->new_row_ctx, b, mid, &row)))
-                    return err ? err : BL_EINVAL;
-                b->rows[mid] = row;
-                b->unknown[mid] = 1;
-            }
-            unknown = b->unknown[mid];
-        } else {
-            if (!(row = row_of(b, mid)) && b->far_rows.n >= BL_AGG_MAX_FAR)
-                row = row_of(b, mid = BL_AGG_MID_OVERFLOW);
-            if (!row) {
-                if (!a->new_row || (err = a->new_row(a->new_row_ctx, b, mid, &row)))
-                    return err ? err : BL_EINVAL;
-                if ((err = bl_agg_build_set_row(b, mid, row, 1)))
-                    return err;
-            }
-            unknown = 1;
-        }
+        int unknown;
+        if ((err = resolve_row(a, b, &mid, &row, &unknown)))
+            return err;
         if (unknown) /* its enter and exit, when they are in this segment */
             a->unknown_records +=
                 (uint64_t)!(c->flags & BL_CALL_SYNTH_ENTER) +
@@ -667,13 +713,333 @@ bl_err bl_agg_tree(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, const 
             continue; /* the parent was past the node cap */
         bl_agg_lnode *d;
         uint32_t g1;
-        if ((err = node_get(a, b, gparent1, main, tp->mid, &g1, &d)))
+        if ((err = node_get(a, b, gparent1, main, tp->mid, 1, &g1, &d)))
             return err;
         if (d) {
             d->count += tp->count;
             d->total += tp->total;
             d->self += tp->self;
             tp->global1 = g1;
+        }
+    }
+    return BL_OK;
+}
+
+/* ---- partial aggregates (see aggregate.h) ---- */
+
+void bl_agg_part_init(bl_agg_part *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+void bl_agg_part_cleanup(bl_agg_part *p)
+{
+    free(p->st);
+    free(p->vals);
+    free(p->bk);
+    free(p->path);
+    free(p->tab);
+    free(p->node_of);
+    memset(p, 0, sizeof *p);
+}
+
+/* Grows *arr (elements of `size` bytes, *cap of them) to hold at least n. */
+static bl_err reserve(void **arr, size_t *cap, size_t n, size_t size)
+{
+    if (n <= *cap)
+        return BL_OK;
+    size_t nc = *cap ? *cap : 256;
+    while (nc < n)
+        nc *= 2;
+    void *na = realloc(*arr, nc * size);
+    if (!na)
+        return BL_ENOMEM;
+    *arr = na;
+    *cap = nc;
+    return BL_OK;
+}
+
+/* Makes room in the lookup table for one more entry (load <= 1/2): a
+ * bigger table gets the entries in use rehashed. */
+static bl_err ptab_grow(bl_agg_part *p)
+{
+    size_t used = p->n_st + p->n_path + 1;
+    size_t nc = p->tab_cap ? p->tab_cap * 2 : 4096;
+    while (used * 2 > nc)
+        nc *= 2;
+    struct bl_agg_pslot *nt = calloc(nc, sizeof *nt); /* gen 0: free */
+    if (!nt)
+        return BL_ENOMEM;
+    for (size_t i = 0; i < p->tab_cap; i++) {
+        if (p->tab[i].gen != p->tab_gen)
+            continue;
+        uint32_t j = nhash(p->tab[i].key, (uint32_t)(nc - 1));
+        while (nt[j].gen)
+            j = (j + 1) & (uint32_t)(nc - 1);
+        nt[j] = p->tab[i];
+        nt[j].gen = 1;
+    }
+    free(p->tab);
+    p->tab = nt;
+    p->tab_cap = nc;
+    p->tab_gen = 1;
+    return BL_OK;
+}
+
+static inline bl_err ptab_room(bl_agg_part *p)
+{
+    return (p->n_st + p->n_path + 1) * 2 <= p->tab_cap ? BL_OK : ptab_grow(p);
+}
+
+/* The slot of key; *fresh = 1 when it was absent (the slot is taken then,
+ * its val for the caller to set). Call ptab_room first. */
+static inline struct bl_agg_pslot *ptab_get(bl_agg_part *p, uint64_t key, int *fresh)
+{
+    uint32_t mask = (uint32_t)(p->tab_cap - 1);
+    for (uint32_t i = nhash(key, mask);; i = (i + 1) & mask) {
+        struct bl_agg_pslot *sl = &p->tab[i];
+        if (sl->gen != p->tab_gen) {
+            sl->gen = p->tab_gen;
+            sl->key = key;
+            *fresh = 1;
+            return sl;
+        }
+        if (sl->key == key) {
+            *fresh = 0;
+            return sl;
+        }
+    }
+}
+
+#define STAT_TAG ((uint64_t)1 << 63)
+_Static_assert(BL_SKETCH_BUCKETS <= 65536, "a sketch bucket index fits in 16 bits");
+
+bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *trees,
+                         int64_t origin)
+{
+    p->ok = 0;
+    p->n_st = p->n_vals = p->n_path = 0;
+    p->malformed = 0;
+    p->max_mid = 0;
+    p->origin = origin;
+    if (origin < BL_AGG_ORIGIN_MIN || origin > BL_AGG_ORIGIN_MAX)
+        return BL_EINVAL;
+    /* a new generation frees every slot; at the wrap (0 is what a fresh
+     * slot holds) the table is cleared instead */
+    if (++p->tab_gen == 0) {
+        if (p->tab)
+            memset(p->tab, 0, p->tab_cap * sizeof *p->tab);
+        p->tab_gen = 1;
+    }
+    size_t calls = 0;
+    for (uint32_t t = 0; t < bt->n_threads; t++)
+        calls += trees[t].n_calls;
+    bl_err err = reserve((void **)&p->vals, &p->cap_vals, calls, sizeof *p->vals);
+    if (err)
+        return err;
+    int64_t hour_lo = 0, hour_hi = 0; /* [lo, hi): the hour of the last call */
+    uint64_t hour_ix = 0;
+    for (uint32_t t = 0; t < bt->n_threads; t++) {
+        const bl_calltree *tree = &trees[t];
+        uint32_t n = tree->n_calls;
+        uint32_t main = bt->threads[t].main != 0;
+        p->malformed += tree->malformed;
+        if ((err = reserve((void **)&p->node_of, &p->cap_node_of, n, sizeof *p->node_of)))
+            return err;
+        /* as bl_agg_tree: backwards, a parent's path before its children's */
+        for (uint32_t k = n; k-- > 0;) {
+            const bl_call *c = &tree->calls[k];
+            uint32_t mid = c->method_id;
+            uint64_t incl = c->end_us - c->start_us;
+            /* a call that goes on in a later segment: only its self time */
+            uint64_t one = (c->flags & BL_CALL_CONTINUES) ? 0 : 1;
+            incl &= 0 - one;
+            /* its path in this batch: (parent path, methodId, main); a
+             * parent calls the same child again and again (loops): the
+             * child it had last is tried before hashing */
+            uint32_t parent1 = c->parent == BL_CALL_ROOT ? 0 : p->node_of[c->parent];
+            uint32_t key2 = mid << 1 | main;
+            uint32_t pi, lc = parent1 ? p->path[parent1 - 1].last_child : 0;
+            int fresh = 0;
+            if (lc && p->path[lc - 1].key2 == key2) {
+                pi = lc - 1;
+            } else {
+                /* room for one more path (and in the table) before looking */
+                if ((err = ptab_room(p)) ||
+                    (err = reserve((void **)&p->path, &p->cap_path, p->n_path + 1,
+                                   sizeof *p->path)))
+                    return err;
+                struct bl_agg_pslot *sl = ptab_get(p, (uint64_t)parent1 << 32 | key2, &fresh);
+                if (fresh)
+                    sl->val = (uint32_t)p->n_path;
+                pi = sl->val;
+                if (parent1)
+                    p->path[parent1 - 1].last_child = pi + 1;
+            }
+            bl_agg_ppath *pp = &p->path[pi];
+            if (fresh) {
+                /* every methodId of the batch comes here first */
+                if (mid > BL_REC_ID_MAX)
+                    return BL_EINVAL; /* not from a record: left to bl_agg_tree */
+                p->max_mid = mid > p->max_mid ? mid : p->max_mid;
+                p->n_path++;
+                memset(pp, 0, sizeof *pp);
+                pp->parent1 = parent1;
+                pp->key2 = key2;
+                pp->n_threads = 1;
+                pp->last_thread = t;
+                pp->stat = UINT32_MAX;
+            } else if (pp->last_thread != t) {
+                pp->last_thread = t;
+                pp->n_threads++;
+            }
+            pp->count += one;
+            pp->total += incl;
+            pp->self += c->self_us;
+            p->node_of[k] = pi + 1;
+            /* its stat: (hour, methodId, main); the path's calls had the
+             * same one last time unless the hour changed */
+            int64_t at = origin + (int64_t)c->start_us;
+            if (at < hour_lo || at >= hour_hi) {
+                hour_ix = (uint64_t)(at / BL_HOUR_US);
+                hour_lo = (int64_t)hour_ix * BL_HOUR_US;
+                hour_hi = hour_lo + BL_HOUR_US;
+            }
+            uint64_t skey = hour_ix << 25 | key2;
+            uint32_t si = pp->stat;
+            if (si == UINT32_MAX || p->st[si].key != skey) {
+                if ((err = ptab_room(p)) ||
+                    (err = reserve((void **)&p->st, &p->cap_st, p->n_st + 1, sizeof *p->st)))
+                    return err;
+                struct bl_agg_pslot *sl = ptab_get(p, STAT_TAG | skey, &fresh);
+                if (fresh) {
+                    sl->val = (uint32_t)p->n_st;
+                    bl_agg_pstat *ns = &p->st[p->n_st++];
+                    memset(ns, 0, sizeof *ns);
+                    ns->key = skey;
+                }
+                si = pp->stat = sl->val;
+            }
+            bl_agg_pstat *s = &p->st[si];
+            s->count += one;
+            s->total += incl;
+            s->self += c->self_us;
+            s->max = incl > s->max ? incl : s->max;
+            /* its enter and exit when they are in this segment (counted if the
+             * methodId proves unknown): 2 a call but for these rare flags;
+             * here the records missing (the 2s are added at the end) */
+            if (__builtin_expect(c->flags & (BL_CALL_SYNTH_ENTER | BL_CALL_INCOMPLETE |
+                                             BL_CALL_CONTINUES | BL_CALL_UNBALANCED), 0)) {
+                s->unknown_records +=
+                    (uint64_t)!!(c->flags & BL_CALL_SYNTH_ENTER) +
+                    !!(c->flags & (BL_CALL_INCOMPLETE | BL_CALL_CONTINUES | BL_CALL_UNBALANCED));
+                s->n_continues += (c->flags & BL_CALL_CONTINUES) != 0;
+            }
+            p->vals[p->n_vals] = (uint64_t)si << BL_AGG_VAL_US_BITS | incl;
+            p->n_vals += one;
+        }
+    }
+    /* the times' sketch buckets grouped by stat (a counting sort, in
+     * cache), so that the writer adds them run by run */
+    if ((err = reserve((void **)&p->bk, &p->cap_bk, p->n_vals, sizeof *p->bk)))
+        return err;
+    uint32_t acc = 0;
+    for (size_t i = 0; i < p->n_st; i++) {
+        bl_agg_pstat *s = &p->st[i];
+        s->bk_off = acc;
+        acc += (uint32_t)s->count;
+        /* calls (counted ones and those going on later) × 2 - missing */
+        s->unknown_records = 2 * (s->count + s->n_continues) - s->unknown_records;
+    }
+    const uint64_t us_mask = ((uint64_t)1 << BL_AGG_VAL_US_BITS) - 1;
+    for (size_t k = 0; k < p->n_vals; k++) {
+        bl_agg_val v = p->vals[k];
+        p->bk[p->st[v >> BL_AGG_VAL_US_BITS].bk_off++] = (uint16_t)bl_sketch_bucket(v & us_mask);
+    }
+    for (size_t i = 0; i < p->n_st; i++)
+        p->st[i].bk_off -= (uint32_t)p->st[i].count;
+    p->ok = 1;
+    return BL_OK;
+}
+
+int bl_agg_part_usable(const bl_agg_build *b, const bl_agg_part *p, int64_t origin)
+{
+    if (!p->ok || p->origin != origin)
+        return 0;
+    /* each methodId keeps a row of its own unless the far ones could reach
+     * the cap (then BL_AGG_MID_OVERFLOW would merge stats and paths) */
+    return !(b->id_cap && p->max_mid >= b->id_cap &&
+             b->far_rows.n + p->n_st >= BL_AGG_MAX_FAR);
+}
+
+bl_err bl_agg_merge(bl_agg *a, bl_agg_build *b, const bl_agg_part *p)
+{
+    if (!bl_agg_part_usable(b, p, p->origin))
+        return BL_EINVAL;
+    bl_err err;
+    size_t need = p->n_st > p->n_path ? p->n_st : p->n_path;
+    if ((err = reserve((void **)&a->pmap, &a->cap_pmap, need, sizeof *a->pmap)))
+        return err;
+    if ((err = reserve((void **)&a->bks, &a->cap_bks, a->n_bks + p->n_vals, sizeof *a->bks)) ||
+        (err = reserve((void **)&a->runs, &a->cap_runs, a->n_runs + p->n_st, sizeof *a->runs)))
+        return err;
+    a->malformed += p->malformed;
+    /* the stats in order of first call: rows and stats are made in the
+     * order bl_agg_tree would make them; pmap: partial stat -> stat */
+    for (size_t i = 0; i < p->n_st; i++) {
+        const bl_agg_pstat *ps = &p->st[i];
+        uint32_t mid = (uint32_t)(ps->key >> 1) & BL_REC_ID_MAX;
+        int main = (int)(ps->key & 1);
+        int64_t hour = (int64_t)(ps->key >> 25) * BL_HOUR_US;
+        int64_t row;
+        int unknown;
+        if ((err = resolve_row(a, b, &mid, &row, &unknown)))
+            return err;
+        if (unknown)
+            a->unknown_records += ps->unknown_records;
+        bl_agg_stat *s;
+        if ((err = stat_slot(a, b, mid, row, main, hour, &s)))
+            return err;
+        s->count += ps->count;
+        s->total += ps->total;
+        s->self += ps->self;
+        if (ps->max > s->max)
+            s->max = ps->max;
+        if (ps->count) /* its inclusive times, as sketch buckets */
+            a->runs[a->n_runs++] = (struct bl_agg_run){ .stat = (uint32_t)(s - a->stats),
+                                                        .len = (uint32_t)ps->count,
+                                                        .off = a->n_bks + ps->bk_off };
+        a->pmap[i] = (uint32_t)(s - a->stats);
+    }
+    if (p->n_vals) /* (a batch without counted calls may have no arrays) */
+        memcpy(a->bks + a->n_bks, p->bk, p->n_vals * sizeof *p->bk);
+    a->n_bks += p->n_vals;
+    /* each distinct path of the batch once into the build's node table,
+     * parents first; pmap now: path -> the build's node local + 1 */
+    for (size_t i = 0; i < p->n_path; i++) {
+        const bl_agg_ppath *pp = &p->path[i];
+        size_t ahead = i + 8; /* fetch the cold slot of a path a few ahead */
+        if (ahead < p->n_path && b->nslot) {
+            const bl_agg_ppath *pq = &p->path[ahead];
+            if (!pq->parent1 || pq->parent1 - 1 < i) {
+                uint32_t gp = pq->parent1 ? a->pmap[pq->parent1 - 1] : 0;
+                __builtin_prefetch(&b->nslot[nhash((uint64_t)gp << 32 | pq->key2, b->nmask)]);
+            }
+        }
+        uint32_t gparent1 = pp->parent1 ? a->pmap[pp->parent1 - 1] : 0;
+        a->pmap[i] = 0;
+        if (pp->parent1 && !gparent1)
+            continue; /* the parent was past the node cap */
+        bl_agg_lnode *d;
+        uint32_t g1;
+        if ((err = node_get(a, b, gparent1, (int)(pp->key2 & 1), pp->key2 >> 1, pp->n_threads,
+                            &g1, &d)))
+            return err;
+        if (d) {
+            d->count += pp->count;
+            d->total += pp->total;
+            d->self += pp->self;
+            a->pmap[i] = g1;
         }
     }
     return BL_OK;

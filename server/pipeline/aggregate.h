@@ -158,6 +158,17 @@ typedef struct bl_agg {
     size_t tcap;
     bl_agg_new_row_fn new_row;
     void *new_row_ctx;
+    /* bl_agg_merge's scratch: a partial's stats -> stats index, its paths
+     * -> the build's node local + 1 (0 = none) */
+    uint32_t *pmap;
+    size_t cap_pmap;
+    /* inclusive times merged from partials, as sketch buckets: run i is
+     * bks[runs[i].off .. + len) of stat runs[i].stat (bl_agg_finish adds
+     * them to the stat's sketch with the vals above) */
+    uint16_t *bks;
+    size_t n_bks, cap_bks;
+    struct bl_agg_run { uint32_t stat, len; size_t off; } *runs, *runs2;
+    size_t n_runs, cap_runs, cap_runs2;
 } bl_agg;
 
 /* A finished round's deltas, taken out of the aggregator (bl_agg_take) so
@@ -235,5 +246,96 @@ bl_err bl_agg_thread(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th,
  * would. BL_ENOMEM or the new_row callback's error. */
 bl_err bl_agg_tree(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, const bl_calltree *tree,
                    int64_t origin_wall_us);
+
+/*
+ * Partial aggregates: a whole batch aggregated without the build's state, on
+ * a prep thread (pipeline/prep.h), so that the writer only merges them
+ * (bl_agg_merge) instead of walking every call. A partial keys its stats by
+ * methodId (not methods row: rows are made by the writer) and its call paths
+ * by (path in this batch, methodId, main); the writer then does one row
+ * resolution and one stat merge per distinct stat of the batch and one
+ * lookup in the build's node table per distinct path of the batch (not per
+ * call, nor per thread). Merging gives exactly what bl_agg_tree on each of
+ * the batch's threads in order gives: the same stats, sketch values, node
+ * ids (paths are merged in the order their nodes would be made), methods
+ * rows made in the same order, and the same malformed / unknown_records /
+ * dropped_nodes counts.
+ */
+typedef struct bl_agg_pstat {
+    uint64_t key;     /* hour index (hour / BL_HOUR_US) << 25 | mid << 1 | main */
+    uint64_t count, total, self, max;
+    uint64_t unknown_records; /* enters and exits of its calls in this batch:
+                               * counted when the methodId proves unknown */
+    uint32_t bk_off;  /* its inclusive times' sketch buckets: bk[bk_off ..
+                       * bk_off + count) */
+    uint32_t n_continues; /* (building) its calls going on in a later segment */
+} bl_agg_pstat;
+
+typedef struct bl_agg_ppath {
+    uint32_t parent1;     /* parent path's index + 1, 0 for a root */
+    uint32_t key2;        /* mid << 1 | main */
+    uint32_t n_threads;   /* threads of the batch it occurs in */
+    uint32_t last_thread; /* (building) the last of them */
+    uint32_t last_child;  /* (building) child path looked up last, + 1 */
+    uint32_t stat;        /* (building) its calls' stat looked up last */
+    uint64_t count, total, self;
+} bl_agg_ppath;
+
+typedef struct bl_agg_part {
+    int ok;               /* 1: built (bl_agg_part_build returned BL_OK) */
+    int64_t origin;       /* the wall-clock origin its hours are from */
+    uint64_t malformed;   /* sum of the trees' malformed */
+    uint32_t max_mid;     /* largest methodId */
+    bl_agg_pstat *st;     /* stats in order of first call (the walk order of
+                           * bl_agg_tree, thread after thread) */
+    size_t n_st, cap_st;
+    bl_agg_val *vals;     /* inclusive times: st index << 40 | µs, call order */
+    size_t n_vals, cap_vals;
+    uint16_t *bk;         /* their sketch buckets (bl_sketch_bucket), grouped
+                           * by stat (see bk_off); n_vals valid */
+    size_t cap_bk;
+    bl_agg_ppath *path;   /* paths in order of first call */
+    size_t n_path, cap_path;
+    struct bl_agg_pslot {   /* open addressing, stats and paths */
+        uint64_t key;     /* stat: 1 << 63 | pstat key; path: parent1 << 32 | key2 */
+        uint32_t val;     /* -> st / path index */
+        uint32_t gen;     /* == tab_gen: in use (no clearing between builds) */
+    } *tab;
+    size_t tab_cap;       /* power of 2 (or 0), load <= 1/2 */
+    uint32_t tab_gen;
+    uint32_t *node_of;    /* per call of the thread being walked: path + 1 */
+    size_t cap_node_of;
+} bl_agg_part;
+
+/* Origins the writer takes from a batch (wall clock 2000..2200, µs); it
+ * uses its own clock for any other. */
+#define BL_AGG_ORIGIN_MIN 946684800000000ll
+#define BL_AGG_ORIGIN_MAX 7258118400000000ll
+
+/* A zeroed partial; cleanup frees its arrays (the struct is owned by the
+ * caller; storage is kept and reused from build to build). */
+void bl_agg_part_init(bl_agg_part *p);
+void bl_agg_part_cleanup(bl_agg_part *p);
+/* Aggregates batch bt's threads from their call trees (trees[i] built by
+ * bl_calltree_build_segment on thread i, all successfully), hours from
+ * origin. No shared state: any thread. BL_OK (p->ok = 1); BL_ENOMEM;
+ * BL_EINVAL when origin is outside BL_AGG_ORIGIN_MIN..MAX (the writer would
+ * not use it) or a call's methodId is past BL_REC_ID_MAX (not from a
+ * record) — p->ok = 0 on any error, the trees are then aggregated the usual
+ * way (bl_agg_tree). Storage (owned by p) grows with the batch's calls
+ * (times: 10 bytes a call) and its distinct stats and paths. */
+bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *trees,
+                         int64_t origin);
+/* 1 when bl_agg_merge can take p for build b with the writer's origin:
+ * built, from that origin, and no methodId of it can end up in the shared
+ * BL_AGG_MID_OVERFLOW row (the build is far from BL_AGG_MAX_FAR methodIds
+ * past its method-ID file). 0: aggregate the trees with bl_agg_tree. */
+int bl_agg_part_usable(const bl_agg_build *b, const bl_agg_part *p, int64_t origin);
+/* Adds partial p (usable for b, see above) to the round's deltas: exactly
+ * what bl_agg_tree on each thread of its batch, in order, would add.
+ * BL_ENOMEM, BL_ETOOBIG (more than BL_AGG_MAX_STATS stats in the round),
+ * the new_row callback's error (the deltas are then partly added, as with
+ * bl_agg_tree), BL_EINVAL when p is not usable (nothing added). */
+bl_err bl_agg_merge(bl_agg *a, bl_agg_build *b, const bl_agg_part *p);
 
 #endif

@@ -23,6 +23,7 @@ void bl_prep_init(bl_prep *j)
 {
     memset(j, 0, sizeof *j);
     bl_buf_init(&j->body, 0);
+    bl_agg_part_init(&j->part);
 }
 
 static void drop(bl_prep *j)
@@ -34,6 +35,7 @@ static void drop(bl_prep *j)
     j->check_err = BL_OK;
     j->why[0] = '\0';
     j->n_trees = 0;
+    j->part.ok = 0;
 }
 
 void bl_prep_cleanup(bl_prep *j)
@@ -43,6 +45,7 @@ void bl_prep_cleanup(bl_prep *j)
         bl_calltree_cleanup(&j->trees[i]);
     free(j->trees);
     free(j->tree_err);
+    bl_agg_part_cleanup(&j->part);
     bl_buf_cleanup(&j->body);
     ZSTD_freeDCtx(j->zctx);
     memset(j, 0, sizeof *j);
@@ -161,6 +164,14 @@ void bl_prep_run(bl_prep *j, const void *raw, size_t len, bl_encoding enc, uint6
                                                    &seg);
     }
     j->n_trees = n;
+    if (!j->want_part)
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        if (j->tree_err[i])
+            return; /* the writer reports it, thread by thread */
+    /* a failure (out of memory, an origin the writer replaces) leaves
+     * part.ok 0: the writer aggregates the trees itself */
+    (void)bl_agg_part_build(&j->part, &j->bt, j->trees, j->bt.origin_wall_us);
 }
 
 void bl_prep_file(bl_prep *j, const char *path, bl_encoding enc, uint64_t max_body, int check)

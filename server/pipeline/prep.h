@@ -1,11 +1,12 @@
 /*
  * prep.h — the part of processing a batch that needs only its bytes: read
  * the file, decompress, decode, check the limits (bl_agg_check_batch), and
- * rebuild every thread's call tree (agg/calltree.h). No database and no
+ * rebuild every thread's call tree (agg/calltree.h), and, when asked, aggregate
+ * the batch into partial aggregates (pipeline/aggregate.h). No database and no
  * shared state, so the writer (processor.c) runs it on worker threads for
  * the batches after the one it is aggregating, and bench_ingest does the
- * same. The writer then only aggregates the ready trees (bl_agg_tree) and
- * writes.
+ * same. The writer then only merges the partial aggregates (bl_agg_merge),
+ * or aggregates the ready trees (bl_agg_tree), and writes.
  *
  * A bl_prep is one job's storage, reused job after job (buffers and trees
  * are kept and grown, never shrunk). One thread uses a bl_prep at a time.
@@ -20,6 +21,7 @@
 #include "common/buf.h"
 #include "common/decomp.h"
 #include "ingest/batch.h"
+#include "pipeline/aggregate.h"
 
 typedef struct bl_prep {
     /* results of the last bl_prep_run / bl_prep_file */
@@ -42,6 +44,12 @@ typedef struct bl_prep {
     bl_err *tree_err;
     uint32_t n_trees, cap_trees;
     void *zctx;           /* a reused zstd decompression context (owned) */
+    /* set by the owner (0 after bl_prep_init): also aggregate the batch
+     * into `part` (bl_agg_part_build, hours from the batch's origin) when
+     * every tree was built, so the writer merges it (bl_agg_merge) instead
+     * of walking the calls; part.ok says whether it was */
+    int want_part;
+    bl_agg_part part;
 } bl_prep;
 
 void bl_prep_init(bl_prep *j);

@@ -203,7 +203,7 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
     }
     /* a wall clock outside 2000..2200 is not a clock: use the server's */
     int64_t origin = bt.origin_wall_us;
-    if (origin < 946684800000000ll || origin > 7258118400000000ll)
+    if (origin < BL_AGG_ORIGIN_MIN || origin > BL_AGG_ORIGIN_MAX)
         origin = bl_now_us();
     /* the POST checked this already (http/h_batch.c); a batch stored by an
      * older server may still break a limit: refused whole, before any of its
@@ -228,14 +228,23 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
         goto out;
     }
     uint64_t malformed0 = p->agg.malformed, unknown0 = p->agg.unknown_records;
-    for (uint32_t i = 0; i < bt.n_threads; i++)
+    /* a prep thread aggregated the batch already (partial aggregates): the
+     * writer merges them; else it aggregates the trees thread by thread.
+     * Both add exactly the same. */
+    err = BL_OK;
+    int merge = bl_agg_part_usable(&b->ab, &j->part, origin);
+    if (merge && (err = bl_agg_merge(&p->agg, &b->ab, &j->part)))
+        merge = -1;
+    for (uint32_t i = 0; !merge && i < bt.n_threads; i++)
         if ((err = j->tree_err[i]) ||
-            (err = bl_agg_tree(&p->agg, &b->ab, &bt.threads[i], &j->trees[i], origin))) {
-            pr_log("batch %s: %s", w->uuid, bl_err_str(err));
-            /* deltas are partial: the transaction must go */
-            result = p->redo ? B_REDO : err == BL_ENOMEM ? B_RETRY : SQL_ABORT(p, err);
-            goto out;
-        }
+            (err = bl_agg_tree(&p->agg, &b->ab, &bt.threads[i], &j->trees[i], origin)))
+            break;
+    if (err) {
+        pr_log("batch %s: %s", w->uuid, bl_err_str(err));
+        /* deltas are partial: the transaction must go */
+        result = p->redo ? B_REDO : err == BL_ENOMEM ? B_RETRY : SQL_ABORT(p, err);
+        goto out;
+    }
     /* events (blocks) in the same transaction: exactly once with the batch */
     if (bt.events.n && pr_need_db(p))
         return B_REDO;

@@ -618,6 +618,7 @@ bl_err bl_processor_start(const bl_proc_opts *o, bl_processor **out, char *errbu
     pthread_cond_init(&p->ck_cv, NULL);
     for (unsigned i = 0; i < PREP_SLOTS; i++) {
         bl_prep_init(&p->slot[i].job);
+        p->slot[i].job.want_part = 1; /* the writer merges (aggregate.h) */
         bl_buf_init(&p->slot[i].raw, 0);
     }
     p->next_sweep = pr_mono_s() + pr_sweep_every(p);

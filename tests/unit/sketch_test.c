@@ -142,6 +142,53 @@ START_TEST(small_values)
 }
 END_TEST
 
+/* bl_sketch_add_buckets: the same buckets, count and bytes as adding the
+ * values themselves, into an empty or a used sketch; an index out of range
+ * adds nothing */
+START_TEST(add_buckets)
+{
+    uint64_t r = 0x9E3779B97F4A7C15ull;
+    for (int round = 0; round < 50; round++) {
+        bl_sketch a, b;
+        bl_sketch_init(&a);
+        bl_sketch_init(&b);
+        uint16_t bk[300];
+        size_t n = 0;
+        for (int part = 0; part < 3; part++) {
+            size_t m = (size_t)(round + part) % 100;
+            for (size_t i = 0; i < m; i++) {
+                r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+                uint64_t v = (r >> (r % 60)) % ((uint64_t)1 << 40);
+                ck_assert_int_eq(bl_sketch_add(&a, v, 1), BL_OK);
+                bk[n + i] = (uint16_t)bl_sketch_bucket(v);
+            }
+            ck_assert_int_eq(bl_sketch_add_buckets(&b, bk + n, m), BL_OK);
+            n += m;
+        }
+        ck_assert_uint_eq(a.count, b.count);
+        if (a.count) {
+            ck_assert_uint_eq(a.lo, b.lo);
+            ck_assert_uint_eq(a.hi, b.hi);
+        }
+        bl_buf x, y;
+        bl_buf_init(&x, 0);
+        bl_buf_init(&y, 0);
+        ck_assert_int_eq(bl_sketch_serialize(&a, &x), BL_OK);
+        ck_assert_int_eq(bl_sketch_serialize(&b, &y), BL_OK);
+        ck_assert_uint_eq(x.len, y.len);
+        ck_assert(memcmp(x.data, y.data, x.len) == 0);
+        /* out of range: refused, nothing added */
+        uint16_t bad[2] = { 5, (uint16_t)NB };
+        ck_assert_int_eq(bl_sketch_add_buckets(&b, bad, 2), BL_EINVAL);
+        ck_assert_uint_eq(b.count, a.count);
+        bl_buf_cleanup(&x);
+        bl_buf_cleanup(&y);
+        bl_sketch_cleanup(&a);
+        bl_sketch_cleanup(&b);
+    }
+}
+END_TEST
+
 START_TEST(every_bucket)
 {
     uint64_t prev_mid = 0;
@@ -1086,6 +1133,7 @@ int main(void)
     suite_add_tcase(s, tq);
     TCase *tm = tcase_create("merge");
     tcase_add_test(tm, merge_exact);
+    tcase_add_test(tm, add_buckets);
     tcase_add_test(tm, blob_layout);
     tcase_add_test(tm, blob_round_trip);
     tcase_add_test(tm, blob_malformed);
