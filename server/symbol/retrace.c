@@ -31,6 +31,24 @@ typedef struct memo_ent {
     const bl_mi_method *b;
 } memo_ent;
 
+/* A (class, method) name resolved once for every retracer of a trace
+ * (bl_retrace_lookups): the key bytes are borrowed from the caller. */
+typedef struct lk_ent {
+    uint64_t h;               /* frame_key_hash; 0 = empty slot / unset */
+    const char *cls, *method; /* key bytes (borrowed) */
+    const bl_mi_class *c;     /* NULL: class unknown */
+    const bl_mi_method *b;
+    uint32_t cls_n, method_n, n; /* lengths; bucket size */
+} lk_ent;
+
+struct bl_retrace_lookups {
+    const bl_mapindex *mi;
+    lk_ent *v;       /* entries 0..n-1 as resolved; NULL once sealed */
+    uint32_t n;
+    lk_ent *tab;     /* sealed: open addressing by h, mask + 1 slots */
+    uint32_t mask;
+};
+
 /*
  * A range index of a big method bucket (see bucket_ranges): one record per
  * inline group with a minified range, sorted by range start, with the
@@ -103,6 +121,8 @@ struct bl_retracer {
     uint32_t rr_n, rr_cap;
     uint32_t *hits;      /* scratch: groups found through a range index */
     uint32_t hits_cap;
+    const bl_retrace_lookups *lk; /* shared lookups (borrowed), or NULL */
+    uint64_t resolved;   /* lookups made in the index (bl_retracer_resolved) */
     char exc_obf[512], exc_orig[512];
 };
 
@@ -324,13 +344,126 @@ static const bl_mi_class *orig_class(bl_retracer *rt, const char *cls, uint32_t 
     return c;
 }
 
-/* Class record and method bucket for an obfuscated frame (class, method),
+/* The hash of a frame's (class, method) key; never 0. */
+static uint64_t frame_key_hash(const char *cls, size_t cls_n, const char *method,
+                               size_t method_n)
+{
+    return XXH3_64bits_withSeed(method, method_n, XXH3_64bits(cls, cls_n)) | 1;
+}
+
+bl_err bl_retrace_lookups_new(const bl_mapindex *mi, uint32_t n, bl_retrace_lookups **out)
+{
+    *out = NULL;
+    if (!mi || n < 1 || n > (1u << 22))
+        return BL_EINVAL;
+    bl_retrace_lookups *lk = calloc(1, sizeof *lk);
+    if (!lk)
+        return BL_ENOMEM;
+    lk->v = bl_zalloc(n, sizeof *lk->v);
+    if (!lk->v) {
+        free(lk);
+        return BL_ENOMEM;
+    }
+    lk->mi = mi;
+    lk->n = n;
+    *out = lk;
+    return BL_OK;
+}
+
+void bl_retrace_lookups_resolve(bl_retrace_lookups *lk, uint32_t i, const char *cls, size_t cn,
+                                const char *method, size_t mn)
+{
+    if (!lk || !lk->v || i >= lk->n || cn > UINT32_MAX / 4 || mn > UINT32_MAX / 4)
+        return; /* left out: looked up by each retracer as usual */
+    lk_ent *e = &lk->v[i];
+    e->c = bl_mapindex_class_by_obf(lk->mi, cls, cn);
+    e->b = NULL;
+    e->n = e->c ? bl_mapindex_methods(lk->mi, e->c, method, mn, &e->b) : 0;
+    e->cls = cls;
+    e->method = method;
+    e->cls_n = (uint32_t)cn;
+    e->method_n = (uint32_t)mn;
+    e->h = frame_key_hash(cls, cn, method, mn);
+}
+
+/* The slot of key (h, cls, method) in a sealed table, or NULL. */
+static const lk_ent *lk_find(const bl_retrace_lookups *lk, uint64_t h, const char *cls,
+                             size_t cls_n, const char *method, size_t method_n)
+{
+    for (uint32_t j = (uint32_t)h & lk->mask;; j = (j + 1) & lk->mask) {
+        const lk_ent *e = &lk->tab[j];
+        if (!e->h)
+            return NULL;
+        if (e->h == h && e->cls_n == cls_n && e->method_n == method_n &&
+            !memcmp(e->method, method, method_n) && !memcmp(e->cls, cls, cls_n))
+            return e;
+    }
+}
+
+bl_err bl_retrace_lookups_seal(bl_retrace_lookups *lk)
+{
+    if (!lk)
+        return BL_EINVAL;
+    if (!lk->v)
+        return BL_OK; /* sealed before */
+    uint32_t cap = 16;
+    while (cap < lk->n + lk->n / 2)
+        cap *= 2;
+    lk_ent *t = bl_zalloc(cap, sizeof *t);
+    if (!t)
+        return BL_ENOMEM;
+    lk->tab = t;
+    lk->mask = cap - 1;
+    for (uint32_t i = 0; i < lk->n; i++) {
+        const lk_ent *e = &lk->v[i];
+        if (!e->h || lk_find(lk, e->h, e->cls, e->cls_n, e->method, e->method_n))
+            continue; /* never resolved, or a name given twice */
+        uint32_t j = (uint32_t)e->h & lk->mask;
+        while (t[j].h)
+            j = (j + 1) & lk->mask;
+        t[j] = *e;
+    }
+    free(lk->v);
+    lk->v = NULL;
+    return BL_OK;
+}
+
+void bl_retrace_lookups_free(bl_retrace_lookups *lk)
+{
+    if (!lk)
+        return;
+    free(lk->v);
+    free(lk->tab);
+    free(lk);
+}
+
+void bl_retracer_use_lookups(bl_retracer *rt, const bl_retrace_lookups *lk)
+{
+    /* only a sealed table over the retracer's own index is of use */
+    rt->lk = lk && lk->tab && lk->mi == rt->mi ? lk : NULL;
+}
+
+uint64_t bl_retracer_resolved(const bl_retracer *rt)
+{
+    return rt->resolved;
+}
+
+/* Class record and method bucket for an obfuscated frame (class, method):
+ * from the shared lookups when given (bl_retracer_use_lookups), else
  * remembered per retracer (bounded by MEMO_MAX): a big trace repeats its
  * frames, and a fresh lookup costs several dependent cache misses. */
 static uint32_t frame_lookup(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
                              size_t method_n, const bl_mi_class **cp, const bl_mi_method **bp)
 {
-    uint64_t h = XXH3_64bits_withSeed(method, method_n, XXH3_64bits(cls, cls_n)) | 1;
+    uint64_t h = frame_key_hash(cls, cls_n, method, method_n);
+    if (rt->lk) {
+        const lk_ent *e = lk_find(rt->lk, h, cls, cls_n, method, method_n);
+        if (e) {
+            *cp = e->c;
+            *bp = e->b;
+            return e->n;
+        }
+    }
     if (rt->memo) {
         for (uint32_t j = (uint32_t)h & rt->memo_mask;; j = (j + 1) & rt->memo_mask) {
             const memo_ent *m = &rt->memo[j];
@@ -345,6 +478,7 @@ static uint32_t frame_lookup(bl_retracer *rt, const char *cls, size_t cls_n, con
             }
         }
     }
+    rt->resolved++;
     const bl_mi_class *c = bl_mapindex_class_by_obf(rt->mi, cls, cls_n);
     const bl_mi_method *b = NULL;
     uint32_t n = c ? bl_mapindex_methods(rt->mi, c, method, method_n, &b) : 0;

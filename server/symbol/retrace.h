@@ -132,6 +132,40 @@ void bl_retracer_free(bl_retracer *rt);
 void bl_retracer_expect(bl_retracer *rt, uint32_t n);
 
 /*
+ * Shared lookups: the (class, method) names of a trace resolved once in
+ * the index for every retracer that retraces it. A one-shot run knows the
+ * distinct frame names from its scan; with several retracer threads each
+ * would otherwise look up most of them itself (several dependent cache
+ * misses per name). Filled, then sealed, then read-only: any number of
+ * retracers may use one at once. Only a cache: a retracer given one prints
+ * exactly what it prints without (a name not in it is looked up as usual).
+ *
+ * Use: bl_retrace_lookups_new(mi, n) for n names (1 .. 2^22; BL_EINVAL
+ * outside, BL_ENOMEM); bl_retrace_lookups_resolve(lk, i, ...) for each
+ * i < n — calls for distinct i may run on several threads at once; the
+ * name bytes are borrowed (they must outlive lk); an entry never resolved
+ * is left out; bl_retrace_lookups_seal(lk) once, on one thread, after every
+ * resolve (BL_ENOMEM; a name given twice is kept once); then
+ * bl_retracer_use_lookups(rt, lk) for each retracer (before its first
+ * line; lk borrowed, sealed, must outlive rt). Memory: 56 bytes per name
+ * until sealed, then a table of 56-byte slots (1.5 to 3 per name) until
+ * bl_retrace_lookups_free.
+ */
+typedef struct bl_retrace_lookups bl_retrace_lookups;
+
+bl_err bl_retrace_lookups_new(const bl_mapindex *mi, uint32_t n, bl_retrace_lookups **out);
+void bl_retrace_lookups_resolve(bl_retrace_lookups *lk, uint32_t i, const char *cls, size_t cn,
+                                const char *method, size_t mn);
+bl_err bl_retrace_lookups_seal(bl_retrace_lookups *lk);
+void bl_retrace_lookups_free(bl_retrace_lookups *lk);
+void bl_retracer_use_lookups(bl_retracer *rt, const bl_retrace_lookups *lk);
+
+/* How many (class, method) names this retracer has looked up in the index
+ * itself so far (found neither in its shared lookups nor among the ones it
+ * remembered): with shared lookups that cover the trace, 0. */
+uint64_t bl_retracer_resolved(const bl_retracer *rt);
+
+/*
  * Retraces one line (without '\n') and appends the result lines, each ending
  * in '\n', to `out`. Keeps the context (exception line seen, outline
  * position) for the next call. BL_ENOMEM / BL_ETOOBIG from `out`.

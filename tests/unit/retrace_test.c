@@ -96,6 +96,33 @@ static int has_member(void *ctx, const char *cls, size_t cn, const char *name, s
     return has_str(ctx, buf, (size_t)k);
 }
 
+/* Frame names (class, method) of a trace for shared lookups, pointing
+ * into the trace text (bl_retrace_trace_names order, repeats kept). */
+typedef struct lk_name {
+    const char *c, *m;
+    size_t cn, mn;
+} lk_name;
+
+typedef struct lk_names {
+    lk_name *v;
+    uint32_t n, cap;
+} lk_names;
+
+static void lk_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
+                   int64_t line)
+{
+    (void)line;
+    lk_names *s = ctx;
+    if (!method)
+        return;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 16;
+        s->v = realloc(s->v, s->cap * sizeof *s->v);
+        ck_assert_ptr_nonnull(s->v);
+    }
+    s->v[s->n++] = (lk_name){ cls, method, cn, mn };
+}
+
 /* Some frame of cls.name has line 0 or a line in [a, b] (linear: the
  * oracle for the CLI's sorted per-member lines). */
 static int has_range(void *ctx, const char *cls, size_t cn, const char *name, size_t nn,
@@ -171,6 +198,59 @@ START_TEST(golden_case)
                       out.data ? out.data : "");
         bl_buf_cleanup(&out);
         bl_retracer_free(rt);
+        /* the same by two retracers (lines in turn) sharing lookups made
+         * once for the trace's names (as beatline-retrace's threads do):
+         * same output, and no name looked up again by either */
+        lk_names ln = { 0 };
+        bl_retrace_trace_names(in3, strlen(in3), lk_add, &ln);
+        bl_retrace_lookups *lk = NULL;
+        if (ln.n) {
+            ck_assert_int_eq(bl_retrace_lookups_new(mi, ln.n, &lk), BL_OK);
+            for (uint32_t k = 0; k < ln.n; k++) /* backwards: order does not matter */
+                bl_retrace_lookups_resolve(lk, ln.n - 1 - k, ln.v[ln.n - 1 - k].c,
+                                           ln.v[ln.n - 1 - k].cn, ln.v[ln.n - 1 - k].m,
+                                           ln.v[ln.n - 1 - k].mn);
+            ck_assert_int_eq(bl_retrace_lookups_seal(lk), BL_OK);
+        }
+        bl_retracer *two[2];
+        bl_buf o2[2];
+        for (int r = 0; r < 2; r++) {
+            ck_assert_int_eq(bl_retracer_new(mi, &o, &two[r]), BL_OK);
+            bl_retracer_use_lookups(two[r], lk);
+            bl_buf_init(&o2[r], 0);
+        }
+        /* each copy of the input by the retracer of its turn (a copy starts
+         * with an exception line or is the first: a cut is allowed there
+         * only when the input starts with one; else one retracer does all) */
+        int cut_ok = bl_retrace_starts_block(mi, input, (size_t)(strchr(input, '\n') - input));
+        int r = 0;
+        const char *p = in3;
+        for (int copy = 0; copy < 3; copy++) {
+            bl_buf *ob = &o2[r];
+            for (const char *e3 = p + il; p < e3;) {
+                const char *nl = strchr(p, '\n');
+                ck_assert_int_eq(bl_retracer_line(two[r], p, (size_t)(nl - p), ob), BL_OK);
+                p = nl + 1;
+            }
+            if (cut_ok && copy < 2) { /* the next copy by the other retracer */
+                ck_assert_int_eq(bl_buf_append(&o2[1 - r], o2[r].data, o2[r].len), BL_OK);
+                bl_buf_reset(&o2[r]);
+                r = 1 - r;
+            }
+        }
+        ck_assert_msg(o2[r].data && strcmp(o2[r].data, ex3) == 0,
+                      "case %s (x3, shared lookups):\n--- expected\n%s--- got\n%s", name, ex3,
+                      o2[r].data ? o2[r].data : "");
+        ck_assert_msg(!lk || (bl_retracer_resolved(two[0]) == 0 && bl_retracer_resolved(two[1]) == 0),
+                      "case %s: names looked up again: %llu, %llu", name,
+                      (unsigned long long)bl_retracer_resolved(two[0]),
+                      (unsigned long long)bl_retracer_resolved(two[1]));
+        for (int k = 0; k < 2; k++) {
+            bl_retracer_free(two[k]);
+            bl_buf_cleanup(&o2[k]);
+        }
+        bl_retrace_lookups_free(lk);
+        free(ln.v);
         free(in3);
         free(ex3);
     }
