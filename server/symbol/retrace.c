@@ -43,8 +43,10 @@ typedef struct lk_ent {
 
 struct bl_retrace_lookups {
     const bl_mapindex *mi;
-    lk_ent *v;       /* entries 0..n-1 as resolved; NULL once sealed */
+    lk_ent *v;       /* entries 0..n-1 as resolved (by index: see
+                        bl_retracer_frame_line) */
     uint32_t n;
+    int sealed;
     lk_ent *tab;     /* sealed: open addressing by h, mask + 1 slots */
     uint32_t mask;
 };
@@ -373,7 +375,7 @@ bl_err bl_retrace_lookups_new(const bl_mapindex *mi, uint32_t n, bl_retrace_look
 void bl_retrace_lookups_resolve(bl_retrace_lookups *lk, uint32_t i, const char *cls, size_t cn,
                                 const char *method, size_t mn)
 {
-    if (!lk || !lk->v || i >= lk->n || cn > UINT32_MAX / 4 || mn > UINT32_MAX / 4)
+    if (!lk || lk->sealed || i >= lk->n || cn > UINT32_MAX / 4 || mn > UINT32_MAX / 4)
         return; /* left out: looked up by each retracer as usual */
     lk_ent *e = &lk->v[i];
     e->c = bl_mapindex_class_by_obf(lk->mi, cls, cn);
@@ -404,8 +406,8 @@ bl_err bl_retrace_lookups_seal(bl_retrace_lookups *lk)
 {
     if (!lk)
         return BL_EINVAL;
-    if (!lk->v)
-        return BL_OK; /* sealed before */
+    if (lk->sealed)
+        return BL_OK;
     uint32_t cap = 16;
     while (cap < lk->n + lk->n / 2)
         cap *= 2;
@@ -423,8 +425,7 @@ bl_err bl_retrace_lookups_seal(bl_retrace_lookups *lk)
             j = (j + 1) & lk->mask;
         t[j] = *e;
     }
-    free(lk->v);
-    lk->v = NULL;
+    lk->sealed = 1;
     return BL_OK;
 }
 
@@ -440,7 +441,7 @@ void bl_retrace_lookups_free(bl_retrace_lookups *lk)
 void bl_retracer_use_lookups(bl_retracer *rt, const bl_retrace_lookups *lk)
 {
     /* only a sealed table over the retracer's own index is of use */
-    rt->lk = lk && lk->tab && lk->mi == rt->mi ? lk : NULL;
+    rt->lk = lk && lk->sealed && lk->mi == rt->mi ? lk : NULL;
 }
 
 uint64_t bl_retracer_resolved(const bl_retracer *rt)
@@ -1025,7 +1026,7 @@ static void sort_alts(bl_retracer *rt)
 }
 
 static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
-                            size_t method_n, int64_t line, int ext_kind,
+                            size_t method_n, int64_t line, int ext_kind, const lk_ent *pre,
                             const bl_rframe **frames, const uint32_t **alt_start,
                             uint32_t *n_alts, int *known_class)
 {
@@ -1041,7 +1042,14 @@ static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, cons
     *known_class = 0;
     const bl_mi_class *c;
     const bl_mi_method *b;
-    uint32_t n = frame_lookup(rt, cls, cls_n, method, method_n, &c, &b);
+    uint32_t n;
+    if (pre) { /* resolved for this very name (bl_retracer_frame_line) */
+        c = pre->c;
+        b = pre->b;
+        n = pre->n;
+    } else {
+        n = frame_lookup(rt, cls, cls_n, method, method_n, &c, &b);
+    }
     if (!c) {
         rt->after_exc = 0;
         return BL_OK;
@@ -1136,8 +1144,8 @@ bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const c
                          size_t method_n, int64_t line, const bl_rframe **frames,
                          const uint32_t **alt_start, uint32_t *n_alts, int *known_class)
 {
-    return retrace_frame(rt, cls, cls_n, method, method_n, line, EXT_NONE, frames, alt_start,
-                         n_alts, known_class);
+    return retrace_frame(rt, cls, cls_n, method, method_n, line, EXT_NONE, NULL, frames,
+                         alt_start, n_alts, known_class);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1409,12 +1417,15 @@ static int frame_ext(const char *loc, size_t loc_n, int64_t lineno)
     return en ? EXT_OTHER : EXT_NONE;
 }
 
-/* Tries the line as a frame. Returns 1 when handled. */
-static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
+/* Retraces and prints the frame line read by frame_head (ws_end, name,
+ * dot, open, close as it sets them; lineno = frame_line(open, close));
+ * pre: its name resolved, or NULL. */
+static bl_err frame_out(bl_retracer *rt, const char *line, size_t len, const char *ws_end,
+                        const char *name, const char *dot, const char *open, const char *close,
+                        int64_t lineno, const lk_ent *pre, bl_buf *o)
 {
-    const char *e = line + len, *ws_end, *pfx, *name, *dot, *open, *close;
-    if (!frame_head(line, e, &ws_end, &pfx, &name, &dot, &open, &close))
-        return 0;
+    bl_err err_v = BL_OK, *err = &err_v;
+    const char *e = line + len;
     /* R8 puts "<OR> " before the first "at " of the line */
     size_t or_at = (size_t)(ws_end - line);
     for (const char *q = line; q + 3 <= ws_end + 3; q++)
@@ -1424,21 +1435,20 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
         }
     const char *loc = open + 1;
     size_t loc_n = (size_t)(close - loc);
-    int64_t lineno = frame_line(open, close);
     int native = loc_n == 13 && memcmp(loc, "Native Method", 13) == 0;
     const bl_rframe *fr;
     const uint32_t *alt;
     uint32_t nalt;
     int known;
     *err = retrace_frame(rt, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1),
-                         lineno, frame_ext(loc, loc_n, lineno), &fr, &alt, &nalt, &known);
+                         lineno, frame_ext(loc, loc_n, lineno), pre, &fr, &alt, &nalt, &known);
     if (*err)
-        return 1;
+        return *err;
     if (!known) {
         *err = bl_buf_append(o, line, len);
         if (!*err)
             *err = bl_buf_putc(o, '\n');
-        return 1;
+        return *err;
     }
     /* R8's command line: by inline depth — depth 0 of every alternative,
      * then depth 1, ... — a line equal to one printed at the same depth
@@ -1460,7 +1470,41 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
                 *err = print_frame(rt, o, line, (size_t)(name - line), or_at, a > 0, f, loc,
                                    loc_n, native, close + 1, (size_t)(e - close - 1));
         }
+    return *err;
+}
+
+/* Tries the line as a frame. Returns 1 when handled. */
+static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
+{
+    const char *e = line + len, *ws_end, *pfx, *name, *dot, *open, *close;
+    if (!frame_head(line, e, &ws_end, &pfx, &name, &dot, &open, &close))
+        return 0;
+    *err = frame_out(rt, line, len, ws_end, name, dot, open, close, frame_line(open, close),
+                     NULL, o);
     return 1;
+}
+
+bl_err bl_retracer_frame_line(bl_retracer *rt, const char *line, size_t len,
+                              const bl_frame_pos *fp, uint32_t name_ix, bl_buf *out)
+{
+    size_t n = len;
+    if (n && line[n - 1] == '\r')
+        n--;
+    /* positions that cannot be frame_head's: read the line as usual */
+    if (!fp || !(fp->at + 2 < fp->name && fp->name < fp->dot && fp->dot + 1 < fp->open &&
+                 fp->open < fp->close && fp->close < n))
+        return bl_retracer_line(rt, line, len, out);
+    const char *name = line + fp->name, *dot = line + fp->dot, *open = line + fp->open;
+    const lk_ent *pre = NULL;
+    if (rt->lk && name_ix < rt->lk->n) {
+        const lk_ent *k = &rt->lk->v[name_ix];
+        size_t cn = (size_t)(dot - name), mn = (size_t)(open - dot - 1);
+        if (k->h && k->cls_n == cn && k->method_n == mn && !memcmp(k->method, dot + 1, mn) &&
+            !memcmp(k->cls, name, cn))
+            pre = k; /* else: not this name's entry, looked up by name */
+    }
+    return frame_out(rt, line, n, line + fp->at, name, dot, open, line + fp->close, fp->line,
+                     pre, out);
 }
 
 static int plain_exception(const char *line, size_t len, const char **c, size_t *cn,
@@ -1633,7 +1677,8 @@ bl_err bl_retracer_line(bl_retracer *rt, const char *line, size_t len, bl_buf *o
     return bl_buf_putc(out, '\n');
 }
 
-void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn, void *ctx)
+void bl_retrace_trace_frames(const char *text, size_t len, bl_retrace_name_fn fn,
+                             bl_retrace_pos_fn pos, void *ctx)
 {
     const char *p = text, *e = text + len;
     while (p < e) {
@@ -1643,8 +1688,14 @@ void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn,
             le--;
         const char *ws_end, *pfx, *name, *dot, *open, *close;
         if (frame_head(p, le, &ws_end, &pfx, &name, &dot, &open, &close)) {
-            fn(ctx, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1),
-               frame_line(open, close));
+            int64_t ln = frame_line(open, close);
+            if (pos && (size_t)(le - p) < UINT32_MAX) {
+                bl_frame_pos fp = { (uint32_t)(ws_end - p), (uint32_t)(name - p),
+                                    (uint32_t)(dot - p),    (uint32_t)(open - p),
+                                    (uint32_t)(close - p), ln };
+                pos(ctx, p, &fp);
+            }
+            fn(ctx, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1), ln);
         } else {
             const char *c, *rest;
             size_t cn;
@@ -1653,6 +1704,11 @@ void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn,
         }
         p = nl ? nl + 1 : e;
     }
+}
+
+void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn, void *ctx)
+{
+    bl_retrace_trace_frames(text, len, fn, NULL, ctx);
 }
 
 bl_err bl_retrace_text(const bl_mapindex *mi, const bl_retrace_opts *opts, const char *text,

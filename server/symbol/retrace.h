@@ -147,8 +147,8 @@ void bl_retracer_expect(bl_retracer *rt, uint32_t n);
  * is left out; bl_retrace_lookups_seal(lk) once, on one thread, after every
  * resolve (BL_ENOMEM; a name given twice is kept once); then
  * bl_retracer_use_lookups(rt, lk) for each retracer (before its first
- * line; lk borrowed, sealed, must outlive rt). Memory: 56 bytes per name
- * until sealed, then a table of 56-byte slots (1.5 to 3 per name) until
+ * line; lk borrowed, sealed, must outlive rt). Memory: 56 bytes per name,
+ * and once sealed a table of 56-byte slots (1.5 to 3 per name), until
  * bl_retrace_lookups_free.
  */
 typedef struct bl_retrace_lookups bl_retrace_lookups;
@@ -219,6 +219,42 @@ typedef void (*bl_retrace_name_fn)(void *ctx, const char *cls, size_t cn, const 
  * (bl_mi_build_opts.want_class, want_member and want_range).
  */
 void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn, void *ctx);
+
+/* Where bl_retracer_line finds the parts of a frame line: byte offsets from
+ * the line's start of the "at" (after any prefix), the class name (after
+ * any "loader/"), the '.' before the method, the '(' and the last ')';
+ * and the frame's line number (-1: none). */
+typedef struct bl_frame_pos {
+    uint32_t at, name, dot, open, close;
+    int64_t line;
+} bl_frame_pos;
+
+/* Receives a frame line's start (`line`: the text up to '\n', without a
+ * '\r' before it) and its positions, just before the name callback for the
+ * same frame. */
+typedef void (*bl_retrace_pos_fn)(void *ctx, const char *line, const bl_frame_pos *fp);
+
+/*
+ * bl_retrace_trace_names, and pos (may be NULL) with each frame line's
+ * positions: a caller that keeps them can have each frame line retraced
+ * without reading it again (bl_retracer_frame_line). Lines of 4 GiB or
+ * more get no pos call.
+ */
+void bl_retrace_trace_frames(const char *text, size_t len, bl_retrace_name_fn fn,
+                             bl_retrace_pos_fn pos, void *ctx);
+
+/*
+ * bl_retracer_line for a frame line whose positions bl_retrace_trace_frames
+ * reported (fp: for this very line, as given there; `line`/`len` as for
+ * bl_retracer_line), with name_ix its name's index in the retracer's shared
+ * lookups (bl_retracer_use_lookups; any value when there are none): the
+ * line is not read again and the name not hashed nor looked up (the entry's
+ * name is compared with the frame's; another name is looked up as usual).
+ * Same output and errors as bl_retracer_line; positions that cannot be a
+ * frame's (out of order, past the line) make it read the line itself.
+ */
+bl_err bl_retracer_frame_line(bl_retracer *rt, const char *line, size_t len,
+                              const bl_frame_pos *fp, uint32_t name_ix, bl_buf *out);
 
 /*
  * Retraces the class names in a short free text such as a block's message

@@ -106,6 +106,10 @@ for k in 0015-exception-lines 0020-outline 0021-rewrite-frame 0026-circular-refe
   grep -qE "resolved [1-9][0-9]* distinct frame names? once" "$tmp/s3" &&
     grep -q "names the retrace threads looked up themselves: 0;" "$tmp/s3"
   check "$k: frame names resolved once for 3 threads" $?
+  # and each frame line retraced as the scan read it (not read again)
+  n_at=$(grep -cE '^[[:space:]]*at ' "$tmp/big.txt")
+  grep -q "frame lines retraced as the scan read them: $n_at;" "$tmp/s3"
+  check "$k: $n_at frame lines retraced as scanned" $?
   if [ "$(grep -c '^[^ #]' "$c2/mapping.txt")" -ge 2 ]; then
     grep -q "on 2 threads" "$tmp/s3"; check "$k: mapping parsed in two halves" $?
   fi

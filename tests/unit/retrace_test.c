@@ -106,7 +106,27 @@ typedef struct lk_name {
 typedef struct lk_names {
     lk_name *v;
     uint32_t n, cap;
+    /* frame lines as read: start, positions, index of the name in v */
+    const char **at;
+    bl_frame_pos *fp;
+    uint32_t *ix;
+    uint32_t nf, capf;
 } lk_names;
+
+static void lk_pos(void *ctx, const char *line, const bl_frame_pos *fp)
+{
+    lk_names *s = ctx;
+    if (s->nf == s->capf) {
+        s->capf = s->capf ? 2 * s->capf : 16;
+        s->at = realloc(s->at, s->capf * sizeof *s->at);
+        s->fp = realloc(s->fp, s->capf * sizeof *s->fp);
+        s->ix = realloc(s->ix, s->capf * sizeof *s->ix);
+        ck_assert(s->at && s->fp && s->ix);
+    }
+    s->at[s->nf] = line;
+    s->fp[s->nf] = *fp;
+    s->ix[s->nf++] = s->n; /* the name that follows */
+}
 
 static void lk_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
                    int64_t line)
@@ -202,7 +222,7 @@ START_TEST(golden_case)
          * once for the trace's names (as beatline-retrace's threads do):
          * same output, and no name looked up again by either */
         lk_names ln = { 0 };
-        bl_retrace_trace_names(in3, strlen(in3), lk_add, &ln);
+        bl_retrace_trace_frames(in3, strlen(in3), lk_add, lk_pos, &ln);
         bl_retrace_lookups *lk = NULL;
         if (ln.n) {
             ck_assert_int_eq(bl_retrace_lookups_new(mi, ln.n, &lk), BL_OK);
@@ -249,8 +269,37 @@ START_TEST(golden_case)
             bl_retracer_free(two[k]);
             bl_buf_cleanup(&o2[k]);
         }
+        /* the same with each frame line given as the scan read it
+         * (bl_retracer_frame_line: not read again, its name by index) */
+        ck_assert_int_eq(bl_retracer_new(mi, &o, &rt), BL_OK);
+        bl_retracer_use_lookups(rt, lk);
+        bl_buf_init(&out, 0);
+        uint32_t f = 0;
+        for (const char *q = in3; *q;) {
+            const char *nl = strchr(q, '\n');
+            if (f < ln.nf && ln.at[f] == q) {
+                ck_assert_int_eq(bl_retracer_frame_line(rt, q, (size_t)(nl - q), &ln.fp[f],
+                                                        ln.ix[f], &out),
+                                 BL_OK);
+                f++;
+            } else {
+                ck_assert_int_eq(bl_retracer_line(rt, q, (size_t)(nl - q), &out), BL_OK);
+            }
+            q = nl + 1;
+        }
+        ck_assert_uint_eq(f, ln.nf);
+        ck_assert_msg(out.data && strcmp(out.data, ex3) == 0,
+                      "case %s (x3, frame lines as scanned):\n--- expected\n%s--- got\n%s",
+                      name, ex3, out.data ? out.data : "");
+        ck_assert_msg(!lk || bl_retracer_resolved(rt) == 0, "case %s: %llu names looked up",
+                      name, (unsigned long long)bl_retracer_resolved(rt));
+        bl_buf_cleanup(&out);
+        bl_retracer_free(rt);
         bl_retrace_lookups_free(lk);
         free(ln.v);
+        free(ln.at);
+        free(ln.fp);
+        free(ln.ix);
         free(in3);
         free(ex3);
     }
@@ -310,6 +359,41 @@ START_TEST(golden_case)
     free(input);
     free(expected);
     free(args);
+}
+END_TEST
+
+/* bl_retracer_frame_line takes the scan's reading of the line: the line
+ * is not read again (here the positions say line 5 where the text says 3,
+ * and the method is found by its position: the output follows them); a
+ * position past the line makes it read the line itself. */
+START_TEST(frame_line_takes_the_scan_reading)
+{
+    static const char map[] = "com.example.Foo -> a:\n"
+                              "    3:3:void three():30:30 -> b\n"
+                              "    5:5:void five():50:50 -> b\n";
+    bl_buf img;
+    bl_mi_stats st;
+    bl_mapindex *mi = tu_index_of(map, sizeof map - 1, &img, &st);
+    static const char line[] = "\tat a.b(SourceFile:3)";
+    bl_frame_pos fp = { 1, 4, 5, 7, 20, 3 };
+    bl_retracer *rt;
+    ck_assert_int_eq(bl_retracer_new(mi, NULL, &rt), BL_OK);
+    bl_buf out;
+    bl_buf_init(&out, 0);
+    ck_assert_int_eq(bl_retracer_frame_line(rt, line, strlen(line), &fp, 0, &out), BL_OK);
+    ck_assert_str_eq(out.data, "\tat com.example.Foo.three(Foo.java:30)\n");
+    bl_buf_reset(&out);
+    fp.line = 5;
+    ck_assert_int_eq(bl_retracer_frame_line(rt, line, strlen(line), &fp, 0, &out), BL_OK);
+    ck_assert_str_eq(out.data, "\tat com.example.Foo.five(Foo.java:50)\n");
+    bl_buf_reset(&out);
+    fp.close = 40; /* past the line: read as bl_retracer_line does */
+    ck_assert_int_eq(bl_retracer_frame_line(rt, line, strlen(line), &fp, 0, &out), BL_OK);
+    ck_assert_str_eq(out.data, "\tat com.example.Foo.three(Foo.java:30)\n");
+    bl_buf_cleanup(&out);
+    bl_retracer_free(rt);
+    bl_mapindex_close(mi);
+    bl_buf_cleanup(&img);
 }
 END_TEST
 
@@ -804,6 +888,7 @@ int main(void)
     Suite *s = suite_create("retrace");
     TCase *tc = tcase_create("golden");
     tcase_add_test(tc, golden_cases_exist);
+    tcase_add_test(tc, frame_line_takes_the_scan_reading);
     tcase_add_test(tc, golden_cases_two_threads);
     tcase_add_loop_test(tc, golden_case, 0, n_cases);
     tcase_add_test(tc, malformed_lines_counted);
