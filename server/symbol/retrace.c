@@ -33,13 +33,39 @@ typedef struct memo_ent {
 
 /* A (class, method) name resolved once for every retracer of a trace
  * (bl_retrace_lookups): the key bytes are borrowed from the caller. */
+#define LK_INLINE 12 /* key bytes kept in the entry itself, at most */
+
 typedef struct lk_ent {
     uint64_t h;               /* frame_key_hash; 0 = empty slot / unset */
     const char *cls, *method; /* key bytes (borrowed) */
     const bl_mi_class *c;     /* NULL: class unknown */
     const bl_mi_method *b;
     uint32_t cls_n, method_n, n; /* lengths; bucket size */
-} lk_ent;
+    /* class then method bytes when they fit (cls_n + method_n <=
+     * LK_INLINE; obfuscated names mostly do): compared here, in the
+     * entry's own cache line, instead of in the text they came from */
+    char key[LK_INLINE];
+} lk_ent; /* 64 bytes: one cache line (the arrays are 64-byte aligned) */
+
+/* Whether entry e is the key (cls, method) of these lengths. */
+static int lk_is(const lk_ent *e, const char *cls, size_t cls_n, const char *method,
+                 size_t method_n)
+{
+    if (e->cls_n != cls_n || e->method_n != method_n)
+        return 0;
+    if (cls_n + method_n <= LK_INLINE)
+        return !memcmp(e->key, cls, cls_n) && !memcmp(e->key + cls_n, method, method_n);
+    return !memcmp(e->method, method, method_n) && !memcmp(e->cls, cls, cls_n);
+}
+
+/* n zeroed entries, 64-byte aligned (free with free), or NULL. */
+static lk_ent *lk_alloc(uint32_t n)
+{
+    lk_ent *v = aligned_alloc(64, (size_t)n * sizeof *v);
+    if (v)
+        memset(v, 0, (size_t)n * sizeof *v);
+    return v;
+}
 
 struct bl_retrace_lookups {
     const bl_mapindex *mi;
@@ -361,7 +387,7 @@ bl_err bl_retrace_lookups_new(const bl_mapindex *mi, uint32_t n, bl_retrace_look
     bl_retrace_lookups *lk = calloc(1, sizeof *lk);
     if (!lk)
         return BL_ENOMEM;
-    lk->v = bl_zalloc(n, sizeof *lk->v);
+    lk->v = lk_alloc(n);
     if (!lk->v) {
         free(lk);
         return BL_ENOMEM;
@@ -385,6 +411,10 @@ void bl_retrace_lookups_resolve(bl_retrace_lookups *lk, uint32_t i, const char *
     e->method = method;
     e->cls_n = (uint32_t)cn;
     e->method_n = (uint32_t)mn;
+    if (cn + mn <= LK_INLINE) {
+        memcpy(e->key, cls, cn);
+        memcpy(e->key + cn, method, mn);
+    }
     e->h = frame_key_hash(cls, cn, method, mn);
 }
 
@@ -396,8 +426,7 @@ static const lk_ent *lk_find(const bl_retrace_lookups *lk, uint64_t h, const cha
         const lk_ent *e = &lk->tab[j];
         if (!e->h)
             return NULL;
-        if (e->h == h && e->cls_n == cls_n && e->method_n == method_n &&
-            !memcmp(e->method, method, method_n) && !memcmp(e->cls, cls, cls_n))
+        if (e->h == h && lk_is(e, cls, cls_n, method, method_n))
             return e;
     }
 }
@@ -411,7 +440,7 @@ bl_err bl_retrace_lookups_seal(bl_retrace_lookups *lk)
     uint32_t cap = 16;
     while (cap < lk->n + lk->n / 2)
         cap *= 2;
-    lk_ent *t = bl_zalloc(cap, sizeof *t);
+    lk_ent *t = lk_alloc(cap);
     if (!t)
         return BL_ENOMEM;
     lk->tab = t;
@@ -1499,8 +1528,7 @@ bl_err bl_retracer_frame_line(bl_retracer *rt, const char *line, size_t len,
     if (rt->lk && name_ix < rt->lk->n) {
         const lk_ent *k = &rt->lk->v[name_ix];
         size_t cn = (size_t)(dot - name), mn = (size_t)(open - dot - 1);
-        if (k->h && k->cls_n == cn && k->method_n == mn && !memcmp(k->method, dot + 1, mn) &&
-            !memcmp(k->cls, name, cn))
+        if (k->h && lk_is(k, name, cn, dot + 1, mn))
             pre = k; /* else: not this name's entry, looked up by name */
     }
     return frame_out(rt, line, n, line + fp->at, name, dot, open, line + fp->close, fp->line,
