@@ -10,6 +10,7 @@
 
 #include "symbol/mapping.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #define XXH_INLINE_ALL
@@ -33,7 +34,8 @@ typedef struct memo_ent {
 
 /* A (class, method) name resolved once for every retracer of a trace
  * (bl_retrace_lookups): the key bytes are borrowed from the caller. */
-#define LK_INLINE 12 /* key bytes kept in the entry itself, at most */
+#define LK_INLINE 8 /* key bytes kept in the entry itself, at most */
+enum { LK_EMPTY = 0, LK_BUSY = 1, LK_READY = 2 }; /* lk_ent.state */
 
 typedef struct lk_ent {
     uint64_t h;               /* frame_key_hash; 0 = empty slot / unset */
@@ -45,6 +47,10 @@ typedef struct lk_ent {
      * LK_INLINE; obfuscated names mostly do): compared here, in the
      * entry's own cache line, instead of in the text they came from */
     char key[LK_INLINE];
+    /* v entries: LK_EMPTY, LK_BUSY (a retracer is filling it: the others
+     * look the name up themselves meanwhile), LK_READY (the fields above
+     * are set and stay so; read after an acquire load of state) */
+    _Atomic uint32_t state;
 } lk_ent; /* 64 bytes: one cache line (the arrays are 64-byte aligned) */
 
 /* Whether entry e is the key (cls, method) of these lengths. */
@@ -149,8 +155,10 @@ struct bl_retracer {
     uint32_t rr_n, rr_cap;
     uint32_t *hits;      /* scratch: groups found through a range index */
     uint32_t hits_cap;
-    const bl_retrace_lookups *lk; /* shared lookups (borrowed), or NULL */
+    bl_retrace_lookups *lk; /* shared lookups (borrowed; their v entries are
+                               filled by bl_retracer_frame_line), or NULL */
     uint64_t resolved;   /* lookups made in the index (bl_retracer_resolved) */
+    uint64_t filled;     /* of them, into shared lookups (bl_retracer_filled) */
     char exc_obf[512], exc_orig[512];
 };
 
@@ -398,15 +406,13 @@ bl_err bl_retrace_lookups_new(const bl_mapindex *mi, uint32_t n, bl_retrace_look
     return BL_OK;
 }
 
-void bl_retrace_lookups_resolve(bl_retrace_lookups *lk, uint32_t i, const char *cls, size_t cn,
-                                const char *method, size_t mn)
+/* Resolves (cls, method) into e (whose state the caller owns). */
+static void lk_fill(const bl_mapindex *mi, lk_ent *e, const char *cls, size_t cn,
+                    const char *method, size_t mn)
 {
-    if (!lk || lk->sealed || i >= lk->n || cn > UINT32_MAX / 4 || mn > UINT32_MAX / 4)
-        return; /* left out: looked up by each retracer as usual */
-    lk_ent *e = &lk->v[i];
-    e->c = bl_mapindex_class_by_obf(lk->mi, cls, cn);
+    e->c = bl_mapindex_class_by_obf(mi, cls, cn);
     e->b = NULL;
-    e->n = e->c ? bl_mapindex_methods(lk->mi, e->c, method, mn, &e->b) : 0;
+    e->n = e->c ? bl_mapindex_methods(mi, e->c, method, mn, &e->b) : 0;
     e->cls = cls;
     e->method = method;
     e->cls_n = (uint32_t)cn;
@@ -417,6 +423,17 @@ void bl_retrace_lookups_resolve(bl_retrace_lookups *lk, uint32_t i, const char *
     }
     e->h = frame_key_hash(cls, cn, method, mn);
 }
+
+void bl_retrace_lookups_resolve(bl_retrace_lookups *lk, uint32_t i, const char *cls, size_t cn,
+                                const char *method, size_t mn)
+{
+    if (!lk || lk->sealed || i >= lk->n || cn > UINT32_MAX / 4 || mn > UINT32_MAX / 4)
+        return; /* left out: looked up by each retracer as usual */
+    lk_ent *e = &lk->v[i];
+    lk_fill(lk->mi, e, cls, cn, method, mn);
+    atomic_store_explicit(&e->state, LK_READY, memory_order_release);
+}
+
 
 /* The slot of key (h, cls, method) in a sealed table, or NULL. */
 static const lk_ent *lk_find(const bl_retrace_lookups *lk, uint64_t h, const char *cls,
@@ -447,12 +464,22 @@ bl_err bl_retrace_lookups_seal(bl_retrace_lookups *lk)
     lk->mask = cap - 1;
     for (uint32_t i = 0; i < lk->n; i++) {
         const lk_ent *e = &lk->v[i];
-        if (!e->h || lk_find(lk, e->h, e->cls, e->cls_n, e->method, e->method_n))
+        if (atomic_load_explicit(&e->state, memory_order_acquire) != LK_READY ||
+            lk_find(lk, e->h, e->cls, e->cls_n, e->method, e->method_n))
             continue; /* never resolved, or a name given twice */
         uint32_t j = (uint32_t)e->h & lk->mask;
         while (t[j].h)
             j = (j + 1) & lk->mask;
-        t[j] = *e;
+        lk_ent *d = &t[j];
+        d->h = e->h;
+        d->cls = e->cls;
+        d->method = e->method;
+        d->c = e->c;
+        d->b = e->b;
+        d->cls_n = e->cls_n;
+        d->method_n = e->method_n;
+        d->n = e->n;
+        memcpy(d->key, e->key, sizeof d->key);
     }
     lk->sealed = 1;
     return BL_OK;
@@ -470,12 +497,17 @@ void bl_retrace_lookups_free(bl_retrace_lookups *lk)
 void bl_retracer_use_lookups(bl_retracer *rt, const bl_retrace_lookups *lk)
 {
     /* only a sealed table over the retracer's own index is of use */
-    rt->lk = lk && lk->sealed && lk->mi == rt->mi ? lk : NULL;
+    rt->lk = lk && lk->sealed && lk->mi == rt->mi ? (bl_retrace_lookups *)lk : NULL;
 }
 
 uint64_t bl_retracer_resolved(const bl_retracer *rt)
 {
     return rt->resolved;
+}
+
+uint64_t bl_retracer_filled(const bl_retracer *rt)
+{
+    return rt->filled;
 }
 
 /* Class record and method bucket for an obfuscated frame (class, method):
@@ -1526,10 +1558,25 @@ bl_err bl_retracer_frame_line(bl_retracer *rt, const char *line, size_t len,
     const char *name = line + fp->name, *dot = line + fp->dot, *open = line + fp->open;
     const lk_ent *pre = NULL;
     if (rt->lk && name_ix < rt->lk->n) {
-        const lk_ent *k = &rt->lk->v[name_ix];
+        /* the entry is shared: read once READY; filled by the first
+         * retracer that meets the name (the others, meanwhile, look it up
+         * themselves) */
+        lk_ent *k = &rt->lk->v[name_ix];
         size_t cn = (size_t)(dot - name), mn = (size_t)(open - dot - 1);
-        if (k->h && lk_is(k, name, cn, dot + 1, mn))
-            pre = k; /* else: not this name's entry, looked up by name */
+        uint32_t st = atomic_load_explicit(&k->state, memory_order_acquire);
+        uint32_t empty = LK_EMPTY;
+        if (st == LK_READY) {
+            if (lk_is(k, name, cn, dot + 1, mn))
+                pre = k; /* else: not this name's entry, looked up by name */
+        } else if (st == LK_EMPTY && cn <= UINT32_MAX / 4 && mn <= UINT32_MAX / 4 &&
+                   atomic_compare_exchange_strong_explicit(&k->state, &empty, LK_BUSY,
+                                                           memory_order_acq_rel,
+                                                           memory_order_acquire)) {
+            lk_fill(rt->mi, k, name, cn, dot + 1, mn);
+            rt->filled++;
+            atomic_store_explicit(&k->state, LK_READY, memory_order_release);
+            pre = k;
+        }
     }
     return frame_out(rt, line, n, line + fp->at, name, dot, open, line + fp->close, fp->line,
                      pre, out);

@@ -161,9 +161,12 @@ void bl_retrace_lookups_free(bl_retrace_lookups *lk);
 void bl_retracer_use_lookups(bl_retracer *rt, const bl_retrace_lookups *lk);
 
 /* How many (class, method) names this retracer has looked up in the index
- * itself so far (found neither in its shared lookups nor among the ones it
- * remembered): with shared lookups that cover the trace, 0. */
+ * so far: _resolved for itself (found neither in its shared lookups nor
+ * among the ones it remembered; with shared lookups resolved for the whole
+ * trace, 0); _filled into an empty entry of its shared lookups
+ * (bl_retracer_frame_line), for every retracer that shares them. */
 uint64_t bl_retracer_resolved(const bl_retracer *rt);
+uint64_t bl_retracer_filled(const bl_retracer *rt);
 
 /*
  * Retraces one line (without '\n') and appends the result lines, each ending
@@ -248,8 +251,15 @@ void bl_retrace_trace_frames(const char *text, size_t len, bl_retrace_name_fn fn
  * reported (fp: for this very line, as given there; `line`/`len` as for
  * bl_retracer_line), with name_ix its name's index in the retracer's shared
  * lookups (bl_retracer_use_lookups; any value when there are none): the
- * line is not read again and the name not hashed nor looked up (the entry's
- * name is compared with the frame's; another name is looked up as usual).
+ * line is not read again and the name not hashed nor looked up in a table
+ * (the entry's name is compared with the frame's; another name is looked
+ * up as usual). An entry never resolved is resolved now, into the shared
+ * lookups, by the first retracer that meets it (a retracer meeting it while
+ * another fills it looks the name up itself): so name_ix lets a caller
+ * share lookups that it did not resolve beforehand — each distinct name is
+ * looked up once, when first retraced, and the lookups may be sealed empty.
+ * The name bytes are then borrowed from `line`: it must outlive the
+ * lookups.
  * Same output and errors as bl_retracer_line; positions that cannot be a
  * frame's (out of order, past the line) make it read the line itself.
  */

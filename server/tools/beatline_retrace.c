@@ -702,6 +702,7 @@ typedef struct crew {
     const tn_pos *pos;      /* where the scan read the frame lines, or NULL */
     size_t npos;
     uint64_t resolved;      /* names the workers looked up themselves */
+    uint64_t filled;        /* names they resolved into the shared lookups */
     atomic_ullong as_scanned; /* frame lines retraced as the scan read them */
 } crew;
 
@@ -869,11 +870,13 @@ static void *crew_work(void *arg)
         if (k >= c->np || !crew_piece(c, rt, k, &lines))
             break;
     }
+    uint64_t filled = bl_retracer_filled(rt);
     uint64_t resolved = bl_retracer_resolved(rt);
     bl_retracer_free(rt);
     pthread_mutex_lock(&c->mu);
     c->lines += lines;
     c->resolved += resolved;
+    c->filled += filled;
     pthread_mutex_unlock(&c->mu);
     return NULL;
 }
@@ -915,57 +918,24 @@ static int cut_pieces(const bl_mapindex *mi, const char *p, const char *e, size_
  * index once, for every retrace thread (bl_retrace_lookups), instead of by
  * each thread for itself (with two threads, each met most of them: about
  * 25,000 of 35,000 on the 100,000-frame benchmark, each lookup a few
- * dependent cache misses). The lookups of half the names are made on a
- * second thread when there are LOOKUPS_SPLIT_MIN names or more.
+ * dependent cache misses). An entry per name the scan numbered, filled by
+ * the first thread that retraces a frame of it (bl_retracer_frame_line with
+ * the name's number), when that frame needs it: its class record and method
+ * entries are then in the cache for that frame. NULL when there are no
+ * names or no memory (each thread then looks names up itself). Owned by
+ * the caller (bl_retrace_lookups_free).
  */
-#define LOOKUPS_SPLIT_MIN 4096
-
-typedef struct lk_part {
-    bl_retrace_lookups *lk;
-    const trace_names *t;
-    uint32_t a, b; /* members [a, b) */
-} lk_part;
-
-static void *lk_run(void *arg)
+static bl_retrace_lookups *shared_lookups(const bl_mapindex *mi, const trace_names *t)
 {
-    const lk_part *w = arg;
-    for (uint32_t i = w->a; i < w->b; i++) {
-        const tn_member *m = &w->t->members.v[i];
-        bl_retrace_lookups_resolve(w->lk, i, m->cname, m->cn, m->name, m->nn);
-    }
-    return NULL;
-}
-
-/* The trace's frame names resolved, on up to two threads; NULL when there
- * are none or out of memory (each retracer then looks them up itself).
- * Owned by the caller (bl_retrace_lookups_free); borrows t's names. */
-static bl_retrace_lookups *shared_lookups(const bl_mapindex *mi, const trace_names *t,
-                                          int threads, int *used_threads)
-{
-    *used_threads = 0;
     if (t->members.n < 1 || t->members.n > ((size_t)1 << 22))
         return NULL;
-    uint32_t n = (uint32_t)t->members.n;
     bl_retrace_lookups *lk;
-    if (bl_retrace_lookups_new(mi, n, &lk) != BL_OK)
+    if (bl_retrace_lookups_new(mi, (uint32_t)t->members.n, &lk) != BL_OK)
         return NULL;
-    lk_part mine = { lk, t, 0, n }, other = { lk, t, n, n };
-    pthread_t th;
-    int started = 0;
-    if (threads >= 2 && n >= LOOKUPS_SPLIT_MIN) {
-        mine.b = other.a = n / 2;
-        started = pthread_create(&th, NULL, lk_run, &other) == 0;
-        if (!started)
-            mine.b = n;
-    }
-    lk_run(&mine);
-    if (started)
-        pthread_join(th, NULL);
     if (bl_retrace_lookups_seal(lk) != BL_OK) {
         bl_retrace_lookups_free(lk);
         return NULL;
     }
-    *used_threads = 1 + started;
     return lk;
 }
 
@@ -980,7 +950,7 @@ static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, cons
                        size_t len, int threads, uint32_t expect, const bl_retrace_lookups *lk,
                        const tn_pos *pos, size_t npos, int *pieces, int *workers,
                        uint64_t *lines, size_t *held, uint64_t *resolved,
-                       uint64_t *as_scanned)
+                       uint64_t *filled, uint64_t *as_scanned)
 {
     crew c;
     memset(&c, 0, sizeof c);
@@ -1041,6 +1011,7 @@ static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, cons
     *lines = c.lines;
     *held = c.max_held;
     *resolved = c.resolved;
+    *filled = c.filled;
     *as_scanned = atomic_load(&c.as_scanned);
     if (c.err == BL_EIO)
         fprintf(stderr, "beatline-retrace: write: %s\n", strerror(c.werr));
@@ -1319,28 +1290,25 @@ int main(int argc, char **argv)
         uint32_t expect = want_ok ? (uint32_t)want.members.n : 0;
         /* the scan listed the distinct frame names: resolved once for all
          * the retrace threads */
-        int lk_threads = 0;
-        bl_retrace_lookups *lk = want_ok ? shared_lookups(mi, &want, nth, &lk_threads) : NULL;
-        double r1 = now_ms();
-        uint64_t resolved = 0, as_scanned = 0;
+        bl_retrace_lookups *lk = want_ok ? shared_lookups(mi, &want) : NULL;
+        uint64_t resolved = 0, filled = 0, as_scanned = 0;
         /* the scan's reading of each frame line, when it has all of them */
         const tn_pos *pos = want_ok && in.data ? want.pos.v : NULL;
         rc = retrace_all(mi, &ropts, in.data ? in.data : "", in.len, nth, expect, lk, pos,
                          pos ? want.pos.n : 0, &pieces, &workers, &n_lines, &held, &resolved,
-                         &as_scanned);
+                         &filled, &as_scanned);
         int had_lk = lk != NULL;
         bl_retrace_lookups_free(lk);
         if (stats && !rc)
             fprintf(stderr,
-                    "beatline-retrace: resolved %u distinct frame name%s once on %d thread%s "
-                    "in %.1f ms; retraced %llu lines in %.1f ms (%d piece%s on %d thread%s; "
-                    "names the retrace threads looked up themselves: %llu; frame lines "
-                    "retraced as the scan read them: %llu; output a piece held back to keep "
-                    "the order: at most %.1f MiB)\n",
-                    had_lk ? expect : 0u, had_lk && expect == 1 ? "" : "s", lk_threads,
-                    lk_threads == 1 ? "" : "s", r1 - r0, (unsigned long long)n_lines,
-                    now_ms() - r1, pieces, pieces > 1 ? "s" : "", workers,
-                    workers > 1 ? "s" : "", (unsigned long long)resolved,
+                    "beatline-retrace: retraced %llu lines in %.1f ms (%d piece%s on %d "
+                    "thread%s; distinct frame names resolved once for all threads: %llu of "
+                    "%u; names a thread looked up for itself: %llu; frame lines retraced as "
+                    "the scan read them: %llu; output a piece held back to keep the order: "
+                    "at most %.1f MiB)\n",
+                    (unsigned long long)n_lines, now_ms() - r0, pieces, pieces > 1 ? "s" : "",
+                    workers, workers > 1 ? "s" : "", (unsigned long long)filled,
+                    had_lk ? expect : 0u, (unsigned long long)resolved,
                     (unsigned long long)as_scanned, (double)held / (1 << 20));
     }
 out:

@@ -125,7 +125,8 @@ static void lk_pos(void *ctx, const char *line, const bl_frame_pos *fp)
     }
     s->at[s->nf] = line;
     s->fp[s->nf] = *fp;
-    s->ix[s->nf++] = s->n; /* the name that follows */
+    s->ix[s->nf++] = s->n; /* the name that follows (lk_add numbers it as
+                              the first one equal to it) */
 }
 
 static void lk_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
@@ -141,6 +142,15 @@ static void lk_add(void *ctx, const char *cls, size_t cn, const char *method, si
         ck_assert_ptr_nonnull(s->v);
     }
     s->v[s->n++] = (lk_name){ cls, method, cn, mn };
+    /* the frame line just read gets the number of the name's first
+     * occurrence (as beatline-retrace numbers the distinct names) */
+    if (s->nf && s->ix[s->nf - 1] == s->n - 1)
+        for (uint32_t k = 0; k + 1 < s->n; k++)
+            if (s->v[k].cn == cn && s->v[k].mn == mn && !memcmp(s->v[k].c, cls, cn) &&
+                !memcmp(s->v[k].m, method, mn)) {
+                s->ix[s->nf - 1] = k;
+                break;
+            }
 }
 
 /* Some frame of cls.name has line 0 or a line in [a, b] (linear: the
@@ -270,7 +280,15 @@ START_TEST(golden_case)
             bl_buf_cleanup(&o2[k]);
         }
         /* the same with each frame line given as the scan read it
-         * (bl_retracer_frame_line: not read again, its name by index) */
+         * (bl_retracer_frame_line: not read again, its name by number),
+         * with lookups sealed empty: each distinct name resolved into
+         * them once, when first met */
+        bl_retrace_lookups_free(lk);
+        lk = NULL;
+        if (ln.n) {
+            ck_assert_int_eq(bl_retrace_lookups_new(mi, ln.n, &lk), BL_OK);
+            ck_assert_int_eq(bl_retrace_lookups_seal(lk), BL_OK);
+        }
         ck_assert_int_eq(bl_retracer_new(mi, &o, &rt), BL_OK);
         bl_retracer_use_lookups(rt, lk);
         bl_buf_init(&out, 0);
@@ -291,8 +309,19 @@ START_TEST(golden_case)
         ck_assert_msg(out.data && strcmp(out.data, ex3) == 0,
                       "case %s (x3, frame lines as scanned):\n--- expected\n%s--- got\n%s",
                       name, ex3, out.data ? out.data : "");
-        ck_assert_msg(!lk || bl_retracer_resolved(rt) == 0, "case %s: %llu names looked up",
-                      name, (unsigned long long)bl_retracer_resolved(rt));
+        uint32_t distinct = 0;
+        for (uint32_t k = 0; k < ln.n; k++) {
+            uint32_t j = 0;
+            while (j < k && !(ln.v[j].cn == ln.v[k].cn && ln.v[j].mn == ln.v[k].mn &&
+                              !memcmp(ln.v[j].c, ln.v[k].c, ln.v[k].cn) &&
+                              !memcmp(ln.v[j].m, ln.v[k].m, ln.v[k].mn)))
+                j++;
+            distinct += j == k;
+        }
+        ck_assert_msg(bl_retracer_resolved(rt) == 0 && bl_retracer_filled(rt) == distinct,
+                      "case %s: %llu names looked up, %llu resolved into the lookups for %u",
+                      name, (unsigned long long)bl_retracer_resolved(rt),
+                      (unsigned long long)bl_retracer_filled(rt), distinct);
         bl_buf_cleanup(&out);
         bl_retracer_free(rt);
         bl_retrace_lookups_free(lk);
