@@ -454,8 +454,11 @@ bl_err bl_retrace_lookups_seal(bl_retrace_lookups *lk)
         return BL_EINVAL;
     if (lk->sealed)
         return BL_OK;
+    uint32_t ready = 0; /* the table holds the names resolved so far */
+    for (uint32_t i = 0; i < lk->n; i++)
+        ready += atomic_load_explicit(&lk->v[i].state, memory_order_acquire) == LK_READY;
     uint32_t cap = 16;
-    while (cap < lk->n + lk->n / 2)
+    while (cap < ready + ready / 2)
         cap *= 2;
     lk_ent *t = lk_alloc(cap);
     if (!t)

@@ -136,9 +136,11 @@ void bl_retracer_expect(bl_retracer *rt, uint32_t n);
  * the index for every retracer that retraces it. A one-shot run knows the
  * distinct frame names from its scan; with several retracer threads each
  * would otherwise look up most of them itself (several dependent cache
- * misses per name). Filled, then sealed, then read-only: any number of
- * retracers may use one at once. Only a cache: a retracer given one prints
- * exactly what it prints without (a name not in it is looked up as usual).
+ * misses per name). Resolved (or not), sealed, then shared: any number of
+ * retracers, on any threads, may use one at once (its entries by number
+ * are still filled as names are met: see bl_retracer_frame_line). Only a
+ * cache: a retracer given one prints exactly what it prints without (a
+ * name not in it is looked up as usual).
  *
  * Use: bl_retrace_lookups_new(mi, n) for n names (1 .. 2^22; BL_EINVAL
  * outside, BL_ENOMEM); bl_retrace_lookups_resolve(lk, i, ...) for each
@@ -147,9 +149,9 @@ void bl_retracer_expect(bl_retracer *rt, uint32_t n);
  * is left out; bl_retrace_lookups_seal(lk) once, on one thread, after every
  * resolve (BL_ENOMEM; a name given twice is kept once); then
  * bl_retracer_use_lookups(rt, lk) for each retracer (before its first
- * line; lk borrowed, sealed, must outlive rt). Memory: 56 bytes per name,
- * and once sealed a table of 56-byte slots (1.5 to 3 per name), until
- * bl_retrace_lookups_free.
+ * line; lk borrowed, sealed, must outlive rt). Memory: 64 bytes per name,
+ * and once sealed a table of 64-byte slots (1.5 to 3 per resolved name),
+ * until bl_retrace_lookups_free.
  */
 typedef struct bl_retrace_lookups bl_retrace_lookups;
 
