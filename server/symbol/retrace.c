@@ -10,6 +10,7 @@
 
 #include "symbol/mapping.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #define XXH_INLINE_ALL
@@ -30,6 +31,57 @@ typedef struct memo_ent {
     const bl_mi_class *c;     /* NULL: class unknown */
     const bl_mi_method *b;
 } memo_ent;
+
+/* A (class, method) name resolved once for every retracer of a trace
+ * (bl_retrace_lookups): the key bytes are borrowed from the caller. */
+#define LK_INLINE 8 /* key bytes kept in the entry itself, at most */
+enum { LK_EMPTY = 0, LK_BUSY = 1, LK_READY = 2 }; /* lk_ent.state */
+
+typedef struct lk_ent {
+    uint64_t h;               /* frame_key_hash; 0 = empty slot / unset */
+    const char *cls, *method; /* key bytes (borrowed) */
+    const bl_mi_class *c;     /* NULL: class unknown */
+    const bl_mi_method *b;
+    uint32_t cls_n, method_n, n; /* lengths; bucket size */
+    /* class then method bytes when they fit (cls_n + method_n <=
+     * LK_INLINE; obfuscated names mostly do): compared here, in the
+     * entry's own cache line, instead of in the text they came from */
+    char key[LK_INLINE];
+    /* v entries: LK_EMPTY, LK_BUSY (a retracer is filling it: the others
+     * look the name up themselves meanwhile), LK_READY (the fields above
+     * are set and stay so; read after an acquire load of state) */
+    _Atomic uint32_t state;
+} lk_ent; /* 64 bytes: one cache line (the arrays are 64-byte aligned) */
+
+/* Whether entry e is the key (cls, method) of these lengths. */
+static int lk_is(const lk_ent *e, const char *cls, size_t cls_n, const char *method,
+                 size_t method_n)
+{
+    if (e->cls_n != cls_n || e->method_n != method_n)
+        return 0;
+    if (cls_n + method_n <= LK_INLINE)
+        return !memcmp(e->key, cls, cls_n) && !memcmp(e->key + cls_n, method, method_n);
+    return !memcmp(e->method, method, method_n) && !memcmp(e->cls, cls, cls_n);
+}
+
+/* n zeroed entries, 64-byte aligned (free with free), or NULL. */
+static lk_ent *lk_alloc(uint32_t n)
+{
+    lk_ent *v = aligned_alloc(64, (size_t)n * sizeof *v);
+    if (v)
+        memset(v, 0, (size_t)n * sizeof *v);
+    return v;
+}
+
+struct bl_retrace_lookups {
+    const bl_mapindex *mi;
+    lk_ent *v;       /* entries 0..n-1 as resolved (by index: see
+                        bl_retracer_frame_line) */
+    uint32_t n;
+    int sealed;
+    lk_ent *tab;     /* sealed: open addressing by h, mask + 1 slots */
+    uint32_t mask;
+};
 
 /*
  * A range index of a big method bucket (see bucket_ranges): one record per
@@ -103,6 +155,10 @@ struct bl_retracer {
     uint32_t rr_n, rr_cap;
     uint32_t *hits;      /* scratch: groups found through a range index */
     uint32_t hits_cap;
+    bl_retrace_lookups *lk; /* shared lookups (borrowed; their v entries are
+                               filled by bl_retracer_frame_line), or NULL */
+    uint64_t resolved;   /* lookups made in the index (bl_retracer_resolved) */
+    uint64_t filled;     /* of them, into shared lookups (bl_retracer_filled) */
     char exc_obf[512], exc_orig[512];
 };
 
@@ -324,13 +380,155 @@ static const bl_mi_class *orig_class(bl_retracer *rt, const char *cls, uint32_t 
     return c;
 }
 
-/* Class record and method bucket for an obfuscated frame (class, method),
+/* The hash of a frame's (class, method) key; never 0. */
+static uint64_t frame_key_hash(const char *cls, size_t cls_n, const char *method,
+                               size_t method_n)
+{
+    return XXH3_64bits_withSeed(method, method_n, XXH3_64bits(cls, cls_n)) | 1;
+}
+
+bl_err bl_retrace_lookups_new(const bl_mapindex *mi, uint32_t n, bl_retrace_lookups **out)
+{
+    *out = NULL;
+    if (!mi || n < 1 || n > (1u << 22))
+        return BL_EINVAL;
+    bl_retrace_lookups *lk = calloc(1, sizeof *lk);
+    if (!lk)
+        return BL_ENOMEM;
+    lk->v = lk_alloc(n);
+    if (!lk->v) {
+        free(lk);
+        return BL_ENOMEM;
+    }
+    lk->mi = mi;
+    lk->n = n;
+    *out = lk;
+    return BL_OK;
+}
+
+/* Resolves (cls, method) into e (whose state the caller owns). */
+static void lk_fill(const bl_mapindex *mi, lk_ent *e, const char *cls, size_t cn,
+                    const char *method, size_t mn)
+{
+    e->c = bl_mapindex_class_by_obf(mi, cls, cn);
+    e->b = NULL;
+    e->n = e->c ? bl_mapindex_methods(mi, e->c, method, mn, &e->b) : 0;
+    e->cls = cls;
+    e->method = method;
+    e->cls_n = (uint32_t)cn;
+    e->method_n = (uint32_t)mn;
+    if (cn + mn <= LK_INLINE) {
+        memcpy(e->key, cls, cn);
+        memcpy(e->key + cn, method, mn);
+    }
+    e->h = frame_key_hash(cls, cn, method, mn);
+}
+
+void bl_retrace_lookups_resolve(bl_retrace_lookups *lk, uint32_t i, const char *cls, size_t cn,
+                                const char *method, size_t mn)
+{
+    if (!lk || lk->sealed || i >= lk->n || cn > UINT32_MAX / 4 || mn > UINT32_MAX / 4)
+        return; /* left out: looked up by each retracer as usual */
+    lk_ent *e = &lk->v[i];
+    lk_fill(lk->mi, e, cls, cn, method, mn);
+    atomic_store_explicit(&e->state, LK_READY, memory_order_release);
+}
+
+
+/* The slot of key (h, cls, method) in a sealed table, or NULL. */
+static const lk_ent *lk_find(const bl_retrace_lookups *lk, uint64_t h, const char *cls,
+                             size_t cls_n, const char *method, size_t method_n)
+{
+    for (uint32_t j = (uint32_t)h & lk->mask;; j = (j + 1) & lk->mask) {
+        const lk_ent *e = &lk->tab[j];
+        if (!e->h)
+            return NULL;
+        if (e->h == h && lk_is(e, cls, cls_n, method, method_n))
+            return e;
+    }
+}
+
+bl_err bl_retrace_lookups_seal(bl_retrace_lookups *lk)
+{
+    if (!lk)
+        return BL_EINVAL;
+    if (lk->sealed)
+        return BL_OK;
+    uint32_t ready = 0; /* the table holds the names resolved so far */
+    for (uint32_t i = 0; i < lk->n; i++)
+        ready += atomic_load_explicit(&lk->v[i].state, memory_order_acquire) == LK_READY;
+    uint32_t cap = 16;
+    while (cap < ready + ready / 2)
+        cap *= 2;
+    lk_ent *t = lk_alloc(cap);
+    if (!t)
+        return BL_ENOMEM;
+    lk->tab = t;
+    lk->mask = cap - 1;
+    for (uint32_t i = 0; i < lk->n; i++) {
+        const lk_ent *e = &lk->v[i];
+        if (atomic_load_explicit(&e->state, memory_order_acquire) != LK_READY ||
+            lk_find(lk, e->h, e->cls, e->cls_n, e->method, e->method_n))
+            continue; /* never resolved, or a name given twice */
+        uint32_t j = (uint32_t)e->h & lk->mask;
+        while (t[j].h)
+            j = (j + 1) & lk->mask;
+        lk_ent *d = &t[j];
+        d->h = e->h;
+        d->cls = e->cls;
+        d->method = e->method;
+        d->c = e->c;
+        d->b = e->b;
+        d->cls_n = e->cls_n;
+        d->method_n = e->method_n;
+        d->n = e->n;
+        memcpy(d->key, e->key, sizeof d->key);
+    }
+    lk->sealed = 1;
+    return BL_OK;
+}
+
+void bl_retrace_lookups_free(bl_retrace_lookups *lk)
+{
+    if (!lk)
+        return;
+    free(lk->v);
+    free(lk->tab);
+    free(lk);
+}
+
+void bl_retracer_use_lookups(bl_retracer *rt, const bl_retrace_lookups *lk)
+{
+    /* only a sealed table over the retracer's own index is of use */
+    rt->lk = lk && lk->sealed && lk->mi == rt->mi ? (bl_retrace_lookups *)lk : NULL;
+}
+
+uint64_t bl_retracer_resolved(const bl_retracer *rt)
+{
+    return rt->resolved;
+}
+
+uint64_t bl_retracer_filled(const bl_retracer *rt)
+{
+    return rt->filled;
+}
+
+/* Class record and method bucket for an obfuscated frame (class, method):
+ * from the shared lookups when given (bl_retracer_use_lookups), else
  * remembered per retracer (bounded by MEMO_MAX): a big trace repeats its
  * frames, and a fresh lookup costs several dependent cache misses. */
 static uint32_t frame_lookup(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
                              size_t method_n, const bl_mi_class **cp, const bl_mi_method **bp)
 {
-    uint64_t h = XXH3_64bits_withSeed(method, method_n, XXH3_64bits(cls, cls_n)) | 1;
+    uint64_t h = frame_key_hash(cls, cls_n, method, method_n);
+    if (rt->lk) {
+        const lk_ent *e = lk_find(rt->lk, h, cls, cls_n, method, method_n);
+        if (e) {
+            *cp = e->c;
+            *bp = e->b;
+            return e->n;
+        }
+    }
     if (rt->memo) {
         for (uint32_t j = (uint32_t)h & rt->memo_mask;; j = (j + 1) & rt->memo_mask) {
             const memo_ent *m = &rt->memo[j];
@@ -345,6 +543,7 @@ static uint32_t frame_lookup(bl_retracer *rt, const char *cls, size_t cls_n, con
             }
         }
     }
+    rt->resolved++;
     const bl_mi_class *c = bl_mapindex_class_by_obf(rt->mi, cls, cls_n);
     const bl_mi_method *b = NULL;
     uint32_t n = c ? bl_mapindex_methods(rt->mi, c, method, method_n, &b) : 0;
@@ -891,7 +1090,7 @@ static void sort_alts(bl_retracer *rt)
 }
 
 static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
-                            size_t method_n, int64_t line, int ext_kind,
+                            size_t method_n, int64_t line, int ext_kind, const lk_ent *pre,
                             const bl_rframe **frames, const uint32_t **alt_start,
                             uint32_t *n_alts, int *known_class)
 {
@@ -907,7 +1106,14 @@ static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, cons
     *known_class = 0;
     const bl_mi_class *c;
     const bl_mi_method *b;
-    uint32_t n = frame_lookup(rt, cls, cls_n, method, method_n, &c, &b);
+    uint32_t n;
+    if (pre) { /* resolved for this very name (bl_retracer_frame_line) */
+        c = pre->c;
+        b = pre->b;
+        n = pre->n;
+    } else {
+        n = frame_lookup(rt, cls, cls_n, method, method_n, &c, &b);
+    }
     if (!c) {
         rt->after_exc = 0;
         return BL_OK;
@@ -1002,8 +1208,8 @@ bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const c
                          size_t method_n, int64_t line, const bl_rframe **frames,
                          const uint32_t **alt_start, uint32_t *n_alts, int *known_class)
 {
-    return retrace_frame(rt, cls, cls_n, method, method_n, line, EXT_NONE, frames, alt_start,
-                         n_alts, known_class);
+    return retrace_frame(rt, cls, cls_n, method, method_n, line, EXT_NONE, NULL, frames,
+                         alt_start, n_alts, known_class);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1275,12 +1481,15 @@ static int frame_ext(const char *loc, size_t loc_n, int64_t lineno)
     return en ? EXT_OTHER : EXT_NONE;
 }
 
-/* Tries the line as a frame. Returns 1 when handled. */
-static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
+/* Retraces and prints the frame line read by frame_head (ws_end, name,
+ * dot, open, close as it sets them; lineno = frame_line(open, close));
+ * pre: its name resolved, or NULL. */
+static bl_err frame_out(bl_retracer *rt, const char *line, size_t len, const char *ws_end,
+                        const char *name, const char *dot, const char *open, const char *close,
+                        int64_t lineno, const lk_ent *pre, bl_buf *o)
 {
-    const char *e = line + len, *ws_end, *pfx, *name, *dot, *open, *close;
-    if (!frame_head(line, e, &ws_end, &pfx, &name, &dot, &open, &close))
-        return 0;
+    bl_err err_v = BL_OK, *err = &err_v;
+    const char *e = line + len;
     /* R8 puts "<OR> " before the first "at " of the line */
     size_t or_at = (size_t)(ws_end - line);
     for (const char *q = line; q + 3 <= ws_end + 3; q++)
@@ -1290,21 +1499,20 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
         }
     const char *loc = open + 1;
     size_t loc_n = (size_t)(close - loc);
-    int64_t lineno = frame_line(open, close);
     int native = loc_n == 13 && memcmp(loc, "Native Method", 13) == 0;
     const bl_rframe *fr;
     const uint32_t *alt;
     uint32_t nalt;
     int known;
     *err = retrace_frame(rt, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1),
-                         lineno, frame_ext(loc, loc_n, lineno), &fr, &alt, &nalt, &known);
+                         lineno, frame_ext(loc, loc_n, lineno), pre, &fr, &alt, &nalt, &known);
     if (*err)
-        return 1;
+        return *err;
     if (!known) {
         *err = bl_buf_append(o, line, len);
         if (!*err)
             *err = bl_buf_putc(o, '\n');
-        return 1;
+        return *err;
     }
     /* R8's command line: by inline depth — depth 0 of every alternative,
      * then depth 1, ... — a line equal to one printed at the same depth
@@ -1326,7 +1534,55 @@ static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, b
                 *err = print_frame(rt, o, line, (size_t)(name - line), or_at, a > 0, f, loc,
                                    loc_n, native, close + 1, (size_t)(e - close - 1));
         }
+    return *err;
+}
+
+/* Tries the line as a frame. Returns 1 when handled. */
+static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
+{
+    const char *e = line + len, *ws_end, *pfx, *name, *dot, *open, *close;
+    if (!frame_head(line, e, &ws_end, &pfx, &name, &dot, &open, &close))
+        return 0;
+    *err = frame_out(rt, line, len, ws_end, name, dot, open, close, frame_line(open, close),
+                     NULL, o);
     return 1;
+}
+
+bl_err bl_retracer_frame_line(bl_retracer *rt, const char *line, size_t len,
+                              const bl_frame_pos *fp, uint32_t name_ix, bl_buf *out)
+{
+    size_t n = len;
+    if (n && line[n - 1] == '\r')
+        n--;
+    /* positions that cannot be frame_head's: read the line as usual */
+    if (!fp || !(fp->at + 2 < fp->name && fp->name < fp->dot && fp->dot + 1 < fp->open &&
+                 fp->open < fp->close && fp->close < n))
+        return bl_retracer_line(rt, line, len, out);
+    const char *name = line + fp->name, *dot = line + fp->dot, *open = line + fp->open;
+    const lk_ent *pre = NULL;
+    if (rt->lk && name_ix < rt->lk->n) {
+        /* the entry is shared: read once READY; filled by the first
+         * retracer that meets the name (the others, meanwhile, look it up
+         * themselves) */
+        lk_ent *k = &rt->lk->v[name_ix];
+        size_t cn = (size_t)(dot - name), mn = (size_t)(open - dot - 1);
+        uint32_t st = atomic_load_explicit(&k->state, memory_order_acquire);
+        uint32_t empty = LK_EMPTY;
+        if (st == LK_READY) {
+            if (lk_is(k, name, cn, dot + 1, mn))
+                pre = k; /* else: not this name's entry, looked up by name */
+        } else if (st == LK_EMPTY && cn <= UINT32_MAX / 4 && mn <= UINT32_MAX / 4 &&
+                   atomic_compare_exchange_strong_explicit(&k->state, &empty, LK_BUSY,
+                                                           memory_order_acq_rel,
+                                                           memory_order_acquire)) {
+            lk_fill(rt->mi, k, name, cn, dot + 1, mn);
+            rt->filled++;
+            atomic_store_explicit(&k->state, LK_READY, memory_order_release);
+            pre = k;
+        }
+    }
+    return frame_out(rt, line, n, line + fp->at, name, dot, open, line + fp->close, fp->line,
+                     pre, out);
 }
 
 static int plain_exception(const char *line, size_t len, const char **c, size_t *cn,
@@ -1499,7 +1755,8 @@ bl_err bl_retracer_line(bl_retracer *rt, const char *line, size_t len, bl_buf *o
     return bl_buf_putc(out, '\n');
 }
 
-void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn, void *ctx)
+void bl_retrace_trace_frames(const char *text, size_t len, bl_retrace_name_fn fn,
+                             bl_retrace_pos_fn pos, void *ctx)
 {
     const char *p = text, *e = text + len;
     while (p < e) {
@@ -1509,8 +1766,14 @@ void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn,
             le--;
         const char *ws_end, *pfx, *name, *dot, *open, *close;
         if (frame_head(p, le, &ws_end, &pfx, &name, &dot, &open, &close)) {
-            fn(ctx, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1),
-               frame_line(open, close));
+            int64_t ln = frame_line(open, close);
+            if (pos && (size_t)(le - p) < UINT32_MAX) {
+                bl_frame_pos fp = { (uint32_t)(ws_end - p), (uint32_t)(name - p),
+                                    (uint32_t)(dot - p),    (uint32_t)(open - p),
+                                    (uint32_t)(close - p), ln };
+                pos(ctx, p, &fp);
+            }
+            fn(ctx, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1), ln);
         } else {
             const char *c, *rest;
             size_t cn;
@@ -1519,6 +1782,11 @@ void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn,
         }
         p = nl ? nl + 1 : e;
     }
+}
+
+void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn, void *ctx)
+{
+    bl_retrace_trace_frames(text, len, fn, NULL, ctx);
 }
 
 bl_err bl_retrace_text(const bl_mapindex *mi, const bl_retrace_opts *opts, const char *text,

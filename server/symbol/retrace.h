@@ -132,6 +132,45 @@ void bl_retracer_free(bl_retracer *rt);
 void bl_retracer_expect(bl_retracer *rt, uint32_t n);
 
 /*
+ * Shared lookups: the (class, method) names of a trace resolved once in
+ * the index for every retracer that retraces it. A one-shot run knows the
+ * distinct frame names from its scan; with several retracer threads each
+ * would otherwise look up most of them itself (several dependent cache
+ * misses per name). Resolved (or not), sealed, then shared: any number of
+ * retracers, on any threads, may use one at once (its entries by number
+ * are still filled as names are met: see bl_retracer_frame_line). Only a
+ * cache: a retracer given one prints exactly what it prints without (a
+ * name not in it is looked up as usual).
+ *
+ * Use: bl_retrace_lookups_new(mi, n) for n names (1 .. 2^22; BL_EINVAL
+ * outside, BL_ENOMEM); bl_retrace_lookups_resolve(lk, i, ...) for each
+ * i < n — calls for distinct i may run on several threads at once; the
+ * name bytes are borrowed (they must outlive lk); an entry never resolved
+ * is left out; bl_retrace_lookups_seal(lk) once, on one thread, after every
+ * resolve (BL_ENOMEM; a name given twice is kept once); then
+ * bl_retracer_use_lookups(rt, lk) for each retracer (before its first
+ * line; lk borrowed, sealed, must outlive rt). Memory: 64 bytes per name,
+ * and once sealed a table of 64-byte slots (1.5 to 3 per resolved name),
+ * until bl_retrace_lookups_free.
+ */
+typedef struct bl_retrace_lookups bl_retrace_lookups;
+
+bl_err bl_retrace_lookups_new(const bl_mapindex *mi, uint32_t n, bl_retrace_lookups **out);
+void bl_retrace_lookups_resolve(bl_retrace_lookups *lk, uint32_t i, const char *cls, size_t cn,
+                                const char *method, size_t mn);
+bl_err bl_retrace_lookups_seal(bl_retrace_lookups *lk);
+void bl_retrace_lookups_free(bl_retrace_lookups *lk);
+void bl_retracer_use_lookups(bl_retracer *rt, const bl_retrace_lookups *lk);
+
+/* How many (class, method) names this retracer has looked up in the index
+ * so far: _resolved for itself (found neither in its shared lookups nor
+ * among the ones it remembered; with shared lookups resolved for the whole
+ * trace, 0); _filled into an empty entry of its shared lookups
+ * (bl_retracer_frame_line), for every retracer that shares them. */
+uint64_t bl_retracer_resolved(const bl_retracer *rt);
+uint64_t bl_retracer_filled(const bl_retracer *rt);
+
+/*
  * Retraces one line (without '\n') and appends the result lines, each ending
  * in '\n', to `out`. Keeps the context (exception line seen, outline
  * position) for the next call. BL_ENOMEM / BL_ETOOBIG from `out`.
@@ -185,6 +224,49 @@ typedef void (*bl_retrace_name_fn)(void *ctx, const char *cls, size_t cn, const 
  * (bl_mi_build_opts.want_class, want_member and want_range).
  */
 void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn, void *ctx);
+
+/* Where bl_retracer_line finds the parts of a frame line: byte offsets from
+ * the line's start of the "at" (after any prefix), the class name (after
+ * any "loader/"), the '.' before the method, the '(' and the last ')';
+ * and the frame's line number (-1: none). */
+typedef struct bl_frame_pos {
+    uint32_t at, name, dot, open, close;
+    int64_t line;
+} bl_frame_pos;
+
+/* Receives a frame line's start (`line`: the text up to '\n', without a
+ * '\r' before it) and its positions, just before the name callback for the
+ * same frame. */
+typedef void (*bl_retrace_pos_fn)(void *ctx, const char *line, const bl_frame_pos *fp);
+
+/*
+ * bl_retrace_trace_names, and pos (may be NULL) with each frame line's
+ * positions: a caller that keeps them can have each frame line retraced
+ * without reading it again (bl_retracer_frame_line). Lines of 4 GiB or
+ * more get no pos call.
+ */
+void bl_retrace_trace_frames(const char *text, size_t len, bl_retrace_name_fn fn,
+                             bl_retrace_pos_fn pos, void *ctx);
+
+/*
+ * bl_retracer_line for a frame line whose positions bl_retrace_trace_frames
+ * reported (fp: for this very line, as given there; `line`/`len` as for
+ * bl_retracer_line), with name_ix its name's index in the retracer's shared
+ * lookups (bl_retracer_use_lookups; any value when there are none): the
+ * line is not read again and the name not hashed nor looked up in a table
+ * (the entry's name is compared with the frame's; another name is looked
+ * up as usual). An entry never resolved is resolved now, into the shared
+ * lookups, by the first retracer that meets it (a retracer meeting it while
+ * another fills it looks the name up itself): so name_ix lets a caller
+ * share lookups that it did not resolve beforehand — each distinct name is
+ * looked up once, when first retraced, and the lookups may be sealed empty.
+ * The name bytes are then borrowed from `line`: it must outlive the
+ * lookups.
+ * Same output and errors as bl_retracer_line; positions that cannot be a
+ * frame's (out of order, past the line) make it read the line itself.
+ */
+bl_err bl_retracer_frame_line(bl_retracer *rt, const char *line, size_t len,
+                              const bl_frame_pos *fp, uint32_t name_ix, bl_buf *out);
 
 /*
  * Retraces the class names in a short free text such as a block's message

@@ -148,7 +148,8 @@ typedef struct tn_class {
 typedef struct tn_member {
     uint64_t h;
     const char *name;     /* the method name, in the trace text */
-    uint32_t nn;          /* its length */
+    const char *cname;    /* the class name, in the trace text */
+    uint32_t nn, cn;      /* their lengths */
     uint32_t cls;         /* class index */
     uint32_t first, n;    /* its lines: lines[first .. first+n), sorted */
 } tn_member;
@@ -164,11 +165,25 @@ typedef struct tn_frame {
     uint32_t member, line;
 } tn_frame;
 
+/* Where the scan read a frame line (see bl_frame_pos), kept for the
+ * retrace step so that it does not read the line again: the line's offset
+ * in the text, its member, line number and positions (offsets in the line;
+ * a line of 64 KiB or more gets no record and is read again). */
+typedef struct tn_pos {
+    uint32_t off, member;
+    int64_t line;
+    uint16_t at, name, dot, open, close;
+} tn_pos;
+
 typedef struct trace_names {
     bl_u64map class_ix, member_ix; /* hash -> index */
     BL_VEC(tn_class) classes;
     BL_VEC(tn_member) members;
     BL_VEC(tn_frame) frames;    /* freed by names_index */
+    BL_VEC(tn_pos) pos;         /* frame lines in text order */
+    const char *text;           /* the text scanned (pos offsets) */
+    tn_pos pend;                /* the frame line being filed (pos_add) */
+    int has_pend;
     uint32_t *member_of;        /* members grouped by class */
     tn_name *member_nm;         /* their names, in the same order */
     uint64_t *class_bits;       /* a bit per class hash (see CLASS_BITS) */
@@ -201,11 +216,29 @@ static uint32_t names_line(int64_t line)
     return line <= 0 ? 0 : line > BL_MAPPING_MAX_LINE ? BL_MAPPING_MAX_LINE + 1u : (uint32_t)line;
 }
 
-/* Files a name by its hashes: ch of the class, mh of the method (0: an
- * exception line's class, no member; its name: mname, mn bytes) and the
- * frame's line (names_line). */
+/* Files a name by its hashes: ch of the class (its name: cname, cn
+ * bytes), mh of the method (0: an exception line's class, no member; its
+ * name: mname, mn bytes) and the frame's line (names_line). */
 static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t line,
-                             const char *mname, uint32_t mn)
+                             const char *cname, uint32_t cn, const char *mname, uint32_t mn,
+                             const tn_pos *pp);
+
+/* Files the frame line's positions pp (NULL: none) for member mi. */
+static void pos_push(trace_names *t, const tn_pos *pp, uint32_t mi)
+{
+    if (!pp)
+        return;
+    bl_err err = BL_OK;
+    tn_pos r = *pp;
+    r.member = mi;
+    BL_VEC_PUSH(t->pos, r, err);
+    if (err)
+        t->failed = 1;
+}
+
+static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t line,
+                             const char *cname, uint32_t cn, const char *mname, uint32_t mn,
+                             const tn_pos *pp)
 {
     if (t->failed)
         return;
@@ -226,6 +259,8 @@ static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t 
             BL_VEC_PUSH(t->frames, f, err);
             if (err)
                 t->failed = 1;
+            else
+                pos_push(t, pp, known);
             return;
         }
     }
@@ -250,7 +285,7 @@ static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t 
         return;
     }
     if (added) {
-        tn_member m = { mh, mname, mn, ci, 0, 0 };
+        tn_member m = { mh, mname, cname, mn, cn, ci, 0, 0 };
         BL_VEC_PUSH(t->members, m, err);
         if (!err)
             t->classes.v[ci].n++;
@@ -260,15 +295,44 @@ static void names_add_hashed(trace_names *t, uint64_t ch, uint64_t mh, uint32_t 
         BL_VEC_PUSH(t->frames, f, err);
     if (err)
         t->failed = 1;
+    else
+        pos_push(t, pp, mi);
+}
+
+/* The positions fp of the frame line at `line` as a tn_pos (0 when the
+ * line is too long for one). */
+static int pos_of(const char *text, const char *line, const bl_frame_pos *fp, tn_pos *r)
+{
+    if (fp->close >= 65535 || (size_t)(line - text) > UINT32_MAX)
+        return 0;
+    r->off = (uint32_t)(line - text);
+    r->member = 0;
+    r->line = fp->line;
+    r->at = (uint16_t)fp->at;
+    r->name = (uint16_t)fp->name;
+    r->dot = (uint16_t)fp->dot;
+    r->open = (uint16_t)fp->open;
+    r->close = (uint16_t)fp->close;
+    return 1;
+}
+
+/* bl_retrace_trace_frames pos callback: kept for the name that follows. */
+static void pos_add(void *ctx, const char *line, const bl_frame_pos *fp)
+{
+    trace_names *t = ctx;
+    t->has_pend = pos_of(t->text, line, fp, &t->pend);
 }
 
 /* bl_retrace_trace_names callback: files the name (see names_add_hashed). */
 static void names_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
                       int64_t line)
 {
+    trace_names *t = ctx;
     uint64_t ch = tn_hash(cls, cn, 0);
-    names_add_hashed(ctx, ch, method ? tn_hash(method, mn, ch) : 0, names_line(line), method,
-                     (uint32_t)mn);
+    names_add_hashed(t, ch, method ? tn_hash(method, mn, ch) : 0, names_line(line), cls,
+                     (uint32_t)cn, method, (uint32_t)mn,
+                     method && t->has_pend ? &t->pend : NULL);
+    t->has_pend = 0;
 }
 
 /*
@@ -283,8 +347,10 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
 
 typedef struct scan_rec {
     uint64_t ch, mh; /* see names_add_hashed */
-    const char *m;   /* the method name */
-    uint32_t mn, line;
+    const char *c, *m; /* the class and method names */
+    uint32_t cn, mn, line;
+    int has_pos;
+    tn_pos pos;
 } scan_rec;
 
 typedef struct scan_half {
@@ -292,7 +358,16 @@ typedef struct scan_half {
     size_t n;
     BL_VEC(scan_rec) v;
     int failed; /* out of memory: the main thread scans this half itself */
+    const char *text; /* the whole text (pos offsets) */
+    tn_pos pend;
+    int has_pend;
 } scan_half;
+
+static void scan_pos(void *ctx, const char *line, const bl_frame_pos *fp)
+{
+    scan_half *h = ctx;
+    h->has_pend = pos_of(h->text, line, fp, &h->pend);
+}
 
 static void scan_collect(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
                          int64_t line)
@@ -301,8 +376,9 @@ static void scan_collect(void *ctx, const char *cls, size_t cn, const char *meth
     if (h->failed)
         return;
     uint64_t ch = tn_hash(cls, cn, 0);
-    scan_rec r = { ch, method ? tn_hash(method, mn, ch) : 0, method, (uint32_t)mn,
-                   names_line(line) };
+    scan_rec r = { ch, method ? tn_hash(method, mn, ch) : 0, cls, method, (uint32_t)cn,
+                   (uint32_t)mn, names_line(line), method && h->has_pend, h->pend };
+    h->has_pend = 0;
     bl_err err = BL_OK;
     BL_VEC_PUSH(h->v, r, err);
     if (err)
@@ -312,7 +388,7 @@ static void scan_collect(void *ctx, const char *cls, size_t cn, const char *meth
 static void *scan_run(void *arg)
 {
     scan_half *h = arg;
-    bl_retrace_trace_names(h->p, h->n, scan_collect, h);
+    bl_retrace_trace_frames(h->p, h->n, scan_collect, scan_pos, h);
     return NULL;
 }
 
@@ -328,6 +404,8 @@ static void names_scan(trace_names *t, const char *text, size_t len, int threads
     }
     scan_half h;
     memset(&h, 0, sizeof h);
+    h.text = text;
+    t->text = text;
     pthread_t th;
     int started = 0;
     if (cut && cut < text + len) {
@@ -339,18 +417,19 @@ static void names_scan(trace_names *t, const char *text, size_t len, int threads
         started = pthread_create(&th, NULL, scan_run, &h) == 0;
     }
     if (!started) {
-        bl_retrace_trace_names(text, len, names_add, t);
+        bl_retrace_trace_frames(text, len, names_add, pos_add, t);
         free(h.v.v);
         return;
     }
-    bl_retrace_trace_names(text, (size_t)(cut - text), names_add, t);
+    bl_retrace_trace_frames(text, (size_t)(cut - text), names_add, pos_add, t);
     pthread_join(th, NULL);
     if (h.failed) {
-        bl_retrace_trace_names(h.p, h.n, names_add, t);
+        bl_retrace_trace_frames(h.p, h.n, names_add, pos_add, t);
     } else {
         for (size_t i = 0; i < h.v.n; i++)
-            names_add_hashed(t, h.v.v[i].ch, h.v.v[i].mh, h.v.v[i].line, h.v.v[i].m,
-                             h.v.v[i].mn);
+            names_add_hashed(t, h.v.v[i].ch, h.v.v[i].mh, h.v.v[i].line, h.v.v[i].c,
+                             h.v.v[i].cn, h.v.v[i].m, h.v.v[i].mn,
+                             h.v.v[i].has_pos ? &h.v.v[i].pos : NULL);
     }
     free(h.v.v);
 }
@@ -375,6 +454,13 @@ static void names_reserve(trace_names *t, size_t len)
         if (v) {
             t->frames.v = v;
             t->frames.cap = frames;
+        }
+    }
+    if (frames > t->pos.cap) {
+        tn_pos *v = realloc(t->pos.v, frames * sizeof *v);
+        if (v) {
+            t->pos.v = v;
+            t->pos.cap = frames;
         }
     }
 }
@@ -458,6 +544,7 @@ static void names_free(trace_names *t)
     free(t->classes.v);
     free(t->members.v);
     free(t->frames.v);
+    free(t->pos.v);
     free(t->member_of);
     free(t->member_nm);
     free(t->class_bits);
@@ -610,6 +697,13 @@ typedef struct crew {
     size_t held_done;       /* output held by finished pieces */
     size_t max_held;        /* most output a piece held before its turn */
     uint32_t expect;        /* distinct frames per worker, about (a hint) */
+    const bl_retrace_lookups *lk; /* the trace's names resolved once, or NULL */
+    const char *text;       /* the whole trace (pos offsets) */
+    const tn_pos *pos;      /* where the scan read the frame lines, or NULL */
+    size_t npos;
+    uint64_t resolved;      /* names the workers looked up themselves */
+    uint64_t filled;        /* names they resolved into the shared lookups */
+    atomic_ullong as_scanned; /* frame lines retraced as the scan read them */
 } crew;
 
 static void crew_fail(crew *c, bl_err err, int werr)
@@ -679,11 +773,30 @@ static int crew_piece(crew *c, bl_retracer *rt, int k, uint64_t *lines)
     (void)bl_buf_reserve(&pc->out, guess < most ? guess : most);
     size_t ask_at = (size_t)1 << 20; /* held output at which to ask again */
     const char *p = pc->p;
+    /* the scan's first frame line in the piece: those lines are not read
+     * again (bl_retracer_frame_line) */
+    uint64_t as_scanned = 0;
+    size_t fn = c->pos ? c->npos : 0, fi = 0, hi = fn, at = (size_t)(p - c->text);
+    while (fi < hi) {
+        size_t mid = fi + (hi - fi) / 2;
+        if (c->pos[mid].off < at)
+            fi = mid + 1;
+        else
+            hi = mid;
+    }
     while (p < pc->e) {
         const char *nl = memchr(p, '\n', (size_t)(pc->e - p));
         const char *le = nl ? nl : pc->e;
         size_t before = pc->out.len;
-        bl_err err = bl_retracer_line(rt, p, (size_t)(le - p), &pc->out);
+        bl_err err;
+        if (fi < fn && c->pos[fi].off == (size_t)(p - c->text)) {
+            const tn_pos *q = &c->pos[fi++];
+            bl_frame_pos fp = { q->at, q->name, q->dot, q->open, q->close, q->line };
+            err = bl_retracer_frame_line(rt, p, (size_t)(le - p), &fp, q->member, &pc->out);
+            as_scanned++;
+        } else {
+            err = bl_retracer_line(rt, p, (size_t)(le - p), &pc->out);
+        }
         if (err) {
             crew_fail(c, err, 0);
             return 0;
@@ -712,6 +825,7 @@ static int crew_piece(crew *c, bl_retracer *rt, int k, uint64_t *lines)
         if (!streaming && pc->out.len >= c->hold_max)
             return 0; /* waited, and a failure came instead of the turn */
     }
+    atomic_fetch_add_explicit(&c->as_scanned, as_scanned, memory_order_relaxed);
     pthread_mutex_lock(&c->mu);
     if (streaming) { /* written: the turn passes on */
         bl_buf_cleanup(&pc->out);
@@ -738,7 +852,10 @@ static void *crew_work(void *arg)
         crew_fail(c, err, 0);
         return NULL;
     }
-    bl_retracer_expect(rt, c->expect);
+    if (c->lk) /* the trace's names are resolved: the memo is for the rest */
+        bl_retracer_use_lookups(rt, c->lk);
+    else
+        bl_retracer_expect(rt, c->expect);
     uint64_t lines = 0;
     for (;;) {
         pthread_mutex_lock(&c->mu);
@@ -753,9 +870,13 @@ static void *crew_work(void *arg)
         if (k >= c->np || !crew_piece(c, rt, k, &lines))
             break;
     }
+    uint64_t filled = bl_retracer_filled(rt);
+    uint64_t resolved = bl_retracer_resolved(rt);
     bl_retracer_free(rt);
     pthread_mutex_lock(&c->mu);
     c->lines += lines;
+    c->resolved += resolved;
+    c->filled += filled;
     pthread_mutex_unlock(&c->mu);
     return NULL;
 }
@@ -792,22 +913,57 @@ static int cut_pieces(const bl_mapindex *mi, const char *p, const char *e, size_
     return n + 1;
 }
 
+/*
+ * The trace's distinct frame names (class, method) are looked up in the
+ * index once, for every retrace thread (bl_retrace_lookups), instead of by
+ * each thread for itself (with two threads, each met most of them: about
+ * 25,000 of 35,000 on the 100,000-frame benchmark, each lookup a few
+ * dependent cache misses). An entry per name the scan numbered, filled by
+ * the first thread that retraces a frame of it (bl_retracer_frame_line with
+ * the name's number), when that frame needs it: its class record and method
+ * entries are then in the cache for that frame. NULL when there are no
+ * names or no memory (each thread then looks names up itself). Owned by
+ * the caller (bl_retrace_lookups_free).
+ */
+static bl_retrace_lookups *shared_lookups(const bl_mapindex *mi, const trace_names *t)
+{
+    if (t->members.n < 1 || t->members.n > ((size_t)1 << 22))
+        return NULL;
+    bl_retrace_lookups *lk;
+    if (bl_retrace_lookups_new(mi, (uint32_t)t->members.n, &lk) != BL_OK)
+        return NULL;
+    if (bl_retrace_lookups_seal(lk) != BL_OK) {
+        bl_retrace_lookups_free(lk);
+        return NULL;
+    }
+    return lk;
+}
+
 /* Retraces [p, p+len) to standard output on up to `threads` threads;
  * `expect` is the trace's number of distinct frames when known (else 0), a
- * hint for each retracer's memo (bl_retracer_expect). Returns 0, or 1 after printing why it failed; *pieces, *workers (threads
- * that retraced), *lines and *held (the most output bytes a piece held
- * before its turn) say what was done. */
+ * hint for each retracer's memo (bl_retracer_expect); `lk` (may be NULL)
+ * the trace's names resolved once (see shared_lookups). Returns 0, or 1
+ * after printing why it failed; *pieces, *workers (threads that retraced),
+ * *lines, *held (the most output bytes a piece held before its turn) and
+ * *resolved (names the retracers looked up themselves) say what was done. */
 static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, const char *p,
-                       size_t len, int threads, uint32_t expect, int *pieces, int *workers,
-                       uint64_t *lines, size_t *held)
+                       size_t len, int threads, uint32_t expect, const bl_retrace_lookups *lk,
+                       const tn_pos *pos, size_t npos, int *pieces, int *workers,
+                       uint64_t *lines, size_t *held, uint64_t *resolved,
+                       uint64_t *filled, uint64_t *as_scanned)
 {
     crew c;
     memset(&c, 0, sizeof c);
     atomic_init(&c.stop, 0);
+    atomic_init(&c.as_scanned, 0);
     c.mi = mi;
     c.opts = ropts;
     c.hold_max = PART_OUT_CAP;
     c.expect = expect;
+    c.lk = lk;
+    c.text = p;
+    c.pos = pos;
+    c.npos = npos;
     /* tests make pieces wait without writing gigabytes: a smaller bound */
     const char *hm = getenv("BEATLINE_RETRACE_HOLD_MAX");
     if (hm && *hm >= '1' && *hm <= '9') {
@@ -854,6 +1010,9 @@ static int retrace_all(const bl_mapindex *mi, const bl_retrace_opts *ropts, cons
     *workers = started + 1;
     *lines = c.lines;
     *held = c.max_held;
+    *resolved = c.resolved;
+    *filled = c.filled;
+    *as_scanned = atomic_load(&c.as_scanned);
     if (c.err == BL_EIO)
         fprintf(stderr, "beatline-retrace: write: %s\n", strerror(c.werr));
     else if (c.err)
@@ -1129,16 +1288,28 @@ int main(int argc, char **argv)
         /* the scan counted the distinct frames: the retracers' memos are
          * made that big at once */
         uint32_t expect = want_ok ? (uint32_t)want.members.n : 0;
-        rc = retrace_all(mi, &ropts, in.data ? in.data : "", in.len, nth, expect, &pieces,
-                         &workers, &n_lines, &held);
+        /* the scan listed the distinct frame names: resolved once for all
+         * the retrace threads */
+        bl_retrace_lookups *lk = want_ok ? shared_lookups(mi, &want) : NULL;
+        uint64_t resolved = 0, filled = 0, as_scanned = 0;
+        /* the scan's reading of each frame line, when it has all of them */
+        const tn_pos *pos = want_ok && in.data ? want.pos.v : NULL;
+        rc = retrace_all(mi, &ropts, in.data ? in.data : "", in.len, nth, expect, lk, pos,
+                         pos ? want.pos.n : 0, &pieces, &workers, &n_lines, &held, &resolved,
+                         &filled, &as_scanned);
+        int had_lk = lk != NULL;
+        bl_retrace_lookups_free(lk);
         if (stats && !rc)
             fprintf(stderr,
                     "beatline-retrace: retraced %llu lines in %.1f ms (%d piece%s on %d "
-                    "thread%s; output a piece held back to keep the order: at most %.1f "
-                    "MiB)\n",
+                    "thread%s; distinct frame names resolved once for all threads: %llu of "
+                    "%u; names a thread looked up for itself: %llu; frame lines retraced as "
+                    "the scan read them: %llu; output a piece held back to keep the order: "
+                    "at most %.1f MiB)\n",
                     (unsigned long long)n_lines, now_ms() - r0, pieces, pieces > 1 ? "s" : "",
-                    workers, workers > 1 ? "s" : "",
-                    (double)held / (1 << 20));
+                    workers, workers > 1 ? "s" : "", (unsigned long long)filled,
+                    had_lk ? expect : 0u, (unsigned long long)resolved,
+                    (unsigned long long)as_scanned, (double)held / (1 << 20));
     }
 out:
     bl_buf_cleanup(&in);

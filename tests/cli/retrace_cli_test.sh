@@ -101,6 +101,14 @@ for k in 0015-exception-lines 0020-outline 0021-rewrite-frame 0026-circular-refe
   cmp -s "$tmp/t1.txt" "$tmp/t3.txt"; check "$k: 3 threads = 1 thread" $?
   grep -qE "\([0-9]+ pieces on 3 threads;" "$tmp/s3"; check "$k: retraced in pieces on 3 threads" $?
   grep -q "(1 piece on 1 thread;" "$tmp/s1"; check "$k: --threads 1 retraced in one piece" $?
+  # the trace's frame names were resolved once for all the threads: none
+  # looked up again by a retrace thread
+  grep -qE "distinct frame names resolved once for all threads: ([1-9][0-9]*) of \1;" "$tmp/s3"
+  check "$k: frame names resolved once for 3 threads" $?
+  # and each frame line retraced as the scan read it (not read again)
+  n_at=$(grep -cE '^[[:space:]]*at ' "$tmp/big.txt")
+  grep -q "frame lines retraced as the scan read them: $n_at;" "$tmp/s3"
+  check "$k: $n_at frame lines retraced as scanned" $?
   if [ "$(grep -c '^[^ #]' "$c2/mapping.txt")" -ge 2 ]; then
     grep -q "on 2 threads" "$tmp/s3"; check "$k: mapping parsed in two halves" $?
   fi

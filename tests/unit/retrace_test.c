@@ -96,6 +96,63 @@ static int has_member(void *ctx, const char *cls, size_t cn, const char *name, s
     return has_str(ctx, buf, (size_t)k);
 }
 
+/* Frame names (class, method) of a trace for shared lookups, pointing
+ * into the trace text (bl_retrace_trace_names order, repeats kept). */
+typedef struct lk_name {
+    const char *c, *m;
+    size_t cn, mn;
+} lk_name;
+
+typedef struct lk_names {
+    lk_name *v;
+    uint32_t n, cap;
+    /* frame lines as read: start, positions, index of the name in v */
+    const char **at;
+    bl_frame_pos *fp;
+    uint32_t *ix;
+    uint32_t nf, capf;
+} lk_names;
+
+static void lk_pos(void *ctx, const char *line, const bl_frame_pos *fp)
+{
+    lk_names *s = ctx;
+    if (s->nf == s->capf) {
+        s->capf = s->capf ? 2 * s->capf : 16;
+        s->at = realloc(s->at, s->capf * sizeof *s->at);
+        s->fp = realloc(s->fp, s->capf * sizeof *s->fp);
+        s->ix = realloc(s->ix, s->capf * sizeof *s->ix);
+        ck_assert(s->at && s->fp && s->ix);
+    }
+    s->at[s->nf] = line;
+    s->fp[s->nf] = *fp;
+    s->ix[s->nf++] = s->n; /* the name that follows (lk_add numbers it as
+                              the first one equal to it) */
+}
+
+static void lk_add(void *ctx, const char *cls, size_t cn, const char *method, size_t mn,
+                   int64_t line)
+{
+    (void)line;
+    lk_names *s = ctx;
+    if (!method)
+        return;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 16;
+        s->v = realloc(s->v, s->cap * sizeof *s->v);
+        ck_assert_ptr_nonnull(s->v);
+    }
+    s->v[s->n++] = (lk_name){ cls, method, cn, mn };
+    /* the frame line just read gets the number of the name's first
+     * occurrence (as beatline-retrace numbers the distinct names) */
+    if (s->nf && s->ix[s->nf - 1] == s->n - 1)
+        for (uint32_t k = 0; k + 1 < s->n; k++)
+            if (s->v[k].cn == cn && s->v[k].mn == mn && !memcmp(s->v[k].c, cls, cn) &&
+                !memcmp(s->v[k].m, method, mn)) {
+                s->ix[s->nf - 1] = k;
+                break;
+            }
+}
+
 /* Some frame of cls.name has line 0 or a line in [a, b] (linear: the
  * oracle for the CLI's sorted per-member lines). */
 static int has_range(void *ctx, const char *cls, size_t cn, const char *name, size_t nn,
@@ -171,6 +228,107 @@ START_TEST(golden_case)
                       out.data ? out.data : "");
         bl_buf_cleanup(&out);
         bl_retracer_free(rt);
+        /* the same by two retracers (lines in turn) sharing lookups made
+         * once for the trace's names (as beatline-retrace's threads do):
+         * same output, and no name looked up again by either */
+        lk_names ln = { 0 };
+        bl_retrace_trace_frames(in3, strlen(in3), lk_add, lk_pos, &ln);
+        bl_retrace_lookups *lk = NULL;
+        if (ln.n) {
+            ck_assert_int_eq(bl_retrace_lookups_new(mi, ln.n, &lk), BL_OK);
+            for (uint32_t k = 0; k < ln.n; k++) /* backwards: order does not matter */
+                bl_retrace_lookups_resolve(lk, ln.n - 1 - k, ln.v[ln.n - 1 - k].c,
+                                           ln.v[ln.n - 1 - k].cn, ln.v[ln.n - 1 - k].m,
+                                           ln.v[ln.n - 1 - k].mn);
+            ck_assert_int_eq(bl_retrace_lookups_seal(lk), BL_OK);
+        }
+        bl_retracer *two[2];
+        bl_buf o2[2];
+        for (int r = 0; r < 2; r++) {
+            ck_assert_int_eq(bl_retracer_new(mi, &o, &two[r]), BL_OK);
+            bl_retracer_use_lookups(two[r], lk);
+            bl_buf_init(&o2[r], 0);
+        }
+        /* each copy of the input by the retracer of its turn (a copy starts
+         * with an exception line or is the first: a cut is allowed there
+         * only when the input starts with one; else one retracer does all) */
+        int cut_ok = bl_retrace_starts_block(mi, input, (size_t)(strchr(input, '\n') - input));
+        int r = 0;
+        const char *p = in3;
+        for (int copy = 0; copy < 3; copy++) {
+            bl_buf *ob = &o2[r];
+            for (const char *e3 = p + il; p < e3;) {
+                const char *nl = strchr(p, '\n');
+                ck_assert_int_eq(bl_retracer_line(two[r], p, (size_t)(nl - p), ob), BL_OK);
+                p = nl + 1;
+            }
+            if (cut_ok && copy < 2) { /* the next copy by the other retracer */
+                ck_assert_int_eq(bl_buf_append(&o2[1 - r], o2[r].data, o2[r].len), BL_OK);
+                bl_buf_reset(&o2[r]);
+                r = 1 - r;
+            }
+        }
+        ck_assert_msg(o2[r].data && strcmp(o2[r].data, ex3) == 0,
+                      "case %s (x3, shared lookups):\n--- expected\n%s--- got\n%s", name, ex3,
+                      o2[r].data ? o2[r].data : "");
+        ck_assert_msg(!lk || (bl_retracer_resolved(two[0]) == 0 && bl_retracer_resolved(two[1]) == 0),
+                      "case %s: names looked up again: %llu, %llu", name,
+                      (unsigned long long)bl_retracer_resolved(two[0]),
+                      (unsigned long long)bl_retracer_resolved(two[1]));
+        for (int k = 0; k < 2; k++) {
+            bl_retracer_free(two[k]);
+            bl_buf_cleanup(&o2[k]);
+        }
+        /* the same with each frame line given as the scan read it
+         * (bl_retracer_frame_line: not read again, its name by number),
+         * with lookups sealed empty: each distinct name resolved into
+         * them once, when first met */
+        bl_retrace_lookups_free(lk);
+        lk = NULL;
+        if (ln.n) {
+            ck_assert_int_eq(bl_retrace_lookups_new(mi, ln.n, &lk), BL_OK);
+            ck_assert_int_eq(bl_retrace_lookups_seal(lk), BL_OK);
+        }
+        ck_assert_int_eq(bl_retracer_new(mi, &o, &rt), BL_OK);
+        bl_retracer_use_lookups(rt, lk);
+        bl_buf_init(&out, 0);
+        uint32_t f = 0;
+        for (const char *q = in3; *q;) {
+            const char *nl = strchr(q, '\n');
+            if (f < ln.nf && ln.at[f] == q) {
+                ck_assert_int_eq(bl_retracer_frame_line(rt, q, (size_t)(nl - q), &ln.fp[f],
+                                                        ln.ix[f], &out),
+                                 BL_OK);
+                f++;
+            } else {
+                ck_assert_int_eq(bl_retracer_line(rt, q, (size_t)(nl - q), &out), BL_OK);
+            }
+            q = nl + 1;
+        }
+        ck_assert_uint_eq(f, ln.nf);
+        ck_assert_msg(out.data && strcmp(out.data, ex3) == 0,
+                      "case %s (x3, frame lines as scanned):\n--- expected\n%s--- got\n%s",
+                      name, ex3, out.data ? out.data : "");
+        uint32_t distinct = 0;
+        for (uint32_t k = 0; k < ln.n; k++) {
+            uint32_t j = 0;
+            while (j < k && !(ln.v[j].cn == ln.v[k].cn && ln.v[j].mn == ln.v[k].mn &&
+                              !memcmp(ln.v[j].c, ln.v[k].c, ln.v[k].cn) &&
+                              !memcmp(ln.v[j].m, ln.v[k].m, ln.v[k].mn)))
+                j++;
+            distinct += j == k;
+        }
+        ck_assert_msg(bl_retracer_resolved(rt) == 0 && bl_retracer_filled(rt) == distinct,
+                      "case %s: %llu names looked up, %llu resolved into the lookups for %u",
+                      name, (unsigned long long)bl_retracer_resolved(rt),
+                      (unsigned long long)bl_retracer_filled(rt), distinct);
+        bl_buf_cleanup(&out);
+        bl_retracer_free(rt);
+        bl_retrace_lookups_free(lk);
+        free(ln.v);
+        free(ln.at);
+        free(ln.fp);
+        free(ln.ix);
         free(in3);
         free(ex3);
     }
@@ -230,6 +388,41 @@ START_TEST(golden_case)
     free(input);
     free(expected);
     free(args);
+}
+END_TEST
+
+/* bl_retracer_frame_line takes the scan's reading of the line: the line
+ * is not read again (here the positions say line 5 where the text says 3,
+ * and the method is found by its position: the output follows them); a
+ * position past the line makes it read the line itself. */
+START_TEST(frame_line_takes_the_scan_reading)
+{
+    static const char map[] = "com.example.Foo -> a:\n"
+                              "    3:3:void three():30:30 -> b\n"
+                              "    5:5:void five():50:50 -> b\n";
+    bl_buf img;
+    bl_mi_stats st;
+    bl_mapindex *mi = tu_index_of(map, sizeof map - 1, &img, &st);
+    static const char line[] = "\tat a.b(SourceFile:3)";
+    bl_frame_pos fp = { 1, 4, 5, 7, 20, 3 };
+    bl_retracer *rt;
+    ck_assert_int_eq(bl_retracer_new(mi, NULL, &rt), BL_OK);
+    bl_buf out;
+    bl_buf_init(&out, 0);
+    ck_assert_int_eq(bl_retracer_frame_line(rt, line, strlen(line), &fp, 0, &out), BL_OK);
+    ck_assert_str_eq(out.data, "\tat com.example.Foo.three(Foo.java:30)\n");
+    bl_buf_reset(&out);
+    fp.line = 5;
+    ck_assert_int_eq(bl_retracer_frame_line(rt, line, strlen(line), &fp, 0, &out), BL_OK);
+    ck_assert_str_eq(out.data, "\tat com.example.Foo.five(Foo.java:50)\n");
+    bl_buf_reset(&out);
+    fp.close = 40; /* past the line: read as bl_retracer_line does */
+    ck_assert_int_eq(bl_retracer_frame_line(rt, line, strlen(line), &fp, 0, &out), BL_OK);
+    ck_assert_str_eq(out.data, "\tat com.example.Foo.three(Foo.java:30)\n");
+    bl_buf_cleanup(&out);
+    bl_retracer_free(rt);
+    bl_mapindex_close(mi);
+    bl_buf_cleanup(&img);
 }
 END_TEST
 
@@ -724,6 +917,7 @@ int main(void)
     Suite *s = suite_create("retrace");
     TCase *tc = tcase_create("golden");
     tcase_add_test(tc, golden_cases_exist);
+    tcase_add_test(tc, frame_line_takes_the_scan_reading);
     tcase_add_test(tc, golden_cases_two_threads);
     tcase_add_loop_test(tc, golden_case, 0, n_cases);
     tcase_add_test(tc, malformed_lines_counted);
