@@ -83,7 +83,8 @@ pg_cpu() {
   hz=$(getconf CLK_TCK)
   { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pm/stat"
     for c in $(pgrep -P "$pm"); do
-      [ -r "/proc/$c/stat" ] && awk '{ print $14 + $15 }' "/proc/$c/stat"
+      # (a backend may exit meanwhile: not an error)
+      awk '{ print $14 + $15 }' "/proc/$c/stat" 2> /dev/null || true
     done; } | awk -v hz="$hz" '{ s += $1 } END { printf "%.2f", s / hz }'
 }
 

@@ -125,8 +125,8 @@ expect "x registered once, by A (no other lock then)" "x|0" "$(sql "SELECT name,
 # A keeps x busy (a batch every 0.3 s, each round's commit 600 ms) while
 # x's new file goes through B
 URL=${URLS[1]}
-http PUT /v1/apps/shop/builds/x/method-ids "$UPL" --data-binary @mids2.txt
-expect "x's second method-ID file, through B" 201 "$CODE"
+http PUT "/v1/apps/shop/builds/x/method-ids?replace=true" "$UPL" --data-binary @mids2.txt
+expect "x's second method-ID file, through B" 200 "$CODE"
 for _ in $(seq 12); do
   post 0 x && [ "$CODE" = 202 ] && posted=$((posted + 1))
   sleep 0.3
