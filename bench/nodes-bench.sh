@@ -15,6 +15,14 @@
 # as with SQLite's fsync'd WAL). Prints records/s per configuration, the CPU
 # seconds of the nodes and of the PostgreSQL processes, and the load
 # average; query p50/p99 from 100 requests (bench_http query).
+#
+# Diagnostics (environment):
+#   BENCH_PG_STATEMENTS=N  after each PostgreSQL run, its N statements with
+#                          the most execution time (pg_stat_statements:
+#                          calls, total ms, rows) and the lock waits logged
+#                          past 100 ms (log_lock_waits); the cluster is
+#                          restarted once to preload the extension
+#   BENCH_ONLY="sqlite 1 2 3"  the configurations to run (default: all)
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 BIN=$BUILD/bin
@@ -30,7 +38,7 @@ cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2> /dev/null || true; done
   wait 2> /dev/null || true
   pg_stop
-  rm -rf "$WORK"
+  if [ -n "${BENCH_KEEP_LOGS:-}" ]; then echo "kept: $WORK" >&2; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 
@@ -38,6 +46,17 @@ pg_start > /dev/null
 psql -q -d "$PG_BASE_URL/postgres" -c "ALTER SYSTEM SET fsync = on" \
   -c "ALTER SYSTEM SET full_page_writes = on" -c "ALTER SYSTEM SET synchronous_commit = on" \
   -c "SELECT pg_reload_conf()" > /dev/null
+STMTS=${BENCH_PG_STATEMENTS:-0}
+ONLY=${BENCH_ONLY:-sqlite 1 2 3}
+if [ "$STMTS" -gt 0 ]; then
+  psql -q -d "$PG_BASE_URL/postgres" \
+    -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" \
+    -c "ALTER SYSTEM SET log_lock_waits = on" -c "ALTER SYSTEM SET deadlock_timeout = '100ms'" \
+    -c "ALTER SYSTEM SET log_line_prefix = '%m [%p] %x '" \
+    > /dev/null
+  _pg_as "$(_pg_bin)/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 restart \
+    > /dev/null
+fi
 
 mids() {
   echo "# beatline method-ids v1 names=original"
@@ -64,7 +83,8 @@ pg_cpu() {
   hz=$(getconf CLK_TCK)
   { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pm/stat"
     for c in $(pgrep -P "$pm"); do
-      [ -r "/proc/$c/stat" ] && awk '{ print $14 + $15 }' "/proc/$c/stat"
+      # (a backend may exit meanwhile: not an error)
+      awk '{ print $14 + $15 }' "/proc/$c/stat" 2> /dev/null || true
     done; } | awk -v hz="$hz" '{ s += $1 } END { printf "%.2f", s / hz }'
 }
 
@@ -92,7 +112,12 @@ run() {
     curl -s -X PUT -H "Authorization: Bearer $upl" --data-binary @"$WORK/mids.txt" \
       "http://127.0.0.1:$PORT/v1/apps/bench/builds/$(printf 'b%03d' "$b")/method-ids" > /dev/null
   done
-  local pg0
+  local pg0 waits0=0
+  if [ "$STMTS" -gt 0 ] && [ "$store" != "${store#postgresql:}" ]; then
+    psql -q -d "$store" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" \
+      -c "SELECT pg_stat_statements_reset()" > /dev/null
+    waits0=$(wc -l < "$PG_DIR/server.log")
+  fi
   pg0=$(pg_cpu)
   per=$((BATCHES / nodes))
   t0=$(date +%s.%N)
@@ -118,6 +143,23 @@ run() {
     -v nc="$ncpu" -v pc="$pgcpu" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
     printf "%-22s %7.2f M records/s  %6.2f s  %4d/%d batches  nodes CPU %6s s  PostgreSQL CPU %6s s  load %s\n",
            name, n * r / (b - a) / 1e6, b - a, got, n, nc, pc, load }'
+  if [ "$STMTS" -gt 0 ] && [ "$store" != "${store#postgresql:}" ]; then
+    psql -X -q -A -F ' | ' -d "$store" -c "SELECT calls, round(total_exec_time) AS ms,
+      rows, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS statement
+      FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database
+      WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT $STMTS" |
+      sed 's/^/    /'
+    tail -n +"$((waits0 + 1))" "$PG_DIR/server.log" > "$WORK/run/pg.log"
+    if [ -n "${BENCH_KEEP_LOGS:-}" ]; then
+      psql -X -q -A -d "$store" -c "SELECT pid, client_port, backend_xid, state, left(query, 60)
+        FROM pg_stat_activity WHERE datname = current_database()" > "$WORK/run/activity.txt"
+      ss -tnp > "$WORK/run/ss.txt" 2>&1 || true
+      cp -r "$WORK/run" "$WORK/run-$name" 2>/dev/null || cp -r "$WORK/run" "$WORK/run-$nodes"
+    fi
+    echo "    lock waits logged (> 100 ms): $(grep -c "still waiting for" "$WORK/run/pg.log" || true)"
+    grep -A3 "still waiting for" "$WORK/run/pg.log" | grep -E "waiting for|STATEMENT" |
+      sed -E 's/^.*(still waiting|STATEMENT)/      \1/' | cut -c1-150 | head -"$((STMTS * 2))" || true
+  fi
 }
 
 # query NAME: slow-methods (all builds, sort=p99, limit 50) and the call tree
@@ -138,10 +180,13 @@ stop_all() {
 }
 
 echo "== end to end: $BATCHES batches x $RECORDS records, $BUILDS builds, $CONNS connections a node"
-run "SQLite, 1 node" 1 "sqlite:$WORK/sqlite.db"
-query "  queries"
-stop_all
+if [[ " $ONLY " == *" sqlite "* ]]; then
+  run "SQLite, 1 node" 1 "sqlite:$WORK/sqlite.db"
+  query "  queries"
+  stop_all
+fi
 for nodes in 1 2 3; do
+  [[ " $ONLY " == *" $nodes "* ]] || continue
   db=$(pg_new_db)
   run "PostgreSQL, $nodes node(s)" "$nodes" "$db"
   query "  queries"

@@ -528,8 +528,31 @@ bl_err pr_drop_build(bl_processor *p, const work *w)
     return err;
 }
 
+bl_err pr_defer_build(bl_processor *p, const work *w)
+{
+    for (size_t i = 0; i < p->n_reg_defer; i++)
+        if (p->reg_defer[i].app_id == w->app_id && !strcmp(p->reg_defer[i].build, w->build))
+            return BL_OK; /* put off already: the older item stays */
+    if (p->n_reg_defer == p->cap_reg_defer) {
+        size_t nc = p->cap_reg_defer ? p->cap_reg_defer * 2 : 8;
+        work *nd = realloc(p->reg_defer, nc * sizeof *nd);
+        if (!nd)
+            return BL_ENOMEM;
+        p->reg_defer = nd;
+        p->cap_reg_defer = nc;
+    }
+    p->reg_defer[p->n_reg_defer++] = *w;
+    return BL_OK;
+}
+
 void pr_recheck_waiting(bl_processor *p)
 {
+    /* registrations put off (pr_defer_build): in the queue again */
+    size_t k = 0;
+    for (size_t i = 0; i < p->n_reg_defer; i++)
+        if (pr_push(p, &p->reg_defer[i]) != BL_OK) /* out of memory: kept for the next look */
+            p->reg_defer[k++] = p->reg_defer[i];
+    p->n_reg_defer = k;
     for (size_t i = 0; i < p->n_builds; i++) {
         const bstate *b = p->builds[i];
         if (b->ready || !b->n_waiting)

@@ -41,6 +41,15 @@ enum { W_BATCH, W_BUILD, W_DROP, W_URLPAT };
 #define BL_QPOOL_MAX 8
 /* W_DROP and W_URLPAT are rounds of their own (in queue order). */
 #define W_ALONE(kind) ((kind) == W_DROP || (kind) == W_URLPAT)
+/* So is W_BUILD on a PostgreSQL store (p->pg), in a transaction of its own
+ * committed at once: an upload's registration runs on the node that took
+ * the upload, whether or not it holds the build's advisory lock, and the
+ * builds row and methods rows it writes are waited on by the build's
+ * writer on another node until they commit. Inside a round of batches
+ * (open for seconds) that wait was the round's length, and two rounds
+ * inserting two new builds in opposite orders deadlocked
+ * (docs/benchmarks.md, "What limits each configuration"). */
+#define W_ALONE_P(p, kind) (W_ALONE(kind) || ((p)->pg && (kind) == W_BUILD))
 
 /* A build deletion waited for by its caller (bl_processor_drop_build).
  * Fields under bl_processor.mu; freed by whichever of the two lets go last. */
@@ -212,6 +221,11 @@ struct bl_processor {
     bl_quota *quota;     /* owned; thread-safe */
     double next_sweep;   /* monotonic seconds of the next expiry sweep */
     double next_recheck; /* PostgreSQL store: of the next pr_recheck_waiting */
+    /* PostgreSQL store: registrations (W_BUILD) put off while another node
+     * holds their build's lock (pr_defer_build); queued again with each
+     * pr_recheck_waiting. Writer thread only. */
+    work *reg_defer;
+    size_t n_reg_defer, cap_reg_defer;
     uint64_t round_batches; /* batches counted in the open transaction */
     uint8_t *waited;        /* per item of the round: went to a waiting list */
     bl_events *ev;          /* batch events of the open round: one of evs */
@@ -325,6 +339,15 @@ void pr_expire_waiting(bl_processor *p);
  * the build can now be processed, puts the batches back in the queue.
  * Writer thread only. */
 void pr_recheck_waiting(bl_processor *p);
+/* PostgreSQL store: an upload's registration (W_BUILD) writes the build's
+ * rows only while no other node holds the build's lock; else it is put off
+ * (pr_defer_build) and tried again every PR_RECHECK_S, at most
+ * PR_REG_DEFER_S after it was queued: then it is written beside the
+ * holder, as before. */
+#define PR_REG_DEFER_S 30.0
+/* Puts W_BUILD item w off (writer thread; kept once per build, with its
+ * first t_enq). BL_ENOMEM: not kept (the caller registers it now). */
+bl_err pr_defer_build(bl_processor *p, const work *w);
 
 /* ---- proc_commit.c ---- */
 /* The committer thread's body. */
@@ -392,6 +415,8 @@ void pr_q_forget(bl_processor *p, const char *uuid, uint32_t qgen, int db_drop,
 /* Writer, between rounds: takes the advisory locks the claim thread asks
  * for and lets go of idle ones (reloading the states of those builds). */
 void pr_q_locks(bl_processor *p);
+/* 1 when this node holds the build lock `key` (the writer's session). */
+int pr_q_holds(bl_processor *p, int64_t key);
 /* 1 when the claim thread asks for locks (the writer should call pr_q_locks). */
 int pr_q_want(bl_processor *p);
 /* Writer, after a failed round: when the writer connection was lost, it

@@ -475,6 +475,14 @@ void pr_q_locks(bl_processor *p)
         p->node_end = 0;
 }
 
+int pr_q_holds(bl_processor *p, int64_t key)
+{
+    pthread_mutex_lock(&p->qmu);
+    int h = held_find(p, key) != NULL;
+    pthread_mutex_unlock(&p->qmu);
+    return h;
+}
+
 bl_err pr_q_node_ids(bl_processor *p, uint64_t n_records)
 {
     if (!p->pg)

@@ -463,6 +463,29 @@ static int abandon(bl_processor *p)
     return prior;
 }
 
+/* PostgreSQL store, a registration alone in its round (W_ALONE_P), its
+ * transaction begun: 1 when it may write the build's rows — this node holds
+ * the build's lock, or takes it for the transaction
+ * (pg_try_advisory_xact_lock: no node can lock the build meanwhile), or it
+ * was put off for PR_REG_DEFER_S already; 0 when it is put off
+ * (pr_defer_build): another node holds the build and processes it, and its
+ * round may hold the build's new rows uncommitted for seconds, which this
+ * writer would wait on; -1 on a database error (p->db's message logged). */
+static int reg_may_write(bl_processor *p, const work *w)
+{
+    int64_t key = bl_queue_lock_key(w->app_id, w->build);
+    if (pr_q_holds(p, key))
+        return 1;
+    int got = 0;
+    if (bl_queue_xact_lock_try(p->db, key, &got) != BL_OK) {
+        pr_sql_err(p, "registration lock");
+        return -1;
+    }
+    if (got || pr_mono_s() - w->t_enq >= PR_REG_DEFER_S)
+        return 1;
+    return pr_defer_build(p, w) == BL_OK ? 0 : 1;
+}
+
 static void run_txn_(bl_processor *p, work *items, size_t n)
 {
     movelist *m = &p->moves; /* empty (pr_committed leaves it so) */
@@ -496,8 +519,12 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
     size_t next_prep = 0;
     double t_begin = pr_mono_s();
     pr_prep_submit(p, items, n, &next_prep);
+    /* PostgreSQL: a registration alone (W_ALONE_P) takes no batches in */
+    int alone = n == 1 && W_ALONE_P(p, items[0].kind);
     for (size_t i = 0;; i++) {
         if (i == n) {
+            if (alone)
+                break;
             size_t got = take_more(p, items + n, p->o.max_batches_per_txn - n, t_begin);
             if (!got)
                 break;
@@ -508,6 +535,11 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
         if (items[i].kind == W_BUILD) {
             if (pr_need_db(p))
                 goto give_up;
+            int may = alone ? reg_may_write(p, &items[i]) : 1;
+            if (may < 0)
+                goto retry;
+            if (!may)
+                continue; /* put off: the round commits nothing */
             if (pr_register_build(p, items[i].app_id, items[i].build) != BL_OK)
                 pr_log("build %s: registration failed", items[i].build);
             continue;

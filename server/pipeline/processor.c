@@ -389,7 +389,7 @@ size_t pr_pop_locked(bl_processor *p, work *dst, size_t room, int new_round)
 {
     size_t n = 0;
     while (n < room && p->qlen > 0) {
-        if (W_ALONE(p->q[p->qhead].kind) && (n > 0 || !new_round))
+        if (W_ALONE_P(p, p->q[p->qhead].kind) && (n > 0 || !new_round))
             break;
         dst[n] = p->q[p->qhead];
         p->qhead = (p->qhead + 1) % p->qcap;
@@ -397,7 +397,7 @@ size_t pr_pop_locked(bl_processor *p, work *dst, size_t room, int new_round)
         if (dst[n].kind == W_BATCH)
             p->st.queue_depth--;
         n++;
-        if (W_ALONE(dst[n - 1].kind))
+        if (W_ALONE_P(p, dst[n - 1].kind))
             break;
     }
     return n;
@@ -772,6 +772,7 @@ void bl_processor_stop(bl_processor *p)
             free(w->pats);
     }
     free(p->builds);
+    free(p->reg_defer);
     bl_agg_cleanup(&p->agg);
     bl_u128map_cleanup(&p->build_ix);
     pr_ml_free(&p->moves);

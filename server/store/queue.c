@@ -393,6 +393,22 @@ bl_err bl_queue_lock_try(bl_db *db, int64_t key, int *got)
     return rc == BL_ST_ROW ? BL_OK : BL_EIO;
 }
 
+bl_err bl_queue_xact_lock_try(bl_db *db, int64_t key, int *got)
+{
+    *got = 0;
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(db, "SELECT pg_try_advisory_xact_lock(CAST(?1 AS bigint))");
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, key);
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW)
+        *got = bl_st_col_int64(st, 0) != 0;
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : BL_EIO;
+}
+
 bl_err bl_queue_unlock(bl_db *db, int64_t key)
 {
     if (!bl_db_is_pg(db))

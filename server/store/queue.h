@@ -168,6 +168,12 @@ bl_err bl_queue_waiting_of(bl_db *db, int64_t app_id, const char *build, bl_queu
  * so take each key once), 0 when another session does. Held until
  * bl_queue_unlock or the connection ends (a node killed loses them all). */
 bl_err bl_queue_lock_try(bl_db *db, int64_t key, int *got);
+
+/* Transaction-level advisory lock on `key` (pg_try_advisory_xact_lock), on
+ * a connection inside a transaction: *got 1 when taken (or this session
+ * holds the key already), 0 when another session holds it (a node
+ * processing that build). Let go at the transaction's end. */
+bl_err bl_queue_xact_lock_try(bl_db *db, int64_t key, int *got);
 bl_err bl_queue_unlock(bl_db *db, int64_t key);
 
 /* The first block of BL_NODE_ID_BLOCK call-path node ids no one else gets

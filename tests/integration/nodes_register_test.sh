@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# An upload's registration on a PostgreSQL store with several nodes waits
+# for the build's lock (issue 19; server/pipeline/proc_round.c
+# reg_may_write, docs/benchmarks.md "What limits each configuration").
+#
+#   nodes_register_test.sh BUILD_DIR WORK_DIR
+#
+# The node that takes an upload registers the build (its builds row,
+# methods rows). When another node holds the build's lock and processes
+# it, that node's round may hold the build's new rows uncommitted for
+# seconds, and the registering writer waited on them (in the 3-node
+# benchmark a node stood still for 19 s of 23). Two nodes A and B on one
+# database: A processes batches of build x (its commits slowed down,
+# BEATLINE_TEST_COMMIT_DELAY_MS, so that it holds x's lock the while); a
+# new method-ID file of x is uploaded through B. A trigger on builds notes,
+# for every write of x's methodids_hash, whether another session held an
+# advisory lock then. Checks: the registration was written, but never while
+# A held x's lock; every batch counted once.
+#
+# PostgreSQL: the cluster at BEATLINE_TEST_PG_URL, else a throwaway one
+# (tests/lib/pg.sh; skipped, 77, when it cannot start).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+setup "$@"
+. "$HERE/../lib/pg.sh"
+
+PIDS=()
+URLS=()
+OWN_PG=
+cleanup() {
+  for i in 0 1; do
+    if [ -n "${PIDS[$i]:-}" ]; then
+      kill "${PIDS[$i]}" 2> /dev/null || true
+      wait "${PIDS[$i]}" 2> /dev/null || true
+    fi
+  done
+  [ -n "$OWN_PG" ] && pg_stop
+  [ -n "${STORE:-}" ] && [ -z "$OWN_PG" ] && pg_drop_db "$STORE"
+  return 0
+}
+trap cleanup EXIT
+
+if [ -z "${BEATLINE_TEST_PG_URL:-}" ]; then
+  if ! pg_start "$PWD" 2> pg-start.log; then
+    echo "PostgreSQL cannot start here: skipped ($(tail -2 pg-start.log))"
+    finish 77
+  fi
+  OWN_PG=1
+fi
+STORE=$(pg_new_db)
+sql() { timeout 20 psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$STORE" -c "$1"; }
+SRV=${BIN_REAL:-$BIN}/beatline-server
+
+keys=$("$SRV" --data "$PWD/node0" --store "$STORE" app create shop)
+ING=$(jq -r .ingest_key <<< "$keys")
+UPL=$(jq -r .upload_key <<< "$keys")
+
+# node i (0 = A, 1 = B): data folder node$i, log node$i.log
+start_node() {
+  local i=$1
+  rm -f "port$i.txt"
+  BEATLINE_TEST_COMMIT_DELAY_MS=$2 "$SRV" --data "$PWD/node$i" --store "$STORE" \
+    --listen 127.0.0.1:0 --port-file "port$i.txt" 2>> "node$i.log" &
+  PIDS[i]=$!
+  for _ in $(seq 400); do # bounded: 20 s
+    [ -s "port$i.txt" ] && break
+    sleep 0.05
+  done
+  if [ ! -s "port$i.txt" ]; then
+    bad "node $i did not start: $(tail -5 "node$i.log")"
+    finish
+  fi
+  URLS[i]="http://127.0.0.1:$(cat "port$i.txt")"
+}
+start_node 0 600
+start_node 1 0
+
+# every write of a builds row's methodids_hash: by whom, and whether
+# another session held an advisory lock (a build lock: the only ones here)
+sql "CREATE TABLE reg_log (name text, others bigint, at timestamptz DEFAULT clock_timestamp());
+CREATE FUNCTION reg_log_f() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN
+  INSERT INTO reg_log(name, others) SELECT NEW.name, count(*) FROM pg_locks
+    WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid();
+  RETURN NEW;
+END \$\$;
+CREATE TRIGGER reg_log_t AFTER UPDATE OF methodids_hash ON builds
+  FOR EACH ROW WHEN (OLD.methodids_hash IS DISTINCT FROM NEW.methodids_hash)
+  EXECUTE FUNCTION reg_log_f();" > /dev/null
+
+N=0
+post() { # NODE BUILD
+  N=$((N + 1))
+  local uuid
+  uuid=$(printf '%08x-0000-4000-8000-%012x' "$N" "$N")
+  cat > b.json << JSON
+{"batch_id":"$uuid","app":"shop","build":"$2","session_id":"s","origin_wall_us":1795960000000000,
+ "device":{"model":"m","os":"14","sdk":34},
+ "threads":[{"id":1,"name":"main","main":true,"truncated":false,
+  "records":[[0,"i",0],[1,"i",2],[1,"o",8],[0,"o",10]]}],
+ "events":[]}
+JSON
+  "$BIN/beatline-batch" encode < b.json > b.bin
+  URL=${URLS[$1]}
+  http POST /v1/apps/shop/batches "$ING" --data-binary @b.bin
+}
+
+for i in $(seq 0 20); do echo "$i,1,com.example.C$((i % 3)) m$i ()V"; done > mids1.txt
+for i in $(seq 0 30); do echo "$i,1,com.example.D$((i % 3)) n$i ()V"; done > mids2.txt
+URL=${URLS[0]}
+http PUT /v1/apps/shop/builds/x/method-ids "$UPL" --data-binary @mids1.txt
+expect "x's first method-ID file, through A" 201 "$CODE"
+posted=0
+post 0 x && [ "$CODE" = 202 ] && posted=$((posted + 1))
+# A holds x's lock once it processes x
+held=
+for _ in $(seq 300); do # bounded: 30 s
+  held=$(sql "SELECT count(*) FROM batches")
+  [ "$held" -ge 1 ] && break
+  sleep 0.1
+done
+expect "A processed x's first batch" 1 "$held"
+expect "x registered once, by A (no other lock then)" "x|0" "$(sql "SELECT name, others FROM reg_log")"
+
+# A keeps x busy (a batch every 0.3 s, each round's commit 600 ms) while
+# x's new file goes through B
+URL=${URLS[1]}
+http PUT "/v1/apps/shop/builds/x/method-ids?replace=true" "$UPL" --data-binary @mids2.txt
+expect "x's second method-ID file, through B" 200 "$CODE"
+for _ in $(seq 12); do
+  post 0 x && [ "$CODE" = 202 ] && posted=$((posted + 1))
+  sleep 0.3
+done
+got=
+for _ in $(seq 600); do # bounded: 60 s
+  got=$(sql "SELECT (SELECT count(*) FROM batches) || ' ' || (SELECT count(*) FROM reg_log)
+    || ' ' || (SELECT methodids_count FROM builds WHERE name = 'x')")
+  [ "$got" = "$posted 2 31" ] && break
+  sleep 0.1
+done
+expect "every batch counted, x registered again with its second file" "$posted 2 31" "$got"
+expect "every batch answered 202" 13 "$posted"
+expect "no registration of x written while another node held a build lock" 0 \
+  "$(sql "SELECT count(*) FROM reg_log WHERE others > 0")"
+expect "x counts its batches once" "$posted" "$(sql "SELECT batches FROM builds WHERE name = 'x'")"
+finish

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# An upload's build registration on a PostgreSQL store commits in a
+# transaction of its own, never inside a round of batches (issue 19;
+# server/pipeline/proc_internal.h W_ALONE_P, docs/benchmarks.md "What
+# limits each configuration").
+#
+#   pg_register_alone_test.sh BUILD_DIR WORK_DIR
+#
+# The registration (builds row, methods rows) runs on the node that took
+# the upload, with or without the build's advisory lock; inside a round of
+# batches those rows stayed uncommitted for the round's length, and the
+# build's writer on another node waited on them (seconds; two such rounds
+# deadlocked). One node here, its commits slowed down
+# (BEATLINE_TEST_COMMIT_DELAY_MS) so that a round stays open while the one
+# before commits: batches of build x and method-ID uploads of builds y1..y4
+# are sent interleaved. Checks: every registration's builds row was written
+# by a transaction that wrote no batch (xmin of builds rows y* is the xmin
+# of no batches row), every batch is counted once, every y* registered.
+#
+# PostgreSQL: the cluster at BEATLINE_TEST_PG_URL, else a throwaway one
+# (tests/lib/pg.sh; skipped, 77, when it cannot start).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+setup "$@"
+. "$HERE/../lib/pg.sh"
+
+SPID=
+OWN_PG=
+cleanup() {
+  if [ -n "$SPID" ]; then
+    kill "$SPID" 2> /dev/null || true
+    wait "$SPID" 2> /dev/null || true
+  fi
+  [ -n "$OWN_PG" ] && pg_stop
+  [ -n "${STORE:-}" ] && [ -z "$OWN_PG" ] && pg_drop_db "$STORE"
+  return 0
+}
+trap cleanup EXIT
+
+if [ -z "${BEATLINE_TEST_PG_URL:-}" ]; then
+  if ! pg_start "$PWD" 2> pg-start.log; then
+    echo "PostgreSQL cannot start here: skipped ($(tail -2 pg-start.log))"
+    finish 77
+  fi
+  OWN_PG=1
+fi
+STORE=$(pg_new_db)
+sql() { timeout 20 psql -X -q -A -t -d "$STORE" -c "$1"; }
+SRV=${BIN_REAL:-$BIN}/beatline-server
+
+keys=$("$SRV" --data "$PWD/node" --store "$STORE" app create shop)
+ING=$(jq -r .ingest_key <<< "$keys")
+UPL=$(jq -r .upload_key <<< "$keys")
+rm -f port.txt
+BEATLINE_TEST_COMMIT_DELAY_MS=700 "$SRV" --data "$PWD/node" --store "$STORE" \
+  --listen 127.0.0.1:0 --port-file port.txt 2>> node.log &
+SPID=$!
+for _ in $(seq 400); do # bounded: 20 s
+  [ -s port.txt ] && break
+  sleep 0.05
+done
+if [ ! -s port.txt ]; then
+  bad "the node did not start: $(tail -5 node.log)"
+  finish
+fi
+URL="http://127.0.0.1:$(cat port.txt)"
+
+for i in $(seq 0 20); do echo "$i,1,com.example.C$((i % 3)) m$i ()V"; done > mids.txt
+http PUT /v1/apps/shop/builds/x/method-ids "$UPL" --data-binary @mids.txt
+expect "x's method-ID file" 201 "$CODE"
+
+N=0
+post() { # BUILD
+  N=$((N + 1))
+  local uuid
+  uuid=$(printf '%08x-0000-4000-8000-%012x' "$N" "$N")
+  cat > b.json << JSON
+{"batch_id":"$uuid","app":"shop","build":"$1","session_id":"s","origin_wall_us":1795960000000000,
+ "device":{"model":"m","os":"14","sdk":34},
+ "threads":[{"id":1,"name":"main","main":true,"truncated":false,
+  "records":[[0,"i",0],[1,"i",2],[1,"o",8],[0,"o",10]]}],
+ "events":[]}
+JSON
+  "$BIN/beatline-batch" encode < b.json > b.bin
+  http POST /v1/apps/shop/batches "$ING" --data-binary @b.bin
+}
+
+# batches of x and uploads of y1..y4 interleaved: rounds of x stay open
+# (the round before commits for 700 ms) while the uploads come
+posted=0
+for k in 1 2 3 4; do
+  post x && [ "$CODE" = 202 ] && posted=$((posted + 1))
+  post x && [ "$CODE" = 202 ] && posted=$((posted + 1))
+  http PUT "/v1/apps/shop/builds/y$k/method-ids" "$UPL" --data-binary @mids.txt
+  expect "y$k's method-ID file" 201 "$CODE"
+  post x && [ "$CODE" = 202 ] && posted=$((posted + 1))
+done
+expect "every batch answered 202" 12 "$posted"
+
+got=
+for _ in $(seq 600); do # bounded: 60 s
+  got=$(sql "SELECT (SELECT count(*) FROM batches) || ' ' ||
+    (SELECT count(*) FROM builds WHERE name LIKE 'y%' AND methodids_count = 21) || ' ' ||
+    (SELECT count(*) FROM raw_batches)")
+  [ "$got" = "12 4 0" ] && break
+  sleep 0.1
+done
+expect "12 batches counted, y1..y4 registered, the queue empty" "12 4 0" "$got"
+expect "x counts 12 batches, once each" 12 \
+  "$(sql "SELECT batches FROM builds WHERE name = 'x'")"
+# the registrations' transactions wrote no batch (xmin: the inserting
+# transaction of a row version; builds rows y* are not written again)
+shared=$(sql "SELECT count(*) FROM builds y WHERE y.name LIKE 'y%'
+  AND EXISTS (SELECT 1 FROM batches b WHERE b.xmin = y.xmin)")
+expect "no registration committed inside a round of batches" 0 "$shared"
+rounds=$(sql "SELECT count(DISTINCT xmin::text) FROM batches")
+# (information for the log: the batches did share rounds)
+echo "12 batches in $rounds round(s)"
+if [ "$rounds" -ge 12 ]; then
+  bad "every batch had a round of its own: the test did not exercise shared rounds"
+fi
+finish
