@@ -99,6 +99,8 @@ typedef struct bstate {
     bl_agg_build ab;     /* methods.id by methodId, call-path nodes */
     pending_batch *waiting;
     size_t n_waiting, cap_waiting;
+    unsigned reg_fails;  /* PostgreSQL store: registrations failed in a row
+                          * (not for the store being away): PR_REG_FAILS_MAX */
 } bstate;
 
 /* Prep workers (prep.h): while the writer aggregates batch i of a
@@ -301,8 +303,18 @@ void pr_bstate_free(bstate *b);
 /* Finds or creates the builds row and the in-memory state. */
 bl_err pr_get_build(bl_processor *p, int64_t app_id, const char *build, bstate **out);
 /* Brings the builds row and the methods table in line with the build's
- * files; a build that became ready queues its waiting batches again. */
+ * files; a build that became ready queues its waiting batches again. A
+ * cached state whose builds row is gone (the build deleted by another
+ * node: its id is stale) is made again first, its waiting batches queued
+ * again (they are processed with the new state). PostgreSQL store: after
+ * PR_REG_FAILS_MAX registrations of a build failed in a row (not for the
+ * store being away), its waiting batches' leases are given up (claimed
+ * again, each claim an attempt: BL_QUEUE_MAX_ATTEMPTS bounds them) and
+ * its state forgotten, so that no lease is renewed for ever. */
 bl_err pr_register_build(bl_processor *p, int64_t app_id, const char *build);
+/* PostgreSQL store: failed registrations in a row after which a build's
+ * waiting batches are given back to the queue (pr_register_build). */
+#define PR_REG_FAILS_MAX 5
 /* The build's waiting batches go back to the head of the queue. */
 bl_err pr_requeue_waiting(bl_processor *p, bstate *b);
 /* Forgets every build's in-memory state (after a rollback). */
@@ -386,7 +398,8 @@ bl_err pr_q_drop_build(bl_processor *p, int64_t app_id, const char *build, int64
                        unsigned wait_ms, int *done);
 /* The batch is done with (committed, or its build deleted): its bytes go;
  * `db_drop` 1: its row is deleted too (on the claim connection), 2: its
- * row is marked failed (`why`). */
+ * row is marked failed (`why`), 3: its lease is given up (claimable again
+ * at once, by any node). */
 void pr_q_forget(bl_processor *p, const char *uuid, uint32_t qgen, int db_drop,
                  const char *why);
 /* Writer, between rounds: takes the advisory locks the claim thread asks

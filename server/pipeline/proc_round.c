@@ -159,6 +159,11 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
         result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
         goto out;
     }
+    /* the registration may have made the state again (its row was gone) */
+    if ((err = pr_get_build(p, app_id, build, &b))) {
+        result = p->redo ? B_REDO : err == BL_ENOMEM ? B_RETRY : B_FAILED;
+        goto out;
+    }
     if (!b->ready) {
         if (b->n_waiting == b->cap_waiting) {
             size_t nc = b->cap_waiting ? b->cap_waiting * 2 : 16;
@@ -278,7 +283,14 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
         result = SQL_ABORT(p, BL_EIO);
         goto out;
     }
-    if (p->txn_open && bl_wr_build_count_batch(p->db, b->build_id, (int64_t)bt.n_records)) {
+    if (p->txn_open && (err = bl_wr_build_count_batch(p->db, b->build_id,
+                                                     (int64_t)bt.n_records))) {
+        if (err == BL_ENOTFOUND) /* stale: the round's rollback resets every state */
+            pr_log("batch %s: its build %s (id %lld) was deleted meanwhile (by another "
+                   "node); the round is done again with the build's state made again",
+                   w->uuid, b->build, (long long)b->build_id);
+        else
+            pr_sql_err(p, "builds count");
         result = SQL_ABORT(p, BL_EIO);
         goto out;
     }
