@@ -164,6 +164,31 @@ expect "the new r counts the 2 batches posted after its deletion" 2 "$(wait_coun
 expect "the doomed r gets no batch after its deletion" 2 \
   "$(sql "SELECT count(*) FROM batches WHERE build_id = $old_r")"
 expect "nothing failed in the queue" 0 "$(sql "SELECT count(*) FROM raw_batches")"
+
+# ---- 3. a build whose registration keeps failing on node 0 (its cache
+#      folder there replaced by a file) while 2 batches of it wait: their
+#      leases are given back after PR_REG_FAILS_MAX failures, never renewed
+#      for ever; each ends counted (another node) or failed, visibly
+kill -STOP "${PIDS[1]}"
+for k in 21 22; do post 0 "$k" q; done
+n=
+for _ in $(seq 100); do # bounded: 10 s
+  n=$(sql "SELECT count(*) FROM raw_batches WHERE lease_owner IS NOT NULL")
+  [ "$n" = 2 ] && break
+  sleep 0.1
+done
+expect "node 0 leased the 2 batches of q (waiting for its method-ID file)" 2 "$n"
+kill -CONT "${PIDS[1]}"
+qdir="$PWD/node0/builds/$APP/$(printf q | sha256sum | cut -d' ' -f1)"
+rm -rf "$qdir"
+mkdir -p "$(dirname "$qdir")"
+echo "not a folder" > "$qdir"
+upload 1 q
+settle_queue "registration failing on node 0"
+failed=$(sql "SELECT count(*) FROM raw_batches WHERE failed_at IS NOT NULL")
+expect "q's 2 batches each counted or failed" 2 "$(($(counted q) + failed))"
+mfailed=$(curl -s -m 10 "${URLS[1]}/metrics" | awk '/^beatline_queue_batches_failed /{print $2}')
+expect "the failed ones are in /metrics" "$failed" "${mfailed%.*}"
 if grep -q 'AddressSanitizer\|runtime error' node0.log node1.log; then
   bad "sanitizer: $(grep -m3 'AddressSanitizer\|runtime error' node0.log node1.log)"
 fi
