@@ -40,6 +40,7 @@ void pr_bstate_free(bstate *b)
 bl_err pr_sql_err(bl_processor *p, const char *what)
 {
     pr_log("SQL error in %s: %s", what, bl_db_errmsg(p->db));
+    p->sql_failed = 1;
     return BL_EIO;
 }
 

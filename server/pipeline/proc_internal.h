@@ -267,12 +267,25 @@ struct bl_processor {
     char q_url[1024];       /* the store URL the pool connects to */
     bl_buf q_raw;           /* writer: a claimed batch's bytes it prepares itself */
     uint64_t q_claimed, q_failed_db; /* stats: claimed rows, rows failed */
+    /* writer: rounds given up in a row for a reason not the store's absence
+     * (PR_ROUND_FAILS_MAX), and how many rounds from now take one batch
+     * each (to find the batch that breaks them) */
+    unsigned q_round_fails;
+    size_t q_solo;
+    int sql_failed;         /* writer: the open round met an SQL error (pr_sql_err) */
     /* bl_processor_queue_gauges' last answer and when (monotonic s) */
     pthread_mutex_t g_mu;
     bl_queue_gauge g_last;
     double g_at;
     int g_valid;
 };
+
+/* PostgreSQL store: rounds given up in a row (an SQL error, not the store
+ * being away) after which the round's batches are processed one per round,
+ * and a batch alone in a round given up that often is failed (its row kept
+ * with `failed_at` and the reason): no lease is renewed for ever for a
+ * batch that can never be committed. */
+#define PR_ROUND_FAILS_MAX 5
 
 /* Why a round is given up and done again (bl_processor.redo). */
 enum { R_NONE, R_PRIOR, R_DUP, R_EIO };

@@ -189,6 +189,38 @@ failed=$(sql "SELECT count(*) FROM raw_batches WHERE failed_at IS NOT NULL")
 expect "q's 2 batches each counted or failed" 2 "$(($(counted q) + failed))"
 mfailed=$(curl -s -m 10 "${URLS[1]}/metrics" | awk '/^beatline_queue_batches_failed /{print $2}')
 expect "the failed ones are in /metrics" "$failed" "${mfailed%.*}"
+
+# ---- 4. a batch whose round fails every time on an SQL error (a trigger
+#      refuses its batches row): the round's batches go one per round after
+#      PR_ROUND_FAILS_MAX failures, the broken one is failed after as many
+#      alone; the others are counted; nothing stays leased
+refuse_fn=$(cat << 'EOS'
+CREATE FUNCTION bl_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF CAST(NEW.batch_id AS text) = '7e570000-0000-4000-8000-000000000031' THEN
+    RAISE EXCEPTION 'refused by the test';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER bl_test_refuse BEFORE INSERT ON batches
+  FOR EACH ROW EXECUTE FUNCTION bl_test_refuse();
+EOS
+)
+sql "$refuse_fn" > /dev/null
+upload 0 f
+for k in 31 32 33; do post 0 "$k" f; done
+n=
+end=$((SECONDS + 90))
+for _ in $(seq 900); do # bounded: 90 s
+  n=$(sql "SELECT count(*) FROM raw_batches WHERE failed_at IS NULL")
+  [ "$n" = 0 ] || [ "$SECONDS" -ge "$end" ] && break
+  sleep 0.1
+done
+expect "round failing every time: queue empty (nothing leased for ever)" 0 "$n"
+expect "f counts the 2 batches that can be committed" 2 "$(wait_counted f 2)"
+expect "the refused batch is failed, with its reason" 1 \
+  "$(sql "SELECT count(*) FROM raw_batches WHERE batch_id = '7e570000-0000-4000-8000-000000000031' AND failed_at IS NOT NULL AND error LIKE '%failed repeatedly%'")"
+sql "DROP TRIGGER bl_test_refuse ON batches; DROP FUNCTION bl_test_refuse()" > /dev/null
 if grep -q 'AddressSanitizer\|runtime error' node0.log node1.log; then
   bad "sanitizer: $(grep -m3 'AddressSanitizer\|runtime error' node0.log node1.log)"
 fi
