@@ -20,6 +20,12 @@
 #   2. build r is ready on node 0 (its batches counted); its row is doomed
 #      (in the graveyard, not purged yet); method-ids again and two more
 #      batches: they are counted in the new build r, not in the doomed one.
+#   3. build q's registration keeps failing on node 0 (its cache folder there
+#      replaced by a file) while 2 batches wait: their leases are given back
+#      after PR_REG_FAILS_MAX failures; each ends counted or failed, visibly.
+#   4. a trigger refuses one batch's row: after PR_ROUND_FAILS_MAX failed
+#      rounds the batches go one per round; the refused one is failed with
+#      its reason, the others counted; nothing stays leased.
 # Every wait is bounded.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
