@@ -40,6 +40,7 @@ void pr_bstate_free(bstate *b)
 bl_err pr_sql_err(bl_processor *p, const char *what)
 {
     pr_log("SQL error in %s: %s", what, bl_db_errmsg(p->db));
+    p->sql_failed = 1;
     return BL_EIO;
 }
 
@@ -271,6 +272,37 @@ static bl_err update_warnings(bl_processor *p, bstate *b, const char *dir, int h
     return BL_OK;
 }
 
+static void pr_forget_state(bl_processor *p, size_t i);
+
+/* Index of state b in p->builds (SIZE_MAX: none). */
+static size_t state_index(const bl_processor *p, const bstate *b)
+{
+    for (size_t i = 0; i < p->n_builds; i++)
+        if (p->builds[i] == b)
+            return i;
+    return SIZE_MAX;
+}
+
+/* State *b's builds row is gone (the build was deleted, by another node:
+ * its id is stale): the state is forgotten — its waiting batches go back
+ * to the head of the queue first, processed again with the new state —
+ * and made again (a new row when the build has none). *b: the new state. */
+static bl_err renew_state(bl_processor *p, bstate **b)
+{
+    int64_t app_id = (*b)->app_id;
+    char build[BL_BUILD_NAME_MAX + 1];
+    snprintf(build, sizeof build, "%s", (*b)->build);
+    pr_log("build %s: its row (id %lld) is gone, the build was deleted (by another node); "
+           "its state is made again, its %zu waiting batch(es) processed again with it",
+           build, (long long)(*b)->build_id, (*b)->n_waiting);
+    pr_requeue_waiting(p, *b); /* n_waiting 0: nothing of the queue is deleted below */
+    size_t i = state_index(p, *b);
+    if (i != SIZE_MAX)
+        pr_forget_state(p, i);
+    *b = NULL;
+    return pr_get_build(p, app_id, build, b);
+}
+
 /* Brings the builds row and the methods table in line with the files.
  * *mids caches the parsed method-ID file (caller frees). */
 static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build,
@@ -297,7 +329,17 @@ static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build
     read_hash(dir, "method-ids.hash", ihash, sizeof ihash);
 
     bl_wr_build_files bf;
-    if (bl_wr_build_files_get(p->db, b->build_id, &bf))
+    err = bl_wr_build_files_get(p->db, b->build_id, &bf);
+    if (err == BL_ENOTFOUND) { /* stale: made again once, then read again */
+        if ((err = renew_state(p, &b)))
+            return err;
+        err = bl_wr_build_files_get(p->db, b->build_id, &bf);
+    }
+    if (err == BL_ENOTFOUND) {
+        pr_log("build %s: its row (id %lld) is gone", build, (long long)b->build_id);
+        return BL_EIO;
+    }
+    if (err)
         return pr_sql_err(p, "builds read");
     int mchanged = strcmp(bf.mapping_hash, mhash) != 0;
     int ichanged = strcmp(bf.methodids_hash, ihash) != 0;
@@ -351,11 +393,52 @@ static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build
     return pr_requeue_waiting(p, b);
 }
 
+/* PostgreSQL store: the registration of (app_id, build) failed (err); a
+ * failure not due to the store being away counts, and at PR_REG_FAILS_MAX
+ * in a row the state's waiting batches are given back to the queue (their
+ * leases given up: any node claims them again, each claim an attempt) and
+ * the state is forgotten. */
+static void registration_failed(bl_processor *p, int64_t app_id, const char *build, bl_err err)
+{
+    if (!p->pg || err == BL_ENOMEM || p->redo != R_NONE || bl_db_connection_lost(p->db))
+        return;
+    uint64_t *ix = bl_u128map_get(&p->build_ix, (uint64_t)app_id,
+                                  XXH3_64bits(build, strlen(build)));
+    if (!ix || !*ix || strcmp(p->builds[*ix - 1]->build, build))
+        return;
+    size_t i = *ix - 1;
+    bstate *b = p->builds[i];
+    if (++b->reg_fails < PR_REG_FAILS_MAX)
+        return;
+    pr_log("build %s: its registration failed %u times in a row; its %zu waiting batch(es) "
+           "are given back to the queue (claimed again, at most %d times each)",
+           build, b->reg_fails, b->n_waiting, BL_QUEUE_MAX_ATTEMPTS);
+    for (size_t j = 0; j < b->n_waiting; j++) {
+        if (b->waiting[j].from_q)
+            pr_q_forget(p, b->waiting[j].uuid, b->waiting[j].qgen, 3, NULL);
+        if (b->waiting[j].counted)
+            bl_quota_release(p->quota, b->app_id, b->build, b->waiting[j].bytes);
+    }
+    pthread_mutex_lock(&p->mu);
+    p->st.waiting -= b->n_waiting <= p->st.waiting ? b->n_waiting : p->st.waiting;
+    pthread_mutex_unlock(&p->mu);
+    b->n_waiting = 0; /* given back: nothing of the queue is deleted below */
+    pr_forget_state(p, i);
+}
+
 bl_err pr_register_build(bl_processor *p, int64_t app_id, const char *build)
 {
     bl_methodids *mids = NULL;
     bl_err err = register_build_(p, app_id, build, &mids);
     bl_methodids_free(mids);
+    if (err) {
+        registration_failed(p, app_id, build, err);
+    } else if (p->pg) {
+        uint64_t *ix = bl_u128map_get(&p->build_ix, (uint64_t)app_id,
+                                      XXH3_64bits(build, strlen(build)));
+        if (ix && *ix && !strcmp(p->builds[*ix - 1]->build, build))
+            p->builds[*ix - 1]->reg_fails = 0;
+    }
     return err;
 }
 
@@ -446,8 +529,9 @@ void pr_drop_states_of_key(bl_processor *p, int64_t key)
  * BL_EINVAL (retention: not idle any more, or batches wait for it),
  * BL_EIO (also when an upload held the build folder's lock for
  * DROP_LOCK_WAIT_MS, or it could not be opened: nothing changed). */
-static bl_err drop_build_(bl_processor *p, const work *w)
+static bl_err drop_build_(bl_processor *p, const work *w, int *lost)
 {
+    *lost = 0;
     size_t si = SIZE_MAX;
     for (size_t i = 0; i < p->n_builds; i++)
         if (p->builds[i]->app_id == w->app_id && !strcmp(p->builds[i]->build, w->build))
@@ -468,6 +552,20 @@ static bl_err drop_build_(bl_processor *p, const work *w)
     if (bl_db_begin(p->db)) {
         bl_retention_build_unlock(lfd);
         return pr_sql_err(p, "begin");
+    }
+    /* PostgreSQL store: the deletion is run only by the holder of the
+     * build's lock, which belongs to the writer connection's session: one
+     * made again (by BEGIN) holds no lock — another node may hold it and
+     * the build's state and batches; deleting the build under it would
+     * leave that node a stale state (pr_register_build). Given up: the
+     * deletion's row stays in the queue (pr_drop_build) */
+    if (p->pg && bl_db_session(p->db) != p->q_session) {
+        pr_log("build %s: the writer connection was made again (its build locks are gone); "
+               "the deletion is left in the queue for the build's lock holder", w->build);
+        bl_db_rollback(p->db);
+        bl_retention_build_unlock(lfd);
+        *lost = 1;
+        return BL_EIO;
     }
     int64_t id;
     int idle = 1, moved = 0;
@@ -520,7 +618,16 @@ bl_err pr_drop_build(bl_processor *p, const work *w)
      * is stale (the writer's session changed): another claim runs it */
     if (w->from_q && !pr_q_live(p, w->uuid, w->qgen))
         return BL_EIO;
-    bl_err err = drop_build_(p, w);
+    int lost;
+    bl_err err = drop_build_(p, w, &lost);
+    /* PostgreSQL store: the session (and the build's lock with it) was lost
+     * before or during the deletion: its row stays in the queue, run by
+     * whoever holds the lock (this node's claims and leases are given up) */
+    if (w->from_q && err == BL_EIO &&
+        (lost || bl_db_connection_lost(p->db) || bl_db_session(p->db) != p->q_session)) {
+        pr_q_check_conn(p);
+        return BL_EIO;
+    }
     /* its row went in the deletion's commit; on failure it goes now: the
      * node that asked sees the build still live (bl_processor_drop_build) */
     if (w->from_q)

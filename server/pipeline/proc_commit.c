@@ -238,9 +238,15 @@ bl_err pr_need_db(bl_processor *p)
             return BL_EIO;
         }
         d->row.uuid = d->uuid;
+        bl_err ce = BL_OK;
         if (seen != BL_ENOTFOUND || bl_wr_batch_insert(p->db, &d->row) ||
-            bl_wr_build_count_batch(p->db, d->row.build_id, d->row.records)) {
-            pr_sql_err(p, "batches insert");
+            (ce = bl_wr_build_count_batch(p->db, d->row.build_id, d->row.records))) {
+            if (ce == BL_ENOTFOUND) /* stale: the round resets every build state */
+                pr_log("batch %s: its build (id %lld) was deleted meanwhile; the round is "
+                       "done again with the build's state made again", d->uuid,
+                       (long long)d->row.build_id);
+            else
+                pr_sql_err(p, "batches insert");
             p->redo = R_EIO;
             return BL_EIO;
         }

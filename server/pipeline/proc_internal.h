@@ -108,6 +108,8 @@ typedef struct bstate {
     bl_agg_build ab;     /* methods.id by methodId, call-path nodes */
     pending_batch *waiting;
     size_t n_waiting, cap_waiting;
+    unsigned reg_fails;  /* PostgreSQL store: registrations failed in a row
+                          * (not for the store being away): PR_REG_FAILS_MAX */
 } bstate;
 
 /* Prep workers (prep.h): while the writer aggregates batch i of a
@@ -279,12 +281,25 @@ struct bl_processor {
     char q_url[1024];       /* the store URL the pool connects to */
     bl_buf q_raw;           /* writer: a claimed batch's bytes it prepares itself */
     uint64_t q_claimed, q_failed_db; /* stats: claimed rows, rows failed */
+    /* writer: rounds given up in a row for a reason not the store's absence
+     * (PR_ROUND_FAILS_MAX), and how many rounds from now take one batch
+     * each (to find the batch that breaks them) */
+    unsigned q_round_fails;
+    size_t q_solo;
+    int sql_failed;         /* writer: the open round met an SQL error (pr_sql_err) */
     /* bl_processor_queue_gauges' last answer and when (monotonic s) */
     pthread_mutex_t g_mu;
     bl_queue_gauge g_last;
     double g_at;
     int g_valid;
 };
+
+/* PostgreSQL store: rounds given up in a row (an SQL error, not the store
+ * being away) after which the round's batches are processed one per round,
+ * and a batch alone in a round given up that often is failed (its row kept
+ * with `failed_at` and the reason): no lease is renewed for ever for a
+ * batch that can never be committed. */
+#define PR_ROUND_FAILS_MAX 5
 
 /* Why a round is given up and done again (bl_processor.redo). */
 enum { R_NONE, R_PRIOR, R_DUP, R_EIO };
@@ -315,8 +330,18 @@ void pr_bstate_free(bstate *b);
 /* Finds or creates the builds row and the in-memory state. */
 bl_err pr_get_build(bl_processor *p, int64_t app_id, const char *build, bstate **out);
 /* Brings the builds row and the methods table in line with the build's
- * files; a build that became ready queues its waiting batches again. */
+ * files; a build that became ready queues its waiting batches again. A
+ * cached state whose builds row is gone (the build deleted by another
+ * node: its id is stale) is made again first, its waiting batches queued
+ * again (they are processed with the new state). PostgreSQL store: after
+ * PR_REG_FAILS_MAX registrations of a build failed in a row (not for the
+ * store being away), its waiting batches' leases are given up (claimed
+ * again, each claim an attempt: BL_QUEUE_MAX_ATTEMPTS bounds them) and
+ * its state forgotten, so that no lease is renewed for ever. */
 bl_err pr_register_build(bl_processor *p, int64_t app_id, const char *build);
+/* PostgreSQL store: failed registrations in a row after which a build's
+ * waiting batches are given back to the queue (pr_register_build). */
+#define PR_REG_FAILS_MAX 5
 /* The build's waiting batches go back to the head of the queue. */
 bl_err pr_requeue_waiting(bl_processor *p, bstate *b);
 /* Forgets every build's in-memory state (after a rollback). */
@@ -409,7 +434,8 @@ bl_err pr_q_drop_build(bl_processor *p, int64_t app_id, const char *build, int64
                        unsigned wait_ms, int *done);
 /* The batch is done with (committed, or its build deleted): its bytes go;
  * `db_drop` 1: its row is deleted too (on the claim connection), 2: its
- * row is marked failed (`why`). */
+ * row is marked failed (`why`), 3: its lease is given up (claimable again
+ * at once, by any node). */
 void pr_q_forget(bl_processor *p, const char *uuid, uint32_t qgen, int db_drop,
                  const char *why);
 /* Writer, between rounds: takes the advisory locks the claim thread asks

@@ -62,7 +62,13 @@ enum { B_DONE, B_WAITING, B_DUPLICATE, B_FAILED, B_ABORT, B_LATER, B_RETRY, B_GO
  * PostgreSQL a database error (a restart, a lost connection, a conflict
  * with another node) is passing — the round is tried again, the batch stays
  * queued — else the batch broke the round and is failed. */
-#define SQL_ABORT(p, err) ((p)->pg && (err) == BL_EIO ? B_RETRY : B_ABORT)
+static int sql_abort(bl_processor *p, bl_err err)
+{
+    if (err == BL_EIO)
+        p->sql_failed = 1; /* the round failed on the store (PR_ROUND_FAILS_MAX) */
+    return p->pg && err == BL_EIO ? B_RETRY : B_ABORT;
+}
+#define SQL_ABORT(p, err) sql_abort((p), (err))
 
 /* Keeps a processed batch's row for pr_need_db (the committer holds the
  * connection). -1 when out of memory. */
@@ -157,6 +163,11 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
         return B_REDO;
     if (!b->ready && (err = pr_register_build(p, app_id, build))) {
         result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
+        goto out;
+    }
+    /* the registration may have made the state again (its row was gone) */
+    if ((err = pr_get_build(p, app_id, build, &b))) {
+        result = p->redo ? B_REDO : err == BL_ENOMEM ? B_RETRY : B_FAILED;
         goto out;
     }
     if (!b->ready) {
@@ -287,7 +298,14 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
         result = SQL_ABORT(p, BL_EIO);
         goto out;
     }
-    if (p->txn_open && bl_wr_build_count_batch(p->db, b->build_id, (int64_t)bt.n_records)) {
+    if (p->txn_open && (err = bl_wr_build_count_batch(p->db, b->build_id,
+                                                     (int64_t)bt.n_records))) {
+        if (err == BL_ENOTFOUND) /* stale: the round's rollback resets every state */
+            pr_log("batch %s: its build %s (id %lld) was deleted meanwhile (by another "
+                   "node); the round is done again with the build's state made again",
+                   w->uuid, b->build, (long long)b->build_id);
+        else
+            pr_sql_err(p, "builds count");
         result = SQL_ABORT(p, BL_EIO);
         goto out;
     }
@@ -346,7 +364,7 @@ static int cm_busy_now(bl_processor *p)
  * leaves the batches in batches/pending, processed again at the start. */
 static size_t take_more(bl_processor *p, work *dst, size_t room, double t_begin)
 {
-    if (!room || p->agg.n_vals >= BL_TXN_MAX_VALS)
+    if (!room || p->agg.n_vals >= BL_TXN_MAX_VALS || p->q_solo)
         return 0;
     double end = t_begin + (double)p->o.txn_max_ms / 1e3;
     double idle_s = (double)p->o.txn_idle_ms / 1e3;
@@ -504,6 +522,7 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
     p->txn_open = 0;
     p->n_dq = 0;
     p->redo = R_NONE;
+    p->sql_failed = 0;
     p->round_batches = 0;
     size_t later = SIZE_MAX; /* items[later..n) go to the next transaction */
     /* the committer idle: the transaction begins now (every check exact at
@@ -614,6 +633,9 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
      * thread goes on with the next round */
     if (pr_cm_hand_over(p, items, later != SIZE_MAX ? later : n) != BL_OK)
         goto retry;
+    p->q_round_fails = 0;
+    if (p->q_solo)
+        p->q_solo--;
     if (later != SIZE_MAX) /* back at the head, before any deletion queued since */
         pr_push_front(p, items + later, n - later);
     return;
@@ -628,6 +650,7 @@ retry:;
      * batches/pending; try again after a pause, unless the server is
      * stopping (they are queued again at the next start) */
     int prior = abandon(p);
+    unsigned session = p->q_session;
     pr_q_check_conn(p); /* PostgreSQL: a lost connection is made again (proc_queue.c) */
     pthread_mutex_lock(&p->mu);
     if (!prior)
@@ -639,6 +662,36 @@ retry:;
         return;
     }
     sleep(1);
+    if (p->pg && (prior || p->q_session != session || bl_db_connection_lost(p->db))) {
+        p->q_round_fails = 0; /* the store's absence, or another round's failure */
+    } else if (p->pg && p->sql_failed && ++p->q_round_fails >= PR_ROUND_FAILS_MAX) {
+        size_t nb = 0, last = SIZE_MAX;
+        for (size_t i = 0; i < n; i++)
+            if (items[i].kind == W_BATCH && !p->waited[i]) {
+                nb++;
+                last = i;
+            }
+        p->q_round_fails = 0;
+        if (nb == 1 && items[last].from_q) { /* alone and broken every time: failed */
+            pr_log("batch %s: its round failed %d times in a row (see above); failed",
+                   items[last].uuid, PR_ROUND_FAILS_MAX);
+            pr_q_forget(p, items[last].uuid, items[last].qgen, 2,
+                        "its processing failed repeatedly (see the server's log)");
+            pr_release(p, &items[last]);
+            pthread_mutex_lock(&p->mu);
+            p->st.failed++;
+            pthread_mutex_unlock(&p->mu);
+            if (p->q_solo)
+                p->q_solo--;
+            pr_push_back_items(p, items, p->waited, n, last);
+            return;
+        }
+        if (nb > 1) { /* which one breaks it: the next rounds take one each */
+            pr_log("%zu batches: their round failed %d times in a row; processed one per "
+                   "round now", nb, PR_ROUND_FAILS_MAX);
+            p->q_solo = n;
+        }
+    }
     pr_push_back_items(p, items, p->waited, n, SIZE_MAX);
     if (prior)
         pr_cm_put_back(p);

@@ -473,7 +473,8 @@ static void *writer_main(void *arg)
             pthread_mutex_unlock(&p->mu);
             break;
         }
-        size_t n = pr_pop_locked(p, items, cap, 1);
+        /* PostgreSQL store: after rounds failing in a row, one batch each */
+        size_t n = pr_pop_locked(p, items, p->q_solo ? 1 : cap, 1);
         p->busy = 1;
         pthread_mutex_unlock(&p->mu);
         pr_run_txn(p, items, n);

@@ -230,6 +230,20 @@ bl_err bl_queue_release(bl_db *db, const char *node)
     return bl_st_done(st);
 }
 
+bl_err bl_queue_unlease(bl_db *db, const char *node, const char *uuid)
+{
+    if (!bl_db_is_pg(db))
+        return BL_EINVAL;
+    bl_st *st = bl_st_get(db, "UPDATE raw_batches SET lease_owner = NULL, lease_until = NULL "
+                              "WHERE batch_id = CAST(?2 AS text) "
+                              "AND lease_owner = CAST(?1 AS text)");
+    if (!st)
+        return BL_EIO;
+    bl_st_text(st, 1, node, -1);
+    bl_st_text(st, 2, uuid, -1);
+    return bl_st_done(st);
+}
+
 bl_err bl_queue_finish(bl_db *db, const char *uuid)
 {
     if (!bl_db_is_pg(db))

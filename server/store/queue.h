@@ -100,6 +100,13 @@ bl_err bl_queue_renew(bl_db *db, const char *node, int64_t lease_us,
  * the rows become claimable by anyone at once. */
 bl_err bl_queue_release(bl_db *db, const char *node);
 
+/* Gives up `node`'s lease of the one row of batch `uuid` (a batch it could
+ * not process for a while, e.g. its build's registration kept failing):
+ * claimable by anyone at once; the next claim counts one more attempt
+ * (BL_QUEUE_MAX_ATTEMPTS bounds how often). A row not leased by `node` is
+ * left alone. BL_EIO. */
+bl_err bl_queue_unlease(bl_db *db, const char *node, const char *uuid);
+
 /* The batch `uuid` is counted (or found a duplicate): its row goes. Called
  * in the transaction that counts it. A row already gone is fine. */
 bl_err bl_queue_finish(bl_db *db, const char *uuid);

@@ -40,7 +40,8 @@ bl_err bl_wr_build_files_get(bl_db *db, int64_t id, bl_wr_build_files *out)
 {
     bl_st *st = bl_st_get(
         db, "SELECT coalesce(mapping_hash,''), coalesce(methodids_hash,''), "
-            "coalesce(methodids_obfuscated,0), symbolicated_at IS NOT NULL FROM builds WHERE id = ?");
+            "coalesce(methodids_obfuscated,0), symbolicated_at IS NOT NULL FROM builds "
+            "WHERE id = ? AND app_id <> 0");
     if (!st)
         return BL_EIO;
     bl_st_int64(st, 1, id);
@@ -54,7 +55,7 @@ bl_err bl_wr_build_files_get(bl_db *db, int64_t id, bl_wr_build_files *out)
         out->symbolicated = (int)bl_st_col_int64(st, 3);
     }
     bl_st_reset(st);
-    return rc == BL_ST_ROW ? BL_OK : BL_EIO;
+    return rc == BL_ST_ROW ? BL_OK : rc == BL_ST_DONE ? BL_ENOTFOUND : BL_EIO;
 }
 
 bl_err bl_wr_build_set_mapping(bl_db *db, int64_t id, const char *hash, int64_t size,
@@ -113,12 +114,14 @@ bl_err bl_wr_build_set_symbolicated(bl_db *db, int64_t id, int64_t at_us)
 bl_err bl_wr_build_count_batch(bl_db *db, int64_t id, int64_t records)
 {
     bl_st *st = bl_st_get(db, "UPDATE builds SET batches = batches + 1, records = records + ? "
-                                      "WHERE id = ?");
+                                      "WHERE id = ? AND app_id <> 0");
     if (!st)
         return BL_EIO;
     bl_st_int64(st, 1, records);
     bl_st_int64(st, 2, id);
-    return bl_st_done(st);
+    if (bl_st_done(st))
+        return BL_EIO;
+    return bl_st_changes(st) == 1 ? BL_OK : BL_ENOTFOUND;
 }
 
 bl_err bl_wr_builds_ready(bl_db *db, bl_wr_ready_cb cb, void *ctx)

@@ -36,7 +36,9 @@ typedef struct bl_wr_build_files {
     int symbolicated; /* 1: symbolicated_at is set */
 } bl_wr_build_files;
 
-/* Reads build `id`'s file records into *out. BL_EIO also when no such row. */
+/* Reads build `id`'s file records into *out. BL_ENOTFOUND when no live
+ * build has that id (none, or deleted: in the graveyard, app_id 0 — another
+ * node may have deleted it); BL_EIO on an SQL error. */
 bl_err bl_wr_build_files_get(bl_db *db, int64_t id, bl_wr_build_files *out);
 
 /* Records a new mapping (hex hash, decompressed size in bytes, upload time)
@@ -55,7 +57,9 @@ bl_err bl_wr_build_set_warnings(bl_db *db, int64_t id, const char *json);
 /* Records that the build was (re)symbolicated at `at_us`. */
 bl_err bl_wr_build_set_symbolicated(bl_db *db, int64_t id, int64_t at_us);
 
-/* Adds one processed batch of `records` records to the build's counters. */
+/* Adds one processed batch of `records` records to the build's counters.
+ * BL_ENOTFOUND when no live build has that id (deleted: a batch must not
+ * be counted in it); BL_EIO on an SQL error. */
 bl_err bl_wr_build_count_batch(bl_db *db, int64_t id, int64_t records);
 
 /* Called once per build: app id, build name, and 1 when it can be processed
