@@ -415,7 +415,7 @@ static int cmp_name(const json_t *a, const json_t *b, const char *k)
 
 /* By total_us descending; equal times by the method's names (class, name,
  * descriptor, bytewise), then its methodId: the order of call-tree answers
- * (h_query.c, "equal times"), never the order nodes were stored in. */
+ * (h_calltree.c, "equal times"), never the order nodes were stored in. */
 static int cmp_total(const void *a, const void *b)
 {
     const json_t *na = *(json_t *const *)a, *nb = *(json_t *const *)b;

@@ -349,6 +349,21 @@ int bl_arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t
     return 0;
 }
 
+int bl_arg_thread(struct MHD_Connection *c, int *main_only, char *err, size_t n)
+{
+    const char *v = bl_arg(c, "thread");
+    if (!v || !strcmp(v, "all")) {
+        *main_only = 0;
+        return 0;
+    }
+    if (!strcmp(v, "main")) {
+        *main_only = 1;
+        return 0;
+    }
+    snprintf(err, n, "'thread' must be main or all");
+    return -1;
+}
+
 int bl_req_auth(struct MHD_Connection *c, bl_http *h, req *r, bl_role role)
 {
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");

@@ -172,6 +172,10 @@ const char *bl_arg(struct MHD_Connection *c, const char *name);
 int bl_arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t min,
                int64_t max, int64_t *out, char *err, size_t n);
 
+/* The `thread` argument: main (*main_only 1), all or absent (0). -1 with
+ * the error text in err (for a 400) for anything else. */
+int bl_arg_thread(struct MHD_Connection *c, int *main_only, char *err, size_t n);
+
 /* The database for a read handler, checking the optional `build` argument
  * names a build of the request's app. NULL with the answer queued in *rc:
  * 503 no database, 404 unknown build, 500 database error. */

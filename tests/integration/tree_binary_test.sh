@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GET /v1/apps/{app}/call-tree?format=columns-binary (server/http/h_query.c
+# GET /v1/apps/{app}/call-tree?format=columns-binary (server/http/h_calltree.c
 # "binary columns", docs/api.md): the columns answer as typed arrays. A
 # hand-made tree on two threads (and a call of 5,000 s, past u32 µs):
 # decoded, every query equals format=columns, both ways the server reads a

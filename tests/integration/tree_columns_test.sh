@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GET /v1/apps/{app}/call-tree?format=columns (server/http/h_query.c): the
+# GET /v1/apps/{app}/call-tree?format=columns (server/http/h_calltree.c): the
 # merged call tree as columns (a methods table, then parent / method /
 # count / total_us / self_us lists in depth-first order), the dashboard's
 # compact form of the tree. A hand-made tree with known times on two

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GET /v1/apps/{app}/call-tree?format=speedscope|chrome (server/http/h_query.c,
+# GET /v1/apps/{app}/call-tree?format=speedscope|chrome (server/http/h_calltree.c,
 # "exports"): the merged call tree as a speedscope evented profile and as
 # Chrome trace events, on a hand-made tree with known times; both ways the
 # server reads a tree (top-down, and merged first: root= or limit over

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Call-tree answers kept in memory (server/http/h_query.c "answers kept"):
+# Call-tree answers kept in memory (server/http/tree_keep.c):
 # the same request gets the same bytes while nothing is committed, and a
 # fresh answer once something is (a processed batch); kept answers never
 # cross app, build, thread, limit, depth or format.
