@@ -1094,17 +1094,36 @@ static void lazy_emit(emit_ctx *e, size_t gi, uint32_t depth)
     node_close(e, g.method, at, g.total);
 }
 
-/* format=columns' buffers: empty, then given back to r's budget. */
-static void cols_init(emit_ctx *e, req *r)
+/* The printer of both readings, writing to o: its names, tie keys, scratch
+ * text and format=columns' buffers empty (emit_init), then given back to
+ * r's budget (emit_free). fmt as parsed (TREE_COLUMNS_BINARY: the columns,
+ * binary); at most `limit` nodes printed. */
+static void emit_init(emit_ctx *e, req *r, bl_db *db, bl_out *o, int64_t limit, int fmt)
 {
+    memset(e, 0, sizeof *e);
+    e->db = db;
+    e->o = o;
+    e->budget = (uint64_t)limit;
+    e->fmt = fmt == TREE_COLUMNS_BINARY ? TREE_COLUMNS : fmt;
+    e->binary = fmt == TREE_COLUMNS_BINARY;
+    bl_u128map_init(&e->names);
+    bl_u128map_init(&e->tkeys);
+    bl_buf_init(&e->tktext, 0);
+    bl_buf_init(&e->text, 0);
+    bl_buf_init(&e->frames, 0);
     for (int k = 0; k < COLS; k++)
         bl_out_init(&e->col[k], r);
     bl_out_init(&e->ix, r);
     bl_buf_init(&e->open, 0);
 }
 
-static void cols_free(emit_ctx *e, req *r)
+static void emit_free(emit_ctx *e, req *r)
 {
+    map_free(r, &e->names);
+    map_free(r, &e->tkeys);
+    bl_req_buf_free(r, &e->tktext);
+    bl_req_buf_free(r, &e->text);
+    bl_req_buf_free(r, &e->frames);
     for (int k = 0; k < COLS; k++)
         bl_req_buf_free(r, &e->col[k].b);
     bl_req_buf_free(r, &e->ix.b);
@@ -1304,20 +1323,9 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
     bl_out o;
     bl_out_init(&o, r);
     emit_ctx e;
-    memset(&e, 0, sizeof e);
-    e.db = db;
-    e.o = &o;
-    e.budget = (uint64_t)limit;
+    emit_init(&e, r, db, &o, limit, fmt);
     e.q = q;
     e.max_depth = (uint32_t)max_depth;
-    e.fmt = fmt == TREE_COLUMNS_BINARY ? TREE_COLUMNS : fmt;
-    e.binary = fmt == TREE_COLUMNS_BINARY;
-    bl_u128map_init(&e.names);
-    bl_u128map_init(&e.tkeys);
-    bl_buf_init(&e.tktext, 0);
-    bl_buf_init(&e.text, 0);
-    bl_buf_init(&e.frames, 0);
-    cols_init(&e, r);
     bl_buf_init(&e.rows, 0);
     bl_buf_init(&e.groups, 0);
     bl_buf_init(&e.order, 0);
@@ -1341,12 +1349,7 @@ static enum MHD_Result tree_top_down(struct MHD_Connection *c, bl_http *h, req *
     bl_req_buf_free(r, &e.mrefs);
     bl_req_buf_free(r, &e.mtext);
     tree_tail(&e);
-    map_free(r, &e.names);
-    map_free(r, &e.tkeys);
-    bl_req_buf_free(r, &e.tktext);
-    bl_req_buf_free(r, &e.text);
-    bl_req_buf_free(r, &e.frames);
-    cols_free(&e, r);
+    emit_free(&e, r);
     bl_req_buf_free(r, &e.rows);
     bl_req_buf_free(r, &e.groups);
     bl_req_buf_free(r, &e.order);
@@ -1402,22 +1405,9 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     /* root: "class.method" or "class.method(descriptor)" */
     char rcls[512] = "", rname[256] = "";
     const char *rdesc = NULL;
-    if (root) {
-        const char *paren = strchr(root, '(');
-        size_t rl = paren ? (size_t)(paren - root) : strlen(root);
-        const char *dot = NULL;
-        for (size_t i = 0; i < rl; i++)
-            if (root[i] == '.')
-                dot = root + i;
-        if (!dot || dot == root || (size_t)(dot - root) >= sizeof rcls ||
-            rl - (size_t)(dot - root) - 1 >= sizeof rname || dot + 1 == root + rl)
-            return bl_reply_error(c, h, 400, "'root' must be class.method or class.method(descriptor)");
-        memcpy(rcls, root, (size_t)(dot - root));
-        rcls[dot - root] = '\0';
-        memcpy(rname, dot + 1, rl - (size_t)(dot - root) - 1);
-        rname[rl - (size_t)(dot - root) - 1] = '\0';
-        rdesc = paren;
-    }
+    if (root && bl_parse_method(root, rcls, sizeof rcls, rname, sizeof rname, &rdesc))
+        return bl_reply_error(c, h, 400,
+                              "'root' must be class.method or class.method(descriptor)");
     bl_calltree_query q = { build_id, main_only, root ? rcls : NULL, root ? rname : NULL,
                             rdesc };
     if (!root) { /* an answer kept since nothing was committed (http/tree_keep.h) */
@@ -1453,19 +1443,8 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
         o.e = BL_ENOMEM;
     /* roots are the nodes at depth 0, linked through a virtual head */
     emit_ctx e;
-    memset(&e, 0, sizeof e);
-    e.db = db;
+    emit_init(&e, r, db, &o, limit, fmt);
     e.t = &t;
-    e.o = &o;
-    e.budget = (uint64_t)limit;
-    e.fmt = fmt == TREE_COLUMNS_BINARY ? TREE_COLUMNS : fmt;
-    e.binary = fmt == TREE_COLUMNS_BINARY;
-    bl_u128map_init(&e.names);
-    bl_u128map_init(&e.tkeys);
-    bl_buf_init(&e.tktext, 0);
-    bl_buf_init(&e.text, 0);
-    bl_buf_init(&e.frames, 0);
-    cols_init(&e, r);
     int64_t head = -1;
     for (size_t i = 0; i < t.len; i++)
         if (tn(&t)[i].depth == 0) {
@@ -1475,12 +1454,7 @@ enum MHD_Result bl_h_tree(struct MHD_Connection *c, bl_http *h, req *r)
     tree_head(&e, r, bname, main_only, root);
     emit_children(&e, head, (uint32_t)max_depth);
     tree_tail(&e);
-    map_free(r, &e.names);
-    map_free(r, &e.tkeys);
-    bl_req_buf_free(r, &e.tktext);
-    bl_req_buf_free(r, &e.text);
-    bl_req_buf_free(r, &e.frames);
-    cols_free(&e, r);
+    emit_free(&e, r);
     bl_req_buf_free(r, &t.nodes);
     if (!o.e && !root)
         bl_tree_keep_put(r, build_id, main_only, max_depth, limit, fmt, gen, o.b.data, o.b.len);
