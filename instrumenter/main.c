@@ -196,11 +196,9 @@ static uint16_t rd16(const uint8_t *p)
     return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-/* 1 when the class already calls the probes: a CONSTANT_Methodref (JVMS
- * §4.4.2) to runtime.i(I)V or runtime.o(I)V. Apps never call these
- * themselves, so such a class went through beatline-instrument before, and
- * probing it again would record every call twice. */
-static int already_probed(const bl_cf *cf, const char *runtime)
+/* 1 when the class has a CONSTANT_Methodref (JVMS §4.4.2) to owner.m1(I)V
+ * or owner.m2(I)V. */
+static int calls_either(const bl_cf *cf, const char *owner_want, const char *m1, const char *m2)
 {
     size_t len;
     const uint8_t *b = bl_cf_bytes(cf, &len);
@@ -210,39 +208,31 @@ static int already_probed(const bl_cf *cf, const char *runtime)
         const uint8_t *e = b + bl_cf_pool_off(cf, i);
         const char *owner = bl_cf_class_name(cf, rd16(e + 1));
         uint16_t nat = rd16(e + 3);
-        if (!owner || strcmp(owner, runtime) || bl_cf_pool_tag(cf, nat) != 12)
+        if (!owner || strcmp(owner, owner_want) || bl_cf_pool_tag(cf, nat) != 12)
             continue;
         const uint8_t *t = b + bl_cf_pool_off(cf, nat);
         const char *name = bl_cf_utf8(cf, rd16(t + 1), NULL);
         const char *desc = bl_cf_utf8(cf, rd16(t + 3), NULL);
-        if (name && desc && (!strcmp(name, "i") || !strcmp(name, "o")) && !strcmp(desc, "(I)V"))
+        if (name && desc && (!strcmp(name, m1) || !strcmp(name, m2)) && !strcmp(desc, "(I)V"))
             return 1;
     }
     return 0;
+}
+
+/* 1 when the class already calls the probes: runtime.i(I)V or
+ * runtime.o(I)V. Apps never call these themselves, so such a class went
+ * through beatline-instrument before, and probing it again would record
+ * every call twice. */
+static int already_probed(const bl_cf *cf, const char *runtime)
+{
+    return calls_either(cf, runtime, "i", "o");
 }
 
 /* 1 when the class already calls the launch hooks (BL_HOOK_CLASS.enter or
  * .exit (I)V): it went through beatline-instrument before. */
 static int already_hooked(const bl_cf *cf)
 {
-    size_t len;
-    const uint8_t *b = bl_cf_bytes(cf, &len);
-    for (uint32_t i = 1; i < bl_cf_pool_count(cf); i++) {
-        if (bl_cf_pool_tag(cf, i) != 10) /* CONSTANT_Methodref */
-            continue;
-        const uint8_t *e = b + bl_cf_pool_off(cf, i);
-        const char *owner = bl_cf_class_name(cf, rd16(e + 1));
-        uint16_t nat = rd16(e + 3);
-        if (!owner || strcmp(owner, BL_HOOK_CLASS) || bl_cf_pool_tag(cf, nat) != 12)
-            continue;
-        const uint8_t *t = b + bl_cf_pool_off(cf, nat);
-        const char *name = bl_cf_utf8(cf, rd16(t + 1), NULL);
-        const char *desc = bl_cf_utf8(cf, rd16(t + 3), NULL);
-        if (name && desc && (!strcmp(name, BL_HOOK_ENTER) || !strcmp(name, BL_HOOK_EXIT)) &&
-            !strcmp(desc, "(I)V"))
-            return 1;
-    }
-    return 0;
+    return calls_either(cf, BL_HOOK_CLASS, BL_HOOK_ENTER, BL_HOOK_EXIT);
 }
 
 /* Pass 1: parse, choose candidates. */
