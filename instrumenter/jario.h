@@ -23,23 +23,7 @@
  * directories and special files (FIFOs, sockets, devices) are skipped with a
  * notice, nesting deeper than 256 levels is an error.
  *
- * Writing (bl_jio_stage) produces the output of one input beside its
- * target, under a temporary name (".NAME.blXXXXXX" in the target's
- * folder): jar -> jar, directory -> directory, class -> class. Entries whose
- * `out` is set get those bytes; every other entry is copied unchanged (jar:
- * raw compressed bytes, name, order, timestamps, extra fields and
- * compression kept by libzip; a replaced class entry keeps its timestamp and
- * its compression method: stored stays stored, anything else is deflated:
- * libdeflate level BL_JIO_DEFLATE_LEVEL, by bl_jio_precompress on the
- * caller's threads, handed to libzip finished). A jar of at most
- * BL_JIO_INMEM_MAX bytes is laid out by libzip in memory and written with
- * one write. When any class entry of a jar changes, its
- * signature files (META-INF/X.SF, .RSA, .DSA, .EC, META-INF/SIG-*) are left
- * out, with a notice; META-INF/MANIFEST.MF is copied unchanged (its
- * per-entry digests are inert without the signature files). Files are
- * fsync'ed (a folder output: one syncfs for the whole tree). bl_jio_commit
- * renames the staged output onto the target (replacing an existing one; a directory by an atomic exchange where the
- * file system allows it) and fsyncs the folder; bl_jio_abort removes it.
+ * Writing the instrumented copies: jarstage.h.
  */
 #ifndef BL_JARIO_H
 #define BL_JARIO_H
@@ -108,13 +92,6 @@ typedef struct bl_jio_input {
     size_t file_len;
 } bl_jio_input;
 
-/* A staged output: written under `tmp`, to be renamed to `target`. */
-typedef struct bl_jio_staged {
-    char *target; /* owned */
-    char *tmp;    /* owned; NULL when nothing is staged */
-    int is_dir;
-} bl_jio_staged;
-
 /* Opens one input (kind from the file system: directory, or a regular file
  * whose name ends in ".class" — else it is read as a zip). On success *out
  * is a new input owned by the caller (bl_jio_free). On failure returns
@@ -123,13 +100,6 @@ typedef struct bl_jio_staged {
 bl_err bl_jio_open(const char *path, bl_jio_notice_fn notice, void *ctx, bl_jio_input **out,
                    char *err, size_t errlen);
 void bl_jio_free(bl_jio_input *in);
-
-/* Writes the output of `in` to a temporary beside `target` (see above) and
- * records it in *st (owned by the caller: bl_jio_commit or bl_jio_abort, then
- * bl_jio_staged_cleanup). On failure nothing is left on disk and the error
- * (BL_EIO, BL_EFORMAT, BL_ENOMEM) is described in err. */
-bl_err bl_jio_stage(const bl_jio_input *in, const char *target, bl_jio_notice_fn notice,
-                    void *ctx, bl_jio_staged *st, char *err, size_t errlen);
 
 /* Decodes a class entry whose stored bytes bl_jio_open kept (en->raw):
  * inflates them (libdeflate) or copies them (stored) into en->data (owned by
@@ -154,18 +124,6 @@ bl_err bl_jio_precompress(const bl_jio_input *in, bl_jio_entry *en);
  * by bl_jio_load / bl_jio_precompress). Call it before a worker thread ends;
  * safe to call any number of times. */
 void bl_jio_thread_done(void);
-
-/* Stages a plain file with the given bytes (the method-ID file). */
-bl_err bl_jio_stage_bytes(const char *target, const void *data, size_t len, bl_jio_staged *st,
-                          char *err, size_t errlen);
-
-/* Renames the staged output onto its target and fsyncs the folder. BL_EIO
- * with a message; the staged output is then removed. */
-bl_err bl_jio_commit(bl_jio_staged *st, char *err, size_t errlen);
-/* Removes the staged output (if any). */
-void bl_jio_abort(bl_jio_staged *st);
-/* Frees the strings of *st. */
-void bl_jio_staged_cleanup(bl_jio_staged *st);
 
 /* 1 when `name` is a jar signature file (META-INF/X.SF, .RSA, .DSA, .EC,
  * META-INF/SIG-*; suffixes case-insensitive, top level of META-INF only). */

@@ -36,8 +36,10 @@
 #include "classfile.h"
 #include "hierarchy.h"
 #include "jario.h"
+#include "jarstage.h"
 #include "methodids.h"
 #include "netsite.h"
+#include "options.h"
 #include "probe.h"
 #include "rules.h"
 
@@ -47,7 +49,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -61,477 +62,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROG "beatline-instrument"
-#define DEFAULT_RUNTIME "io/beatline/runtime/Beatline"
+#define PROG BL_INSTR_PROG
 #define RUNTIME_PKG "io/beatline/runtime/"
-#define MAX_THREADS 256
 #define MAX_SHOWN_ERRORS 20
-#define CONFIG_MAX (16u << 20)
 #define BASE_IDS_MAX (1u << 30)
 #define OUT_CLASS_MAX (256u << 20)
 #define ACC_STATIC 0x0008
 #define ACC_NATIVE 0x0100
 #define ACC_ABSTRACT 0x0400
 #define ACC_MODULE 0x8000
-
-/* ---- options ------------------------------------------------------------- */
-
-/* --layout (several inputs): OUTPUT/<base name> (names), OUTPUT/<position>/
- * <base name> (position, 1-based, never collides), or names when the base
- * names all differ and position otherwise (auto, the default). */
-enum { LAYOUT_AUTO, LAYOUT_NAMES, LAYOUT_POSITION };
-
-typedef struct opts {
-    const char *output, *method_ids, *base_ids;
-    /* build id (schema/build-id.md): --build-id as given ("auto" or a UUID,
-     * NULL when none of the three options is given), --version-name,
-     * --build-class DIR */
-    const char *build_id_arg, *version_name, *build_class_dir;
-    char *runtime_class; /* owned */
-    char *base_ids_owned; /* base-ids path from a config file (owned) */
-    int skip_trivial, obfuscated, threads, quiet;
-    int unguarded; /* --no-guard: bare probes (bl_probe_opts.unguarded) */
-    int no_network; /* --no-network: leave network call sites alone (netsite.h) */
-    long skip_small; /* --skip-small N: leave methods of at most N code bytes alone; 0: off */
-    int skip_callbacks; /* --skip-callbacks / --no-skip-callbacks / config skip-callbacks (-1
-                           while unset, then default 1): see callback_method() */
-    int layout; /* LAYOUT_*: where several inputs' outputs go in OUTPUT */
-    bl_rules *rules;
-    char **inputs;
-    int n_inputs;
-    /* --classpath elements (':'-separated lists split; strings owned) */
-    char **classpath;
-    size_t n_classpath;
-} opts;
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: " PROG " [options] INPUT... -o OUTPUT --method-ids FILE\n"
-            "\n"
-            "Inserts methodId enter/exit probes into the classes of INPUTs (jars, class\n"
-            "folders, .class files) and writes the method-ID file. One INPUT: OUTPUT is its\n"
-            "instrumented copy (jar, folder or class file, like the input). Several INPUTs:\n"
-            "OUTPUT is a folder that receives each one as OUTPUT/<base name> or, when two\n"
-            "inputs have the same base name (AGP's many .../jars/classes.jar), as\n"
-            "OUTPUT/<position>/<base name> (see --layout).\n"
-            "\n"
-            "  -o, --output OUTPUT        where the instrumented copy goes (replaced)\n"
-            "      --method-ids FILE      method-ID file to write (schema/method-id-file.md)\n"
-            "      --base-ids FILE        keep the ids of a previous build's method-ID file\n"
-            "      --config FILE          options and rules from FILE (repeatable)\n"
-            "      --exclude PATTERN      do not instrument matching methods (repeatable)\n"
-            "      --include PATTERN      instrument only matching methods (repeatable)\n"
-            "                             PATTERN: CLASS[#METHOD[DESCRIPTOR]], globs * ** ?\n"
-            "      --runtime-class NAME   class with static i(I)V, o(I)V and boolean on\n"
-            "                             (default " DEFAULT_RUNTIME ")\n"
-            "      --no-guard             bare probes: no `if (on)` test before each call\n"
-            "                             (for a runtime class without the field on)\n"
-            "      --no-network           leave OkHttp client builds and URL.openConnection()\n"
-            "                             calls as they are (default: routed through the\n"
-            "                             runtime, which times the requests)\n"
-            "      --skip-trivial         skip empty methods, getters/setters, methods that\n"
-            "                             call nothing (default)\n"
-            "      --no-skip-trivial      instrument those too\n"
-            "      --skip-small N         also skip methods of at most N bytes of bytecode\n"
-            "                             (0..65535; default 0: none): the small methods a\n"
-            "                             JIT would inline, which the probes make too big\n"
-            "      --skip-callbacks       leave the methods that implement the runtime's\n"
-            "                             callback interfaces (Clock, ThreadPolicy, Log,\n"
-            "                             DeviceInfo, Lifecycle, UploadGate) in classes that\n"
-            "                             name them directly without probes (default)\n"
-            "      --no-skip-callbacks    instrument those too\n"
-            "      --classpath PATHS      library jars / class folders (':'-separated,\n"
-            "                             repeatable; android.jar or android-all, AndroidX)\n"
-            "                             that resolve the super classes of the inputs for\n"
-            "                             the launch hooks in Application and Activity\n"
-            "                             subclasses; read only, never instrumented\n"
-            "      --names original|obfuscated  what the method-ID file says about the names\n"
-            "                             (obfuscated: the inputs went through R8/ProGuard)\n"
-            "      --layout auto|names|position  several INPUTs: OUTPUT/<base name> (names),\n"
-            "                             OUTPUT/<N>/<base name> for the N-th INPUT, from 1\n"
-            "                             (position); auto (default): names when no two\n"
-            "                             INPUTs share a base name, else position\n"
-            "      --build-id auto|UUID   the build's id (schema/build-id.md): into the\n"
-            "                             method-ID file header; auto: a new random UUID\n"
-            "      --version-name NAME    the app's versionName: build name NAME+SHORT_ID\n"
-            "      --build-class DIR      write DIR/" BL_BUILDINFO_CLASS_FILE "\n"
-            "                             (build name and id for the runtime; implies\n"
-            "                             --build-id auto, as --version-name does)\n"
-            "  -j, --threads N            worker threads (default: number of cores)\n"
-            "  -q, --quiet                no progress, notices, warnings or summary\n"
-            "  -h, --help                 this text\n"
-            "\n"
-            "Exit status: 0 done, 1 bad input or I/O error (nothing written), 2 usage error.\n"
-            "Documentation: instrumenter/README.md\n");
-}
-
-__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, PROG ": ");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry '" PROG " --help'.\n");
-    return 2;
-}
-
-/* Reads a whole file into b (cap), with a message on failure. */
-static int slurp(const char *path, size_t cap, bl_buf *b)
-{
-    bl_buf_init(b, cap);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    bl_err e = bl_fd_read_all(fd, b);
-    int saved = errno;
-    close(fd);
-    if (e) {
-        fprintf(stderr, PROG ": %s: %s\n", path,
-                e == BL_EIO ? strerror(saved) : e == BL_ETOOBIG ? "file too large"
-                                                                : bl_err_str(e));
-        bl_buf_cleanup(b);
-        return -1;
-    }
-    return 0;
-}
-
-/* Checks and normalises a runtime class name ('.' -> '/'). */
-static int runtime_name_ok(char *s)
-{
-    if (!*s || *s == '/' || s[strlen(s) - 1] == '/')
-        return 0;
-    for (char *p = s; *p; p++) {
-        if (*p == '.')
-            *p = '/';
-        if (*p == ' ' || *p == '\t' || *p == ';' || *p == '[' || (unsigned char)*p < 0x20 ||
-            (p[0] == '/' && p[1] == '/'))
-            return 0;
-    }
-    return 1;
-}
-
-/* The absolute, symlink-free form of path p in *out (heap; caller frees):
- * realpath() of p when it exists, else realpath() of its folder plus its
- * last component. NULL when neither resolves (the later open reports it). */
-static char *canon_path(const char *p)
-{
-    char *r = realpath(p, NULL);
-    if (r)
-        return r;
-    const char *slash = strrchr(p, '/');
-    char *dir = slash ? strndup(p, (size_t)(slash - p) + (slash == p)) : strdup(".");
-    if (!dir)
-        return NULL;
-    char *d = realpath(dir, NULL);
-    free(dir);
-    if (!d)
-        return NULL;
-    const char *base = slash ? slash + 1 : p;
-    size_t n = strlen(d) + strlen(base) + 2;
-    char *out = malloc(n);
-    if (out)
-        snprintf(out, n, "%s/%s", d, base);
-    free(d);
-    return out;
-}
-
-/* Like canon_path, also when several trailing components do not exist yet:
- * realpath() of the longest existing leading part plus the rest as written
- * ("." and ".." in the rest are kept: such paths only fail to match). */
-static char *canon_path_loose(const char *p)
-{
-    char *r = canon_path(p);
-    if (r)
-        return r;
-    const char *slash = strrchr(p, '/');
-    if (!slash || slash == p)
-        return NULL;
-    char *dir = strndup(p, (size_t)(slash - p));
-    if (!dir)
-        return NULL;
-    char *d = canon_path_loose(dir);
-    free(dir);
-    if (!d)
-        return NULL;
-    size_t n = strlen(d) + strlen(slash) + 1;
-    char *out = malloc(n);
-    if (out)
-        snprintf(out, n, "%s%s", d, slash);
-    free(d);
-    return out;
-}
-
-/* 1 when `inner` is `outer` or below it (both canonical). */
-static int path_within(const char *inner, const char *outer)
-{
-    size_t n = strlen(outer);
-    return strncmp(inner, outer, n) == 0 && (inner[n] == '\0' || inner[n] == '/');
-}
-
-/* Outputs never replace inputs: OUTPUT must not be an input, inside an input
- * folder, or a folder holding an input (instrumenting in place would also
- * replace a symlinked system jar with a regular file). The method-ID file
- * must not be an input, the output, or inside either. Returns 0 or the
- * usage-error status. */
-static int check_paths(const opts *o)
-{
-    int rc = 0;
-    char *out = canon_path(o->output);
-    for (int i = 0; out && rc == 0 && i < o->n_inputs; i++) {
-        char *in = canon_path(o->inputs[i]);
-        if (in && (path_within(out, in) || path_within(in, out)))
-            rc = usage_error("-o %s and the input %s overlap: write the output elsewhere",
-                             o->output, o->inputs[i]);
-        free(in);
-    }
-    free(out);
-    if (rc)
-        return rc;
-    char *ids = canon_path(o->method_ids);
-    if (!ids)
-        return 0;
-    out = canon_path(o->output);
-    if (out && path_within(ids, out))
-        rc = usage_error("--method-ids %s is the output %s or inside it", o->method_ids,
-                         o->output);
-    free(out);
-    for (int i = 0; rc == 0 && i < o->n_inputs; i++) {
-        char *in = canon_path(o->inputs[i]);
-        if (in && path_within(ids, in))
-            rc = usage_error("--method-ids %s is the input %s or inside it", o->method_ids,
-                             o->inputs[i]);
-        free(in);
-    }
-    free(ids);
-    if (rc || !o->build_class_dir)
-        return rc;
-    /* --build-class DIR: not an input or inside one, not the output or
-     * inside it (the class would be mixed into an input or an output) */
-    char *bc = canon_path_loose(o->build_class_dir);
-    if (!bc)
-        return 0;
-    out = canon_path_loose(o->output);
-    if (out && (path_within(bc, out) || path_within(out, bc)))
-        rc = usage_error("--build-class %s and the output %s overlap", o->build_class_dir,
-                         o->output);
-    free(out);
-    for (int i = 0; rc == 0 && i < o->n_inputs; i++) {
-        char *in = canon_path(o->inputs[i]);
-        if (in && (path_within(bc, in) || path_within(in, bc)))
-            rc = usage_error("--build-class %s and the input %s overlap", o->build_class_dir,
-                             o->inputs[i]);
-        free(in);
-    }
-    free(bc);
-    return rc;
-}
-
-static int default_threads(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
-}
-
-/* Appends the ':'-separated elements of arg to o->classpath (empty ones
- * are skipped). Returns 0 or 1 (out of memory, reported). */
-static int add_classpath(opts *o, const char *arg)
-{
-    const char *p = arg;
-    for (;;) {
-        const char *q = strchr(p, ':');
-        size_t n = q ? (size_t)(q - p) : strlen(p);
-        if (n) {
-            char **t = realloc(o->classpath, (o->n_classpath + 1) * sizeof *t);
-            if (!t) {
-                fprintf(stderr, PROG ": out of memory\n");
-                return 1;
-            }
-            o->classpath = t;
-            if (!(t[o->n_classpath] = strndup(p, n))) {
-                fprintf(stderr, PROG ": out of memory\n");
-                return 1;
-            }
-            o->n_classpath++;
-        }
-        if (!q)
-            return 0;
-        p = q + 1;
-    }
-}
-
-/* Parses argv into o. Returns 0, or the exit status for a usage error /
- * help (-1 means: exit 0). */
-static int parse_args(int argc, char **argv, opts *o)
-{
-    enum { O_METHOD_IDS = 256, O_BASE_IDS, O_CONFIG, O_EXCLUDE, O_INCLUDE, O_RUNTIME,
-           O_SKIP, O_NO_SKIP, O_NAMES, O_NO_GUARD, O_LAYOUT, O_BUILD_ID, O_VERSION_NAME,
-           O_BUILD_CLASS, O_NO_NETWORK, O_SKIP_SMALL, O_CLASSPATH, O_SKIP_CB, O_NO_SKIP_CB };
-    static const struct option longs[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"method-ids", required_argument, NULL, O_METHOD_IDS},
-        {"base-ids", required_argument, NULL, O_BASE_IDS},
-        {"config", required_argument, NULL, O_CONFIG},
-        {"exclude", required_argument, NULL, O_EXCLUDE},
-        {"include", required_argument, NULL, O_INCLUDE},
-        {"runtime-class", required_argument, NULL, O_RUNTIME},
-        {"skip-trivial", no_argument, NULL, O_SKIP},
-        {"no-skip-trivial", no_argument, NULL, O_NO_SKIP},
-        {"skip-small", required_argument, NULL, O_SKIP_SMALL},
-        {"skip-callbacks", no_argument, NULL, O_SKIP_CB},
-        {"no-skip-callbacks", no_argument, NULL, O_NO_SKIP_CB},
-        {"no-guard", no_argument, NULL, O_NO_GUARD},
-        {"no-network", no_argument, NULL, O_NO_NETWORK},
-        {"names", required_argument, NULL, O_NAMES},
-        {"layout", required_argument, NULL, O_LAYOUT},
-        {"build-id", required_argument, NULL, O_BUILD_ID},
-        {"version-name", required_argument, NULL, O_VERSION_NAME},
-        {"build-class", required_argument, NULL, O_BUILD_CLASS},
-        {"classpath", required_argument, NULL, O_CLASSPATH},
-        {"threads", required_argument, NULL, 'j'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    bl_rules_opts cfg;
-    bl_rules_opts_init(&cfg);
-    char err[512];
-    int c, rc = 0;
-    const char *runtime = NULL;
-    opterr = 0;
-    while (rc == 0 && (c = getopt_long(argc, argv, "o:j:qh", longs, NULL)) != -1) {
-        switch (c) {
-        case 'o': o->output = optarg; break;
-        case O_METHOD_IDS: o->method_ids = optarg; break;
-        case O_BASE_IDS: o->base_ids = optarg; break;
-        case O_RUNTIME: runtime = optarg; break;
-        case O_SKIP: o->skip_trivial = 1; break;
-        case O_NO_SKIP: o->skip_trivial = 0; break;
-        case O_NO_GUARD: o->unguarded = 1; break;
-        case O_NO_NETWORK: o->no_network = 1; break;
-        case O_SKIP_CB: o->skip_callbacks = 1; break;
-        case O_NO_SKIP_CB: o->skip_callbacks = 0; break;
-        case O_SKIP_SMALL: {
-            char *end = NULL;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 0 || v > 65535)
-                rc = usage_error("--skip-small must be a byte count 0..65535, not '%s'", optarg);
-            else
-                o->skip_small = v;
-            break;
-        }
-        case 'q': o->quiet = 1; break;
-        case 'h': usage(stdout); rc = -1; break;
-        case O_NAMES:
-            if (!strcmp(optarg, "original") || !strcmp(optarg, "obfuscated"))
-                o->obfuscated = optarg[0] == 'o' && optarg[1] == 'b';
-            else
-                rc = usage_error("--names must be original or obfuscated, not '%s'", optarg);
-            break;
-        case O_BUILD_ID: o->build_id_arg = optarg; break;
-        case O_VERSION_NAME: o->version_name = optarg; break;
-        case O_BUILD_CLASS: o->build_class_dir = optarg; break;
-        case O_CLASSPATH:
-            rc = add_classpath(o, optarg);
-            break;
-        case O_LAYOUT:
-            if (!strcmp(optarg, "auto"))
-                o->layout = LAYOUT_AUTO;
-            else if (!strcmp(optarg, "names"))
-                o->layout = LAYOUT_NAMES;
-            else if (!strcmp(optarg, "position"))
-                o->layout = LAYOUT_POSITION;
-            else
-                rc = usage_error("--layout must be auto, names or position, not '%s'", optarg);
-            break;
-        case 'j': {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || *end || end == optarg || v < 1 || v > MAX_THREADS)
-                rc = usage_error("-j wants a number from 1 to 256, not '%s'", optarg);
-            else
-                o->threads = (int)v;
-            break;
-        }
-        case O_EXCLUDE:
-        case O_INCLUDE: {
-            bl_err e = bl_rules_add(o->rules, c == O_EXCLUDE, optarg, err, sizeof err);
-            if (e == BL_ENOMEM) {
-                fprintf(stderr, PROG ": out of memory\n");
-                rc = 1;
-            } else if (e) {
-                rc = usage_error("%s", err);
-            }
-            break;
-        }
-        case O_CONFIG: {
-            bl_buf b;
-            if (slurp(optarg, CONFIG_MAX, &b) != 0) {
-                rc = 1;
-                break;
-            }
-            bl_err e = bl_rules_parse_config(o->rules, &cfg, b.data ? b.data : "", b.len, optarg,
-                                             err, sizeof err);
-            bl_buf_cleanup(&b);
-            if (e) {
-                fprintf(stderr, PROG ": %s\n", e == BL_ENOMEM ? "out of memory" : err);
-                rc = 1;
-            }
-            break;
-        }
-        case '?':
-            if (optopt)
-                rc = usage_error("option -%c is unknown or needs a value", optopt);
-            else
-                rc = usage_error("unknown option or missing value: %s", argv[optind - 1]);
-            break;
-        default:
-            rc = usage_error("unexpected option");
-        }
-    }
-    if (rc == 0) {
-        /* the command line wins over config files */
-        if (o->skip_trivial < 0)
-            o->skip_trivial = cfg.skip_trivial < 0 ? 1 : cfg.skip_trivial;
-        if (o->skip_callbacks < 0)
-            o->skip_callbacks = cfg.skip_callbacks < 0 ? 1 : cfg.skip_callbacks;
-        if (o->obfuscated < 0)
-            o->obfuscated = cfg.obfuscated < 0 ? 0 : cfg.obfuscated;
-        if (!o->threads)
-            o->threads = cfg.threads ? cfg.threads : default_threads();
-        if (!runtime)
-            runtime = cfg.runtime_class ? cfg.runtime_class : DEFAULT_RUNTIME;
-        if (!(o->runtime_class = strdup(runtime))) {
-            fprintf(stderr, PROG ": out of memory\n");
-            rc = 1;
-        } else if (!runtime_name_ok(o->runtime_class)) {
-            rc = usage_error("bad --runtime-class '%s' (want an internal name like a/b/C)",
-                             runtime);
-        }
-    }
-    if (rc == 0 && !o->base_ids && cfg.base_ids) {
-        o->base_ids = o->base_ids_owned = cfg.base_ids;
-        cfg.base_ids = NULL;
-    }
-    bl_rules_opts_cleanup(&cfg);
-    if (rc)
-        return rc;
-    o->inputs = argv + optind;
-    o->n_inputs = argc - optind;
-    if (o->n_inputs < 1)
-        return usage_error("no INPUT given");
-    if (!o->output)
-        return usage_error("-o OUTPUT is required");
-    if (!o->method_ids)
-        return usage_error("--method-ids FILE is required");
-    if (!o->build_id_arg && (o->version_name || o->build_class_dir))
-        o->build_id_arg = "auto";
-    return check_paths(o);
-}
 
 /* ---- work units and threads ---------------------------------------------- */
 
@@ -558,7 +97,7 @@ typedef struct unit {
 typedef struct job {
     unit *u;
     size_t n;
-    const opts *o;
+    const bl_instr_opts *o;
     const bl_mids *mids;
     atomic_size_t next, done;
     void (*fn)(struct job *, unit *);
@@ -657,11 +196,9 @@ static uint16_t rd16(const uint8_t *p)
     return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-/* 1 when the class already calls the probes: a CONSTANT_Methodref (JVMS
- * §4.4.2) to runtime.i(I)V or runtime.o(I)V. Apps never call these
- * themselves, so such a class went through beatline-instrument before, and
- * probing it again would record every call twice. */
-static int already_probed(const bl_cf *cf, const char *runtime)
+/* 1 when the class has a CONSTANT_Methodref (JVMS §4.4.2) to owner.m1(I)V
+ * or owner.m2(I)V. */
+static int calls_either(const bl_cf *cf, const char *owner_want, const char *m1, const char *m2)
 {
     size_t len;
     const uint8_t *b = bl_cf_bytes(cf, &len);
@@ -671,39 +208,31 @@ static int already_probed(const bl_cf *cf, const char *runtime)
         const uint8_t *e = b + bl_cf_pool_off(cf, i);
         const char *owner = bl_cf_class_name(cf, rd16(e + 1));
         uint16_t nat = rd16(e + 3);
-        if (!owner || strcmp(owner, runtime) || bl_cf_pool_tag(cf, nat) != 12)
+        if (!owner || strcmp(owner, owner_want) || bl_cf_pool_tag(cf, nat) != 12)
             continue;
         const uint8_t *t = b + bl_cf_pool_off(cf, nat);
         const char *name = bl_cf_utf8(cf, rd16(t + 1), NULL);
         const char *desc = bl_cf_utf8(cf, rd16(t + 3), NULL);
-        if (name && desc && (!strcmp(name, "i") || !strcmp(name, "o")) && !strcmp(desc, "(I)V"))
+        if (name && desc && (!strcmp(name, m1) || !strcmp(name, m2)) && !strcmp(desc, "(I)V"))
             return 1;
     }
     return 0;
+}
+
+/* 1 when the class already calls the probes: runtime.i(I)V or
+ * runtime.o(I)V. Apps never call these themselves, so such a class went
+ * through beatline-instrument before, and probing it again would record
+ * every call twice. */
+static int already_probed(const bl_cf *cf, const char *runtime)
+{
+    return calls_either(cf, runtime, "i", "o");
 }
 
 /* 1 when the class already calls the launch hooks (BL_HOOK_CLASS.enter or
  * .exit (I)V): it went through beatline-instrument before. */
 static int already_hooked(const bl_cf *cf)
 {
-    size_t len;
-    const uint8_t *b = bl_cf_bytes(cf, &len);
-    for (uint32_t i = 1; i < bl_cf_pool_count(cf); i++) {
-        if (bl_cf_pool_tag(cf, i) != 10) /* CONSTANT_Methodref */
-            continue;
-        const uint8_t *e = b + bl_cf_pool_off(cf, i);
-        const char *owner = bl_cf_class_name(cf, rd16(e + 1));
-        uint16_t nat = rd16(e + 3);
-        if (!owner || strcmp(owner, BL_HOOK_CLASS) || bl_cf_pool_tag(cf, nat) != 12)
-            continue;
-        const uint8_t *t = b + bl_cf_pool_off(cf, nat);
-        const char *name = bl_cf_utf8(cf, rd16(t + 1), NULL);
-        const char *desc = bl_cf_utf8(cf, rd16(t + 3), NULL);
-        if (name && desc && (!strcmp(name, BL_HOOK_ENTER) || !strcmp(name, BL_HOOK_EXIT)) &&
-            !strcmp(desc, "(I)V"))
-            return 1;
-    }
-    return 0;
+    return calls_either(cf, BL_HOOK_CLASS, BL_HOOK_ENTER, BL_HOOK_EXIT);
 }
 
 /* Pass 1: parse, choose candidates. */
@@ -971,7 +500,7 @@ static double now_s(void)
  * work could not be done at all. */
 static int run_parallel(job *j, int threads, int progress, const char *label)
 {
-    pthread_t tid[MAX_THREADS];
+    pthread_t tid[BL_INSTR_MAX_THREADS];
     int started = 0;
     atomic_init(&j->next, 0);
     atomic_init(&j->done, 0);
@@ -1032,14 +561,14 @@ static void free_units(unit *u, size_t n)
 
 static void print_notice(void *ctx, const char *msg)
 {
-    const opts *o = ctx;
+    const bl_instr_opts *o = ctx;
     if (!o->quiet)
         fprintf(stderr, PROG ": %s\n", msg);
 }
 
 static void print_warning(void *ctx, const char *msg)
 {
-    const opts *o = ctx;
+    const bl_instr_opts *o = ctx;
     if (!o->quiet)
         fprintf(stderr, PROG ": warning: %s\n", msg);
 }
@@ -1054,7 +583,7 @@ static void print_warning(void *ctx, const char *msg)
  * naming the first class of the inputs below it. Classes of the runtime and
  * module classes get none. Rules (--include/--exclude, Matrix lines) govern
  * the probes, not the hooks. Returns 0, or 1 after printing an error. */
-static int resolve_hooks(const opts *o, unit *units, size_t n_units, bl_hier **hier)
+static int resolve_hooks(const bl_instr_opts *o, unit *units, size_t n_units, bl_hier **hier)
 {
     char err[1024];
     size_t want = 0;
@@ -1170,7 +699,7 @@ static unsigned char *created_sub;
 
 /* Removes the folders make_targets created (after a failure, when nothing was
  * written into them: rmdir fails harmlessly on a folder that is not empty). */
-static void remove_created(const opts *o)
+static void remove_created(const bl_instr_opts *o)
 {
     for (int i = 0; created_sub && i < o->n_inputs; i++)
         if (created_sub[i]) {
@@ -1183,7 +712,7 @@ static void remove_created(const opts *o)
 }
 
 /* 1 when two of the inputs have the same base name. */
-static int base_names_collide(const opts *o, int *a, int *b)
+static int base_names_collide(const bl_instr_opts *o, int *a, int *b)
 {
     for (int i = 0; i < o->n_inputs; i++) {
         char b1[4096];
@@ -1224,7 +753,7 @@ static int ensure_dir(const char *dir, int *created)
 /* Targets: OUTPUT itself for one input; for several, OUTPUT/<base name>
  * (names layout) or OUTPUT/<position>/<base name> (position layout; the
  * numbered folders are made here). */
-static int make_targets(const opts *o, char **targets)
+static int make_targets(const bl_instr_opts *o, char **targets)
 {
     if (o->n_inputs == 1) {
         targets[0] = strdup(o->output);
@@ -1236,9 +765,9 @@ static int make_targets(const opts *o, char **targets)
     }
     int ca = 0, cb = 0, layout = o->layout;
     int collide = base_names_collide(o, &ca, &cb);
-    if (layout == LAYOUT_AUTO)
-        layout = collide ? LAYOUT_POSITION : LAYOUT_NAMES;
-    if (layout == LAYOUT_NAMES && collide) {
+    if (layout == BL_LAYOUT_AUTO)
+        layout = collide ? BL_LAYOUT_POSITION : BL_LAYOUT_NAMES;
+    if (layout == BL_LAYOUT_NAMES && collide) {
         char nm[4096];
         fprintf(stderr,
                 PROG ": %s and %s have the same base name '%s'; their outputs would collide in "
@@ -1250,7 +779,7 @@ static int make_targets(const opts *o, char **targets)
     if (ensure_dir(o->output, &made) != 0)
         return -1;
     created_output = made;
-    if (layout == LAYOUT_POSITION && !(created_sub = calloc((size_t)o->n_inputs, 1))) {
+    if (layout == BL_LAYOUT_POSITION && !(created_sub = calloc((size_t)o->n_inputs, 1))) {
         fprintf(stderr, PROG ": out of memory\n");
         return -1;
     }
@@ -1261,7 +790,7 @@ static int make_targets(const opts *o, char **targets)
             fprintf(stderr, PROG ": %s: cannot name its output (no base name)\n", o->inputs[i]);
             return -1;
         }
-        if (layout == LAYOUT_POSITION) {
+        if (layout == BL_LAYOUT_POSITION) {
             if ((size_t)snprintf(sub, sizeof sub, "%s/%d", o->output, i + 1) >= sizeof sub) {
                 fprintf(stderr, PROG ": %s: path too long\n", o->output);
                 return -1;
@@ -1279,7 +808,7 @@ static int make_targets(const opts *o, char **targets)
         }
         snprintf(targets[i], len, "%s/%s", sub, b);
     }
-    if (layout == LAYOUT_POSITION && o->layout == LAYOUT_AUTO && !o->quiet) {
+    if (layout == BL_LAYOUT_POSITION && o->layout == BL_LAYOUT_AUTO && !o->quiet) {
         char nm[4096];
         fprintf(stderr,
                 PROG ": %s and %s have the same base name '%s': each output goes to "
@@ -1345,7 +874,7 @@ static void tune_process(void)
 
 int main(int argc, char **argv)
 {
-    opts o = {.skip_trivial = -1, .obfuscated = -1, .skip_callbacks = -1};
+    bl_instr_opts o;
     int status = 1;
     bl_jio_input **ins = NULL;
     char **targets = NULL;
@@ -1365,11 +894,9 @@ int main(int argc, char **argv)
     bl_buf_init(&clsbytes, 1u << 20);
     tune_process();
 
-    if (bl_rules_new(&o.rules) != BL_OK) {
-        fprintf(stderr, PROG ": out of memory\n");
+    if (bl_instr_opts_init(&o) != 0)
         return 1;
-    }
-    int rc = parse_args(argc, argv, &o);
+    int rc = bl_instr_parse_args(argc, argv, &o);
     if (rc) {
         status = rc < 0 ? 0 : rc;
         goto out;
@@ -1384,13 +911,13 @@ int main(int argc, char **argv)
                 goto out;
             }
         } else if (bl_build_id_parse(o.build_id_arg, strlen(o.build_id_arg), build_id) != 0) {
-            status = usage_error("--build-id wants auto or a UUID (8-4-4-4-12 hex digits), "
-                                 "not '%s'",
-                                 o.build_id_arg);
+            status = bl_instr_usage_error("--build-id wants auto or a UUID (8-4-4-4-12 hex "
+                                          "digits), not '%s'",
+                                          o.build_id_arg);
             goto out;
         }
         if (bl_buildinfo_name(o.version_name, build_id, build_name, err, sizeof err) != BL_OK) {
-            status = usage_error("%s", err);
+            status = bl_instr_usage_error("%s", err);
             goto out;
         }
         if (o.build_class_dir) {
@@ -1425,7 +952,7 @@ int main(int argc, char **argv)
             n_units += ins[i]->entries[k].is_class;
     }
     if (o.base_ids) {
-        if (slurp(o.base_ids, BASE_IDS_MAX, &base) != 0)
+        if (bl_instr_slurp(o.base_ids, BASE_IDS_MAX, &base) != 0)
             goto out;
     }
     units = calloc(n_units ? n_units : 1, sizeof *units);
@@ -1570,9 +1097,6 @@ out:
     free_units(units, n_units);
     bl_mids_free(mids);
     bl_hier_free(hier);
-    for (size_t i = 0; i < o.n_classpath; i++)
-        free(o.classpath[i]);
-    free(o.classpath);
     for (int i = 0; ins && i < o.n_inputs; i++)
         bl_jio_free(ins[i]);
     free(ins);
@@ -1583,8 +1107,6 @@ out:
     bl_buf_cleanup(&base);
     bl_buf_cleanup(&clsbytes);
     free(class_path);
-    bl_rules_free(o.rules);
-    free(o.runtime_class);
-    free(o.base_ids_owned);
+    bl_instr_opts_cleanup(&o);
     return status;
 }

@@ -224,24 +224,9 @@ static int load_groups(struct MHD_Connection *c, bl_http *h, req *r, int64_t sin
                        int64_t until, list_ctx *x, int64_t *build_id, char *bname, size_t bcap,
                        bl_db **dbp, enum MHD_Result *rc)
 {
-    char err[200];
-    const char *build = bl_arg(c, "build");
-    bl_db *db = bl_http_db(h);
-    if (!db) {
-        *rc = bl_reply_error(c, h, 503, "database unavailable");
+    bl_db *db = bl_http_db_pick(c, h, r, build_id, bname, bcap, rc);
+    if (!db)
         return -1;
-    }
-    bl_err be = bl_builds_pick(db, r->app_id, build, build_id, bname, bcap);
-    if (be == BL_ENOTFOUND) {
-        snprintf(err, sizeof err, build ? "unknown build '%.100s'" : "app has no builds%s",
-                 build ? build : "");
-        *rc = bl_reply_error(c, h, 404, err);
-        return -1;
-    }
-    if (be) {
-        *rc = bl_reply_error(c, h, 500, "database error");
-        return -1;
-    }
     int64_t until_us = until > INT64_MAX / 1000000 - 1 ? INT64_MAX : until * 1000000;
     int64_t from = since * 1000000 / HOUR_US;
     int64_t to = until_us / HOUR_US + (until_us % HOUR_US != 0) - 1;
@@ -415,7 +400,7 @@ static int cmp_name(const json_t *a, const json_t *b, const char *k)
 
 /* By total_us descending; equal times by the method's names (class, name,
  * descriptor, bytewise), then its methodId: the order of call-tree answers
- * (h_query.c, "equal times"), never the order nodes were stored in. */
+ * (h_calltree.c, "equal times"), never the order nodes were stored in. */
 static int cmp_total(const void *a, const void *b)
 {
     const json_t *na = *(json_t *const *)a, *nb = *(json_t *const *)b;

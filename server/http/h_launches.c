@@ -39,32 +39,6 @@ static int kind_arg(struct MHD_Connection *c, int dflt)
     return -2;
 }
 
-/* The request's build (the `build` argument or the newest with data).
- * Returns the database, or NULL with the answer queued in *rc. */
-static bl_db *pick_build(struct MHD_Connection *c, bl_http *h, req *r, int64_t *build_id,
-                         char *bname, size_t bcap, enum MHD_Result *rc)
-{
-    char err[200];
-    const char *build = bl_arg(c, "build");
-    bl_db *db = bl_http_db(h);
-    if (!db) {
-        *rc = bl_reply_error(c, h, 503, "database unavailable");
-        return NULL;
-    }
-    bl_err be = bl_builds_pick(db, r->app_id, build, build_id, bname, bcap);
-    if (be == BL_ENOTFOUND) {
-        snprintf(err, sizeof err, build ? "unknown build '%.100s'" : "app has no builds%s",
-                 build ? build : "");
-        *rc = bl_reply_error(c, h, 404, err);
-        return NULL;
-    }
-    if (be) {
-        *rc = bl_reply_error(c, h, 500, "database error");
-        return NULL;
-    }
-    return db;
-}
-
 /* Answers a JSON value (stolen) whose size is charged first. */
 static enum MHD_Result reply_charged(struct MHD_Connection *c, bl_http *h, req *r, json_t *v)
 {
@@ -256,7 +230,7 @@ enum MHD_Result bl_h_launches(struct MHD_Connection *c, bl_http *h, req *r)
     int64_t build_id;
     char bname[BL_BUILD_NAME_MAX + 1];
     enum MHD_Result rc;
-    bl_db *db = pick_build(c, h, r, &build_id, bname, sizeof bname, &rc);
+    bl_db *db = bl_http_db_pick(c, h, r, &build_id, bname, sizeof bname, &rc);
     if (!db)
         return rc;
     /* whole hours overlapping [since, until) */
@@ -330,7 +304,7 @@ enum MHD_Result bl_h_launch_tree(struct MHD_Connection *c, bl_http *h, req *r)
     int64_t build_id;
     char bname[BL_BUILD_NAME_MAX + 1];
     enum MHD_Result rc;
-    bl_db *db = pick_build(c, h, r, &build_id, bname, sizeof bname, &rc);
+    bl_db *db = bl_http_db_pick(c, h, r, &build_id, bname, sizeof bname, &rc);
     if (!db)
         return rc;
     launch_nodes_ctx lx = { db, build_id, kind };

@@ -37,14 +37,10 @@ static uint32_t coarse_of(uint64_t v, uint64_t *lo, uint64_t *hi)
 enum MHD_Result bl_h_method_hist(struct MHD_Connection *c, bl_http *h, req *r)
 {
     char err[200];
-    const char *build = bl_arg(c, "build"), *thread = bl_arg(c, "thread"),
-               *method = bl_arg(c, "method");
-    int main_only = 0;
-    if (thread && strcmp(thread, "all") != 0) {
-        if (strcmp(thread, "main") != 0)
-            return bl_reply_error(c, h, 400, "'thread' must be main or all");
-        main_only = 1;
-    }
+    const char *build = bl_arg(c, "build"), *method = bl_arg(c, "method");
+    int main_only;
+    if (bl_arg_thread(c, &main_only, err, sizeof err))
+        return bl_reply_error(c, h, 400, err);
     int64_t since, until;
     if (bl_arg_i64(c, "since", 0, 0, INT64_MAX / 1000000, &since, err, sizeof err) ||
         bl_arg_i64(c, "until", INT64_MAX / 1000000, 0, INT64_MAX / 1000000, &until, err,
@@ -53,24 +49,9 @@ enum MHD_Result bl_h_method_hist(struct MHD_Connection *c, bl_http *h, req *r)
     /* method: class.name or class.name(descriptor), as call-tree's root */
     char cls[512], name[256];
     const char *desc = NULL;
-    {
-        const char *m = method ? method : "";
-        const char *paren = strchr(m, '(');
-        size_t ml = paren ? (size_t)(paren - m) : strlen(m);
-        const char *dot = NULL;
-        for (size_t i = 0; i < ml; i++)
-            if (m[i] == '.')
-                dot = m + i;
-        if (!dot || dot == m || (size_t)(dot - m) >= sizeof cls || dot + 1 == m + ml ||
-            ml - (size_t)(dot - m) - 1 >= sizeof name)
-            return bl_reply_error(c, h, 400,
-                                  "'method' must be class.method or class.method(descriptor)");
-        memcpy(cls, m, (size_t)(dot - m));
-        cls[dot - m] = '\0';
-        memcpy(name, dot + 1, ml - (size_t)(dot - m) - 1);
-        name[ml - (size_t)(dot - m) - 1] = '\0';
-        desc = paren;
-    }
+    if (bl_parse_method(method ? method : "", cls, sizeof cls, name, sizeof name, &desc))
+        return bl_reply_error(c, h, 400,
+                              "'method' must be class.method or class.method(descriptor)");
     enum MHD_Result rc;
     bl_db *db = bl_http_db_build(c, h, r, build, &rc);
     if (!db)

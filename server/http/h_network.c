@@ -316,7 +316,7 @@ enum MHD_Result bl_h_network(struct MHD_Connection *c, bl_http *h, req *r)
     char err[200];
     int64_t since, until, limit, ncallers;
     const char *sort = bl_arg(c, "sort"), *host = bl_arg(c, "host"),
-               *method = bl_arg(c, "method"), *build = bl_arg(c, "build");
+               *method = bl_arg(c, "method");
     int sk = S_COUNT;
     if (sort) {
         sk = -1;
@@ -346,19 +346,12 @@ enum MHD_Result bl_h_network(struct MHD_Connection *c, bl_http *h, req *r)
             lhost[i] = host[i] >= 'A' && host[i] <= 'Z' ? (char)(host[i] + 32) : host[i];
         lhost[i] = '\0';
     }
-    bl_db *db = bl_http_db(h);
-    if (!db)
-        return bl_reply_error(c, h, 503, "database unavailable");
     int64_t build_id;
     char bname[BL_BUILD_NAME_MAX + 1];
-    bl_err be = bl_builds_pick(db, r->app_id, build, &build_id, bname, sizeof bname);
-    if (be == BL_ENOTFOUND) {
-        snprintf(err, sizeof err, build ? "unknown build '%.100s'" : "app has no builds%s",
-                 build ? build : "");
-        return bl_reply_error(c, h, 404, err);
-    }
-    if (be)
-        return bl_reply_error(c, h, 500, "database error");
+    enum MHD_Result rc;
+    bl_db *db = bl_http_db_pick(c, h, r, &build_id, bname, sizeof bname, &rc);
+    if (!db)
+        return rc;
     /* [since, until) in whole hours (a partial hour counts whole, as /blocks) */
     int64_t until_us = until > INT64_MAX / 1000000 - 1 ? INT64_MAX : until * 1000000;
     int64_t from = since * 1000000 / HOUR_US;

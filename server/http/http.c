@@ -51,14 +51,47 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* One read-only connection per HTTP thread, closed when the thread ends. */
-static pthread_key_t db_key;
-static pthread_once_t db_once = PTHREAD_ONCE_INIT;
-
+/* Each HTTP thread's own connections (one read-only, one writable), closed
+ * when the thread ends. */
 static void close_db(void *p)
 {
     bl_db_close(p);
 }
+
+/* The calling thread's connection kept under *key (made once through
+ * *once and make_key), opened on first use (read-only when ro; `what`
+ * names it in messages) and renewed when it was lost (PostgreSQL: the
+ * server restarted or the network broke; a no-op on SQLite and on a working
+ * connection). NULL, with a message, when it cannot be opened or renewed
+ * (stopped, starting up): callers answer 503. The connection belongs to the
+ * thread and is closed when the thread ends. */
+static bl_db *thread_db(bl_http *h, pthread_key_t *key, pthread_once_t *once,
+                        void (*make_key)(void), int ro, const char *what)
+{
+    pthread_once(once, make_key);
+    bl_db *db = pthread_getspecific(*key);
+    if (!db) {
+        char path[BL_PATH_MAX], err[256] = "";
+        if (bl_datadir_db(h->data_dir, path) || bl_db_open(path, ro, &db, err, sizeof err)) {
+            fprintf(stderr, "beatline-server: %s: %s\n", what, err);
+            return NULL;
+        }
+        /* bounded per thread (store/db.h) */
+        if (ro && bl_db_bound_memory(db) != BL_OK)
+            fprintf(stderr, "beatline-server: %s: cannot set its cache size\n", what);
+        pthread_setspecific(*key, db);
+    } else {
+        int renewed;
+        if (bl_db_reconnect(db, &renewed) != BL_OK) {
+            fprintf(stderr, "beatline-server: %s: %s\n", what, bl_db_errmsg(db));
+            return NULL;
+        }
+    }
+    return db;
+}
+
+static pthread_key_t db_key;
+static pthread_once_t db_once = PTHREAD_ONCE_INIT;
 
 static void make_key(void)
 {
@@ -67,29 +100,7 @@ static void make_key(void)
 
 bl_db *bl_http_db(bl_http *h)
 {
-    pthread_once(&db_once, make_key);
-    bl_db *db = pthread_getspecific(db_key);
-    if (!db) {
-        char path[BL_PATH_MAX], err[256] = "";
-        if (bl_datadir_db(h->data_dir, path) || bl_db_open(path, 1, &db, err, sizeof err)) {
-            fprintf(stderr, "beatline-server: read connection: %s\n", err);
-            return NULL;
-        }
-        /* bounded per thread (store/db.h) */
-        if (bl_db_bound_memory(db) != BL_OK)
-            fprintf(stderr, "beatline-server: read connection: cannot set its cache size\n");
-        pthread_setspecific(db_key, db);
-    } else {
-        /* PostgreSQL: the server restarted or the network broke: a new
-         * session (a no-op on SQLite and on a working connection) */
-        int renewed;
-        if (bl_db_reconnect(db, &renewed) != BL_OK) {
-            /* still unreachable (stopped, starting up): callers answer 503 */
-            fprintf(stderr, "beatline-server: read connection: %s\n", bl_db_errmsg(db));
-            return NULL;
-        }
-    }
-    return db;
+    return thread_db(h, &db_key, &db_once, make_key, 1, "read connection");
 }
 
 /* A writable connection per HTTP thread, opened on first use: uploads with
@@ -104,24 +115,7 @@ static void make_rw_key(void)
 
 bl_db *bl_http_db_rw(bl_http *h)
 {
-    pthread_once(&db_rw_once, make_rw_key);
-    bl_db *db = pthread_getspecific(db_rw_key);
-    if (!db) {
-        char path[BL_PATH_MAX], err[256] = "";
-        if (bl_datadir_db(h->data_dir, path) || bl_db_open(path, 0, &db, err, sizeof err)) {
-            fprintf(stderr, "beatline-server: writable connection: %s\n", err);
-            return NULL;
-        }
-        pthread_setspecific(db_rw_key, db);
-    } else {
-        /* PostgreSQL: a new session after a lost one (as bl_http_db) */
-        int renewed;
-        if (bl_db_reconnect(db, &renewed) != BL_OK) {
-            fprintf(stderr, "beatline-server: writable connection: %s\n", bl_db_errmsg(db));
-            return NULL;
-        }
-    }
-    return db;
+    return thread_db(h, &db_rw_key, &db_rw_once, make_rw_key, 0, "writable connection");
 }
 
 int bl_http_store_remote(bl_http *h)
@@ -328,6 +322,30 @@ bl_db *bl_http_db_build(struct MHD_Connection *c, bl_http *h, req *r, const char
     return db;
 }
 
+bl_db *bl_http_db_pick(struct MHD_Connection *c, bl_http *h, req *r, int64_t *build_id,
+                       char *bname, size_t bcap, enum MHD_Result *rc)
+{
+    char err[200];
+    const char *build = bl_arg(c, "build");
+    bl_db *db = bl_http_db(h);
+    if (!db) {
+        *rc = bl_reply_error(c, h, 503, "database unavailable");
+        return NULL;
+    }
+    bl_err be = bl_builds_pick(db, r->app_id, build, build_id, bname, bcap);
+    if (be == BL_ENOTFOUND) {
+        snprintf(err, sizeof err, build ? "unknown build '%.100s'" : "app has no builds%s",
+                 build ? build : "");
+        *rc = bl_reply_error(c, h, 404, err);
+        return NULL;
+    }
+    if (be) {
+        *rc = bl_reply_error(c, h, 500, "database error");
+        return NULL;
+    }
+    return db;
+}
+
 int bl_arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t min,
                int64_t max, int64_t *out, char *err, size_t n)
 {
@@ -350,6 +368,41 @@ int bl_arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t
     }
     *out = x;
     return 0;
+}
+
+int bl_parse_method(const char *s, char *cls, size_t ccap, char *name, size_t ncap,
+                    const char **desc)
+{
+    const char *paren = strchr(s, '(');
+    size_t sl = paren ? (size_t)(paren - s) : strlen(s);
+    const char *dot = NULL;
+    for (size_t i = 0; i < sl; i++)
+        if (s[i] == '.')
+            dot = s + i;
+    if (!dot || dot == s || (size_t)(dot - s) >= ccap || dot + 1 == s + sl ||
+        sl - (size_t)(dot - s) - 1 >= ncap)
+        return -1;
+    memcpy(cls, s, (size_t)(dot - s));
+    cls[dot - s] = '\0';
+    memcpy(name, dot + 1, sl - (size_t)(dot - s) - 1);
+    name[sl - (size_t)(dot - s) - 1] = '\0';
+    *desc = paren;
+    return 0;
+}
+
+int bl_arg_thread(struct MHD_Connection *c, int *main_only, char *err, size_t n)
+{
+    const char *v = bl_arg(c, "thread");
+    if (!v || !strcmp(v, "all")) {
+        *main_only = 0;
+        return 0;
+    }
+    if (!strcmp(v, "main")) {
+        *main_only = 1;
+        return 0;
+    }
+    snprintf(err, n, "'thread' must be main or all");
+    return -1;
 }
 
 int bl_req_auth(struct MHD_Connection *c, bl_http *h, req *r, bl_role role)

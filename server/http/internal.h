@@ -172,12 +172,33 @@ const char *bl_arg(struct MHD_Connection *c, const char *name);
 int bl_arg_i64(struct MHD_Connection *c, const char *name, int64_t dflt, int64_t min,
                int64_t max, int64_t *out, char *err, size_t n);
 
+/* A method named as class.method or class.method(descriptor) (call-tree's
+ * root=, method-histogram's method=): the class (up to the last '.' before
+ * any '(') into cls and the method name into name, NUL-terminated; *desc
+ * points at the '(' in s (the descriptor, borrowed from s) or is NULL.
+ * 0, or -1 when there is no class or no name, or either does not fit
+ * (ccap, ncap bytes with the NUL). */
+int bl_parse_method(const char *s, char *cls, size_t ccap, char *name, size_t ncap,
+                    const char **desc);
+
+/* The `thread` argument: main (*main_only 1), all or absent (0). -1 with
+ * the error text in err (for a 400) for anything else. */
+int bl_arg_thread(struct MHD_Connection *c, int *main_only, char *err, size_t n);
+
 /* The database for a read handler, checking the optional `build` argument
  * names a build of the request's app. NULL with the answer queued in *rc:
  * 503 (+ Retry-After 5) no database or its connection lost meanwhile
  * (PostgreSQL down or restarting), 404 unknown build, 500 database error. */
 bl_db *bl_http_db_build(struct MHD_Connection *c, bl_http *h, req *r, const char *build,
                         enum MHD_Result *rc);
+
+/* The database for a read handler and the request's build: the `build`
+ * argument, or the app's newest build with data (store/builds.h
+ * bl_builds_pick): its id in *build_id and its name in bname (bcap bytes).
+ * NULL with the answer queued in *rc: 503 no database, 404 unknown build
+ * or no builds, 500 database error. */
+bl_db *bl_http_db_pick(struct MHD_Connection *c, bl_http *h, req *r, int64_t *build_id,
+                       char *bname, size_t bcap, enum MHD_Result *rc);
 
 /* Request memory, charged against c.max_inflight (bl_http.inflight) before
  * it is allocated and given back when the request completes.

@@ -276,6 +276,11 @@ bl_err bl_blk_nodes(bl_db *db, int64_t build_id, int64_t group, bl_blk_node_cb c
     bl_st_stream(st, BL_ST_FETCH_ROWS);
     bl_st_int64(st, 1, build_id);
     bl_st_int64(st, 2, group);
+    return bl_st_blk_nodes(st, cb, ctx);
+}
+
+bl_err bl_st_blk_nodes(bl_st *st, bl_blk_node_cb cb, void *ctx)
+{
     int rc;
     while ((rc = bl_st_step(st)) == BL_ST_ROW) {
         char name[64];

@@ -28,6 +28,13 @@ bl_err bl_db_exec(bl_db *db, const char *sql);
  * A column's text or "" is bl_st_col_str (stmt.h). */
 bl_blk_names bl_st_method_names(bl_st *st, int col, int64_t method_id, char *buf, size_t n);
 
+/* Steps st (bound, columns: id, parent, method_id, count, total_us,
+ * self_us, then the method's names as bl_st_method_names reads them) to its
+ * end, handing each row to cb as a bl_blk_node (names valid during the
+ * call) until cb returns non-zero; resets st. BL_OK, BL_EIO. Block and
+ * launch call trees (blocks.c, launches.c). */
+bl_err bl_st_blk_nodes(bl_st *st, bl_blk_node_cb cb, void *ctx);
+
 
 /* ---- event aggregates on both backends (blocks, launches, network) ---- */
 

@@ -331,20 +331,5 @@ bl_err bl_lch_nodes(bl_db *db, int64_t build_id, int kind, bl_blk_node_cb cb, vo
     bl_st_stream(st, BL_ST_FETCH_ROWS);
     bl_st_int64(st, 1, build_id);
     bl_st_int64(st, 2, kind);
-    int rc;
-    while ((rc = bl_st_step(st)) == BL_ST_ROW) {
-        char name[64];
-        bl_blk_node n = {
-            bl_st_col_int64(st, 0), bl_st_col_int64(st, 1), bl_st_col_int64(st, 2),
-            bl_st_col_int64(st, 3), bl_st_col_int64(st, 4), bl_st_col_int64(st, 5),
-            { NULL, NULL, NULL, NULL },
-        };
-        n.names = bl_st_method_names(st, 6, n.method_id, name, sizeof name);
-        if (cb(&n, ctx) != 0) {
-            rc = BL_ST_DONE;
-            break;
-        }
-    }
-    bl_st_reset(st);
-    return rc == BL_ST_DONE ? BL_OK : BL_EIO;
+    return bl_st_blk_nodes(st, cb, ctx);
 }

@@ -17,24 +17,10 @@ set -euo pipefail
 setup "$@"
 
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" shop
 start_server "$DATA"
 
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 processed=0
-expect_processed() { # n more batches processed
-  processed=$((processed + $1))
-  local n
-  for _ in $(seq 600); do
-    n=$(metric beatline_batches_processed_total)
-    [ "$n" == "$processed" ] && return 0
-    sleep 0.05
-  done
-  bad "processed batches: expected $processed, got $n"
-}
 # batch NAME UUID BUILD SESSION ORIGIN RECORDS-JSON EVENTS-JSON -> NAME.bin
 batch() {
   printf '%s' "$6" > "$1.recs"
@@ -91,10 +77,8 @@ com.example.Img -> d.a:
 com.example.Main -> e.a:
     void loop() -> a
 EOF
-http PUT /v1/apps/shop/builds/1.0/method-ids "$UPL" --data-binary @ids1.txt
-expect "method-ids 1.0" 201 "$CODE"
-http PUT /v1/apps/shop/builds/2.0/method-ids "$UPL" --data-binary @ids2.txt
-expect "method-ids 2.0" 201 "$CODE"
+put_ids shop 1.0 ids1.txt "method-ids 1.0"
+put_ids shop 2.0 ids2.txt "method-ids 2.0"
 http PUT /v1/apps/shop/builds/2.0/mapping "$UPL" --data-binary @mapping2.txt
 expect "mapping 2.0" 201 "$CODE"
 
@@ -259,8 +243,7 @@ expect "obfuscated build: the target's classes retraced (a nested class the mapp
 # query (3); its blocks show "unknown method 3" until a complete file
 # replaces it, then the original names and the signature of build 1.0
 grep -v '^3,' ids1.txt > ids3.txt
-http PUT /v1/apps/shop/builds/3.0/method-ids "$UPL" --data-binary @ids3.txt
-expect "method-ids 3.0 (without query)" 201 "$CODE"
+put_ids shop 3.0 ids3.txt "method-ids 3.0 (without query)"
 batch b5 11111111-1111-4111-8111-000000000005 3.0 s5 $O1 "[$(recs 10 <<< "$STALL")]" "[$(ev 0 10 900010 late dev-5)]"
 post b5
 expect "batch 5 accepted" 202 "$CODE"

@@ -27,8 +27,7 @@ post() { # FILE [curl args...] -> CODE, ERR
   ERR=$(jq -r .error body.out 2> /dev/null || cat body.out)
 }
 
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
+create_app "$DATA" shop
 
 # --- 1. bodies at the caps ---------------------------------------------------
 MAXB=1000000  # not a multiple of 64 KiB: the last step is cut at the cap
@@ -123,7 +122,6 @@ stop_server
 # budget 112 MiB; 6 connections send 15,000,000 of a declared 16,000,000
 # bytes each (90 MB held); a 3 MB method-ID file of 100,000 lines needs
 # 2 x 3 MB + 32 x 100,000 + 32 MiB of id pages (~43 MB) to check.
-UPL=$(jq -r .upload_key <<< "$keys")
 awk 'BEGIN { print "# beatline method-ids v1 names=original"
   for (i = 1; i <= 100000; i++) printf "%d,1,com.example.C%d m%d ()V\n", i, i % 997, i }' > mids.txt
 put_mids() { # FILE BUILD -> CODE, ERR

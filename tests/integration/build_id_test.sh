@@ -39,15 +39,12 @@ s2=$(short "$id2")
 # two files that differ in their header only: a versionName build would 409
 cmp -s ids1.txt ids2.txt && bad "the two files are identical" || ok
 
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-UPL=$(jq -r .upload_key <<< "$keys")
+create_app "$DATA" shop
 start_server "$DATA"
 
-http PUT "/v1/apps/shop/builds/7.1%2B$s1/method-ids" "$UPL" --data-binary @ids1.txt
-expect "own name: 201" 201 "$CODE"
+put_ids shop "7.1%2B$s1" ids1.txt "own name: 201"
 expect "own name: build_id in the answer" "$id1" "$(jq -r .build_id <<< "$BODY")"
-http PUT "/v1/apps/shop/builds/7.1%2B$s2/method-ids" "$UPL" --data-binary @ids2.txt
-expect "rebuild of 7.1 under its own name: 201 (no 409)" 201 "$CODE"
+put_ids shop "7.1%2B$s2" ids2.txt "rebuild of 7.1 under its own name: 201 (no 409)"
 
 # the first file under the second build's name... and under a made-up one
 http PUT "/v1/apps/shop/builds/7.2%2B$s2/method-ids" "$UPL" --data-binary @ids1.txt
@@ -56,14 +53,11 @@ contains "400 names the file's build id" "$id1" "$BODY"
 http PUT "/v1/apps/shop/builds/7.2%2B$(tr 'a-f' 'A-F' <<< "$s1")/method-ids" "$UPL" --data-binary @ids1.txt
 expect "short id in upper case matches: 201" 201 "$CODE"
 # nothing was stored by the refusal: the build's own file is then "created"
-http PUT "/v1/apps/shop/builds/7.2%2B$s2/method-ids" "$UPL" --data-binary @ids2.txt
-expect "the refused upload stored nothing (201)" 201 "$CODE"
+put_ids shop "7.2%2B$s2" ids2.txt "the refused upload stored nothing (201)"
 expect "... status created" created "$(jq -r .status <<< "$BODY")"
 
-http PUT /v1/apps/shop/builds/7.1/method-ids "$UPL" --data-binary @ids1.txt
-expect "no +SHORT suffix: not checked, 201" 201 "$CODE"
-http PUT "/v1/apps/shop/builds/7.3%2B$s1/method-ids" "$UPL" --data-binary @ids0.txt
-expect "no build-id in the file: 201" 201 "$CODE"
+put_ids shop 7.1 ids1.txt "no +SHORT suffix: not checked, 201"
+put_ids shop "7.3%2B$s1" ids0.txt "no build-id in the file: 201"
 expect "no build-id: null" null "$(jq -c .build_id <<< "$BODY")"
 
 # ---- scripts/upload-build --version-name ---------------------------------------

@@ -45,13 +45,9 @@ for b in 1 2 3 4; do
   "$BIN/beatline-batch" encode < "b$b.json" > "b$b.bin"
 done
 
-keys=$("$BIN/beatline-server" --data "$DATA" app create t)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" t
 start_server "$DATA"
-http PUT /v1/apps/t/builds/1.0/method-ids "$UPL" --data-binary @mids.txt
-expect "method-ids" 201 "$CODE"
+put_ids t 1.0 mids.txt "method-ids"
 for b in 1 2 3 4; do
   http POST /v1/apps/t/batches "$ING" --data-binary @"b$b.bin"
   expect "batch $b" 202 "$CODE"

@@ -21,7 +21,6 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
 
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_metric() { # name value
   local n
   for _ in $(seq 400); do
@@ -81,9 +80,7 @@ dump() { # DATA -> stats, call paths and batch rows, one line each
 }
 setup_data() { # DATA: an app "shop" with build 1.0's method-ID file
   local keys
-  keys=$("$BIN/beatline-server" --data "$1" app create shop)
-  ING=$(jq -r .ingest_key <<< "$keys")
-  UPL=$(jq -r .upload_key <<< "$keys")
+  create_app "$1" shop
   printf '%s\n' "$ING" > "$1.ing"
 }
 post() { # K

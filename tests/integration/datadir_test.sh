@@ -90,9 +90,7 @@ else
   mkdir -p small
   mount -t tmpfs -o size=16m tmpfs small && MOUNTS+=("$WORK/small")
   DATA=$WORK/small/data
-  keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-  ING=$(jq -r .ingest_key <<< "$keys")
-  UPL=$(jq -r .upload_key <<< "$keys")
+  create_app "$DATA" shop
   start_server "$DATA" --min-free 4194304
   http GET /healthz ""
   expect "healthz on a fresh disk" 200 "$CODE"

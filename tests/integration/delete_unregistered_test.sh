@@ -19,10 +19,7 @@ cat > ids.txt << 'EOF2'
 1,1,com.example.Main run ()V
 EOF2
 D=$WORK/d
-keys=$("$BIN/beatline-server" --data "$D" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$D" shop
 for k in 1 2; do
   printf '{"batch_id":"7e570000-0000-4000-8000-%012d","app":"shop","build":"y%d","session_id":"s","origin_wall_us":1795960000000000,"device":{"model":"m","os":"14","sdk":34},"threads":[{"id":1,"name":"main","main":true,"truncated":false,"records":[[1,"i",0],[1,"o",30]]}],"events":[]}' \
     "$k" "$k" | "$BIN/beatline-batch" encode > "b$k.bin"
@@ -37,8 +34,7 @@ expect "DELETE y1 right after its batch's 202" 200 "$CODE"
 expect "DELETE y1 body" deleted "$(jq -r .status <<< "$BODY" 2> /dev/null || echo "$BODY")"
 
 # 2. a method-ID upload of a new build, DELETE at once
-http PUT /v1/apps/shop/builds/y2/method-ids "$UPL" --data-binary @ids.txt
-expect "method-ids of y2" 201 "$CODE"
+put_ids shop y2 ids.txt "method-ids of y2"
 http DELETE /v1/apps/shop/builds/y2 "$UPL"
 expect "DELETE y2 right after its upload's 201" 200 "$CODE"
 

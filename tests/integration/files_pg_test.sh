@@ -88,16 +88,12 @@ sed 's/^org.apache.commons.lang3.StringUtils ->/org.apache.commons.lang3.StringU
 RETRACED2="	at org.apache.commons.lang3.StringUtilz.isBlank(StringUtilz.java:$line)"
 
 # --- node A: the uploads ------------------------------------------------------
-keys=$("$BIN/beatline-server" --store "$STORE" --data "$WORK/a" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$WORK/a" shop --store "$STORE"
 start_server "$WORK/a" --store "$STORE"
 PID_A=$SERVER_PID
 URL_A=$URL
 SERVER_PID=
-http PUT /v1/apps/shop/builds/7.1/method-ids "$UPL" --data-binary @method-ids.txt
-expect "method-ids created on A" 201 "$CODE"
+put_ids shop 7.1 method-ids.txt "method-ids created on A"
 H_MIDS=$(jq -r .hash <<< "$BODY")
 http PUT /v1/apps/shop/builds/7.1/mapping "$UPL" -H 'Content-Encoding: zstd' \
   --data-binary @<(zstd -q -c mapping.txt)

@@ -23,10 +23,7 @@ is_json_error() { # name -> checks BODY is {"error": "..."}
   if jq -e '.error | strings' <<< "$BODY" > /dev/null 2>&1; then ok; else bad "$1: not a JSON error: $BODY"; fi
 }
 
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" shop
 OTHER_RD=$("$BIN/beatline-server" --data "$DATA" app create other | jq -r .read_key)
 start_server "$DATA" --header-timeout 3 --body-timeout 2 --min-body-rate 100000
 

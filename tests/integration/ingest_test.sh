@@ -25,7 +25,6 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
 
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_metric() { # name value
   local n
   for _ in $(seq 400); do
@@ -52,17 +51,14 @@ EOF
 
 setup_data() { # DATA: an app "shop" with build 1.0's method-ID file
   local keys
-  keys=$("$BIN/beatline-server" --data "$1" app create shop)
-  ING=$(jq -r .ingest_key <<< "$keys")
-  UPL=$(jq -r .upload_key <<< "$keys")
+  create_app "$1" shop
 }
 
 # --- 1. a stored node deleted behind the writer's back ----------------------
 D1=$WORK/d1
 setup_data "$D1"
 start_server "$D1"
-http PUT /v1/apps/shop/builds/1.0/method-ids "$UPL" --data-binary @ids.txt
-expect "method-ID file" 201 "$CODE"
+put_ids shop 1.0 ids.txt "method-ID file"
 batch a aaaaaaaa-0000-4000-8000-000000000001 \
   '[{"id":1,"name":"main","main":true,"records":[[1,"i",0],[2,"i",1],[2,"o",4],[1,"o",10]]}]'
 http POST /v1/apps/shop/batches "$ING" --data-binary @a.bin

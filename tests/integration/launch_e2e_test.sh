@@ -74,15 +74,11 @@ expect_grep "launch hooks in the obfuscated MainActivity" "io/beatline/runtime/L
 
 # --- server ------------------------------------------------------------------
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create launchapp)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" launchapp
 start_server "$DATA"
 http PUT /v1/apps/launchapp/builds/launch-e2e/mapping "$UPL" --data-binary @mapping.txt
 expect "mapping created" 201 "$CODE"
-http PUT /v1/apps/launchapp/builds/launch-e2e/method-ids "$UPL" --data-binary @method-ids.txt
-expect "method-ids created" 201 "$CODE"
+put_ids launchapp launch-e2e method-ids.txt "method-ids created"
 
 # --- the app under Robolectric, uploading to the server ------------------------
 set +e

@@ -18,25 +18,11 @@ setup "$@"
 CASES=$HERE/../cases/launches
 
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" shop
 start_server "$DATA"
 
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 m_of() { metric "beatline_events_malformed_total{reason=\"$1\"}"; }
 processed=0
-expect_processed() { # n more batches processed (bounded: 30 s)
-  processed=$((processed + $1))
-  local n
-  for _ in $(seq 600); do
-    n=$(metric beatline_batches_processed_total)
-    [ "$n" == "$processed" ] && return 0
-    sleep 0.05
-  done
-  bad "processed batches: expected $processed, got $n"
-}
 post() { http POST /v1/apps/shop/batches "$ING" --data-binary @"$1"; }
 # batch NAME UUID BUILD ORIGIN RECORDS-JSON EVENTS-JSON -> NAME.bin (thread 0: main)
 batch() {
@@ -83,10 +69,8 @@ com.example.Db -> a.c:
 com.example.Util -> a.d:
     void tiny() -> a
 MAP
-http PUT /v1/apps/shop/builds/1.0/method-ids "$UPL" --data-binary @ids1.txt
-expect "method-ids 1.0" 201 "$CODE"
-http PUT /v1/apps/shop/builds/2.0/method-ids "$UPL" --data-binary @ids2.txt
-expect "method-ids 2.0" 201 "$CODE"
+put_ids shop 1.0 ids1.txt "method-ids 1.0"
+put_ids shop 2.0 ids2.txt "method-ids 2.0"
 http PUT /v1/apps/shop/builds/2.0/mapping "$UPL" --data-binary @mapping2.txt
 expect "mapping 2.0" 201 "$CODE"
 

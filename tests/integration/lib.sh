@@ -49,6 +49,25 @@
 #       given curl args. Sets CODE (the status), BODY (the body, also left in
 #       body.out) and HDRS (the response headers, also left in hdrs.out).
 #
+#   create_app DATA NAME [server args...]
+#       Creates the app NAME in the data folder DATA with
+#       "$BIN/beatline-server --data DATA [server args...] app create NAME"
+#       (the script exits, set -e, when that fails) and sets KEYS (its JSON
+#       answer) and ING, UPL, RD (its ingest, upload and read keys).
+#
+#   put_ids APP BUILD FILE LABEL
+#       Uploads the method-ID file FILE for build BUILD (a path segment,
+#       already %-encoded) of APP with the upload key UPL (http: sets CODE,
+#       BODY, HDRS) and checks, as LABEL, that the answer is 201.
+#
+#   metric NAME
+#       Prints the value of the line NAME (exactly, labels included) of
+#       $URL/metrics; nothing when there is none.
+#   expect_processed N
+#       Adds N to the global count `processed` (0 at the start) and waits
+#       (bounded: 600 x 0.05 s) until beatline_batches_processed_total is
+#       that count: passes then, else one failed check.
+#
 #   sql_hex EXPR
 #       Prints an SQL expression giving the upper-case hex text of the blob
 #       EXPR on the store in use: hex(EXPR) on SQLite,
@@ -81,6 +100,7 @@ HTTP_ARGS=()
 SERVER_PID=
 pass=0
 fail=0
+processed=0
 # the folder of the test scripts (and of this file), absolute
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -236,6 +256,33 @@ http() { # METHOD PATH KEY [curl args...] -> CODE, BODY, HDRS
     -X "$m" ${k:+-H "Authorization: Bearer $k"} "$@" "$URL$p")
   BODY=$(cat body.out)
   HDRS=$(cat hdrs.out 2> /dev/null || true)
+}
+
+create_app() { # DATA NAME [server args...] -> KEYS, ING, UPL, RD
+  local data=$1 name=$2
+  shift 2
+  KEYS=$("$BIN/beatline-server" --data "$data" "$@" app create "$name")
+  ING=$(jq -r .ingest_key <<< "$KEYS")
+  UPL=$(jq -r .upload_key <<< "$KEYS")
+  RD=$(jq -r .read_key <<< "$KEYS")
+}
+
+put_ids() { # APP BUILD FILE LABEL
+  http PUT "/v1/apps/$1/builds/$2/method-ids" "$UPL" --data-binary @"$3"
+  expect "$4" 201 "$CODE"
+}
+
+metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+
+expect_processed() { # N more batches processed
+  processed=$((processed + $1))
+  local n
+  for _ in $(seq 600); do
+    n=$(metric beatline_batches_processed_total)
+    [ "$n" == "$processed" ] && return 0
+    sleep 0.05
+  done
+  bad "processed batches: expected $processed, got $n"
 }
 
 # --- peak memory of the server under test (memory_test.sh, pg_memory_test.sh):

@@ -21,11 +21,8 @@ if [ "${BEATLINE_TEST_STORE:-sqlite}" = pg ]; then
 fi
 
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" shop
 APP_ID=$(sqlite3 "$DATA/beatline.db" "SELECT id FROM apps WHERE name = 'shop'")
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 sha() { printf %s "$1" | sha256sum | cut -c1-64; }
 DIR=$DATA/builds/$APP_ID/$(sha m)
 retrace() { # -> CODE and the retraced frame in FRAME

@@ -10,12 +10,8 @@ set -euo pipefail
 setup "$@"
 
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" shop
 start_server "$DATA"
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 
 cat > ids.txt << 'EOF2'
 # beatline method-ids v1 names=original
@@ -24,8 +20,7 @@ cat > ids.txt << 'EOF2'
 3,1,com.example.Db query (I)V
 EOF2
 for b in 1.0 2.0; do
-  http PUT /v1/apps/shop/builds/$b/method-ids "$UPL" --data-binary @ids.txt
-  expect "method-ids $b" 201 "$CODE"
+  put_ids shop "$b" ids.txt "method-ids $b"
 done
 # batch BUILD MAIN-RECORDS WORKER-RECORDS
 n=0

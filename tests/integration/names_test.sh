@@ -62,14 +62,11 @@ cat > mids-orig.txt <<'MID'
 4,9,com.example.util.Strings blank (Ljava/lang/String;)Z
 MID
 
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" shop
 start_server "$DATA"
 
 # --- method-IDs first, then the mapping ----------------------------------------
-http PUT /v1/apps/shop/builds/m1/method-ids "$UPL" --data-binary @mids-obf.txt
-expect "m1 method-ids" 201 "$CODE"
+put_ids shop m1 mids-obf.txt "m1 method-ids"
 expect "m1 method-ids: no mapping yet, no warning" "[]" "$(jq -c .warnings <<< "$BODY")"
 http PUT /v1/apps/shop/builds/m1/mapping "$UPL" --data-binary @mapping.txt
 expect "m1 mapping" 201 "$CODE"
@@ -85,8 +82,7 @@ expect_grep "GET builds: m1's warning is the same" "3 of its 4 classes are obfus
 http PUT /v1/apps/shop/builds/m2/mapping "$UPL" --data-binary @mapping.txt
 expect "m2 mapping" 201 "$CODE"
 expect "m2 mapping: no method-ID file yet, no warning" "[]" "$(jq -c .warnings <<< "$BODY")"
-http PUT /v1/apps/shop/builds/m2/method-ids "$UPL" --data-binary @mids-obf.txt
-expect "m2 method-ids" 201 "$CODE"
+put_ids shop m2 mids-obf.txt "m2 method-ids"
 expect "m2 method-ids answer: names read as original" original "$(jq -r .names <<< "$BODY")"
 expect "m2 method-ids answer: one warning" 1 "$(jq '.warnings | length' <<< "$BODY")"
 expect_grep "m2 warning" "probably written after R8/ProGuard" "$(jq -r '.warnings[0]' <<< "$BODY")"
@@ -100,15 +96,13 @@ build_warnings m2 0
 # --- what beatline-instrument writes without --names obfuscated: names=original
 { echo "# beatline method-ids v1 names=original max-id=4"; cat mids-obf.txt; } > mids-obf-original.txt
 http PUT /v1/apps/shop/builds/m5/mapping "$UPL" --data-binary @mapping.txt
-http PUT /v1/apps/shop/builds/m5/method-ids "$UPL" --data-binary @mids-obf-original.txt
-expect "m5 names=original header over obfuscated names" 201 "$CODE"
+put_ids shop m5 mids-obf-original.txt "m5 names=original header over obfuscated names"
 expect "m5: one warning" 1 "$(jq '.warnings | length' <<< "$BODY")"
 build_warnings m5 1
 
 # --- controls ----------------------------------------------------------------
 http PUT /v1/apps/shop/builds/m3/mapping "$UPL" --data-binary @mapping.txt
-http PUT /v1/apps/shop/builds/m3/method-ids "$UPL" --data-binary @mids-obf-header.txt
-expect "m3 headed file" 201 "$CODE"
+put_ids shop m3 mids-obf-header.txt "m3 headed file"
 expect "m3 headed file: no warning" "[]" "$(jq -c .warnings <<< "$BODY")"
 http PUT /v1/apps/shop/builds/m4/method-ids "$UPL" --data-binary @mids-orig.txt
 http PUT /v1/apps/shop/builds/m4/mapping "$UPL" --data-binary @mapping.txt

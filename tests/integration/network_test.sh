@@ -18,25 +18,11 @@ set -euo pipefail
 setup "$@"
 
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" shop
 start_server "$DATA"
 
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 m_of() { curl -s "$URL/metrics" | awk -v r="beatline_events_malformed_total{reason=\"$1\"}" '$1 == r { print $2 }'; }
 processed=0
-expect_processed() { # n more batches processed (bounded: 600 x 0.05 s)
-  processed=$((processed + $1))
-  local n
-  for _ in $(seq 600); do
-    n=$(metric beatline_batches_processed_total)
-    [ "$n" == "$processed" ] && return 0
-    sleep 0.05
-  done
-  bad "processed batches: expected $processed, got $n"
-}
 # batch NAME UUID BUILD ORIGIN EVENTS-JSON -> NAME.bin
 batch() {
   printf '%s' "$5" > "$1.events"
@@ -70,8 +56,7 @@ com.example.Db -> b.a:
     void query(java.lang.String) -> a
 EOF
 for b in 1.0 2.0; do
-  http PUT /v1/apps/shop/builds/$b/method-ids "$UPL" --data-binary @ids.txt
-  expect "method-ids $b" 201 "$CODE"
+  put_ids shop "$b" ids.txt "method-ids $b"
   http PUT /v1/apps/shop/builds/$b/mapping "$UPL" --data-binary @mapping.txt
   expect "mapping $b" 201 "$CODE"
 done
@@ -318,8 +303,7 @@ post k
 expect "kill batch again: duplicate" 200 "$CODE"
 # --- byte totals past 2^63 over several hours: saturated, never a database error
 # (sum() of the hours' rows once overflowed: /network answered 500 for the build)
-http PUT /v1/apps/shop/builds/3.0/method-ids "$UPL" --data-binary @ids.txt
-expect "method-ids 3.0" 201 "$CODE"
+put_ids shop 3.0 ids.txt "method-ids 3.0"
 http PUT /v1/apps/shop/builds/3.0/mapping "$UPL" --data-binary @mapping.txt
 expect "mapping 3.0" 201 "$CODE"
 jq -cn '[range(16384) | {type:"network", device:"d", begin_us:0, end_us:10, method:"GET",

@@ -433,7 +433,7 @@ for i in $(seq 0 $((NODES - 1))); do
 done
 # a limit cuts the whole order: limit=L prints the first L nodes (depth
 # first) of the tree asked without a limit, ties at the cut included (the
-# printer orders only what it can print in full: h_query.c emit_children,
+# printer orders only what it can print in full: h_calltree.c emit_children,
 # lazy_children)
 flat() {
   jq -r '[.roots[] | recurse(.children[])] | .[] |

@@ -124,13 +124,9 @@ run() {
   local name=$1 data=$WORK/data-$1 keys ING UPL RD n
   shift
   mkdir -p "$name"
-  keys=$("$BIN/beatline-server" --data "$data" "$@" app create shop)
-  ING=$(jq -r .ingest_key <<< "$keys")
-  UPL=$(jq -r .upload_key <<< "$keys")
-  RD=$(jq -r .read_key <<< "$keys")
+  create_app "$data" shop "$@"
   start_server "$data" "$@"
-  http PUT /v1/apps/shop/builds/1.0/method-ids "$UPL" --data-binary @ids.txt
-  expect "$name: method-ids" 201 "$CODE"
+  put_ids shop 1.0 ids.txt "$name: method-ids"
   local k=0
   for b in b0 c0 b1 c1 b2 c2 huge0 huge1 huge2; do # one at a time: the same order of processing
     k=$((k + 1))

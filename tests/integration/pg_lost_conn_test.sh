@@ -15,9 +15,7 @@ if [ "${BEATLINE_TEST_STORE:-sqlite}" != pg ]; then
 fi
 HTTP_ARGS=(-m 30)
 D=$WORK/d
-keys=$("$BIN/beatline-server" --data "$D" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$D" shop
 for k in 1 2 3; do
   printf '{"batch_id":"7e570000-0000-4000-8000-%012d","app":"shop","build":"z","session_id":"s","origin_wall_us":1795960000000000,"device":{"model":"m","os":"14","sdk":34},"threads":[{"id":1,"name":"main","main":true,"truncated":false,"records":[[1,"i",0],[1,"o",30]]}],"events":[]}' \
     "$k" | "$BIN/beatline-batch" encode > "b$k.bin"

@@ -44,10 +44,7 @@ awk -v n="$N" 'BEGIN {
 "$BIN/beatline-batch" encode < big.json > big.bin
 
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create big)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" big
 start_server "$DATA"
 if ! echo 5 > "/proc/$SERVER_PID/clear_refs" 2> /dev/null; then
   echo "cannot reset the peak RSS through /proc/PID/clear_refs" >&2

@@ -85,14 +85,10 @@ NB=$n
 # range bounds (s): inside the first day, day starts, mid-hour, the last day
 TIMES="$((D0 + 7200)) $((D0 + 86400)) $((D0 + 86400 + 12600)) $((D0 + 3 * 86400))"
 
-keys=$("$BIN/beatline-server" --data "$DATA" app create t)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" t
 start_server "$DATA"
 for b in 1.0 1.1 2.0; do
-  http PUT "/v1/apps/t/builds/$b/method-ids" "$UPL" --data-binary @mids.txt
-  expect "method-ids $b" 201 "$CODE"
+  put_ids t "$b" mids.txt "method-ids $b"
 done
 for i in $(seq "$NB"); do
   http POST /v1/apps/t/batches "$ING" --data-binary @"b$i.bin"

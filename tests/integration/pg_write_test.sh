@@ -88,7 +88,6 @@ done
 T0=1795960000
 RANGES=("" "&since=$((T0 + 20 * 3600))" "&until=$((T0 + 40 * 3600))"
         "&since=$((T0 + 12 * 3600 + 1800))&until=$((T0 + 51 * 3600))")
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 answers() { # ENGINE DATA [--store URL]: ingest everything, write answers-ENGINE.txt
   local eng=$1 data=$2
   shift 2

@@ -21,14 +21,10 @@ serve() { # start_server on DATA; /metrics counts from the start of the process
   processed=0
 }
 
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" shop
 APP_ID=$(store_sql "$DATA" "SELECT id FROM apps WHERE name = 'shop'")
 serve
 
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_metric() { # name value
   local n
   for _ in $(seq 600); do

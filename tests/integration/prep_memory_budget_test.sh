@@ -10,7 +10,6 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
 
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_metric() { # name value
   local n
   for _ in $(seq 400); do
@@ -26,9 +25,7 @@ cat > ids.txt << 'EOF'
 1,1,com.example.Main run ()V
 EOF
 D=$WORK/d
-keys=$("$BIN/beatline-server" --data "$D" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
+create_app "$D" shop
 for k in 1 2 3; do
   printf '{"batch_id":"dddddddd-0000-4000-8000-%012d","app":"shop","build":"1.0","session_id":"s","origin_wall_us":1795960000000000,"device":{"model":"m","os":"14","sdk":34},"threads":[{"id":1,"name":"main","main":true,"records":[[1,"i",0],[1,"o",%d]]}],"events":[]}' \
     "$k" $((k * 10)) | "$BIN/beatline-batch" encode | zstd -q -c > "b$k.zst"

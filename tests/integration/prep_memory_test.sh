@@ -19,7 +19,6 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
 
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_metric() { # name value
   local n
   for _ in $(seq 400); do
@@ -40,9 +39,7 @@ EOF
 
 setup_data() { # DATA: an app "shop"
   local keys
-  keys=$("$BIN/beatline-server" --data "$1" app create shop)
-  ING=$(jq -r .ingest_key <<< "$keys")
-  UPL=$(jq -r .upload_key <<< "$keys")
+  create_app "$1" shop
 }
 
 # vbatch K: batch number K (two threads, an unknown methodId, origin 10

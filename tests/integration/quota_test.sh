@@ -18,7 +18,6 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
 
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_metric() { # name value: bounded wait (30 s) until the metric has the value
   local v
   for _ in $(seq 600); do
@@ -51,9 +50,7 @@ if [ "$s" -ge 3570 ]; then sleep $((3601 - s)); fi
 
 # --- quotas ------------------------------------------------------------------
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
+create_app "$DATA" shop
 start_server "$DATA" --quota-waiting-builds 3 --quota-waiting-batches 6 --quota-new-builds 5
 
 post b1 && expect "new build 1" 202 "$CODE"
@@ -71,8 +68,7 @@ wait_metric beatline_batches_waiting 6
 expect "refusals counted" 2 "$(metric beatline_batches_quota_refused_total)"
 
 # b1's method-ID file: its 4 batches are processed, the quota frees up
-http PUT /v1/apps/shop/builds/b1/method-ids "$UPL" --data-binary @mids.txt
-expect "b1 method-ids" 201 "$CODE"
+put_ids shop b1 mids.txt "b1 method-ids"
 wait_metric beatline_batches_processed_total 4
 wait_metric beatline_batches_waiting 2
 for i in 1 2 3 4 5 6 7 8; do post b1 && expect "b1 has its files: never refused ($i)" 202 "$CODE"; done
@@ -105,8 +101,7 @@ stop_server
 
 # --- per-app quotas: app set -----------------------------------------------------
 DATA3=$WORK/data3
-keys=$("$BIN/beatline-server" --data "$DATA3" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
+create_app "$DATA3" shop
 "$BIN/beatline-server" --data "$DATA3" app create other > /dev/null
 out=$("$BIN/beatline-server" --data "$DATA3" app set shop new-builds=2 waiting-bytes=0)
 expect "app set prints the quotas" '{"app":"shop","quotas":{"waiting-builds":null,"waiting-batches":null,"waiting-bytes":0,"new-builds":2}}' "$(jq -c . <<< "$out")"
@@ -137,8 +132,7 @@ stop_server
 
 # --- expiry ------------------------------------------------------------------
 DATA2=$WORK/data2
-keys=$("$BIN/beatline-server" --data "$DATA2" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
+create_app "$DATA2" shop
 # (6 s: room for a loaded machine between x's POST and the check below)
 start_server "$DATA2" --quota-waiting-builds 1 --waiting-expiry 6
 post x && expect "x waits" 202 "$CODE"
@@ -162,9 +156,7 @@ stop_server
 # process) so it cannot register the build: the upload handler itself must
 # tell the quota tracker, or a batch sent right after the 201 gets 429.
 DATA4=$WORK/data4
-keys=$("$BIN/beatline-server" --data "$DATA4" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
+create_app "$DATA4" shop
 start_server "$DATA4" --quota-waiting-builds 1
 post w1 && expect "w1 waits" 202 "$CODE"
 post w2 && expect "w2: the one waiting build is w1" 429 "$CODE"
@@ -174,8 +166,7 @@ printf 'BEGIN IMMEDIATE;\n.shell touch locked\n.shell sleep 4\nCOMMIT;\n' |
 LOCK_PID=$!
 for _ in $(seq 100); do [ -e locked ] && break; sleep 0.05; done
 [ -e locked ] && ok || bad "the database write lock was not taken"
-http PUT /v1/apps/shop/builds/w2/method-ids "$UPL" --data-binary @mids.txt
-expect "w2 method-ids while the writer is held" 201 "$CODE"
+put_ids shop w2 mids.txt "w2 method-ids while the writer is held"
 post w2 && expect "a batch right after the upload's 201 is never refused" 202 "$CODE"
 wait "$LOCK_PID" || true
 wait_metric beatline_batches_processed_total 1

@@ -33,8 +33,7 @@ wait_metric_ge() { # name value: bounded (60 s)
 }
 q() { store_sql "$DATA" "$1"; }
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-UPL=$(jq -r .upload_key <<< "$keys")
+create_app "$DATA" shop
 
 # --- failed batches: two that failed now, one that fails "in 40 days" -----
 # (made by hand: the test is retention's, not how a batch fails)

@@ -88,10 +88,7 @@ orphans() {
 }
 
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" shop
 okeys=$("$BIN/beatline-server" --data "$DATA" app create other)
 OING=$(jq -r .ingest_key <<< "$okeys")
 OUPL=$(jq -r .upload_key <<< "$okeys")

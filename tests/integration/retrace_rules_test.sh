@@ -13,9 +13,7 @@ setup "$@"
 CASES=$HERE/../cases/retrace
 
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" shop
 start_server "$DATA"
 
 n=0

@@ -76,9 +76,7 @@ wait_idle() { # bounded (30 s): nothing queued or acknowledged but unprocessed
 }
 
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
+create_app "$DATA" shop
 
 # --- 1. a deletion runs after the batches queued before it -----------------
 # The writer takes the batch, cannot begin its transaction (the lock outlasts
@@ -230,14 +228,12 @@ stop_server
 # (a) One block group whose signature path is 64 methods deep (a chain of 70
 # nested calls in the window): listed with its 64 methods, and its detail's
 # call tree of 70 nodes (the tree's node map grows while it is built).
-RD=$(jq -r .read_key <<< "$keys")
 { echo '# beatline method-ids v1 names=original'
   for i in $(seq 70); do echo "$i,1,com.example.Deep m$i ()V"; done
   for i in $(seq 100 1599); do echo "$i,1,com.example.Leaf m$i ()V"; done; } > deep-ids.txt
 start_server "$DATA"
 for b in deep wide; do
-  http PUT "/v1/apps/shop/builds/$b/method-ids" "$UPL" --data-binary @deep-ids.txt
-  expect "$b method-ids" 201 "$CODE"
+  put_ids shop "$b" deep-ids.txt "$b method-ids"
 done
 REC=$( { for i in $(seq 70); do printf '[%d,"i",%d],' "$i" $((10 + i)); done
          for i in $(seq 70 -1 1); do printf '[%d,"o",%d],' "$i" $((900000 - i)); done; } | sed 's/,$//')

@@ -13,7 +13,6 @@ setup "$@"
 
 DATA=$WORK/data
 q() { store_sql "$DATA" "$1"; }
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_processed() { # bounded (30 s): at least N batches processed since the start
   local v
   for _ in $(seq 600); do
@@ -55,14 +54,10 @@ answers() { # APP KEY -> the answers of several queries, one JSON per line
   done
 }
 
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" shop
 start_server "$DATA"
 for b in v1 v2; do
-  http PUT "/v1/apps/shop/builds/$b/method-ids" "$UPL" --data-binary @mids.txt
-  expect "method-ids $b" 201 "$CODE"
+  put_ids shop "$b" mids.txt "method-ids $b"
 done
 # batches over six days, hours apart, both builds
 for i in $(seq 24); do

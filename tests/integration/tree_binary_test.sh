@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GET /v1/apps/{app}/call-tree?format=columns-binary (server/http/h_query.c
+# GET /v1/apps/{app}/call-tree?format=columns-binary (server/http/h_calltree.c
 # "binary columns", docs/api.md): the columns answer as typed arrays. A
 # hand-made tree on two threads (and a call of 5,000 s, past u32 µs):
 # decoded, every query equals format=columns, both ways the server reads a
@@ -13,12 +13,8 @@ set -euo pipefail
 setup "$@"
 
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" shop
 start_server "$DATA"
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 
 cat > ids.txt << 'EOF2'
 # beatline method-ids v1 names=original
@@ -28,8 +24,7 @@ cat > ids.txt << 'EOF2'
 4,1,com.example.Log log ()V
 EOF2
 for b in 1.0 2.0; do
-  http PUT "/v1/apps/shop/builds/$b/method-ids" "$UPL" --data-binary @ids.txt
-  expect "method-ids $b" 201 "$CODE"
+  put_ids shop "$b" ids.txt "method-ids $b"
 done
 # 1.0 — main: run 0-1000 > load 10-200 > query 20-120; run > log 300-350;
 # worker: log 0-40 > query 5-25. 2.0 — main: run for 5,000 s > log 1 µs.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GET /v1/apps/{app}/call-tree?format=columns (server/http/h_query.c): the
+# GET /v1/apps/{app}/call-tree?format=columns (server/http/h_calltree.c): the
 # merged call tree as columns (a methods table, then parent / method /
 # count / total_us / self_us lists in depth-first order), the dashboard's
 # compact form of the tree. A hand-made tree with known times on two
@@ -12,12 +12,8 @@ set -euo pipefail
 setup "$@"
 
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create shop)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" shop
 start_server "$DATA"
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 
 cat > ids.txt << 'EOF2'
 # beatline method-ids v1 names=original
@@ -26,8 +22,7 @@ cat > ids.txt << 'EOF2'
 3,1,com.example.Db query (Ljava/lang/String;)V
 4,1,com.example.Log log ()V
 EOF2
-http PUT /v1/apps/shop/builds/1.0/method-ids "$UPL" --data-binary @ids.txt
-expect "method-ids" 201 "$CODE"
+put_ids shop 1.0 ids.txt "method-ids"
 # main: run 0-1000 > load 10-200 > query 20-120; run > log 300-350
 # worker: log 0-40 > query 5-25
 jq -cn '{batch_id:"00000000-0000-4000-8000-000000000001", app:"shop", build:"1.0", session_id:"s",

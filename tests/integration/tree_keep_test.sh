@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Call-tree answers kept in memory (server/http/h_query.c "answers kept"):
+# Call-tree answers kept in memory (server/http/tree_keep.c):
 # the same request gets the same bytes while nothing is committed, and a
 # fresh answer once something is (a processed batch); kept answers never
 # cross app, build, thread, limit, depth or format.
@@ -15,7 +15,6 @@ for a in shop mall; do
   eval "ING_$a=$(jq -r .ingest_key <<< "$keys") UPL_$a=$(jq -r .upload_key <<< "$keys") RD_$a=$(jq -r .read_key <<< "$keys")"
 done
 start_server "$DATA"
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 processed() { # N: waits (bounded) until N batches are processed
   for _ in $(seq 600); do [ "$(metric beatline_batches_processed_total)" = "$1" ] && break; sleep 0.05; done
   expect "$1 batches processed" "$1" "$(metric beatline_batches_processed_total)"

@@ -44,10 +44,7 @@ contains "the classes were obfuscated" "demo/net/NetDemo\$Orders -> " "$(tr '.' 
 
 # --- server, app, build --------------------------------------------------------
 DATA=$WORK/data
-keys=$("$BIN/beatline-server" --data "$DATA" app create netdemo)
-ING=$(jq -r .ingest_key <<< "$keys")
-UPL=$(jq -r .upload_key <<< "$keys")
-RD=$(jq -r .read_key <<< "$keys")
+create_app "$DATA" netdemo
 start_server "$DATA"
 "$HERE/../../scripts/upload-build" --server "$URL" --app netdemo --build 1.0 --key "$UPL" \
   --mapping mapping.txt --method-ids method-ids.txt > upload.log 2>&1 || { cat upload.log; exit 1; }

@@ -24,6 +24,7 @@
 #include "store/rollups.h"
 #include "store/slow_methods.h"
 #include "store/writer.h"
+#include "flushgen.h"
 #include "testutil.h"
 
 #define H(n) ((int64_t)(n) * 3600000000ll)
@@ -96,39 +97,8 @@ typedef struct flush {
 static void make_flush(flush *f, size_t n)
 {
     f->n = n;
-    for (size_t i = 0; i < n; i++) {
-        bl_wr_stat *s = &f->s[i];
-        int dup;
-        do { /* one row per key in a flush, as the aggregator gives */
-            s->build_id = 1 + (int64_t)(next() % 3);
-            s->method = s->build_id * 100 + (int64_t)(next() % METHODS);
-            s->main = (int)(next() % 2);
-            s->hour = H(BASE_HOUR + (int64_t)(next() % HOURS));
-            dup = 0;
-            for (size_t j = 0; j < i; j++)
-                dup |= f->s[j].build_id == s->build_id && f->s[j].method == s->method &&
-                       f->s[j].main == s->main && f->s[j].hour == s->hour;
-        } while (dup);
-        bl_sketch sk;
-        bl_sketch_init(&sk);
-        int calls = (int)(next() % 6); /* 0: only a call still running */
-        uint64_t max = 0, total = 0;
-        for (int c = 0; c < calls; c++) {
-            uint64_t v = 1 + next() % (next() % 2 ? 300 : 200000);
-            ck_assert_int_eq(bl_sketch_add(&sk, v, 1), BL_OK);
-            max = v > max ? v : max;
-            total += v;
-        }
-        bl_buf_init(&f->blob[i], 0);
-        ck_assert_int_eq(bl_sketch_serialize(&sk, &f->blob[i]), BL_OK);
-        bl_sketch_cleanup(&sk);
-        s->count = calls;
-        s->total_us = (int64_t)total;
-        s->self_us = (int64_t)(total / 2 + next() % 50);
-        s->max_us = (int64_t)max;
-        s->sketch = f->blob[i].data;
-        s->sketch_len = f->blob[i].len;
-    }
+    for (size_t i = 0; i < n; i++)
+        tu_flush_row(f->s, i, &f->blob[i], next, METHODS, BASE_HOUR, HOURS);
 }
 
 static void free_flush(flush *f)

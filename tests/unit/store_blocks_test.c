@@ -16,6 +16,7 @@
 #include "store/blocks.h"
 #include "store/db.h"
 #include "store/internal.h"
+#include "store_testutil.h"
 #include "testutil.h"
 
 #define H 3600000000ll
@@ -31,30 +32,12 @@ static void exec_ok(const char *sql)
     ck_assert_msg(bl_db_exec(db, sql) == BL_OK, "%s: %s", sql, bl_db_errmsg(db));
 }
 
-/* With BEATLINE_TEST_PG_DB set, the same test runs on that PostgreSQL
- * database (migrated by bl_db_open), emptied first: the store's answers
- * must be the same on both backends. */
-static void open_store(void)
-{
-    const char *url = getenv("BEATLINE_TEST_PG_DB");
-    char err[256];
-    ck_assert_msg(bl_db_open(url && *url ? url : path, 0, &db, err, sizeof err) == BL_OK, "%s",
-                  err);
-    if (url && *url) {
-        exec_ok("TRUNCATE apps, builds, methods, block_groups, block_stats, block_seen, "
-                "block_nodes, launch_stats, launch_measures, launch_methods, launch_nodes, "
-                "url_patterns, url_pattern_sets, net_groups, net_stats, net_callers "
-                "RESTART IDENTITY CASCADE");
-        exec_ok("INSERT INTO apps(id, name, created_at) VALUES (0, '', 0)");
-    }
-}
-
 static void setup(void)
 {
     snprintf(dir, sizeof dir, "/tmp/bl_store_blocks_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/beatline.db", dir);
-    open_store();
+    tu_agg_store_open(&db, path);
     exec_ok("INSERT INTO apps(id, name, created_at) VALUES (1, 'a', 1)");
     exec_ok("INSERT INTO builds(id, app_id, name, created_at) VALUES (1, 1, '1.0', 1), "
             "(2, 1, '2.0', 2)");
@@ -69,13 +52,7 @@ static void teardown(void)
     bl_buf_cleanup(&blob);
     bl_db_close(db);
     db = NULL;
-    char p[160];
-    unlink(path);
-    snprintf(p, sizeof p, "%s-wal", path);
-    unlink(p);
-    snprintf(p, sizeof p, "%s-shm", path);
-    unlink(p);
-    rmdir(dir);
+    tu_sqlite_remove(dir, path);
 }
 
 /* Adds one block; returns its group. */

@@ -18,6 +18,7 @@
 #include "store/internal.h"
 #include "store/network.h"
 #include "store/retention.h"
+#include "store_testutil.h"
 #include "testutil.h"
 
 #define H 3600000000ll
@@ -43,30 +44,12 @@ static int64_t count_of(const char *sql)
     return n;
 }
 
-/* With BEATLINE_TEST_PG_DB set, the same test runs on that PostgreSQL
- * database (migrated by bl_db_open), emptied first: the store's answers
- * must be the same on both backends. */
-static void open_store(void)
-{
-    const char *url = getenv("BEATLINE_TEST_PG_DB");
-    char err[256];
-    ck_assert_msg(bl_db_open(url && *url ? url : path, 0, &db, err, sizeof err) == BL_OK, "%s",
-                  err);
-    if (url && *url) {
-        exec_ok("TRUNCATE apps, builds, methods, block_groups, block_stats, block_seen, "
-                "block_nodes, launch_stats, launch_measures, launch_methods, launch_nodes, "
-                "url_patterns, url_pattern_sets, net_groups, net_stats, net_callers "
-                "RESTART IDENTITY CASCADE");
-        exec_ok("INSERT INTO apps(id, name, created_at) VALUES (0, '', 0)");
-    }
-}
-
 static void setup(void)
 {
     snprintf(dir, sizeof dir, "/tmp/bl_store_net_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/beatline.db", dir);
-    open_store();
+    tu_agg_store_open(&db, path);
     exec_ok("INSERT INTO apps(id, name, created_at) VALUES (1, 'a', 1), (2, 'b', 1)");
     exec_ok("INSERT INTO builds(id, app_id, name, created_at) VALUES (1, 1, '1.0', 1), "
             "(2, 1, '2.0', 2), (3, 2, '1.0', 3)");
@@ -83,13 +66,7 @@ static void teardown(void)
     bl_buf_cleanup(&blob2);
     bl_db_close(db);
     db = NULL;
-    char p[160];
-    unlink(path);
-    snprintf(p, sizeof p, "%s-wal", path);
-    unlink(p);
-    snprintf(p, sizeof p, "%s-shm", path);
-    unlink(p);
-    rmdir(dir);
+    tu_sqlite_remove(dir, path);
 }
 
 /* ---- patterns ---------------------------------------------------------------- */

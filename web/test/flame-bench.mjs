@@ -26,7 +26,7 @@
 // beatline-batch always comes from BUILD_DIR.
 //
 // BENCH_COLD=1: before each run a tiny batch (another build) is posted
-// and processed, so the server keeps no answer (h_query.c "answers kept")
+// and processed, so the server keeps no answer (http/tree_keep.c)
 // and every run is a first render after new data; without it the first run
 // of each server is such a one and the later ones may get a kept answer.
 //
