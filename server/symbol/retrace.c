@@ -836,7 +836,9 @@ static int same_str(const bl_mapindex *mi, uint32_t a, uint32_t b)
 
 /* Whether a and b print the same, their lines aside (names from the
  * pool are often the same pointer: then no bytes are compared). */
-static int same_names(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b, int verbose)
+static inline __attribute__((always_inline)) int same_names(const bl_mapindex *mi,
+                                                             const bl_rframe *a,
+                                                             const bl_rframe *b, int verbose)
 {
     if (a->cls_n != b->cls_n || a->method_n != b->method_n ||
         (a->cls != b->cls && memcmp(a->cls, b->cls, a->cls_n)) ||
