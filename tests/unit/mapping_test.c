@@ -94,6 +94,16 @@ START_TEST(method_lines)
     ck_assert_int_eq(parse("    1:2:void f():x -> b"), BL_EFORMAT);
     ck_assert_int_eq(parse("    1:2:void f() junk -> b"), BL_EFORMAT);
     ck_assert_int_eq(parse("    1:99999999999:void f() -> b"), BL_EFORMAT);
+    /* the line cap (BL_MAPPING_MAX_LINE) at its edge, nine digits read
+     * unchecked, leading zeros past the ninth */
+    ck_assert_int_eq(parse("    1:1073741823:void f() -> b"), BL_OK);
+    ck_assert_uint_eq(ml.min_end, 1073741823u);
+    ck_assert_int_eq(parse("    1:1073741824:void f() -> b"), BL_EFORMAT);
+    ck_assert_int_eq(parse("    999999999:999999999:void f() -> b"), BL_OK);
+    ck_assert_uint_eq(ml.min_start, 999999999u);
+    ck_assert_int_eq(parse("    000000000000007:8:void f() -> b"), BL_OK);
+    ck_assert_uint_eq(ml.min_start, 7);
+    ck_assert_int_eq(parse("    1:2:void f():4294967297 -> b"), BL_EFORMAT);
     ck_assert_int_eq(parse("    void .f() -> b"), BL_EFORMAT);
 
     /* blanks around parameter types, as R8's reader allows (issue 18) */
