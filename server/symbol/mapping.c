@@ -97,15 +97,24 @@ static uint64_t zero_byte(uint64_t v)
     return (v - 0x0101010101010101ull) & ~v & 0x8080808080808080ull;
 }
 
-/* Whether s holds a blank: eight bytes at a time, then byte by byte. */
+/* Whether the eight bytes at p hold a blank. */
+static int blank_in8(const char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return (zero_byte(v ^ 0x2020202020202020ull) | zero_byte(v ^ 0x0909090909090909ull)) != 0;
+}
+
+/* Whether s holds a blank: eight bytes at a time, the last eight (which
+ * may overlap the ones before) at once; shorter spans byte by byte. */
 static int has_space(bl_span s)
 {
     uint32_t i = 0;
-    for (; i + 8 <= s.n; i += 8) {
-        uint64_t v;
-        memcpy(&v, s.p + i, 8);
-        if (zero_byte(v ^ 0x2020202020202020ull) | zero_byte(v ^ 0x0909090909090909ull))
-            return 1;
+    if (s.n >= 8) {
+        for (; i + 8 <= s.n; i += 8)
+            if (blank_in8(s.p + i))
+                return 1;
+        return i < s.n && blank_in8(s.p + s.n - 8);
     }
     for (; i < s.n; i++)
         if (is_ws(s.p[i]))

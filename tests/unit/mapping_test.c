@@ -36,6 +36,12 @@ START_TEST(class_line)
     ck_assert_ptr_nonnull(why);
     ck_assert_int_eq(parse("com.example.Foo a.b:"), BL_EFORMAT);
     ck_assert_int_eq(parse(" -> a:"), BL_EFORMAT);
+    /* a blank anywhere in a name, past its last whole eight bytes too */
+    ck_assert_int_eq(parse("com.example.Fooo o -> a:"), BL_EFORMAT);
+    ck_assert_int_eq(parse("com.example.Fooo\to -> a:"), BL_EFORMAT);
+    ck_assert_int_eq(parse("com.example.Fooooooo -> a.b.c.d.e.f.gh i:"), BL_EFORMAT);
+    ck_assert_int_eq(parse("com.example.Fooooooo -> a.b.c.d.e.f.ghi:"), BL_OK);
+    ck_assert_int_eq(parse("com.exam ple.Foo -> a:"), BL_EFORMAT);
 }
 END_TEST
 
