@@ -29,10 +29,48 @@ static bl_span span(const char *p, const char *e)
     return s;
 }
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* The value of the 1..7 digits that start the eight bytes at p (n: how
+ * many; 0: p is no digit, 8: all eight are digits): all eight bytes
+ * classified at once, the digits combined in three multiplications. */
+static inline __attribute__((always_inline)) uint32_t digits8(const char *p, unsigned *n)
+{
+    uint64_t v;
+    memcpy(&v, p, 8); /* the first byte in the lowest bits */
+    const uint64_t hi = 0xF0F0F0F0F0F0F0F0ull, threes = 0x3030303030303030ull;
+    /* a byte is a digit when its high nibble is 3 and adding 6 keeps it 3
+     * (a carry out of a non-digit byte only reaches the bytes after it) */
+    uint64_t nd = ((v & hi) ^ threes) | (((v + 0x0606060606060606ull) & hi) ^ threes);
+    *n = nd ? (unsigned)__builtin_ctzll(nd) >> 3 : 8;
+    if (*n == 0 || *n == 8)
+        return 0;
+    /* the digits moved to the top bytes, zeros (leading digits 0) below */
+    uint64_t x = (v & 0x0F0F0F0F0F0F0F0Full) << (8 * (8 - *n));
+    x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFull;
+    x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFull;
+    x = (x * 10000 + (x >> 32)) & 0xFFFFFFFFull;
+    return (uint32_t)x;
+}
+#endif
+
 /* Parses decimal digits at *pp (at least one). */
-static int parse_uint(const char **pp, const char *e, uint32_t *out)
+static inline __attribute__((always_inline)) int parse_uint(const char **pp, const char *e,
+                                                            uint32_t *out)
 {
     const char *p = *pp;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (e - p >= 8) { /* 1..7 digits: at most 9,999,999, under the cap */
+        unsigned n;
+        uint32_t d = digits8(p, &n);
+        if (n == 0)
+            return 0;
+        if (n < 8) {
+            *pp = p + n;
+            *out = d;
+            return 1;
+        }
+    }
+#endif
     uint64_t v = 0;
     if (p >= e || (unsigned)(*p - '0') > 9)
         return 0;

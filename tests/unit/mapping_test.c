@@ -110,6 +110,41 @@ START_TEST(method_lines)
     ck_assert_int_eq(parse("    000000000000007:8:void f() -> b"), BL_OK);
     ck_assert_uint_eq(ml.min_start, 7);
     ck_assert_int_eq(parse("    1:2:void f():4294967297 -> b"), BL_EFORMAT);
+    /* numbers of every length, read eight bytes at a time or byte by byte
+     * (at the end of the text), each against the value printed */
+    static const uint32_t nums[] = { 0, 7, 10, 42, 99, 100, 909, 1000, 65535, 99999,
+                                     100000, 1234567, 9999999, 10000000, 12345678,
+                                     99999999, 100000000, 123456789, 1073741823 };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        char l[128];
+        snprintf(l, sizeof l, "    %u:%u:void f():%u -> b", nums[i], nums[i], nums[i]);
+        ck_assert_int_eq(parse(l), BL_OK);
+        ck_assert_uint_eq(ml.min_start, nums[i]);
+        ck_assert_uint_eq(ml.min_end, nums[i]);
+        ck_assert_uint_eq(ml.orig_start, nums[i]);
+        uint32_t a = 1, b2 = 1;
+        snprintf(l, sizeof l, "%u:", nums[i]);
+        size_t used = bl_mapping_min_range(l, strlen(l), &a, &b2);
+        ck_assert_uint_eq(used, strlen(l));
+        ck_assert_uint_eq(a, nums[i]);
+        snprintf(l, sizeof l, "%u:%u:int g() -> c", nums[i], nums[i] / 3);
+        used = bl_mapping_min_range(l, strlen(l), &a, &b2);
+        ck_assert_uint_eq(a, nums[i] / 3 < nums[i] && nums[i] / 3 ? nums[i] / 3 : nums[i]);
+    }
+    /* a digit, then a byte of each kind */
+    for (int c = 1; c < 256; c++) {
+        char l[32] = "12";
+        l[2] = (char)c;
+        memcpy(l + 3, "abcdefgh", 9);
+        uint32_t a = 0, b2 = 0;
+        size_t used = bl_mapping_min_range(l, 11, &a, &b2);
+        if (c == ':') {
+            ck_assert_uint_eq(used, 3);
+            ck_assert_uint_eq(a, 12);
+        } else {
+            ck_assert_uint_eq(used, 0);
+        }
+    }
     ck_assert_int_eq(parse("    void .f() -> b"), BL_EFORMAT);
 
     /* blanks around parameter types, as R8's reader allows (issue 18) */
