@@ -507,9 +507,24 @@ typedef struct prev_ids {
     uint32_t id[5];
 } prev_ids;
 
-static bl_err intern_cached(builder *b, prev_ids *pv, int k, bl_span s, uint32_t *id)
+/* Whether the n bytes at a and b are the same: short spans (obfuscated
+ * names, most types) byte by byte, longer ones with memcmp. */
+static inline __attribute__((always_inline)) int same_bytes(const char *a, const char *b,
+                                                            uint32_t n)
 {
-    if (pv->s[k].p && pv->s[k].n == s.n && memcmp(pv->s[k].p, s.p, s.n) == 0) {
+    if (n > 16)
+        return memcmp(a, b, n) == 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
+static inline __attribute__((always_inline)) bl_err intern_cached(builder *b, prev_ids *pv,
+                                                                  int k, bl_span s,
+                                                                  uint32_t *id)
+{
+    if (pv->s[k].p && pv->s[k].n == s.n && same_bytes(pv->s[k].p, s.p, s.n)) {
         *id = pv->id[k];
         return BL_OK;
     }
