@@ -136,7 +136,7 @@ static uint64_t zero_byte(uint64_t v)
 }
 
 /* Whether the eight bytes at p hold a blank. */
-static int blank_in8(const char *p)
+static inline __attribute__((always_inline)) int blank_in8(const char *p)
 {
     uint64_t v;
     memcpy(&v, p, 8);
@@ -145,7 +145,7 @@ static int blank_in8(const char *p)
 
 /* Whether s holds a blank: eight bytes at a time, the last eight (which
  * may overlap the ones before) at once; shorter spans byte by byte. */
-static int has_space(bl_span s)
+static inline __attribute__((always_inline)) int has_space(bl_span s)
 {
     uint32_t i = 0;
     if (s.n >= 8) {
