@@ -95,7 +95,9 @@ static void normalise_range(uint32_t *a, uint32_t *b)
     }
 }
 
-size_t bl_mapping_min_range(const char *p, size_t n, uint32_t *start, uint32_t *end)
+/* bl_mapping_min_range, inlined where this file reads a method line. */
+static inline __attribute__((always_inline)) size_t min_range(const char *p, size_t n,
+                                                              uint32_t *start, uint32_t *end)
 {
     const char *q = p, *e = p + n;
     uint32_t a, b;
@@ -113,6 +115,11 @@ size_t bl_mapping_min_range(const char *p, size_t n, uint32_t *start, uint32_t *
     *start = a;
     *end = b;
     return (size_t)(q - p);
+}
+
+size_t bl_mapping_min_range(const char *p, size_t n, uint32_t *start, uint32_t *end)
+{
+    return min_range(p, n, start, end);
 }
 
 /* Finds " -> " in [p, e); returns a pointer to the space or NULL. */
@@ -215,7 +222,7 @@ static bl_err parse_member(const char *p, const char *e, bl_mapping_line *out,
 
     /* optional minified range "a:b:" */
     if (p < le && *p >= '0' && *p <= '9') {
-        size_t used = bl_mapping_min_range(p, (size_t)(le - p), &out->min_start, &out->min_end);
+        size_t used = min_range(p, (size_t)(le - p), &out->min_start, &out->min_end);
         if (!used) {
             *why = "bad minified line range";
             return BL_EFORMAT;
