@@ -131,6 +131,26 @@ START_TEST(method_lines)
         used = bl_mapping_min_range(l, strlen(l), &a, &b2);
         ck_assert_uint_eq(a, nums[i] / 3 < nums[i] && nums[i] / 3 ? nums[i] / 3 : nums[i]);
     }
+    /* a bad byte at each place of a type or a name (scanned four at a
+     * time), a '.' at each place of a name */
+    for (size_t at = 0; at < 13; at++) {
+        char l[128], ty[] = "java.lang.Strin", nm[] = "someMethodName";
+        ty[at] = ';';
+        snprintf(l, sizeof l, "    1:2:%s f() -> b", ty);
+        ck_assert_int_eq(parse(l), BL_EFORMAT);
+        nm[at] = ',';
+        snprintf(l, sizeof l, "    1:2:int %s() -> b", nm);
+        ck_assert_int_eq(parse(l), BL_EFORMAT);
+        nm[at] = '.';
+        snprintf(l, sizeof l, "    1:2:int %s() -> b", nm);
+        if (at == 0) {
+            ck_assert_int_eq(parse(l), BL_EFORMAT);
+        } else {
+            ck_assert_int_eq(parse(l), BL_OK);
+            ck_assert_uint_eq(ml.owner.n, at);
+            ck_assert_uint_eq(ml.name.n, strlen(nm) - at - 1);
+        }
+    }
     /* a digit, then a byte of each kind */
     for (int c = 1; c < 256; c++) {
         char l[32] = "12";
