@@ -507,9 +507,24 @@ typedef struct prev_ids {
     uint32_t id[5];
 } prev_ids;
 
-static bl_err intern_cached(builder *b, prev_ids *pv, int k, bl_span s, uint32_t *id)
+/* Whether the n bytes at a and b are the same: short spans (obfuscated
+ * names, most types) byte by byte, longer ones with memcmp. */
+static inline __attribute__((always_inline)) int same_bytes(const char *a, const char *b,
+                                                            uint32_t n)
 {
-    if (pv->s[k].p && pv->s[k].n == s.n && memcmp(pv->s[k].p, s.p, s.n) == 0) {
+    if (n > 16)
+        return memcmp(a, b, n) == 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
+static inline __attribute__((always_inline)) bl_err intern_cached(builder *b, prev_ids *pv,
+                                                                  int k, bl_span s,
+                                                                  uint32_t *id)
+{
+    if (pv->s[k].p && pv->s[k].n == s.n && same_bytes(pv->s[k].p, s.p, s.n)) {
         *id = pv->id[k];
         return BL_OK;
     }
@@ -690,6 +705,12 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
     size_t cls_n = 0;
     bl_mi_want_fn want = b->opts ? b->opts->want_class : NULL;
     bl_mi_want_member_fn want_m = b->opts ? b->opts->want_member : NULL;
+    /* want_m's last answer: a method's ranges are consecutive lines with
+     * one obfuscated name, asked once (want_m answers the same for the
+     * same class and name; wm_nm points into the mapping text) */
+    const char *wm_cls = NULL, *wm_nm = NULL;
+    size_t wm_nn = 0;
+    int wm_yes = 0;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
@@ -729,7 +750,17 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
             } else if (q < le && member_obf_name(q, le, &nm, &nn)) {
                 uint32_t rs, re;
                 int digit = *q >= '0' && *q <= '9';
-                if (!want_m(b->opts->want_ctx, cls, cls_n, nm, nn) ||
+                size_t i = 0; /* names are short: no memcmp call */
+                if (wm_cls == cls && wm_nn == nn)
+                    while (i < nn && wm_nm[i] == nm[i])
+                        i++;
+                if (wm_cls != cls || wm_nn != nn || i < nn) {
+                    wm_yes = want_m(b->opts->want_ctx, cls, cls_n, nm, nn);
+                    wm_cls = cls;
+                    wm_nm = nm;
+                    wm_nn = nn;
+                }
+                if (!wm_yes ||
                     (b->use_range && digit &&
                      bl_mapping_min_range(q, (size_t)(le - q), &rs, &re) &&
                      !b->opts->want_range(b->opts->want_ctx, cls, cls_n, nm, nn, rs, re)) ||

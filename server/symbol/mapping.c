@@ -23,16 +23,68 @@ static const uint8_t ctab[256] = {
 };
 #define CLASS_OF(c) ctab[(unsigned char)(c)]
 
+/* The first byte of [p, le) whose class has a bit of mask, or le: four
+ * bytes' classes at a time while none has one. */
+static inline __attribute__((always_inline)) const char *scan_class(const char *p,
+                                                                    const char *le,
+                                                                    unsigned mask)
+{
+    while (le - p >= 4 &&
+           !((CLASS_OF(p[0]) | CLASS_OF(p[1]) | CLASS_OF(p[2]) | CLASS_OF(p[3])) & mask))
+        p += 4;
+    while (p < le && !(CLASS_OF(*p) & mask))
+        p++;
+    return p;
+}
+
 static bl_span span(const char *p, const char *e)
 {
     bl_span s = { p, (uint32_t)(e - p) };
     return s;
 }
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* The value of the 1..7 digits that start the eight bytes at p (n: how
+ * many; 0: p is no digit, 8: all eight are digits): all eight bytes
+ * classified at once, the digits combined in three multiplications. */
+static inline __attribute__((always_inline)) uint32_t digits8(const char *p, unsigned *n)
+{
+    uint64_t v;
+    memcpy(&v, p, 8); /* the first byte in the lowest bits */
+    const uint64_t hi = 0xF0F0F0F0F0F0F0F0ull, threes = 0x3030303030303030ull;
+    /* a byte is a digit when its high nibble is 3 and adding 6 keeps it 3
+     * (a carry out of a non-digit byte only reaches the bytes after it) */
+    uint64_t nd = ((v & hi) ^ threes) | (((v + 0x0606060606060606ull) & hi) ^ threes);
+    *n = nd ? (unsigned)__builtin_ctzll(nd) >> 3 : 8;
+    if (*n == 0 || *n == 8)
+        return 0;
+    /* the digits moved to the top bytes, zeros (leading digits 0) below */
+    uint64_t x = (v & 0x0F0F0F0F0F0F0F0Full) << (8 * (8 - *n));
+    x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFull;
+    x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFull;
+    x = (x * 10000 + (x >> 32)) & 0xFFFFFFFFull;
+    return (uint32_t)x;
+}
+#endif
+
 /* Parses decimal digits at *pp (at least one). */
-static int parse_uint(const char **pp, const char *e, uint32_t *out)
+static inline __attribute__((always_inline)) int parse_uint(const char **pp, const char *e,
+                                                            uint32_t *out)
 {
     const char *p = *pp;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (e - p >= 8) { /* 1..7 digits: at most 9,999,999, under the cap */
+        unsigned n;
+        uint32_t d = digits8(p, &n);
+        if (n == 0)
+            return 0;
+        if (n < 8) {
+            *pp = p + n;
+            *out = d;
+            return 1;
+        }
+    }
+#endif
     uint64_t v = 0;
     if (p >= e || (unsigned)(*p - '0') > 9)
         return 0;
@@ -57,7 +109,9 @@ static void normalise_range(uint32_t *a, uint32_t *b)
     }
 }
 
-size_t bl_mapping_min_range(const char *p, size_t n, uint32_t *start, uint32_t *end)
+/* bl_mapping_min_range, inlined where this file reads a method line. */
+static inline __attribute__((always_inline)) size_t min_range(const char *p, size_t n,
+                                                              uint32_t *start, uint32_t *end)
 {
     const char *q = p, *e = p + n;
     uint32_t a, b;
@@ -75,6 +129,11 @@ size_t bl_mapping_min_range(const char *p, size_t n, uint32_t *start, uint32_t *
     *start = a;
     *end = b;
     return (size_t)(q - p);
+}
+
+size_t bl_mapping_min_range(const char *p, size_t n, uint32_t *start, uint32_t *end)
+{
+    return min_range(p, n, start, end);
 }
 
 /* Finds " -> " in [p, e); returns a pointer to the space or NULL. */
@@ -97,15 +156,24 @@ static uint64_t zero_byte(uint64_t v)
     return (v - 0x0101010101010101ull) & ~v & 0x8080808080808080ull;
 }
 
-/* Whether s holds a blank: eight bytes at a time, then byte by byte. */
-static int has_space(bl_span s)
+/* Whether the eight bytes at p hold a blank. */
+static inline __attribute__((always_inline)) int blank_in8(const char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return (zero_byte(v ^ 0x2020202020202020ull) | zero_byte(v ^ 0x0909090909090909ull)) != 0;
+}
+
+/* Whether s holds a blank: eight bytes at a time, the last eight (which
+ * may overlap the ones before) at once; shorter spans byte by byte. */
+static inline __attribute__((always_inline)) int has_space(bl_span s)
 {
     uint32_t i = 0;
-    for (; i + 8 <= s.n; i += 8) {
-        uint64_t v;
-        memcpy(&v, s.p + i, 8);
-        if (zero_byte(v ^ 0x2020202020202020ull) | zero_byte(v ^ 0x0909090909090909ull))
-            return 1;
+    if (s.n >= 8) {
+        for (; i + 8 <= s.n; i += 8)
+            if (blank_in8(s.p + i))
+                return 1;
+        return i < s.n && blank_in8(s.p + s.n - 8);
     }
     for (; i < s.n; i++)
         if (is_ws(s.p[i]))
@@ -168,7 +236,7 @@ static bl_err parse_member(const char *p, const char *e, bl_mapping_line *out,
 
     /* optional minified range "a:b:" */
     if (p < le && *p >= '0' && *p <= '9') {
-        size_t used = bl_mapping_min_range(p, (size_t)(le - p), &out->min_start, &out->min_end);
+        size_t used = min_range(p, (size_t)(le - p), &out->min_start, &out->min_end);
         if (!used) {
             *why = "bad minified line range";
             return BL_EFORMAT;
@@ -179,14 +247,10 @@ static bl_err parse_member(const char *p, const char *e, bl_mapping_line *out,
 
     /* type */
     const char *t = p;
-    for (; p < le; p++) {
-        unsigned k = CLASS_OF(*p);
-        if (k & C_WS)
-            break;
-        if (k & C_BAD) {
-            *why = "bad character in a member type";
-            return BL_EFORMAT;
-        }
+    p = scan_class(p, le, C_WS | C_BAD);
+    if (p < le && (CLASS_OF(*p) & C_BAD)) {
+        *why = "bad character in a member type";
+        return BL_EFORMAT;
     }
     if (p == t || p >= le) {
         *why = "member line without a type";
@@ -198,10 +262,8 @@ static bl_err parse_member(const char *p, const char *e, bl_mapping_line *out,
 
     /* name up to '(' (method) or the end (field) */
     const char *n = p, *dot = NULL; /* the name's last '.' */
-    for (; p < le; p++) {
+    for (; (p = scan_class(p, le, C_WS | C_BAD | C_OPEN | C_DOT)) < le; p++) {
         unsigned k = CLASS_OF(*p);
-        if (!k)
-            continue;
         if (k & C_DOT) {
             dot = p;
             continue;

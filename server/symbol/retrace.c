@@ -225,10 +225,9 @@ enum { EXT_NONE = 0, EXT_KT = 1, EXT_OTHER = 2 };
  * any other name gets ".kt"; else ".java". */
 static size_t infer_file(const char *cls, size_t n, int ext_kind, char *buf, size_t cap)
 {
-    size_t s = 0;
-    for (size_t i = 0; i < n; i++)
-        if (cls[i] == '.')
-            s = i + 1;
+    size_t s = n; /* after the last '.' (0: none), found from the end */
+    while (s > 0 && cls[s - 1] != '.')
+        s--;
     size_t e = s;
     while (e < n && (cls[e] != '$' || e == s))
         e++;
@@ -836,7 +835,9 @@ static int same_str(const bl_mapindex *mi, uint32_t a, uint32_t b)
 
 /* Whether a and b print the same, their lines aside (names from the
  * pool are often the same pointer: then no bytes are compared). */
-static int same_names(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b, int verbose)
+static inline __attribute__((always_inline)) int same_names(const bl_mapindex *mi,
+                                                             const bl_rframe *a,
+                                                             const bl_rframe *b, int verbose)
 {
     if (a->cls_n != b->cls_n || a->method_n != b->method_n ||
         (a->cls != b->cls && memcmp(a->cls, b->cls, a->cls_n)) ||
@@ -1467,12 +1468,15 @@ static int frame_ext(const char *loc, size_t loc_n, int64_t lineno)
         if (n > 0)
             n--;
     }
+    /* the last '.' after any '/' or '\\': the last of the three, found
+     * from the end, when it is a '.' */
     const char *dot = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (loc[i] == '.')
-            dot = loc + i;
-        else if (loc[i] == '/' || loc[i] == '\\')
-            dot = NULL;
+    for (size_t i = n; i > 0; i--)
+        if (loc[i - 1] == '.' || loc[i - 1] == '/' || loc[i - 1] == '\\') {
+            if (loc[i - 1] == '.')
+                dot = loc + i - 1;
+            break;
+        }
     if (!dot)
         return EXT_NONE;
     size_t en = (size_t)(loc + n - dot - 1);

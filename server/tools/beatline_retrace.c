@@ -569,7 +569,8 @@ typedef struct tn_last {
 
 static _Thread_local tn_last tn_cache;
 
-static tn_last *tn_ask_class(const trace_names *t, const char *cls, size_t cn)
+static inline __attribute__((always_inline)) tn_last *tn_ask_class(const trace_names *t,
+                                                                   const char *cls, size_t cn)
 {
     tn_last *l = &tn_cache;
     if (l->t != t || l->gen != t->gen || l->cls != cls || l->cn != cn) {
@@ -600,8 +601,14 @@ static uint32_t tn_ask_member(const trace_names *t, const char *cls, size_t cn,
     tn_last *l = tn_ask_class(t, cls, cn);
     /* the same name as the line before (a method's ranges are consecutive
      * lines): compared by its bytes, which stay in the mapping text */
-    if (l->name && l->nn == nn && (l->name == name || !memcmp(l->name, name, nn)))
-        return l->mi;
+    if (l->name && l->nn == nn) {
+        size_t i = 0; /* obfuscated names are short: no memcmp call */
+        if (l->name != name)
+            while (i < nn && l->name[i] == name[i])
+                i++;
+        if (l->name == name || i == nn)
+            return l->mi;
+    }
     l->name = name;
     l->nn = nn;
     l->mi = NO_INDEX;

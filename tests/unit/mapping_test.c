@@ -36,6 +36,12 @@ START_TEST(class_line)
     ck_assert_ptr_nonnull(why);
     ck_assert_int_eq(parse("com.example.Foo a.b:"), BL_EFORMAT);
     ck_assert_int_eq(parse(" -> a:"), BL_EFORMAT);
+    /* a blank anywhere in a name, past its last whole eight bytes too */
+    ck_assert_int_eq(parse("com.example.Fooo o -> a:"), BL_EFORMAT);
+    ck_assert_int_eq(parse("com.example.Fooo\to -> a:"), BL_EFORMAT);
+    ck_assert_int_eq(parse("com.example.Fooooooo -> a.b.c.d.e.f.gh i:"), BL_EFORMAT);
+    ck_assert_int_eq(parse("com.example.Fooooooo -> a.b.c.d.e.f.ghi:"), BL_OK);
+    ck_assert_int_eq(parse("com.exam ple.Foo -> a:"), BL_EFORMAT);
 }
 END_TEST
 
@@ -94,6 +100,71 @@ START_TEST(method_lines)
     ck_assert_int_eq(parse("    1:2:void f():x -> b"), BL_EFORMAT);
     ck_assert_int_eq(parse("    1:2:void f() junk -> b"), BL_EFORMAT);
     ck_assert_int_eq(parse("    1:99999999999:void f() -> b"), BL_EFORMAT);
+    /* the line cap (BL_MAPPING_MAX_LINE) at its edge, nine digits read
+     * unchecked, leading zeros past the ninth */
+    ck_assert_int_eq(parse("    1:1073741823:void f() -> b"), BL_OK);
+    ck_assert_uint_eq(ml.min_end, 1073741823u);
+    ck_assert_int_eq(parse("    1:1073741824:void f() -> b"), BL_EFORMAT);
+    ck_assert_int_eq(parse("    999999999:999999999:void f() -> b"), BL_OK);
+    ck_assert_uint_eq(ml.min_start, 999999999u);
+    ck_assert_int_eq(parse("    000000000000007:8:void f() -> b"), BL_OK);
+    ck_assert_uint_eq(ml.min_start, 7);
+    ck_assert_int_eq(parse("    1:2:void f():4294967297 -> b"), BL_EFORMAT);
+    /* numbers of every length, read eight bytes at a time or byte by byte
+     * (at the end of the text), each against the value printed */
+    static const uint32_t nums[] = { 0, 7, 10, 42, 99, 100, 909, 1000, 65535, 99999,
+                                     100000, 1234567, 9999999, 10000000, 12345678,
+                                     99999999, 100000000, 123456789, 1073741823 };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        char l[128];
+        snprintf(l, sizeof l, "    %u:%u:void f():%u -> b", nums[i], nums[i], nums[i]);
+        ck_assert_int_eq(parse(l), BL_OK);
+        ck_assert_uint_eq(ml.min_start, nums[i]);
+        ck_assert_uint_eq(ml.min_end, nums[i]);
+        ck_assert_uint_eq(ml.orig_start, nums[i]);
+        uint32_t a = 1, b2 = 1;
+        snprintf(l, sizeof l, "%u:", nums[i]);
+        size_t used = bl_mapping_min_range(l, strlen(l), &a, &b2);
+        ck_assert_uint_eq(used, strlen(l));
+        ck_assert_uint_eq(a, nums[i]);
+        snprintf(l, sizeof l, "%u:%u:int g() -> c", nums[i], nums[i] / 3);
+        used = bl_mapping_min_range(l, strlen(l), &a, &b2);
+        ck_assert_uint_eq(a, nums[i] / 3 < nums[i] && nums[i] / 3 ? nums[i] / 3 : nums[i]);
+    }
+    /* a bad byte at each place of a type or a name (scanned four at a
+     * time), a '.' at each place of a name */
+    for (size_t at = 0; at < 13; at++) {
+        char l[128], ty[] = "java.lang.Strin", nm[] = "someMethodName";
+        ty[at] = ';';
+        snprintf(l, sizeof l, "    1:2:%s f() -> b", ty);
+        ck_assert_int_eq(parse(l), BL_EFORMAT);
+        nm[at] = ',';
+        snprintf(l, sizeof l, "    1:2:int %s() -> b", nm);
+        ck_assert_int_eq(parse(l), BL_EFORMAT);
+        nm[at] = '.';
+        snprintf(l, sizeof l, "    1:2:int %s() -> b", nm);
+        if (at == 0) {
+            ck_assert_int_eq(parse(l), BL_EFORMAT);
+        } else {
+            ck_assert_int_eq(parse(l), BL_OK);
+            ck_assert_uint_eq(ml.owner.n, at);
+            ck_assert_uint_eq(ml.name.n, strlen(nm) - at - 1);
+        }
+    }
+    /* a digit, then a byte of each kind */
+    for (int c = 1; c < 256; c++) {
+        char l[32] = "12";
+        l[2] = (char)c;
+        memcpy(l + 3, "abcdefgh", 9);
+        uint32_t a = 0, b2 = 0;
+        size_t used = bl_mapping_min_range(l, 11, &a, &b2);
+        if (c == ':') {
+            ck_assert_uint_eq(used, 3);
+            ck_assert_uint_eq(a, 12);
+        } else {
+            ck_assert_uint_eq(used, 0);
+        }
+    }
     ck_assert_int_eq(parse("    void .f() -> b"), BL_EFORMAT);
 
     /* blanks around parameter types, as R8's reader allows (issue 18) */
