@@ -70,6 +70,19 @@ static int sql_abort(bl_processor *p, bl_err err)
 }
 #define SQL_ABORT(p, err) sql_abort((p), (err))
 
+/* pr_get_build failed: on PostgreSQL an SQL error (a deadlock with another
+ * node's round, a lost connection) leaves the round's transaction aborted,
+ * so the round is tried again (bounded by PR_ROUND_FAILS_MAX) rather than
+ * the batch failed while the others go on in an aborted transaction. */
+static int build_err(bl_processor *p, bl_err err)
+{
+    if (p->redo)
+        return B_REDO;
+    if (err == BL_ENOMEM)
+        return B_RETRY;
+    return p->pg && err == BL_EIO ? B_RETRY : B_FAILED;
+}
+
 /* Keeps a processed batch's row for pr_need_db (the committer holds the
  * connection). -1 when out of memory. */
 static int defer_batch(bl_processor *p, const bl_wr_batch *row)
@@ -156,7 +169,7 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
     }
     bstate *b;
     if ((err = pr_get_build(p, app_id, build, &b))) {
-        result = p->redo ? B_REDO : err == BL_ENOMEM ? B_RETRY : B_FAILED;
+        result = build_err(p, err);
         goto out;
     }
     if (!b->ready && pr_need_db(p))
@@ -167,7 +180,7 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
     }
     /* the registration may have made the state again (its row was gone) */
     if ((err = pr_get_build(p, app_id, build, &b))) {
-        result = p->redo ? B_REDO : err == BL_ENOMEM ? B_RETRY : B_FAILED;
+        result = build_err(p, err);
         goto out;
     }
     if (!b->ready) {
