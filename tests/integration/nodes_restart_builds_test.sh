@@ -17,43 +17,9 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
-. "$HERE/../lib/pg.sh"
+. "$HERE/nodes_lib.sh"
+nodes_pg_setup
 
-PIDS=()
-URLS=()
-cleanup() {
-  for i in 0 1; do
-    if [ -n "${PIDS[$i]:-}" ]; then
-      kill "${PIDS[$i]}" 2> /dev/null || true
-      wait "${PIDS[$i]}" 2> /dev/null || true
-    fi
-  done
-  pg_stop
-}
-trap cleanup EXIT
-
-if ! pg_start "$PWD" 2> pg-start.log; then
-  echo "PostgreSQL cannot start here: skipped ($(tail -2 pg-start.log))"
-  finish 77
-fi
-STORE=$(pg_new_db)
-
-start_node() { # i
-  local i=$1
-  rm -f "port$i.txt"
-  "$BIN/beatline-server" --data "$PWD/node$i" --store "$STORE" --listen 127.0.0.1:0 \
-    --port-file "port$i.txt" 2>> "node$i.log" &
-  PIDS[i]=$!
-  for _ in $(seq 400); do
-    [ -s "port$i.txt" ] && break
-    sleep 0.05
-  done
-  if [ ! -s "port$i.txt" ]; then
-    bad "node $i did not start: $(tail -5 "node$i.log")"
-    finish
-  fi
-  URLS[i]="http://127.0.0.1:$(cat "port$i.txt")"
-}
 builds() { # NODE -> the build names, sorted, one line
   curl -s -m 10 -H "Authorization: Bearer $RD" "${URLS[$1]}/v1/apps/shop/builds" |
     jq -r '[.builds[].build] | sort | join(" ")'
