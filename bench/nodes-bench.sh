@@ -153,7 +153,6 @@ run() {
     if [ -n "${BENCH_KEEP_LOGS:-}" ]; then
       psql -X -q -A -d "$store" -c "SELECT pid, client_port, backend_xid, state, left(query, 60)
         FROM pg_stat_activity WHERE datname = current_database()" > "$WORK/run/activity.txt"
-      ss -tnp > "$WORK/run/ss.txt" 2>&1 || true
       cp -r "$WORK/run" "$WORK/run-$name" 2>/dev/null || cp -r "$WORK/run" "$WORK/run-$nodes"
     fi
     echo "    lock waits logged (> 100 ms): $(grep -c "still waiting for" "$WORK/run/pg.log" || true)"
