@@ -76,12 +76,14 @@ start_node 0 600
 start_node 1 0
 
 # every write of a builds row's methodids_hash: by whom, and whether
-# another session held an advisory lock (a build lock: the only ones here)
+# another session held an advisory lock on this database (a build lock: the only
+# ones here; on a cluster shared by other tests, their databases' locks are not counted)
 sql "CREATE TABLE reg_log (name text, others bigint, at timestamptz DEFAULT clock_timestamp());
 CREATE FUNCTION reg_log_f() RETURNS trigger LANGUAGE plpgsql AS \$\$
 BEGIN
   INSERT INTO reg_log(name, others) SELECT NEW.name, count(*) FROM pg_locks
-    WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid();
+    WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database());
   RETURN NEW;
 END \$\$;
 CREATE TRIGGER reg_log_t AFTER UPDATE OF methodids_hash ON builds
