@@ -391,12 +391,13 @@ bl_err bl_queue_failed_expire(bl_db *db, int64_t before_us, int64_t max, int64_t
     return BL_OK;
 }
 
-bl_err bl_queue_lock_try(bl_db *db, int64_t key, int *got)
+/* One pg_try_advisory_*lock call (sql) on key: *got 1 when taken. */
+static bl_err try_lock(bl_db *db, const char *sql, int64_t key, int *got)
 {
     *got = 0;
     if (!bl_db_is_pg(db))
         return BL_EINVAL;
-    bl_st *st = bl_st_get(db, "SELECT pg_try_advisory_lock(CAST(?1 AS bigint))");
+    bl_st *st = bl_st_get(db, sql);
     if (!st)
         return BL_EIO;
     bl_st_int64(st, 1, key);
@@ -407,20 +408,14 @@ bl_err bl_queue_lock_try(bl_db *db, int64_t key, int *got)
     return rc == BL_ST_ROW ? BL_OK : BL_EIO;
 }
 
+bl_err bl_queue_lock_try(bl_db *db, int64_t key, int *got)
+{
+    return try_lock(db, "SELECT pg_try_advisory_lock(CAST(?1 AS bigint))", key, got);
+}
+
 bl_err bl_queue_xact_lock_try(bl_db *db, int64_t key, int *got)
 {
-    *got = 0;
-    if (!bl_db_is_pg(db))
-        return BL_EINVAL;
-    bl_st *st = bl_st_get(db, "SELECT pg_try_advisory_xact_lock(CAST(?1 AS bigint))");
-    if (!st)
-        return BL_EIO;
-    bl_st_int64(st, 1, key);
-    int rc = bl_st_step(st);
-    if (rc == BL_ST_ROW)
-        *got = bl_st_col_int64(st, 0) != 0;
-    bl_st_reset(st);
-    return rc == BL_ST_ROW ? BL_OK : BL_EIO;
+    return try_lock(db, "SELECT pg_try_advisory_xact_lock(CAST(?1 AS bigint))", key, got);
 }
 
 bl_err bl_queue_unlock(bl_db *db, int64_t key)
