@@ -23,7 +23,9 @@
 /* ---- builds ---------------------------------------------------------- */
 
 /* The id of app `app_id`'s build `name`, creating the row (created_at =
- * now_us) when it does not exist yet. */
+ * now_us) when it does not exist yet. A row that exists is only read, never
+ * written: on PostgreSQL this does not wait for another connection's open
+ * transaction that wrote the row (a node's round counting batches into it). */
 bl_err bl_wr_build_get(bl_db *db, int64_t app_id, const char *name, int64_t now_us,
                        int64_t *id);
 
