@@ -175,8 +175,31 @@ static bl_err load_methodids(const char *dir, bl_methodids **out)
     return err;
 }
 
+/* symbolicate_build's rows for bl_wr_methods_put */
+typedef struct sym_rows {
+    const bl_methodids *t;
+    const bl_mapindex *mi; /* NULL: names as they are */
+    bl_buf store;          /* the names of the last row */
+    bl_err sym_err;        /* symbolication failed (not the store) */
+} sym_rows;
+
+static bl_err sym_row(void *ctx, size_t i, bl_wr_method *out)
+{
+    sym_rows *r = ctx;
+    const bl_mid_entry *e = bl_methodids_at(r->t, (uint32_t)i);
+    bl_symbol s;
+    bl_err se = bl_symbolicate_method(r->mi, e->cls, e->name, e->desc, &r->store, &s);
+    if (se == BL_EINVAL) /* a descriptor the parser let through: keep names */
+        se = bl_symbolicate_method(NULL, e->cls, e->name, "()V", &r->store, &s);
+    if (se)
+        return r->sym_err = se;
+    *out = (bl_wr_method){ .method_id = e->id, .cls = s.cls, .name = s.method,
+                           .descriptor = s.desc, .source_file = s.file };
+    return BL_OK;
+}
+
 /* Symbolicates every methodId of the build (table t, borrowed) into the
- * methods table. */
+ * methods table (in chunks of rows on PostgreSQL: store/writer.h). */
 static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int obfuscated,
                                 const bl_methodids *t)
 {
@@ -184,24 +207,12 @@ static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int
     bl_mapindex *mi = NULL;
     if (obfuscated && (err = bl_datadir_open_index(p->data_dir, dir, &mi, NULL)))
         return err;
-    bl_buf store;
-    bl_buf_init(&store, 0);
-    uint32_t n = bl_methodids_count(t);
-    for (uint32_t i = 0; i < n && !err; i++) {
-        const bl_mid_entry *e = bl_methodids_at(t, i);
-        bl_symbol s;
-        bl_err se = bl_symbolicate_method(mi, e->cls, e->name, e->desc, &store, &s);
-        if (se == BL_EINVAL) /* a descriptor the parser let through: keep names */
-            se = bl_symbolicate_method(NULL, e->cls, e->name, "()V", &store, &s);
-        if (se) {
-            err = se;
-            break;
-        }
-        if (bl_wr_method_put(p->db, b->build_id, e->id, s.cls, s.method,
-                             se == BL_OK ? s.desc : e->desc, s.file))
-            err = pr_sql_err(p, "methods upsert");
-    }
-    bl_buf_cleanup(&store);
+    sym_rows r = { .t = t, .mi = mi, .sym_err = BL_OK };
+    bl_buf_init(&r.store, 0);
+    err = bl_wr_methods_put(p->db, b->build_id, bl_methodids_count(t), sym_row, &r);
+    if (err && !r.sym_err && err != BL_ENOMEM)
+        err = pr_sql_err(p, "methods upsert");
+    bl_buf_cleanup(&r.store);
     bl_mapindex_close(mi);
     return err;
 }
