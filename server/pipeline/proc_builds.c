@@ -404,12 +404,14 @@ static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build
     return pr_requeue_waiting(p, b);
 }
 
-/* PostgreSQL store: the registration of (app_id, build) failed (err); a
- * failure not due to the store being away counts, and at PR_REG_FAILS_MAX
- * in a row the state's waiting batches are given back to the queue (their
- * leases given up: any node claims them again, each claim an attempt) and
- * the state is forgotten. */
-static void registration_failed(bl_processor *p, int64_t app_id, const char *build, bl_err err)
+/* PostgreSQL store: the registration of (app_id, build) failed (err; the
+ * reason: `why`, its log line); a failure not due to the store being away
+ * counts, and at PR_REG_FAILS_MAX in a row the state's waiting batches are
+ * given back to the queue (their leases given up: any node claims them
+ * again, each claim an attempt; the rows keep the reason, which a row
+ * failed for its attempts then gives) and the state is forgotten. */
+static void registration_failed(bl_processor *p, int64_t app_id, const char *build, bl_err err,
+                                const char *why)
 {
     if (!p->pg || err == BL_ENOMEM || p->redo != R_NONE || bl_db_connection_lost(p->db))
         return;
@@ -419,14 +421,18 @@ static void registration_failed(bl_processor *p, int64_t app_id, const char *bui
         return;
     size_t i = *ix - 1;
     bstate *b = p->builds[i];
+    snprintf(b->reg_why, sizeof b->reg_why, "%s", why);
     if (++b->reg_fails < PR_REG_FAILS_MAX)
         return;
     pr_log("build %s: its registration failed %u times in a row; its %zu waiting batch(es) "
            "are given back to the queue (claimed again, at most %d times each)",
            build, b->reg_fails, b->n_waiting, BL_QUEUE_MAX_ATTEMPTS);
+    char reason[400];
+    snprintf(reason, sizeof reason, "registration of its build failed %u times in a row, "
+             "the last: %s", b->reg_fails, b->reg_why);
     for (size_t j = 0; j < b->n_waiting; j++) {
         if (b->waiting[j].from_q)
-            pr_q_forget(p, b->waiting[j].uuid, b->waiting[j].qgen, 3, NULL);
+            pr_q_forget(p, b->waiting[j].uuid, b->waiting[j].qgen, 3, reason);
         if (b->waiting[j].counted)
             bl_quota_release(p->quota, b->app_id, b->build, b->waiting[j].bytes);
     }
@@ -440,10 +446,12 @@ static void registration_failed(bl_processor *p, int64_t app_id, const char *bui
 bl_err pr_register_build(bl_processor *p, int64_t app_id, const char *build)
 {
     bl_methodids *mids = NULL;
+    pr_last_log_clear();
     bl_err err = register_build_(p, app_id, build, &mids);
     bl_methodids_free(mids);
     if (err) {
-        registration_failed(p, app_id, build, err);
+        registration_failed(p, app_id, build, err,
+                            pr_last_log()[0] ? pr_last_log() : bl_err_str(err));
     } else if (p->pg) {
         uint64_t *ix = bl_u128map_get(&p->build_ix, (uint64_t)app_id,
                                       XXH3_64bits(build, strlen(build)));

@@ -110,6 +110,7 @@ typedef struct bstate {
     size_t n_waiting, cap_waiting;
     unsigned reg_fails;  /* PostgreSQL store: registrations failed in a row
                           * (not for the store being away): PR_REG_FAILS_MAX */
+    char reg_why[256];   /* the last one's reason (its log line) */
 } bstate;
 
 /* Prep workers (prep.h): while the writer aggregates batch i of a
@@ -312,6 +313,11 @@ void pr_name_thread(const char *name);
 double pr_mono_s(void);
 /* One line "beatline-server: MSG" on stderr. */
 __attribute__((format(printf, 1, 2))) void pr_log(const char *fmt, ...);
+/* The calling thread's last pr_log line (at most 255 bytes; "" when none
+ * since pr_last_log_clear): the reason a step that logs its failures
+ * failed (a registration's, for the queue row: registration_failed). */
+const char *pr_last_log(void);
+void pr_last_log_clear(void);
 /* Puts ws[0..n) back at the head of the queue (see processor.c). */
 void pr_push_front(bl_processor *p, const work *ws, size_t n);
 /* The writer is done with a batch that is not waiting: its quota count goes. */
@@ -435,7 +441,8 @@ bl_err pr_q_drop_build(bl_processor *p, int64_t app_id, const char *build, int64
 /* The batch is done with (committed, or its build deleted): its bytes go;
  * `db_drop` 1: its row is deleted too (on the claim connection), 2: its
  * row is marked failed (`why`), 3: its lease is given up (claimable again
- * at once, by any node). */
+ * at once, by any node; `why`, when not NULL, kept as the reason: the
+ * error a row failed for its attempts gives, bl_queue_unlease). */
 void pr_q_forget(bl_processor *p, const char *uuid, uint32_t qgen, int db_drop,
                  const char *why);
 /* Writer, between rounds: takes the advisory locks the claim thread asks

@@ -139,7 +139,7 @@ void pr_q_forget(bl_processor *p, const char *uuid, uint32_t qgen, int db_drop,
         body_remove(p, i);
     /* a stale claim's row is another claim's business now */
     if (live && db_drop && p->q_db) {
-        bl_err err = db_drop == 3   ? bl_queue_unlease(p->q_db, p->node, uuid)
+        bl_err err = db_drop == 3   ? bl_queue_unlease(p->q_db, p->node, uuid, why)
                      : db_drop == 2 ? bl_queue_fail(p->q_db, uuid, why)
                                     : bl_queue_drop(p->q_db, uuid);
         if (err)

@@ -50,6 +50,9 @@ double pr_mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* the calling thread's last pr_log line (pr_last_log) */
+static _Thread_local char last_log[256];
+
 __attribute__((format(printf, 1, 2))) void pr_log(const char *fmt, ...)
 {
     char msg[512];
@@ -58,6 +61,17 @@ __attribute__((format(printf, 1, 2))) void pr_log(const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     fprintf(stderr, "beatline-server: %s\n", msg);
+    snprintf(last_log, sizeof last_log, "%.255s", msg);
+}
+
+const char *pr_last_log(void)
+{
+    return last_log;
+}
+
+void pr_last_log_clear(void)
+{
+    last_log[0] = '\0';
 }
 
 /* ------------------------------------------------------------------------ */

@@ -157,6 +157,8 @@ upload 1 q
 settle_queue "registration failing on node 0"
 failed=$(sql "SELECT count(*) FROM raw_batches WHERE failed_at IS NOT NULL")
 expect "q's 2 batches each counted or failed" 2 "$(($(counted q) + failed))"
+expect "q's failed batches (if any) give the registration's failure as their reason" "$failed" \
+  "$(sql "SELECT count(*) FROM raw_batches WHERE failed_at IS NOT NULL AND error LIKE '%registration of its build failed%'")"
 mfailed=$(curl -s -m 10 "${URLS[1]}/metrics" | awk '/^beatline_queue_batches_failed /{print $2}')
 expect "the failed ones are in /metrics" "$failed" "${mfailed%.*}"
 

@@ -262,6 +262,35 @@ START_TEST(advisory_locks_and_id_blocks)
 }
 END_TEST
 
+START_TEST(given_back_reason_kept)
+{
+    open_both();
+    int64_t k = bl_queue_lock_key(5, "gb");
+    put(a, 50, 5, "gb", 0);
+    put(a, 51, 5, "gb", 0);
+    got g;
+    /* 50: given back with a reason each time (its build's registration
+     * failing); 51: its node stops each time (the lease runs out) */
+    for (int i = 0; i < BL_QUEUE_MAX_ATTEMPTS; i++) {
+        ck_assert_int_eq((int)claim(a, "A", 1, &k, 1, 10, &g), 2);
+        ck_assert_int_eq(bl_queue_unlease(a, "A", uuid_n(50), "registration failed: test"),
+                         BL_OK);
+        usleep(1500);
+    }
+    ck_assert_int_eq((int)claim(a, "A", 1, &k, 1, 10, &g), 0);
+    bl_st *st = bl_st_get(b, "SELECT error FROM raw_batches WHERE failed_at IS NOT NULL "
+                             "ORDER BY batch_id");
+    ck_assert_int_eq(bl_st_step(st), BL_ST_ROW);
+    ck_assert_str_eq(bl_st_col_str(st, 0), "claimed 20 times without being finished (last given "
+                                           "back by its node: registration failed: test)");
+    ck_assert_int_eq(bl_st_step(st), BL_ST_ROW);
+    ck_assert_str_eq(bl_st_col_str(st, 0), "claimed 20 times without being finished (its node "
+                                           "stopped each time)");
+    bl_st_reset(st);
+    close_both();
+}
+END_TEST
+
 START_TEST(build_get_waits_for_no_round)
 {
     open_both();
@@ -307,6 +336,7 @@ int main(void)
     tcase_add_test(t, too_many_attempts_fail);
     tcase_add_test(t, advisory_locks_and_id_blocks);
     tcase_add_test(t, build_get_waits_for_no_round);
+    tcase_add_test(t, given_back_reason_kept);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
