@@ -22,58 +22,19 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
-. "$HERE/../lib/pg.sh"
-
-PIDS=()
-URLS=()
-OWN_PG=
-cleanup() {
-  for i in 0 1; do
-    if [ -n "${PIDS[$i]:-}" ]; then
-      kill "${PIDS[$i]}" 2> /dev/null || true
-      wait "${PIDS[$i]}" 2> /dev/null || true
-    fi
-  done
-  [ -n "$OWN_PG" ] && pg_stop
-  [ -n "${STORE:-}" ] && [ -z "$OWN_PG" ] && pg_drop_db "$STORE"
-  return 0
-}
-trap cleanup EXIT
-
-if [ -z "${BEATLINE_TEST_PG_URL:-}" ]; then
-  if ! pg_start "$PWD" 2> pg-start.log; then
-    echo "PostgreSQL cannot start here: skipped ($(tail -2 pg-start.log))"
-    finish 77
-  fi
-  OWN_PG=1
-fi
-STORE=$(pg_new_db)
+. "$HERE/nodes_lib.sh"
+nodes_pg_setup reuse
 sql() { timeout 20 psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$STORE" -c "$1"; }
-SRV=${BIN_REAL:-$BIN}/beatline-server
 
 keys=$("$SRV" --data "$PWD/node0" --store "$STORE" app create shop)
 ING=$(jq -r .ingest_key <<< "$keys")
 UPL=$(jq -r .upload_key <<< "$keys")
 
-# node i (0 = A, 1 = B): data folder node$i, log node$i.log
-start_node() {
-  local i=$1
-  rm -f "port$i.txt"
-  BEATLINE_TEST_COMMIT_DELAY_MS=$2 "$SRV" --data "$PWD/node$i" --store "$STORE" \
-    --listen 127.0.0.1:0 --port-file "port$i.txt" 2>> "node$i.log" &
-  PIDS[i]=$!
-  for _ in $(seq 400); do # bounded: 20 s
-    [ -s "port$i.txt" ] && break
-    sleep 0.05
-  done
-  if [ ! -s "port$i.txt" ]; then
-    bad "node $i did not start: $(tail -5 "node$i.log")"
-    finish
-  fi
-  URLS[i]="http://127.0.0.1:$(cat "port$i.txt")"
-}
-start_node 0 600
-start_node 1 0
+# node 0 = A (its commits slowed down), 1 = B
+NODE_ENV=(BEATLINE_TEST_COMMIT_DELAY_MS=600)
+start_node 0
+NODE_ENV=()
+start_node 1
 
 # every write of a builds row's methodids_hash: by whom, and whether
 # another session held an advisory lock on this database (a build lock: the only
