@@ -421,7 +421,6 @@ static void registration_failed(bl_processor *p, int64_t app_id, const char *bui
         return;
     size_t i = *ix - 1;
     bstate *b = p->builds[i];
-    snprintf(b->reg_why, sizeof b->reg_why, "%s", why);
     if (++b->reg_fails < PR_REG_FAILS_MAX)
         return;
     pr_log("build %s: its registration failed %u times in a row; its %zu waiting batch(es) "
@@ -429,7 +428,7 @@ static void registration_failed(bl_processor *p, int64_t app_id, const char *bui
            build, b->reg_fails, b->n_waiting, BL_QUEUE_MAX_ATTEMPTS);
     char reason[400];
     snprintf(reason, sizeof reason, "registration of its build failed %u times in a row, "
-             "the last: %s", b->reg_fails, b->reg_why);
+             "the last: %s", b->reg_fails, why);
     for (size_t j = 0; j < b->n_waiting; j++) {
         if (b->waiting[j].from_q)
             pr_q_forget(p, b->waiting[j].uuid, b->waiting[j].qgen, 3, reason);
@@ -450,8 +449,9 @@ bl_err pr_register_build(bl_processor *p, int64_t app_id, const char *build)
     bl_err err = register_build_(p, app_id, build, &mids);
     bl_methodids_free(mids);
     if (err) {
-        registration_failed(p, app_id, build, err,
-                            pr_last_log()[0] ? pr_last_log() : bl_err_str(err));
+        snprintf(p->reg_why, sizeof p->reg_why, "%s",
+                 pr_last_log()[0] ? pr_last_log() : bl_err_str(err));
+        registration_failed(p, app_id, build, err, p->reg_why);
     } else if (p->pg) {
         uint64_t *ix = bl_u128map_get(&p->build_ix, (uint64_t)app_id,
                                       XXH3_64bits(build, strlen(build)));

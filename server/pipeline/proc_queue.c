@@ -543,12 +543,14 @@ bl_err pr_q_finish_round(bl_processor *p, const movelist *m)
     for (size_t i = 0; i < m->n; i++) {
         if (!m->b[i].from_q)
             continue;
-        bl_err err = m->failed[i]
-                         ? bl_queue_fail(p->db, m->b[i].uuid,
-                                         "could not be processed (see the server's log)")
-                         : bl_queue_finish(p->db, m->b[i].uuid);
-        if (err)
-            return pr_sql_err(p, "queue finish");
+        const char *why = m->why && m->why[i][0] ? m->why[i]
+                                                  : "could not be processed (see the server's log)";
+        bl_err err = m->failed[i] ? bl_queue_fail(p->db, m->b[i].uuid, why)
+                                  : bl_queue_finish(p->db, m->b[i].uuid);
+        if (err) { /* the committer's thread: not pr_sql_err (the writer's flag) */
+            pr_log("SQL error in queue finish: %s", bl_db_errmsg(p->db));
+            return BL_EIO;
+        }
     }
     return BL_OK;
 }

@@ -445,6 +445,16 @@ static void *writer_main(void *arg)
             pr_recheck_waiting(p);
             p->next_recheck = pr_mono_s() + PR_RECHECK_S;
         }
+        /* the last round's commit failed while nothing else came: it goes
+         * again now, not when more work comes (after a pause, as a round
+         * given up is) */
+        if (pr_cm_failed_now(p)) {
+            pr_reset_states(p);
+            pr_cm_put_back(p);
+            pr_q_check_conn(p);
+            sleep(1);
+            continue;
+        }
         /* PostgreSQL store: build locks asked for by the claim thread, taken
          * on this connection between rounds (proc_queue.c) */
         if (atomic_exchange(&p->q_wants, 0)) {
@@ -456,7 +466,7 @@ static void *writer_main(void *arg)
             pr_q_locks(p);
         }
         pthread_mutex_lock(&p->mu);
-        while (p->qlen == 0 && !p->stop && !atomic_load(&p->q_wants)) {
+        while (p->qlen == 0 && !p->stop && !atomic_load(&p->q_wants) && !pr_cm_failed_now(p)) {
             p->busy = 0;
             pthread_cond_broadcast(&p->idle_cv);
             /* wake for the next expiry sweep, or look for waiting builds'

@@ -26,6 +26,11 @@
 #   4. a trigger refuses one batch's row: after PR_ROUND_FAILS_MAX failed
 #      rounds the batches go one per round; the refused one is failed with
 #      its reason, the others counted; nothing stays leased.
+#   5. a trigger refuses the delete of one batch's queue row, which the
+#      committer makes in the round's transaction: the commit fails every
+#      time; after PR_ROUND_FAILS_MAX failed commits the batches go one per
+#      round, the refused one is failed with its reason after as many
+#      alone, the others counted; nothing stays leased.
 # Every wait is bounded.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -193,6 +198,36 @@ expect "f counts the 2 batches that can be committed" 2 "$(wait_counted f 2)"
 expect "the refused batch is failed, with its reason" 1 \
   "$(sql "SELECT count(*) FROM raw_batches WHERE batch_id = '7e570000-0000-4000-8000-000000000031' AND failed_at IS NOT NULL AND error LIKE '%failed repeatedly%'")"
 sql "DROP TRIGGER bl_test_refuse ON batches; DROP FUNCTION bl_test_refuse()" > /dev/null
+
+# ---- 5. a batch whose round's commit fails every time (a trigger refuses
+#      the delete of its queue row, made in the committer's transaction)
+refuse_fn=$(cat << 'EOS'
+CREATE FUNCTION bl_test_refuse_q() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF OLD.batch_id = '7e570000-0000-4000-8000-000000000042' THEN
+    RAISE EXCEPTION 'queue row delete refused by the test';
+  END IF;
+  RETURN OLD;
+END $$;
+CREATE TRIGGER bl_test_refuse_q BEFORE DELETE ON raw_batches
+  FOR EACH ROW EXECUTE FUNCTION bl_test_refuse_q();
+EOS
+)
+sql "$refuse_fn" > /dev/null
+upload 0 g
+for k in 41 42 43; do post 0 "$k" g; done
+n=
+end=$((SECONDS + 90))
+for _ in $(seq 900); do # bounded: 90 s
+  n=$(sql "SELECT count(*) FROM raw_batches WHERE failed_at IS NULL")
+  [ "$n" = 0 ] || [ "$SECONDS" -ge "$end" ] && break
+  sleep 0.1
+done
+expect "commit failing every time: queue empty (nothing leased for ever)" 0 "$n"
+expect "g counts the 2 batches that can be committed" 2 "$(wait_counted g 2)"
+expect "the batch whose commit fails is failed, with its reason" 1 \
+  "$(sql "SELECT count(*) FROM raw_batches WHERE batch_id = '7e570000-0000-4000-8000-000000000042' AND failed_at IS NOT NULL AND error LIKE '%commit failed repeatedly%'")"
+sql "DROP TRIGGER bl_test_refuse_q ON raw_batches; DROP FUNCTION bl_test_refuse_q()" > /dev/null
 if grep -q 'AddressSanitizer\|runtime error' node0.log node1.log; then
   bad "sanitizer: $(grep -m3 'AddressSanitizer\|runtime error' node0.log node1.log)"
 fi
