@@ -18,6 +18,11 @@
 #                            NAME=VALUE, empty by default) in its
 #                            environment; URLS[I] its base URL; fails the
 #                            test when it does not listen in 20 s
+#   nodes_post I BUILD       POSTs a new batch of app "shop" (key ING) and
+#                            build BUILD to node I (URL set to its base URL):
+#                            CODE, BODY, HDRS as lib.sh's http; batch ids
+#                            from the counter N; one main thread calling
+#                            methodIds 0 and 1
 . "$HERE/../lib/pg.sh"
 
 PIDS=()
@@ -71,4 +76,21 @@ start_node() { # I [ARG...]
     finish
   fi
   URLS[i]="http://127.0.0.1:$(cat "port$i.txt")"
+}
+
+N=0
+nodes_post() { # I BUILD
+  N=$((N + 1))
+  local uuid
+  uuid=$(printf '%08x-0000-4000-8000-%012x' "$N" "$N")
+  cat > b.json << JSON
+{"batch_id":"$uuid","app":"shop","build":"$2","session_id":"s","origin_wall_us":1795960000000000,
+ "device":{"model":"m","os":"14","sdk":34},
+ "threads":[{"id":1,"name":"main","main":true,"truncated":false,
+  "records":[[0,"i",0],[1,"i",2],[1,"o",8],[0,"o",10]]}],
+ "events":[]}
+JSON
+  "$BIN/beatline-batch" encode < b.json > b.bin
+  URL=${URLS[$1]}
+  http POST /v1/apps/shop/batches "$ING" --data-binary @b.bin
 }

@@ -51,22 +51,7 @@ CREATE TRIGGER reg_log_t AFTER UPDATE OF methodids_hash ON builds
   FOR EACH ROW WHEN (OLD.methodids_hash IS DISTINCT FROM NEW.methodids_hash)
   EXECUTE FUNCTION reg_log_f();" > /dev/null
 
-N=0
-post() { # NODE BUILD
-  N=$((N + 1))
-  local uuid
-  uuid=$(printf '%08x-0000-4000-8000-%012x' "$N" "$N")
-  cat > b.json << JSON
-{"batch_id":"$uuid","app":"shop","build":"$2","session_id":"s","origin_wall_us":1795960000000000,
- "device":{"model":"m","os":"14","sdk":34},
- "threads":[{"id":1,"name":"main","main":true,"truncated":false,
-  "records":[[0,"i",0],[1,"i",2],[1,"o",8],[0,"o",10]]}],
- "events":[]}
-JSON
-  "$BIN/beatline-batch" encode < b.json > b.bin
-  URL=${URLS[$1]}
-  http POST /v1/apps/shop/batches "$ING" --data-binary @b.bin
-}
+post() { nodes_post "$@"; } # NODE BUILD
 
 for i in $(seq 0 20); do echo "$i,1,com.example.C$((i % 3)) m$i ()V"; done > mids1.txt
 for i in $(seq 0 30); do echo "$i,1,com.example.D$((i % 3)) n$i ()V"; done > mids2.txt

@@ -79,9 +79,9 @@ doom() { # BUILD PURGE
   sql "BEGIN; INSERT INTO doomed_builds(build_id, app_id, name, reason, at) SELECT id, app_id, name, 'deleted', 0 FROM builds WHERE id = $id; UPDATE builds SET app_id = 0, name = CAST(id AS text) WHERE id = $id; DELETE FROM build_files WHERE app_id = $APP AND build = '$1'; $purge COMMIT;" > /dev/null
   echo "$id"
 }
-settle_queue() { # NAME: waits (bounded) until no batch waits or is leased
-  local n= end=$((SECONDS + 40))
-  for _ in $(seq 400); do # bounded: 40 s
+settle_queue() { # NAME [S]: waits (bounded: S s, 40) until no batch waits or is leased
+  local n= end=$((SECONDS + ${2:-40}))
+  for _ in $(seq $((${2:-40} * 10))); do # bounded
     n=$(sql "SELECT count(*) FROM raw_batches WHERE failed_at IS NULL")
     [ "$n" = 0 ] || [ "$SECONDS" -ge "$end" ] && break
     sleep 0.1
@@ -186,14 +186,7 @@ EOS
 sql "$refuse_fn" > /dev/null
 upload 0 f
 for k in 31 32 33; do post 0 "$k" f; done
-n=
-end=$((SECONDS + 90))
-for _ in $(seq 900); do # bounded: 90 s
-  n=$(sql "SELECT count(*) FROM raw_batches WHERE failed_at IS NULL")
-  [ "$n" = 0 ] || [ "$SECONDS" -ge "$end" ] && break
-  sleep 0.1
-done
-expect "round failing every time: queue empty (nothing leased for ever)" 0 "$n"
+settle_queue "round failing every time" 90
 expect "f counts the 2 batches that can be committed" 2 "$(wait_counted f 2)"
 expect "the refused batch is failed, with its reason" 1 \
   "$(sql "SELECT count(*) FROM raw_batches WHERE batch_id = '7e570000-0000-4000-8000-000000000031' AND failed_at IS NOT NULL AND error LIKE '%failed repeatedly%'")"
@@ -216,14 +209,7 @@ EOS
 sql "$refuse_fn" > /dev/null
 upload 0 g
 for k in 41 42 43; do post 0 "$k" g; done
-n=
-end=$((SECONDS + 90))
-for _ in $(seq 900); do # bounded: 90 s
-  n=$(sql "SELECT count(*) FROM raw_batches WHERE failed_at IS NULL")
-  [ "$n" = 0 ] || [ "$SECONDS" -ge "$end" ] && break
-  sleep 0.1
-done
-expect "commit failing every time: queue empty (nothing leased for ever)" 0 "$n"
+settle_queue "commit failing every time" 90
 expect "g counts the 2 batches that can be committed" 2 "$(wait_counted g 2)"
 expect "the batch whose commit fails is failed, with its reason" 1 \
   "$(sql "SELECT count(*) FROM raw_batches WHERE batch_id = '7e570000-0000-4000-8000-000000000042' AND failed_at IS NOT NULL AND error LIKE '%commit failed repeatedly%'")"

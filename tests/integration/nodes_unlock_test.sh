@@ -38,20 +38,8 @@ UPL=$(jq -r .upload_key <<< "$keys")
 start_node 0
 URL=${URLS[0]}
 
-N=0
 post() { # BUILD
-  N=$((N + 1))
-  local uuid
-  uuid=$(printf '%08x-0000-4000-8000-%012x' "$N" "$N")
-  cat > b.json << JSON
-{"batch_id":"$uuid","app":"shop","build":"$1","session_id":"s","origin_wall_us":1795960000000000,
- "device":{"model":"m","os":"14","sdk":34},
- "threads":[{"id":1,"name":"main","main":true,"truncated":false,
-  "records":[[0,"i",0],[1,"i",2],[1,"o",8],[0,"o",10]]}],
- "events":[]}
-JSON
-  "$BIN/beatline-batch" encode < b.json > b.bin
-  http POST /v1/apps/shop/batches "$ING" --data-binary @b.bin
+  nodes_post 0 "$1"
   expect "batch $N of $1 answered" 202 "$CODE"
 }
 counted() { # N: waits (bounded) until N batches are counted

@@ -37,21 +37,7 @@ for i in $(seq 0 20); do echo "$i,1,com.example.C$((i % 3)) m$i ()V"; done > mid
 http PUT /v1/apps/shop/builds/x/method-ids "$UPL" --data-binary @mids.txt
 expect "x's method-ID file" 201 "$CODE"
 
-N=0
-post() { # BUILD
-  N=$((N + 1))
-  local uuid
-  uuid=$(printf '%08x-0000-4000-8000-%012x' "$N" "$N")
-  cat > b.json << JSON
-{"batch_id":"$uuid","app":"shop","build":"$1","session_id":"s","origin_wall_us":1795960000000000,
- "device":{"model":"m","os":"14","sdk":34},
- "threads":[{"id":1,"name":"main","main":true,"truncated":false,
-  "records":[[0,"i",0],[1,"i",2],[1,"o",8],[0,"o",10]]}],
- "events":[]}
-JSON
-  "$BIN/beatline-batch" encode < b.json > b.bin
-  http POST /v1/apps/shop/batches "$ING" --data-binary @b.bin
-}
+post() { nodes_post 0 "$1"; } # BUILD
 
 # batches of x and uploads of y1..y4 interleaved: rounds of x stay open
 # (the round before commits for 700 ms) while the uploads come
