@@ -227,7 +227,9 @@ void pr_push_back_items(bl_processor *p, work *items, const uint8_t *waited, siz
 /* The failed job j's commit was the PR_ROUND_FAILS_MAX-th in a row to fail
  * on an SQL error (p->cm_fails): as for rounds given up (proc_round.c),
  * its batches go one per round from now on, or its batch, alone, is
- * failed. The index of the item failed, SIZE_MAX when none. */
+ * failed; a round of no batch (a registration alone, W_ALONE_P) is given
+ * up (its items flagged in j->waited: not put back). The index of the
+ * item failed, SIZE_MAX when none. */
 static size_t cm_bound(bl_processor *p, cjob *j)
 {
     p->cm_fails = 0;
@@ -250,6 +252,17 @@ static size_t cm_bound(bl_processor *p, cjob *j)
         if (p->q_solo)
             p->q_solo--;
         return last;
+    }
+    if (nb == 0) { /* registrations: tried again at the build's next upload, or
+                    * when batches of it wait (pr_recheck_waiting) */
+        for (size_t i = 0; i < j->n_items; i++)
+            if (j->items[i].kind == W_BUILD) {
+                pr_log("build %s: its registration's commit failed %d times in a row (see "
+                       "above); given up until its next upload or batch",
+                       j->items[i].build, PR_ROUND_FAILS_MAX);
+                j->waited[i] = 1;
+            }
+        return SIZE_MAX;
     }
     if (nb > 1) { /* which one breaks it: the next rounds take one each */
         pr_log("%zu batches: their round's commit failed %d times in a row; processed one "

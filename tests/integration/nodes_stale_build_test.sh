@@ -31,6 +31,9 @@
 #      time; after PR_ROUND_FAILS_MAX failed commits the batches go one per
 #      round, the refused one is failed with its reason after as many
 #      alone, the others counted; nothing stays leased.
+#   6. a deferred trigger makes the commit of build h's registration (an
+#      upload's, no batch) fail every time: after PR_ROUND_FAILS_MAX failed
+#      commits the registration is given up, not tried again for ever.
 # Every wait is bounded.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -214,6 +217,34 @@ expect "g counts the 2 batches that can be committed" 2 "$(wait_counted g 2)"
 expect "the batch whose commit fails is failed, with its reason" 1 \
   "$(sql "SELECT count(*) FROM raw_batches WHERE batch_id = '7e570000-0000-4000-8000-000000000042' AND failed_at IS NOT NULL AND error LIKE '%commit failed repeatedly%'")"
 sql "DROP TRIGGER bl_test_refuse_q ON raw_batches; DROP FUNCTION bl_test_refuse_q()" > /dev/null
+
+# ---- 6. a registration whose commit fails every time (a deferred trigger
+#      refuses build h's row updates at COMMIT); no batch of h
+refuse_fn=$(cat << 'EOS'
+CREATE FUNCTION bl_test_refuse_h() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.name = 'h' THEN
+    RAISE EXCEPTION 'build h refused at commit by the test';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE CONSTRAINT TRIGGER bl_test_refuse_h AFTER UPDATE ON builds
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION bl_test_refuse_h();
+EOS
+)
+sql "$refuse_fn" > /dev/null
+upload 0 h
+given=0
+for _ in $(seq 600); do # bounded: 60 s
+  grep -q "build h: its registration's commit failed" node0.log && given=1 && break
+  sleep 0.1
+done
+expect "h's registration given up after its commit failed repeatedly" 1 "$given"
+c1=$(grep -c "build h refused at commit" node0.log || true)
+sleep 3 # a registration tried again would fail once a second
+expect "h's registration is not tried again for ever" "$c1" \
+  "$(grep -c "build h refused at commit" node0.log || true)"
+sql "DROP TRIGGER bl_test_refuse_h ON builds; DROP FUNCTION bl_test_refuse_h()" > /dev/null
 if grep -q 'AddressSanitizer\|runtime error' node0.log node1.log; then
   bad "sanitizer: $(grep -m3 'AddressSanitizer\|runtime error' node0.log node1.log)"
 fi
