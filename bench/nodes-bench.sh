@@ -14,7 +14,9 @@
 # back on (fsync, full_page_writes, synchronous_commit: a 202 is as durable
 # as with SQLite's fsync'd WAL). Prints records/s per configuration, the CPU
 # seconds of the nodes and of the PostgreSQL processes, and the load
-# average; query p50/p99 from 100 requests (bench_http query).
+# average; query p50/p99 from 100 requests (bench_http query); on
+# PostgreSQL the builds' registration times (method-ID file read to methods
+# rows written).
 #
 # Diagnostics (environment):
 #   BENCH_PG_STATEMENTS=N  after each PostgreSQL run, its N statements with
@@ -143,6 +145,14 @@ run() {
     -v nc="$ncpu" -v pc="$pgcpu" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
     printf "%-22s %7.2f M records/s  %6.2f s  %4d/%d batches  nodes CPU %6s s  PostgreSQL CPU %6s s  load %s\n",
            name, n * r / (b - a) / 1e6, b - a, got, n, nc, pc, load }'
+  if [ "$store" != "${store#postgresql:}" ]; then
+    # each build's registration, from its method-ID file read to its
+    # methods rows written (builds.methodids_at to symbolicated_at)
+    psql -X -q -A -t -d "$store" -c "SELECT count(*), round(avg(symbolicated_at - methodids_at)
+      / 1000), round(max(symbolicated_at - methodids_at) / 1000) FROM builds
+      WHERE symbolicated_at IS NOT NULL AND methodids_at IS NOT NULL" |
+      awk -F'|' '{ printf "    registrations: %s builds, mean %s ms, max %s ms (method-ID file to methods rows written)\n", $1, $2, $3 }'
+  fi
   if [ "$STMTS" -gt 0 ] && [ "$store" != "${store#postgresql:}" ]; then
     psql -X -q -A -F ' | ' -d "$store" -c "SELECT calls, round(total_exec_time) AS ms,
       rows, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS statement

@@ -211,6 +211,32 @@ static zip_int64_t read_span(const uint8_t *src, size_t len, size_t *pos, void *
     return (zip_int64_t)n;
 }
 
+/* ZIP_SOURCE_STAT of both callbacks: the caller's zip_stat_t in data,
+ * initialised; NULL (error set) when len is too small for one. */
+static zip_stat_t *stat_begin(void *data, zip_uint64_t len, zip_error_t *error)
+{
+    if (len < sizeof(zip_stat_t)) {
+        zip_error_set(error, ZIP_ER_INVAL, 0);
+        return NULL;
+    }
+    zip_stat_t *st = data;
+    zip_stat_init(st);
+    return st;
+}
+
+/* ZIP_SOURCE_SEEK and _SEEK_WRITE: *pos moved as data (a
+ * zip_source_args_seek_t of len bytes) says, within [0, end]. 0; -1 with
+ * error set. */
+static zip_int64_t seek_span(size_t *pos, size_t end, void *data, zip_uint64_t len,
+                             zip_error_t *error)
+{
+    zip_int64_t p = zip_source_seek_compute_offset(*pos, end, data, len, error);
+    if (p < 0)
+        return -1;
+    *pos = (size_t)p;
+    return 0;
+}
+
 static zip_int64_t zsrc_cb(void *ud, void *data, zip_uint64_t len, zip_source_cmd_t cmd)
 {
     zsrc *z = ud;
@@ -224,12 +250,9 @@ static zip_int64_t zsrc_cb(void *ud, void *data, zip_uint64_t len, zip_source_cm
     case ZIP_SOURCE_CLOSE:
         return 0;
     case ZIP_SOURCE_STAT: {
-        if (len < sizeof(zip_stat_t)) {
-            zip_error_set(&z->error, ZIP_ER_INVAL, 0);
+        zip_stat_t *st = stat_begin(data, len, &z->error);
+        if (!st)
             return -1;
-        }
-        zip_stat_t *st = data;
-        zip_stat_init(st);
         st->valid = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD | ZIP_STAT_CRC |
                     ZIP_STAT_MTIME | ZIP_STAT_ENCRYPTION_METHOD;
         st->size = z->en->out_len;
@@ -299,22 +322,14 @@ static zip_int64_t memzip_cb(void *ud, void *data, zip_uint64_t len, zip_source_
         return read_span(m->in, m->in_len, &m->pos, data, len);
     case ZIP_SOURCE_CLOSE:
         return 0;
-    case ZIP_SOURCE_SEEK: {
-        zip_int64_t p = zip_source_seek_compute_offset(m->pos, m->in_len, data, len, &m->error);
-        if (p < 0)
-            return -1;
-        m->pos = (size_t)p;
-        return 0;
-    }
+    case ZIP_SOURCE_SEEK:
+        return seek_span(&m->pos, m->in_len, data, len, &m->error);
     case ZIP_SOURCE_TELL:
         return (zip_int64_t)m->pos;
     case ZIP_SOURCE_STAT: {
-        if (len < sizeof(zip_stat_t)) {
-            zip_error_set(&m->error, ZIP_ER_INVAL, 0);
+        zip_stat_t *st = stat_begin(data, len, &m->error);
+        if (!st)
             return -1;
-        }
-        zip_stat_t *st = data;
-        zip_stat_init(st);
         st->valid = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD |
                     ZIP_STAT_ENCRYPTION_METHOD;
         st->size = st->comp_size = m->in_len;
@@ -348,13 +363,8 @@ static zip_int64_t memzip_cb(void *ud, void *data, zip_uint64_t len, zip_source_
         m->wpos += n;
         return (zip_int64_t)n;
     }
-    case ZIP_SOURCE_SEEK_WRITE: {
-        zip_int64_t p = zip_source_seek_compute_offset(m->wpos, m->out.len, data, len, &m->error);
-        if (p < 0)
-            return -1;
-        m->wpos = (size_t)p;
-        return 0;
-    }
+    case ZIP_SOURCE_SEEK_WRITE:
+        return seek_span(&m->wpos, m->out.len, data, len, &m->error);
     case ZIP_SOURCE_TELL_WRITE:
         return (zip_int64_t)m->wpos;
     case ZIP_SOURCE_COMMIT_WRITE:

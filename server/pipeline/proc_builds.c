@@ -175,8 +175,31 @@ static bl_err load_methodids(const char *dir, bl_methodids **out)
     return err;
 }
 
+/* symbolicate_build's rows for bl_wr_methods_put */
+typedef struct sym_rows {
+    const bl_methodids *t;
+    const bl_mapindex *mi; /* NULL: names as they are */
+    bl_buf store;          /* the names of the last row */
+    bl_err sym_err;        /* symbolication failed (not the store) */
+} sym_rows;
+
+static bl_err sym_row(void *ctx, size_t i, bl_wr_method *out)
+{
+    sym_rows *r = ctx;
+    const bl_mid_entry *e = bl_methodids_at(r->t, (uint32_t)i);
+    bl_symbol s;
+    bl_err se = bl_symbolicate_method(r->mi, e->cls, e->name, e->desc, &r->store, &s);
+    if (se == BL_EINVAL) /* a descriptor the parser let through: keep names */
+        se = bl_symbolicate_method(NULL, e->cls, e->name, "()V", &r->store, &s);
+    if (se)
+        return r->sym_err = se;
+    *out = (bl_wr_method){ .method_id = e->id, .cls = s.cls, .name = s.method,
+                           .descriptor = s.desc, .source_file = s.file };
+    return BL_OK;
+}
+
 /* Symbolicates every methodId of the build (table t, borrowed) into the
- * methods table. */
+ * methods table (in chunks of rows on PostgreSQL: store/writer.h). */
 static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int obfuscated,
                                 const bl_methodids *t)
 {
@@ -184,24 +207,12 @@ static bl_err symbolicate_build(bl_processor *p, bstate *b, const char *dir, int
     bl_mapindex *mi = NULL;
     if (obfuscated && (err = bl_datadir_open_index(p->data_dir, dir, &mi, NULL)))
         return err;
-    bl_buf store;
-    bl_buf_init(&store, 0);
-    uint32_t n = bl_methodids_count(t);
-    for (uint32_t i = 0; i < n && !err; i++) {
-        const bl_mid_entry *e = bl_methodids_at(t, i);
-        bl_symbol s;
-        bl_err se = bl_symbolicate_method(mi, e->cls, e->name, e->desc, &store, &s);
-        if (se == BL_EINVAL) /* a descriptor the parser let through: keep names */
-            se = bl_symbolicate_method(NULL, e->cls, e->name, "()V", &store, &s);
-        if (se) {
-            err = se;
-            break;
-        }
-        if (bl_wr_method_put(p->db, b->build_id, e->id, s.cls, s.method,
-                             se == BL_OK ? s.desc : e->desc, s.file))
-            err = pr_sql_err(p, "methods upsert");
-    }
-    bl_buf_cleanup(&store);
+    sym_rows r = { .t = t, .mi = mi, .sym_err = BL_OK };
+    bl_buf_init(&r.store, 0);
+    err = bl_wr_methods_put(p->db, b->build_id, bl_methodids_count(t), sym_row, &r);
+    if (err && !r.sym_err && err != BL_ENOMEM)
+        err = pr_sql_err(p, "methods upsert");
+    bl_buf_cleanup(&r.store);
     bl_mapindex_close(mi);
     return err;
 }
@@ -393,12 +404,14 @@ static bl_err register_build_(bl_processor *p, int64_t app_id, const char *build
     return pr_requeue_waiting(p, b);
 }
 
-/* PostgreSQL store: the registration of (app_id, build) failed (err); a
- * failure not due to the store being away counts, and at PR_REG_FAILS_MAX
- * in a row the state's waiting batches are given back to the queue (their
- * leases given up: any node claims them again, each claim an attempt) and
- * the state is forgotten. */
-static void registration_failed(bl_processor *p, int64_t app_id, const char *build, bl_err err)
+/* PostgreSQL store: the registration of (app_id, build) failed (err; the
+ * reason: `why`, its log line); a failure not due to the store being away
+ * counts, and at PR_REG_FAILS_MAX in a row the state's waiting batches are
+ * given back to the queue (their leases given up: any node claims them
+ * again, each claim an attempt; the rows keep the reason, which a row
+ * failed for its attempts then gives) and the state is forgotten. */
+static void registration_failed(bl_processor *p, int64_t app_id, const char *build, bl_err err,
+                                const char *why)
 {
     if (!p->pg || err == BL_ENOMEM || p->redo != R_NONE || bl_db_connection_lost(p->db))
         return;
@@ -413,9 +426,12 @@ static void registration_failed(bl_processor *p, int64_t app_id, const char *bui
     pr_log("build %s: its registration failed %u times in a row; its %zu waiting batch(es) "
            "are given back to the queue (claimed again, at most %d times each)",
            build, b->reg_fails, b->n_waiting, BL_QUEUE_MAX_ATTEMPTS);
+    char reason[400];
+    snprintf(reason, sizeof reason, "registration of its build failed %u times in a row, "
+             "the last: %s", b->reg_fails, why);
     for (size_t j = 0; j < b->n_waiting; j++) {
         if (b->waiting[j].from_q)
-            pr_q_forget(p, b->waiting[j].uuid, b->waiting[j].qgen, 3, NULL);
+            pr_q_forget(p, b->waiting[j].uuid, b->waiting[j].qgen, 3, reason);
         if (b->waiting[j].counted)
             bl_quota_release(p->quota, b->app_id, b->build, b->waiting[j].bytes);
     }
@@ -429,10 +445,13 @@ static void registration_failed(bl_processor *p, int64_t app_id, const char *bui
 bl_err pr_register_build(bl_processor *p, int64_t app_id, const char *build)
 {
     bl_methodids *mids = NULL;
+    pr_last_log_clear();
     bl_err err = register_build_(p, app_id, build, &mids);
     bl_methodids_free(mids);
     if (err) {
-        registration_failed(p, app_id, build, err);
+        snprintf(p->reg_why, sizeof p->reg_why, "%s",
+                 pr_last_log()[0] ? pr_last_log() : bl_err_str(err));
+        registration_failed(p, app_id, build, err, p->reg_why);
     } else if (p->pg) {
         uint64_t *ix = bl_u128map_get(&p->build_ix, (uint64_t)app_id,
                                       XXH3_64bits(build, strlen(build)));

@@ -15,7 +15,10 @@
  * A commit that fails rolls its round back; the writer learns it at its
  * next wait (pr_cm_wait), gives up its own round as well (its aggregates
  * were built on the failed one's node ids and marks), drops its build
- * states and puts both rounds' items back, the failed round's first.
+ * states and puts both rounds' items back, the failed round's first. On
+ * PostgreSQL commits failing in a row on an SQL error are bounded as
+ * rounds given up are (PR_ROUND_FAILS_MAX, pr_cm_put_back): their batches
+ * go one per round, and one failing alone that often is failed.
  */
 #include "pipeline/proc_internal.h"
 
@@ -48,6 +51,14 @@ static void delta_node(void *ctx, size_t i, bl_wr_node *n)
     };
 }
 
+/* Logs p->db's SQL error about `what` (the committer's pr_sql_err: the
+ * writer's p->sql_failed is not touched); BL_EIO. */
+static bl_err cm_sql_err(bl_processor *p, const char *what)
+{
+    pr_log("SQL error in %s: %s", what, bl_db_errmsg(p->db));
+    return BL_EIO;
+}
+
 /* Writes the job's deltas and commits. Thread holding p->db. */
 static void cm_run(bl_processor *p, cjob *j)
 {
@@ -55,7 +66,7 @@ static void cm_run(bl_processor *p, cjob *j)
     bl_err err = BL_OK;
     /* the nodes first: the writer builds the stats' sketches meanwhile */
     if (bl_wr_nodes_add(p->db, o->n_nodes, delta_node, o))
-        err = pr_sql_err(p, "nodes upsert");
+        err = cm_sql_err(p, "nodes upsert");
     pthread_mutex_lock(&p->cmu);
     while (p->cm_stats == 0)
         pthread_cond_wait(&p->cm_cv, &p->cmu);
@@ -67,9 +78,9 @@ static void cm_run(bl_processor *p, cjob *j)
         err = BL_ENOMEM;
     }
     if (!err && bl_wr_stats_add(p->db, o->n_stats, delta_stat, o))
-        err = pr_sql_err(p, "stats upsert");
+        err = cm_sql_err(p, "stats upsert");
     if (!err && bl_rollups_add(p->db, o->n_stats, delta_stat, o))
-        err = pr_sql_err(p, "rollups upsert");
+        err = cm_sql_err(p, "rollups upsert");
     /* PostgreSQL store: the round's queue rows go in its transaction, so a
      * batch is counted exactly once (proc_queue.c) */
     if (!err && p->pg && pr_q_finish_round(p, &j->moves))
@@ -78,7 +89,11 @@ static void cm_run(bl_processor *p, cjob *j)
     if (!err && p->o.test_commit_delay_ms)
         usleep((useconds_t)p->o.test_commit_delay_ms * 1000);
     if (!err && bl_db_commit(p->db))
-        err = pr_sql_err(p, "commit");
+        err = cm_sql_err(p, "commit");
+    if (err == BL_EIO && p->pg && !bl_db_connection_lost(p->db))
+        p->cm_fails++; /* the batches' own failure, maybe: bounded (pr_cm_put_back) */
+    else if (err == BL_EIO)
+        p->cm_fails = 0; /* the store away: not counted */
     if (err) {
         bl_db_rollback(p->db);
         bl_events_clear(j->ev);
@@ -89,6 +104,7 @@ static void cm_run(bl_processor *p, cjob *j)
         pthread_mutex_unlock(&p->mu);
         return;
     }
+    p->cm_fails = 0;
     bl_events_flush(j->ev);
     pthread_mutex_lock(&p->mu);
     p->st.txn++;
@@ -148,6 +164,7 @@ bl_err pr_cm_hand_over(bl_processor *p, const work *items, size_t n)
     p->ev = p->ev == p->evs[0] ? p->evs[1] : p->evs[0];
     j->dropped = p->agg.dropped_nodes;
     j->failed = 0;
+    j->solo = p->q_solo > 0;
     p->txn_open = 0;
     if (!p->cm_started) {
         bl_agg_take_stats(&p->agg, &j->out);
@@ -187,6 +204,16 @@ int pr_cm_wait(bl_processor *p)
     return p->job.failed;
 }
 
+int pr_cm_failed_now(bl_processor *p)
+{
+    if (!p->cm_started)
+        return p->job.failed;
+    pthread_mutex_lock(&p->cmu);
+    int failed = !p->cm_busy && p->job.failed;
+    pthread_mutex_unlock(&p->cmu);
+    return failed;
+}
+
 void pr_push_back_items(bl_processor *p, work *items, const uint8_t *waited, size_t n,
                         size_t skip)
 {
@@ -197,11 +224,65 @@ void pr_push_back_items(bl_processor *p, work *items, const uint8_t *waited, siz
     pr_push_front(p, items, k);
 }
 
+/* The failed job j's commit was the PR_ROUND_FAILS_MAX-th in a row to fail
+ * on an SQL error (p->cm_fails): as for rounds given up (proc_round.c),
+ * its batches go one per round from now on, or its batch, alone, is
+ * failed; a round of no batch (a registration alone, W_ALONE_P) is given
+ * up (its items flagged in j->waited: not put back). The index of the
+ * item failed, SIZE_MAX when none. */
+static size_t cm_bound(bl_processor *p, cjob *j)
+{
+    p->cm_fails = 0;
+    size_t nb = 0, last = SIZE_MAX;
+    for (size_t i = 0; i < j->n_items; i++)
+        if (j->items[i].kind == W_BATCH && !j->waited[i]) {
+            nb++;
+            last = i;
+        }
+    if (nb == 1 && j->items[last].from_q) { /* alone and its commit failing every time */
+        work *w = &j->items[last];
+        pr_log("batch %s: its round's commit failed %d times in a row (see above); failed",
+               w->uuid, PR_ROUND_FAILS_MAX);
+        pr_q_forget(p, w->uuid, w->qgen, 2,
+                    "its round's commit failed repeatedly (see the server's log)");
+        pr_release(p, w);
+        pthread_mutex_lock(&p->mu);
+        p->st.failed++;
+        pthread_mutex_unlock(&p->mu);
+        if (p->q_solo)
+            p->q_solo--;
+        return last;
+    }
+    if (nb == 0) { /* registrations: tried again at the build's next upload, or
+                    * when batches of it wait (pr_recheck_waiting) */
+        for (size_t i = 0; i < j->n_items; i++)
+            if (j->items[i].kind == W_BUILD) {
+                pr_log("build %s: its registration's commit failed %d times in a row (see "
+                       "above); given up until its next upload or batch",
+                       j->items[i].build, PR_ROUND_FAILS_MAX);
+                j->waited[i] = 1;
+            }
+        return SIZE_MAX;
+    }
+    if (nb > 1) { /* which one breaks it: the next rounds take one each */
+        pr_log("%zu batches: their round's commit failed %d times in a row; processed one "
+               "per round now", nb, PR_ROUND_FAILS_MAX);
+        p->q_solo = j->n_items;
+    }
+    return SIZE_MAX;
+}
+
 void pr_cm_put_back(bl_processor *p)
 {
     cjob *j = &p->job;
-    if (j->failed)
-        pr_push_back_items(p, j->items, j->waited, j->n_items, SIZE_MAX);
+    if (j->failed) {
+        /* a round of one batch (q_solo) that did not commit is done again:
+         * it does not count as one of those rounds */
+        if (j->solo)
+            p->q_solo++;
+        size_t skip = p->pg && p->cm_fails >= PR_ROUND_FAILS_MAX ? cm_bound(p, j) : SIZE_MAX;
+        pr_push_back_items(p, j->items, j->waited, j->n_items, skip);
+    }
     j->failed = 0;
     j->n_items = 0;
 }

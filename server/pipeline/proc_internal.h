@@ -138,12 +138,17 @@ typedef struct pslot {
     bl_buf raw;       /* from_q: the copied bytes (owned, reused) */
 } pslot;
 
+/* bytes of a failed batch's reason in a movelist (its queue row's error) */
+#define PR_ML_WHY 240
+
 /* Batch files a round is done with — moved out of batches/pending once its
  * transaction is durable — and the round's counts for /metrics, counted at
  * the same moment. Arrays owned by the list. */
 typedef struct movelist {
     pending_batch *b;
     uint8_t *failed; /* per entry: 1 = to batches/failed, else to batches/done */
+    char (*why)[PR_ML_WHY]; /* per entry: a failed one's reason, "" when none
+                             * (pr_ml_add); NULL in the checkpointer's lists */
     size_t n, cap;
     uint64_t done, records, dup, failed_n; /* batches processed, their records,
                                             * duplicates, failed batches */
@@ -162,6 +167,7 @@ typedef struct cjob {
     size_t n_items;
     uint64_t dropped;    /* bl_agg.dropped_nodes at the hand-over */
     int failed;          /* the commit failed: rolled back, items not put back yet */
+    int solo;            /* handed over as one of the rounds of bl_processor.q_solo */
 } cjob;
 
 /* A batch processed while the committer held the connection: its row and
@@ -286,7 +292,12 @@ struct bl_processor {
      * each (to find the batch that breaks them) */
     unsigned q_round_fails;
     size_t q_solo;
+    /* commits failed in a row on an SQL error with the connection alive
+     * (PR_ROUND_FAILS_MAX, as q_round_fails): written by the committer
+     * (cm_run), read and reset by the writer while the committer is idle */
+    unsigned cm_fails;
     int sql_failed;         /* writer: the open round met an SQL error (pr_sql_err) */
+    char reg_why[PR_ML_WHY]; /* writer: why the last registration failed (its log line) */
     /* bl_processor_queue_gauges' last answer and when (monotonic s) */
     pthread_mutex_t g_mu;
     bl_queue_gauge g_last;
@@ -298,7 +309,8 @@ struct bl_processor {
  * being away) after which the round's batches are processed one per round,
  * and a batch alone in a round given up that often is failed (its row kept
  * with `failed_at` and the reason): no lease is renewed for ever for a
- * batch that can never be committed. */
+ * batch that can never be committed. Rounds whose commit fails (in the
+ * committer: proc_commit.c) count alike, in bl_processor.cm_fails. */
 #define PR_ROUND_FAILS_MAX 5
 
 /* Why a round is given up and done again (bl_processor.redo). */
@@ -312,6 +324,11 @@ void pr_name_thread(const char *name);
 double pr_mono_s(void);
 /* One line "beatline-server: MSG" on stderr. */
 __attribute__((format(printf, 1, 2))) void pr_log(const char *fmt, ...);
+/* The calling thread's last pr_log line (at most 255 bytes; "" when none
+ * since pr_last_log_clear): the reason a step that logs its failures
+ * failed (a registration's, for the queue row: registration_failed). */
+const char *pr_last_log(void);
+void pr_last_log_clear(void);
 /* Puts ws[0..n) back at the head of the queue (see processor.c). */
 void pr_push_front(bl_processor *p, const work *ws, size_t n);
 /* The writer is done with a batch that is not waiting: its quota count goes. */
@@ -389,8 +406,14 @@ bl_err pr_cm_hand_over(bl_processor *p, const work *items, size_t n);
 /* Waits until the committer is done with its round. 1 when that commit
  * failed (p->job holds its items, to be put back: pr_cm_put_back), else 0. */
 int pr_cm_wait(bl_processor *p);
+/* 1 when the committer is done with its round and that commit failed (its
+ * items wait in p->job for pr_cm_put_back); never waits. */
+int pr_cm_failed_now(bl_processor *p);
 /* After a failed commit (pr_cm_wait 1): the job's items go back to the
- * head of the queue (in their order, before anything queued since). */
+ * head of the queue (in their order, before anything queued since). On
+ * PostgreSQL, the PR_ROUND_FAILS_MAX-th commit failed in a row on an SQL
+ * error makes the round's batches go one per round (q_solo), or fails its
+ * batch when it was alone (its queue row kept with the reason). */
 void pr_cm_put_back(bl_processor *p);
 /* The writer needs the connection: waits for the committer, begins the
  * round's transaction and writes the deferred batches. BL_OK; else
@@ -435,7 +458,8 @@ bl_err pr_q_drop_build(bl_processor *p, int64_t app_id, const char *build, int64
 /* The batch is done with (committed, or its build deleted): its bytes go;
  * `db_drop` 1: its row is deleted too (on the claim connection), 2: its
  * row is marked failed (`why`), 3: its lease is given up (claimable again
- * at once, by any node). */
+ * at once, by any node; `why`, when not NULL, kept as the reason: the
+ * error a row failed for its attempts gives, bl_queue_unlease). */
 void pr_q_forget(bl_processor *p, const char *uuid, uint32_t qgen, int db_drop,
                  const char *why);
 /* Writer, between rounds: takes the advisory locks the claim thread asks
@@ -466,10 +490,11 @@ void pr_body_drop(bl_processor *p, const char *uuid);
 void pr_body_free_all(bl_processor *p);
 void *pr_prep_main(void *arg);
 void *pr_ck_main(void *arg);
-/* Adds batch w to m (failed: to batches/failed). -1 when out of memory:
+/* Adds batch w to m (failed: to batches/failed, with reason `why` for its
+ * queue row on PostgreSQL; NULL: a general one). -1 when out of memory:
  * the file then stays in batches/pending (found again at the next start,
  * a duplicate of the committed batch). */
-int pr_ml_add(movelist *m, const work *w, int failed);
+int pr_ml_add(movelist *m, const work *w, int failed, const char *why);
 /* Makes room for n entries in m (0; -1 out of memory, m unchanged). */
 int pr_ml_reserve(movelist *m, size_t n);
 void pr_ml_free(movelist *m);

@@ -74,6 +74,28 @@ static struct qheld *held_find(bl_processor *p, int64_t key)
     return NULL;
 }
 
+/* Puts key back in the held set, idle since `idle_since` (qmu held): a
+ * lock the writer's session holds whose unlock failed (pr_q_locks). Out
+ * of memory (cannot be: the key left the set just before) it is logged:
+ * the lock then stays with the session until it ends. */
+static void held_keep(bl_processor *p, int64_t key, double idle_since)
+{
+    if (held_find(p, key))
+        return;
+    if (p->n_held == p->cap_held) {
+        size_t nc = p->cap_held ? p->cap_held * 2 : 16;
+        struct qheld *nh = realloc(p->held, nc * sizeof *nh);
+        if (!nh) {
+            pr_log("build lock %lld: out of memory to keep track of it; held until the "
+                   "writer connection ends", (long long)key);
+            return;
+        }
+        p->held = nh;
+        p->cap_held = nc;
+    }
+    p->held[p->n_held++] = (struct qheld){ key, 0, idle_since };
+}
+
 static size_t body_find(bl_processor *p, const char *uuid)
 {
     for (size_t i = 0; i < p->n_bodies; i++)
@@ -139,7 +161,7 @@ void pr_q_forget(bl_processor *p, const char *uuid, uint32_t qgen, int db_drop,
         body_remove(p, i);
     /* a stale claim's row is another claim's business now */
     if (live && db_drop && p->q_db) {
-        bl_err err = db_drop == 3   ? bl_queue_unlease(p->q_db, p->node, uuid)
+        bl_err err = db_drop == 3   ? bl_queue_unlease(p->q_db, p->node, uuid, why)
                      : db_drop == 2 ? bl_queue_fail(p->q_db, uuid, why)
                                     : bl_queue_drop(p->q_db, uuid);
         if (err)
@@ -427,13 +449,28 @@ void pr_q_locks(bl_processor *p)
     }
     pthread_mutex_unlock(&p->qmu);
     int got_any = 0;
+    /* every idle key is unlocked, or kept in the held set when its unlock
+     * fails on a session that still holds it (tried again at the next lock
+     * round): a key locked by the session and not tracked would never be
+     * let go, and its build never claimed by any node */
+    size_t n_kept = 0;
     for (size_t i = 0; i < ni; i++) {
         pr_drop_states_of_key(p, idle[i]);
-        if (bl_queue_unlock(p->db, idle[i]) != BL_OK) {
-            pr_sql_err(p, "advisory unlock");
-            pr_q_check_conn(p);
+        if (bl_queue_unlock(p->db, idle[i]) == BL_OK)
+            continue;
+        pr_log("build lock %lld: cannot let it go: %s; kept, let go at a later lock round",
+               (long long)idle[i], bl_db_errmsg(p->db));
+        idle[n_kept++] = idle[i];
+    }
+    if (n_kept) {
+        pr_q_check_conn(p); /* a new session holds none of them: all forgotten */
+        pthread_mutex_lock(&p->qmu);
+        if (bl_db_session(p->db) == p->q_session)
+            for (size_t i = 0; i < n_kept; i++)
+                held_keep(p, idle[i], now - Q_IDLE_RELEASE_S);
+        pthread_mutex_unlock(&p->qmu);
+        if (bl_db_session(p->db) != p->q_session)
             return;
-        }
     }
     for (size_t i = 0; i < nw; i++) {
         int got;
@@ -506,12 +543,14 @@ bl_err pr_q_finish_round(bl_processor *p, const movelist *m)
     for (size_t i = 0; i < m->n; i++) {
         if (!m->b[i].from_q)
             continue;
-        bl_err err = m->failed[i]
-                         ? bl_queue_fail(p->db, m->b[i].uuid,
-                                         "could not be processed (see the server's log)")
-                         : bl_queue_finish(p->db, m->b[i].uuid);
-        if (err)
-            return pr_sql_err(p, "queue finish");
+        const char *why = m->why && m->why[i][0] ? m->why[i]
+                                                  : "could not be processed (see the server's log)";
+        bl_err err = m->failed[i] ? bl_queue_fail(p->db, m->b[i].uuid, why)
+                                  : bl_queue_finish(p->db, m->b[i].uuid);
+        if (err) { /* the committer's thread: not pr_sql_err (the writer's flag) */
+            pr_log("SQL error in queue finish: %s", bl_db_errmsg(p->db));
+            return BL_EIO;
+        }
     }
     return BL_OK;
 }

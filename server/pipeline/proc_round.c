@@ -104,8 +104,10 @@ static int defer_batch(bl_processor *p, const bl_wr_batch *row)
 
 /* Processes batch w, prepared in *j (prep.h) by a worker, or NULL: the
  * writer prepares it itself (also when its body was too big to be
- * prepared ahead). */
-static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *records)
+ * prepared ahead). B_FAILED may come with a reason in why (PR_ML_WHY
+ * bytes; left "" for a general one). */
+static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *records,
+                         char *why)
 {
     char path[BL_PATH_MAX] = "";
     *records = 0;
@@ -176,6 +178,8 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
         return B_REDO;
     if (!b->ready && (err = pr_register_build(p, app_id, build))) {
         result = err == BL_ENOMEM ? B_RETRY : B_FAILED;
+        if (result == B_FAILED)
+            snprintf(why, PR_ML_WHY, "registration of its build failed: %.200s", p->reg_why);
         goto out;
     }
     /* the registration may have made the state again (its row was gone) */
@@ -577,8 +581,9 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
             continue;
         }
         uint64_t r;
+        char fail_why[PR_ML_WHY] = "";
         pslot *ps = pr_prep_wait(p, i);
-        int res = process_batch(p, &items[i], ps ? &ps->job : NULL, &r);
+        int res = process_batch(p, &items[i], ps ? &ps->job : NULL, &r, fail_why);
         if (ps)
             pr_prep_release(p, ps);
         pr_prep_submit(p, items, n, &next_prep);
@@ -603,15 +608,15 @@ static void run_txn_(bl_processor *p, work *items, size_t n)
             m->records += r;
             m->done++;
             p->round_batches++;
-            if (pr_ml_add(m, &items[i], 0))
+            if (pr_ml_add(m, &items[i], 0, NULL))
                 goto retry;
         } else if (res == B_DUPLICATE) {
             m->dup++;
-            if (pr_ml_add(m, &items[i], 0))
+            if (pr_ml_add(m, &items[i], 0, NULL))
                 goto retry;
         } else if (res == B_FAILED) {
             m->failed_n++;
-            if (pr_ml_add(m, &items[i], 1))
+            if (pr_ml_add(m, &items[i], 1, fail_why[0] ? fail_why : NULL))
                 goto retry;
         } else if (res == B_ABORT) {
             aborted = i;

@@ -16,36 +16,34 @@
 
 /* ---- the checkpointer: durable commits, batch-file moves, checkpoints ---- */
 
-int pr_ml_reserve(movelist *m, size_t n)
+/* Grows m's arrays to nc entries (nc > m->cap); reasons too when `why`.
+ * -1 when out of memory (m unchanged but for arrays already grown). */
+static int ml_grow(movelist *m, size_t nc, int why)
 {
-    if (m->cap >= n)
-        return 0;
-    pending_batch *nb = realloc(m->b, n * sizeof *nb);
+    pending_batch *nb = realloc(m->b, nc * sizeof *nb);
     if (nb)
         m->b = nb;
-    uint8_t *nf = realloc(m->failed, n);
+    uint8_t *nf = realloc(m->failed, nc);
     if (nf)
         m->failed = nf;
-    if (!nb || !nf)
+    char(*nw)[PR_ML_WHY] = why ? realloc(m->why, nc * sizeof *nw) : NULL;
+    if (nw)
+        m->why = nw;
+    if (!nb || !nf || (why && !nw))
         return -1;
-    m->cap = n;
+    m->cap = nc;
     return 0;
 }
 
-int pr_ml_add(movelist *m, const work *w, int failed)
+int pr_ml_reserve(movelist *m, size_t n)
 {
-    if (m->n == m->cap) {
-        size_t nc = m->cap ? m->cap * 2 : 64;
-        pending_batch *nb = realloc(m->b, nc * sizeof *nb);
-        if (nb)
-            m->b = nb;
-        uint8_t *nf = realloc(m->failed, nc);
-        if (nf)
-            m->failed = nf;
-        if (!nb || !nf)
-            return -1;
-        m->cap = nc;
-    }
+    return m->cap >= n ? 0 : ml_grow(m, n, 1);
+}
+
+int pr_ml_add(movelist *m, const work *w, int failed, const char *why)
+{
+    if (m->n == m->cap && ml_grow(m, m->cap ? m->cap * 2 : 64, 1))
+        return -1;
     pending_batch *pb = &m->b[m->n];
     memset(pb, 0, sizeof *pb);
     memcpy(pb->uuid, w->uuid, sizeof pb->uuid);
@@ -53,6 +51,7 @@ int pr_ml_add(movelist *m, const work *w, int failed)
     pb->t_enq = w->t_enq;
     pb->from_q = w->from_q;
     pb->qgen = w->qgen;
+    snprintf(m->why[m->n], PR_ML_WHY, "%s", failed && why ? why : "");
     m->failed[m->n++] = (uint8_t)(failed != 0);
     return 0;
 }
@@ -67,6 +66,7 @@ void pr_ml_free(movelist *m)
 {
     free(m->b);
     free(m->failed);
+    free(m->why);
     memset(m, 0, sizeof *m);
 }
 
@@ -77,15 +77,8 @@ static int ml_append(movelist *dst, const movelist *src)
         size_t nc = dst->cap ? dst->cap : 64;
         while (nc < dst->n + src->n)
             nc *= 2;
-        pending_batch *nb = realloc(dst->b, nc * sizeof *nb);
-        if (nb)
-            dst->b = nb;
-        uint8_t *nf = realloc(dst->failed, nc);
-        if (nf)
-            dst->failed = nf;
-        if (!nb || !nf)
+        if (ml_grow(dst, nc, 0)) /* the checkpointer's lists keep no reasons */
             return -1;
-        dst->cap = nc;
     }
     if (src->n) {
         memcpy(dst->b + dst->n, src->b, src->n * sizeof *src->b);

@@ -50,6 +50,9 @@ double pr_mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* the calling thread's last pr_log line (pr_last_log) */
+static _Thread_local char last_log[256];
+
 __attribute__((format(printf, 1, 2))) void pr_log(const char *fmt, ...)
 {
     char msg[512];
@@ -58,6 +61,17 @@ __attribute__((format(printf, 1, 2))) void pr_log(const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     fprintf(stderr, "beatline-server: %s\n", msg);
+    snprintf(last_log, sizeof last_log, "%.255s", msg);
+}
+
+const char *pr_last_log(void)
+{
+    return last_log;
+}
+
+void pr_last_log_clear(void)
+{
+    last_log[0] = '\0';
 }
 
 /* ------------------------------------------------------------------------ */
@@ -431,6 +445,16 @@ static void *writer_main(void *arg)
             pr_recheck_waiting(p);
             p->next_recheck = pr_mono_s() + PR_RECHECK_S;
         }
+        /* the last round's commit failed while nothing else came: it goes
+         * again now, not when more work comes (after a pause, as a round
+         * given up is) */
+        if (pr_cm_failed_now(p)) {
+            pr_reset_states(p);
+            pr_cm_put_back(p);
+            pr_q_check_conn(p);
+            sleep(1);
+            continue;
+        }
         /* PostgreSQL store: build locks asked for by the claim thread, taken
          * on this connection between rounds (proc_queue.c) */
         if (atomic_exchange(&p->q_wants, 0)) {
@@ -442,7 +466,7 @@ static void *writer_main(void *arg)
             pr_q_locks(p);
         }
         pthread_mutex_lock(&p->mu);
-        while (p->qlen == 0 && !p->stop && !atomic_load(&p->q_wants)) {
+        while (p->qlen == 0 && !p->stop && !atomic_load(&p->q_wants) && !pr_cm_failed_now(p)) {
             p->busy = 0;
             pthread_cond_broadcast(&p->idle_cv);
             /* wake for the next expiry sweep, or look for waiting builds'

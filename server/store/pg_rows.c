@@ -37,6 +37,25 @@ bl_err bl_pga_int(bl_pga *a, int64_t v)
     return bl_buf_append(&a->b, t, (size_t)k);
 }
 
+bl_err bl_pga_str(bl_pga *a, const char *s)
+{
+    /* every element in double quotes (NULL, braces, commas and blanks are
+     * then plain text), a double quote or backslash in it escaped by a
+     * backslash */
+    if (bl_buf_putc(&a->b, a->n ? ',' : '{') || bl_buf_putc(&a->b, '"'))
+        return BL_ENOMEM;
+    a->n++;
+    for (const char *c = s ? s : ""; *c;) {
+        size_t run = strcspn(c, "\\\"");
+        if (run && bl_buf_append(&a->b, c, run))
+            return BL_ENOMEM;
+        c += run;
+        if (*c && (bl_buf_putc(&a->b, '\\') || bl_buf_putc(&a->b, *c++)))
+            return BL_ENOMEM;
+    }
+    return bl_buf_putc(&a->b, '"');
+}
+
 bl_err bl_pga_bind(bl_pga *a, bl_st *st, int i)
 {
     if (!a->n) {

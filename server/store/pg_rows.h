@@ -17,7 +17,8 @@
 #include "store/db.h"
 #include "store/stmt.h"
 
-/* A PostgreSQL array literal of integers being built: "{1,2,3}". */
+/* A PostgreSQL array literal of integers or of texts being built:
+ * {1,2,3}, {"a","b"}. */
 typedef struct bl_pga {
     bl_buf b; /* "{" and the values so far, comma-separated (owned) */
     size_t n; /* values added */
@@ -29,6 +30,9 @@ void bl_pga_reset(bl_pga *a);
 void bl_pga_cleanup(bl_pga *a);
 /* Appends one value. BL_ENOMEM. */
 bl_err bl_pga_int(bl_pga *a, int64_t v);
+/* Appends one text value, quoted (any bytes but NUL; NULL: an empty
+ * text): the array is then a text[] literal. BL_ENOMEM. */
+bl_err bl_pga_str(bl_pga *a, const char *s);
 /* Binds the literal to parameter i of st (text, copied). BL_ENOMEM. */
 bl_err bl_pga_bind(bl_pga *a, bl_st *st, int i);
 

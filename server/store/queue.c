@@ -78,7 +78,8 @@ bl_err bl_queue_claim(bl_db *db, const char *node, int64_t lease_us, const int64
     bl_st *st = bl_st_get(
         db, "UPDATE raw_batches SET failed_at = " NOW_US ", lease_owner = NULL, "
             "lease_until = NULL, error = 'claimed ' || attempts || ' times without being "
-            "finished (its node stopped each time)' "
+            "finished (' || coalesce('last given back by its node: ' || error, "
+            "'its node stopped each time') || ')' "
             "WHERE lock_key = ANY (CAST(?1 AS bigint[])) AND failed_at IS NULL "
             "AND attempts >= CAST(?2 AS integer) "
             "AND (lease_until IS NULL OR lease_until < " NOW_US ")");
@@ -230,17 +231,19 @@ bl_err bl_queue_release(bl_db *db, const char *node)
     return bl_st_done(st);
 }
 
-bl_err bl_queue_unlease(bl_db *db, const char *node, const char *uuid)
+bl_err bl_queue_unlease(bl_db *db, const char *node, const char *uuid, const char *why)
 {
     if (!bl_db_is_pg(db))
         return BL_EINVAL;
-    bl_st *st = bl_st_get(db, "UPDATE raw_batches SET lease_owner = NULL, lease_until = NULL "
+    bl_st *st = bl_st_get(db, "UPDATE raw_batches SET lease_owner = NULL, lease_until = NULL, "
+                              "error = coalesce(CAST(?3 AS text), error) "
                               "WHERE batch_id = CAST(?2 AS text) "
                               "AND lease_owner = CAST(?1 AS text)");
     if (!st)
         return BL_EIO;
     bl_st_text(st, 1, node, -1);
     bl_st_text(st, 2, uuid, -1);
+    bl_st_text(st, 3, why, -1); /* NULL binds NULL */
     return bl_st_done(st);
 }
 

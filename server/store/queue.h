@@ -31,7 +31,8 @@
 /* node names (lease_owner): bytes at most */
 #define BL_QUEUE_NODE_MAX 96
 /* a row claimed this many times without being finished (its node died each
- * time, e.g. killed by the batch) is failed instead of claimed again */
+ * time, e.g. killed by the batch, or gave it back: bl_queue_unlease) is
+ * failed instead of claimed again */
 #define BL_QUEUE_MAX_ATTEMPTS 20
 /* call-path node ids per block of the sequence call_node_id_blocks */
 #define BL_NODE_ID_BLOCK ((int64_t)1 << 25)
@@ -75,7 +76,9 @@ typedef bl_err (*bl_queue_row_cb)(const bl_queue_row *r, void *ctx);
  * `node` until now + lease_us, and hands each to cb. Rows other
  * transactions are claiming at the same moment are skipped (FOR UPDATE
  * SKIP LOCKED). Rows claimed BL_QUEUE_MAX_ATTEMPTS times already are
- * failed instead ("claimed N times without being finished"). A build
+ * failed instead ("claimed N times without being finished (its node
+ * stopped each time)", or "(last given back by its node: WHY)" after a
+ * bl_queue_unlease with a reason). A build
  * deletion's row (BL_QUEUE_ENC_DROP) is not claimed while a live row of
  * its key received before it is leased by another node: the batches
  * acknowledged before a DELETE run before it (and are deleted with it).
@@ -103,9 +106,12 @@ bl_err bl_queue_release(bl_db *db, const char *node);
 /* Gives up `node`'s lease of the one row of batch `uuid` (a batch it could
  * not process for a while, e.g. its build's registration kept failing):
  * claimable by anyone at once; the next claim counts one more attempt
- * (BL_QUEUE_MAX_ATTEMPTS bounds how often). A row not leased by `node` is
- * left alone. BL_EIO. */
-bl_err bl_queue_unlease(bl_db *db, const char *node, const char *uuid);
+ * (BL_QUEUE_MAX_ATTEMPTS bounds how often). `why` (NULL: none) is kept in
+ * the live row's `error`: when the row is failed for its attempts
+ * (bl_queue_claim), its error names the last reason it was given back
+ * instead of its node stopping. A row not leased by `node` is left alone.
+ * BL_EIO. */
+bl_err bl_queue_unlease(bl_db *db, const char *node, const char *uuid, const char *why);
 
 /* The batch `uuid` is counted (or found a duplicate): its row goes. Called
  * in the transaction that counts it. A row already gone is fine. */

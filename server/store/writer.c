@@ -12,9 +12,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* SELECT id of (app_id, name): BL_OK, BL_ENOTFOUND, BL_EIO. */
+static bl_err build_find(bl_db *db, int64_t app_id, const char *name, int64_t *id)
+{
+    bl_st *st = bl_st_get(db, "SELECT id FROM builds WHERE app_id = ? AND name = ?");
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, app_id);
+    bl_st_text(st, 2, name, -1);
+    int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW)
+        *id = bl_st_col_int64(st, 0);
+    bl_st_reset(st);
+    return rc == BL_ST_ROW ? BL_OK : rc == BL_ST_DONE ? BL_ENOTFOUND : BL_EIO;
+}
+
 bl_err bl_wr_build_get(bl_db *db, int64_t app_id, const char *name, int64_t now_us,
                        int64_t *id)
 {
+    /* a row that exists is only read: on PostgreSQL an INSERT … ON CONFLICT
+     * waits for any open transaction that wrote the row (another node's
+     * round counting a batch into it) before it finds the conflict, a plain
+     * read never does */
+    bl_err err = build_find(db, app_id, name, id);
+    if (err != BL_ENOTFOUND)
+        return err;
     bl_st *st = bl_st_get(db, "INSERT INTO builds(app_id, name, created_at) "
                                       "VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
     if (!st)
@@ -24,16 +46,8 @@ bl_err bl_wr_build_get(bl_db *db, int64_t app_id, const char *name, int64_t now_
     bl_st_int64(st, 3, now_us);
     if (bl_st_done(st))
         return BL_EIO;
-    st = bl_st_get(db, "SELECT id FROM builds WHERE app_id = ? AND name = ?");
-    if (!st)
-        return BL_EIO;
-    bl_st_int64(st, 1, app_id);
-    bl_st_text(st, 2, name, -1);
-    int rc = bl_st_step(st);
-    if (rc == BL_ST_ROW)
-        *id = bl_st_col_int64(st, 0);
-    bl_st_reset(st);
-    return rc == BL_ST_ROW ? BL_OK : BL_EIO;
+    err = build_find(db, app_id, name, id);
+    return err == BL_ENOTFOUND ? BL_EIO : err;
 }
 
 bl_err bl_wr_build_files_get(bl_db *db, int64_t id, bl_wr_build_files *out)
@@ -186,6 +200,87 @@ bl_err bl_wr_method_put(bl_db *db, int64_t build_id, int64_t method_id, const ch
     bl_st_text(st, 5, descriptor, -1);
     bl_st_text(st, 6, source_file, -1);
     return bl_st_done(st);
+}
+
+/* PostgreSQL: one chunk of methods rows (?1 the build, ?2..?6 the columns'
+ * arrays in row order); of a methodId given twice in the chunk the last
+ * row counts (as with one statement a row), rows inserted in their order */
+static const char methods_put_sql_pg[] =
+    "INSERT INTO methods(build_id, method_id, class, name, descriptor, source_file) "
+    "SELECT CAST(?1 AS bigint), u.m, u.c, u.n, u.d, u.f FROM (SELECT DISTINCT ON (t.m) t.* "
+    "FROM unnest(CAST(?2 AS bigint[]), CAST(?3 AS text[]), CAST(?4 AS text[]), "
+    "CAST(?5 AS text[]), CAST(?6 AS text[])) WITH ORDINALITY AS t(m, c, n, d, f, o) "
+    "ORDER BY t.m, t.o DESC) u ORDER BY u.o "
+    "ON CONFLICT(build_id, method_id) DO UPDATE SET class = excluded.class, "
+    "name = excluded.name, descriptor = excluded.descriptor, "
+    "source_file = excluded.source_file";
+
+/* names of one chunk at most (bytes of the array literals) */
+#define METHODS_CHUNK_BYTES ((size_t)4 << 20)
+
+static bl_err methods_put_pg_run(bl_db *db, int64_t build_id, bl_pga *a)
+{
+    bl_st *st = bl_st_get(db, methods_put_sql_pg);
+    if (!st)
+        return BL_EIO;
+    bl_st_int64(st, 1, build_id);
+    for (int k = 0; k < 5; k++)
+        if (bl_pga_bind(&a[k], st, k + 2)) {
+            bl_st_reset(st);
+            bl_pg_fail(db, "out of memory");
+            return BL_ENOMEM;
+        }
+    if (bl_st_done(st))
+        return BL_EIO;
+    for (int k = 0; k < 5; k++)
+        bl_pga_reset(&a[k]);
+    return BL_OK;
+}
+
+static bl_err methods_put_pg(bl_db *db, int64_t build_id, size_t n, bl_wr_method_fn row,
+                             void *ctx)
+{
+    bl_pga a[5]; /* method_id, class, name, descriptor, source_file */
+    for (int k = 0; k < 5; k++)
+        bl_pga_init(&a[k]);
+    bl_err err = BL_OK;
+    for (size_t i = 0; i < n && !err; i++) {
+        bl_wr_method m;
+        if ((err = row(ctx, i, &m)))
+            break;
+        if (bl_pga_int(&a[0], m.method_id) || bl_pga_str(&a[1], m.cls) ||
+            bl_pga_str(&a[2], m.name) || bl_pga_str(&a[3], m.descriptor) ||
+            bl_pga_str(&a[4], m.source_file)) {
+            bl_pg_fail(db, "out of memory");
+            err = BL_ENOMEM;
+            break;
+        }
+        size_t bytes = a[1].b.len + a[2].b.len + a[3].b.len + a[4].b.len;
+        if (a[0].n >= BL_WR_METHODS_CHUNK || bytes >= METHODS_CHUNK_BYTES)
+            err = methods_put_pg_run(db, build_id, a);
+    }
+    if (!err && a[0].n)
+        err = methods_put_pg_run(db, build_id, a);
+    for (int k = 0; k < 5; k++)
+        bl_pga_cleanup(&a[k]);
+    return err;
+}
+
+bl_err bl_wr_methods_put(bl_db *db, int64_t build_id, size_t n, bl_wr_method_fn row,
+                         void *ctx)
+{
+    if (bl_db_is_pg(db))
+        return methods_put_pg(db, build_id, n, row, ctx);
+    for (size_t i = 0; i < n; i++) {
+        bl_wr_method m;
+        bl_err err = row(ctx, i, &m);
+        if (err)
+            return err;
+        if (bl_wr_method_put(db, build_id, m.method_id, m.cls, m.name, m.descriptor,
+                             m.source_file))
+            return BL_EIO;
+    }
+    return BL_OK;
 }
 
 bl_err bl_wr_method_unknown(bl_db *db, int64_t build_id, int64_t method_id, const char *name,

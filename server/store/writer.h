@@ -23,7 +23,9 @@
 /* ---- builds ---------------------------------------------------------- */
 
 /* The id of app `app_id`'s build `name`, creating the row (created_at =
- * now_us) when it does not exist yet. */
+ * now_us) when it does not exist yet. A row that exists is only read, never
+ * written: on PostgreSQL this does not wait for another connection's open
+ * transaction that wrote the row (a node's round counting batches into it). */
 bl_err bl_wr_build_get(bl_db *db, int64_t app_id, const char *name, int64_t now_us,
                        int64_t *id);
 
@@ -88,6 +90,30 @@ bl_err bl_wr_methods_each(bl_db *db, int64_t build_id, bl_wr_method_cb cb, void 
  * `build_id` (creating the row, or replacing its names). */
 bl_err bl_wr_method_put(bl_db *db, int64_t build_id, int64_t method_id, const char *cls,
                         const char *name, const char *descriptor, const char *source_file);
+
+/* One methods row to write (bl_wr_methods_put): strings owned by the
+ * caller, valid until the callback is called again. */
+typedef struct bl_wr_method {
+    int64_t method_id;
+    const char *cls, *name, *descriptor, *source_file;
+} bl_wr_method;
+
+/* Fills *out with row i (0 <= i < n, asked in order). BL_OK; another code
+ * stops bl_wr_methods_put, which returns it (nothing more is written). */
+typedef bl_err (*bl_wr_method_fn)(void *ctx, size_t i, bl_wr_method *out);
+
+/* Rows per statement of bl_wr_methods_put on PostgreSQL (at most). */
+#define BL_WR_METHODS_CHUNK 2000
+
+/* bl_wr_method_put for rows 0..n-1 of build `build_id`, in that order (a
+ * methodId given twice keeps its last names). SQLite: one prepared
+ * statement run per row; PostgreSQL: one statement per BL_WR_METHODS_CHUNK
+ * rows (or per 4 MiB of names), the rows sent as arrays — the same rows
+ * either way. Errors: the callback's code; BL_ENOMEM; BL_EIO (message in
+ * bl_db_errmsg). Rows of chunks written before an error stay in the
+ * caller's transaction. */
+bl_err bl_wr_methods_put(bl_db *db, int64_t build_id, size_t n, bl_wr_method_fn row,
+                         void *ctx);
 
 /* The row of a methodId the method-ID file does not know: a placeholder
  * (class "?", name `name`, no descriptor) is created, or an existing

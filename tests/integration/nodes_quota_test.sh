@@ -22,61 +22,19 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
-. "$HERE/../lib/pg.sh"
-
-PIDS=()
-URLS=()
-OWN_PG=
-cleanup() {
-  for i in 0 1; do
-    if [ -n "${PIDS[$i]:-}" ]; then
-      kill "${PIDS[$i]}" 2> /dev/null || true
-      wait "${PIDS[$i]}" 2> /dev/null || true
-    fi
-  done
-  [ -n "$OWN_PG" ] && pg_stop
-  [ -n "${STORE:-}" ] && [ -z "$OWN_PG" ] && pg_drop_db "$STORE"
-  return 0
-}
-trap cleanup EXIT
-
-if [ -z "${BEATLINE_TEST_PG_URL:-}" ]; then
-  if ! pg_start "$PWD" 2> pg-start.log; then
-    echo "PostgreSQL cannot start here: skipped ($(tail -2 pg-start.log))"
-    finish 77
-  fi
-  OWN_PG=1
-fi
-STORE=$(pg_new_db)
+. "$HERE/nodes_lib.sh"
+nodes_pg_setup reuse
 sql() { timeout 20 psql -X -q -A -t -d "$STORE" -c "$1"; }
-SRV=${BIN_REAL:-$BIN}/beatline-server
-
-# node i (0 = A, 1 = B): data folder node$i, log node$i.log
-start_node() {
-  local i=$1
-  rm -f "port$i.txt"
-  "$SRV" --data "$PWD/node$i" --store "$STORE" --listen 127.0.0.1:0 --port-file "port$i.txt" \
-    --quota-waiting-builds 3 --quota-waiting-batches 8 --quota-new-builds 100 \
-    2>> "node$i.log" &
-  PIDS[i]=$!
-  for _ in $(seq 400); do # bounded: 20 s
-    [ -s "port$i.txt" ] && break
-    sleep 0.05
-  done
-  if [ ! -s "port$i.txt" ]; then
-    bad "node $i did not start: $(tail -5 "node$i.log")"
-    finish
-  fi
-  URLS[i]="http://127.0.0.1:$(cat "port$i.txt")"
-}
+# node 0 = A, 1 = B
+QUOTAS=(--quota-waiting-builds 3 --quota-waiting-batches 8 --quota-new-builds 100)
 
 keys=$("$SRV" --data "$PWD/node0" --store "$STORE" app create shop)
 ING=$(jq -r .ingest_key <<< "$keys")
 UPL=$(jq -r .upload_key <<< "$keys")
 keys2=$("$SRV" --data "$PWD/node0" --store "$STORE" app create tiny)
 ING2=$(jq -r .ingest_key <<< "$keys2")
-start_node 0
-start_node 1
+start_node 0 "${QUOTAS[@]}"
+start_node 1 "${QUOTAS[@]}"
 
 N=0
 # post NODE APP KEY BUILD -> CODE/BODY/HDRS of POSTing one new batch

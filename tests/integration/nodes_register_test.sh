@@ -22,58 +22,19 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
-. "$HERE/../lib/pg.sh"
-
-PIDS=()
-URLS=()
-OWN_PG=
-cleanup() {
-  for i in 0 1; do
-    if [ -n "${PIDS[$i]:-}" ]; then
-      kill "${PIDS[$i]}" 2> /dev/null || true
-      wait "${PIDS[$i]}" 2> /dev/null || true
-    fi
-  done
-  [ -n "$OWN_PG" ] && pg_stop
-  [ -n "${STORE:-}" ] && [ -z "$OWN_PG" ] && pg_drop_db "$STORE"
-  return 0
-}
-trap cleanup EXIT
-
-if [ -z "${BEATLINE_TEST_PG_URL:-}" ]; then
-  if ! pg_start "$PWD" 2> pg-start.log; then
-    echo "PostgreSQL cannot start here: skipped ($(tail -2 pg-start.log))"
-    finish 77
-  fi
-  OWN_PG=1
-fi
-STORE=$(pg_new_db)
+. "$HERE/nodes_lib.sh"
+nodes_pg_setup reuse
 sql() { timeout 20 psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$STORE" -c "$1"; }
-SRV=${BIN_REAL:-$BIN}/beatline-server
 
 keys=$("$SRV" --data "$PWD/node0" --store "$STORE" app create shop)
 ING=$(jq -r .ingest_key <<< "$keys")
 UPL=$(jq -r .upload_key <<< "$keys")
 
-# node i (0 = A, 1 = B): data folder node$i, log node$i.log
-start_node() {
-  local i=$1
-  rm -f "port$i.txt"
-  BEATLINE_TEST_COMMIT_DELAY_MS=$2 "$SRV" --data "$PWD/node$i" --store "$STORE" \
-    --listen 127.0.0.1:0 --port-file "port$i.txt" 2>> "node$i.log" &
-  PIDS[i]=$!
-  for _ in $(seq 400); do # bounded: 20 s
-    [ -s "port$i.txt" ] && break
-    sleep 0.05
-  done
-  if [ ! -s "port$i.txt" ]; then
-    bad "node $i did not start: $(tail -5 "node$i.log")"
-    finish
-  fi
-  URLS[i]="http://127.0.0.1:$(cat "port$i.txt")"
-}
-start_node 0 600
-start_node 1 0
+# node 0 = A (its commits slowed down), 1 = B
+NODE_ENV=(BEATLINE_TEST_COMMIT_DELAY_MS=600)
+start_node 0
+NODE_ENV=()
+start_node 1
 
 # every write of a builds row's methodids_hash: by whom, and whether
 # another session held an advisory lock on this database (a build lock: the only
@@ -90,22 +51,7 @@ CREATE TRIGGER reg_log_t AFTER UPDATE OF methodids_hash ON builds
   FOR EACH ROW WHEN (OLD.methodids_hash IS DISTINCT FROM NEW.methodids_hash)
   EXECUTE FUNCTION reg_log_f();" > /dev/null
 
-N=0
-post() { # NODE BUILD
-  N=$((N + 1))
-  local uuid
-  uuid=$(printf '%08x-0000-4000-8000-%012x' "$N" "$N")
-  cat > b.json << JSON
-{"batch_id":"$uuid","app":"shop","build":"$2","session_id":"s","origin_wall_us":1795960000000000,
- "device":{"model":"m","os":"14","sdk":34},
- "threads":[{"id":1,"name":"main","main":true,"truncated":false,
-  "records":[[0,"i",0],[1,"i",2],[1,"o",8],[0,"o",10]]}],
- "events":[]}
-JSON
-  "$BIN/beatline-batch" encode < b.json > b.bin
-  URL=${URLS[$1]}
-  http POST /v1/apps/shop/batches "$ING" --data-binary @b.bin
-}
+post() { nodes_post "$@"; } # NODE BUILD
 
 for i in $(seq 0 20); do echo "$i,1,com.example.C$((i % 3)) m$i ()V"; done > mids1.txt
 for i in $(seq 0 30); do echo "$i,1,com.example.D$((i % 3)) n$i ()V"; done > mids2.txt

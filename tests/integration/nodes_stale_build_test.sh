@@ -26,6 +26,14 @@
 #   4. a trigger refuses one batch's row: after PR_ROUND_FAILS_MAX failed
 #      rounds the batches go one per round; the refused one is failed with
 #      its reason, the others counted; nothing stays leased.
+#   5. a trigger refuses the delete of one batch's queue row, which the
+#      committer makes in the round's transaction: the commit fails every
+#      time; after PR_ROUND_FAILS_MAX failed commits the batches go one per
+#      round, the refused one is failed with its reason after as many
+#      alone, the others counted; nothing stays leased.
+#   6. a deferred trigger makes the commit of build h's registration (an
+#      upload's, no batch) fail every time: after PR_ROUND_FAILS_MAX failed
+#      commits the registration is given up, not tried again for ever.
 # Every wait is bounded.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -74,9 +82,9 @@ doom() { # BUILD PURGE
   sql "BEGIN; INSERT INTO doomed_builds(build_id, app_id, name, reason, at) SELECT id, app_id, name, 'deleted', 0 FROM builds WHERE id = $id; UPDATE builds SET app_id = 0, name = CAST(id AS text) WHERE id = $id; DELETE FROM build_files WHERE app_id = $APP AND build = '$1'; $purge COMMIT;" > /dev/null
   echo "$id"
 }
-settle_queue() { # NAME: waits (bounded) until no batch waits or is leased
-  local n= end=$((SECONDS + 40))
-  for _ in $(seq 400); do # bounded: 40 s
+settle_queue() { # NAME [S]: waits (bounded: S s, 40) until no batch waits or is leased
+  local n= end=$((SECONDS + ${2:-40}))
+  for _ in $(seq $((${2:-40} * 10))); do # bounded
     n=$(sql "SELECT count(*) FROM raw_batches WHERE failed_at IS NULL")
     [ "$n" = 0 ] || [ "$SECONDS" -ge "$end" ] && break
     sleep 0.1
@@ -157,6 +165,8 @@ upload 1 q
 settle_queue "registration failing on node 0"
 failed=$(sql "SELECT count(*) FROM raw_batches WHERE failed_at IS NOT NULL")
 expect "q's 2 batches each counted or failed" 2 "$(($(counted q) + failed))"
+expect "q's failed batches (if any) give the registration's failure as their reason" "$failed" \
+  "$(sql "SELECT count(*) FROM raw_batches WHERE failed_at IS NOT NULL AND error LIKE '%registration of its build failed%'")"
 mfailed=$(curl -s -m 10 "${URLS[1]}/metrics" | awk '/^beatline_queue_batches_failed /{print $2}')
 expect "the failed ones are in /metrics" "$failed" "${mfailed%.*}"
 
@@ -179,18 +189,62 @@ EOS
 sql "$refuse_fn" > /dev/null
 upload 0 f
 for k in 31 32 33; do post 0 "$k" f; done
-n=
-end=$((SECONDS + 90))
-for _ in $(seq 900); do # bounded: 90 s
-  n=$(sql "SELECT count(*) FROM raw_batches WHERE failed_at IS NULL")
-  [ "$n" = 0 ] || [ "$SECONDS" -ge "$end" ] && break
-  sleep 0.1
-done
-expect "round failing every time: queue empty (nothing leased for ever)" 0 "$n"
+settle_queue "round failing every time" 90
 expect "f counts the 2 batches that can be committed" 2 "$(wait_counted f 2)"
 expect "the refused batch is failed, with its reason" 1 \
   "$(sql "SELECT count(*) FROM raw_batches WHERE batch_id = '7e570000-0000-4000-8000-000000000031' AND failed_at IS NOT NULL AND error LIKE '%failed repeatedly%'")"
 sql "DROP TRIGGER bl_test_refuse ON batches; DROP FUNCTION bl_test_refuse()" > /dev/null
+
+# ---- 5. a batch whose round's commit fails every time (a trigger refuses
+#      the delete of its queue row, made in the committer's transaction)
+refuse_fn=$(cat << 'EOS'
+CREATE FUNCTION bl_test_refuse_q() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF OLD.batch_id = '7e570000-0000-4000-8000-000000000042' THEN
+    RAISE EXCEPTION 'queue row delete refused by the test';
+  END IF;
+  RETURN OLD;
+END $$;
+CREATE TRIGGER bl_test_refuse_q BEFORE DELETE ON raw_batches
+  FOR EACH ROW EXECUTE FUNCTION bl_test_refuse_q();
+EOS
+)
+sql "$refuse_fn" > /dev/null
+upload 0 g
+for k in 41 42 43; do post 0 "$k" g; done
+settle_queue "commit failing every time" 90
+expect "g counts the 2 batches that can be committed" 2 "$(wait_counted g 2)"
+expect "the batch whose commit fails is failed, with its reason" 1 \
+  "$(sql "SELECT count(*) FROM raw_batches WHERE batch_id = '7e570000-0000-4000-8000-000000000042' AND failed_at IS NOT NULL AND error LIKE '%commit failed repeatedly%'")"
+sql "DROP TRIGGER bl_test_refuse_q ON raw_batches; DROP FUNCTION bl_test_refuse_q()" > /dev/null
+
+# ---- 6. a registration whose commit fails every time (a deferred trigger
+#      refuses build h's row updates at COMMIT); no batch of h
+refuse_fn=$(cat << 'EOS'
+CREATE FUNCTION bl_test_refuse_h() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.name = 'h' THEN
+    RAISE EXCEPTION 'build h refused at commit by the test';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE CONSTRAINT TRIGGER bl_test_refuse_h AFTER UPDATE ON builds
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION bl_test_refuse_h();
+EOS
+)
+sql "$refuse_fn" > /dev/null
+upload 0 h
+given=0
+for _ in $(seq 600); do # bounded: 60 s
+  grep -q "build h: its registration's commit failed" node0.log && given=1 && break
+  sleep 0.1
+done
+expect "h's registration given up after its commit failed repeatedly" 1 "$given"
+c1=$(grep -c "build h refused at commit" node0.log || true)
+sleep 3 # a registration tried again would fail once a second
+expect "h's registration is not tried again for ever" "$c1" \
+  "$(grep -c "build h refused at commit" node0.log || true)"
+sql "DROP TRIGGER bl_test_refuse_h ON builds; DROP FUNCTION bl_test_refuse_h()" > /dev/null
 if grep -q 'AddressSanitizer\|runtime error' node0.log node1.log; then
   bad "sanitizer: $(grep -m3 'AddressSanitizer\|runtime error' node0.log node1.log)"
 fi

@@ -22,68 +22,22 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 setup "$@"
-. "$HERE/../lib/pg.sh"
-
-SPID=
-OWN_PG=
-cleanup() {
-  if [ -n "$SPID" ]; then
-    kill "$SPID" 2> /dev/null || true
-    wait "$SPID" 2> /dev/null || true
-  fi
-  [ -n "$OWN_PG" ] && pg_stop
-  [ -n "${STORE:-}" ] && [ -z "$OWN_PG" ] && pg_drop_db "$STORE"
-  return 0
-}
-trap cleanup EXIT
-
-if [ -z "${BEATLINE_TEST_PG_URL:-}" ]; then
-  if ! pg_start "$PWD" 2> pg-start.log; then
-    echo "PostgreSQL cannot start here: skipped ($(tail -2 pg-start.log))"
-    finish 77
-  fi
-  OWN_PG=1
-fi
-STORE=$(pg_new_db)
+. "$HERE/nodes_lib.sh"
+nodes_pg_setup reuse
 sql() { timeout 20 psql -X -q -A -t -d "$STORE" -c "$1"; }
-SRV=${BIN_REAL:-$BIN}/beatline-server
 
-keys=$("$SRV" --data "$PWD/node" --store "$STORE" app create shop)
+keys=$("$SRV" --data "$PWD/node0" --store "$STORE" app create shop)
 ING=$(jq -r .ingest_key <<< "$keys")
 UPL=$(jq -r .upload_key <<< "$keys")
-rm -f port.txt
-BEATLINE_TEST_COMMIT_DELAY_MS=700 "$SRV" --data "$PWD/node" --store "$STORE" \
-  --listen 127.0.0.1:0 --port-file port.txt 2>> node.log &
-SPID=$!
-for _ in $(seq 400); do # bounded: 20 s
-  [ -s port.txt ] && break
-  sleep 0.05
-done
-if [ ! -s port.txt ]; then
-  bad "the node did not start: $(tail -5 node.log)"
-  finish
-fi
-URL="http://127.0.0.1:$(cat port.txt)"
+NODE_ENV=(BEATLINE_TEST_COMMIT_DELAY_MS=700)
+start_node 0 # one node (data folder node0, log node0.log)
+URL=${URLS[0]}
 
 for i in $(seq 0 20); do echo "$i,1,com.example.C$((i % 3)) m$i ()V"; done > mids.txt
 http PUT /v1/apps/shop/builds/x/method-ids "$UPL" --data-binary @mids.txt
 expect "x's method-ID file" 201 "$CODE"
 
-N=0
-post() { # BUILD
-  N=$((N + 1))
-  local uuid
-  uuid=$(printf '%08x-0000-4000-8000-%012x' "$N" "$N")
-  cat > b.json << JSON
-{"batch_id":"$uuid","app":"shop","build":"$1","session_id":"s","origin_wall_us":1795960000000000,
- "device":{"model":"m","os":"14","sdk":34},
- "threads":[{"id":1,"name":"main","main":true,"truncated":false,
-  "records":[[0,"i",0],[1,"i",2],[1,"o",8],[0,"o",10]]}],
- "events":[]}
-JSON
-  "$BIN/beatline-batch" encode < b.json > b.bin
-  http POST /v1/apps/shop/batches "$ING" --data-binary @b.bin
-}
+post() { nodes_post 0 "$1"; } # BUILD
 
 # batches of x and uploads of y1..y4 interleaved: rounds of x stay open
 # (the round before commits for 700 ms) while the uploads come

@@ -6,7 +6,10 @@
  * bl_st_changes, a failed statement aborting its transaction and the
  * rollback recovering, the statement cache, a lost connection (reconnected
  * outside a transaction, failing until the rollback inside one), and apps (create, list,
- * rotate-keys, quotas, key checks). Run by tests/unit/with_pg.sh, which
+ * rotate-keys, quotas, key checks), methods rows written in chunks of arrays
+ * (bl_wr_methods_put: names with quotes, backslashes, braces, commas,
+ * "NULL", blanks and UTF-8 stored as given; a methodId given twice keeps
+ * its last names, within a chunk and across chunks). Run by tests/unit/with_pg.sh, which
  * gives a fresh database's URL in BEATLINE_TEST_PG_DB; without it the test
  * is skipped (77).
  */
@@ -19,6 +22,7 @@
 #include "store/db.h"
 #include "store/internal.h"
 #include "store/stmt.h"
+#include "store/writer.h"
 #include "testutil.h"
 
 static bl_db *db;
@@ -786,6 +790,64 @@ START_TEST(apps_on_pg)
 }
 END_TEST
 
+/* bl_wr_methods_put's rows: method i of 2,500, names made of awkward
+ * texts; index 2500 gives methodId 7 again (across chunks), 2501 gives
+ * 2100 again (in the second chunk) */
+static const char *const awkward[] = { "a\"b", "c\\d", "{x,y}", "NULL", " sp ", "\xc3\xa9\xe6\xbc\xa2",
+                                       "", "q\\\"}" };
+#define MP_N 2502
+static char mp_buf[4][64];
+
+static int64_t mp_id(size_t i)
+{
+    return i == 2500 ? 7 : i == 2501 ? 2100 : (int64_t)i;
+}
+
+static bl_err mp_row(void *ctx, size_t i, bl_wr_method *out)
+{
+    (void)ctx;
+    const char *w = awkward[i % 8];
+    snprintf(mp_buf[0], 64, "%sC%zu", w, i);
+    snprintf(mp_buf[1], 64, "m%zu%s", i, w);
+    snprintf(mp_buf[2], 64, "(%s)V", w);
+    snprintf(mp_buf[3], 64, "%s", w);
+    *out = (bl_wr_method){ mp_id(i), mp_buf[0], mp_buf[1], mp_buf[2], mp_buf[3] };
+    return BL_OK;
+}
+
+START_TEST(methods_put_in_chunks)
+{
+    exec_ok("INSERT INTO apps (id, name, created_at) VALUES (77, 'mp', 0)");
+    exec_ok("INSERT INTO builds (id, app_id, name, created_at) VALUES (7700, 77, 'b', 0)");
+    ck_assert_int_eq(bl_db_begin(db), BL_OK);
+    ck_assert_msg(bl_wr_methods_put(db, 7700, MP_N, mp_row, NULL) == BL_OK, "%s",
+                  bl_db_errmsg(db));
+    ck_assert_int_eq(bl_db_commit(db), BL_OK);
+    /* the last row given for each methodId */
+    static size_t last[2500];
+    for (size_t i = 0; i < MP_N; i++)
+        last[mp_id(i)] = i;
+    bl_st *st = get_ok("SELECT method_id, class, name, descriptor, source_file FROM methods "
+                       "WHERE build_id = 7700 ORDER BY method_id");
+    size_t n = 0;
+    while (bl_st_step(st) == BL_ST_ROW) {
+        ck_assert_int_lt(n, 2500);
+        ck_assert_int_eq(bl_st_col_int64(st, 0), (int64_t)n);
+        bl_wr_method m;
+        mp_row(NULL, last[n], &m);
+        ck_assert_str_eq(bl_st_col_str(st, 1), m.cls);
+        ck_assert_str_eq(bl_st_col_str(st, 2), m.name);
+        ck_assert_str_eq(bl_st_col_str(st, 3), m.descriptor);
+        ck_assert_str_eq(bl_st_col_str(st, 4), m.source_file);
+        n++;
+    }
+    bl_st_reset(st);
+    ck_assert_int_eq((int)n, 2500);
+    exec_ok("DELETE FROM methods WHERE build_id = 7700");
+    exec_ok("DELETE FROM builds WHERE id = 7700");
+}
+END_TEST
+
 int main(void)
 {
     if (!getenv("BEATLINE_TEST_PG_DB")) {
@@ -812,6 +874,7 @@ int main(void)
     tcase_add_test(t, get2_picks_pg_text);
     tcase_add_test(t, reconnect_when_idle);
     tcase_add_test(t, lost_inside_transaction);
+    tcase_add_test(t, methods_put_in_chunks);
     suite_add_tcase(s, t);
     TCase *a = tcase_create("apps");
     tcase_add_checked_fixture(a, setup, teardown);

@@ -11,7 +11,9 @@
  * a finish rolled back keeps the row, committed removes it; a failed row is
  * never claimed; a row claimed too often fails; release makes rows
  * claimable at once; advisory locks exclude the other connection and are
- * given up when their connection closes; node-id blocks never overlap.
+ * given up when their connection closes; node-id blocks never overlap;
+ * looking a build up (bl_wr_build_get) does not wait for another
+ * connection's open transaction that wrote its row (a node's round).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +25,7 @@
 #include "store/internal.h" /* bl_db_exec: SET statement_timeout */
 #include "store/queue.h"
 #include "store/stmt.h"
+#include "store/writer.h"
 #include "testutil.h"
 
 static const char *url;
@@ -259,6 +262,65 @@ START_TEST(advisory_locks_and_id_blocks)
 }
 END_TEST
 
+START_TEST(given_back_reason_kept)
+{
+    open_both();
+    int64_t k = bl_queue_lock_key(5, "gb");
+    put(a, 50, 5, "gb", 0);
+    put(a, 51, 5, "gb", 0);
+    got g;
+    /* 50: given back with a reason each time (its build's registration
+     * failing); 51: its node stops each time (the lease runs out) */
+    for (int i = 0; i < BL_QUEUE_MAX_ATTEMPTS; i++) {
+        ck_assert_int_eq((int)claim(a, "A", 1, &k, 1, 10, &g), 2);
+        ck_assert_int_eq(bl_queue_unlease(a, "A", uuid_n(50), "registration failed: test"),
+                         BL_OK);
+        usleep(1500);
+    }
+    ck_assert_int_eq((int)claim(a, "A", 1, &k, 1, 10, &g), 0);
+    bl_st *st = bl_st_get(b, "SELECT error FROM raw_batches WHERE failed_at IS NOT NULL "
+                             "ORDER BY batch_id");
+    ck_assert_int_eq(bl_st_step(st), BL_ST_ROW);
+    ck_assert_str_eq(bl_st_col_str(st, 0), "claimed 20 times without being finished (last given "
+                                           "back by its node: registration failed: test)");
+    ck_assert_int_eq(bl_st_step(st), BL_ST_ROW);
+    ck_assert_str_eq(bl_st_col_str(st, 0), "claimed 20 times without being finished (its node "
+                                           "stopped each time)");
+    bl_st_reset(st);
+    close_both();
+}
+END_TEST
+
+START_TEST(build_get_waits_for_no_round)
+{
+    open_both();
+    bl_st *st = bl_st_get(a, "INSERT INTO apps (id, name, created_at) VALUES (4, 'g', 0) "
+                             "ON CONFLICT DO NOTHING");
+    ck_assert_msg(bl_st_done(st) == BL_OK, "%s", bl_db_errmsg(a));
+    /* past the ids put_and_duplicates gave by hand */
+    ck_assert_int_eq(bl_db_exec(a, "SELECT setval(pg_get_serial_sequence('builds', 'id'), "
+                                   "1000)"), BL_OK);
+    int64_t id_a, id_b = -1;
+    ck_assert_msg(bl_wr_build_get(a, 4, "gx", 1, &id_a) == BL_OK, "%s", bl_db_errmsg(a));
+    /* node A's round counts a batch into the build: the row is written by
+     * A's open transaction */
+    ck_assert_int_eq(bl_db_begin(a), BL_OK);
+    ck_assert_int_eq(bl_wr_build_count_batch(a, id_a, 3), BL_OK);
+    /* node B's registration looks the build up: no lock wait (a wait runs
+     * into the lock timeout and fails) */
+    ck_assert_int_eq(bl_db_exec(b, "SET lock_timeout = 2000"), BL_OK);
+    ck_assert_msg(bl_wr_build_get(b, 4, "gx", 2, &id_b) == BL_OK, "%s", bl_db_errmsg(b));
+    ck_assert(id_b == id_a);
+    /* a new build is still made */
+    int64_t id_n = -1;
+    ck_assert_msg(bl_wr_build_get(b, 4, "gy", 2, &id_n) == BL_OK, "%s", bl_db_errmsg(b));
+    ck_assert(id_n > 0 && id_n != id_a);
+    ck_assert_int_eq(bl_db_exec(b, "SET lock_timeout = 0"), BL_OK);
+    bl_db_rollback(a);
+    close_both();
+}
+END_TEST
+
 int main(void)
 {
     url = getenv("BEATLINE_TEST_PG_DB");
@@ -273,6 +335,8 @@ int main(void)
     tcase_add_test(t, renew_finish_fail_release);
     tcase_add_test(t, too_many_attempts_fail);
     tcase_add_test(t, advisory_locks_and_id_blocks);
+    tcase_add_test(t, build_get_waits_for_no_round);
+    tcase_add_test(t, given_back_reason_kept);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
