@@ -595,6 +595,15 @@ static int meta_beyond_member(const char *p, const char *le)
     return 0;
 }
 
+/* Whether method line y goes on with the run of method line x: the same
+ * obfuscated name and minified range (both lines of one class). */
+static int same_run(const bl_mapping_line *x, const bl_mapping_line *y)
+{
+    return x->has_min && y->has_min && x->min_start == y->min_start &&
+           x->min_end == y->min_end && x->obf.n == y->obf.n &&
+           same_bytes(x->obf.p, y->obf.p, x->obf.n);
+}
+
 /* Parses [data, data+len) into b. With b->use_range, stops at the first
  * JSON metadata comment with b->restart set (see want_range). */
 static bl_err parse_all(builder *b, const char *data, size_t len)
@@ -602,6 +611,25 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
     const char *p = data, *end = data + len;
     prev_ids pv;
     memset(&pv, 0, sizeof pv);
+    /* A run of lines want_range keeps outer only (BL_MI_WANT_OUTER): each
+     * is read and checked as usual, but only its last line goes into the
+     * index. A line of the run is held here; the next one that goes on
+     * with the run replaces it (the held one was an inner frame), any
+     * other line first has the held one indexed (handle_method), as if it
+     * had been indexed when read: so the index is exactly the one of the
+     * whole run, less its inner entries — a malformed line or anything
+     * else that ends an inline group still ends it where it did. */
+    bl_mapping_line held;
+    int has_held = 0;
+    bl_err herr;
+#define FLUSH_HELD()                                                                       \
+    do {                                                                                   \
+        if (has_held) {                                                                    \
+            has_held = 0;                                                                  \
+            if ((herr = handle_method(b, &held, &pv)))                                     \
+                return herr;                                                               \
+        }                                                                                  \
+    } while (0)
     int skipping = 0;        /* members of an unwanted class */
     const char *cls = NULL;  /* obfuscated name of the current class */
     size_t cls_n = 0;
@@ -623,6 +651,11 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
             b->restart = 1;
             return BL_OK;
         }
+        /* only an indented line with a minified range may go on with a
+         * held run */
+        if (has_held && (q == p || q == le || *q < '0' || *q > '9'))
+            FLUSH_HELD();
+        int outer = 0; /* want_range said BL_MI_WANT_OUTER for this line */
         if (skipping && (*p == ' ' || *p == '\t')) {
             /* a member of an unwanted class: skipped unread; an indented
              * comment is read as usual (class metadata), or after a
@@ -662,10 +695,14 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
                     wm_nm = nm;
                     wm_nn = nn;
                 }
-                if (!wm_yes ||
-                    (b->use_range && digit &&
-                     bl_mapping_min_range(q, (size_t)(le - q), &rs, &re) &&
-                     !b->opts->want_range(b->opts->want_ctx, cls, cls_n, nm, nn, rs, re)) ||
+                int wr = 1;
+                if (wm_yes && b->use_range && digit &&
+                    bl_mapping_min_range(q, (size_t)(le - q), &rs, &re))
+                    wr = b->opts->want_range(b->opts->want_ctx, cls, cls_n, nm, nn, rs, re);
+                outer = wr == BL_MI_WANT_OUTER;
+                if (!outer)
+                    FLUSH_HELD();
+                if (!wm_yes || !wr ||
                     /* under want_range a field line (no '(') goes too: a
                      * retrace looks up methods only */
                     (b->use_range && !digit && !memchr(q, '(', (size_t)(le - q)))) {
@@ -676,16 +713,25 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
                 }
             }
         }
+        if (!outer)
+            FLUSH_HELD();
         bl_mapping_line ml;
         const char *why;
         bl_err err = BL_OK;
         if (bl_mapping_parse_line(p, (size_t)(le - p), &ml, &why) != BL_OK) {
+            FLUSH_HELD();
             diag(b, why, 1);
             if (b->opts && b->opts->strict)
                 return BL_EFORMAT;
             close_group(b);
             b->last_kind = LK_NONE;
+        } else if (outer && ml.kind == BL_ML_METHOD && b->cur_class >= 0) {
+            if (!has_held || !same_run(&held, &ml))
+                FLUSH_HELD(); /* another run: the one before is indexed */
+            held = ml;        /* an inner line of the run is dropped */
+            has_held = 1;
         } else {
+            FLUSH_HELD();
             switch (ml.kind) {
             case BL_ML_BLANK:
             case BL_ML_COMMENT:
@@ -725,6 +771,8 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
             return err;
         p = nl ? nl + 1 : end;
     }
+    FLUSH_HELD();
+#undef FLUSH_HELD
     close_group(b);
     return BL_OK;
 }

@@ -639,8 +639,11 @@ static int names_want_member(void *ctx, const char *cls, size_t cn, const char *
     return tn_ask_member(ctx, cls, cn, name, nn) != NO_INDEX;
 }
 
-/* Whether a frame of the member has line 0 (then every range is needed:
- * the retracer lists all of them) or a line in [a, b]. */
+/* Whether a frame of the member has a line in [a, b] (line 0, a frame
+ * without a line, too: a range from 0 holds it); else, when the member has
+ * a frame without a line, the range is needed for its outermost entries
+ * only (BL_MI_WANT_OUTER: the retracer lists the outermost method of every
+ * group for such a frame, and nothing else of them); else not. */
 static int names_want_range(void *ctx, const char *cls, size_t cn, const char *name, size_t nn,
                             uint32_t a, uint32_t b)
 {
@@ -651,7 +654,7 @@ static int names_want_range(void *ctx, const char *cls, size_t cn, const char *n
     const tn_member *m = &t->members.v[mi];
     const uint32_t *v = t->lines + m->first;
     uint32_t lo = 0, hi = m->n;
-    if (hi == 0 || v[0] == 0)
+    if (hi == 0)
         return 1;
     while (lo < hi) { /* the first line >= a */
         uint32_t mid = lo + (hi - lo) / 2;
@@ -660,7 +663,9 @@ static int names_want_range(void *ctx, const char *cls, size_t cn, const char *n
         else
             hi = mid;
     }
-    return lo < m->n && v[lo] <= b;
+    if (lo < m->n && v[lo] <= b)
+        return 1;
+    return v[0] == 0 ? BL_MI_WANT_OUTER : 0;
 }
 
 /*
