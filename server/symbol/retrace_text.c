@@ -266,6 +266,10 @@ static int frame_ext(const char *loc, size_t loc_n, int64_t lineno)
         if (n > 0)
             n--;
     }
+    /* R8's and ProGuard's own location (nearly every frame) at once: it
+     * holds none of the three */
+    if (n == 10 && !memcmp(loc, "SourceFile", 10))
+        return EXT_NONE;
     /* the last '.' after any '/' or '\\': the last of the three, found
      * from the end, when it is a '.' */
     const char *dot = NULL;
