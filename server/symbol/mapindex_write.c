@@ -40,16 +40,42 @@ static int cmp_ids(const interner *in, uint32_t a, uint32_t b)
     return na < nb ? -1 : na > nb;
 }
 
-/* Stable merge sort of idx[0..n) by the obfuscated name of methods[idx]. */
-static void sort_by_name(const interner *in, const bmethod *ms, uint32_t *idx, uint32_t *tmp,
-                         uint32_t n)
+/* The sort key of a name: its first eight bytes, big-endian, zero-padded.
+ * Names hold no NUL byte, so keys order as the names do (a shorter name
+ * first) except when both have the same first eight bytes. */
+static uint64_t name_key(const char *s, uint32_t n)
+{
+    uint64_t k = 0;
+    for (uint32_t i = 0; i < 8; i++)
+        k = k << 8 | (i < n ? (uint8_t)s[i] : 0);
+    return k;
+}
+
+/* Compares the obfuscated names of methods x and y (keys: name_key of
+ * each method's name, by method index): most are told apart by their key,
+ * without reading the names (short obfuscated names nearly always). */
+static inline __attribute__((always_inline)) int cmp_obf(const interner *in, const bmethod *ms,
+                                                         const uint64_t *key, uint32_t x,
+                                                         uint32_t y)
+{
+    if (ms[x].m.obf == ms[y].m.obf)
+        return 0;
+    if (key[x] != key[y])
+        return key[x] < key[y] ? -1 : 1;
+    return cmp_ids(in, ms[x].m.obf, ms[y].m.obf);
+}
+
+/* Stable merge sort of idx[0..n) by the obfuscated name of methods[idx]
+ * (key: see cmp_obf). */
+static void sort_by_name(const interner *in, const bmethod *ms, const uint64_t *key,
+                         uint32_t *idx, uint32_t *tmp, uint32_t n)
 {
     if (n < 2)
         return;
     if (n <= 16) { /* insertion sort, stable */
         for (uint32_t i = 1; i < n; i++) {
             uint32_t x = idx[i], j = i;
-            while (j > 0 && cmp_ids(in, ms[idx[j - 1]].m.obf, ms[x].m.obf) > 0) {
+            while (j > 0 && cmp_obf(in, ms, key, idx[j - 1], x) > 0) {
                 idx[j] = idx[j - 1];
                 j--;
             }
@@ -58,13 +84,13 @@ static void sort_by_name(const interner *in, const bmethod *ms, uint32_t *idx, u
         return;
     }
     uint32_t h = n / 2;
-    sort_by_name(in, ms, idx, tmp, h);
-    sort_by_name(in, ms, idx + h, tmp, n - h);
-    if (cmp_ids(in, ms[idx[h - 1]].m.obf, ms[idx[h]].m.obf) <= 0)
+    sort_by_name(in, ms, key, idx, tmp, h);
+    sort_by_name(in, ms, key, idx + h, tmp, n - h);
+    if (cmp_obf(in, ms, key, idx[h - 1], idx[h]) <= 0)
         return; /* already in order */
     uint32_t i = 0, j = h, k = 0;
     while (i < h && j < n)
-        tmp[k++] = cmp_ids(in, ms[idx[j]].m.obf, ms[idx[i]].m.obf) < 0 ? idx[j++] : idx[i++];
+        tmp[k++] = cmp_obf(in, ms, key, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
     while (i < h)
         tmp[k++] = idx[i++];
     while (j < n)
@@ -168,6 +194,7 @@ static bl_err pad8(bl_buf *o)
 typedef struct wi_job {
     builder *b;
     uint32_t *order, *tmp;
+    uint64_t *key;          /* wi_sort: name_key by method index */
     const uint32_t *start, *fstart;
     size_t c0, c1;
     uint32_t n_sigs;        /* wi_sort: signatures counted */
@@ -189,7 +216,20 @@ static void *wi_sort(void *arg)
     const interner *in = &b->in;
     for (size_t c = j->c0; c < j->c1; c++) {
         uint32_t lo = j->start[c], hi = j->start[c + 1];
-        sort_by_name(in, b->methods.v, j->order + lo, j->tmp + lo, hi - lo);
+        if (hi - lo > 1) {
+            uint32_t last = UINT32_MAX; /* a method's ranges share its name */
+            uint64_t k = 0;
+            for (uint32_t i = lo; i < hi; i++) {
+                uint32_t x = j->order[i], id = b->methods.v[x].m.obf, n;
+                if (id != last) {
+                    const char *nm = istr(in, id, &n);
+                    k = name_key(nm, n);
+                    last = id;
+                }
+                j->key[x] = k;
+            }
+        }
+        sort_by_name(in, b->methods.v, j->key, j->order + lo, j->tmp + lo, hi - lo);
         b->classes.v[c].method_first = lo;
         b->classes.v[c].method_count = hi - lo;
         b->classes.v[c].field_first = j->fstart[c];
@@ -318,8 +358,9 @@ bl_err bl_mib_write_image(builder *b, bl_buf *out)
     uint32_t *start = calloc(nc + 1, sizeof *start);
     uint32_t *fstart = calloc(nc + 1, sizeof *fstart);
     uint32_t *forder = malloc((nf + 1) * sizeof *forder);
+    uint64_t *key = malloc((nm + 1) * sizeof *key);
     bl_mi_slot *t1 = NULL, *t2 = NULL, *t3 = NULL;
-    if (!order || !tmp || !start || !fstart || !forder) {
+    if (!order || !tmp || !start || !fstart || !forder || !key) {
         err = BL_ENOMEM;
         goto out;
     }
@@ -347,6 +388,7 @@ bl_err bl_mib_write_image(builder *b, bl_buf *out)
         jobs[k].b = b;
         jobs[k].order = order;
         jobs[k].tmp = tmp;
+        jobs[k].key = key;
         jobs[k].start = start;
         jobs[k].fstart = fstart;
     }
@@ -516,6 +558,7 @@ out:
     free(start);
     free(fstart);
     free(forder);
+    free(key);
     free(t1);
     free(t2);
     free(t3);
