@@ -336,14 +336,21 @@ static void names_add(void *ctx, const char *cls, size_t cn, const char *method,
 }
 
 /*
- * A big trace is scanned in two halves at once (cut at a line start): the
- * main thread files the first half's names as it reads them; a second
- * thread reads the second half and only hashes its names into a list, which
+ * A big trace is scanned in two parts at once (cut at a line start): the
+ * main thread files the first part's names as it reads them; a second
+ * thread reads the second part and only hashes its names into a list, which
  * the main thread files afterwards, in order — so the result is the one a
- * single pass gives (same indexes), and the reading and hashing of half
- * the trace is done on the other CPU.
+ * single pass gives (same indexes), and the reading and hashing of the
+ * second part is done on the other CPU. The main thread files every name,
+ * so it takes the smaller part: SCAN_CUT_NUM / SCAN_CUT_DEN of the text.
+ * On the 100,000-frame benchmark (callgrind, per thread) the main thread's
+ * scan was 52 M instructions against the other's 33 M with the cut in the
+ * middle; filing is about 0.3 of the reading and hashing, which puts the
+ * even cut near 36 %.
  */
-#define SCAN_SPLIT_MIN ((size_t)256 << 10) /* scan in two halves from 256 KiB */
+#define SCAN_SPLIT_MIN ((size_t)256 << 10) /* scan in two parts from 256 KiB */
+#define SCAN_CUT_NUM 3
+#define SCAN_CUT_DEN 8
 
 typedef struct scan_rec {
     uint64_t ch, mh; /* see names_add_hashed */
@@ -398,7 +405,8 @@ static void names_scan(trace_names *t, const char *text, size_t len, int threads
 {
     const char *cut = NULL;
     if (threads >= 2 && len >= SCAN_SPLIT_MIN) {
-        cut = memchr(text + len / 2, '\n', len - len / 2);
+        size_t at = len / SCAN_CUT_DEN * SCAN_CUT_NUM;
+        cut = memchr(text + at, '\n', len - at);
         if (cut)
             cut++;
     }
