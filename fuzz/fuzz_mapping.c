@@ -2,9 +2,10 @@
  * open it, retrace a fixed trace and symbolicate a method with it; then
  * build it again parsed in two halves (opts.threads = 2), and again reading
  * only the members the trace names, then only their ranges holding the
- * trace's lines, each also in two halves: every build must retrace the
- * trace to the same text as the first (and the lazy ones with the same
- * counts in one and two halves). */
+ * trace's lines (a member with a frame without a line: only the
+ * outermost line of each other group), each also in two halves: every
+ * build must retrace the trace to the same text as the first (and the lazy
+ * ones with the same counts in one and two halves). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,18 +72,25 @@ static int want_member(void *ctx, const char *cls, size_t cn, const char *name, 
     return has(ctx, cls, cn, name, nn);
 }
 
+/* As beatline-retrace answers: a range holding a line of the member's
+ * frames (line 0, a frame without a line, included) is read; else, when
+ * the member has a frame without a line, only the outermost line of each
+ * of its groups (BL_MI_WANT_OUTER); else none. */
 static int want_range(void *ctx, const char *cls, size_t cn, const char *name, size_t nn,
                       uint32_t a, uint32_t b)
 {
     const names *s = ctx;
+    int zero = 0;
     for (int i = 0; i < s->n; i++) {
         names one = { .n = 1 };
         memcpy(one.v[0], s->v[i], sizeof one.v[0]);
-        if (has(&one, cls, cn, name, nn) &&
-            (s->line[i] == 0 || (s->line[i] >= a && s->line[i] <= b)))
+        if (!has(&one, cls, cn, name, nn))
+            continue;
+        if (s->line[i] >= a && s->line[i] <= b)
             return 1;
+        zero |= s->line[i] == 0;
     }
-    return 0;
+    return zero ? BL_MI_WANT_OUTER : 0;
 }
 
 /* Builds with opts and retraces the fixed trace: the output (malloc'd) or

@@ -146,7 +146,9 @@ typedef int (*bl_mi_want_member_fn)(void *ctx, const char *cls, size_t cn, const
 
 /* Says whether a method line of a wanted member (see want_member) whose
  * minified range is [min_start, min_end] (normalised, as in
- * bl_mapping_min_range) is needed. */
+ * bl_mapping_min_range) is needed: 0 no, BL_MI_WANT_OUTER only as the
+ * outermost frame of its inline group (see want_range), else yes. */
+#define BL_MI_WANT_OUTER 2
 typedef int (*bl_mi_want_range_fn)(void *ctx, const char *cls, size_t cn, const char *name,
                                    size_t nn, uint32_t min_start, uint32_t min_end);
 
@@ -190,7 +192,14 @@ typedef struct bl_mi_build_opts {
      * bl_retrace_trace_names reports with method = NULL). Under want_range
      * field lines (member lines without '(') are skipped unread as well,
      * whatever their name: a retrace looks up methods only, and such an
-     * index has no fields. May be called from two threads at once. */
+     * index has no fields. May be called from two threads at once.
+     * BL_MI_WANT_OUTER: of a run of lines with this class, name and range
+     * (an inline group, innermost first) only the last line, the
+     * outermost frame, is indexed; every line is still read and checked,
+     * and a malformed one ends the group where it would. Sound for a
+     * retrace when the member's only frames that could use the range have
+     * no line (line 0) and the range does not hold 0: such a frame uses
+     * the outermost entry of each group alone (retrace.h, "no line"). */
     bl_mi_want_range_fn want_range;
     void *want_ctx;
     /* Threads: 0 = automatic (on a machine with two or more CPUs, the parse

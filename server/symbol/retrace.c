@@ -1,12 +1,14 @@
 /*
- * retrace.c — stack-trace retracing over a bl_mapindex (rules in retrace.h).
+ * retrace.c — stack-trace retracing over a bl_mapindex (rules in retrace.h):
+ * the retracer, its lookups, and the frame rules.
  *
  * Per frame: select candidate inline groups in the method bucket, expand
  * each group into frames (innermost first), apply rewriteFrame / outline /
- * synthesized rules, merge identical alternatives, then print.
+ * synthesized rules, merge identical alternatives and sort them; the text
+ * side (retrace_text.c) reads the line and prints the result.
  * A retracer reuses its arrays between frames: no allocation once warm.
  */
-#include "symbol/retrace.h"
+#include "symbol/retrace_impl.h"
 
 #include "symbol/mapping.h"
 
@@ -22,48 +24,6 @@
 #define RANGE_INDEX_MIN 24    /* buckets of this many entries get a range index */
 #define RANGE_RECS_MAX (1u << 20) /* range records per retracer, at most */
 
-/* A remembered frame lookup: obfuscated (class, method) -> class record and
- * method bucket. The key bytes are kept in the retracer's key arena. */
-typedef struct memo_ent {
-    uint64_t h;               /* XXH3 of the key; 0 = empty slot */
-    uint32_t key, cls_n;      /* offset of class+method bytes in keys */
-    uint32_t method_n, n;     /* method length; bucket size */
-    const bl_mi_class *c;     /* NULL: class unknown */
-    const bl_mi_method *b;
-} memo_ent;
-
-/* A (class, method) name resolved once for every retracer of a trace
- * (bl_retrace_lookups): the key bytes are borrowed from the caller. */
-#define LK_INLINE 8 /* key bytes kept in the entry itself, at most */
-enum { LK_EMPTY = 0, LK_BUSY = 1, LK_READY = 2 }; /* lk_ent.state */
-
-typedef struct lk_ent {
-    uint64_t h;               /* frame_key_hash; 0 = empty slot / unset */
-    const char *cls, *method; /* key bytes (borrowed) */
-    const bl_mi_class *c;     /* NULL: class unknown */
-    const bl_mi_method *b;
-    uint32_t cls_n, method_n, n; /* lengths; bucket size */
-    /* class then method bytes when they fit (cls_n + method_n <=
-     * LK_INLINE; obfuscated names mostly do): compared here, in the
-     * entry's own cache line, instead of in the text they came from */
-    char key[LK_INLINE];
-    /* v entries: LK_EMPTY, LK_BUSY (a retracer is filling it: the others
-     * look the name up themselves meanwhile), LK_READY (the fields above
-     * are set and stay so; read after an acquire load of state) */
-    _Atomic uint32_t state;
-} lk_ent; /* 64 bytes: one cache line (the arrays are 64-byte aligned) */
-
-/* Whether entry e is the key (cls, method) of these lengths. */
-static int lk_is(const lk_ent *e, const char *cls, size_t cls_n, const char *method,
-                 size_t method_n)
-{
-    if (e->cls_n != cls_n || e->method_n != method_n)
-        return 0;
-    if (cls_n + method_n <= LK_INLINE)
-        return !memcmp(e->key, cls, cls_n) && !memcmp(e->key + cls_n, method, method_n);
-    return !memcmp(e->method, method, method_n) && !memcmp(e->cls, cls, cls_n);
-}
-
 /* n zeroed entries, 64-byte aligned (free with free), or NULL. */
 static lk_ent *lk_alloc(uint32_t n)
 {
@@ -72,95 +32,6 @@ static lk_ent *lk_alloc(uint32_t n)
         memset(v, 0, (size_t)n * sizeof *v);
     return v;
 }
-
-struct bl_retrace_lookups {
-    const bl_mapindex *mi;
-    lk_ent *v;       /* entries 0..n-1 as resolved (by index: see
-                        bl_retracer_frame_line) */
-    uint32_t n;
-    int sealed;
-    lk_ent *tab;     /* sealed: open addressing by h, mask + 1 slots */
-    uint32_t mask;
-};
-
-/*
- * A range index of a big method bucket (see bucket_ranges): one record per
- * inline group with a minified range, sorted by range start, with the
- * largest range end up to each record — so the groups whose range holds a
- * line are found by a binary search and a short walk back instead of a
- * walk over the whole bucket (a bucket of an overloaded obfuscated name can
- * hold hundreds of entries, each frame of it walked them all).
- */
-typedef struct rng_rec {
-    uint32_t lo, hi;  /* the group's minified range */
-    uint32_t maxhi;   /* the largest hi of this and every earlier record */
-    uint32_t gs, ge;  /* the group: entries [gs, ge) of the bucket */
-} rng_rec;
-
-/* Where a bucket's records are (keyed by the bucket's first entry). */
-typedef struct rng_ent {
-    const bl_mi_method *b; /* NULL = empty slot */
-    uint32_t first, n;     /* records rr[first .. first+n) */
-    uint32_t nomin;        /* the first entry without a minified range, or
-                              the bucket size when there is none */
-} rng_ent;
-
-/* A remembered original-class lookup, keyed by the string's address in the
- * index pool (a frame's class string always comes from the pool; one that
- * is there twice — see mapindex.c "Parallel parse" — is remembered twice). */
-typedef struct orig_ent {
-    const char *key; /* NULL = empty */
-    uint32_t n;
-    uint32_t file;   /* inferred file name: offset + 1 in files, 0 = not yet */
-    uint32_t file_n;
-    const bl_mi_class *c;
-} orig_ent;
-
-#define FILE_MEMO 0x80000000u /* fr_file: offset in files, not names */
-#define FILES_MAX (16u << 20)  /* inferred file names remembered, bytes */
-
-/* A frame's original-class lookup, made when its alternative ends (the
- * synthesized check) and used again for its file name: the class record
- * and its slot in the original-class memo (slot + 1, 0 = not remembered;
- * valid while the memo has not grown since: gen). */
-typedef struct fr_class {
-    const bl_mi_class *c;
-    uint32_t slot1, gen;
-} fr_class;
-
-struct bl_retracer {
-    const bl_mapindex *mi;
-    bl_retrace_opts o;
-    bl_rframe *fr;       /* frames of all alternatives */
-    uint32_t *fr_file;   /* per frame: offset+1 into names, 0 = none */
-    fr_class *fr_cls;    /* per frame, set by end_alt */
-    uint32_t nfr, capfr;
-    uint32_t *alt;       /* alternative start offsets (n_alts + 1) */
-    uint32_t nalt, capalt;
-    bl_buf names;        /* inferred file names of this frame */
-    int64_t carry;       /* outline position for the next frame, -1 none */
-    int after_exc;       /* the next frame is the first under an exception */
-    memo_ent *memo;      /* frame lookups (see frame_lookup) */
-    uint32_t memo_mask, memo_n;
-    bl_buf keys;         /* memo key bytes */
-    orig_ent *oc;        /* original-class lookups (see orig_class) */
-    uint32_t oc_mask, oc_n, oc_gen; /* gen: bumped when oc grows */
-    bl_buf files;        /* inferred file names remembered in oc */
-    int64_t in_line;     /* the frame's own line (-1: none), for end_alt */
-    bl_rframe *fr2;      /* scratch for sorting alternatives (capfr) */
-    uint32_t *order;     /* scratch: alternative order (capalt) */
-    rng_ent *ri;         /* range indexes of big buckets (see rng_rec) */
-    uint32_t ri_mask, ri_n;
-    rng_rec *rr;         /* their records */
-    uint32_t rr_n, rr_cap;
-    uint32_t *hits;      /* scratch: groups found through a range index */
-    uint32_t hits_cap;
-    bl_retrace_lookups *lk; /* shared lookups (borrowed; their v entries are
-                               filled by bl_retracer_frame_line), or NULL */
-    uint64_t resolved;   /* lookups made in the index (bl_retracer_resolved) */
-    uint64_t filled;     /* of them, into shared lookups (bl_retracer_filled) */
-    char exc_obf[512], exc_orig[512];
-};
 
 bl_err bl_retracer_new(const bl_mapindex *mi, const bl_retrace_opts *opts, bl_retracer **out)
 {
@@ -215,10 +86,6 @@ void bl_retracer_free(bl_retracer *rt)
     free(rt->hits);
     free(rt);
 }
-
-
-/* The frame's file name extension, as R8 sorts it (see retrace.h). */
-enum { EXT_NONE = 0, EXT_KT = 1, EXT_OTHER = 2 };
 
 /* R8's inference: the outer class's simple name; with frame extension
  * none or "kt" a name ending in "Kt" loses it and gets ".kt"; with "kt"
@@ -406,8 +273,8 @@ bl_err bl_retrace_lookups_new(const bl_mapindex *mi, uint32_t n, bl_retrace_look
 }
 
 /* Resolves (cls, method) into e (whose state the caller owns). */
-static void lk_fill(const bl_mapindex *mi, lk_ent *e, const char *cls, size_t cn,
-                    const char *method, size_t mn)
+void bl_rt_lk_fill(const bl_mapindex *mi, lk_ent *e, const char *cls, size_t cn,
+                   const char *method, size_t mn)
 {
     e->c = bl_mapindex_class_by_obf(mi, cls, cn);
     e->b = NULL;
@@ -429,10 +296,9 @@ void bl_retrace_lookups_resolve(bl_retrace_lookups *lk, uint32_t i, const char *
     if (!lk || lk->sealed || i >= lk->n || cn > UINT32_MAX / 4 || mn > UINT32_MAX / 4)
         return; /* left out: looked up by each retracer as usual */
     lk_ent *e = &lk->v[i];
-    lk_fill(lk->mi, e, cls, cn, method, mn);
+    bl_rt_lk_fill(lk->mi, e, cls, cn, method, mn);
     atomic_store_explicit(&e->state, LK_READY, memory_order_release);
 }
-
 
 /* The slot of key (h, cls, method) in a sealed table, or NULL. */
 static const lk_ent *lk_find(const bl_retrace_lookups *lk, uint64_t h, const char *cls,
@@ -826,40 +692,6 @@ static int frame_synthesized(bl_retracer *rt, const bl_rframe *f, fr_class *k)
     return 0;
 }
 
-/* Two string references name the same text (a string met by both halves
- * of a two-thread parse is stored twice: compare the text then). */
-static int same_str(const bl_mapindex *mi, uint32_t a, uint32_t b)
-{
-    return a == b || !strcmp(bl_mapindex_str(mi, a), bl_mapindex_str(mi, b));
-}
-
-/* Whether a and b print the same, their lines aside (names from the
- * pool are often the same pointer: then no bytes are compared). */
-static inline __attribute__((always_inline)) int same_names(const bl_mapindex *mi,
-                                                             const bl_rframe *a,
-                                                             const bl_rframe *b, int verbose)
-{
-    if (a->cls_n != b->cls_n || a->method_n != b->method_n ||
-        (a->cls != b->cls && memcmp(a->cls, b->cls, a->cls_n)) ||
-        (a->method != b->method && memcmp(a->method, b->method, a->method_n)))
-        return 0;
-    if (verbose && a->m && b->m &&
-        (!same_str(mi, a->m->params, b->m->params) || !same_str(mi, a->m->ret, b->m->ret)))
-        return 0;
-    return 1;
-}
-
-static int same_frame(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b, int verbose)
-{
-    return a->line == b->line && same_names(mi, a, b, verbose);
-}
-
-static int same_frame_no_line(const bl_mapindex *mi, const bl_rframe *a, const bl_rframe *b,
-                              int verbose)
-{
-    return same_names(mi, a, b, verbose);
-}
-
 /* Ends the current alternative: applies rewriteFrame / synthesized rules,
  * drops it when empty or equal to an earlier one. */
 static bl_err end_alt(bl_retracer *rt, uint32_t remove_inner, int is_outline)
@@ -913,6 +745,28 @@ static bl_err emit_alt(bl_retracer *rt, const bl_mi_method *b, uint32_t s, uint3
         return err;
     uint32_t rm = rt->after_exc ? rewrite_remove(rt, b, s, e) : 0;
     return end_alt(rt, rm, (b[e - 1].flags & BL_MIM_OUTLINE) != 0);
+}
+
+/* Whether the alternative that emit_group(outer_only, no_line) makes of a
+ * group whose outermost entry is m would be dropped as a repeat: its one
+ * frame (without a line) names what the top frame of a kept alternative
+ * names — end_alt's test, all of them being without a line then. Such a
+ * group is not built at all: of a big bucket's groups most repeat a method
+ * listed already (about 1.5 M candidates built and dropped on the
+ * 100,000-frame benchmark). Whatever else end_alt would do to the one
+ * frame (synthesized, outline, rewriteFrame) only drops it too. */
+static int outer_repeats(const bl_retracer *rt, const bl_mi_method *m)
+{
+    bl_rframe f;
+    f.cls = bl_mapindex_str(rt->mi, m->orig_class);
+    f.cls_n = bl_mapindex_strlen(rt->mi, m->orig_class);
+    f.method = bl_mapindex_str(rt->mi, m->orig_name);
+    f.method_n = bl_mapindex_strlen(rt->mi, m->orig_name);
+    f.m = m;
+    for (uint32_t k = 0; k < rt->nalt; k++)
+        if (same_names(rt->mi, &rt->fr[rt->alt[k]], &f, rt->o.verbose))
+            return 1;
+    return 0;
 }
 
 /* R8: an original range of several lines that does not span like the
@@ -1090,10 +944,10 @@ static void sort_alts(bl_retracer *rt)
     rt->alt[n] = w;
 }
 
-static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
-                            size_t method_n, int64_t line, int ext_kind, const lk_ent *pre,
-                            const bl_rframe **frames, const uint32_t **alt_start,
-                            uint32_t *n_alts, int *known_class)
+bl_err bl_rt_retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, const char *method,
+                           size_t method_n, int64_t line, int ext_kind, const lk_ent *pre,
+                           const bl_rframe **frames, const uint32_t **alt_start,
+                           uint32_t *n_alts, int *known_class)
 {
     bl_err err = BL_OK;
     rt->nfr = 0;
@@ -1172,7 +1026,10 @@ static bl_err retrace_frame(bl_retracer *rt, const char *cls, size_t cls_n, cons
             for (uint32_t i = 0; i < n && !err && rt->nalt < MAX_ALTERNATIVES;) {
                 uint32_t e = group_end(b, n, i);
                 found++;
-                err = emit_group(rt, b, i, e, 0, 1, 1);
+                if (!outer_repeats(rt, &b[e - 1]))
+                    err = emit_group(rt, b, i, e, 0, 1, 1);
+                else if (b[e - 1].flags & BL_MIM_OUTLINE)
+                    rt->carry = 0; /* as emit_group would set it */
                 i = e;
             }
         }
@@ -1209,667 +1066,6 @@ bl_err bl_retracer_frame(bl_retracer *rt, const char *cls, size_t cls_n, const c
                          size_t method_n, int64_t line, const bl_rframe **frames,
                          const uint32_t **alt_start, uint32_t *n_alts, int *known_class)
 {
-    return retrace_frame(rt, cls, cls_n, method, method_n, line, EXT_NONE, NULL, frames,
-                         alt_start, n_alts, known_class);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Text                                                                      */
-
-static int is_cls_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '$' || c == '.' || c == '-' || (unsigned char)c >= 0x80;
-}
-
-static int starts(const char *p, const char *e, const char *lit)
-{
-    size_t n = strlen(lit);
-    return (size_t)(e - p) >= n && memcmp(p, lit, n) == 0;
-}
-
-static bl_err put_span(bl_buf *o, const char *p, size_t n)
-{
-    return bl_buf_append(o, p, n);
-}
-
-/* Prints one frame line: head[0..head_n) is the input line up to the class
- * (prefix, "at", blanks, loader), kept as it was; an alternative gets
- * "<OR> " inserted at or_at (R8: before the first "at " of the line). */
-static bl_err print_frame(bl_retracer *rt, bl_buf *o, const char *head, size_t head_n,
-                          size_t or_at, int alt, const bl_rframe *f, const char *loc,
-                          size_t loc_n, int native, const char *rest, size_t rest_n)
-{
-    bl_err err;
-    if (!rt->o.verbose || !f->m) {
-        /* the common case in one piece: its length first, one reserve
-         * (the same cap check as the appends below), then the copies */
-        char num[24];
-        size_t num_n = 0;
-        int loc_kept = native || !f->file;
-        if (!loc_kept && f->line >= 0) {
-            uint64_t v = (uint64_t)f->line;
-            char *q = num + sizeof num;
-            do {
-                *--q = (char)('0' + v % 10);
-                v /= 10;
-            } while (v);
-            num_n = (size_t)(num + sizeof num - q);
-            memmove(num, q, num_n);
-        }
-        size_t need = head_n + (alt ? 5 : 0) + f->cls_n + 1 + f->method_n + 1 +
-                      (loc_kept ? loc_n : f->file_n + (num_n ? 1 + num_n : 0)) + 1 + rest_n + 1;
-        if ((err = bl_buf_reserve(o, need)))
-            return err;
-        char *w = o->data + o->len;
-#define PUT(src, n)                                                                        \
-    do {                                                                                   \
-        memcpy(w, (src), (n));                                                             \
-        w += (n);                                                                          \
-    } while (0)
-        if (!alt) {
-            PUT(head, head_n);
-        } else {
-            PUT(head, or_at);
-            PUT("<OR> ", 5);
-            PUT(head + or_at, head_n - or_at);
-        }
-        PUT(f->cls, f->cls_n);
-        *w++ = '.';
-        PUT(f->method, f->method_n);
-        *w++ = '(';
-        if (loc_kept) {
-            PUT(loc, loc_n);
-        } else {
-            PUT(f->file, f->file_n);
-            if (num_n) {
-                *w++ = ':';
-                PUT(num, num_n);
-            }
-        }
-        *w++ = ')';
-        PUT(rest, rest_n);
-        *w++ = '\n';
-#undef PUT
-        o->len += need;
-        o->data[o->len] = '\0';
-        return BL_OK;
-    }
-    if (!alt) {
-        if ((err = put_span(o, head, head_n)))
-            return err;
-    } else if ((err = put_span(o, head, or_at)) || (err = bl_buf_puts(o, "<OR> ")) ||
-               (err = put_span(o, head + or_at, head_n - or_at))) {
-        return err;
-    }
-    if ((err = put_span(o, f->cls, f->cls_n)) || (err = bl_buf_putc(o, '.')))
-        return err;
-    if (rt->o.verbose && f->m) {
-        const bl_mapindex *mi = rt->mi;
-        if ((err = bl_buf_puts(o, bl_mapindex_str(mi, f->m->ret))) ||
-            (err = bl_buf_putc(o, ' ')) || (err = put_span(o, f->method, f->method_n)) ||
-            (err = bl_buf_putc(o, '(')) ||
-            (err = bl_buf_puts(o, bl_mapindex_str(mi, f->m->params))) ||
-            (err = bl_buf_putc(o, ')')))
-            return err;
-    } else if ((err = put_span(o, f->method, f->method_n))) {
-        return err;
-    }
-    if ((err = bl_buf_putc(o, '(')))
-        return err;
-    if (native || !f->file) {
-        if ((err = put_span(o, loc, loc_n)))
-            return err;
-    } else {
-        if ((err = put_span(o, f->file, f->file_n)))
-            return err;
-        if (f->line >= 0 && ((err = bl_buf_putc(o, ':')) ||
-                             (err = bl_buf_put_u64(o, (uint64_t)f->line))))
-            return err;
-    }
-    if ((err = bl_buf_putc(o, ')')) || (err = put_span(o, rest, rest_n)) ||
-        (err = bl_buf_putc(o, '\n')))
-        return err;
-    return BL_OK;
-}
-
-static int is_word_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_';
-}
-
-/* Reads "at [loader/]class.method(...)" starting exactly at p (p points at
- * the 'a' of "at"): sets the outputs as frame_head does. 0 when the text
- * there is not a frame. */
-static int frame_at(const char *p, const char *e, const char **pfx, const char **name,
-                    const char **dot, const char **open, const char **close)
-{
-    p += 2;
-    if (p >= e || (*p != ' ' && *p != '\t'))
-        return 0;
-    while (p < e && (*p == ' ' || *p == '\t'))
-        p++;
-    const char *op = memchr(p, '(', (size_t)(e - p));
-    if (!op)
-        return 0;
-    const char *cl = NULL;
-    for (const char *q = e; q > op; q--)
-        if (q[-1] == ')') {
-            cl = q - 1;
-            break;
-        }
-    if (!cl)
-        return 0;
-    /* one pass: the name starts after the last '/' (a class loader's
-     * name before it); its last '.' splits class and method; it holds no
-     * blank */
-    enum { B_SLASH = 1, B_DOT = 2, B_WS = 4 };
-    static const unsigned char btab[256] = { ['/'] = B_SLASH, ['.'] = B_DOT, [' '] = B_WS,
-                                             ['\t'] = B_WS };
-    const char *nm = p, *d = NULL;
-    int ws = 0;
-    for (const char *q = p; q < op; q++) {
-        unsigned k = btab[(unsigned char)*q];
-        if (!k)
-            continue;
-        if (k == B_SLASH) {
-            nm = q + 1;
-            d = NULL;
-            ws = 0;
-        } else if (k == B_DOT) {
-            d = q;
-        } else {
-            ws = 1;
-        }
-    }
-    if (ws || !d || d == nm || d + 1 == op)
-        return 0;
-    *pfx = p;
-    *name = nm;
-    *dot = d;
-    *open = op;
-    *close = cl;
-    return 1;
-}
-
-/* After a frame with a prefix of other than blanks, R8 takes only blanks
- * or " ~[...]" (logback's packaging data) to the end of the line: so a
- * message such as "Exception: failed at a.b(c) twice" is not a frame.
- * After "[blanks]at" anything may follow, as before. */
-static int tail_ok(const char *line, const char *at, const char *t, const char *e)
-{
-    const char *p = line;
-    while (p < at && (*p == ' ' || *p == '\t'))
-        p++;
-    if (p == at)
-        return 1;
-    while (t < e && (*t == ' ' || *t == '\t'))
-        t++;
-    return t == e || (e - t >= 2 && t[0] == '~' && t[1] == '[' && e[-1] == ']');
-}
-
-/* Reads a frame line "PREFIX at [loader/]class.method(LOCATION)REST" (R8:
- * any text may come before "at" — logcat's "W System.err:    at ...",
- * timestamps — as long as "at" starts a word and blanks follow it; the
- * first such "at" after which a frame reads wins). Sets *ws_end (end of the
- * prefix: the 'a' of "at"), *pfx (start of "[loader/]", after the blanks
- * that follow "at"), *name (class start, after any loader), *dot (the last
- * '.' before the '('), *open and *close (the last ')').
- * Returns 0 when the line is not a frame. Shared by the retracer and the
- * trace-name scan so both read a frame the same way. */
-static int frame_head(const char *line, const char *e, const char **ws_end, const char **pfx,
-                      const char **name, const char **dot, const char **open,
-                      const char **close)
-{
-    for (const char *p = line; p + 3 <= e;) {
-        const char *a = memchr(p, 'a', (size_t)(e - p));
-        if (!a || a + 3 > e)
-            return 0;
-        if (a[1] == 't' && (a == line || !is_word_char(a[-1])) &&
-            frame_at(a, e, pfx, name, dot, open, close) && tail_ok(line, a, *close + 1, e)) {
-            *ws_end = a;
-            return 1;
-        }
-        p = a + 1;
-    }
-    return 0;
-}
-
-/* The line number of a frame whose location is between `open` and `close`
- * (the parentheses): the digits after the last ':', -1 when there are none
- * or anything else follows. Shared by the retracer and the name scan. */
-static int64_t frame_line(const char *open, const char *close)
-{
-    const char *colon = NULL;
-    for (const char *q = close; q > open + 1; q--)
-        if (q[-1] == ':') {
-            colon = q - 1;
-            break;
-        }
-    if (!colon || colon + 1 >= close)
-        return -1;
-    int64_t v = 0;
-    const char *q = colon + 1;
-    while (q < close && *q >= '0' && *q <= '9' && v < (1ll << 40))
-        v = v * 10 + (*q++ - '0');
-    return q == close ? v : -1;
-}
-
-/* The extension of the frame's file name (R8: what follows the last '.'
- * of the location, without ":LINE"): none ("SourceFile", "Unknown
- * Source"), "kt", or another. */
-static int frame_ext(const char *loc, size_t loc_n, int64_t lineno)
-{
-    size_t n = loc_n;
-    if (lineno >= 0) { /* drop ":LINE" (frame_line found digits after a ':') */
-        while (n > 0 && loc[n - 1] != ':')
-            n--;
-        if (n > 0)
-            n--;
-    }
-    /* the last '.' after any '/' or '\\': the last of the three, found
-     * from the end, when it is a '.' */
-    const char *dot = NULL;
-    for (size_t i = n; i > 0; i--)
-        if (loc[i - 1] == '.' || loc[i - 1] == '/' || loc[i - 1] == '\\') {
-            if (loc[i - 1] == '.')
-                dot = loc + i - 1;
-            break;
-        }
-    if (!dot)
-        return EXT_NONE;
-    size_t en = (size_t)(loc + n - dot - 1);
-    if (en == 2 && dot[1] == 'k' && dot[2] == 't')
-        return EXT_KT;
-    return en ? EXT_OTHER : EXT_NONE;
-}
-
-/* Retraces and prints the frame line read by frame_head (ws_end, name,
- * dot, open, close as it sets them; lineno = frame_line(open, close));
- * pre: its name resolved, or NULL. */
-static bl_err frame_out(bl_retracer *rt, const char *line, size_t len, const char *ws_end,
-                        const char *name, const char *dot, const char *open, const char *close,
-                        int64_t lineno, const lk_ent *pre, bl_buf *o)
-{
-    bl_err err_v = BL_OK, *err = &err_v;
-    const char *e = line + len;
-    /* R8 puts "<OR> " before the first "at " of the line */
-    size_t or_at = (size_t)(ws_end - line);
-    for (const char *q = line; q + 3 <= ws_end + 3; q++)
-        if (q[0] == 'a' && q[1] == 't' && q[2] == ' ') {
-            or_at = (size_t)(q - line);
-            break;
-        }
-    const char *loc = open + 1;
-    size_t loc_n = (size_t)(close - loc);
-    int native = loc_n == 13 && memcmp(loc, "Native Method", 13) == 0;
-    const bl_rframe *fr;
-    const uint32_t *alt;
-    uint32_t nalt;
-    int known;
-    *err = retrace_frame(rt, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1),
-                         lineno, frame_ext(loc, loc_n, lineno), pre, &fr, &alt, &nalt, &known);
-    if (*err)
-        return *err;
-    if (!known) {
-        *err = bl_buf_append(o, line, len);
-        if (!*err)
-            *err = bl_buf_putc(o, '\n');
-        return *err;
-    }
-    /* R8's command line: by inline depth — depth 0 of every alternative,
-     * then depth 1, ... — a line equal to one printed at the same depth
-     * left out; every line of an alternative but the first gets "<OR> " */
-    uint32_t depth = 0;
-    for (uint32_t a = 0; a < nalt; a++)
-        if (alt[a + 1] - alt[a] > depth)
-            depth = alt[a + 1] - alt[a];
-    for (uint32_t d = 0; d < depth && !*err; d++)
-        for (uint32_t a = 0; a < nalt && !*err; a++) {
-            if (alt[a] + d >= alt[a + 1])
-                continue;
-            const bl_rframe *f = &fr[alt[a] + d];
-            int seen = 0;
-            for (uint32_t k = 0; k < a && !seen; k++)
-                seen = alt[k] + d < alt[k + 1] &&
-                       same_frame(rt->mi, &fr[alt[k] + d], f, rt->o.verbose);
-            if (!seen)
-                *err = print_frame(rt, o, line, (size_t)(name - line), or_at, a > 0, f, loc,
-                                   loc_n, native, close + 1, (size_t)(e - close - 1));
-        }
-    return *err;
-}
-
-/* Tries the line as a frame. Returns 1 when handled. */
-static int try_frame(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
-{
-    const char *e = line + len, *ws_end, *pfx, *name, *dot, *open, *close;
-    if (!frame_head(line, e, &ws_end, &pfx, &name, &dot, &open, &close))
-        return 0;
-    *err = frame_out(rt, line, len, ws_end, name, dot, open, close, frame_line(open, close),
-                     NULL, o);
-    return 1;
-}
-
-bl_err bl_retracer_frame_line(bl_retracer *rt, const char *line, size_t len,
-                              const bl_frame_pos *fp, uint32_t name_ix, bl_buf *out)
-{
-    size_t n = len;
-    if (n && line[n - 1] == '\r')
-        n--;
-    /* positions that cannot be frame_head's: read the line as usual */
-    if (!fp || !(fp->at + 2 < fp->name && fp->name < fp->dot && fp->dot + 1 < fp->open &&
-                 fp->open < fp->close && fp->close < n))
-        return bl_retracer_line(rt, line, len, out);
-    const char *name = line + fp->name, *dot = line + fp->dot, *open = line + fp->open;
-    const lk_ent *pre = NULL;
-    if (rt->lk && name_ix < rt->lk->n) {
-        /* the entry is shared: read once READY; filled by the first
-         * retracer that meets the name (the others, meanwhile, look it up
-         * themselves) */
-        lk_ent *k = &rt->lk->v[name_ix];
-        size_t cn = (size_t)(dot - name), mn = (size_t)(open - dot - 1);
-        uint32_t st = atomic_load_explicit(&k->state, memory_order_acquire);
-        uint32_t empty = LK_EMPTY;
-        if (st == LK_READY) {
-            if (lk_is(k, name, cn, dot + 1, mn))
-                pre = k; /* else: not this name's entry, looked up by name */
-        } else if (st == LK_EMPTY && cn <= UINT32_MAX / 4 && mn <= UINT32_MAX / 4 &&
-                   atomic_compare_exchange_strong_explicit(&k->state, &empty, LK_BUSY,
-                                                           memory_order_acq_rel,
-                                                           memory_order_acquire)) {
-            lk_fill(rt->mi, k, name, cn, dot + 1, mn);
-            rt->filled++;
-            atomic_store_explicit(&k->state, LK_READY, memory_order_release);
-            pre = k;
-        }
-    }
-    return frame_out(rt, line, n, line + fp->at, name, dot, open, line + fp->close, fp->line,
-                     pre, out);
-}
-
-static int plain_exception(const char *line, size_t len, const char **c, size_t *cn,
-                           const char **rest);
-
-/* A class name token at s (before e): Java identifier segments joined by
- * '.', as R8's %c (an identifier does not start with a digit, '-' or '.';
- * no empty segment). Returns its end, or s when there is none. */
-static const char *class_token_end(const char *s, const char *e)
-{
-    const char *p = s;
-    while (p < e && is_cls_char(*p)) {
-        if ((p == s || p[-1] == '.') && ((*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
-            return s;
-        p++;
-    }
-    return p > s && p[-1] == '.' ? s : p;
-}
-
-/* Java's \s: ' ', \t, \f, \v, \r (\n never reaches a line). Not strchr on a
- * literal set: that also matches its terminator, and a line may hold NULs. */
-static int is_re_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\f' || c == '\v' || c == '\r';
-}
-
-/* Text before an exception line, as R8's default expression reads it
- * (StackTraceRegularExpressionParser: "(?:.*)?[:\"]\s+%c(?::.*)?" matched
- * against the whole line, ".*" greedy): the LAST ':' or '"' followed by
- * whitespace after which a class token runs to the end of the line or to a
- * ':'. Logcat's "E AndroidRuntime: a.b.C: msg", "12-01 10:00:00.123 ... E
- * AndroidRuntime: Caused by: a.b.C". Like R8, a one-word message is then
- * taken for the class ("X: a.b.C: boom" reads "boom"). Sets *c / *cn / *rest
- * as exception_token; returns 0 when no split fits. */
-static int prefixed_exception(const char *line, const char *e, const char **c, size_t *cn,
-                              const char **rest)
-{
-    for (const char *q = e; q > line;) {
-        q--;
-        if (*q != ':' && *q != '"')
-            continue;
-        const char *s = q + 1;
-        if (s >= e || !is_re_blank(*s))
-            continue;
-        while (s < e && is_re_blank(*s))
-            s++;
-        const char *t = class_token_end(s, e);
-        if (t == s || (t < e && *t != ':'))
-            continue;
-        *c = s;
-        *cn = (size_t)(t - s);
-        *rest = t;
-        return 1;
-    }
-    return 0;
-}
-
-/* Reads an exception line ("[Caused by: |Suppressed: ]cls[: msg]", "Exception
- * in thread "t" cls...", "[CIRCULAR REFERENCE: cls]", or any of these after
- * other text, see prefixed_exception): sets *c / *cn (the class) and *rest
- * (what follows it). Returns 0 when the line cannot be one. Shared by the
- * retracer and the name scan. */
-static int exception_token(const char *line, size_t len, const char **c, size_t *cn,
-                           const char **rest)
-{
-    if (plain_exception(line, len, c, cn, rest) && class_token_end(*c, *c + *cn) == *c + *cn)
-        return 1;
-    return prefixed_exception(line, line + len, c, cn, rest);
-}
-
-/* exception_token's lines without other text before them. */
-static int plain_exception(const char *line, size_t len, const char **c, size_t *cn,
-                           const char **rest)
-{
-    const char *p = line, *e = line + len;
-    while (p < e && (*p == ' ' || *p == '\t'))
-        p++;
-    if (starts(p, e, "Caused by: "))
-        p += 11;
-    else if (starts(p, e, "Suppressed: "))
-        p += 12;
-    int circular = starts(p, e, "[CIRCULAR REFERENCE: ");
-    if (circular)
-        p += 21;
-    else if (starts(p, e, "Exception in thread \"")) {
-        const char *q = memchr(p + 21, '"', (size_t)(e - p - 21));
-        if (!q || q + 1 >= e || q[1] != ' ')
-            return 0;
-        p = q + 2;
-    }
-    const char *s = p;
-    while (p < e && is_cls_char(*p))
-        p++;
-    if (p == s || (p < e && *p != ':' && !(circular && *p == ']')) || s[0] == '.' ||
-        p[-1] == '.')
-        return 0;
-    *c = s;
-    *cn = (size_t)(p - s);
-    *rest = p;
-    return 1;
-}
-
-/* An exception line (see exception_token) whose class the mapping knows,
- * or any with a package: sets *k to its class record (NULL when unknown). */
-static int exception_head(const bl_mapindex *mi, const char *line, size_t len, const char **c,
-                          size_t *cn, const char **rest, const bl_mi_class **k)
-{
-    if (!exception_token(line, len, c, cn, rest))
-        return 0;
-    *k = bl_mapindex_class_by_obf(mi, *c, *cn);
-    /* a root-package name ("kj: boom") counts only when the mapping knows it */
-    return *k || memchr(*c, '.', *cn) != NULL;
-}
-
-/* Exception line: retrace the class, remember it for rewriteFrame. Returns
- * 1 when handled (then *err says whether the output could be written). */
-static int try_exception(bl_retracer *rt, const char *line, size_t len, bl_buf *o, bl_err *err)
-{
-    const char *c, *p, *e = line + len;
-    size_t cn;
-    const bl_mi_class *k;
-    if (!exception_head(rt->mi, line, len, &c, &cn, &p, &k))
-        return 0;
-    rt->after_exc = 1;
-    rt->carry = -1;
-    size_t keep = cn < sizeof rt->exc_obf ? cn : sizeof rt->exc_obf - 1;
-    memcpy(rt->exc_obf, c, keep);
-    rt->exc_obf[keep] = '\0';
-    if (k) {
-        const char *orig = bl_mapindex_str(rt->mi, k->orig);
-        size_t on = bl_mapindex_strlen(rt->mi, k->orig);
-        size_t ok = on < sizeof rt->exc_orig ? on : sizeof rt->exc_orig - 1;
-        memcpy(rt->exc_orig, orig, ok);
-        rt->exc_orig[ok] = '\0';
-        if ((*err = bl_buf_append(o, line, (size_t)(c - line))) ||
-            (*err = bl_buf_append(o, orig, on)) ||
-            (*err = bl_buf_append(o, p, (size_t)(e - p))) || (*err = bl_buf_putc(o, '\n')))
-            return 1;
-    } else {
-        memcpy(rt->exc_orig, rt->exc_obf, keep + 1);
-        if (!(*err = bl_buf_append(o, line, len)))
-            *err = bl_buf_putc(o, '\n');
-    }
-    return 1;
-}
-
-int bl_retrace_starts_block(const bl_mapindex *mi, const char *line, size_t len)
-{
-    if (len && line[len - 1] == '\r')
-        len--;
-    const char *e = line + len, *ws_end, *pfx, *name, *dot, *open, *close, *c, *rest;
-    size_t cn;
-    const bl_mi_class *k;
-    if (frame_head(line, e, &ws_end, &pfx, &name, &dot, &open, &close))
-        return 0;
-    return exception_head(mi, line, len, &c, &cn, &rest, &k);
-}
-
-bl_err bl_retracer_line(bl_retracer *rt, const char *line, size_t len, bl_buf *out)
-{
-    bl_err err = BL_OK;
-    if (len && line[len - 1] == '\r')
-        len--;
-    if (try_frame(rt, line, len, out, &err))
-        return err;
-    if (try_exception(rt, line, len, out, &err))
-        return err;
-    if ((err = bl_buf_append(out, line, len)))
-        return err;
-    return bl_buf_putc(out, '\n');
-}
-
-void bl_retrace_trace_frames(const char *text, size_t len, bl_retrace_name_fn fn,
-                             bl_retrace_pos_fn pos, void *ctx)
-{
-    const char *p = text, *e = text + len;
-    while (p < e) {
-        const char *nl = memchr(p, '\n', (size_t)(e - p));
-        const char *le = nl ? nl : e;
-        if (le > p && le[-1] == '\r') /* as bl_retracer_line */
-            le--;
-        const char *ws_end, *pfx, *name, *dot, *open, *close;
-        if (frame_head(p, le, &ws_end, &pfx, &name, &dot, &open, &close)) {
-            int64_t ln = frame_line(open, close);
-            if (pos && (size_t)(le - p) < UINT32_MAX) {
-                bl_frame_pos fp = { (uint32_t)(ws_end - p), (uint32_t)(name - p),
-                                    (uint32_t)(dot - p),    (uint32_t)(open - p),
-                                    (uint32_t)(close - p), ln };
-                pos(ctx, p, &fp);
-            }
-            fn(ctx, name, (size_t)(dot - name), dot + 1, (size_t)(open - dot - 1), ln);
-        } else {
-            const char *c, *rest;
-            size_t cn;
-            if (exception_token(p, (size_t)(le - p), &c, &cn, &rest))
-                fn(ctx, c, cn, NULL, 0, -1);
-        }
-        p = nl ? nl + 1 : e;
-    }
-}
-
-void bl_retrace_trace_names(const char *text, size_t len, bl_retrace_name_fn fn, void *ctx)
-{
-    bl_retrace_trace_frames(text, len, fn, NULL, ctx);
-}
-
-bl_err bl_retrace_text(const bl_mapindex *mi, const bl_retrace_opts *opts, const char *text,
-                       size_t len, bl_buf *out)
-{
-    bl_retracer *rt;
-    bl_err err = bl_retracer_new(mi, opts, &rt);
-    if (err)
-        return err;
-    const char *p = text, *e = text + len;
-    while (p < e && !err) {
-        const char *nl = memchr(p, '\n', (size_t)(e - p));
-        const char *le = nl ? nl : e;
-        size_t before = out->len;
-        err = bl_retracer_line(rt, p, (size_t)(le - p), out);
-        /* keep a missing final newline missing (when the last line printed
-         * anything: otherwise the line before keeps its own newline) */
-        if (!err && !nl && out->len > before && out->data[out->len - 1] == '\n')
-            out->data[--out->len] = '\0';
-        p = nl ? nl + 1 : e;
-    }
-    bl_retracer_free(rt);
-    return err;
-}
-
-/* ---- class names in a free text (block targets) ------------------------ */
-
-static int class_name_char(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '$' || c == '.' || c >= 0x80;
-}
-
-/* Outer classes tried per run, from its last '$' back: bounds the lookups
- * of a run made of many '$' (each lookup hashes the prefix). */
-#define CLASS_RUN_CUTS 8
-
-/* Appends the original name of the class run t[0..n), or the run itself. */
-static bl_err put_class_run(const bl_mapindex *mi, const char *t, size_t n, bl_buf *out)
-{
-    const bl_mi_class *c = mi ? bl_mapindex_class_by_obf(mi, t, n) : NULL;
-    int cuts = 0;
-    for (size_t cut = n; !c && mi && cut-- > 1 && cuts < CLASS_RUN_CUTS;) {
-        if (t[cut] != '$')
-            continue;
-        cuts++;
-        const bl_mi_class *outer = bl_mapindex_class_by_obf(mi, t, cut);
-        if (outer) {
-            const char *o = bl_mapindex_str(mi, outer->orig);
-            bl_err e = bl_buf_append(out, o, bl_mapindex_strlen(mi, outer->orig));
-            return e ? e : bl_buf_append(out, t + cut, n - cut);
-        }
-    }
-    if (c)
-        return bl_buf_append(out, bl_mapindex_str(mi, c->orig), bl_mapindex_strlen(mi, c->orig));
-    return bl_buf_append(out, t, n);
-}
-
-bl_err bl_retrace_class_names(const bl_mapindex *mi, const char *text, size_t len, bl_buf *out)
-{
-    size_t i = 0;
-    while (i < len) {
-        size_t j = i;
-        bl_err e;
-        if (class_name_char((unsigned char)text[i])) {
-            while (j < len && class_name_char((unsigned char)text[j]))
-                j++;
-            e = put_class_run(mi, text + i, j - i, out);
-        } else {
-            while (j < len && !class_name_char((unsigned char)text[j]))
-                j++;
-            e = bl_buf_append(out, text + i, j - i);
-        }
-        if (e)
-            return e;
-        i = j;
-    }
-    bl_err e = bl_buf_putc(out, 0);
-    if (!e)
-        out->len--;
-    return e;
+    return bl_rt_retrace_frame(rt, cls, cls_n, method, method_n, line, EXT_NONE, NULL, frames,
+                               alt_start, n_alts, known_class);
 }
