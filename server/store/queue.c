@@ -3,6 +3,8 @@
  */
 #include "store/queue.h"
 #include "store/stmt.h"
+#include "common/buf.h"
+#include "common/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +233,33 @@ bl_err bl_queue_release(bl_db *db, const char *node)
     return bl_st_done(st);
 }
 
+/* Binds a failure reason (NULL: SQL NULL) as text PostgreSQL accepts: the
+ * reasons are cut to a few hundred bytes by their makers, which can split a
+ * UTF-8 sequence (a build name, a localised server message), and text that
+ * is not valid UTF-8 fails the statement — and with it the round's commit.
+ * Invalid sequences become U+FFFD (bl_utf8_repair); out of memory binds the
+ * valid prefix. */
+static void bind_reason(bl_st *st, int i, const char *why)
+{
+    if (!why) {
+        bl_st_null(st, i);
+        return;
+    }
+    size_t n = strlen(why);
+    size_t ok = bl_utf8_check((const uint8_t *)why, n);
+    if (ok == n) {
+        bl_st_text(st, i, why, -1);
+        return;
+    }
+    bl_buf b;
+    bl_buf_init(&b, 0);
+    if (bl_utf8_repair(why, n, &b) == BL_OK)
+        bl_st_text(st, i, b.data, (int)b.len);
+    else
+        bl_st_text(st, i, why, (int)ok);
+    bl_buf_cleanup(&b);
+}
+
 bl_err bl_queue_unlease(bl_db *db, const char *node, const char *uuid, const char *why)
 {
     if (!bl_db_is_pg(db))
@@ -243,7 +272,7 @@ bl_err bl_queue_unlease(bl_db *db, const char *node, const char *uuid, const cha
         return BL_EIO;
     bl_st_text(st, 1, node, -1);
     bl_st_text(st, 2, uuid, -1);
-    bl_st_text(st, 3, why, -1); /* NULL binds NULL */
+    bind_reason(st, 3, why);
     return bl_st_done(st);
 }
 
@@ -268,10 +297,7 @@ bl_err bl_queue_fail(bl_db *db, const char *uuid, const char *why)
     if (!st)
         return BL_EIO;
     bl_st_text(st, 1, uuid, -1);
-    if (why)
-        bl_st_text(st, 2, why, -1);
-    else
-        bl_st_null(st, 2);
+    bind_reason(st, 2, why);
     return bl_st_done(st);
 }
 

@@ -321,6 +321,34 @@ START_TEST(build_get_waits_for_no_round)
 }
 END_TEST
 
+START_TEST(reason_cut_in_a_utf8_sequence)
+{
+    open_both();
+    int64_t k = bl_queue_lock_key(6, "u8");
+    put(a, 60, 6, "u8", 0);
+    put(a, 61, 6, "u8", 0);
+    got g;
+    /* reasons cut by their makers' byte limits inside a two-byte sequence
+     * ("\xd0\xb1" is U+0431): PostgreSQL refuses such text, and the
+     * statement — the round's commit — failed with it */
+    ck_assert_int_eq((int)claim(a, "A", 60000000, &k, 1, 10, &g), 2);
+    ck_assert_msg(bl_queue_fail(a, uuid_n(60), "build \xd0\xb1\xd0") == BL_OK, "%s",
+                  bl_db_errmsg(a));
+    ck_assert_msg(bl_queue_unlease(a, "A", uuid_n(61), "given back \xd0\xb1\xd0") == BL_OK,
+                  "%s", bl_db_errmsg(a));
+    bl_st *st = bl_st_get(b, "SELECT error FROM raw_batches WHERE batch_id IN "
+                             "(CAST(?1 AS text), CAST(?2 AS text)) ORDER BY batch_id");
+    bl_st_text(st, 1, uuid_n(60), -1);
+    bl_st_text(st, 2, uuid_n(61), -1);
+    ck_assert_int_eq(bl_st_step(st), BL_ST_ROW);
+    ck_assert_str_eq(bl_st_col_str(st, 0), "build \xd0\xb1\xef\xbf\xbd");
+    ck_assert_int_eq(bl_st_step(st), BL_ST_ROW);
+    ck_assert_str_eq(bl_st_col_str(st, 0), "given back \xd0\xb1\xef\xbf\xbd");
+    bl_st_reset(st);
+    close_both();
+}
+END_TEST
+
 int main(void)
 {
     url = getenv("BEATLINE_TEST_PG_DB");
@@ -337,6 +365,7 @@ int main(void)
     tcase_add_test(t, advisory_locks_and_id_blocks);
     tcase_add_test(t, build_get_waits_for_no_round);
     tcase_add_test(t, given_back_reason_kept);
+    tcase_add_test(t, reason_cut_in_a_utf8_sequence);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
