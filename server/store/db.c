@@ -149,6 +149,18 @@ bl_err bl_db_exec(bl_db *db, const char *sql)
             db->txn_gen++; /* ROLLBACK TO a savepoint closes the cursors opened since */
         ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
         int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+        /* COMMIT (or END) of a transaction an earlier statement aborted
+         * succeeds as a command but rolls back: its tag says ROLLBACK
+         * (PostgreSQL docs, COMMIT; libpq PQcmdStatus). Nothing was
+         * committed, so the caller must hear it. */
+        if (ok && ends && strncasecmp(sql + strspn(sql, " \n\t"), "ROLLBACK", 8) &&
+            !strcmp(PQcmdStatus(r), "ROLLBACK")) {
+            PQclear(r);
+            bl_db_set_pg_error(db, "the transaction was aborted by an earlier error: "
+                                   "rolled back, not committed",
+                               NULL);
+            return BL_EIO;
+        }
         if (!ok) {
             const char *m = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
             bl_db_set_pg_error(db, NULL,

@@ -115,8 +115,9 @@ int bl_db_schema_version(void);
 /* Transactions on the connection, without SQL in the caller: begin takes
  * the write lock at once (SQLite BEGIN IMMEDIATE), so a writer waits there
  * (busy_timeout) rather than failing at its first write. BL_EIO on failure
- * (message: bl_db_errmsg). Rollback ignores errors (nothing to undo is
- * fine). */
+ * (message: bl_db_errmsg). Commit fails too when PostgreSQL rolled the
+ * transaction back instead (an earlier statement in it failed: COMMIT then
+ * answers ROLLBACK). Rollback ignores errors (nothing to undo is fine). */
 bl_err bl_db_begin(bl_db *db);
 bl_err bl_db_commit(bl_db *db);
 void bl_db_rollback(bl_db *db);
