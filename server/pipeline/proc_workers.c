@@ -16,10 +16,13 @@
 
 /* ---- the checkpointer: durable commits, batch-file moves, checkpoints ---- */
 
-/* Grows m's arrays to nc entries (nc > m->cap); reasons too when `why`.
+/* Grows m's arrays to nc entries (nc > m->cap); reasons too when `why` or
+ * when m has them already (the lists trade places — pr_committed, the
+ * checkpointer's swap — so `cap` must hold for every array m has).
  * -1 when out of memory (m unchanged but for arrays already grown). */
 static int ml_grow(movelist *m, size_t nc, int why)
 {
+    why = why || m->why;
     pending_batch *nb = realloc(m->b, nc * sizeof *nb);
     if (nb)
         m->b = nb;
