@@ -740,6 +740,12 @@ void bl_agg_part_cleanup(bl_agg_part *p)
     free(p->path);
     free(p->tab);
     free(p->node_of);
+    free(p->fr);
+    free(p->sortk);
+    free(p->perm_st);
+    free(p->perm_path);
+    free(p->st2);
+    free(p->path2);
     memset(p, 0, sizeof *p);
 }
 
@@ -811,6 +817,8 @@ static inline struct bl_agg_pslot *ptab_get(bl_agg_part *p, uint64_t key, int *f
     }
 }
 
+static bl_err part_buckets(bl_agg_part *p, const uint32_t *perm);
+
 #define STAT_TAG ((uint64_t)1 << 63)
 _Static_assert(BL_SKETCH_BUCKETS <= 65536, "a sketch bucket index fits in 16 bits");
 
@@ -834,6 +842,7 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
     size_t calls = 0;
     for (uint32_t t = 0; t < bt->n_threads; t++)
         calls += trees[t].n_calls;
+    p->n_calls = calls;
     bl_err err = reserve((void **)&p->vals, &p->cap_vals, calls, sizeof *p->vals);
     if (err)
         return err;
@@ -939,8 +948,19 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
             p->n_vals += one;
         }
     }
-    /* the times' sketch buckets grouped by stat (a counting sort, in
-     * cache), so that the writer adds them run by run */
+    if ((err = part_buckets(p, NULL)))
+        return err;
+    p->ok = 1;
+    return BL_OK;
+}
+
+/* The end of a partial: each stat's bucket offset and unknown-record count,
+ * and the times' sketch buckets grouped by stat (a counting sort, in
+ * cache), so that the writer adds them run by run. perm: the stat index a
+ * kept time names -> its stat's index now (NULL: the same). BL_ENOMEM. */
+static bl_err part_buckets(bl_agg_part *p, const uint32_t *perm)
+{
+    bl_err err;
     if ((err = reserve((void **)&p->bk, &p->cap_bk, p->n_vals, sizeof *p->bk)))
         return err;
     uint32_t acc = 0;
@@ -952,12 +972,298 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
         s->unknown_records = 2 * (s->count + s->n_continues) - s->unknown_records;
     }
     const uint64_t us_mask = ((uint64_t)1 << BL_AGG_VAL_US_BITS) - 1;
-    for (size_t k = 0; k < p->n_vals; k++) {
-        bl_agg_val v = p->vals[k];
-        p->bk[p->st[v >> BL_AGG_VAL_US_BITS].bk_off++] = (uint16_t)bl_sketch_bucket(v & us_mask);
+    if (perm) {
+        for (size_t k = 0; k < p->n_vals; k++) {
+            bl_agg_val v = p->vals[k];
+            p->bk[p->st[perm[v >> BL_AGG_VAL_US_BITS]].bk_off++] =
+                (uint16_t)bl_sketch_bucket(v & us_mask);
+        }
+    } else {
+        for (size_t k = 0; k < p->n_vals; k++) {
+            bl_agg_val v = p->vals[k];
+            p->bk[p->st[v >> BL_AGG_VAL_US_BITS].bk_off++] =
+                (uint16_t)bl_sketch_bucket(v & us_mask);
+        }
     }
     for (size_t i = 0; i < p->n_st; i++)
         p->st[i].bk_off -= (uint32_t)p->st[i].count;
+    return BL_OK;
+}
+
+/* ---- the partial straight from the records (bl_agg_part_records) ---- */
+
+static inline uint64_t rec_at(const uint8_t *r)
+{
+    uint64_t v;
+    memcpy(&v, r, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+/* The hour of the last call (hours rarely change inside a batch). */
+typedef struct hour_cache {
+    int64_t lo, hi; /* [lo, hi) */
+    uint64_t ix;    /* lo / BL_HOUR_US */
+} hour_cache;
+
+/* What one thread's walk needs besides p. */
+typedef struct pwalk {
+    uint32_t t;          /* the thread's index in the batch */
+    uint32_t main;
+    size_t path0, st0;   /* paths and stats made by earlier threads */
+    int64_t origin;
+    hour_cache h;
+} pwalk;
+
+/* Adds one finished call of path pi (the ex-th call of the thread to exit)
+ * to its path and stat, as bl_agg_part_build's walk does. flags: 0, or
+ * BL_CALL_INCOMPLETE / BL_CALL_CONTINUES for a call open at the end. Room
+ * for its time in p->vals was made by the caller. BL_ENOMEM. */
+static inline bl_err part_call(bl_agg_part *p, pwalk *w, uint32_t pi, uint64_t start,
+                               uint64_t incl, uint64_t self, uint32_t flags, uint32_t ex)
+{
+    bl_err err;
+    bl_agg_ppath *pp = &p->path[pi];
+    /* a call that goes on in a later segment: only its self time */
+    uint64_t one = (flags & BL_CALL_CONTINUES) ? 0 : 1;
+    incl &= 0 - one;
+    pp->count += one;
+    pp->total += incl;
+    pp->self += self;
+    if (pi >= w->path0) /* made by this thread: where the backwards walk meets it */
+        pp->ord = ex;
+    int64_t at = w->origin + (int64_t)start;
+    if (at < w->h.lo || at >= w->h.hi) {
+        w->h.ix = (uint64_t)(at / BL_HOUR_US);
+        w->h.lo = (int64_t)w->h.ix * BL_HOUR_US;
+        w->h.hi = w->h.lo + BL_HOUR_US;
+    }
+    uint64_t skey = w->h.ix << 25 | pp->key2;
+    uint32_t si = pp->stat;
+    if (si == UINT32_MAX || p->st[si].key != skey) {
+        if ((err = ptab_room(p)) ||
+            (err = reserve((void **)&p->st, &p->cap_st, p->n_st + 1, sizeof *p->st)))
+            return err;
+        int fresh;
+        struct bl_agg_pslot *sl = ptab_get(p, STAT_TAG | skey, &fresh);
+        if (fresh) {
+            sl->val = (uint32_t)p->n_st;
+            bl_agg_pstat *ns = &p->st[p->n_st++];
+            memset(ns, 0, sizeof *ns);
+            ns->key = skey;
+        }
+        si = pp->stat = sl->val;
+    }
+    bl_agg_pstat *s = &p->st[si];
+    s->count += one;
+    s->total += incl;
+    s->self += self;
+    s->max = incl > s->max ? incl : s->max;
+    if (si >= w->st0) /* bk_off holds the walk order until the end */
+        s->bk_off = ex;
+    if (__builtin_expect(flags != 0, 0)) { /* its exit is missing */
+        s->unknown_records++;
+        s->n_continues += (flags & BL_CALL_CONTINUES) != 0;
+    }
+    p->vals[p->n_vals] = (uint64_t)si << BL_AGG_VAL_US_BITS | incl;
+    p->n_vals += one;
+    return BL_OK;
+}
+
+static int cmp_desc(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a < b) - (a > b);
+}
+
+/* perm[i] for the n entries from `from` whose keys (ord << 32 | i) are in
+ * p->sortk: their final indexes from..from + n - 1, latest ord first. */
+static void rank(bl_agg_part *p, uint32_t *perm, size_t from, size_t n)
+{
+    qsort(p->sortk, n, sizeof *p->sortk, cmp_desc);
+    for (size_t r = 0; r < n; r++)
+        perm[(uint32_t)p->sortk[r]] = (uint32_t)(from + r);
+}
+
+/* One thread's records into p. BL_EFORMAT: a record the one pass does not
+ * take (see aggregate.h); BL_ENOMEM. */
+static bl_err part_thread(bl_agg_part *p, const bl_batch_thread *th, pwalk *w)
+{
+    bl_err err;
+    uint32_t n = th->n_records;
+    w->path0 = p->n_path;
+    w->st0 = p->n_st;
+    if (n == 0)
+        return BL_OK;
+    /* every exit matches an open call: at most n / 2 of them */
+    if ((err = reserve((void **)&p->vals, &p->cap_vals, p->n_vals + n / 2 + 1, sizeof *p->vals)) ||
+        (err = reserve((void **)&p->fr, &p->cap_fr, 64, sizeof *p->fr)))
+        return err;
+    bl_agg_pframe *fr = p->fr; /* fr[d]: open call d (1 = outermost); fr[0] the root */
+    fr[0] = (bl_agg_pframe){ .mid = UINT32_MAX };
+    uint32_t sd = 0, ex = 0, t = w->t;
+    uint32_t main = w->main;
+    uint64_t prev = bl_rec_time(rec_at(th->records));
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t r = rec_at(th->records + (size_t)i * 8);
+        uint64_t now = bl_rec_time(r);
+        if (now < prev)
+            return BL_EFORMAT;
+        prev = now;
+        uint32_t m = bl_rec_method(r);
+        if (bl_rec_is_exit(r)) {
+            bl_agg_pframe *f = &fr[sd];
+            if (f->mid != m) /* the root's matches no methodId */
+                return BL_EFORMAT;
+            uint64_t incl = now - f->start;
+            fr[sd - 1].kids += incl;
+            if ((err = part_call(p, w, f->path1 - 1, f->start, incl, incl - f->kids, 0, ex++)))
+                return err;
+            sd--;
+            continue;
+        }
+        if (sd >= BL_CALLTREE_MAX_DEPTH)
+            return BL_EFORMAT;
+        if (sd + 2 > p->cap_fr) {
+            if ((err = reserve((void **)&p->fr, &p->cap_fr, (size_t)sd + 2, sizeof *p->fr)))
+                return err;
+            fr = p->fr;
+        }
+        /* its path: (the open parent's path, methodId, main); a parent calls
+         * the same child again and again (loops): the child it had last is
+         * tried before hashing */
+        uint32_t parent1 = fr[sd].path1;
+        uint32_t key2 = m << 1 | main;
+        uint32_t pi, lc = parent1 ? p->path[parent1 - 1].last_child : 0;
+        bl_agg_ppath *pp;
+        if (lc && p->path[lc - 1].key2 == key2) {
+            pi = lc - 1;
+            pp = &p->path[pi];
+        } else {
+            if ((err = ptab_room(p)) ||
+                (err = reserve((void **)&p->path, &p->cap_path, p->n_path + 1, sizeof *p->path)))
+                return err;
+            int fresh;
+            struct bl_agg_pslot *sl = ptab_get(p, (uint64_t)parent1 << 32 | key2, &fresh);
+            if (fresh)
+                sl->val = (uint32_t)p->n_path;
+            pi = sl->val;
+            if (parent1)
+                p->path[parent1 - 1].last_child = pi + 1;
+            pp = &p->path[pi];
+            if (fresh) {
+                p->max_mid = m > p->max_mid ? m : p->max_mid;
+                p->n_path++;
+                memset(pp, 0, sizeof *pp);
+                pp->parent1 = parent1;
+                pp->key2 = key2;
+                pp->n_threads = 1;
+                pp->last_thread = t;
+                pp->stat = UINT32_MAX;
+            }
+        }
+        if (pp->last_thread != t) {
+            pp->last_thread = t;
+            pp->n_threads++;
+        }
+        bl_agg_pframe *nf = &fr[++sd];
+        nf->mid = m;
+        nf->path1 = pi + 1;
+        nf->start = now;
+        nf->kids = 0;
+    }
+    /* calls still open close at the last timestamp, innermost first */
+    uint32_t flag = th->continues ? BL_CALL_CONTINUES : BL_CALL_INCOMPLETE;
+    if ((err = reserve((void **)&p->vals, &p->cap_vals, p->n_vals + sd, sizeof *p->vals)))
+        return err;
+    for (; sd > 0; sd--) {
+        bl_agg_pframe *f = &fr[sd];
+        uint64_t incl = prev - f->start;
+        fr[sd - 1].kids += incl;
+        if ((err = part_call(p, w, f->path1 - 1, f->start, incl, incl - f->kids, flag, ex++)))
+            return err;
+    }
+    p->n_calls += ex;
+    /* the order bl_agg_part_build makes this thread's new paths and stats
+     * in: the backwards walk meets first the one whose last call exited
+     * last */
+    size_t np = p->n_path - w->path0, ns = p->n_st - w->st0;
+    if ((err = reserve((void **)&p->sortk, &p->cap_sortk, np > ns ? np : ns, sizeof *p->sortk)) ||
+        (err = reserve((void **)&p->perm_path, &p->cap_perm_path, p->n_path,
+                       sizeof *p->perm_path)) ||
+        (err = reserve((void **)&p->perm_st, &p->cap_perm_st, p->n_st, sizeof *p->perm_st)))
+        return err;
+    for (size_t i = 0; i < np; i++)
+        p->sortk[i] = (uint64_t)p->path[w->path0 + i].ord << 32 | (w->path0 + i);
+    rank(p, p->perm_path, w->path0, np);
+    for (size_t i = 0; i < ns; i++)
+        p->sortk[i] = (uint64_t)p->st[w->st0 + i].bk_off << 32 | (w->st0 + i);
+    rank(p, p->perm_st, w->st0, ns);
+    return BL_OK;
+}
+
+/* A new build of p: counters zeroed, the lookup table emptied. */
+static void part_reset(bl_agg_part *p, int64_t origin)
+{
+    p->ok = 0;
+    p->n_st = p->n_vals = p->n_path = 0;
+    p->n_calls = 0;
+    p->malformed = 0;
+    p->max_mid = 0;
+    p->origin = origin;
+}
+
+bl_err bl_agg_part_records(bl_agg_part *p, const bl_batch *bt, int64_t origin)
+{
+    part_reset(p, origin);
+    if (origin < BL_AGG_ORIGIN_MIN || origin > BL_AGG_ORIGIN_MAX)
+        return BL_EINVAL;
+    for (uint32_t t = 0; t < bt->n_threads; t++)
+        if (bt->threads[t].truncated || bt->threads[t].n_carried)
+            return BL_EFORMAT; /* lost enters, windowed self times: the trees' way */
+    /* a new generation frees every slot; at the wrap (0 is what a fresh
+     * slot holds) the table is cleared instead */
+    if (++p->tab_gen == 0) {
+        if (p->tab)
+            memset(p->tab, 0, p->tab_cap * sizeof *p->tab);
+        p->tab_gen = 1;
+    }
+    bl_err err;
+    pwalk w = { .origin = origin };
+    for (uint32_t t = 0; t < bt->n_threads; t++) {
+        w.t = t;
+        w.main = bt->threads[t].main != 0;
+        if ((err = part_thread(p, &bt->threads[t], &w)))
+            return err;
+    }
+    /* stats and paths into their final order (parents stay before their
+     * children: a parent's path meets the walk before any child's) */
+    if ((err = reserve((void **)&p->st2, &p->cap_st2, p->n_st, sizeof *p->st2)) ||
+        (err = reserve((void **)&p->path2, &p->cap_path2, p->n_path, sizeof *p->path2)))
+        return err;
+    for (size_t i = 0; i < p->n_st; i++)
+        p->st2[p->perm_st[i]] = p->st[i];
+    for (size_t i = 0; i < p->n_path; i++) {
+        bl_agg_ppath *d = &p->path2[p->perm_path[i]];
+        *d = p->path[i];
+        d->parent1 = d->parent1 ? p->perm_path[d->parent1 - 1] + 1 : 0;
+    }
+    bl_agg_pstat *ts = p->st;
+    p->st = p->st2;
+    p->st2 = ts;
+    size_t tc = p->cap_st;
+    p->cap_st = p->cap_st2;
+    p->cap_st2 = tc;
+    bl_agg_ppath *tp = p->path;
+    p->path = p->path2;
+    p->path2 = tp;
+    tc = p->cap_path;
+    p->cap_path = p->cap_path2;
+    p->cap_path2 = tc;
+    if ((err = part_buckets(p, p->perm_st)))
+        return err;
     p->ok = 1;
     return BL_OK;
 }

@@ -37,17 +37,22 @@ typedef struct bl_prep {
     int checked;          /* 1: check_err and why are set */
     bl_err check_err;     /* bl_agg_check_batch: BL_OK, BL_ETOOBIG, BL_ENOMEM */
     char why[300];
-    /* with check_err == BL_OK (or not checked): trees[i] is thread i's call
-     * tree and tree_err[i] what building it returned (BL_OK, BL_ETOOBIG,
-     * BL_ENOMEM; its tree is empty then); n_trees = bt.n_threads */
+    /* with check_err == BL_OK (or not checked), unless the partial was made
+     * without trees (n_trees = 0 then, part.ok = 1: bl_agg_part_records):
+     * trees[i] is thread i's call tree and tree_err[i] what building it
+     * returned (BL_OK, BL_ETOOBIG, BL_ENOMEM; its tree is empty then);
+     * n_trees = bt.n_threads */
     bl_calltree *trees;
     bl_err *tree_err;
     uint32_t n_trees, cap_trees;
     void *zctx;           /* a reused zstd decompression context (owned) */
     /* set by the owner (0 after bl_prep_init): also aggregate the batch
-     * into `part` (bl_agg_part_build, hours from the batch's origin) when
-     * every tree was built, so the writer merges it (bl_agg_merge) instead
-     * of walking the calls; part.ok says whether it was */
+     * into `part` (hours from the batch's origin), so the writer merges it
+     * (bl_agg_merge) instead of walking the calls; part.ok says whether it
+     * was. Straight from the records when every thread is well-formed
+     * (bl_agg_part_records: no trees are built then, n_trees = 0; a writer
+     * that cannot merge it aggregates the threads with bl_agg_thread), else
+     * from the trees when every one was built (bl_agg_part_build) */
     int want_part;
     bl_agg_part part;
 } bl_prep;
