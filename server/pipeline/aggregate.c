@@ -742,6 +742,7 @@ void bl_agg_part_cleanup(bl_agg_part *p)
     free(p->node_of);
     free(p->fr);
     free(p->sortk);
+    free(p->sortk2);
     free(p->perm_st);
     free(p->perm_path);
     free(p->st2);
@@ -1072,19 +1073,31 @@ static inline bl_err part_call(bl_agg_part *p, pwalk *w, uint32_t pi, uint64_t s
     return BL_OK;
 }
 
-static int cmp_desc(const void *x, const void *y)
+/* perm[i] for the n entries from `from` whose keys (ord << 32 | i, ords
+ * distinct and at most max_ord) are in p->sortk: their final indexes
+ * from..from + n - 1, latest ord first. A radix sort of the ords, a byte a
+ * pass (two for a thread of up to 65,536 calls); p->sortk2 holds n. */
+static void rank(bl_agg_part *p, uint32_t *perm, size_t from, size_t n, uint32_t max_ord)
 {
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return (a < b) - (a > b);
-}
-
-/* perm[i] for the n entries from `from` whose keys (ord << 32 | i) are in
- * p->sortk: their final indexes from..from + n - 1, latest ord first. */
-static void rank(bl_agg_part *p, uint32_t *perm, size_t from, size_t n)
-{
-    qsort(p->sortk, n, sizeof *p->sortk, cmp_desc);
-    for (size_t r = 0; r < n; r++)
-        perm[(uint32_t)p->sortk[r]] = (uint32_t)(from + r);
+    uint64_t *a = p->sortk, *b = p->sortk2;
+    for (unsigned sh = 0; sh < 32 && (max_ord >> sh) != 0; sh += 8) {
+        size_t cnt[256] = { 0 };
+        for (size_t i = 0; i < n; i++)
+            cnt[(a[i] >> (32 + sh)) & 255]++;
+        size_t acc = 0;
+        for (unsigned d = 0; d < 256; d++) {
+            size_t c = cnt[d];
+            cnt[d] = acc;
+            acc += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            b[cnt[(a[i] >> (32 + sh)) & 255]++] = a[i];
+        uint64_t *t = a;
+        a = b;
+        b = t;
+    }
+    for (size_t r = 0; r < n; r++) /* ascending: read from the end */
+        perm[(uint32_t)a[n - 1 - r]] = (uint32_t)(from + r);
 }
 
 /* One thread's records into p. BL_EFORMAT: a record the one pass does not
@@ -1102,7 +1115,7 @@ static bl_err part_thread(bl_agg_part *p, const bl_batch_thread *th, pwalk *w)
         (err = reserve((void **)&p->fr, &p->cap_fr, 64, sizeof *p->fr)))
         return err;
     bl_agg_pframe *fr = p->fr; /* fr[d]: open call d (1 = outermost); fr[0] the root */
-    fr[0] = (bl_agg_pframe){ .mid = UINT32_MAX };
+    fr[0] = (bl_agg_pframe){ .mid = UINT32_MAX }; /* roots: no last child */
     uint32_t sd = 0, ex = 0, t = w->t;
     uint32_t main = w->main;
     uint64_t prev = bl_rec_time(rec_at(th->records));
@@ -1136,7 +1149,7 @@ static bl_err part_thread(bl_agg_part *p, const bl_batch_thread *th, pwalk *w)
          * tried before hashing */
         uint32_t parent1 = fr[sd].path1;
         uint32_t key2 = m << 1 | main;
-        uint32_t pi, lc = parent1 ? p->path[parent1 - 1].last_child : 0;
+        uint32_t pi, lc = fr[sd].last_child;
         bl_agg_ppath *pp;
         if (lc && p->path[lc - 1].key2 == key2) {
             pi = lc - 1;
@@ -1150,8 +1163,10 @@ static bl_err part_thread(bl_agg_part *p, const bl_batch_thread *th, pwalk *w)
             if (fresh)
                 sl->val = (uint32_t)p->n_path;
             pi = sl->val;
-            if (parent1)
+            if (parent1) {
                 p->path[parent1 - 1].last_child = pi + 1;
+                fr[sd].last_child = pi + 1;
+            }
             pp = &p->path[pi];
             if (fresh) {
                 p->max_mid = m > p->max_mid ? m : p->max_mid;
@@ -1173,6 +1188,7 @@ static bl_err part_thread(bl_agg_part *p, const bl_batch_thread *th, pwalk *w)
         nf->path1 = pi + 1;
         nf->start = now;
         nf->kids = 0;
+        nf->last_child = pp->last_child;
     }
     /* calls still open close at the last timestamp, innermost first */
     uint32_t flag = th->continues ? BL_CALL_CONTINUES : BL_CALL_INCOMPLETE;
@@ -1191,16 +1207,18 @@ static bl_err part_thread(bl_agg_part *p, const bl_batch_thread *th, pwalk *w)
      * last */
     size_t np = p->n_path - w->path0, ns = p->n_st - w->st0;
     if ((err = reserve((void **)&p->sortk, &p->cap_sortk, np > ns ? np : ns, sizeof *p->sortk)) ||
+        (err = reserve((void **)&p->sortk2, &p->cap_sortk2, np > ns ? np : ns,
+                       sizeof *p->sortk2)) ||
         (err = reserve((void **)&p->perm_path, &p->cap_perm_path, p->n_path,
                        sizeof *p->perm_path)) ||
         (err = reserve((void **)&p->perm_st, &p->cap_perm_st, p->n_st, sizeof *p->perm_st)))
         return err;
     for (size_t i = 0; i < np; i++)
         p->sortk[i] = (uint64_t)p->path[w->path0 + i].ord << 32 | (w->path0 + i);
-    rank(p, p->perm_path, w->path0, np);
+    rank(p, p->perm_path, w->path0, np, ex - 1);
     for (size_t i = 0; i < ns; i++)
         p->sortk[i] = (uint64_t)p->st[w->st0 + i].bk_off << 32 | (w->st0 + i);
-    rank(p, p->perm_st, w->st0, ns);
+    rank(p, p->perm_st, w->st0, ns, ex - 1);
     return BL_OK;
 }
 

@@ -291,6 +291,9 @@ typedef struct bl_agg_pframe {
     uint32_t path1;       /* its path + 1 (0: the root sentinel) */
     uint64_t start;       /* enter time, µs */
     uint64_t kids;        /* inclusive µs of its finished direct children */
+    uint32_t last_child;  /* its path's last_child (one frame per path is
+                           * open at a time), or the root's */
+    uint32_t pad;
 } bl_agg_pframe;
 
 typedef struct bl_agg_part {
@@ -322,8 +325,9 @@ typedef struct bl_agg_part {
      * renumbering of stats and paths into bl_agg_part_build's order */
     bl_agg_pframe *fr;
     size_t cap_fr;
-    uint64_t *sortk;      /* exit index << 32 | index, one thread's new ones */
-    size_t cap_sortk;
+    uint64_t *sortk, *sortk2; /* exit index << 32 | index, one thread's new
+                               * ones (sortk2: the radix sort's other half) */
+    size_t cap_sortk, cap_sortk2;
     uint32_t *perm_st, *perm_path; /* walk index -> final index */
     size_t cap_perm_st, cap_perm_path;
     bl_agg_pstat *st2;    /* the stats and paths being reordered */
