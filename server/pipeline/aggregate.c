@@ -242,11 +242,54 @@ bl_err bl_agg_finish_stats(bl_agg *a)
     return BL_OK;
 }
 
+/* Sorts the touched nodes as cmp_touched does. All of one build (the
+ * usual round): a radix sort of their locals (distinct: a node is touched
+ * once a round), 11 bits a pass; else, or without memory for it, qsort. */
+static void sort_touched(bl_agg *a)
+{
+    size_t n = a->n_touched;
+    if (n < 2)
+        return;
+    struct touched *t = a->touched;
+    uint32_t max_local = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].b != t[0].b) {
+            max_local = UINT32_MAX;
+            break;
+        }
+        max_local = t[i].local > max_local ? t[i].local : max_local;
+    }
+    struct touched *tmp = max_local == UINT32_MAX || n < 256 ? NULL : malloc(n * sizeof *tmp);
+    if (!tmp) {
+        qsort(t, n, sizeof *t, cmp_touched);
+        return;
+    }
+    struct touched *x = t, *y = tmp;
+    for (unsigned sh = 0; sh < 32 && (max_local >> sh) != 0; sh += 11) {
+        size_t cnt[2048] = { 0 };
+        for (size_t i = 0; i < n; i++)
+            cnt[(x[i].local >> sh) & 2047]++;
+        size_t acc = 0;
+        for (unsigned d = 0; d < 2048; d++) {
+            size_t c = cnt[d];
+            cnt[d] = acc;
+            acc += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            y[cnt[(x[i].local >> sh) & 2047]++] = x[i];
+        struct touched *z = x;
+        x = y;
+        y = z;
+    }
+    if (x != t)
+        memcpy(t, x, n * sizeof *t);
+    free(tmp);
+}
+
 bl_err bl_agg_finish_nodes(bl_agg *a)
 {
     /* node deltas, by build and id (a build's local order is its id order) */
-    if (a->n_touched > 1)
-        qsort(a->touched, a->n_touched, sizeof *a->touched, cmp_touched);
+    sort_touched(a);
     if (a->n_touched > a->cap_nodes) {
         bl_agg_node *nn = realloc(a->nodes, a->n_touched * sizeof *nn);
         if (!nn)

@@ -162,6 +162,8 @@ static void same(side *x, side *y)
     ck_assert_uint_eq(x->a.n_nodes, y->a.n_nodes);
     for (size_t i = 0; i < x->a.n_nodes; i++) {
         const bl_agg_node *p = &x->a.nodes[i], *q = &y->a.nodes[i];
+        if (i) /* B-tree order: by build, then id (one build here) */
+            ck_assert_int_lt(x->a.nodes[i - 1].id, p->id);
         ck_assert_int_eq(p->id, q->id);
         ck_assert_int_eq(p->parent, q->parent);
         ck_assert_int_eq(p->method, q->method);
