@@ -203,29 +203,56 @@ bl_err bl_agg_finish_stats(bl_agg *a)
         a->vals2[pos[a->vals[k] >> BL_AGG_VAL_US_BITS]++] = a->vals[k];
     for (size_t i = 0; i < nr; i++)
         a->runs2[rpos[a->runs[i].stat]++] = a->runs[i];
-    /* pos[i] and rpos[i] now end stat i's ranges (start: those of i - 1) */
+    /* pos[i] and rpos[i] now end stat i's ranges (start: those of i - 1).
+     * Each stat's sketch as bare bucket counts (the scratch sketch's
+     * counters, all zero between stats; its count stays 0) and a mark of
+     * the non-empty ones, so that writing the blob and zeroing the counters
+     * touch those buckets only (bl_sketch_serialize_marked) */
+    uint64_t *cnt = a->scratch.bucket;
+    if (!cnt && !(cnt = a->scratch.bucket = calloc(BL_SKETCH_BUCKETS, sizeof *cnt))) {
+        free(pos);
+        return BL_ENOMEM;
+    }
+    uint64_t mark[BL_SKETCH_MARK_WORDS] = { 0 };
     bl_buf_reset(&a->blobs);
     size_t start = 0, rstart = 0;
     for (size_t i = 0; i < ns && !err; i++) {
         bl_agg_stat *s = &a->stats[i];
-        bl_sketch_reset(&a->scratch);
-        for (size_t k = start; k < pos[i] && !err; k++)
-            err = bl_sketch_add(&a->scratch,
-                                a->vals2[k] & (((uint64_t)1 << BL_AGG_VAL_US_BITS) - 1), 1);
-        for (size_t r = rstart; r < rpos[i] && !err; r++)
-            err = bl_sketch_add_buckets(&a->scratch, a->bks + a->runs2[r].off, a->runs2[r].len);
+        uint64_t added = 0;
+        for (size_t k = start; k < pos[i]; k++) {
+            uint32_t b = bl_sketch_bucket(a->vals2[k] & (((uint64_t)1 << BL_AGG_VAL_US_BITS) - 1));
+            cnt[b]++;
+            mark[b / 64] |= (uint64_t)1 << (b % 64);
+        }
+        added += pos[i] - start;
+        for (size_t r = rstart; r < rpos[i]; r++) {
+            const uint16_t *bk = a->bks + a->runs2[r].off;
+            uint32_t len = a->runs2[r].len;
+            for (uint32_t k = 0; k < len; k++) {
+                uint32_t b = bk[k];
+                if (__builtin_expect(b >= BL_SKETCH_BUCKETS, 0)) {
+                    err = BL_EINVAL; /* not a bucket index: a bug */
+                    break;
+                }
+                cnt[b]++;
+                mark[b / 64] |= (uint64_t)1 << (b % 64);
+            }
+            added += len;
+        }
         start = pos[i];
         rstart = rpos[i];
-        if (!err && a->scratch.count != s->count)
+        if (!err && added != s->count)
             err = BL_EINVAL; /* counts and kept values disagree: a bug */
         s->blob_off = a->blobs.len;
         if (!err)
-            err = bl_sketch_serialize(&a->scratch, &a->blobs);
+            err = bl_sketch_serialize_marked(cnt, mark, &a->blobs);
         s->blob_len = a->blobs.len - s->blob_off;
     }
     free(pos);
-    if (err)
+    if (err) { /* the counters start at zero next time */
+        memset(cnt, 0, BL_SKETCH_BUCKETS * sizeof *cnt);
         return err;
+    }
     /* the stats in key order */
     if (ns > a->cap_order) {
         uint32_t *o = realloc(a->stat_order, ns * sizeof *o);

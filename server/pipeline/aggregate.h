@@ -132,7 +132,8 @@ typedef struct bl_agg {
     size_t n_vals, cap_vals;
     bl_agg_val *vals2;    /* scratch for bl_agg_finish */
     size_t cap_vals2;
-    bl_sketch scratch;    /* one dense sketch reused for every stat */
+    bl_sketch scratch;    /* its bucket counters hold one stat's sketch at a time in
+                           * bl_agg_finish_stats (zero between stats; count 0) */
     bl_buf blobs;         /* serialised sketches, see bl_agg_stat.blob_off */
     bl_u128map stat_ix;
     uint64_t gen;         /* bumped by bl_agg_clear */
