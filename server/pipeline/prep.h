@@ -1,15 +1,26 @@
 /*
  * prep.h — the part of processing a batch that needs only its bytes: read
  * the file, decompress, decode, check the limits (bl_agg_check_batch), and
- * rebuild every thread's call tree (agg/calltree.h), and, when asked, aggregate
- * the batch into partial aggregates (pipeline/aggregate.h). No database and no
- * shared state, so the writer (processor.c) runs it on worker threads for
- * the batches after the one it is aggregating, and bench_ingest does the
- * same. The writer then only merges the partial aggregates (bl_agg_merge),
- * or aggregates the ready trees (bl_agg_tree), and writes.
+ * rebuild every thread's call tree (agg/calltree.h), and, when asked,
+ * aggregate the batch into partial aggregates (pipeline/aggregate.h) — for a
+ * batch of well-formed threads in one pass over its records, without the
+ * trees. No database and no shared state, so the writer (processor.c) runs
+ * it on worker threads for the batches after the one it is aggregating, and
+ * bench_ingest does the same. The writer then only merges the partial
+ * aggregates (bl_agg_merge), or aggregates the ready trees (bl_agg_tree, or
+ * bl_agg_thread when none were built), and writes.
  *
  * A bl_prep is one job's storage, reused job after job (buffers and trees
  * are kept and grown, never shrunk). One thread uses a bl_prep at a time.
+ *
+ * Memory of one job beside its body (the decompressed batch, which the
+ * writer bounds per slot: PREP_AHEAD_MAX_BODY in proc_internal.h) and the
+ * batch's thread table: the partial's times, 10 bytes a call (8 while it is
+ * built, 2 a sketch bucket), and its stats and paths (56 bytes each, twice
+ * while the one pass reorders them); the call trees, 40 bytes a call, only
+ * for a batch the one pass does not take (bl_agg_part_records) or when no
+ * partial is wanted. A batch of n records has at most n calls (n / 2 when
+ * its threads are well-formed and their calls finish).
  */
 #ifndef BL_PREP_H
 #define BL_PREP_H
