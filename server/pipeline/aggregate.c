@@ -226,6 +226,13 @@ bl_err bl_agg_finish_stats(bl_agg *a)
         }
         added += pos[i] - start;
         for (size_t r = rstart; r < rpos[i]; r++) {
+            /* a stat's runs lie apart (one a batch), in memory another
+             * thread wrote: fetch a later run's start ahead */
+            if (r + 8 < nr) {
+                const uint16_t *q = a->bks + a->runs2[r + 8].off;
+                __builtin_prefetch(q);
+                __builtin_prefetch(q + 32);
+            }
             const uint16_t *bk = a->bks + a->runs2[r].off;
             uint32_t len = a->runs2[r].len;
             for (uint32_t k = 0; k < len; k++) {
