@@ -818,6 +818,7 @@ void bl_agg_part_cleanup(bl_agg_part *p)
     free(p->tab);
     free(p->node_of);
     free(p->fr);
+    free(p->tl);
     free(p->sortk);
     free(p->sortk2);
     free(p->perm_st);
@@ -1095,32 +1096,48 @@ typedef struct pwalk {
     hour_cache h;
 } pwalk;
 
+/* Adds path pp's pending figures to its stat and its own sums. */
+static inline void part_flush(bl_agg_part *p, const pwalk *w, bl_agg_ppath *pp)
+{
+    if (!pp->pend_calls)
+        return;
+    bl_agg_pstat *s = &p->st[pp->stat];
+    s->count += pp->pend_count;
+    s->total += pp->pend_total;
+    s->self += pp->pend_self;
+    s->max = pp->pend_max > s->max ? pp->pend_max : s->max;
+    /* made by this thread: where the backwards walk meets it (the pending
+     * calls are this thread's, the last of them at pp->ord) */
+    if (pp->stat >= w->st0 && pp->ord >= s->bk_off)
+        s->bk_off = pp->ord;
+    pp->count += pp->pend_count;
+    pp->total += pp->pend_total;
+    pp->self += pp->pend_self;
+    pp->pend_calls = 0;
+    pp->pend_count = pp->pend_total = pp->pend_self = pp->pend_max = 0;
+}
+
 /* Adds one finished call of path pi (the ex-th call of the thread to exit)
- * to its path and stat, as bl_agg_part_build's walk does. flags: 0, or
- * BL_CALL_INCOMPLETE / BL_CALL_CONTINUES for a call open at the end. Room
- * for its time in p->vals was made by the caller. BL_ENOMEM. */
+ * to its path's pending figures (to its stat when its hour is not the
+ * path's stat's), as bl_agg_part_build's walk adds it to path and stat.
+ * flags: 0, or BL_CALL_INCOMPLETE / BL_CALL_CONTINUES for a call open at
+ * the end. Room for its time in p->vals was made by the caller. BL_ENOMEM. */
 static inline bl_err part_call(bl_agg_part *p, pwalk *w, uint32_t pi, uint64_t start,
                                uint64_t incl, uint64_t self, uint32_t flags, uint32_t ex)
 {
     bl_err err;
     bl_agg_ppath *pp = &p->path[pi];
-    /* a call that goes on in a later segment: only its self time */
-    uint64_t one = (flags & BL_CALL_CONTINUES) ? 0 : 1;
-    incl &= 0 - one;
-    pp->count += one;
-    pp->total += incl;
-    pp->self += self;
-    if (pi >= w->path0) /* made by this thread: where the backwards walk meets it */
-        pp->ord = ex;
     int64_t at = w->origin + (int64_t)start;
     if (at < w->h.lo || at >= w->h.hi) {
         w->h.ix = (uint64_t)(at / BL_HOUR_US);
         w->h.lo = (int64_t)w->h.ix * BL_HOUR_US;
         w->h.hi = w->h.lo + BL_HOUR_US;
     }
-    uint64_t skey = w->h.ix << 25 | pp->key2;
     uint32_t si = pp->stat;
-    if (si == UINT32_MAX || p->st[si].key != skey) {
+    if (si == UINT32_MAX || pp->stat_hour != (uint32_t)w->h.ix) {
+        if (si != UINT32_MAX)
+            part_flush(p, w, pp);
+        uint64_t skey = w->h.ix << 25 | pp->key2;
         if ((err = ptab_room(p)) ||
             (err = reserve((void **)&p->st, &p->cap_st, p->n_st + 1, sizeof *p->st)))
             return err;
@@ -1133,15 +1150,19 @@ static inline bl_err part_call(bl_agg_part *p, pwalk *w, uint32_t pi, uint64_t s
             ns->key = skey;
         }
         si = pp->stat = sl->val;
+        pp->stat_hour = (uint32_t)w->h.ix;
     }
-    bl_agg_pstat *s = &p->st[si];
-    s->count += one;
-    s->total += incl;
-    s->self += self;
-    s->max = incl > s->max ? incl : s->max;
-    if (si >= w->st0) /* bk_off holds the walk order until the end */
-        s->bk_off = ex;
+    /* a call that goes on in a later segment: only its self time */
+    uint64_t one = (flags & BL_CALL_CONTINUES) ? 0 : 1;
+    incl &= 0 - one;
+    pp->pend_calls++;
+    pp->pend_count += one;
+    pp->pend_total += incl;
+    pp->pend_self += self;
+    pp->pend_max = incl > pp->pend_max ? incl : pp->pend_max;
+    pp->ord = ex;
     if (__builtin_expect(flags != 0, 0)) { /* its exit is missing */
+        bl_agg_pstat *s = &p->st[si];
         s->unknown_records++;
         s->n_continues += (flags & BL_CALL_CONTINUES) != 0;
     }
@@ -1185,6 +1206,7 @@ static bl_err part_thread(bl_agg_part *p, const bl_batch_thread *th, pwalk *w)
     uint32_t n = th->n_records;
     w->path0 = p->n_path;
     w->st0 = p->n_st;
+    p->n_tl = 0;
     if (n == 0)
         return BL_OK;
     /* every exit matches an open call: at most n / 2 of them */
@@ -1233,7 +1255,8 @@ static bl_err part_thread(bl_agg_part *p, const bl_batch_thread *th, pwalk *w)
             pp = &p->path[pi];
         } else {
             if ((err = ptab_room(p)) ||
-                (err = reserve((void **)&p->path, &p->cap_path, p->n_path + 1, sizeof *p->path)))
+                (err = reserve((void **)&p->path, &p->cap_path, p->n_path + 1, sizeof *p->path)) ||
+                (err = reserve((void **)&p->tl, &p->cap_tl, p->n_path + 1, sizeof *p->tl)))
                 return err;
             int fresh;
             struct bl_agg_pslot *sl = ptab_get(p, (uint64_t)parent1 << 32 | key2, &fresh);
@@ -1254,11 +1277,13 @@ static bl_err part_thread(bl_agg_part *p, const bl_batch_thread *th, pwalk *w)
                 pp->n_threads = 1;
                 pp->last_thread = t;
                 pp->stat = UINT32_MAX;
+                p->tl[p->n_tl++] = pi; /* (room: at most one entry a path) */
             }
         }
         if (pp->last_thread != t) {
             pp->last_thread = t;
             pp->n_threads++;
+            p->tl[p->n_tl++] = pi;
         }
         bl_agg_pframe *nf = &fr[++sd];
         nf->mid = m;
@@ -1279,6 +1304,10 @@ static bl_err part_thread(bl_agg_part *p, const bl_batch_thread *th, pwalk *w)
             return err;
     }
     p->n_calls += ex;
+    /* the pending figures of every path the thread called */
+    for (size_t k = 0; k < p->n_tl; k++)
+        part_flush(p, w, &p->path[p->tl[k]]);
+    p->n_tl = 0;
     /* the order bl_agg_part_build makes this thread's new paths and stats
      * in: the backwards walk meets first the one whose last call exited
      * last */

@@ -282,8 +282,15 @@ typedef struct bl_agg_ppath {
     uint32_t last_child;  /* (building) child path looked up last, + 1 */
     uint32_t stat;        /* (building) its calls' stat looked up last */
     uint32_t ord;         /* (building, bl_agg_part_records) the exit index of
-                           * its last call in the thread that made it */
+                           * its last call (in the thread that made it, at
+                           * that thread's end) */
     uint64_t count, total, self;
+    /* (building, bl_agg_part_records) its calls' figures not yet added to
+     * `stat` (and to count, total, self): added when the call's hour
+     * changes and at the end of the thread */
+    uint32_t stat_hour;   /* the hour index (hour / BL_HOUR_US) of `stat` */
+    uint32_t pend_calls;
+    uint64_t pend_count, pend_total, pend_self, pend_max;
 } bl_agg_ppath;
 
 /* An open call of bl_agg_part_records' walk (building only). */
@@ -326,6 +333,8 @@ typedef struct bl_agg_part {
      * renumbering of stats and paths into bl_agg_part_build's order */
     bl_agg_pframe *fr;
     size_t cap_fr;
+    uint32_t *tl;         /* the paths the thread being walked has called */
+    size_t n_tl, cap_tl;
     uint64_t *sortk, *sortk2; /* exit index << 32 | index, one thread's new
                                * ones (sortk2: the radix sort's other half) */
     size_t cap_sortk, cap_sortk2;

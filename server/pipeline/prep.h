@@ -16,8 +16,8 @@
  * Memory of one job beside its body (the decompressed batch, which the
  * writer bounds per slot: PREP_AHEAD_MAX_BODY in proc_internal.h) and the
  * batch's thread table: the partial's times, 10 bytes a call (8 while it is
- * built, 2 a sketch bucket), and its stats and paths (56 bytes each, twice
- * while the one pass reorders them); the call trees, 40 bytes a call, only
+ * built, 2 a sketch bucket), and its stats and paths (56 and 96 bytes each,
+ * twice while the one pass reorders them); the call trees, 40 bytes a call, only
  * for a batch the one pass does not take (bl_agg_part_records) or when no
  * partial is wanted. A batch of n records has at most n calls (n / 2 when
  * its threads are well-formed and their calls finish).
