@@ -1,5 +1,7 @@
 /*
- * aggregate.c — calls to aggregate deltas (see aggregate.h).
+ * aggregate.c — calls to aggregate deltas (see aggregate.h; the partial
+ * made in one pass over a batch's records, bl_agg_part_records, is in
+ * agg_records.c, helpers both files share in agg_internal.h).
  *
  * Hot path. Per call: one array lookup for the method row, a cached slot for
  * the (method, main, hour) stat delta (the hour rarely changes inside a
@@ -9,6 +11,7 @@
  * time; the sketches are built per stat in bl_agg_finish.
  */
 #include "pipeline/aggregate.h"
+#include "pipeline/agg_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -421,20 +424,14 @@ bl_err bl_agg_build_set_row(bl_agg_build *b, uint32_t mid, int64_t row, int unkn
     return BL_OK;
 }
 
-/* The node table: 16 bytes a slot, linear probing, load <= 1/2. */
-static inline uint32_t nhash(uint64_t k, uint32_t mask)
-{
-    k ^= k >> 29;
-    k *= 0xbf58476d1ce4e5b9ull;
-    k ^= k >> 32;
-    return (uint32_t)k & mask;
-}
+/* The node table: 16 bytes a slot, linear probing, load <= 1/2 (hashed
+ * with agg_nhash, agg_internal.h). */
 
 static uint32_t *nfind(const bl_agg_build *b, uint64_t key)
 {
     if (!b->nslot)
         return NULL;
-    for (uint32_t i = nhash(key, b->nmask);; i = (i + 1) & b->nmask) {
+    for (uint32_t i = agg_nhash(key, b->nmask);; i = (i + 1) & b->nmask) {
         struct bl_agg_nslot *sl = &b->nslot[i];
         if (sl->key == key)
             return &sl->val;
@@ -455,7 +452,7 @@ static bl_err ninsert(bl_agg_build *b, uint64_t key, uint32_t val)
         for (uint32_t i = 0; b->nslot && i <= b->nmask; i++) {
             if (b->nslot[i].key == UINT64_MAX)
                 continue;
-            uint32_t j = nhash(b->nslot[i].key, ncap - 1);
+            uint32_t j = agg_nhash(b->nslot[i].key, ncap - 1);
             while (ns[j].key != UINT64_MAX)
                 j = (j + 1) & (ncap - 1);
             ns[j] = b->nslot[i];
@@ -464,7 +461,7 @@ static bl_err ninsert(bl_agg_build *b, uint64_t key, uint32_t val)
         b->nslot = ns;
         b->nmask = ncap - 1;
     }
-    uint32_t i = nhash(key, b->nmask);
+    uint32_t i = agg_nhash(key, b->nmask);
     while (b->nslot[i].key != UINT64_MAX)
         i = (i + 1) & b->nmask;
     b->nslot[i].key = key;
@@ -751,7 +748,7 @@ bl_err bl_agg_tree(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, const 
         /* the call's path in this thread */
         uint32_t parent1 = c->parent == BL_CALL_ROOT ? 0 : a->node_of[c->parent];
         uint64_t key = (uint64_t)parent1 << 32 | mid;
-        uint32_t i = nhash(key, (uint32_t)(a->tcap - 1));
+        uint32_t i = agg_nhash(key, (uint32_t)(a->tcap - 1));
         while (a->tkey[i] != key && a->tkey[i] != UINT64_MAX)
             i = (i + 1) & (uint32_t)(a->tcap - 1);
         if (a->tkey[i] == UINT64_MAX) {
@@ -781,7 +778,7 @@ bl_err bl_agg_tree(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, const 
             if (!tq->parent1 || tq->parent1 - 1 < i) {
                 uint32_t gp = tq->parent1 ? a->tpath[tq->parent1 - 1].global1 : 0;
                 uint64_t k = (uint64_t)gp << 32 | (uint64_t)tq->mid << 1 | (uint64_t)main;
-                __builtin_prefetch(&b->nslot[nhash(k, b->nmask)]);
+                __builtin_prefetch(&b->nslot[agg_nhash(k, b->nmask)]);
             }
         }
         tp->global1 = 0;
@@ -828,8 +825,7 @@ void bl_agg_part_cleanup(bl_agg_part *p)
     memset(p, 0, sizeof *p);
 }
 
-/* Grows *arr (elements of `size` bytes, *cap of them) to hold at least n. */
-static bl_err reserve(void **arr, size_t *cap, size_t n, size_t size)
+bl_err agg_reserve(void **arr, size_t *cap, size_t n, size_t size)
 {
     if (n <= *cap)
         return BL_OK;
@@ -844,9 +840,7 @@ static bl_err reserve(void **arr, size_t *cap, size_t n, size_t size)
     return BL_OK;
 }
 
-/* Makes room in the lookup table for one more entry (load <= 1/2): a
- * bigger table gets the entries in use rehashed. */
-static bl_err ptab_grow(bl_agg_part *p)
+bl_err agg_ptab_grow(bl_agg_part *p)
 {
     size_t used = p->n_st + p->n_path + 1;
     size_t nc = p->tab_cap ? p->tab_cap * 2 : 4096;
@@ -858,7 +852,7 @@ static bl_err ptab_grow(bl_agg_part *p)
     for (size_t i = 0; i < p->tab_cap; i++) {
         if (p->tab[i].gen != p->tab_gen)
             continue;
-        uint32_t j = nhash(p->tab[i].key, (uint32_t)(nc - 1));
+        uint32_t j = agg_nhash(p->tab[i].key, (uint32_t)(nc - 1));
         while (nt[j].gen)
             j = (j + 1) & (uint32_t)(nc - 1);
         nt[j] = p->tab[i];
@@ -871,34 +865,6 @@ static bl_err ptab_grow(bl_agg_part *p)
     return BL_OK;
 }
 
-static inline bl_err ptab_room(bl_agg_part *p)
-{
-    return (p->n_st + p->n_path + 1) * 2 <= p->tab_cap ? BL_OK : ptab_grow(p);
-}
-
-/* The slot of key; *fresh = 1 when it was absent (the slot is taken then,
- * its val for the caller to set). Call ptab_room first. */
-static inline struct bl_agg_pslot *ptab_get(bl_agg_part *p, uint64_t key, int *fresh)
-{
-    uint32_t mask = (uint32_t)(p->tab_cap - 1);
-    for (uint32_t i = nhash(key, mask);; i = (i + 1) & mask) {
-        struct bl_agg_pslot *sl = &p->tab[i];
-        if (sl->gen != p->tab_gen) {
-            sl->gen = p->tab_gen;
-            sl->key = key;
-            *fresh = 1;
-            return sl;
-        }
-        if (sl->key == key) {
-            *fresh = 0;
-            return sl;
-        }
-    }
-}
-
-static bl_err part_buckets(bl_agg_part *p, const uint32_t *perm);
-
-#define STAT_TAG ((uint64_t)1 << 63)
 _Static_assert(BL_SKETCH_BUCKETS <= 65536, "a sketch bucket index fits in 16 bits");
 
 bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *trees,
@@ -922,7 +888,7 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
     for (uint32_t t = 0; t < bt->n_threads; t++)
         calls += trees[t].n_calls;
     p->n_calls = calls;
-    bl_err err = reserve((void **)&p->vals, &p->cap_vals, calls, sizeof *p->vals);
+    bl_err err = agg_reserve((void **)&p->vals, &p->cap_vals, calls, sizeof *p->vals);
     if (err)
         return err;
     int64_t hour_lo = 0, hour_hi = 0; /* [lo, hi): the hour of the last call */
@@ -932,7 +898,7 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
         uint32_t n = tree->n_calls;
         uint32_t main = bt->threads[t].main != 0;
         p->malformed += tree->malformed;
-        if ((err = reserve((void **)&p->node_of, &p->cap_node_of, n, sizeof *p->node_of)))
+        if ((err = agg_reserve((void **)&p->node_of, &p->cap_node_of, n, sizeof *p->node_of)))
             return err;
         /* as bl_agg_tree: backwards, a parent's path before its children's */
         for (uint32_t k = n; k-- > 0;) {
@@ -953,11 +919,11 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
                 pi = lc - 1;
             } else {
                 /* room for one more path (and in the table) before looking */
-                if ((err = ptab_room(p)) ||
-                    (err = reserve((void **)&p->path, &p->cap_path, p->n_path + 1,
+                if ((err = agg_ptab_room(p)) ||
+                    (err = agg_reserve((void **)&p->path, &p->cap_path, p->n_path + 1,
                                    sizeof *p->path)))
                     return err;
-                struct bl_agg_pslot *sl = ptab_get(p, (uint64_t)parent1 << 32 | key2, &fresh);
+                struct bl_agg_pslot *sl = agg_ptab_get(p, (uint64_t)parent1 << 32 | key2, &fresh);
                 if (fresh)
                     sl->val = (uint32_t)p->n_path;
                 pi = sl->val;
@@ -996,10 +962,10 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
             uint64_t skey = hour_ix << 25 | key2;
             uint32_t si = pp->stat;
             if (si == UINT32_MAX || p->st[si].key != skey) {
-                if ((err = ptab_room(p)) ||
-                    (err = reserve((void **)&p->st, &p->cap_st, p->n_st + 1, sizeof *p->st)))
+                if ((err = agg_ptab_room(p)) ||
+                    (err = agg_reserve((void **)&p->st, &p->cap_st, p->n_st + 1, sizeof *p->st)))
                     return err;
-                struct bl_agg_pslot *sl = ptab_get(p, STAT_TAG | skey, &fresh);
+                struct bl_agg_pslot *sl = agg_ptab_get(p, AGG_STAT_TAG | skey, &fresh);
                 if (fresh) {
                     sl->val = (uint32_t)p->n_st;
                     bl_agg_pstat *ns = &p->st[p->n_st++];
@@ -1027,20 +993,16 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
             p->n_vals += one;
         }
     }
-    if ((err = part_buckets(p, NULL)))
+    if ((err = agg_part_buckets(p, NULL)))
         return err;
     p->ok = 1;
     return BL_OK;
 }
 
-/* The end of a partial: each stat's bucket offset and unknown-record count,
- * and the times' sketch buckets grouped by stat (a counting sort, in
- * cache), so that the writer adds them run by run. perm: the stat index a
- * kept time names -> its stat's index now (NULL: the same). BL_ENOMEM. */
-static bl_err part_buckets(bl_agg_part *p, const uint32_t *perm)
+bl_err agg_part_buckets(bl_agg_part *p, const uint32_t *perm)
 {
     bl_err err;
-    if ((err = reserve((void **)&p->bk, &p->cap_bk, p->n_vals, sizeof *p->bk)))
+    if ((err = agg_reserve((void **)&p->bk, &p->cap_bk, p->n_vals, sizeof *p->bk)))
         return err;
     uint32_t acc = 0;
     for (size_t i = 0; i < p->n_st; i++) {
@@ -1069,329 +1031,6 @@ static bl_err part_buckets(bl_agg_part *p, const uint32_t *perm)
     return BL_OK;
 }
 
-/* ---- the partial straight from the records (bl_agg_part_records) ---- */
-
-static inline uint64_t rec_at(const uint8_t *r)
-{
-    uint64_t v;
-    memcpy(&v, r, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
-/* The hour of the last call (hours rarely change inside a batch). */
-typedef struct hour_cache {
-    int64_t lo, hi; /* [lo, hi) */
-    uint64_t ix;    /* lo / BL_HOUR_US */
-} hour_cache;
-
-/* What one thread's walk needs besides p. */
-typedef struct pwalk {
-    uint32_t t;          /* the thread's index in the batch */
-    uint32_t main;
-    size_t path0, st0;   /* paths and stats made by earlier threads */
-    int64_t origin;
-    hour_cache h;
-} pwalk;
-
-/* Adds path pp's pending figures to its stat and its own sums. */
-static inline void part_flush(bl_agg_part *p, const pwalk *w, bl_agg_ppath *pp)
-{
-    if (!pp->pend_calls)
-        return;
-    bl_agg_pstat *s = &p->st[pp->stat];
-    s->count += pp->pend_count;
-    s->total += pp->pend_total;
-    s->self += pp->pend_self;
-    s->max = pp->pend_max > s->max ? pp->pend_max : s->max;
-    /* made by this thread: where the backwards walk meets it (the pending
-     * calls are this thread's, the last of them at pp->ord) */
-    if (pp->stat >= w->st0 && pp->ord >= s->bk_off)
-        s->bk_off = pp->ord;
-    pp->count += pp->pend_count;
-    pp->total += pp->pend_total;
-    pp->self += pp->pend_self;
-    pp->pend_calls = 0;
-    pp->pend_count = pp->pend_total = pp->pend_self = pp->pend_max = 0;
-}
-
-/* Adds one finished call of path pi (the ex-th call of the thread to exit)
- * to its path's pending figures (to its stat when its hour is not the
- * path's stat's), as bl_agg_part_build's walk adds it to path and stat.
- * flags: 0, or BL_CALL_INCOMPLETE / BL_CALL_CONTINUES for a call open at
- * the end. Room for its time in p->vals was made by the caller. BL_ENOMEM. */
-static inline bl_err part_call(bl_agg_part *p, pwalk *w, uint32_t pi, uint64_t start,
-                               uint64_t incl, uint64_t self, uint32_t flags, uint32_t ex)
-{
-    bl_err err;
-    bl_agg_ppath *pp = &p->path[pi];
-    int64_t at = w->origin + (int64_t)start;
-    if (at < w->h.lo || at >= w->h.hi) {
-        w->h.ix = (uint64_t)(at / BL_HOUR_US);
-        w->h.lo = (int64_t)w->h.ix * BL_HOUR_US;
-        w->h.hi = w->h.lo + BL_HOUR_US;
-    }
-    uint32_t si = pp->stat;
-    if (si == UINT32_MAX || pp->stat_hour != (uint32_t)w->h.ix) {
-        if (si != UINT32_MAX)
-            part_flush(p, w, pp);
-        uint64_t skey = w->h.ix << 25 | pp->key2;
-        if ((err = ptab_room(p)) ||
-            (err = reserve((void **)&p->st, &p->cap_st, p->n_st + 1, sizeof *p->st)))
-            return err;
-        int fresh;
-        struct bl_agg_pslot *sl = ptab_get(p, STAT_TAG | skey, &fresh);
-        if (fresh) {
-            sl->val = (uint32_t)p->n_st;
-            bl_agg_pstat *ns = &p->st[p->n_st++];
-            memset(ns, 0, sizeof *ns);
-            ns->key = skey;
-        }
-        si = pp->stat = sl->val;
-        pp->stat_hour = (uint32_t)w->h.ix;
-    }
-    /* a call that goes on in a later segment: only its self time */
-    uint64_t one = (flags & BL_CALL_CONTINUES) ? 0 : 1;
-    incl &= 0 - one;
-    pp->pend_calls++;
-    pp->pend_count += one;
-    pp->pend_total += incl;
-    pp->pend_self += self;
-    pp->pend_max = incl > pp->pend_max ? incl : pp->pend_max;
-    pp->ord = ex;
-    if (__builtin_expect(flags != 0, 0)) { /* its exit is missing */
-        bl_agg_pstat *s = &p->st[si];
-        s->unknown_records++;
-        s->n_continues += (flags & BL_CALL_CONTINUES) != 0;
-    }
-    p->vals[p->n_vals] = (uint64_t)si << BL_AGG_VAL_US_BITS | incl;
-    p->n_vals += one;
-    return BL_OK;
-}
-
-/* perm[i] for the n entries from `from` whose keys (ord << 32 | i, ords
- * distinct and at most max_ord) are in p->sortk: their final indexes
- * from..from + n - 1, latest ord first. A radix sort of the ords, a byte a
- * pass (two for a thread of up to 65,536 calls); p->sortk2 holds n. */
-static void rank(bl_agg_part *p, uint32_t *perm, size_t from, size_t n, uint32_t max_ord)
-{
-    uint64_t *a = p->sortk, *b = p->sortk2;
-    for (unsigned sh = 0; sh < 32 && (max_ord >> sh) != 0; sh += 8) {
-        size_t cnt[256] = { 0 };
-        for (size_t i = 0; i < n; i++)
-            cnt[(a[i] >> (32 + sh)) & 255]++;
-        size_t acc = 0;
-        for (unsigned d = 0; d < 256; d++) {
-            size_t c = cnt[d];
-            cnt[d] = acc;
-            acc += c;
-        }
-        for (size_t i = 0; i < n; i++)
-            b[cnt[(a[i] >> (32 + sh)) & 255]++] = a[i];
-        uint64_t *t = a;
-        a = b;
-        b = t;
-    }
-    for (size_t r = 0; r < n; r++) /* ascending: read from the end */
-        perm[(uint32_t)a[n - 1 - r]] = (uint32_t)(from + r);
-}
-
-/* One thread's records into p. BL_EFORMAT: a record the one pass does not
- * take (see aggregate.h); BL_ENOMEM. */
-static bl_err part_thread(bl_agg_part *p, const bl_batch_thread *th, pwalk *w)
-{
-    bl_err err;
-    uint32_t n = th->n_records;
-    w->path0 = p->n_path;
-    w->st0 = p->n_st;
-    p->n_tl = 0;
-    if (n == 0)
-        return BL_OK;
-    /* every exit matches an open call: at most n / 2 of them */
-    if ((err = reserve((void **)&p->vals, &p->cap_vals, p->n_vals + n / 2 + 1, sizeof *p->vals)) ||
-        (err = reserve((void **)&p->fr, &p->cap_fr, 64, sizeof *p->fr)))
-        return err;
-    bl_agg_pframe *fr = p->fr; /* fr[d]: open call d (1 = outermost); fr[0] the root */
-    fr[0] = (bl_agg_pframe){ .mid = UINT32_MAX }; /* roots: no last child */
-    uint32_t sd = 0, ex = 0, t = w->t;
-    uint32_t main = w->main;
-    uint64_t prev = bl_rec_time(rec_at(th->records));
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t r = rec_at(th->records + (size_t)i * 8);
-        uint64_t now = bl_rec_time(r);
-        if (now < prev)
-            return BL_EFORMAT;
-        prev = now;
-        uint32_t m = bl_rec_method(r);
-        if (bl_rec_is_exit(r)) {
-            bl_agg_pframe *f = &fr[sd];
-            if (f->mid != m) /* the root's matches no methodId */
-                return BL_EFORMAT;
-            uint64_t incl = now - f->start;
-            fr[sd - 1].kids += incl;
-            if ((err = part_call(p, w, f->path1 - 1, f->start, incl, incl - f->kids, 0, ex++)))
-                return err;
-            sd--;
-            continue;
-        }
-        if (sd >= BL_CALLTREE_MAX_DEPTH)
-            return BL_EFORMAT;
-        if (sd + 2 > p->cap_fr) {
-            if ((err = reserve((void **)&p->fr, &p->cap_fr, (size_t)sd + 2, sizeof *p->fr)))
-                return err;
-            fr = p->fr;
-        }
-        /* its path: (the open parent's path, methodId, main); a parent calls
-         * the same child again and again (loops): the child it had last is
-         * tried before hashing */
-        uint32_t parent1 = fr[sd].path1;
-        uint32_t key2 = m << 1 | main;
-        uint32_t pi, lc = fr[sd].last_child;
-        bl_agg_ppath *pp;
-        if (lc && p->path[lc - 1].key2 == key2) {
-            pi = lc - 1;
-            pp = &p->path[pi];
-        } else {
-            if ((err = ptab_room(p)) ||
-                (err = reserve((void **)&p->path, &p->cap_path, p->n_path + 1, sizeof *p->path)) ||
-                (err = reserve((void **)&p->tl, &p->cap_tl, p->n_path + 1, sizeof *p->tl)))
-                return err;
-            int fresh;
-            struct bl_agg_pslot *sl = ptab_get(p, (uint64_t)parent1 << 32 | key2, &fresh);
-            if (fresh)
-                sl->val = (uint32_t)p->n_path;
-            pi = sl->val;
-            if (parent1) {
-                p->path[parent1 - 1].last_child = pi + 1;
-                fr[sd].last_child = pi + 1;
-            }
-            pp = &p->path[pi];
-            if (fresh) {
-                p->max_mid = m > p->max_mid ? m : p->max_mid;
-                p->n_path++;
-                memset(pp, 0, sizeof *pp);
-                pp->parent1 = parent1;
-                pp->key2 = key2;
-                pp->n_threads = 1;
-                pp->last_thread = t;
-                pp->stat = UINT32_MAX;
-                p->tl[p->n_tl++] = pi; /* (room: at most one entry a path) */
-            }
-        }
-        if (pp->last_thread != t) {
-            pp->last_thread = t;
-            pp->n_threads++;
-            p->tl[p->n_tl++] = pi;
-        }
-        bl_agg_pframe *nf = &fr[++sd];
-        nf->mid = m;
-        nf->path1 = pi + 1;
-        nf->start = now;
-        nf->kids = 0;
-        nf->last_child = pp->last_child;
-    }
-    /* calls still open close at the last timestamp, innermost first */
-    uint32_t flag = th->continues ? BL_CALL_CONTINUES : BL_CALL_INCOMPLETE;
-    if ((err = reserve((void **)&p->vals, &p->cap_vals, p->n_vals + sd, sizeof *p->vals)))
-        return err;
-    for (; sd > 0; sd--) {
-        bl_agg_pframe *f = &fr[sd];
-        uint64_t incl = prev - f->start;
-        fr[sd - 1].kids += incl;
-        if ((err = part_call(p, w, f->path1 - 1, f->start, incl, incl - f->kids, flag, ex++)))
-            return err;
-    }
-    p->n_calls += ex;
-    /* the pending figures of every path the thread called */
-    for (size_t k = 0; k < p->n_tl; k++)
-        part_flush(p, w, &p->path[p->tl[k]]);
-    p->n_tl = 0;
-    /* the order bl_agg_part_build makes this thread's new paths and stats
-     * in: the backwards walk meets first the one whose last call exited
-     * last */
-    size_t np = p->n_path - w->path0, ns = p->n_st - w->st0;
-    if ((err = reserve((void **)&p->sortk, &p->cap_sortk, np > ns ? np : ns, sizeof *p->sortk)) ||
-        (err = reserve((void **)&p->sortk2, &p->cap_sortk2, np > ns ? np : ns,
-                       sizeof *p->sortk2)) ||
-        (err = reserve((void **)&p->perm_path, &p->cap_perm_path, p->n_path,
-                       sizeof *p->perm_path)) ||
-        (err = reserve((void **)&p->perm_st, &p->cap_perm_st, p->n_st, sizeof *p->perm_st)))
-        return err;
-    for (size_t i = 0; i < np; i++)
-        p->sortk[i] = (uint64_t)p->path[w->path0 + i].ord << 32 | (w->path0 + i);
-    rank(p, p->perm_path, w->path0, np, ex - 1);
-    for (size_t i = 0; i < ns; i++)
-        p->sortk[i] = (uint64_t)p->st[w->st0 + i].bk_off << 32 | (w->st0 + i);
-    rank(p, p->perm_st, w->st0, ns, ex - 1);
-    return BL_OK;
-}
-
-/* A new build of p: counters zeroed, the lookup table emptied. */
-static void part_reset(bl_agg_part *p, int64_t origin)
-{
-    p->ok = 0;
-    p->n_st = p->n_vals = p->n_path = 0;
-    p->n_calls = 0;
-    p->malformed = 0;
-    p->max_mid = 0;
-    p->origin = origin;
-}
-
-bl_err bl_agg_part_records(bl_agg_part *p, const bl_batch *bt, int64_t origin)
-{
-    part_reset(p, origin);
-    if (origin < BL_AGG_ORIGIN_MIN || origin > BL_AGG_ORIGIN_MAX)
-        return BL_EINVAL;
-    for (uint32_t t = 0; t < bt->n_threads; t++)
-        if (bt->threads[t].truncated || bt->threads[t].n_carried)
-            return BL_EFORMAT; /* lost enters, windowed self times: the trees' way */
-    /* a new generation frees every slot; at the wrap (0 is what a fresh
-     * slot holds) the table is cleared instead */
-    if (++p->tab_gen == 0) {
-        if (p->tab)
-            memset(p->tab, 0, p->tab_cap * sizeof *p->tab);
-        p->tab_gen = 1;
-    }
-    bl_err err;
-    pwalk w = { .origin = origin };
-    for (uint32_t t = 0; t < bt->n_threads; t++) {
-        w.t = t;
-        w.main = bt->threads[t].main != 0;
-        if ((err = part_thread(p, &bt->threads[t], &w)))
-            return err;
-    }
-    /* stats and paths into their final order (parents stay before their
-     * children: a parent's path meets the walk before any child's) */
-    if ((err = reserve((void **)&p->st2, &p->cap_st2, p->n_st, sizeof *p->st2)) ||
-        (err = reserve((void **)&p->path2, &p->cap_path2, p->n_path, sizeof *p->path2)))
-        return err;
-    for (size_t i = 0; i < p->n_st; i++)
-        p->st2[p->perm_st[i]] = p->st[i];
-    for (size_t i = 0; i < p->n_path; i++) {
-        bl_agg_ppath *d = &p->path2[p->perm_path[i]];
-        *d = p->path[i];
-        d->parent1 = d->parent1 ? p->perm_path[d->parent1 - 1] + 1 : 0;
-    }
-    bl_agg_pstat *ts = p->st;
-    p->st = p->st2;
-    p->st2 = ts;
-    size_t tc = p->cap_st;
-    p->cap_st = p->cap_st2;
-    p->cap_st2 = tc;
-    bl_agg_ppath *tp = p->path;
-    p->path = p->path2;
-    p->path2 = tp;
-    tc = p->cap_path;
-    p->cap_path = p->cap_path2;
-    p->cap_path2 = tc;
-    if ((err = part_buckets(p, p->perm_st)))
-        return err;
-    p->ok = 1;
-    return BL_OK;
-}
-
 int bl_agg_part_usable(const bl_agg_build *b, const bl_agg_part *p, int64_t origin)
 {
     if (!p->ok || p->origin != origin)
@@ -1408,10 +1047,10 @@ bl_err bl_agg_merge(bl_agg *a, bl_agg_build *b, const bl_agg_part *p)
         return BL_EINVAL;
     bl_err err;
     size_t need = p->n_st > p->n_path ? p->n_st : p->n_path;
-    if ((err = reserve((void **)&a->pmap, &a->cap_pmap, need, sizeof *a->pmap)))
+    if ((err = agg_reserve((void **)&a->pmap, &a->cap_pmap, need, sizeof *a->pmap)))
         return err;
-    if ((err = reserve((void **)&a->bks, &a->cap_bks, a->n_bks + p->n_vals, sizeof *a->bks)) ||
-        (err = reserve((void **)&a->runs, &a->cap_runs, a->n_runs + p->n_st, sizeof *a->runs)))
+    if ((err = agg_reserve((void **)&a->bks, &a->cap_bks, a->n_bks + p->n_vals, sizeof *a->bks)) ||
+        (err = agg_reserve((void **)&a->runs, &a->cap_runs, a->n_runs + p->n_st, sizeof *a->runs)))
         return err;
     a->malformed += p->malformed;
     /* the stats in order of first call: rows and stats are made in the
@@ -1453,7 +1092,7 @@ bl_err bl_agg_merge(bl_agg *a, bl_agg_build *b, const bl_agg_part *p)
             const bl_agg_ppath *pq = &p->path[ahead];
             if (!pq->parent1 || pq->parent1 - 1 < i) {
                 uint32_t gp = pq->parent1 ? a->pmap[pq->parent1 - 1] : 0;
-                __builtin_prefetch(&b->nslot[nhash((uint64_t)gp << 32 | pq->key2, b->nmask)]);
+                __builtin_prefetch(&b->nslot[agg_nhash((uint64_t)gp << 32 | pq->key2, b->nmask)]);
             }
         }
         uint32_t gparent1 = pp->parent1 ? a->pmap[pp->parent1 - 1] : 0;

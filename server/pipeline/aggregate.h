@@ -379,7 +379,7 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
  * and calls bl_agg_part_build (pipeline/prep.c). BL_EINVAL for an origin
  * outside BL_AGG_ORIGIN_MIN..MAX, as bl_agg_part_build; BL_ENOMEM. Storage
  * (owned by p): the times (10 bytes a call), the stats and paths (twice:
- * the reordering), 24 bytes a level of nesting.
+ * the reordering), 32 bytes a level of nesting.
  */
 bl_err bl_agg_part_records(bl_agg_part *p, const bl_batch *bt, int64_t origin);
 /* 1 when bl_agg_merge can take p for build b with the writer's origin:
