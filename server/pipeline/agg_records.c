@@ -69,8 +69,10 @@ static inline void part_flush(bl_agg_part *p, const pwalk *w, bl_agg_ppath *pp)
 }
 
 /* Adds one finished call of path pi (the ex-th call of the thread to exit)
- * to its path's pending figures (to its stat when its hour is not the
- * path's stat's), as bl_agg_part_build's walk adds it to path and stat.
+ * to its path's pending figures — when the call's hour is not that of the
+ * path's stat, the pending figures go to that stat first and the path
+ * takes the call's stat — so that, flushed, path and stat get what
+ * bl_agg_part_build's walk adds to them.
  * flags: 0, or BL_CALL_INCOMPLETE / BL_CALL_CONTINUES for a call open at
  * the end. Room for its time in p->vals was made by the caller. BL_ENOMEM. */
 static inline bl_err part_call(bl_agg_part *p, pwalk *w, uint32_t pi, uint64_t start,
