@@ -497,6 +497,37 @@ START_TEST(one_pass_refuses)
     rec[0] = bl_rec_make(0, 3, 10);
     rec[2] = bl_rec_make(1, 4, 9);
     ck_assert_int_eq(bl_agg_part_records(&part, &bt, ORIGIN), BL_EFORMAT);
+    /* deep: the open calls' frames grow (to 5,000) and the partial is the
+     * trees' one; past BL_CALLTREE_MAX_DEPTH open calls, refused */
+    {
+        uint32_t d = 5000, nd = BL_CALLTREE_MAX_DEPTH + 1;
+        uint64_t *deep = malloc((size_t)nd * sizeof *deep);
+        ck_assert_ptr_nonnull(deep);
+        for (uint32_t k = 0; k < d; k++) {
+            deep[k] = bl_rec_make(0, 1 + k % 7, 10 + k);
+            deep[2 * d - 1 - k] = bl_rec_make(1, 1 + k % 7, 10 + 3 * d - k);
+        }
+        bl_batch_thread dt = { .id = 1, .records = (const uint8_t *)deep, .n_records = 2 * d };
+        bl_batch db = { .origin_wall_us = ORIGIN, .n_threads = 1, .threads = &dt,
+                        .n_records = 2 * d };
+        bl_calltree tree;
+        bl_calltree_init(&tree);
+        bl_segment seg = { 0 };
+        ck_assert_int_eq(bl_calltree_build_segment(&tree, dt.records, dt.n_records, &seg), BL_OK);
+        bl_agg_part ref;
+        bl_agg_part_init(&ref);
+        ck_assert_int_eq(bl_agg_part_build(&ref, &db, &tree, ORIGIN), BL_OK);
+        ck_assert_int_eq(bl_agg_part_records(&part, &db, ORIGIN), BL_OK);
+        check_same_part(&ref, &part);
+        ck_assert_uint_eq(part.n_path, d);
+        for (uint32_t k = 0; k < nd; k++)
+            deep[k] = bl_rec_make(0, 3, 10 + k);
+        dt.n_records = db.n_records = nd;
+        ck_assert_int_eq(bl_agg_part_records(&part, &db, ORIGIN), BL_EFORMAT);
+        bl_agg_part_cleanup(&ref);
+        bl_calltree_cleanup(&tree);
+        free(deep);
+    }
     /* taken again after refusals (the storage is reused) */
     rec[2] = bl_rec_make(1, 4, 15);
     ck_assert_int_eq(bl_agg_part_records(&part, &bt, ORIGIN), BL_OK);
