@@ -418,6 +418,29 @@ bl_err bl_sketch_serialize(const bl_sketch *s, bl_buf *out)
     return BL_OK;
 }
 
+bl_err bl_sketch_serialize_marked(uint64_t *bucket, uint64_t *mark, bl_buf *out)
+{
+    size_t nz = 0;
+    for (size_t w = 0; w < BL_SKETCH_MARK_WORDS; w++)
+        nz += (size_t)__builtin_popcountll(mark[w]);
+    bl_err err = bl_buf_reserve(out, V2_HEADER + nz * V2_PAIR_MAX);
+    if (err)
+        return err;
+    wr o;
+    wr_open(&o, (uint8_t *)out->data + out->len);
+    for (uint32_t w = 0; w < BL_SKETCH_MARK_WORDS; w++) {
+        for (uint64_t m = mark[w]; m; m &= m - 1) { /* set bits, ascending */
+            uint32_t b = w * 64 + (uint32_t)__builtin_ctzll(m);
+            wr_pair(&o, b, bucket[b]);
+            bucket[b] = 0;
+        }
+        mark[w] = 0;
+    }
+    out->len += wr_close(&o);
+    out->data[out->len] = '\0';
+    return BL_OK;
+}
+
 /* Checks a whole blob (rd_open, rd_next to the end); *nz gets its pair
  * count and *total the sum of its counts (BL_EFORMAT when it overflows). */
 static bl_err check_blob(const void *blob, size_t len, uint64_t *nz_out, uint64_t *total_out)

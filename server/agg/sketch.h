@@ -71,6 +71,20 @@ uint64_t bl_sketch_quantile(const bl_sketch *s, double q);
 
 /* Appends the serialised form to out. */
 bl_err bl_sketch_serialize(const bl_sketch *s, bl_buf *out);
+
+/* Words of a bitmap with one bit per bucket (bl_sketch_serialize_marked). */
+#define BL_SKETCH_MARK_WORDS ((BL_SKETCH_BUCKETS + 63) / 64)
+/*
+ * Appends the serialised form of a sketch held as bare counts: bucket[]
+ * (BL_SKETCH_BUCKETS counters, owned by the caller) is non-zero exactly
+ * where bit b % 64 of mark[b / 64] is set (BL_SKETCH_MARK_WORDS words). The
+ * blob is bl_sketch_serialize's for a sketch with those bucket counts. Then
+ * zeroes those counters and the mark, ready for the next sketch: a caller
+ * that builds many sketches in turn (pipeline/aggregate.c, one per stat)
+ * touches only their non-empty buckets, not the whole span between their
+ * smallest and largest. BL_ENOMEM (counters and mark left as they were).
+ */
+bl_err bl_sketch_serialize_marked(uint64_t *bucket, uint64_t *mark, bl_buf *out);
 /* Adds a serialised sketch (as from bl_sketch_serialize) into s: the same as
  * merging it. BL_EFORMAT on a malformed blob (nothing is added then). The
  * blob carries no max/sum: callers keep those in their own columns. */

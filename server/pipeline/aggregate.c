@@ -1,5 +1,7 @@
 /*
- * aggregate.c — calls to aggregate deltas (see aggregate.h).
+ * aggregate.c — calls to aggregate deltas (see aggregate.h; the partial
+ * made in one pass over a batch's records, bl_agg_part_records, is in
+ * agg_records.c, helpers both files share in agg_internal.h).
  *
  * Hot path. Per call: one array lookup for the method row, a cached slot for
  * the (method, main, hour) stat delta (the hour rarely changes inside a
@@ -9,6 +11,7 @@
  * time; the sketches are built per stat in bl_agg_finish.
  */
 #include "pipeline/aggregate.h"
+#include "pipeline/agg_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,29 +206,63 @@ bl_err bl_agg_finish_stats(bl_agg *a)
         a->vals2[pos[a->vals[k] >> BL_AGG_VAL_US_BITS]++] = a->vals[k];
     for (size_t i = 0; i < nr; i++)
         a->runs2[rpos[a->runs[i].stat]++] = a->runs[i];
-    /* pos[i] and rpos[i] now end stat i's ranges (start: those of i - 1) */
+    /* pos[i] and rpos[i] now end stat i's ranges (start: those of i - 1).
+     * Each stat's sketch as bare bucket counts (the scratch sketch's
+     * counters, all zero between stats; its count stays 0) and a mark of
+     * the non-empty ones, so that writing the blob and zeroing the counters
+     * touch those buckets only (bl_sketch_serialize_marked) */
+    uint64_t *cnt = a->scratch.bucket;
+    if (!cnt && !(cnt = a->scratch.bucket = calloc(BL_SKETCH_BUCKETS, sizeof *cnt))) {
+        free(pos);
+        return BL_ENOMEM;
+    }
+    uint64_t mark[BL_SKETCH_MARK_WORDS] = { 0 };
     bl_buf_reset(&a->blobs);
     size_t start = 0, rstart = 0;
     for (size_t i = 0; i < ns && !err; i++) {
         bl_agg_stat *s = &a->stats[i];
-        bl_sketch_reset(&a->scratch);
-        for (size_t k = start; k < pos[i] && !err; k++)
-            err = bl_sketch_add(&a->scratch,
-                                a->vals2[k] & (((uint64_t)1 << BL_AGG_VAL_US_BITS) - 1), 1);
-        for (size_t r = rstart; r < rpos[i] && !err; r++)
-            err = bl_sketch_add_buckets(&a->scratch, a->bks + a->runs2[r].off, a->runs2[r].len);
+        uint64_t added = 0;
+        for (size_t k = start; k < pos[i]; k++) {
+            uint32_t b = bl_sketch_bucket(a->vals2[k] & (((uint64_t)1 << BL_AGG_VAL_US_BITS) - 1));
+            cnt[b]++;
+            mark[b / 64] |= (uint64_t)1 << (b % 64);
+        }
+        added += pos[i] - start;
+        for (size_t r = rstart; r < rpos[i]; r++) {
+            /* a stat's runs lie apart (one a batch), in memory another
+             * thread wrote: fetch a later run's start ahead */
+            if (r + 8 < nr) {
+                const uint16_t *q = a->bks + a->runs2[r + 8].off;
+                __builtin_prefetch(q);
+                __builtin_prefetch(q + 32);
+            }
+            const uint16_t *bk = a->bks + a->runs2[r].off;
+            uint32_t len = a->runs2[r].len;
+            for (uint32_t k = 0; k < len; k++) {
+                uint32_t b = bk[k];
+                if (__builtin_expect(b >= BL_SKETCH_BUCKETS, 0)) {
+                    err = BL_EINVAL; /* not a bucket index: a bug */
+                    break;
+                }
+                cnt[b]++;
+                mark[b / 64] |= (uint64_t)1 << (b % 64);
+            }
+            added += len;
+        }
         start = pos[i];
         rstart = rpos[i];
-        if (!err && a->scratch.count != s->count)
+        if (!err && added != s->count)
             err = BL_EINVAL; /* counts and kept values disagree: a bug */
         s->blob_off = a->blobs.len;
         if (!err)
-            err = bl_sketch_serialize(&a->scratch, &a->blobs);
+            err = bl_sketch_serialize_marked(cnt, mark, &a->blobs);
         s->blob_len = a->blobs.len - s->blob_off;
     }
     free(pos);
-    if (err)
+    if (err) { /* the counters start at zero next time */
+        memset(cnt, 0, BL_SKETCH_BUCKETS * sizeof *cnt);
         return err;
+    }
     /* the stats in key order */
     if (ns > a->cap_order) {
         uint32_t *o = realloc(a->stat_order, ns * sizeof *o);
@@ -242,11 +279,54 @@ bl_err bl_agg_finish_stats(bl_agg *a)
     return BL_OK;
 }
 
+/* Sorts the touched nodes as cmp_touched does. All of one build (the
+ * usual round): a radix sort of their locals (distinct: a node is touched
+ * once a round), 11 bits a pass; else, or without memory for it, qsort. */
+static void sort_touched(bl_agg *a)
+{
+    size_t n = a->n_touched;
+    if (n < 2)
+        return;
+    struct touched *t = a->touched;
+    uint32_t max_local = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].b != t[0].b) {
+            max_local = UINT32_MAX;
+            break;
+        }
+        max_local = t[i].local > max_local ? t[i].local : max_local;
+    }
+    struct touched *tmp = max_local == UINT32_MAX || n < 256 ? NULL : malloc(n * sizeof *tmp);
+    if (!tmp) {
+        qsort(t, n, sizeof *t, cmp_touched);
+        return;
+    }
+    struct touched *x = t, *y = tmp;
+    for (unsigned sh = 0; sh < 32 && (max_local >> sh) != 0; sh += 11) {
+        size_t cnt[2048] = { 0 };
+        for (size_t i = 0; i < n; i++)
+            cnt[(x[i].local >> sh) & 2047]++;
+        size_t acc = 0;
+        for (unsigned d = 0; d < 2048; d++) {
+            size_t c = cnt[d];
+            cnt[d] = acc;
+            acc += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            y[cnt[(x[i].local >> sh) & 2047]++] = x[i];
+        struct touched *z = x;
+        x = y;
+        y = z;
+    }
+    if (x != t)
+        memcpy(t, x, n * sizeof *t);
+    free(tmp);
+}
+
 bl_err bl_agg_finish_nodes(bl_agg *a)
 {
     /* node deltas, by build and id (a build's local order is its id order) */
-    if (a->n_touched > 1)
-        qsort(a->touched, a->n_touched, sizeof *a->touched, cmp_touched);
+    sort_touched(a);
     if (a->n_touched > a->cap_nodes) {
         bl_agg_node *nn = realloc(a->nodes, a->n_touched * sizeof *nn);
         if (!nn)
@@ -344,20 +424,14 @@ bl_err bl_agg_build_set_row(bl_agg_build *b, uint32_t mid, int64_t row, int unkn
     return BL_OK;
 }
 
-/* The node table: 16 bytes a slot, linear probing, load <= 1/2. */
-static inline uint32_t nhash(uint64_t k, uint32_t mask)
-{
-    k ^= k >> 29;
-    k *= 0xbf58476d1ce4e5b9ull;
-    k ^= k >> 32;
-    return (uint32_t)k & mask;
-}
+/* The node table: 16 bytes a slot, linear probing, load <= 1/2 (hashed
+ * with agg_nhash, agg_internal.h). */
 
 static uint32_t *nfind(const bl_agg_build *b, uint64_t key)
 {
     if (!b->nslot)
         return NULL;
-    for (uint32_t i = nhash(key, b->nmask);; i = (i + 1) & b->nmask) {
+    for (uint32_t i = agg_nhash(key, b->nmask);; i = (i + 1) & b->nmask) {
         struct bl_agg_nslot *sl = &b->nslot[i];
         if (sl->key == key)
             return &sl->val;
@@ -378,7 +452,7 @@ static bl_err ninsert(bl_agg_build *b, uint64_t key, uint32_t val)
         for (uint32_t i = 0; b->nslot && i <= b->nmask; i++) {
             if (b->nslot[i].key == UINT64_MAX)
                 continue;
-            uint32_t j = nhash(b->nslot[i].key, ncap - 1);
+            uint32_t j = agg_nhash(b->nslot[i].key, ncap - 1);
             while (ns[j].key != UINT64_MAX)
                 j = (j + 1) & (ncap - 1);
             ns[j] = b->nslot[i];
@@ -387,7 +461,7 @@ static bl_err ninsert(bl_agg_build *b, uint64_t key, uint32_t val)
         b->nslot = ns;
         b->nmask = ncap - 1;
     }
-    uint32_t i = nhash(key, b->nmask);
+    uint32_t i = agg_nhash(key, b->nmask);
     while (b->nslot[i].key != UINT64_MAX)
         i = (i + 1) & b->nmask;
     b->nslot[i].key = key;
@@ -674,7 +748,7 @@ bl_err bl_agg_tree(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, const 
         /* the call's path in this thread */
         uint32_t parent1 = c->parent == BL_CALL_ROOT ? 0 : a->node_of[c->parent];
         uint64_t key = (uint64_t)parent1 << 32 | mid;
-        uint32_t i = nhash(key, (uint32_t)(a->tcap - 1));
+        uint32_t i = agg_nhash(key, (uint32_t)(a->tcap - 1));
         while (a->tkey[i] != key && a->tkey[i] != UINT64_MAX)
             i = (i + 1) & (uint32_t)(a->tcap - 1);
         if (a->tkey[i] == UINT64_MAX) {
@@ -704,7 +778,7 @@ bl_err bl_agg_tree(bl_agg *a, bl_agg_build *b, const bl_batch_thread *th, const 
             if (!tq->parent1 || tq->parent1 - 1 < i) {
                 uint32_t gp = tq->parent1 ? a->tpath[tq->parent1 - 1].global1 : 0;
                 uint64_t k = (uint64_t)gp << 32 | (uint64_t)tq->mid << 1 | (uint64_t)main;
-                __builtin_prefetch(&b->nslot[nhash(k, b->nmask)]);
+                __builtin_prefetch(&b->nslot[agg_nhash(k, b->nmask)]);
             }
         }
         tp->global1 = 0;
@@ -740,11 +814,18 @@ void bl_agg_part_cleanup(bl_agg_part *p)
     free(p->path);
     free(p->tab);
     free(p->node_of);
+    free(p->fr);
+    free(p->tl);
+    free(p->sortk);
+    free(p->sortk2);
+    free(p->perm_st);
+    free(p->perm_path);
+    free(p->st2);
+    free(p->path2);
     memset(p, 0, sizeof *p);
 }
 
-/* Grows *arr (elements of `size` bytes, *cap of them) to hold at least n. */
-static bl_err reserve(void **arr, size_t *cap, size_t n, size_t size)
+bl_err agg_reserve(void **arr, size_t *cap, size_t n, size_t size)
 {
     if (n <= *cap)
         return BL_OK;
@@ -759,9 +840,7 @@ static bl_err reserve(void **arr, size_t *cap, size_t n, size_t size)
     return BL_OK;
 }
 
-/* Makes room in the lookup table for one more entry (load <= 1/2): a
- * bigger table gets the entries in use rehashed. */
-static bl_err ptab_grow(bl_agg_part *p)
+bl_err agg_ptab_grow(bl_agg_part *p)
 {
     size_t used = p->n_st + p->n_path + 1;
     size_t nc = p->tab_cap ? p->tab_cap * 2 : 4096;
@@ -773,7 +852,7 @@ static bl_err ptab_grow(bl_agg_part *p)
     for (size_t i = 0; i < p->tab_cap; i++) {
         if (p->tab[i].gen != p->tab_gen)
             continue;
-        uint32_t j = nhash(p->tab[i].key, (uint32_t)(nc - 1));
+        uint32_t j = agg_nhash(p->tab[i].key, (uint32_t)(nc - 1));
         while (nt[j].gen)
             j = (j + 1) & (uint32_t)(nc - 1);
         nt[j] = p->tab[i];
@@ -786,32 +865,6 @@ static bl_err ptab_grow(bl_agg_part *p)
     return BL_OK;
 }
 
-static inline bl_err ptab_room(bl_agg_part *p)
-{
-    return (p->n_st + p->n_path + 1) * 2 <= p->tab_cap ? BL_OK : ptab_grow(p);
-}
-
-/* The slot of key; *fresh = 1 when it was absent (the slot is taken then,
- * its val for the caller to set). Call ptab_room first. */
-static inline struct bl_agg_pslot *ptab_get(bl_agg_part *p, uint64_t key, int *fresh)
-{
-    uint32_t mask = (uint32_t)(p->tab_cap - 1);
-    for (uint32_t i = nhash(key, mask);; i = (i + 1) & mask) {
-        struct bl_agg_pslot *sl = &p->tab[i];
-        if (sl->gen != p->tab_gen) {
-            sl->gen = p->tab_gen;
-            sl->key = key;
-            *fresh = 1;
-            return sl;
-        }
-        if (sl->key == key) {
-            *fresh = 0;
-            return sl;
-        }
-    }
-}
-
-#define STAT_TAG ((uint64_t)1 << 63)
 _Static_assert(BL_SKETCH_BUCKETS <= 65536, "a sketch bucket index fits in 16 bits");
 
 bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *trees,
@@ -834,7 +887,8 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
     size_t calls = 0;
     for (uint32_t t = 0; t < bt->n_threads; t++)
         calls += trees[t].n_calls;
-    bl_err err = reserve((void **)&p->vals, &p->cap_vals, calls, sizeof *p->vals);
+    p->n_calls = calls;
+    bl_err err = agg_reserve((void **)&p->vals, &p->cap_vals, calls, sizeof *p->vals);
     if (err)
         return err;
     int64_t hour_lo = 0, hour_hi = 0; /* [lo, hi): the hour of the last call */
@@ -844,7 +898,7 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
         uint32_t n = tree->n_calls;
         uint32_t main = bt->threads[t].main != 0;
         p->malformed += tree->malformed;
-        if ((err = reserve((void **)&p->node_of, &p->cap_node_of, n, sizeof *p->node_of)))
+        if ((err = agg_reserve((void **)&p->node_of, &p->cap_node_of, n, sizeof *p->node_of)))
             return err;
         /* as bl_agg_tree: backwards, a parent's path before its children's */
         for (uint32_t k = n; k-- > 0;) {
@@ -865,11 +919,11 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
                 pi = lc - 1;
             } else {
                 /* room for one more path (and in the table) before looking */
-                if ((err = ptab_room(p)) ||
-                    (err = reserve((void **)&p->path, &p->cap_path, p->n_path + 1,
+                if ((err = agg_ptab_room(p)) ||
+                    (err = agg_reserve((void **)&p->path, &p->cap_path, p->n_path + 1,
                                    sizeof *p->path)))
                     return err;
-                struct bl_agg_pslot *sl = ptab_get(p, (uint64_t)parent1 << 32 | key2, &fresh);
+                struct bl_agg_pslot *sl = agg_ptab_get(p, (uint64_t)parent1 << 32 | key2, &fresh);
                 if (fresh)
                     sl->val = (uint32_t)p->n_path;
                 pi = sl->val;
@@ -908,10 +962,10 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
             uint64_t skey = hour_ix << 25 | key2;
             uint32_t si = pp->stat;
             if (si == UINT32_MAX || p->st[si].key != skey) {
-                if ((err = ptab_room(p)) ||
-                    (err = reserve((void **)&p->st, &p->cap_st, p->n_st + 1, sizeof *p->st)))
+                if ((err = agg_ptab_room(p)) ||
+                    (err = agg_reserve((void **)&p->st, &p->cap_st, p->n_st + 1, sizeof *p->st)))
                     return err;
-                struct bl_agg_pslot *sl = ptab_get(p, STAT_TAG | skey, &fresh);
+                struct bl_agg_pslot *sl = agg_ptab_get(p, AGG_STAT_TAG | skey, &fresh);
                 if (fresh) {
                     sl->val = (uint32_t)p->n_st;
                     bl_agg_pstat *ns = &p->st[p->n_st++];
@@ -939,9 +993,16 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
             p->n_vals += one;
         }
     }
-    /* the times' sketch buckets grouped by stat (a counting sort, in
-     * cache), so that the writer adds them run by run */
-    if ((err = reserve((void **)&p->bk, &p->cap_bk, p->n_vals, sizeof *p->bk)))
+    if ((err = agg_part_buckets(p, NULL)))
+        return err;
+    p->ok = 1;
+    return BL_OK;
+}
+
+bl_err agg_part_buckets(bl_agg_part *p, const uint32_t *perm)
+{
+    bl_err err;
+    if ((err = agg_reserve((void **)&p->bk, &p->cap_bk, p->n_vals, sizeof *p->bk)))
         return err;
     uint32_t acc = 0;
     for (size_t i = 0; i < p->n_st; i++) {
@@ -952,13 +1013,21 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
         s->unknown_records = 2 * (s->count + s->n_continues) - s->unknown_records;
     }
     const uint64_t us_mask = ((uint64_t)1 << BL_AGG_VAL_US_BITS) - 1;
-    for (size_t k = 0; k < p->n_vals; k++) {
-        bl_agg_val v = p->vals[k];
-        p->bk[p->st[v >> BL_AGG_VAL_US_BITS].bk_off++] = (uint16_t)bl_sketch_bucket(v & us_mask);
+    if (perm) {
+        for (size_t k = 0; k < p->n_vals; k++) {
+            bl_agg_val v = p->vals[k];
+            p->bk[p->st[perm[v >> BL_AGG_VAL_US_BITS]].bk_off++] =
+                (uint16_t)bl_sketch_bucket(v & us_mask);
+        }
+    } else {
+        for (size_t k = 0; k < p->n_vals; k++) {
+            bl_agg_val v = p->vals[k];
+            p->bk[p->st[v >> BL_AGG_VAL_US_BITS].bk_off++] =
+                (uint16_t)bl_sketch_bucket(v & us_mask);
+        }
     }
     for (size_t i = 0; i < p->n_st; i++)
         p->st[i].bk_off -= (uint32_t)p->st[i].count;
-    p->ok = 1;
     return BL_OK;
 }
 
@@ -978,10 +1047,10 @@ bl_err bl_agg_merge(bl_agg *a, bl_agg_build *b, const bl_agg_part *p)
         return BL_EINVAL;
     bl_err err;
     size_t need = p->n_st > p->n_path ? p->n_st : p->n_path;
-    if ((err = reserve((void **)&a->pmap, &a->cap_pmap, need, sizeof *a->pmap)))
+    if ((err = agg_reserve((void **)&a->pmap, &a->cap_pmap, need, sizeof *a->pmap)))
         return err;
-    if ((err = reserve((void **)&a->bks, &a->cap_bks, a->n_bks + p->n_vals, sizeof *a->bks)) ||
-        (err = reserve((void **)&a->runs, &a->cap_runs, a->n_runs + p->n_st, sizeof *a->runs)))
+    if ((err = agg_reserve((void **)&a->bks, &a->cap_bks, a->n_bks + p->n_vals, sizeof *a->bks)) ||
+        (err = agg_reserve((void **)&a->runs, &a->cap_runs, a->n_runs + p->n_st, sizeof *a->runs)))
         return err;
     a->malformed += p->malformed;
     /* the stats in order of first call: rows and stats are made in the
@@ -1023,7 +1092,7 @@ bl_err bl_agg_merge(bl_agg *a, bl_agg_build *b, const bl_agg_part *p)
             const bl_agg_ppath *pq = &p->path[ahead];
             if (!pq->parent1 || pq->parent1 - 1 < i) {
                 uint32_t gp = pq->parent1 ? a->pmap[pq->parent1 - 1] : 0;
-                __builtin_prefetch(&b->nslot[nhash((uint64_t)gp << 32 | pq->key2, b->nmask)]);
+                __builtin_prefetch(&b->nslot[agg_nhash((uint64_t)gp << 32 | pq->key2, b->nmask)]);
             }
         }
         uint32_t gparent1 = pp->parent1 ? a->pmap[pp->parent1 - 1] : 0;

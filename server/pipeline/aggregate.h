@@ -132,7 +132,8 @@ typedef struct bl_agg {
     size_t n_vals, cap_vals;
     bl_agg_val *vals2;    /* scratch for bl_agg_finish */
     size_t cap_vals2;
-    bl_sketch scratch;    /* one dense sketch reused for every stat */
+    bl_sketch scratch;    /* its bucket counters hold one stat's sketch at a time in
+                           * bl_agg_finish_stats (zero between stats; count 0) */
     bl_buf blobs;         /* serialised sketches, see bl_agg_stat.blob_off */
     bl_u128map stat_ix;
     uint64_t gen;         /* bumped by bl_agg_clear */
@@ -267,7 +268,9 @@ typedef struct bl_agg_pstat {
     uint64_t unknown_records; /* enters and exits of its calls in this batch:
                                * counted when the methodId proves unknown */
     uint32_t bk_off;  /* its inclusive times' sketch buckets: bk[bk_off ..
-                       * bk_off + count) */
+                       * bk_off + count); (building, bl_agg_part_records)
+                       * the exit index of its last call in the thread that
+                       * made it */
     uint32_t n_continues; /* (building) its calls going on in a later segment */
 } bl_agg_pstat;
 
@@ -278,8 +281,28 @@ typedef struct bl_agg_ppath {
     uint32_t last_thread; /* (building) the last of them */
     uint32_t last_child;  /* (building) child path looked up last, + 1 */
     uint32_t stat;        /* (building) its calls' stat looked up last */
+    uint32_t ord;         /* (building, bl_agg_part_records) the exit index of
+                           * its last call (in the thread that made it, at
+                           * that thread's end) */
     uint64_t count, total, self;
+    /* (building, bl_agg_part_records) its calls' figures not yet added to
+     * `stat` (and to count, total, self): added when the call's hour
+     * changes and at the end of the thread */
+    uint32_t stat_hour;   /* the hour index (hour / BL_HOUR_US) of `stat` */
+    uint32_t pend_calls;
+    uint64_t pend_count, pend_total, pend_self, pend_max;
 } bl_agg_ppath;
+
+/* An open call of bl_agg_part_records' walk (building only). */
+typedef struct bl_agg_pframe {
+    uint32_t mid;         /* methodId (UINT32_MAX: the root sentinel) */
+    uint32_t path1;       /* its path + 1 (0: the root sentinel) */
+    uint64_t start;       /* enter time, µs */
+    uint64_t kids;        /* inclusive µs of its finished direct children */
+    uint32_t last_child;  /* its path's last_child (one frame per path is
+                           * open at a time), or the root's */
+    uint32_t pad;
+} bl_agg_pframe;
 
 typedef struct bl_agg_part {
     int ok;               /* 1: built (bl_agg_part_build returned BL_OK) */
@@ -305,6 +328,22 @@ typedef struct bl_agg_part {
     uint32_t tab_gen;
     uint32_t *node_of;    /* per call of the thread being walked: path + 1 */
     size_t cap_node_of;
+    uint64_t n_calls;     /* calls of the batch (those going on later included) */
+    /* bl_agg_part_records' scratch (reused): the open calls, and the
+     * renumbering of stats and paths into bl_agg_part_build's order */
+    bl_agg_pframe *fr;
+    size_t cap_fr;
+    uint32_t *tl;         /* the paths the thread being walked has called */
+    size_t n_tl, cap_tl;
+    uint64_t *sortk, *sortk2; /* exit index << 32 | index, one thread's new
+                               * ones (sortk2: the radix sort's other half) */
+    size_t cap_sortk, cap_sortk2;
+    uint32_t *perm_st, *perm_path; /* walk index -> final index */
+    size_t cap_perm_st, cap_perm_path;
+    bl_agg_pstat *st2;    /* the stats and paths being reordered */
+    size_t cap_st2;
+    bl_agg_ppath *path2;
+    size_t cap_path2;
 } bl_agg_part;
 
 /* Origins the writer takes from a batch (wall clock 2000..2200, µs); it
@@ -326,6 +365,23 @@ void bl_agg_part_cleanup(bl_agg_part *p);
  * (times: 10 bytes a call) and its distinct stats and paths. */
 bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *trees,
                          int64_t origin);
+/*
+ * The same partial as bl_agg_part_build, made straight from the batch's
+ * records in one pass (no call trees): each call is added to its path and
+ * stat when it exits, its path found when it enters (from the open parent's
+ * path); stats and paths are then put in the order bl_agg_part_build gives
+ * them (first call of the backwards walk: per thread, by the exit index of
+ * their last call, descending), so merging it adds exactly the same.
+ * It takes well-formed threads only: BL_EFORMAT (p->ok = 0, nothing of p is
+ * meaningful) for a batch with a truncated thread, carried enters, an exit
+ * that does not match the open call (or finds none), a timestamp going back,
+ * or a stack past BL_CALLTREE_MAX_DEPTH; the caller then builds the trees
+ * and calls bl_agg_part_build (pipeline/prep.c). BL_EINVAL for an origin
+ * outside BL_AGG_ORIGIN_MIN..MAX, as bl_agg_part_build; BL_ENOMEM. Storage
+ * (owned by p): the times (10 bytes a call), the stats and paths (twice:
+ * the reordering), 32 bytes a level of nesting.
+ */
+bl_err bl_agg_part_records(bl_agg_part *p, const bl_batch *bt, int64_t origin);
 /* 1 when bl_agg_merge can take p for build b with the writer's origin:
  * built, from that origin, and no methodId of it can end up in the shared
  * BL_AGG_MID_OVERFLOW row (the build is far from BL_AGG_MAX_FAR methodIds

@@ -150,6 +150,11 @@ void bl_prep_run(bl_prep *j, const void *raw, size_t len, bl_encoding enc, uint6
             return;
     }
     uint32_t n = j->bt.n_threads;
+    /* the partial straight from the records, in one pass without trees,
+     * when every thread is well-formed (aggregate.h); else (or out of
+     * memory) the trees, and the partial from them */
+    if (j->want_part && bl_agg_part_records(&j->part, &j->bt, j->bt.origin_wall_us) == BL_OK)
+        return;
     if (reserve_trees(j, n)) {
         /* no storage for the trees: every thread reports it */
         j->checked = 1;

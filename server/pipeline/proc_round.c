@@ -263,9 +263,13 @@ static int process_batch(bl_processor *p, const work *w, bl_prep *j, uint64_t *r
     int merge = bl_agg_part_usable(&b->ab, &j->part, origin);
     if (merge && (err = bl_agg_merge(&p->agg, &b->ab, &j->part)))
         merge = -1;
+    /* (a partial made without trees that cannot be merged: the writer
+     * rebuilds each thread's tree, bl_agg_thread) */
+    int trees = j->n_trees == bt.n_threads;
     for (uint32_t i = 0; !merge && i < bt.n_threads; i++)
-        if ((err = j->tree_err[i]) ||
-            (err = bl_agg_tree(&p->agg, &b->ab, &bt.threads[i], &j->trees[i], origin)))
+        if (trees ? (err = j->tree_err[i]) ||
+                        (err = bl_agg_tree(&p->agg, &b->ab, &bt.threads[i], &j->trees[i], origin))
+                  : (err = bl_agg_thread(&p->agg, &b->ab, &bt.threads[i], origin)))
             break;
     if (err) {
         pr_log("batch %s: %s", w->uuid, bl_err_str(err));

@@ -189,6 +189,50 @@ START_TEST(add_buckets)
 }
 END_TEST
 
+/* bl_sketch_serialize_marked writes bl_sketch_serialize's bytes for the
+ * same counts, and leaves counters and mark zero */
+START_TEST(serialize_marked)
+{
+    uint64_t r = 0x2545F4914F6CDD1Dull;
+    uint64_t *bucket = calloc(NB, sizeof *bucket);
+    uint64_t mark[BL_SKETCH_MARK_WORDS] = { 0 };
+    ck_assert_ptr_nonnull(bucket);
+    bl_buf x, y;
+    bl_buf_init(&x, 0);
+    bl_buf_init(&y, 0);
+    for (int round = 0; round < 200; round++) {
+        bl_sketch a;
+        bl_sketch_init(&a);
+        size_t m = round == 0 ? 0 : round == 1 ? NB : (size_t)(r % 700);
+        for (size_t i = 0; i < m; i++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            uint64_t v = round == 1 ? bl_sketch_bucket_mid((uint32_t)i)
+                                    : (r >> (r % 64)) >> (round % 3 ? 20 : 0);
+            uint64_t n = round % 5 == 0 ? 1 + r % 100000 : 1;
+            ck_assert_int_eq(bl_sketch_add(&a, v, n), BL_OK);
+            uint32_t b = bl_sketch_bucket(v);
+            bucket[b] += n;
+            mark[b / 64] |= (uint64_t)1 << (b % 64);
+        }
+        bl_buf_reset(&x);
+        bl_buf_reset(&y);
+        ck_assert_int_eq(bl_sketch_serialize(&a, &x), BL_OK);
+        ck_assert_int_eq(bl_buf_append(&y, "ab", 2), BL_OK); /* appends */
+        ck_assert_int_eq(bl_sketch_serialize_marked(bucket, mark, &y), BL_OK);
+        ck_assert_uint_eq(x.len + 2, y.len);
+        ck_assert(memcmp(x.data, y.data + 2, x.len) == 0);
+        for (size_t b = 0; b < NB; b++)
+            ck_assert_uint_eq(bucket[b], 0);
+        for (size_t w = 0; w < BL_SKETCH_MARK_WORDS; w++)
+            ck_assert_uint_eq(mark[w], 0);
+        bl_sketch_cleanup(&a);
+    }
+    bl_buf_cleanup(&x);
+    bl_buf_cleanup(&y);
+    free(bucket);
+}
+END_TEST
+
 START_TEST(every_bucket)
 {
     uint64_t prev_mid = 0;
@@ -1134,6 +1178,7 @@ int main(void)
     TCase *tm = tcase_create("merge");
     tcase_add_test(tm, merge_exact);
     tcase_add_test(tm, add_buckets);
+    tcase_add_test(tm, serialize_marked);
     tcase_add_test(tm, blob_layout);
     tcase_add_test(tm, blob_round_trip);
     tcase_add_test(tm, blob_malformed);

@@ -1,0 +1,68 @@
+/*
+ * agg_internal.h — private to the aggregate module's two files:
+ * aggregate.c (everything in aggregate.h but bl_agg_part_records) and
+ * agg_records.c (bl_agg_part_records, the partial made in one pass over a
+ * batch's records). Not for other modules.
+ */
+#ifndef BL_AGG_INTERNAL_H
+#define BL_AGG_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/blerr.h"
+#include "pipeline/aggregate.h"
+
+/* Hash of a 64-bit key into [0, mask] (mask + 1 a power of 2): the node
+ * table's and the partial's lookup table's. */
+static inline uint32_t agg_nhash(uint64_t k, uint32_t mask)
+{
+    k ^= k >> 29;
+    k *= 0xbf58476d1ce4e5b9ull;
+    k ^= k >> 32;
+    return (uint32_t)k & mask;
+}
+
+/* Grows *arr (elements of `size` bytes, *cap of them; owned by the caller)
+ * to hold at least n, doubling from 256. BL_ENOMEM (*arr unchanged). */
+bl_err agg_reserve(void **arr, size_t *cap, size_t n, size_t size);
+
+/* A partial's lookup table (bl_agg_part.tab) holds stats, key
+ * AGG_STAT_TAG | pstat key, and paths, key parent1 << 32 | key2. */
+#define AGG_STAT_TAG ((uint64_t)1 << 63)
+
+/* Makes room in the lookup table for one more entry (load <= 1/2): a
+ * bigger table gets the entries in use rehashed. BL_ENOMEM. */
+bl_err agg_ptab_grow(bl_agg_part *p);
+
+static inline bl_err agg_ptab_room(bl_agg_part *p)
+{
+    return (p->n_st + p->n_path + 1) * 2 <= p->tab_cap ? BL_OK : agg_ptab_grow(p);
+}
+
+/* The slot of key; *fresh = 1 when it was absent (the slot is taken then,
+ * its val for the caller to set). Call agg_ptab_room first. */
+static inline struct bl_agg_pslot *agg_ptab_get(bl_agg_part *p, uint64_t key, int *fresh)
+{
+    uint32_t mask = (uint32_t)(p->tab_cap - 1);
+    for (uint32_t i = agg_nhash(key, mask);; i = (i + 1) & mask) {
+        struct bl_agg_pslot *sl = &p->tab[i];
+        if (sl->gen != p->tab_gen) {
+            sl->gen = p->tab_gen;
+            sl->key = key;
+            *fresh = 1;
+            return sl;
+        }
+        if (sl->key == key) {
+            *fresh = 0;
+            return sl;
+        }
+    }
+}
+
+/* The end of a partial: each stat's bucket offset and unknown-record count,
+ * and the times' sketch buckets grouped by stat (a counting sort, in
+ * cache), so that the writer adds them run by run. perm: the stat index a
+ * kept time names -> its stat's index now (NULL: the same). BL_ENOMEM. */
+bl_err agg_part_buckets(bl_agg_part *p, const uint32_t *perm);
+
+#endif
