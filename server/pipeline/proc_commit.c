@@ -228,14 +228,20 @@ void pr_push_back_items(bl_processor *p, work *items, const uint8_t *waited, siz
  * on an SQL error (p->cm_fails): as for rounds given up (proc_round.c),
  * its batches go one per round from now on, or its batch, alone, is
  * failed; a round of no batch (a registration alone, W_ALONE_P) is given
- * up (its items flagged in j->waited: not put back). The index of the
- * item failed, SIZE_MAX when none. */
+ * up (its items flagged in j->waited: not put back). Batches that went to
+ * their build's waiting list in the round count as its batches: the
+ * round's registration of their build is what its commit writes, and the
+ * rollback (pr_reset_states) queued them again, so a round of waiting
+ * batches alone would otherwise be tried for ever. A waiting batch failed
+ * here is also in the queue again: its copy there finds its bytes gone
+ * (B_GONE) and releases its quota count. The index of the item failed,
+ * SIZE_MAX when none. */
 static size_t cm_bound(bl_processor *p, cjob *j)
 {
     p->cm_fails = 0;
     size_t nb = 0, last = SIZE_MAX;
     for (size_t i = 0; i < j->n_items; i++)
-        if (j->items[i].kind == W_BATCH && !j->waited[i]) {
+        if (j->items[i].kind == W_BATCH) {
             nb++;
             last = i;
         }

@@ -687,9 +687,11 @@ retry:;
     if (p->pg && (prior || p->q_session != session || bl_db_connection_lost(p->db))) {
         p->q_round_fails = 0; /* the store's absence, or another round's failure */
     } else if (p->pg && p->sql_failed && ++p->q_round_fails >= PR_ROUND_FAILS_MAX) {
+        /* batches that went waiting count too (as in cm_bound,
+         * proc_commit.c): the rollback queued them again */
         size_t nb = 0, last = SIZE_MAX;
         for (size_t i = 0; i < n; i++)
-            if (items[i].kind == W_BATCH && !p->waited[i]) {
+            if (items[i].kind == W_BATCH) {
                 nb++;
                 last = i;
             }

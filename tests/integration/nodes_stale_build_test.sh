@@ -245,6 +245,32 @@ sleep 3 # a registration tried again would fail once a second
 expect "h's registration is not tried again for ever" "$c1" \
   "$(grep -c "build h refused at commit" node0.log || true)"
 sql "DROP TRIGGER bl_test_refuse_h ON builds; DROP FUNCTION bl_test_refuse_h()" > /dev/null
+
+# ---- 7. batches waiting for their build's files (w: none uploaded) whose
+#      round's commit fails every time (a deferred trigger refuses build w's
+#      row, which the round's registration of w writes): the round's batches
+#      go one per round, each failed alone after as many failures, not tried
+#      again for ever (the rollback queued them again each time)
+refuse_fn=$(cat << 'EOS'
+CREATE FUNCTION bl_test_refuse_w() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.name = 'w' THEN
+    RAISE EXCEPTION 'build w refused at commit by the test';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE CONSTRAINT TRIGGER bl_test_refuse_w AFTER INSERT OR UPDATE ON builds
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION bl_test_refuse_w();
+EOS
+)
+sql "$refuse_fn" > /dev/null
+kill -STOP "${PIDS[1]}" # node 0 takes both
+for k in 71 72; do post 0 "$k" w; done
+settle_queue "waiting batches whose round's commit fails every time" 90
+kill -CONT "${PIDS[1]}"
+expect "w's 2 batches are failed, with the reason" 2 \
+  "$(sql "SELECT count(*) FROM raw_batches WHERE batch_id IN ('7e570000-0000-4000-8000-000000000071', '7e570000-0000-4000-8000-000000000072') AND failed_at IS NOT NULL AND error LIKE '%commit failed repeatedly%'")"
+sql "DROP TRIGGER bl_test_refuse_w ON builds; DROP FUNCTION bl_test_refuse_w()" > /dev/null
 if grep -q 'AddressSanitizer\|runtime error' node0.log node1.log; then
   bad "sanitizer: $(grep -m3 'AddressSanitizer\|runtime error' node0.log node1.log)"
 fi
