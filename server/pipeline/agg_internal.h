@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "common/blerr.h"
 #include "pipeline/aggregate.h"
 
@@ -57,6 +58,26 @@ static inline struct bl_agg_pslot *agg_ptab_get(bl_agg_part *p, uint64_t key, in
             return sl;
         }
     }
+}
+
+/* The index in p->st of the stat of key skey (methodId/main and hour, as
+ * bl_agg_pstat.key), made (zeroed, key set) when absent. BL_ENOMEM. */
+static inline bl_err agg_stat_slot(bl_agg_part *p, uint64_t skey, uint32_t *si)
+{
+    bl_err err;
+    if ((err = agg_ptab_room(p)) ||
+        (err = agg_reserve((void **)&p->st, &p->cap_st, p->n_st + 1, sizeof *p->st)))
+        return err;
+    int fresh;
+    struct bl_agg_pslot *sl = agg_ptab_get(p, AGG_STAT_TAG | skey, &fresh);
+    if (fresh) {
+        sl->val = (uint32_t)p->n_st;
+        bl_agg_pstat *ns = &p->st[p->n_st++];
+        memset(ns, 0, sizeof *ns);
+        ns->key = skey;
+    }
+    *si = sl->val;
+    return BL_OK;
 }
 
 /* The end of a partial: each stat's bucket offset and unknown-record count,

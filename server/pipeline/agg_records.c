@@ -91,18 +91,9 @@ static inline bl_err part_call(bl_agg_part *p, pwalk *w, uint32_t pi, uint64_t s
         if (si != UINT32_MAX)
             part_flush(p, w, pp);
         uint64_t skey = w->h.ix << 25 | pp->key2;
-        if ((err = agg_ptab_room(p)) ||
-            (err = agg_reserve((void **)&p->st, &p->cap_st, p->n_st + 1, sizeof *p->st)))
+        if ((err = agg_stat_slot(p, skey, &si)))
             return err;
-        int fresh;
-        struct bl_agg_pslot *sl = agg_ptab_get(p, AGG_STAT_TAG | skey, &fresh);
-        if (fresh) {
-            sl->val = (uint32_t)p->n_st;
-            bl_agg_pstat *ns = &p->st[p->n_st++];
-            memset(ns, 0, sizeof *ns);
-            ns->key = skey;
-        }
-        si = pp->stat = sl->val;
+        pp->stat = si;
         pp->stat_hour = (uint32_t)w->h.ix;
     }
     /* a call that goes on in a later segment: only its self time */

@@ -962,17 +962,9 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
             uint64_t skey = hour_ix << 25 | key2;
             uint32_t si = pp->stat;
             if (si == UINT32_MAX || p->st[si].key != skey) {
-                if ((err = agg_ptab_room(p)) ||
-                    (err = agg_reserve((void **)&p->st, &p->cap_st, p->n_st + 1, sizeof *p->st)))
+                if ((err = agg_stat_slot(p, skey, &si)))
                     return err;
-                struct bl_agg_pslot *sl = agg_ptab_get(p, AGG_STAT_TAG | skey, &fresh);
-                if (fresh) {
-                    sl->val = (uint32_t)p->n_st;
-                    bl_agg_pstat *ns = &p->st[p->n_st++];
-                    memset(ns, 0, sizeof *ns);
-                    ns->key = skey;
-                }
-                si = pp->stat = sl->val;
+                pp->stat = si;
             }
             bl_agg_pstat *s = &p->st[si];
             s->count += one;
