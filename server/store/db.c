@@ -461,7 +461,9 @@ static int pg_version(bl_db *db)
 }
 
 /* Applies schema/pg migrations not yet applied, one transaction each,
- * under an advisory lock so that nodes starting together migrate once. */
+ * under an advisory lock so that nodes starting together migrate once.
+ * On any failure (the lock's release included) the caller closes the
+ * connection, which releases the lock if it is still held. */
 static bl_err pg_migrate(bl_db *db, char *errbuf, size_t errlen)
 {
     if (bl_db_exec(db, "SELECT pg_advisory_lock(" PG_MIGRATION_LOCK ")") ||
@@ -491,7 +493,13 @@ static bl_err pg_migrate(bl_db *db, char *errbuf, size_t errlen)
             err = BL_EIO;
         }
     }
-    (void)bl_db_exec(db, "SELECT pg_advisory_unlock(" PG_MIGRATION_LOCK ")");
+    /* a lock not let go would hold every other node's open (it waits in
+     * pg_advisory_lock) for as long as this connection lives: the open
+     * fails instead, and closing the connection lets the lock go */
+    if (bl_db_exec(db, "SELECT pg_advisory_unlock(" PG_MIGRATION_LOCK ")") && !err) {
+        snprintf(errbuf, errlen, "cannot release the migration lock: %s", bl_db_errmsg(db));
+        err = BL_EIO;
+    }
     return err;
 }
 

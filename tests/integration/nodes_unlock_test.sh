@@ -73,6 +73,13 @@ for _ in $(seq 300); do # bounded: 30 s
   sleep 0.1
 done
 expect "the node tried to let go of the idle builds, and failed" 1 "$tried"
+# an open of the store that cannot let go of the migration lock fails (a
+# server going on with it would hold every other node's start, waiting in
+# pg_advisory_lock, for as long as it lived; server/store/db.c pg_migrate)
+rc=0
+timeout 20 "$SRV" --data "$PWD/node9" --store "$STORE" app list > list.out 2> list.err || rc=$?
+expect "an open that cannot release the migration lock fails" 1 "$([ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && echo 1 || echo "0 (exit $rc)")"
+expect "and says why" 1 "$(grep -c 'cannot release the migration lock' list.err)"
 sleep 1 # the rest of that lock round
 su_sql "GRANT EXECUTE ON FUNCTION pg_advisory_unlock(bigint) TO PUBLIC" > /dev/null
 n=
