@@ -21,11 +21,13 @@
  * unknown_records and dropped_nodes counts. Any difference: abort().
  *
  * Input:
- *   byte: setup — bits 0-1 id_cap (0, 1: 40; 2: 1024; 3: none), bits 2-3
- *         node cap (0, 3: 10^6; 1: 60; 2: 5), bit 4 far rows prefilled to
- *         BL_AGG_MAX_FAR - 16 + byte % 16 (with a cap), bits 5-7 origin (0: 1.5 s before an hour;
- *         1: BL_AGG_ORIGIN_MIN; 2: BL_AGG_ORIGIN_MAX; 3: outside the range;
- *         else MIN + 6 bytes, in range)
+ *   byte: setup — bits 0-1 id_cap (0, 1: 40; 2: 1024; 3: none, and then
+ *         methodIds taken mod 2^16: the build's per-methodId arrays stay
+ *         small), bits 2-3 node cap (0, 3: 10^6; 1: 60; 2: 5), bit 4 far
+ *         rows prefilled to BL_AGG_MAX_FAR - 16 + byte % 16 (with a cap),
+ *         bits 5-7 origin (0: 1.5 s before an hour; 1: BL_AGG_ORIGIN_MIN;
+ *         2: BL_AGG_ORIGIN_MAX; 3: outside the range; else MIN + 6 bytes,
+ *         in range)
  *   then up to 3 batches, each: byte — bits 0-2 threads (mod 6), bit 3 flush
  *   after it; per thread: byte — bit 0 main, 1 truncated, 2 continues,
  *   3 carried enters (n from the next byte), then ops to op 12 or the end:
@@ -35,9 +37,9 @@
  *             7    exit of a methodId of class byte & 15
  *             8    time back by 1 + byte
  *             9    time forward by 5 bytes
- *             10   deep: 2 bytes n (op bit 7: 65,536 + n % 16 - 8) enters,
- *                  then (op bit 6) their exits
- *             11   loop: 2 bytes n, n calls of a methodId of class op >> 4
+ *             10   deep: 2 bytes n; n % 4096 enters (op bit 7: 65,536 +
+ *                  n % 16 - 8), then (op bit 6) their exits
+ *             11   loop: 2 bytes n, n % 4096 calls of a methodId of class op >> 4
  *             12   end of thread
  *             13-15 enter of a methodId of 3 bytes
  */
@@ -228,6 +230,7 @@ typedef struct gen {
     uint64_t t;        /* the next record's time (masked to 40 bits) */
     uint32_t *stack;   /* open methodIds, as the records have them */
     uint32_t depth, cap_depth;
+    uint32_t fold;     /* methodIds kept under it (0: not) */
 } gen;
 
 static uint32_t mid_of(gen *g, uint32_t cls)
@@ -272,6 +275,8 @@ static int put(gen *g, int is_exit, uint32_t mid)
 {
     if (g->n >= MAX_RECORDS)
         return 0;
+    if (g->fold)
+        mid %= g->fold;
     g->rec[g->n++] = bl_rec_make(is_exit, mid, g->t);
     return 1;
 }
@@ -288,7 +293,7 @@ static int enter(gen *g, uint32_t mid)
     }
     if (!put(g, 0, mid))
         return 0;
-    g->stack[g->depth++] = mid & BL_REC_ID_MAX;
+    g->stack[g->depth++] = bl_rec_method(g->rec[g->n - 1]);
     return 1;
 }
 
@@ -330,7 +335,7 @@ static void gen_thread(gen *g, bl_batch_thread *th)
             uint32_t m = mid_of(g, u8(r));
             g->t += step_of(g, op >> 4);
             room = put(g, 1, m);
-            if (room && g->depth && g->stack[g->depth - 1] == (m & BL_REC_ID_MAX))
+            if (room && g->depth && g->stack[g->depth - 1] == bl_rec_method(g->rec[g->n - 1]))
                 g->depth--;
             break;
         }
@@ -341,7 +346,7 @@ static void gen_thread(gen *g, bl_batch_thread *th)
             g->t += un(r, 5);
             break;
         case 10: {
-            uint32_t n = (uint32_t)un(r, 2);
+            uint32_t n = (uint32_t)un(r, 2) % 4096;
             if (op & 128)
                 n = 65536 + n % 16 - 8;
             uint32_t d0 = g->depth;
@@ -357,7 +362,7 @@ static void gen_thread(gen *g, bl_batch_thread *th)
             break;
         }
         case 11: {
-            uint32_t n = (uint32_t)un(r, 2);
+            uint32_t n = (uint32_t)un(r, 2) % 4096;
             uint32_t m = mid_of(g, op >> 4);
             for (uint32_t k = 0; room && k < n; k++) {
                 g->t += k & 1;
@@ -480,7 +485,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bl_agg_part_init(&w.part);
     bl_agg_part_init(&w.one);
 
-    gen g = { .r = &r, .rec = rec };
+    /* without a cap the build's per-methodId arrays reach the largest
+     * methodId: kept small, or an input would take a second */
+    gen g = { .r = &r, .rec = rec, .fold = id_cap ? 0 : 1u << 16 };
     for (int k = 0; k < 3 && (k == 0 || more(&r)); k++) {
         uint32_t hdr = u8(&r);
         bl_batch_thread th[MAX_THREADS];
