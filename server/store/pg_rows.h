@@ -30,8 +30,9 @@ void bl_pga_reset(bl_pga *a);
 void bl_pga_cleanup(bl_pga *a);
 /* Appends one value. BL_ENOMEM. */
 bl_err bl_pga_int(bl_pga *a, int64_t v);
-/* Appends one text value, quoted (any bytes but NUL; NULL: an empty
- * text): the array is then a text[] literal. BL_ENOMEM. */
+/* Appends one text value, quoted (any text valid in the database's
+ * encoding; NULL: an empty text, not SQL NULL): the array is then a
+ * text[] literal. BL_ENOMEM. */
 bl_err bl_pga_str(bl_pga *a, const char *s);
 /* Binds the literal to parameter i of st (text, copied). BL_ENOMEM. */
 bl_err bl_pga_bind(bl_pga *a, bl_st *st, int i);

@@ -92,7 +92,10 @@ bl_err bl_wr_method_put(bl_db *db, int64_t build_id, int64_t method_id, const ch
                         const char *name, const char *descriptor, const char *source_file);
 
 /* One methods row to write (bl_wr_methods_put): strings owned by the
- * caller, valid until the callback is called again. */
+ * caller, valid until the callback is called again; none NULL (the
+ * columns are NOT NULL in both schemas: an empty text where there is
+ * none, e.g. no source file) and valid UTF-8 on PostgreSQL (a chunk with
+ * invalid text fails as a whole, BL_EIO). */
 typedef struct bl_wr_method {
     int64_t method_id;
     const char *cls, *name, *descriptor, *source_file;
