@@ -116,16 +116,6 @@ typedef struct build {
     uint64_t malformed;
 } build;
 
-static inline uint64_t load_rec(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
 void bl_calltree_init(bl_calltree *t)
 {
     memset(t, 0, sizeof *t);
@@ -340,7 +330,7 @@ static bl_err pass1(build *b, const uint8_t *records, uint32_t n)
     uint32_t top = b->top, nc = b->n, sd = b->sd, max_sd = b->max_sd, w = b->w;
     uint64_t malformed = 0;
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t r = load_rec(records + (size_t)i * 8);
+        uint64_t r = bl_rec_load(records, (size_t)i);
         uint64_t now = bl_rec_time(r);
         uint32_t back = now < prev;
         now = back ? prev : now;
@@ -458,7 +448,7 @@ static bl_err push_carried(build *b, const uint8_t *records, uint32_t n, uint64_
     uint64_t prev = b->t_first;
     uint32_t k = 0;
     for (; k < n; k++) {
-        uint64_t r = load_rec(records + (size_t)k * 8);
+        uint64_t r = bl_rec_load(records, (size_t)k);
         if (bl_rec_is_exit(r))
             break;
         uint64_t now = bl_rec_time(r);
@@ -514,7 +504,7 @@ bl_err bl_calltree_build_segment(bl_calltree *t, const uint8_t *records, uint32_
     build b = { .t = t, .calls = t->calls, .cap = t->cap_calls, .truncated = seg->truncated,
                 .open_flag = seg->continues ? BL_CALL_CONTINUES : BL_CALL_INCOMPLETE };
     b.top = b.cap ? b.cap - 2 : 0;
-    b.t_first = bl_rec_time(load_rec(records));
+    b.t_first = bl_rec_time(bl_rec_load(records, 0));
     /* a balanced sequence needs n/2 entries: reserve them once */
     bl_err err = reserve_calls(&b, (uint64_t)n / 2 + SLACK);
     if (!err) {   /* the root frame and the dummy above it */
@@ -595,7 +585,7 @@ bl_err bl_calltree_nesting(const uint8_t *records, uint32_t n, const bl_segment 
     int64_t best = 0;
     uint64_t synths = 0;
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t r = load_rec(records + (size_t)i * 8);
+        uint64_t r = bl_rec_load(records, (size_t)i);
         uint32_t m = bl_rec_method(r);
         if (!bl_rec_is_exit(r)) {
             if (s.sd >= limit) {

@@ -39,6 +39,17 @@ static inline uint64_t bl_rec_make(int is_exit, uint32_t method_id, uint64_t t_u
 static inline int bl_rec_is_exit(uint64_t r) { return (r & BL_REC_EXIT) != 0; }
 static inline uint32_t bl_rec_method(uint64_t r) { return (uint32_t)(r >> BL_REC_ID_SHIFT) & BL_REC_ID_MAX; }
 static inline uint64_t bl_rec_time(uint64_t r) { return r & BL_REC_T_MASK; }
+/* Record i of a thread's packed records (bl_batch_thread.records: 8 bytes
+ * each, little-endian, possibly unaligned). */
+static inline uint64_t bl_rec_load(const uint8_t *records, size_t i)
+{
+    uint64_t v;
+    memcpy(&v, records + i * 8, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
 
 /* A borrowed UTF-8 string (not NUL-terminated). */
 typedef struct bl_str {

@@ -60,6 +60,20 @@ static inline struct bl_agg_pslot *agg_ptab_get(bl_agg_part *p, uint64_t key, in
     }
 }
 
+/* Fills the new path slot pp (the next of p->path, its table slot just
+ * taken) of (parent1, key2), first met in thread t, and counts it. */
+static inline void agg_path_new(bl_agg_part *p, bl_agg_ppath *pp, uint32_t parent1,
+                                uint32_t key2, uint32_t t)
+{
+    p->n_path++;
+    memset(pp, 0, sizeof *pp);
+    pp->parent1 = parent1;
+    pp->key2 = key2;
+    pp->n_threads = 1;
+    pp->last_thread = t;
+    pp->stat = UINT32_MAX;
+}
+
 /* The index in p->st of the stat of key skey (methodId/main and hour, as
  * bl_agg_pstat.key), made (zeroed, key set) when absent. BL_ENOMEM. */
 static inline bl_err agg_stat_slot(bl_agg_part *p, uint64_t skey, uint32_t *si)

@@ -22,16 +22,6 @@
 
 #include "pipeline/agg_internal.h"
 
-static inline uint64_t rec_at(const uint8_t *r)
-{
-    uint64_t v;
-    memcpy(&v, r, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
 /* The hour of the last call (hours rarely change inside a batch). */
 typedef struct hour_cache {
     int64_t lo, hi; /* [lo, hi) */
@@ -161,9 +151,9 @@ static bl_err part_thread(bl_agg_part *p, const bl_batch_thread *th, pwalk *w)
     fr[0] = (bl_agg_pframe){ .mid = UINT32_MAX }; /* roots: no last child */
     uint32_t sd = 0, ex = 0, t = w->t;
     uint32_t main = w->main;
-    uint64_t prev = bl_rec_time(rec_at(th->records));
+    uint64_t prev = bl_rec_time(bl_rec_load(th->records, 0));
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t r = rec_at(th->records + (size_t)i * 8);
+        uint64_t r = bl_rec_load(th->records, (size_t)i);
         uint64_t now = bl_rec_time(r);
         if (now < prev)
             return BL_EFORMAT;
@@ -214,13 +204,7 @@ static bl_err part_thread(bl_agg_part *p, const bl_batch_thread *th, pwalk *w)
             pp = &p->path[pi];
             if (fresh) {
                 p->max_mid = m > p->max_mid ? m : p->max_mid;
-                p->n_path++;
-                memset(pp, 0, sizeof *pp);
-                pp->parent1 = parent1;
-                pp->key2 = key2;
-                pp->n_threads = 1;
-                pp->last_thread = t;
-                pp->stat = UINT32_MAX;
+                agg_path_new(p, pp, parent1, key2, t);
                 p->tl[p->n_tl++] = pi; /* (room: at most one entry a path) */
             }
         }

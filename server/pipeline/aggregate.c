@@ -936,13 +936,7 @@ bl_err bl_agg_part_build(bl_agg_part *p, const bl_batch *bt, const bl_calltree *
                 if (mid > BL_REC_ID_MAX)
                     return BL_EINVAL; /* not from a record: left to bl_agg_tree */
                 p->max_mid = mid > p->max_mid ? mid : p->max_mid;
-                p->n_path++;
-                memset(pp, 0, sizeof *pp);
-                pp->parent1 = parent1;
-                pp->key2 = key2;
-                pp->n_threads = 1;
-                pp->last_thread = t;
-                pp->stat = UINT32_MAX;
+                agg_path_new(p, pp, parent1, key2, t);
             } else if (pp->last_thread != t) {
                 pp->last_thread = t;
                 pp->n_threads++;
