@@ -48,16 +48,24 @@ bl_err bl_builds_list(bl_db *db, int64_t app_id, bl_build_cb cb, void *ctx)
     return rc == BL_ST_DONE ? BL_OK : BL_EIO;
 }
 
-bl_err bl_builds_exists(bl_db *db, int64_t app_id, const char *name)
+bl_err bl_builds_find(bl_db *db, int64_t app_id, const char *name, int64_t *build_id)
 {
-    bl_st *st = bl_st_get(db, "SELECT 1 FROM builds WHERE app_id = ? AND name = ?");
+    bl_st *st = bl_st_get(db, "SELECT id FROM builds WHERE app_id = ? AND name = ?");
     if (!st)
         return BL_EIO;
     bl_st_int64(st, 1, app_id);
     bl_st_text(st, 2, name, -1);
     int rc = bl_st_step(st);
+    if (rc == BL_ST_ROW)
+        *build_id = bl_st_col_int64(st, 0);
     bl_st_reset(st);
     return rc == BL_ST_ROW ? BL_OK : rc == BL_ST_DONE ? BL_ENOTFOUND : BL_EIO;
+}
+
+bl_err bl_builds_exists(bl_db *db, int64_t app_id, const char *name)
+{
+    int64_t id;
+    return bl_builds_find(db, app_id, name, &id);
 }
 
 bl_err bl_builds_pick(bl_db *db, int64_t app_id, const char *name, int64_t *build_id,

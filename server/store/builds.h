@@ -47,6 +47,11 @@ bl_err bl_builds_list(bl_db *db, int64_t app_id, bl_build_cb cb, void *ctx);
  * BL_EIO on a database error. */
 bl_err bl_builds_exists(bl_db *db, int64_t app_id, const char *name);
 
+/* As bl_builds_exists, and *build_id is the build's row id when found (a
+ * plain read: on PostgreSQL it never waits for a transaction that wrote
+ * the row). */
+bl_err bl_builds_find(bl_db *db, int64_t app_id, const char *name, int64_t *build_id);
+
 /* The build a call tree is drawn from: `name`, or when name is NULL the
  * newest build that has processed batches (else the newest build). Writes
  * its id (an opaque key for other store calls) and its name (NUL-terminated,

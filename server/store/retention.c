@@ -3,6 +3,7 @@
  * retention.h).
  */
 #include "store/retention.h"
+#include "store/builds.h"
 #include "store/internal.h"
 #include "store/rollups.h"
 #include "store/stmt.h"
@@ -546,17 +547,9 @@ bl_err bl_rs_build_idle(bl_db *db, int64_t build_id, int64_t cutoff_us, int *idl
 
 bl_err bl_rs_build_find(bl_db *db, int64_t app_id, const char *name, int64_t *build_id)
 {
-    bl_st *st =
-        bl_st_get(db, "SELECT id FROM builds WHERE app_id = ? AND name = ? AND app_id <> 0");
-    if (!st)
-        return BL_EIO;
-    bl_st_int64(st, 1, app_id);
-    bl_st_text(st, 2, name, -1);
-    int rc = bl_st_step(st);
-    if (rc == BL_ST_ROW)
-        *build_id = bl_st_col_int64(st, 0);
-    bl_st_reset(st);
-    return rc == BL_ST_ROW ? BL_OK : rc == BL_ST_DONE ? BL_ENOTFOUND : BL_EIO;
+    if (app_id == 0) /* app 0 holds the rows of builds being deleted */
+        return BL_ENOTFOUND;
+    return bl_builds_find(db, app_id, name, build_id);
 }
 
 bl_err bl_rs_doom_build(bl_db *db, int64_t build_id, const char *reason, int64_t now_us)

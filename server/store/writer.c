@@ -6,26 +6,12 @@
  * (store/pg_rows.h), the sketches merged in C.
  */
 #include "store/writer.h"
+#include "store/builds.h"
 #include "store/pg_rows.h"
 #include "store/stmt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
-/* SELECT id of (app_id, name): BL_OK, BL_ENOTFOUND, BL_EIO. */
-static bl_err build_find(bl_db *db, int64_t app_id, const char *name, int64_t *id)
-{
-    bl_st *st = bl_st_get(db, "SELECT id FROM builds WHERE app_id = ? AND name = ?");
-    if (!st)
-        return BL_EIO;
-    bl_st_int64(st, 1, app_id);
-    bl_st_text(st, 2, name, -1);
-    int rc = bl_st_step(st);
-    if (rc == BL_ST_ROW)
-        *id = bl_st_col_int64(st, 0);
-    bl_st_reset(st);
-    return rc == BL_ST_ROW ? BL_OK : rc == BL_ST_DONE ? BL_ENOTFOUND : BL_EIO;
-}
 
 bl_err bl_wr_build_get(bl_db *db, int64_t app_id, const char *name, int64_t now_us,
                        int64_t *id)
@@ -34,7 +20,7 @@ bl_err bl_wr_build_get(bl_db *db, int64_t app_id, const char *name, int64_t now_
      * waits for any open transaction that wrote the row (another node's
      * round counting a batch into it) before it finds the conflict, a plain
      * read never does */
-    bl_err err = build_find(db, app_id, name, id);
+    bl_err err = bl_builds_find(db, app_id, name, id);
     if (err != BL_ENOTFOUND)
         return err;
     bl_st *st = bl_st_get(db, "INSERT INTO builds(app_id, name, created_at) "
@@ -46,7 +32,7 @@ bl_err bl_wr_build_get(bl_db *db, int64_t app_id, const char *name, int64_t now_
     bl_st_int64(st, 3, now_us);
     if (bl_st_done(st))
         return BL_EIO;
-    err = build_find(db, app_id, name, id);
+    err = bl_builds_find(db, app_id, name, id);
     return err == BL_ENOTFOUND ? BL_EIO : err;
 }
 
