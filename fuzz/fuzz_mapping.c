@@ -1,6 +1,7 @@
 /* fuzz_mapping — arbitrary bytes as a mapping file: parse, build the index,
  * open it, retrace a fixed trace and symbolicate a method with it; then
- * build it again parsed in two halves (opts.threads = 2), and again reading
+ * build it again parsed on two threads (opts.threads = 2, parts split down
+ * to one byte left: split_min = 1), and again reading
  * only the members the trace names, then only their ranges holding the
  * trace's lines (a member with a frame without a line: only the
  * outermost line of each other group), each also in two halves: every
@@ -141,6 +142,7 @@ static void differential(const uint8_t *data, size_t size)
     bl_mi_build_opts one = { 0 }, two = { 0 };
     one.threads = 1;
     two.threads = 2;
+    two.split_min = 1; /* parts split off parts too (when the timing allows) */
     char *r1 = build_and_retrace(data, size, &one, &s1);
     char *r2 = build_and_retrace(data, size, &two, &s2);
     same_or_abort(r1, &s1, r2, &s2, 1);
@@ -153,6 +155,7 @@ static void differential(const uint8_t *data, size_t size)
     lazy1.threads = 1;
     lazy2 = lazy1;
     lazy2.threads = 2;
+    lazy2.split_min = 1;
     char *r3 = build_and_retrace(data, size, &lazy1, &s3);
     char *r4 = build_and_retrace(data, size, &lazy2, &s4);
     /* lazy builds skip lines unread: their counts differ, the output not */

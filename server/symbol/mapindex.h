@@ -203,13 +203,17 @@ typedef struct bl_mi_build_opts {
     bl_mi_want_range_fn want_range;
     void *want_ctx;
     /* Threads: 0 = automatic (on a machine with two or more CPUs, the parse
-     * in two halves for a mapping of 8 MiB or more and the index written by
+     * on two threads for a mapping of 8 MiB or more and the index written by
      * two threads from 65,536 method entries); 2 or more = two whenever the
      * mapping can be cut before a class line past its header (tests use
      * this on small mappings); any other value = one. The index is the same
-     * either way, except that a string found in both halves is stored
-     * twice. */
+     * either way, except that a string found in two parts is stored twice
+     * (mapindex_parse.c, "Parallel parse"). */
     int threads;
+    /* The parse on two threads: a thread that has finished its part splits
+     * the other's when this many bytes or more are left of it (0: 1 MiB).
+     * Tests set it small so that small mappings are split. */
+    size_t split_min;
     /* 1: the header's checksum is left 0, for an image opened in memory at
      * once and never written out (bl_mapindex_verify then fails on it with
      * "checksum mismatch"): saves reading the whole image once more. */
@@ -222,6 +226,7 @@ typedef struct bl_mi_stats {
     uint32_t classes, methods, fields; /* records in the index */
     uint32_t map_version;
     uint32_t threads; /* parse threads the build used in the end: 1 or 2 */
+    uint32_t parts;   /* parts the parse joined: 1, or 2 and more on two threads */
     uint32_t by_range; /* 1: want_range was used to the end (no restart) */
     uint64_t parse_us, write_us; /* wall time of the parse and of the write */
 } bl_mi_stats;

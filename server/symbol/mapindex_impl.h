@@ -85,6 +85,8 @@ typedef struct builder {
     int group_open;
     int use_range;              /* opts->want_range in force */
     int restart;                /* use_range met metadata: parse again without */
+    struct mib_part *part;      /* the part of a parallel parse it is parsing, or
+                                   NULL (mapindex_parse.c, "Parallel parse") */
 } builder;
 
 /* An empty builder for a mapping of about len bytes (a size hint) under

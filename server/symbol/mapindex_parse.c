@@ -23,6 +23,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "common/u64map.h"
 #include "symbol/lenient_json.h"
 #include "symbol/mapping.h"
 
@@ -604,6 +605,8 @@ static int same_run(const bl_mapping_line *x, const bl_mapping_line *y)
            same_bytes(x->obf.p, y->obf.p, x->obf.n);
 }
 
+static int part_goes_on(struct mib_part *pt, const char *p);
+
 /* Parses [data, data+len) into b. With b->use_range, stops at the first
  * JSON metadata comment with b->restart set (see want_range). */
 static bl_err parse_all(builder *b, const char *data, size_t len)
@@ -642,6 +645,12 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
     size_t wm_nn = 0;
     int wm_yes = 0;
     while (p < end) {
+        /* a part of a parallel parse ends where a thread that had finished
+         * split it (see "Parallel parse"): asked at each line that may be a
+         * class line */
+        if (b->part && *p != ' ' && *p != '\t' && *p != '#' && *p != '\n' && *p != '\r' &&
+            !part_goes_on(b->part, p))
+            break;
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
         b->st.lines++;
@@ -781,21 +790,30 @@ static bl_err parse_all(builder *b, const char *data, size_t len)
 /* Parallel parse                                                            */
 
 /*
- * A big mapping is parsed in two halves at once, cut before a class line:
- * the main thread's builder takes the header and the first half, a second
- * builder the rest; then the second is appended to the first (its string
- * ids shifted past the first's, its pool appended: a string found in both
- * halves is stored twice, which lookups do not mind since they compare
- * bytes), and the image is written from the merged builder as usual. The
- * result equals the one-thread parse except for those duplicate strings.
- * The second half's diagnostics are held and replayed after the first's,
- * with their line numbers. Falls back to one thread (parsing the second half
- * again, in order) when the halves do not join cleanly: a class mapped in
- * both, a map-version comment after the header, a malformed line in the
- * second half under --strict (so the failure reports every count as one
- * pass would), or a merge that would pass the 4 GiB string limit.
+ * A big mapping is parsed by two threads at once, in parts cut before class
+ * lines: the main thread's builder takes the header and the first half, a
+ * second builder the rest. A thread that finishes its part while the other
+ * still has PART_SPLIT_MIN bytes or more to go splits that part at the
+ * first class line past the middle of what is left and parses the second
+ * piece into a builder of its own (the owner stops at that line: it asks
+ * before each line that may be a class line), so both threads stay busy to
+ * the end whatever the parts cost (the classes a trace names are seldom
+ * spread evenly; a CPU may be slowed). Then the parts are appended to the
+ * first builder in mapping order (string ids shifted, pools appended: a
+ * string found in two parts is stored twice, which lookups do not mind
+ * since they compare bytes), and the image is written from it as usual.
+ * The result equals the one-thread parse except for those duplicate
+ * strings. The other parts' diagnostics are held and replayed after the
+ * first's, with their line numbers. Falls back to one thread (parsing what
+ * follows the first part again, in order) when the parts do not join
+ * cleanly: a class mapped in two, a map-version comment after the header,
+ * a malformed line past the first part under --strict (so the failure
+ * reports every count as one pass would), or a merge that would pass the
+ * 4 GiB string limit.
  */
-#define PAR_MIN_BYTES ((size_t)8 << 20) /* parse in two halves from 8 MiB */
+#define PAR_MIN_BYTES ((size_t)8 << 20)   /* parse on two threads from 8 MiB */
+#define PART_SPLIT_MIN ((size_t)1 << 20) /* what is left of a part, to split it */
+#define MAX_PARTS 16
 
 bl_err bl_mib_builder_init(builder *b, const bl_mi_build_opts *opts, size_t len)
 {
@@ -832,22 +850,6 @@ void bl_mib_builder_free(builder *b)
     bl_buf_cleanup(&b->scratch);
 }
 
-/* The id of n bytes at p if interned already, else 0 (0 is also ""). */
-static uint32_t interned_id(const interner *in, const char *p, uint32_t n, uint64_t h)
-{
-    for (uint32_t j = (uint32_t)h & in->mask;; j = (j + 1) & in->mask) {
-        uint32_t id1 = in->slots[j].id1;
-        if (!id1)
-            return 0;
-        uint32_t k = id1 - 1, len;
-        if (in->slots[j].tag == (uint32_t)(h >> 32)) {
-            memcpy(&len, in->pool.data + in->ref[k] - 4, 4);
-            if (len == n && memcmp(in->pool.data + in->ref[k], p, n) == 0)
-                return k;
-        }
-    }
-}
-
 /* Diagnostics held back (a second half's, or a build's that may start
  * again), to be reported later or dropped. */
 typedef struct held_diags {
@@ -864,19 +866,156 @@ static void hold_diag(void *ctx, const bl_mi_diag *d)
         h->lost = 1;
 }
 
-typedef struct half {
-    builder b;
-    bl_mi_build_opts opts;     /* the caller's, with diag held here */
-    const char *p;
-    size_t n;
-    held_diags diags;          /* lines relative to the half */
+/* A part of the mapping parsed by one thread into one builder. */
+typedef struct mib_part {
+    struct mib_split *sp;
+    builder own;                /* its builder, except for part 0 (the caller's) */
+    builder *b;                 /* the builder parsing it */
+    bl_mi_build_opts opts;      /* the caller's, diagnostics held (not part 0) */
+    held_diags diags;           /* lines relative to the part */
+    const char *start, *end;    /* start: a class line */
+    const char *limit;          /* where it stops: end, or lowered by a split */
+    const char *at;             /* the last line it asked about (part_goes_on) */
+    const char *stopped;        /* where it stopped before its end, or NULL */
     bl_err err;
-} half;
+    int live;                   /* builder initialised */
+    int done;                   /* parsed (or failed) */
+} mib_part;
 
-static void *half_run(void *arg)
+/* The parts of one parallel parse; mu guards every part's limit, at, done
+ * and the count. */
+typedef struct mib_split {
+    pthread_mutex_t mu;
+    const bl_mi_build_opts *opts;
+    uint32_t version, map_version; /* in force after the header */
+    int use_range;
+    int stop;                      /* a part failed: the others end early */
+    size_t split_min;              /* see bl_mi_build_opts.split_min */
+    int n;
+    mib_part part[MAX_PARTS];      /* in order of creation */
+} mib_split;
+
+/* Whether the part goes on at p, a line that may be a class line (its
+ * limit is further; or the parse is stopped); notes p as where it is. */
+static int part_goes_on(struct mib_part *pt, const char *p)
 {
-    half *h = arg;
-    h->err = parse_all(&h->b, h->p, h->n);
+    mib_split *sp = pt->sp;
+    pthread_mutex_lock(&sp->mu);
+    int on = !sp->stop && p < pt->limit;
+    if (on)
+        pt->at = p;
+    else
+        pt->stopped = p;
+    pthread_mutex_unlock(&sp->mu);
+    return on;
+}
+
+/* The first class line at or after `from` and before `to`, or NULL. */
+static const char *class_line_in(const char *from, const char *to)
+{
+    const char *q = from;
+    if (q > to)
+        return NULL;
+    /* to a line start: from is one, or follows a '\n' */
+    for (;;) {
+        const char *nl = memchr(q, '\n', (size_t)(to - q));
+        const char *le = nl ? nl : to;
+        if (q < le && *q != ' ' && *q != '\t' && *q != '#' && *q != '\r') {
+            bl_mapping_line ml;
+            const char *why;
+            if (bl_mapping_parse_line(q, (size_t)(le - q), &ml, &why) == BL_OK &&
+                ml.kind == BL_ML_CLASS)
+                return q;
+        }
+        if (!nl)
+            return NULL;
+        q = nl + 1;
+    }
+}
+
+/* Parses part k with its builder (made here for parts other than 0). */
+static void part_parse(mib_split *sp, int k)
+{
+    mib_part *pt = &sp->part[k];
+    if (k > 0) {
+        if (sp->opts)
+            pt->opts = *sp->opts;
+        pt->opts.diag = hold_diag;
+        pt->opts.diag_ctx = &pt->diags;
+        pt->err = bl_mib_builder_init(&pt->own, &pt->opts, (size_t)(pt->end - pt->start));
+        pt->live = 1;
+        pt->b = &pt->own;
+        pt->own.use_range = sp->use_range;
+        pt->own.version = sp->version;
+        pt->own.st.map_version = sp->map_version;
+    }
+    if (!pt->err) {
+        pt->b->part = pt;
+        pt->err = parse_all(pt->b, pt->start, (size_t)(pt->end - pt->start));
+        pt->b->part = NULL;
+    }
+    pthread_mutex_lock(&sp->mu);
+    pt->done = 1;
+    if (pt->err || pt->b->restart)
+        sp->stop = 1;
+    pthread_mutex_unlock(&sp->mu);
+}
+
+/* Splits the part with the most left to parse, when that is
+ * PART_SPLIT_MIN or more: the new part's index, or -1. */
+static int part_split(mib_split *sp)
+{
+    for (int tries = 0; tries < 4; tries++) {
+        pthread_mutex_lock(&sp->mu);
+        int v = -1;
+        size_t most = 0;
+        for (int i = 0; i < sp->n && !sp->stop && sp->n < MAX_PARTS; i++) {
+            const mib_part *pt = &sp->part[i];
+            size_t left = (size_t)(pt->limit - pt->at);
+            if (!pt->done && pt->limit > pt->at && left > most) {
+                most = left;
+                v = i;
+            }
+        }
+        if (v < 0 || most < sp->split_min) {
+            pthread_mutex_unlock(&sp->mu);
+            return -1;
+        }
+        const char *from = sp->part[v].at, *to = sp->part[v].limit;
+        pthread_mutex_unlock(&sp->mu);
+        const char *x = class_line_in(from + (to - from) / 2, to);
+        if (!x)
+            return -1;
+        pthread_mutex_lock(&sp->mu);
+        mib_part *pt = &sp->part[v];
+        /* still ahead of its owner (which stops at x: it asks before each
+         * class line) and not split meanwhile */
+        if (!sp->stop && !pt->done && pt->limit == to && pt->at < x && sp->n < MAX_PARTS) {
+            int k = sp->n++;
+            memset(&sp->part[k], 0, sizeof sp->part[k]);
+            sp->part[k].sp = sp;
+            sp->part[k].start = sp->part[k].at = x;
+            sp->part[k].end = sp->part[k].limit = to;
+            pt->limit = x;
+            pthread_mutex_unlock(&sp->mu);
+            return k;
+        }
+        pthread_mutex_unlock(&sp->mu);
+    }
+    return -1;
+}
+
+/* A thread's work: part k, then parts split off others while any pays. */
+static void parts_work(mib_split *sp, int k)
+{
+    for (; k >= 0; k = part_split(sp))
+        part_parse(sp, k);
+}
+
+static void *parts_thread(void *arg)
+{
+    mib_split *sp = arg;
+    parts_work(sp, 1);
     return NULL;
 }
 
@@ -934,18 +1073,41 @@ static size_t find_cut(const char *data, size_t len, size_t *hdr_end)
     return 0;
 }
 
-/* 1 when a class of b is also a class of a (the one-thread parse would
- * merge their members). */
-static int halves_share_class(const builder *a, const builder *b)
+/* 1 when two of the builders share a class (the one-thread parse would
+ * merge its members), by the hash of its obfuscated name (a collision of
+ * two names only costs the one-thread parse), or on no memory. */
+static int parts_share_class(builder *const *bs, int n)
 {
-    for (size_t c = 0; c < b->classes.n; c++) {
-        uint32_t id = b->classes.v[c].obf, n;
-        const char *s = istr(&b->in, id, &n);
-        uint32_t k = interned_id(&a->in, s, n, b->in.hash[id]);
-        if (k && k < a->cls_of_obf.n && a->cls_of_obf.v[k])
-            return 1;
+    bl_u64map seen;
+    bl_u64map_init(&seen);
+    int shared = 0;
+    for (int i = 0; i < n && !shared; i++)
+        for (size_t c = 0; c < bs[i]->classes.n && !shared; c++) {
+            uint32_t *v;
+            int added;
+            if (bl_u64map_put(&seen, bs[i]->in.hash[bs[i]->classes.v[c].obf], 0, &v, &added))
+                shared = 1;
+            else if (!added)
+                shared = 1; /* a builder's classes are distinct (cls_of_obf) */
+        }
+    bl_u64map_cleanup(&seen);
+    return shared;
+}
+
+/* Whether builders bs[1..n) appended to bs[0] stay within merge_half's
+ * limits. */
+static int parts_fit(builder *const *bs, int n)
+{
+    uint64_t ids = bs[0]->in.n, pool = bs[0]->in.pool.len, ms = bs[0]->methods.n,
+             cs = bs[0]->classes.n;
+    for (int i = 1; i < n; i++) {
+        ids += bs[i]->in.n;
+        pool += bs[i]->in.pool.len;
+        ms += bs[i]->methods.n;
+        cs += bs[i]->classes.n;
     }
-    return 0;
+    return ids <= UINT32_MAX - 2 && pool <= (uint64_t)UINT32_MAX - 16 && ms < UINT32_MAX &&
+           cs < UINT32_MAX;
 }
 
 #define REMAP(x) ((x) ? base + (x) - 1 : 0)
@@ -1035,8 +1197,15 @@ static bl_err merge_half(builder *a, builder *b)
 
 #undef REMAP
 
-/* Parses data into b, in two halves on two threads when that pays. Returns
- * early with b->restart set when a half met metadata under use_range. */
+static int cmp_part_start(const void *x, const void *y)
+{
+    const mib_part *a = *(const mib_part *const *)x, *b = *(const mib_part *const *)y;
+    return (a->start > b->start) - (a->start < b->start);
+}
+
+/* Parses data into b, on two threads when that pays (see "Parallel
+ * parse"). Returns early with b->restart set when a part met metadata under
+ * use_range. */
 static bl_err parse_split(builder *b, const char *data, size_t len)
 {
     size_t hdr_end = 0, cut = 0;
@@ -1050,55 +1219,88 @@ static bl_err parse_split(builder *b, const char *data, size_t len)
     bl_err err = parse_all(b, data, hdr_end);
     if (err || b->restart)
         return err;
-    half *h = calloc(1, sizeof *h);
-    if (!h)
+    mib_split *sp = calloc(1, sizeof *sp);
+    if (sp && pthread_mutex_init(&sp->mu, NULL) != 0) {
+        free(sp);
+        sp = NULL;
+    }
+    if (!sp)
         return parse_all(b, data + hdr_end, len - hdr_end);
-    if (b->opts)
-        h->opts = *b->opts;
-    h->opts.diag = hold_diag;
-    h->opts.diag_ctx = &h->diags;
-    h->p = data + cut;
-    h->n = len - cut;
+    sp->opts = b->opts;
+    sp->version = b->version;
+    sp->map_version = b->st.map_version;
+    sp->use_range = b->use_range;
+    sp->split_min = b->opts && b->opts->split_min ? b->opts->split_min : PART_SPLIT_MIN;
+    sp->n = 2;
+    for (int k = 0; k < 2; k++) {
+        sp->part[k].sp = sp;
+        sp->part[k].start = sp->part[k].at = data + (k ? cut : hdr_end);
+        sp->part[k].end = sp->part[k].limit = k ? data + len : data + cut;
+    }
+    sp->part[0].b = b;
     pthread_t th;
-    int started = 0;
-    uint32_t v0 = b->version;
-    if (bl_mib_builder_init(&h->b, &h->opts, len - cut) == BL_OK) {
-        h->b.use_range = b->use_range;
-        h->b.version = v0;
-        h->b.st.map_version = b->st.map_version;
-        started = pthread_create(&th, NULL, half_run, h) == 0;
-    }
-    err = parse_all(b, data + hdr_end, cut - hdr_end);
-    if (started)
+    int started = pthread_create(&th, NULL, parts_thread, sp) == 0;
+    if (started) {
+        parts_work(sp, 0);
         pthread_join(th, NULL);
-    if (started && h->b.restart)
-        b->restart = 1;
-    int joined = 0;
-    /* joined only when the second half parsed cleanly (a strict failure
-     * there is found again, with all its counts, by the one-pass parse
-     * below) and the merge fits: BL_ETOOBIG from merge_half leaves b as it
-     * was, and one pass stores shared strings once, so it may still fit */
-    if (!err && !b->restart && started && b->version == v0 && !h->diags.lost &&
-        h->err == BL_OK &&
-        !halves_share_class(b, &h->b)) {
-        uint64_t line0 = b->st.lines;
-        err = merge_half(b, &h->b);
-        if (err == BL_ETOOBIG)
-            err = BL_OK;
-        else if (!err)
-            joined = 1;
-        b->st.threads = joined ? 2 : 1;
-        if (joined && b->opts && b->opts->diag)
-            for (size_t i = 0; i < h->diags.v.n; i++) {
-                bl_mi_diag d = { line0 + h->diags.v.v[i].line, h->diags.v.v[i].message };
-                b->opts->diag(b->opts->diag_ctx, &d);
-            }
+    } else {
+        part_parse(sp, 0); /* then the rest in order, below */
     }
-    if (!err && !joined && !b->restart) /* the second half again, in order */
-        err = parse_all(b, data + cut, len - cut);
-    bl_mib_builder_free(&h->b);
-    free(h->diags.v.v);
-    free(h);
+    err = sp->part[0].err;
+    /* where the first part stopped: its limit, or earlier when another
+     * part failed */
+    const char *rest = sp->part[0].stopped ? sp->part[0].stopped : sp->part[0].end;
+    /* the parts in mapping order; joined only when every one parsed cleanly
+     * (a strict failure there is found again, with all its counts, by the
+     * one-pass parse below) and they fit: nothing is merged otherwise */
+    mib_part *order[MAX_PARTS];
+    builder *bs[MAX_PARTS];
+    int n = started ? sp->n : 1, clean = started && !err && !b->restart;
+    for (int i = 0; i < n; i++)
+        order[i] = &sp->part[i];
+    qsort(order, (size_t)n, sizeof *order, cmp_part_start);
+    for (int i = 0; i < n; i++) {
+        bs[i] = order[i]->b;
+        if (i > 0 && (order[i]->err || !order[i]->done || order[i]->b->restart ||
+                      order[i]->diags.lost))
+            clean = 0;
+        if (i > 0 && order[i]->b && order[i]->b->restart)
+            b->restart = 1;
+        /* a part read past the header under another map version was read
+         * wrongly unless it is the last */
+        if (i + 1 < n && order[i]->b && order[i]->b->version != sp->version)
+            clean = 0;
+    }
+    if (clean && (parts_share_class(bs, n) || !parts_fit(bs, n)))
+        clean = 0;
+    int joined = 0;
+    if (clean && n > 1 && !b->restart) {
+        joined = 1;
+        for (int i = 1; i < n && !err; i++) {
+            uint64_t line0 = b->st.lines;
+            err = merge_half(b, bs[i]); /* fits: BL_ENOMEM only */
+            if (!err && b->opts && b->opts->diag)
+                for (size_t d = 0; d < order[i]->diags.v.n; d++) {
+                    bl_mi_diag dg = { line0 + order[i]->diags.v.v[d].line,
+                                      order[i]->diags.v.v[d].message };
+                    b->opts->diag(b->opts->diag_ctx, &dg);
+                }
+        }
+        b->st.threads = 2;
+        b->st.parts = (uint32_t)n;
+    }
+    if (!err && !joined && !b->restart) { /* what follows the first part, in order */
+        b->st.threads = 1;
+        b->st.parts = 1;
+        err = parse_all(b, rest, (size_t)(data + len - rest));
+    }
+    for (int i = 1; i < (started ? sp->n : 1); i++) {
+        if (sp->part[i].live)
+            bl_mib_builder_free(&sp->part[i].own);
+        free(sp->part[i].diags.v.v);
+    }
+    pthread_mutex_destroy(&sp->mu);
+    free(sp);
     return err;
 }
 
@@ -1129,6 +1331,7 @@ bl_err bl_mib_parse_mapping(builder *b, const char *data, size_t len)
             return err;
         b->use_range = 0;
         b->st.threads = 1;
+        b->st.parts = 1;
         return parse_split(b, data, len);
     }
     for (size_t i = 0; i < hd.v.n; i++)

@@ -579,6 +579,7 @@ bl_err bl_mapindex_build(const char *data, size_t len, const bl_mi_build_opts *o
     uint64_t t0 = mono_us();
     bl_err err = bl_mib_builder_init(&b, opts, len);
     b.st.threads = 1;
+    b.st.parts = 1;
     if (!err)
         err = bl_mib_parse_mapping(&b, data, len);
     uint64_t t1 = mono_us();

@@ -1312,7 +1312,8 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "beatline-retrace: mapping: %zu bytes, %llu lines, %llu class lines; "
                     "indexed %u class%s, %u method line%s, %u field%s (%s) in %.1f ms = %.0f "
-                    "MB/s (parse %.1f ms on %u thread%s, index written in memory in %.1f ms, "
+                    "MB/s (parse %.1f ms on %u thread%s in %u part%s, index written in memory "
+                    "in %.1f ms, "
                     "%zu bytes)\n",
                     mlen, (unsigned long long)ms.lines, (unsigned long long)ms.class_lines,
                     ms.classes, ms.classes == 1 ? "" : "es", ms.methods,
@@ -1321,7 +1322,8 @@ int main(int argc, char **argv)
                     : ms.by_range     ? "those the trace names, by its lines"
                                       : "those the trace names",
                     t1 - t0, (double)mlen / 1e6 / ((t1 - t0) / 1e3), ms.parse_us / 1e3,
-                    ms.threads, ms.threads > 1 ? "s" : "", ms.write_us / 1e3, img.len);
+                    ms.threads, ms.threads > 1 ? "s" : "", ms.parts, ms.parts > 1 ? "s" : "",
+                    ms.write_us / 1e3, img.len);
         if (index_out) {
             struct stat os;
             if (stat(index_out, &os) == 0 && os.st_dev == st.st_dev && os.st_ino == st.st_ino) {

@@ -486,8 +486,49 @@ START_TEST(one_original_method_in_many_classes)
 }
 END_TEST
 
+/* The most parts a split build of check_two_halves was joined from. */
+static uint32_t most_parts;
+
+/* Builds m with two threads splitting parts down to one byte left
+ * (split_min 1; where the splits fall depends on timing) and compares the
+ * index dump, diagnostics and statistics with one thread's (t1, d1, s1).
+ * Returns the parts joined. */
+static uint32_t check_split(const char *what, const char *m, size_t n, const bl_buf *t1,
+                            const bl_buf *d1, const bl_mi_stats *s1)
+{
+    bl_buf img, d, t;
+    bl_buf_init(&d, 0);
+    bl_buf_init(&t, 0);
+    bl_mi_build_opts o = { 0 };
+    o.threads = 2;
+    o.split_min = 1;
+    o.diag = tu_diag_collect;
+    o.diag_ctx = &d;
+    bl_mi_stats st;
+    bl_mapindex *mi = tu_index_opts(m, n, &o, &img, &st);
+    tu_index_dump(mi, &t);
+    ck_assert_msg(t1->len == t.len && !memcmp(t1->data, t.data, t.len),
+                  "%s: split into %u parts: indexes differ:\n%.*s---\n%.*s", what, st.parts,
+                  (int)t1->len, t1->data, (int)t.len, t.data);
+    ck_assert_msg(d1->len == d.len && (!d.len || !memcmp(d1->data, d.data, d.len)),
+                  "%s: split into %u parts: diagnostics differ:\n%.*s---\n%.*s", what, st.parts,
+                  (int)d1->len, d1->data ? d1->data : "", (int)d.len, d.data ? d.data : "");
+    ck_assert(s1->lines == st.lines && s1->malformed == st.malformed &&
+              s1->warnings == st.warnings && s1->classes == st.classes &&
+              s1->methods == st.methods && s1->fields == st.fields &&
+              s1->map_version == st.map_version);
+    ck_assert(st.parts >= 1 && (st.parts == 1) == (st.threads == 1));
+    bl_mapindex_close(mi);
+    bl_buf_cleanup(&img);
+    bl_buf_cleanup(&d);
+    bl_buf_cleanup(&t);
+    return st.parts;
+}
+
 /* Builds `m` with one and with two parse threads: the two indexes dump
- * equal, statistics and diagnostics equal. Returns the two-thread count. */
+ * equal, statistics and diagnostics equal; then split into more parts (up
+ * to 20 tries until one joins three parts or more; most_parts says the
+ * most seen). Returns the two-thread count. */
 static uint32_t check_two_halves(const char *what, const char *m, size_t n)
 {
     bl_buf i1, i2, d1, d2, t1, t2;
@@ -511,6 +552,15 @@ static uint32_t check_two_halves(const char *what, const char *m, size_t n)
               s1.methods == s2.methods && s1.fields == s2.fields &&
               s1.map_version == s2.map_version);
     ck_assert_uint_eq(s1.threads, 1);
+    ck_assert_uint_eq(s1.parts, 1);
+    ck_assert_uint_eq(s2.parts, s2.threads == 2 ? 2 : 1); /* nothing split at 1 MiB */
+    for (int k = 0; k < 20; k++) {
+        uint32_t parts = check_split(what, m, n, &t1, &d1, &s1);
+        if (parts > most_parts)
+            most_parts = parts;
+        if (parts >= 3 || s2.threads == 1)
+            break;
+    }
     bl_mapindex_close(a);
     bl_mapindex_close(b);
     bl_buf_cleanup(&i1);
@@ -559,11 +609,45 @@ START_TEST(two_halves_equal_one)
         if (c == 7 || c == 33) /* a malformed line and a warning, both halves */
             bl_buf_puts(&m, "    x:1:void broken() -> z\n    # {\"no id\":1}\n");
     }
+    most_parts = 0;
     ck_assert_uint_eq(check_two_halves("generated", m.data, m.len), 2);
+    ck_assert_uint_ge(most_parts, 3); /* parts split off parts were joined */
     /* a class mapped again in the second half: members merged into the
      * first mapping, as in one pass (the build parses the half again) */
     bl_buf_puts(&m, "com.example.C0 -> a.a0:\n    12:12:void late():70:70 -> h\n");
+    most_parts = 0;
     ck_assert_uint_eq(check_two_halves("class twice", m.data, m.len), 1);
+    ck_assert_uint_eq(most_parts, 1); /* parsed again after the first part */
+    bl_buf_cleanup(&m);
+
+    /* uneven halves: classes with R8 metadata (slow to read) in the first,
+     * plain ones in the second: the second thread is done first and splits
+     * the first part, so parts are made out of mapping order */
+    bl_buf_init(&m, 0);
+    bl_buf_puts(&m, "# {\"id\":\"com.android.tools.r8.mapping\",\"version\":\"2.2\"}\n");
+    for (int c = 0; c < 200; c++) {
+        snprintf(l, sizeof l,
+                 "com.example.H%d -> h%d:\n"
+                 "# {\"id\":\"sourceFile\",\"fileName\":\"H%d.kt\"}\n"
+                 "    1:1:void a():1:1 -> a\n"
+                 "    # {\"id\":\"com.android.tools.r8.synthesized\"}\n"
+                 "    2:2:void b():2:2 -> b\n"
+                 "    # {\"id\":\"com.android.tools.r8.residualsignature\",\"signature\":\"(J)V\"}\n"
+                 "    3:3:void c():3:3 -> c\n"
+                 "    # {\"id\":\"com.android.tools.r8.rewriteFrame\",\"conditions\":"
+                 "[\"throws(Ljava/lang/NullPointerException;)\"],"
+                 "\"actions\":[\"removeInnerFrames(1)\"]}\n",
+                 c, c, c);
+        bl_buf_puts(&m, l);
+    }
+    size_t heavy = m.len;
+    for (int c = 0; m.len < 2 * heavy; c++) {
+        snprintf(l, sizeof l, "com.example.P%d -> p%d:\n    1:1:void run():1:1 -> a\n", c, c);
+        bl_buf_puts(&m, l);
+    }
+    most_parts = 0;
+    ck_assert_uint_eq(check_two_halves("uneven", m.data, m.len), 2);
+    ck_assert_uint_ge(most_parts, 3);
     bl_buf_cleanup(&m);
 }
 END_TEST
@@ -581,12 +665,13 @@ START_TEST(two_halves_strict_failure)
         if (c == 30)
             bl_buf_puts(&m, "    x:1:void broken() -> z\n");
     }
-    bl_mi_stats s[2];
-    bl_err e[2];
-    for (int k = 0; k < 2; k++) {
+    bl_mi_stats s[3];
+    bl_err e[3];
+    for (int k = 0; k < 3; k++) {
         bl_mi_build_opts o = { 0 };
         o.strict = 1;
-        o.threads = k + 1;
+        o.threads = k ? 2 : 1;
+        o.split_min = k == 2 ? 1 : 0; /* parts split off: the same failure */
         bl_buf img;
         bl_buf_init(&img, 0);
         e[k] = bl_mapindex_build(m.data, m.len, &o, &img, &s[k]);
@@ -599,6 +684,11 @@ START_TEST(two_halves_strict_failure)
     ck_assert_uint_eq(s[1].malformed, s[0].malformed);
     ck_assert_uint_eq(s[1].classes, s[0].classes);
     ck_assert_uint_eq(s[1].methods, s[0].methods);
+    ck_assert_int_eq(e[2], BL_EFORMAT);
+    ck_assert_uint_eq(s[2].lines, s[0].lines);
+    ck_assert_uint_eq(s[2].malformed, s[0].malformed);
+    ck_assert_uint_eq(s[2].classes, s[0].classes);
+    ck_assert_uint_eq(s[2].methods, s[0].methods);
     bl_buf_cleanup(&m);
 }
 END_TEST
@@ -609,6 +699,7 @@ START_TEST(two_halves_real_files)
 {
     const char *dirs[2] = { BL_SOURCE_DIR "/tests/cases/retrace", BL_SHARED_DIR "/r8-mappings" };
     int two = 0;
+    most_parts = 0;
     for (int d = 0; d < 2; d++) {
         DIR *dir = opendir(dirs[d]);
         if (!dir)
@@ -632,6 +723,7 @@ START_TEST(two_halves_real_files)
         closedir(dir);
     }
     ck_assert_int_ge(two, 10);
+    ck_assert_uint_ge(most_parts, 3);
 }
 END_TEST
 
