@@ -392,6 +392,35 @@ bl_err bl_retracer_frame_line(bl_retracer *rt, const char *line, size_t len,
                      pre, out);
 }
 
+void bl_retracer_prefetch(const bl_retracer *rt, uint32_t far_ix, uint32_t near_ix,
+                          uint32_t next_ix)
+{
+    if (rt->lk && next_ix < rt->lk->n) {
+        const lk_ent *k = &rt->lk->v[next_ix];
+        if (atomic_load_explicit(&k->state, memory_order_relaxed) == LK_READY) {
+            if (k->b && k->n) {
+                __builtin_prefetch(bl_mapindex_str(rt->mi, k->b[0].orig_name) - 4);
+                __builtin_prefetch(bl_mapindex_str(rt->mi, k->b[0].orig_class) - 4);
+            }
+            if (k->c)
+                __builtin_prefetch(bl_mapindex_str(rt->mi, k->c->source_file) - 4);
+        }
+    }
+    if (!rt->lk)
+        return;
+    if (far_ix < rt->lk->n)
+        __builtin_prefetch(&rt->lk->v[far_ix]);
+    if (near_ix < rt->lk->n) {
+        const lk_ent *k = &rt->lk->v[near_ix];
+        if (atomic_load_explicit(&k->state, memory_order_relaxed) == LK_READY) {
+            if (k->b)
+                __builtin_prefetch(k->b);
+            if (k->c)
+                __builtin_prefetch(k->c);
+        }
+    }
+}
+
 static int plain_exception(const char *line, size_t len, const char **c, size_t *cn,
                            const char **rest);
 

@@ -832,6 +832,13 @@ static int crew_turn(crew *c, int k, int wait, size_t held)
     return mine;
 }
 
+/* How far ahead (in frame lines) a worker prefetches what frames will read
+ * (bl_retracer_prefetch): a retraced frame waits on a few dependent cache
+ * misses (lookup entry, class record and methods, strings), so each is
+ * started this many frames before it is needed. Tried 6/3, 8/4, 16/8. */
+#define PF_FAR 8
+#define PF_NEAR 4
+#define PF_NEXT 2
 /* Retraces piece k with rt. Returns 0 on failure (recorded in c). */
 static int crew_piece(crew *c, bl_retracer *rt, int k, uint64_t *lines)
 {
@@ -863,6 +870,9 @@ static int crew_piece(crew *c, bl_retracer *rt, int k, uint64_t *lines)
         size_t before = pc->out.len;
         bl_err err;
         if (fi < fn && c->pos[fi].off == (size_t)(p - c->text)) {
+            if (fi + PF_FAR < fn) /* the lines after it: see PF_FAR */
+                bl_retracer_prefetch(rt, c->pos[fi + PF_FAR].member, c->pos[fi + PF_NEAR].member,
+                                     c->pos[fi + PF_NEXT].member);
             const tn_pos *q = &c->pos[fi++];
             bl_frame_pos fp = { q->at, q->name, q->dot, q->open, q->close, q->line };
             err = bl_retracer_frame_line(rt, p, (size_t)(le - p), &fp, q->member, &pc->out);
