@@ -5,8 +5,9 @@
 # ReTrace 6.2.2 on the same big real mapping and the same 100,000-frame trace:
 #   (a) BUILD_DIR/bin/beatline-retrace MAPPING TRACE
 #   (b) java -jar /usr/share/java/retrace.jar MAPPING TRACE
-# Whole-process wall time (best of 5 (RETRACE_BENCH_RUNS), hyperfine when installed, else bash's
-# time) and peak RSS (GNU time), the speed-up factor, and sanity checks of the
+# Whole-process wall time (best and median of 5 (RETRACE_BENCH_RUNS) runs each, the two
+# tools taking turns, after a warm-up round) and peak RSS (GNU time), the
+# speed-up factors, and sanity checks of the
 # outputs: 'at' line counts (at least one per input frame), header / "Caused
 # by:" / "... N more" lines all kept, frames still naming an obfuscated class,
 # a frame-by-frame comparison of the two tools (on a copy of the trace with a
@@ -87,26 +88,27 @@ for i in "${!cmds[@]}"; do
   rss+=("$(tail -n 1 "$data/rss-$i.txt")")
 done
 
-# --- wall time: best of RUNS -------------------------------------------------------
+# --- wall time: best of RUNS, the tools taking turns -----------------------------
+# Each round runs every tool once, one after the other, so that a slow spell of
+# a shared machine (seconds long on a cloud VM) falls on both tools instead of
+# on whichever happened to run then; one warm-up round first. Each command is
+# run directly (no shell in between) and timed with bash's EPOCHREALTIME (µs).
+declare -A times
+for ((r = 0; r <= RUNS; r++)); do
+  for i in "${!cmds[@]}"; do
+    t0=$EPOCHREALTIME
+    eval "${cmds[$i]}" > /dev/null 2>&1
+    t1=$EPOCHREALTIME
+    if ((r > 0)); then times[$i]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f ", b - a }')"; fi
+  done
+done
 best=()
-if command -v hyperfine > /dev/null; then
-  hyperfine --style basic --warmup 1 --runs "$RUNS" --export-csv "$data/hyperfine.csv" \
-    "${cmds[@]}" >&2
-  # columns: command,mean,stddev,median,user,system,min,max
-  for i in "${!cmds[@]}"; do
-    best+=("$(awk -F, -v row=$((i + 2)) 'NR == row { printf "%.3f", $7 }' "$data/hyperfine.csv")")
-  done
-else
-  TIMEFORMAT=%R
-  for i in "${!cmds[@]}"; do
-    b=""
-    for ((r = 0; r < RUNS; r++)); do
-      t=$({ time bash -c "${cmds[$i]}" > /dev/null 2>&1; } 2>&1)
-      b=$(awk -v a="$b" -v t="$t" 'BEGIN { if (a == "" || t + 0 < a + 0) a = t; printf "%.3f", a }')
-    done
-    best+=("$b")
-  done
-fi
+median=()
+for i in "${!cmds[@]}"; do
+  best+=("$(echo "${times[$i]}" | tr ' ' '\n' | sort -n | awk 'NF { printf "%.3f", $1; exit }')")
+  median+=("$(echo "${times[$i]}" | tr ' ' '\n' | awk 'NF' | sort -n |
+    awk '{ v[NR] = $1 } END { printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')")
+done
 
 # --- table ------------------------------------------------------------------------
 msize=$(stat -c %s "$mapping")
@@ -120,14 +122,16 @@ echo "mapping: $mapping, $msize bytes ($(((msize + 524288) / 1048576)) MiB)," \
   "$(grep -c '^[^ #]' "$mapping" || true) classes"
 echo "trace:   $trace, $tframes frames, $(wc -l < "$trace") lines"
 echo
-printf '%-24s %16s %16s %14s\n' "tool" "wall best-of-$RUNS" "peak RSS" "'at' lines out"
+printf '%-24s %16s %14s %16s %14s\n' "tool" "wall best-of-$RUNS" "median" "peak RSS" "'at' lines out"
 for i in "${!cmds[@]}"; do
-  printf '%-24s %15ss %13s MiB %14s\n' "${names[$i]}" "${best[$i]}" \
+  printf '%-24s %15ss %13ss %13s MiB %14s\n' "${names[$i]}" "${best[$i]}" "${median[$i]}" \
     "$(((rss[i] + 512) / 1024))" "$(count_at "${outs[$i]}")"
 done
 if [ "$have_beatline" -eq 1 ]; then
-  awk -v a="${best[0]}" -v b="${best[1]}" -v ra="${rss[0]}" -v rb="${rss[1]}" 'BEGIN {
-    printf "%-24s %15.1fx %12.1fx less\n", "speed-up (ReTrace/ours)", (a > 0 ? b / a : 0), (ra > 0 ? rb / ra : 0) }'
+  awk -v a="${best[0]}" -v b="${best[1]}" -v ma="${median[0]}" -v mb="${median[1]}" \
+    -v ra="${rss[0]}" -v rb="${rss[1]}" 'BEGIN {
+    printf "%-24s %15.1fx %13.1fx %12.1fx less\n", "speed-up (ReTrace/ours)", (a > 0 ? b / a : 0),
+      (ma > 0 ? mb / ma : 0), (ra > 0 ? rb / ra : 0) }'
 fi
 echo
 
