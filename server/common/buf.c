@@ -23,21 +23,6 @@ void bl_mem_huge(void *p, size_t n)
 #endif
 }
 
-void bl_mem_prefault(const void *p, size_t n)
-{
-    if (!p || !n)
-        return;
-#ifdef MADV_POPULATE_READ
-    /* madvise wants a page-aligned start */
-    uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
-    if (madvise((void *)a, n + ((uintptr_t)p - a), MADV_POPULATE_READ) == 0)
-        return;
-#endif
-    const volatile char *q = p;
-    for (size_t i = 0; i < n; i += 4096)
-        (void)q[i];
-}
-
 /* memset through a volatile pointer: compilers turn malloc + memset(0)
  * into calloc, which is exactly what bl_zalloc must not be */
 static void *(*volatile zero_fill)(void *, int, size_t) = memset;

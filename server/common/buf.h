@@ -55,16 +55,6 @@ void bl_buf_cleanup(bl_buf *b);
  */
 void bl_mem_huge(void *p, size_t n);
 /*
- * Maps the pages of [p, p + n), a read-only file mapping, into the page
- * tables at once (Linux MADV_POPULATE_READ, kernel 5.14+; elsewhere, or when
- * refused, one read per 4 KiB page), so that a later pass over them takes no
- * page faults. One call maps them in batches: measured on a 62 MB mapping
- * file in the page cache, 4.7 ms against 13 ms of faults taken one by one
- * (with the kernel's fault-around) by a pass that reads it. Worth it only on
- * a thread that would otherwise wait. Only a hint: errors are ignored.
- */
-void bl_mem_prefault(const void *p, size_t n);
-/*
  * calloc(n, size) whose pages are written at once (malloc + memset), for
  * hash tables that are probed (read) before their slots are written. A
  * calloc of fresh memory leaves its pages untouched: the first read of each

@@ -188,8 +188,6 @@ typedef struct trace_names {
     tn_name *member_nm;         /* their names, in the same order */
     uint64_t *class_bits;       /* a bit per class hash (see CLASS_BITS) */
     uint32_t *lines;            /* lines grouped by member */
-    struct scan_half *scan2;    /* the second scan thread's part, until joined */
-    pthread_t scan2_th;         /* that thread (see names_scan) */
     uint64_t gen;   /* bumped before each build that asks */
     int failed;     /* out of memory while scanning: read everything */
     int by_line;    /* names_index succeeded: want_range may be used */
@@ -362,7 +360,7 @@ typedef struct scan_rec {
     tn_pos pos;
 } scan_rec;
 
-struct scan_half {
+typedef struct scan_half {
     const char *p;
     size_t n;
     BL_VEC(scan_rec) v;
@@ -370,13 +368,7 @@ struct scan_half {
     const char *text; /* the whole text (pos offsets) */
     tn_pos pend;
     int has_pend;
-    const char *prefault;   /* then mapped into the page tables (may be NULL) */
-    size_t prefault_n;
-    pthread_mutex_t mu;     /* guards scanned */
-    pthread_cond_t cv;      /* signalled when scanned is set */
-    int scanned;            /* the part is scanned: v may be read */
-};
-typedef struct scan_half scan_half;
+} scan_half;
 
 static void scan_pos(void *ctx, const char *line, const bl_frame_pos *fp)
 {
@@ -404,38 +396,12 @@ static void *scan_run(void *arg)
 {
     scan_half *h = arg;
     bl_retrace_trace_frames(h->p, h->n, scan_collect, scan_pos, h);
-    pthread_mutex_lock(&h->mu);
-    h->scanned = 1;
-    pthread_cond_signal(&h->cv);
-    pthread_mutex_unlock(&h->mu);
-    bl_mem_prefault(h->prefault, h->prefault_n);
     return NULL;
 }
 
-static void names_reserve(trace_names *t, size_t len);
-
-/* Waits for the second scan thread, if any, to finish (see names_scan). */
-static void names_scan_join(trace_names *t)
-{
-    if (!t->scan2)
-        return;
-    pthread_join(t->scan2_th, NULL);
-    pthread_mutex_destroy(&t->scan2->mu);
-    pthread_cond_destroy(&t->scan2->cv);
-    free(t->scan2->v.v);
-    free(t->scan2);
-    t->scan2 = NULL;
-}
-
 /* Scans text[0..len) into t, on two threads when `threads` allows and the
- * text is big (see SCAN_SPLIT_MIN). The second thread, once its part is
- * scanned, maps [pre, pre + pre_n) (the mapping file, read next) into the
- * page tables (bl_mem_prefault) while the main thread files the names it
- * found and lays them out (names_index): time that CPU would be idle, and
- * the parse then takes no page faults on the mapping. The caller joins it
- * with names_scan_join (names_free does too). */
-static void names_scan(trace_names *t, const char *text, size_t len, int threads,
-                       const char *pre, size_t pre_n)
+ * text is big (see SCAN_SPLIT_MIN). */
+static void names_scan(trace_names *t, const char *text, size_t len, int threads)
 {
     const char *cut = NULL;
     if (threads >= 2 && len >= SCAN_SPLIT_MIN) {
@@ -444,52 +410,36 @@ static void names_scan(trace_names *t, const char *text, size_t len, int threads
         if (cut)
             cut++;
     }
+    scan_half h;
+    memset(&h, 0, sizeof h);
+    h.text = text;
     t->text = text;
-    scan_half *hp = cut && cut < text + len ? calloc(1, sizeof *hp) : NULL;
-    if (hp) {
-        hp->text = text;
-        hp->p = cut;
-        hp->n = (size_t)(text + len - cut);
-        hp->prefault = pre;
-        hp->prefault_n = pre_n;
-        size_t guess = hp->n / 32; /* a frame line is 30 bytes or more */
-        hp->v.v = malloc((guess ? guess : 1) * sizeof *hp->v.v);
-        hp->v.cap = hp->v.v ? guess : 0;
-        int mu = pthread_mutex_init(&hp->mu, NULL) == 0;
-        int cv = mu && pthread_cond_init(&hp->cv, NULL) == 0;
-        if (!cv || pthread_create(&t->scan2_th, NULL, scan_run, hp) != 0) {
-            if (cv)
-                pthread_cond_destroy(&hp->cv);
-            if (mu)
-                pthread_mutex_destroy(&hp->mu);
-            free(hp->v.v);
-            free(hp);
-            hp = NULL;
-        }
+    pthread_t th;
+    int started = 0;
+    if (cut && cut < text + len) {
+        h.p = cut;
+        h.n = (size_t)(text + len - cut);
+        size_t guess = h.n / 32; /* a frame line is 30 bytes or more */
+        h.v.v = malloc((guess ? guess : 1) * sizeof *h.v.v);
+        h.v.cap = h.v.v ? guess : 0;
+        started = pthread_create(&th, NULL, scan_run, &h) == 0;
     }
-    /* the maps are sized while the other thread reads already */
-    names_reserve(t, len);
-    if (!hp) {
+    if (!started) {
         bl_retrace_trace_frames(text, len, names_add, pos_add, t);
+        free(h.v.v);
         return;
     }
-    t->scan2 = hp;
     bl_retrace_trace_frames(text, (size_t)(cut - text), names_add, pos_add, t);
-    pthread_mutex_lock(&hp->mu);
-    while (!hp->scanned)
-        pthread_cond_wait(&hp->cv, &hp->mu);
-    pthread_mutex_unlock(&hp->mu);
-    /* the thread reads only prefault now: its part is ours */
-    if (hp->failed) {
-        bl_retrace_trace_frames(hp->p, hp->n, names_add, pos_add, t);
+    pthread_join(th, NULL);
+    if (h.failed) {
+        bl_retrace_trace_frames(h.p, h.n, names_add, pos_add, t);
     } else {
-        const scan_rec *r = hp->v.v;
-        for (size_t i = 0; i < hp->v.n; i++)
-            names_add_hashed(t, r[i].ch, r[i].mh, r[i].line, r[i].c, r[i].cn, r[i].m, r[i].mn,
-                             r[i].has_pos ? &r[i].pos : NULL);
+        for (size_t i = 0; i < h.v.n; i++)
+            names_add_hashed(t, h.v.v[i].ch, h.v.v[i].mh, h.v.v[i].line, h.v.v[i].c,
+                             h.v.v[i].cn, h.v.v[i].m, h.v.v[i].mn,
+                             h.v.v[i].has_pos ? &h.v.v[i].pos : NULL);
     }
-    free(hp->v.v);
-    hp->v.v = NULL;
+    free(h.v.v);
 }
 
 /* Sizes the maps and the frame list for a trace of `len` bytes (a frame
@@ -595,11 +545,8 @@ static void names_index(trace_names *t)
     t->by_line = 1;
 }
 
-static void names_scan_join(trace_names *t);
-
 static void names_free(trace_names *t)
 {
-    names_scan_join(t);
     bl_u64map_cleanup(&t->class_ix);
     bl_u64map_cleanup(&t->member_ix);
     free(t->classes.v);
@@ -1232,11 +1179,11 @@ int main(int argc, char **argv)
             goto out;
         }
         if (!strict) {
+            names_reserve(&want, in.len);
             long cpus = threads ? threads : sysconf(_SC_NPROCESSORS_ONLN);
-            names_scan(&want, in.data ? in.data : "", in.len, cpus >= 2 ? 2 : 1, mdata, mlen);
+            names_scan(&want, in.data ? in.data : "", in.len, cpus >= 2 ? 2 : 1);
             want_ok = !want.failed;
             names_index(&want);
-            names_scan_join(&want); /* its CPU prefaulted the mapping meanwhile */
         }
     }
     static const struct {
