@@ -399,6 +399,8 @@ static void *scan_run(void *arg)
     return NULL;
 }
 
+static void names_reserve(trace_names *t, size_t len);
+
 /* Scans text[0..len) into t, on two threads when `threads` allows and the
  * text is big (see SCAN_SPLIT_MIN). */
 static void names_scan(trace_names *t, const char *text, size_t len, int threads)
@@ -424,6 +426,8 @@ static void names_scan(trace_names *t, const char *text, size_t len, int threads
         h.v.cap = h.v.v ? guess : 0;
         started = pthread_create(&th, NULL, scan_run, &h) == 0;
     }
+    /* the maps are sized while the other thread reads already */
+    names_reserve(t, len);
     if (!started) {
         bl_retrace_trace_frames(text, len, names_add, pos_add, t);
         free(h.v.v);
@@ -1179,7 +1183,6 @@ int main(int argc, char **argv)
             goto out;
         }
         if (!strict) {
-            names_reserve(&want, in.len);
             long cpus = threads ? threads : sysconf(_SC_NPROCESSORS_ONLN);
             names_scan(&want, in.data ? in.data : "", in.len, cpus >= 2 ? 2 : 1);
             want_ok = !want.failed;
