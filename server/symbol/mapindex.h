@@ -170,7 +170,7 @@ typedef struct bl_mi_build_opts {
      * follow them (a skipped line still ends an inline group). A line whose
      * name cannot be read cheaply is read in full. Both take want_ctx, and
      * both may be called from two threads at once (a big mapping is parsed
-     * in two halves in parallel). */
+     * by two threads in parallel). */
     bl_mi_want_member_fn want_member;
     /* Optional, finest (with want_member): a method line that want_member
      * accepts and that starts with a minified range is skipped unread when

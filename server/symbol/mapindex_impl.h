@@ -95,7 +95,7 @@ typedef struct builder {
 bl_err bl_mib_builder_init(builder *b, const bl_mi_build_opts *opts, size_t len);
 void bl_mib_builder_free(builder *b);
 
-/* Parses the mapping data[0..len) into b (in two halves on two threads
+/* Parses the mapping data[0..len) into b (in parts on two threads
  * when that pays; with want_range, again without it when the mapping
  * shows metadata). BL_ENOMEM, BL_ETOOBIG, BL_EFORMAT (strict). */
 bl_err bl_mib_parse_mapping(builder *b, const char *data, size_t len);

@@ -11,7 +11,8 @@
  *   4. R8 metadata comments attach to the line above them, under the map
  *      version in force (R8 doc/retrace.md "Version").
  * A one-shot retrace's want_class / want_member / want_range skip what it
- * will not look up; a big mapping is parsed in two halves at once.
+ * will not look up; a big mapping is parsed by two threads at once, in parts
+ * joined in mapping order ("Parallel parse").
  */
 #include "symbol/mapindex_impl.h"
 
