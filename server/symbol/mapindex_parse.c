@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -887,6 +888,10 @@ typedef struct mib_part {
  * and the count. */
 typedef struct mib_split {
     pthread_mutex_t mu;
+    pthread_cond_t done_cv;        /* a part is done, or a thread left parts_work */
+    int working;                   /* threads in parts_work (they read the text) */
+    const char *text;              /* the mapping (release_text) */
+    size_t text_len;
     const bl_mi_build_opts *opts;
     uint32_t version, map_version; /* in force after the header */
     int use_range;
@@ -911,13 +916,19 @@ static int part_goes_on(struct mib_part *pt, const char *p)
     return on;
 }
 
-/* The first class line at or after `from` and before `to`, or NULL. */
-static const char *class_line_in(const char *from, const char *to)
+/* The first class line that starts at or after `from` and before `to`, or
+ * NULL; `lo` (<= from) is a line start. */
+static const char *class_line_in(const char *lo, const char *from, const char *to)
 {
     const char *q = from;
-    if (q > to)
+    if (q >= to)
         return NULL;
-    /* to a line start: from is one, or follows a '\n' */
+    if (q > lo && q[-1] != '\n') { /* inside a line: from the next one */
+        q = memchr(q, '\n', (size_t)(to - q));
+        if (!q)
+            return NULL;
+        q++;
+    }
     for (;;) {
         const char *nl = memchr(q, '\n', (size_t)(to - q));
         const char *le = nl ? nl : to;
@@ -959,6 +970,7 @@ static void part_parse(mib_split *sp, int k)
     pt->done = 1;
     if (pt->err || pt->b->restart)
         sp->stop = 1;
+    pthread_cond_broadcast(&sp->done_cv);
     pthread_mutex_unlock(&sp->mu);
 }
 
@@ -984,7 +996,7 @@ static int part_split(mib_split *sp)
         }
         const char *from = sp->part[v].at, *to = sp->part[v].limit;
         pthread_mutex_unlock(&sp->mu);
-        const char *x = class_line_in(from + (to - from) / 2, to);
+        const char *x = class_line_in(from, from + (to - from) / 2, to);
         if (!x)
             return -1;
         pthread_mutex_lock(&sp->mu);
@@ -1009,14 +1021,46 @@ static int part_split(mib_split *sp)
 /* A thread's work: part k, then parts split off others while any pays. */
 static void parts_work(mib_split *sp, int k)
 {
+    pthread_mutex_lock(&sp->mu);
+    sp->working++;
+    pthread_mutex_unlock(&sp->mu);
     for (; k >= 0; k = part_split(sp))
         part_parse(sp, k);
+    pthread_mutex_lock(&sp->mu);
+    sp->working--;
+    pthread_cond_broadcast(&sp->done_cv);
+    pthread_mutex_unlock(&sp->mu);
+}
+
+/* Waits until every part is parsed (none is split any more then: only a
+ * part not done is split) and, with `idle`, until no thread is in
+ * parts_work any more (a thread looking for a part to split reads the
+ * text). */
+static void parts_wait_all(mib_split *sp, int idle)
+{
+    pthread_mutex_lock(&sp->mu);
+    for (int i = 0; i < sp->n || (idle && sp->working);)
+        if (i < sp->n && sp->part[i].done)
+            i++;
+        else
+            pthread_cond_wait(&sp->done_cv, &sp->mu);
+    pthread_mutex_unlock(&sp->mu);
 }
 
 static void *parts_thread(void *arg)
 {
     mib_split *sp = arg;
     parts_work(sp, 1);
+    if (sp->opts && sp->opts->release_text) {
+        /* see bl_mi_build_opts.release_text: after the last part, beside
+         * the join (the one-pass parse after the first part, when the
+         * parts do not join, reads the file's pages back in) */
+        parts_wait_all(sp, 1);
+        uintptr_t a = ((uintptr_t)sp->text + 4095) & ~(uintptr_t)4095;
+        uintptr_t e = (uintptr_t)sp->text + sp->text_len;
+        if (e > a)
+            (void)madvise((void *)a, e - a, MADV_DONTNEED);
+    }
     return NULL;
 }
 
@@ -1225,9 +1269,16 @@ static bl_err parse_split(builder *b, const char *data, size_t len)
         free(sp);
         sp = NULL;
     }
+    if (sp && pthread_cond_init(&sp->done_cv, NULL) != 0) {
+        pthread_mutex_destroy(&sp->mu);
+        free(sp);
+        sp = NULL;
+    }
     if (!sp)
         return parse_all(b, data + hdr_end, len - hdr_end);
     sp->opts = b->opts;
+    sp->text = data;
+    sp->text_len = len;
     sp->version = b->version;
     sp->map_version = b->st.map_version;
     sp->use_range = b->use_range;
@@ -1243,7 +1294,7 @@ static bl_err parse_split(builder *b, const char *data, size_t len)
     int started = pthread_create(&th, NULL, parts_thread, sp) == 0;
     if (started) {
         parts_work(sp, 0);
-        pthread_join(th, NULL);
+        parts_wait_all(sp, 0); /* the other thread may still drop the text's pages */
     } else {
         part_parse(sp, 0); /* then the rest in order, below */
     }
@@ -1295,11 +1346,14 @@ static bl_err parse_split(builder *b, const char *data, size_t len)
         b->st.parts = 1;
         err = parse_all(b, rest, (size_t)(data + len - rest));
     }
+    if (started)
+        pthread_join(th, NULL);
     for (int i = 1; i < (started ? sp->n : 1); i++) {
         if (sp->part[i].live)
             bl_mib_builder_free(&sp->part[i].own);
         free(sp->part[i].diags.v.v);
     }
+    pthread_cond_destroy(&sp->done_cv);
     pthread_mutex_destroy(&sp->mu);
     free(sp);
     return err;

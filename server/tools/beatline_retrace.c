@@ -1228,6 +1228,7 @@ int main(int argc, char **argv)
         bl_mi_build_opts bo = { .strict = strict, .diag = on_diag, .diag_ctx = &dc };
         bo.threads = threads == 1 ? 1 : threads >= 2 ? 2 : 0;
         bo.no_checksum = !index_out; /* opened at once, not written out */
+        bo.release_text = 1;         /* mdata: a private read-only file mapping, read no more */
         if (want_ok) { /* one-shot: only what the trace names */
             want.gen++;
             bo.want_class = names_want_class;
