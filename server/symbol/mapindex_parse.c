@@ -911,13 +911,22 @@ static int part_goes_on(struct mib_part *pt, const char *p)
     return on;
 }
 
-/* The first class line at or after `from` and before `to`, or NULL. */
-static const char *class_line_in(const char *from, const char *to)
+/* The first class line that starts at or after `from` and before `to`, or
+ * NULL. from may be inside a line (a middle): the search starts at the next
+ * line start, since the tail of a line can read as a class line of its own
+ * (the end of "com.example.Foo -> a:", or of a comment "# ... x -> y:").
+ * from[-1] must be readable when from is not a line start. */
+static const char *class_line_in(const char *line0, const char *from, const char *to)
 {
     const char *q = from;
-    if (q > to)
+    if (q >= to)
         return NULL;
-    /* to a line start: from is one, or follows a '\n' */
+    if (q > line0 && q[-1] != '\n') { /* inside a line: to the next one */
+        const char *nl = memchr(q, '\n', (size_t)(to - q));
+        if (!nl)
+            return NULL;
+        q = nl + 1;
+    }
     for (;;) {
         const char *nl = memchr(q, '\n', (size_t)(to - q));
         const char *le = nl ? nl : to;
@@ -984,7 +993,8 @@ static int part_split(mib_split *sp)
         }
         const char *from = sp->part[v].at, *to = sp->part[v].limit;
         pthread_mutex_unlock(&sp->mu);
-        const char *x = class_line_in(from + (to - from) / 2, to);
+        /* from (a line its owner asked about) is a line start */
+        const char *x = class_line_in(from, from + (to - from) / 2, to);
         if (!x)
             return -1;
         pthread_mutex_lock(&sp->mu);
