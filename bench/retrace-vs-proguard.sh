@@ -116,21 +116,29 @@ done
 # a shared machine (seconds long on a cloud VM) falls on both tools instead of
 # on whichever happened to run then; one warm-up round first. Each command is
 # run directly (no shell in between) and timed with bash's EPOCHREALTIME (µs).
+# EPOCHREALTIME is written with the locale's decimal separator ("1764…,123456"
+# under de_DE), which gawk reads as whole seconds: the separator is dropped
+# (it always has six digits after it) and times are kept as integer µs; the
+# awk below that prints and divides them runs under LC_ALL=C.
 declare -A times
 for ((r = 0; r <= RUNS; r++)); do
   for i in "${!cmds[@]}"; do
-    t0=$EPOCHREALTIME
-    eval "${cmds[$i]}" > /dev/null 2>&1
-    t1=$EPOCHREALTIME
-    if ((r > 0)); then times[$i]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f ", b - a }')"; fi
+    t0=${EPOCHREALTIME/[^0-9]/}
+    if ! eval "${cmds[$i]}" > /dev/null 2>&1; then
+      note "${names[$i]} failed in timing round $r"
+      exit 1
+    fi
+    t1=${EPOCHREALTIME/[^0-9]/}
+    if ((r > 0)); then times[$i]+="$((t1 - t0)) "; fi
   done
 done
 best=()
 median=()
 for i in "${!cmds[@]}"; do
-  best+=("$(echo "${times[$i]}" | tr ' ' '\n' | sort -n | awk 'NF { printf "%.3f", $1; exit }')")
-  median+=("$(echo "${times[$i]}" | tr ' ' '\n' | awk 'NF' | sort -n |
-    awk '{ v[NR] = $1 } END { printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')")
+  best+=("$(echo "${times[$i]-}" | tr ' ' '\n' | awk 'NF' | sort -n |
+    LC_ALL=C awk 'NR == 1 { printf "%.3f", $1 / 1e6 }')")
+  median+=("$(echo "${times[$i]-}" | tr ' ' '\n' | awk 'NF' | sort -n |
+    LC_ALL=C awk '{ v[NR] = $1 } END { if (NR) printf "%.3f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1e6 }')")
 done
 
 # --- table ------------------------------------------------------------------------
@@ -151,7 +159,7 @@ for i in "${!cmds[@]}"; do
     "$(((rss[i] + 512) / 1024))" "$(count_at "${outs[$i]}")"
 done
 if [ "$have_beatline" -eq 1 ]; then
-  awk -v a="${best[0]}" -v b="${best[1]}" -v ma="${median[0]}" -v mb="${median[1]}" \
+  LC_ALL=C awk -v a="${best[0]}" -v b="${best[1]}" -v ma="${median[0]}" -v mb="${median[1]}" \
     -v ra="${rss[0]}" -v rb="${rss[1]}" 'BEGIN {
     printf "%-24s %15.1fx %13.1fx %12.1fx less\n", "speed-up (ReTrace/ours)", (a > 0 ? b / a : 0),
       (ma > 0 ? mb / ma : 0), (ra > 0 ? rb / ra : 0) }'

@@ -901,13 +901,24 @@ typedef struct mib_split {
     mib_part part[MAX_PARTS];      /* in order of creation */
 } mib_split;
 
-/* Whether the part goes on at p, a line that may be a class line (its
- * limit is further; or the parse is stopped); notes p as where it is. */
+/* Whether the part goes on at p, a line that may be a class line: its
+ * limit is further and the parse is not stopped — a stopped part ends only
+ * at a class line, where the one-pass parse that may follow from there
+ * starts with the state a class line sets (any other line, a malformed one
+ * at column 0, would lose what the lines before it set up: skipping an
+ * unwanted class, the class's name). Notes p as where it is. */
 static int part_goes_on(struct mib_part *pt, const char *p)
 {
     mib_split *sp = pt->sp;
     pthread_mutex_lock(&sp->mu);
-    int on = !sp->stop && p < pt->limit;
+    int on = p < pt->limit;
+    if (on && sp->stop) {
+        const char *nl = memchr(p, '\n', (size_t)(pt->end - p));
+        bl_mapping_line ml;
+        const char *why;
+        on = !(bl_mapping_parse_line(p, (size_t)((nl ? nl : pt->end) - p), &ml, &why) == BL_OK &&
+               ml.kind == BL_ML_CLASS);
+    }
     if (on)
         pt->at = p;
     else
@@ -917,17 +928,20 @@ static int part_goes_on(struct mib_part *pt, const char *p)
 }
 
 /* The first class line that starts at or after `from` and before `to`, or
- * NULL; `lo` (<= from) is a line start. */
-static const char *class_line_in(const char *lo, const char *from, const char *to)
+ * NULL. from may be inside a line (a middle): the search starts at the next
+ * line start, since the tail of a line can read as a class line of its own
+ * (the end of "com.example.Foo -> a:", or of a comment "# ... x -> y:").
+ * from[-1] must be readable when from is not a line start. */
+static const char *class_line_in(const char *line0, const char *from, const char *to)
 {
     const char *q = from;
     if (q >= to)
         return NULL;
-    if (q > lo && q[-1] != '\n') { /* inside a line: from the next one */
-        q = memchr(q, '\n', (size_t)(to - q));
-        if (!q)
+    if (q > line0 && q[-1] != '\n') { /* inside a line: to the next one */
+        const char *nl = memchr(q, '\n', (size_t)(to - q));
+        if (!nl)
             return NULL;
-        q++;
+        q = nl + 1;
     }
     for (;;) {
         const char *nl = memchr(q, '\n', (size_t)(to - q));
@@ -996,6 +1010,7 @@ static int part_split(mib_split *sp)
         }
         const char *from = sp->part[v].at, *to = sp->part[v].limit;
         pthread_mutex_unlock(&sp->mu);
+        /* from (a line its owner asked about) is a line start */
         const char *x = class_line_in(from, from + (to - from) / 2, to);
         if (!x)
             return -1;

@@ -397,7 +397,7 @@ void bl_retracer_prefetch(const bl_retracer *rt, uint32_t far_ix, uint32_t near_
 {
     if (rt->lk && next_ix < rt->lk->n) {
         const lk_ent *k = &rt->lk->v[next_ix];
-        if (atomic_load_explicit(&k->state, memory_order_relaxed) == LK_READY) {
+        if (atomic_load_explicit(&k->state, memory_order_acquire) == LK_READY) {
             if (k->b && k->n) {
                 __builtin_prefetch(bl_mapindex_str(rt->mi, k->b[0].orig_name) - 4);
                 __builtin_prefetch(bl_mapindex_str(rt->mi, k->b[0].orig_class) - 4);
@@ -412,7 +412,7 @@ void bl_retracer_prefetch(const bl_retracer *rt, uint32_t far_ix, uint32_t near_
         __builtin_prefetch(&rt->lk->v[far_ix]);
     if (near_ix < rt->lk->n) {
         const lk_ent *k = &rt->lk->v[near_ix];
-        if (atomic_load_explicit(&k->state, memory_order_relaxed) == LK_READY) {
+        if (atomic_load_explicit(&k->state, memory_order_acquire) == LK_READY) {
             if (k->b)
                 __builtin_prefetch(k->b);
             if (k->c)

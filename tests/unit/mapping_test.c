@@ -493,15 +493,20 @@ END_TEST
 /* The most parts a split build of check_two_halves was joined from. */
 static uint32_t most_parts;
 
-/* Where texts a and b (an and bn bytes) first differ, less `back` bytes
- * (to show a little before it), for short failure messages: Check cuts
- * off long ones. */
-static size_t first_diff(const char *a, size_t an, const char *b, size_t bn, size_t back)
+/* The first line where dumps a and b differ, in each (at most 300 bytes,
+ * for a failure message short enough for check). */
+static void first_difference(const bl_buf *a, const bl_buf *b, const char **x, int *xn,
+                             const char **y, int *yn)
 {
-    size_t i = 0;
-    while (i < an && i < bn && a[i] == b[i])
+    size_t i = 0, an = a->data ? a->len : 0, bn = b->data ? b->len : 0;
+    while (i < an && i < bn && a->data[i] == b->data[i])
         i++;
-    return i > back ? i - back : 0;
+    while (i > 0 && (i > an || a->data[i - 1] != '\n'))
+        i--;
+    *x = an ? a->data + i : "";
+    *y = bn ? b->data + i : "";
+    *xn = an > i ? (int)(an - i < 300 ? an - i : 300) : 0;
+    *yn = bn > i ? (int)(bn - i < 300 ? bn - i : 300) : 0;
 }
 
 /* The resident kB of the mapping that holds p (/proc/self/smaps), or -1. */
@@ -564,14 +569,16 @@ static uint32_t check_split(const char *what, const char *m, size_t n, const bl_
                       "%s: text still mapped after the build: %ld kB (before %ld kB)", what,
                       after, before);
     tu_index_dump(mi, &t);
-    size_t at = first_diff(t1->data, t1->len, t.data, t.len, 200);
+    const char *x, *y;
+    int xn, yn;
+    first_difference(t1, &t, &x, &xn, &y, &yn);
     ck_assert_msg(t1->len == t.len && !memcmp(t1->data, t.data, t.len),
-                  "%s: split into %u parts: indexes differ (%zu vs %zu bytes) from:\n%.400s\n---\n%.400s",
-                  what, st.parts, t1->len, t.len, t1->data + at, t.data + at);
-    at = first_diff(d1->data ? d1->data : "", d1->len, d.data ? d.data : "", d.len, 200);
+                  "%s: split into %u parts: indexes differ, first at:\n%.*s\n---\n%.*s", what,
+                  st.parts, xn, x, yn, y);
+    first_difference(d1, &d, &x, &xn, &y, &yn);
     ck_assert_msg(d1->len == d.len && (!d.len || !memcmp(d1->data, d.data, d.len)),
-                  "%s: split into %u parts: diagnostics differ (%zu vs %zu bytes) from:\n%.400s\n---\n%.400s",
-                  what, st.parts, d1->len, d.len, d1->data ? d1->data + at : "", d.data ? d.data + at : "");
+                  "%s: split into %u parts: diagnostics differ, first at:\n%.*s\n---\n%.*s",
+                  what, st.parts, xn, x, yn, y);
     ck_assert(s1->lines == st.lines && s1->malformed == st.malformed &&
               s1->warnings == st.warnings && s1->classes == st.classes &&
               s1->methods == st.methods && s1->fields == st.fields &&
@@ -714,6 +721,37 @@ START_TEST(two_halves_equal_one)
 }
 END_TEST
 
+/* A part is split only at the start of a class line. Here most bytes are
+ * column-0 comments whose tail reads like a class line ("... -> zN:") and
+ * class lines with long original names: a split point taken in the middle
+ * of such a line made the new part start with a made-up class (the
+ * comment's tail: extra classes and methods, lines counted twice) or with
+ * a class also in the part before (the whole parse then done again on one
+ * thread). */
+START_TEST(split_at_line_starts)
+{
+    bl_buf m;
+    bl_buf_init(&m, 0);
+    char fill[1500];
+    memset(fill, 'x', sizeof fill - 1);
+    fill[sizeof fill - 1] = '\0';
+    char l[4096];
+    for (int c = 0; c < 120; c++) {
+        snprintf(l, sizeof l,
+                 "#%s -> z%d:\n"
+                 "com.example.%s.C%d -> a%d:\n"
+                 "    1:1:void run():1:1 -> a\n"
+                 "    2:2:void stop():2:2 -> b\n",
+                 fill, c, c % 2 ? fill : "short", c, c);
+        bl_buf_puts(&m, l);
+    }
+    most_parts = 0;
+    ck_assert_uint_eq(check_two_halves("split at line starts", m.data, m.len), 2);
+    ck_assert_uint_ge(most_parts, 3);
+    bl_buf_cleanup(&m);
+}
+END_TEST
+
 /* --strict with the first malformed line in the second half: the same
  * error, line and counts as one pass. */
 START_TEST(two_halves_strict_failure)
@@ -805,6 +843,7 @@ int main(void)
     tcase_add_test(ti, empty_and_odd_mappings);
     tcase_add_test(ti, two_halves_equal_one);
     tcase_add_test(ti, two_halves_strict_failure);
+    tcase_add_test(ti, split_at_line_starts);
     tcase_add_test(ti, synthesized_spreads_per_signature);
     tcase_add_test(ti, one_original_method_in_many_classes);
     tcase_add_test(ti, two_halves_real_files);
