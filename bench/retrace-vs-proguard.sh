@@ -5,8 +5,8 @@
 # ReTrace 6.2.2 on the same big real mapping and the same 100,000-frame trace:
 #   (a) BUILD_DIR/bin/beatline-retrace MAPPING TRACE
 #   (b) java -jar /usr/share/java/retrace.jar MAPPING TRACE
-# Whole-process wall time (best and median of 5 (RETRACE_BENCH_RUNS) runs each, the two
-# tools taking turns, after a warm-up round) and peak RSS (GNU time), the
+# Whole-process wall time (best and median of 5 (RETRACE_BENCH_RUNS) runs each, after
+# a warm-up run, one tool then the other) and peak RSS (GNU time), the
 # speed-up factors, and sanity checks of the
 # outputs: 'at' line counts (at least one per input frame), header / "Caused
 # by:" / "... N more" lines all kept, frames still naming an obfuscated class,
@@ -111,21 +111,23 @@ for i in "${!cmds[@]}"; do
   rss+=("$(tail -n 1 "$data/rss-$i.txt")")
 done
 
-# --- wall time: best of RUNS, the tools taking turns -----------------------------
-# Each round runs every tool once, one after the other, so that a slow spell of
-# a shared machine (seconds long on a cloud VM) falls on both tools instead of
-# on whichever happened to run then; one warm-up round first. Each command is
-# run directly (no shell in between) and timed with bash's EPOCHREALTIME (µs).
+# --- wall time: best and median of RUNS, each tool after a warm-up run of its own -----
+# One tool's runs back to back, then the other's (hyperfine's order). Taking
+# turns was tried (2026-12-02) and dropped: a run right after the other tool's
+# exit is slower — after a ReTrace run (a JVM of ~1 GB) beatline-retrace took
+# 143–152 ms against 118–137 ms back to back — so turns measured the
+# neighbour's exit, not the tool. Each command is run directly (no shell in
+# between) and timed with bash's EPOCHREALTIME (µs).
 # EPOCHREALTIME is written with the locale's decimal separator ("1764…,123456"
 # under de_DE), which gawk reads as whole seconds: the separator is dropped
 # (it always has six digits after it) and times are kept as integer µs; the
 # awk below that prints and divides them runs under LC_ALL=C.
 declare -A times
-for ((r = 0; r <= RUNS; r++)); do
-  for i in "${!cmds[@]}"; do
+for i in "${!cmds[@]}"; do
+  for ((r = 0; r <= RUNS; r++)); do
     t0=${EPOCHREALTIME/[^0-9]/}
     if ! eval "${cmds[$i]}" > /dev/null 2>&1; then
-      note "${names[$i]} failed in timing round $r"
+      note "${names[$i]} failed in timing run $r"
       exit 1
     fi
     t1=${EPOCHREALTIME/[^0-9]/}
