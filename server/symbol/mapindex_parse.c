@@ -868,6 +868,19 @@ static void hold_diag(void *ctx, const bl_mi_diag *d)
         h->lost = 1;
 }
 
+/* Whether the line at q (a line start before `to`) is a class line: at
+ * column 0, not a comment, and read as one. */
+static int is_class_line(const char *q, const char *to)
+{
+    if (q >= to || *q == ' ' || *q == '\t' || *q == '#' || *q == '\n' || *q == '\r')
+        return 0;
+    const char *nl = memchr(q, '\n', (size_t)(to - q));
+    bl_mapping_line ml;
+    const char *why;
+    return bl_mapping_parse_line(q, (size_t)((nl ? nl : to) - q), &ml, &why) == BL_OK &&
+           ml.kind == BL_ML_CLASS;
+}
+
 /* A part of the mapping parsed by one thread into one builder. */
 typedef struct mib_part {
     struct mib_split *sp;
@@ -911,14 +924,7 @@ static int part_goes_on(struct mib_part *pt, const char *p)
 {
     mib_split *sp = pt->sp;
     pthread_mutex_lock(&sp->mu);
-    int on = p < pt->limit;
-    if (on && sp->stop) {
-        const char *nl = memchr(p, '\n', (size_t)(pt->end - p));
-        bl_mapping_line ml;
-        const char *why;
-        on = !(bl_mapping_parse_line(p, (size_t)((nl ? nl : pt->end) - p), &ml, &why) == BL_OK &&
-               ml.kind == BL_ML_CLASS);
-    }
+    int on = p < pt->limit && !(sp->stop && is_class_line(p, pt->end));
     if (on)
         pt->at = p;
     else
@@ -943,20 +949,13 @@ static const char *class_line_in(const char *line0, const char *from, const char
             return NULL;
         q = nl + 1;
     }
-    for (;;) {
-        const char *nl = memchr(q, '\n', (size_t)(to - q));
-        const char *le = nl ? nl : to;
-        if (q < le && *q != ' ' && *q != '\t' && *q != '#' && *q != '\r') {
-            bl_mapping_line ml;
-            const char *why;
-            if (bl_mapping_parse_line(q, (size_t)(le - q), &ml, &why) == BL_OK &&
-                ml.kind == BL_ML_CLASS)
-                return q;
-        }
-        if (!nl)
+    for (; q < to; q++) {
+        if (is_class_line(q, to))
+            return q;
+        if (!(q = memchr(q, '\n', (size_t)(to - q))))
             return NULL;
-        q = nl + 1;
     }
+    return NULL;
 }
 
 /* Parses part k with its builder (made here for parts other than 0). */
@@ -1111,17 +1110,10 @@ static size_t find_cut(const char *data, size_t len, size_t *hdr_end)
         if (pass == 0 && q)
             q++;
         while (q && q < stop) {
-            if (q > p && *q != ' ' && *q != '\t' && *q != '#' && *q != '\n' && *q != '\r') {
-                const char *nl = memchr(q, '\n', (size_t)(end - q));
-                bl_mapping_line ml;
-                const char *why;
-                if (bl_mapping_parse_line(q, (size_t)((nl ? nl : end) - q), &ml, &why) ==
-                        BL_OK &&
-                    ml.kind == BL_ML_CLASS) {
-                    found = (size_t)(q - data);
-                    if (pass == 0)
-                        return found;
-                }
+            if (q > p && is_class_line(q, end)) {
+                found = (size_t)(q - data);
+                if (pass == 0)
+                    return found;
             }
             q = memchr(q, '\n', (size_t)(end - q));
             if (q)
@@ -1154,20 +1146,26 @@ static int parts_share_class(builder *const *bs, int n)
     return shared;
 }
 
+/* Whether a builder of these totals (string ids, pool bytes, methods,
+ * classes) stays within the index's 32-bit limits (merge_half). */
+static int totals_fit(uint64_t ids, uint64_t pool, uint64_t ms, uint64_t cs)
+{
+    return ids <= UINT32_MAX - 2 && pool <= (uint64_t)UINT32_MAX - 16 && ms < UINT32_MAX &&
+           cs < UINT32_MAX;
+}
+
 /* Whether builders bs[1..n) appended to bs[0] stay within merge_half's
  * limits. */
 static int parts_fit(builder *const *bs, int n)
 {
-    uint64_t ids = bs[0]->in.n, pool = bs[0]->in.pool.len, ms = bs[0]->methods.n,
-             cs = bs[0]->classes.n;
-    for (int i = 1; i < n; i++) {
+    uint64_t ids = 0, pool = 0, ms = 0, cs = 0;
+    for (int i = 0; i < n; i++) {
         ids += bs[i]->in.n;
         pool += bs[i]->in.pool.len;
         ms += bs[i]->methods.n;
         cs += bs[i]->classes.n;
     }
-    return ids <= UINT32_MAX - 2 && pool <= (uint64_t)UINT32_MAX - 16 && ms < UINT32_MAX &&
-           cs < UINT32_MAX;
+    return totals_fit(ids, pool, ms, cs);
 }
 
 #define REMAP(x) ((x) ? base + (x) - 1 : 0)
@@ -1180,10 +1178,8 @@ static bl_err merge_half(builder *a, builder *b)
     interner *ia = &a->in;
     const interner *ib = &b->in;
     uint32_t base = ia->n; /* b's id k >= 1 becomes base + k - 1 */
-    if ((uint64_t)ia->n + ib->n > UINT32_MAX - 2 ||
-        (uint64_t)ia->pool.len + ib->pool.len > (uint64_t)UINT32_MAX - 16 ||
-        (uint64_t)a->methods.n + b->methods.n >= UINT32_MAX ||
-        (uint64_t)a->classes.n + b->classes.n >= UINT32_MAX)
+    if (!totals_fit((uint64_t)ia->n + ib->n, (uint64_t)ia->pool.len + ib->pool.len,
+                    (uint64_t)a->methods.n + b->methods.n, (uint64_t)a->classes.n + b->classes.n))
         return BL_ETOOBIG;
     uint32_t need = ia->n + ib->n;
     if (need > ia->cap) {
